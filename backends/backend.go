@@ -1,0 +1,36 @@
+package backends
+
+import (
+	"context"
+	"crypto"
+
+	"github.com/cardsign/cardsign/jose"
+)
+
+// Handle is what a backend hands back for a key URI.
+type Handle struct {
+	Signer crypto.Signer
+	// Alg is the backend's own knowledge of the alg (a JWK "alg" member, a
+	// KMS key's algorithm); "" when the key type decides.
+	Alg jose.Alg
+	// KID is the kid recorded with the key; "" when none is.
+	KID string
+}
+
+// Backend opens keys by URI. Open must honour ctx for any I/O it does, and
+// its errors must never contain key material or secrets from the URI.
+type Backend interface {
+	Open(ctx context.Context, uri string) (Handle, error)
+}
+
+// Creator is implemented by backends that can make new keys.
+type Creator interface {
+	Create(ctx context.Context, req CreateRequest) (uri string, err error)
+}
+
+// CreateRequest asks a Creator for a new key.
+type CreateRequest struct {
+	Alg jose.Alg
+	// Name is backend-specific: a file path for "file", a key name for a KMS.
+	Name string
+}

@@ -1,0 +1,37 @@
+// Package file is the key backend for private keys in local files. It
+// registers the URI scheme "file"; link it in with
+//
+//	import _ "github.com/cardsign/cardsign/backends/file"
+//
+// # URIs
+//
+//	file:relative/path/key.pem   relative to the working directory
+//	file:/absolute/path/key.pem
+//	file:///absolute/path/key.pem
+//
+// The path is taken literally (no percent-decoding); file URIs with a host
+// are refused.
+//
+// # Formats
+//
+// One private key per file, unencrypted:
+//
+//   - PEM "PRIVATE KEY" (PKCS#8): EC P-256/P-384/P-521, RSA, Ed25519
+//   - PEM "EC PRIVATE KEY" (SEC 1), optionally with an "EC PARAMETERS" block
+//   - PEM "RSA PRIVATE KEY" (PKCS#1)
+//   - a JSON private JWK (RFC 7517); its "alg" and "kid" members become the
+//     key's alg and kid
+//
+// PEM carries no alg, so an RSA key in PEM signs RS256 unless told
+// otherwise. That is why Create and Write store a PS256 key as a JWK with
+// "alg":"PS256": the file alone then says how it signs.
+//
+// # Safety
+//
+// A key file whose mode grants any permission to group or others is refused
+// (chmod 600 fixes it), as are encrypted keys, public-only material, files
+// with more than one key, and files over MaxFileSize. Error messages name the
+// file and the problem, never key bytes. New keys are written with O_EXCL and
+// mode 0600 from the start, so an existing key is never overwritten and the
+// key is never readable by others, not even for a moment.
+package file

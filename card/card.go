@@ -1,0 +1,45 @@
+// Package card knows the A2A Agent Card: it parses card JSON strictly, maps
+// v0.3 cards to the v1.0 shape, lints them against the v1.0 schema, and
+// computes the canonical bytes that signatures cover (A2A v1.0 §8.4.1, then
+// RFC 8785), in the spec's profile and in the shipped SDKs' profile.
+//
+// Everything here is a plain function over bytes and values: no I/O, no
+// keys, no transport.
+package card
+
+// Options control Load.
+type Options struct {
+	Limits Limits
+	// StripUnknown removes keys outside the v1.0 schema instead of leaving
+	// them for Lint to refuse.
+	StripUnknown bool
+}
+
+// Loaded is a card read and brought to the v1.0 shape.
+type Loaded struct {
+	Value    Value    // the card in the v1.0 shape
+	Shape    string   // V03 or V10: the shape the input had
+	Notes    []Note   // what the v0.3 mapping changed
+	Stripped []string // paths removed by StripUnknown
+}
+
+// Load parses data strictly, maps a v0.3 card to v1.0, and strips unknown
+// keys when asked. It does not lint: callers decide what findings mean.
+func Load(data []byte, opts Options) (*Loaded, error) {
+	v, err := Parse(data, opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	l := &Loaded{Shape: V10}
+	if IsV03(v) {
+		l.Shape = V03
+	}
+	if v, l.Notes, err = Upgrade(v); err != nil {
+		return nil, err
+	}
+	if opts.StripUnknown {
+		v, l.Stripped = StripUnknown(v)
+	}
+	l.Value = v
+	return l, nil
+}

@@ -1,0 +1,118 @@
+package card
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Compact returns v as JSON without insignificant whitespace, members in
+// document order.
+func (v Value) Compact() []byte { return appendValue(nil, v, "", "") }
+
+// Indent returns v as JSON indented by two spaces per level, with a final
+// newline: the form in which cardsign prints cards for people and files.
+func (v Value) Indent() []byte { return append(appendValue(nil, v, "\n", "  "), '\n') }
+
+func appendValue(b []byte, v Value, nl, indent string) []byte {
+	switch v.Kind {
+	case Null:
+		return append(b, "null"...)
+	case Bool:
+		if v.Bool {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
+	case Number:
+		return append(b, v.Str...)
+	case String:
+		return appendString(b, v.Str)
+	case Array:
+		if len(v.Arr) == 0 {
+			return append(b, "[]"...)
+		}
+		b = append(b, '[')
+		inner := nl
+		if nl != "" {
+			inner = nl + indent
+		}
+		for i, e := range v.Arr {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, inner...)
+			b = appendValue(b, e, inner, indent)
+		}
+		b = append(b, nl...)
+		return append(b, ']')
+	case Object:
+		if len(v.Obj) == 0 {
+			return append(b, "{}"...)
+		}
+		b = append(b, '{')
+		inner := nl
+		if nl != "" {
+			inner = nl + indent
+		}
+		for i, m := range v.Obj {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, inner...)
+			b = appendString(b, m.Key)
+			b = append(b, ':')
+			if nl != "" {
+				b = append(b, ' ')
+			}
+			b = appendValue(b, m.Val, inner, indent)
+		}
+		b = append(b, nl...)
+		return append(b, '}')
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string, escaping only what JSON requires
+// (and the escapes RFC 8785 uses), so that non-ASCII text stays readable.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// quoteForMessage renders s for an error message: short, printable.
+func quoteForMessage(s string) string {
+	if utf8.RuneCountInString(s) > 60 {
+		r := []rune(s)
+		s = string(r[:50]) + "…"
+	}
+	var b strings.Builder
+	b.Write(appendString(nil, s))
+	return b.String()
+}

@@ -1,0 +1,392 @@
+package card
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Severity of a lint finding.
+type Severity uint8
+
+const (
+	// SeverityError blocks signing.
+	SeverityError Severity = iota
+	// SeverityWarning is printed but signs.
+	SeverityWarning
+)
+
+func (s Severity) String() string {
+	if s == SeverityWarning {
+		return "warning"
+	}
+	return "error"
+}
+
+// Finding is one lint result: where, which rule, what is wrong and how to
+// fix it.
+type Finding struct {
+	Severity Severity
+	Path     string
+	Rule     string
+	Message  string
+	Fix      string
+}
+
+func (f Finding) String() string {
+	s := fmt.Sprintf("%s %s: %s [%s]", f.Severity, f.Path, f.Message, f.Rule)
+	if f.Fix != "" {
+		s += "; fix: " + f.Fix
+	}
+	return s
+}
+
+// HasErrors reports whether any finding is an error.
+func HasErrors(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// LintError is returned when a card fails lint: it carries every finding.
+type LintError struct{ Findings []Finding }
+
+func (e *LintError) Error() string {
+	var errs []string
+	for _, f := range e.Findings {
+		if f.Severity == SeverityError {
+			errs = append(errs, f.String())
+		}
+	}
+	if len(errs) == 1 {
+		return "card fails lint: " + errs[0]
+	}
+	return fmt.Sprintf("card fails lint with %d errors: %s", len(errs), strings.Join(errs, "; "))
+}
+
+// Lint checks a card in the v1.0 shape against the v1.0 schema and the rules
+// that make a signature portable: REQUIRED fields present and non-empty
+// (§5.7), JSON types, one member per oneof, absolute https URLs, no keys
+// outside the schema (no verifier would cover them), no keys a JavaScript
+// verifier would lose.
+func Lint(v Value) []Finding {
+	l := linter{}
+	if v.Kind != Object {
+		l.add(SeverityError, &Path{index: -1}, RuleNotObject, "an Agent Card is a JSON object, not "+v.Kind.String(), "")
+		return l.findings
+	}
+	l.message(v, cardSchema, &Path{index: -1})
+	return l.findings
+}
+
+type linter struct{ findings []Finding }
+
+func (l *linter) add(sev Severity, p *Path, rule, msg, fix string) {
+	l.findings = append(l.findings, Finding{Severity: sev, Path: p.String(), Rule: rule, Message: msg, Fix: fix})
+}
+
+func (l *linter) message(v Value, m *message, p *Path) {
+	top := m == cardSchema
+	for _, mem := range v.Obj {
+		mp := p.Key(mem.Key)
+		l.protoKey(mem.Key, mp)
+		f := m.field(mem.Key)
+		if f == nil {
+			l.unknown(m, mem.Key, mp, top)
+			continue
+		}
+		if ok, want := fits(f, mem.Val); !ok {
+			l.add(SeverityError, mp, RuleType, "must be "+want+", not "+mem.Val.Kind.String(), "")
+			continue
+		}
+		l.value(v, f, mem.Val, mp)
+	}
+	for i := range m.fields {
+		f := &m.fields[i]
+		if !f.required {
+			continue
+		}
+		val, ok := v.Get(f.name)
+		fp := p.Key(f.name)
+		switch {
+		case !ok:
+			l.add(SeverityError, fp, RuleRequired, "REQUIRED field of "+m.name+" is missing", "add "+f.name)
+		case f.kind != kindMessage && val.IsEmpty():
+			if fits, _ := fits(f, val); fits {
+				l.add(SeverityError, fp, RuleRequired, "REQUIRED field of "+m.name+" is empty (invalid per A2A §5.7; verifiers disagree on empty values)", "give "+f.name+" a value")
+			}
+		}
+	}
+	for _, g := range m.oneofGroups() {
+		var set []string
+		var names []string
+		for _, f := range m.fields {
+			if f.oneof == g {
+				names = append(names, f.name)
+				if v.Has(f.name) {
+					set = append(set, f.name)
+				}
+			}
+		}
+		switch {
+		case len(set) == 0:
+			l.add(SeverityError, p, RuleOneof, m.name+" must hold exactly one of "+strings.Join(names, ", ")+"; it holds none", "add one of them")
+		case len(set) > 1:
+			l.add(SeverityError, p, RuleOneof, m.name+" must hold exactly one of "+strings.Join(names, ", ")+"; it holds "+strings.Join(set, " and "), "keep one, split the rest into separate entries")
+		}
+	}
+}
+
+func (l *linter) value(parent Value, f *field, v Value, p *Path) {
+	switch f.kind {
+	case kindString:
+		if f.url != notURL && v.Str != "" {
+			binding := ""
+			if f.url == interfaceURL {
+				b, _ := parent.Get("protocolBinding")
+				binding = b.Str
+			}
+			l.url(v.Str, f.url, binding, p)
+		}
+		if f.name == "protocolBinding" && v.Str != "" {
+			switch v.Str {
+			case "JSONRPC", "GRPC", "HTTP+JSON":
+			default:
+				l.add(SeverityWarning, p, RuleBinding, "protocol binding "+quoteForMessage(v.Str)+" is not one of the A2A core bindings (JSONRPC, GRPC, HTTP+JSON)", "use a core binding unless clients know this custom one")
+			}
+		}
+	case kindMessage:
+		l.message(v, f.msg, p)
+	case kindStruct:
+		l.freeForm(v, p)
+	case kindStrings:
+		for i, e := range v.Arr {
+			if e.Kind != String {
+				l.add(SeverityError, p.Index(i), RuleType, "must be a string, not "+e.Kind.String(), "")
+			}
+		}
+	case kindStringMap:
+		for _, e := range v.Obj {
+			ep := p.Key(e.Key)
+			l.protoKey(e.Key, ep)
+			if e.Val.Kind != String {
+				l.add(SeverityError, ep, RuleType, "must be a string, not "+e.Val.Kind.String(), "")
+			}
+		}
+	case kindMessages:
+		for i, e := range v.Arr {
+			ep := p.Index(i)
+			if e.Kind != Object {
+				l.add(SeverityError, ep, RuleType, "must be an object ("+f.msg.name+"), not "+e.Kind.String(), "")
+				continue
+			}
+			l.message(e, f.msg, ep)
+		}
+	case kindMessageMap:
+		for _, e := range v.Obj {
+			ep := p.Key(e.Key)
+			l.protoKey(e.Key, ep)
+			if e.Val.Kind != Object {
+				l.add(SeverityError, ep, RuleType, "must be an object ("+f.msg.name+"), not "+e.Val.Kind.String(), "")
+				continue
+			}
+			l.message(e.Val, f.msg, ep)
+		}
+	}
+}
+
+// freeForm checks a google.protobuf.Struct value: any JSON goes, but keys a
+// JavaScript verifier would turn into prototype writes are refused.
+func (l *linter) freeForm(v Value, p *Path) {
+	switch v.Kind {
+	case Object:
+		for _, m := range v.Obj {
+			mp := p.Key(m.Key)
+			l.protoKey(m.Key, mp)
+			l.freeForm(m.Val, mp)
+		}
+	case Array:
+		for i, e := range v.Arr {
+			l.freeForm(e, p.Index(i))
+		}
+	}
+}
+
+// protoKey refuses "__proto__": @a2a-js/sdk rebuilds objects by assignment,
+// where this key sets the prototype instead of a member, so the member
+// vanishes from its canonical bytes and the card would verify differently
+// there than anywhere else.
+func (l *linter) protoKey(key string, p *Path) {
+	if key == "__proto__" {
+		l.add(SeverityError, p, RulePortability, "the key __proto__ is lost by JavaScript verifiers", "rename the key")
+	}
+}
+
+func (l *linter) unknown(m *message, key string, p *Path, top bool) {
+	msg := "key is not in the A2A v1.0 " + m.name + " schema; no verifier's signature check covers it"
+	fix := "remove it, or sign with --strip-unknown"
+	if alias := camelCase(key); alias != key && m.field(alias) != nil {
+		fix = "rename it to " + alias + " (the JSON name in v1.0)"
+	} else if top {
+		for _, k := range v03Only {
+			if k == key {
+				msg = "key is a v0.3 card member, not part of the v1.0 shape"
+				fix = "remove it, or write the card in the v0.3 shape (top-level url, no supportedInterfaces) so that it is mapped"
+				if key == "security" {
+					fix = "use securityRequirements: [{\"schemes\": {\"NAME\": {\"list\": [SCOPES]}}}]"
+				}
+			}
+		}
+	} else if m.name == "AgentCapabilities" && key == "stateTransitionHistory" {
+		msg = "stateTransitionHistory was removed in v1.0"
+	}
+	l.add(SeverityError, p, RuleUnknownField, msg, fix)
+}
+
+// camelCase turns a proto field name (protocol_binding) into its JSON name.
+func camelCase(s string) string {
+	if !strings.Contains(s, "_") {
+		return s
+	}
+	var b strings.Builder
+	up := false
+	for _, r := range s {
+		if r == '_' {
+			up = true
+			continue
+		}
+		if up && r >= 'a' && r <= 'z' {
+			r -= 'a' - 'A'
+		}
+		up = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (l *linter) url(s string, rule urlRule, binding string, p *Path) {
+	if rule == interfaceURL && binding == "GRPC" && isHostPort(s) {
+		return
+	}
+	fix := "use an absolute https:// URL"
+	if rule == interfaceURL && binding == "GRPC" {
+		fix = "use an absolute https:// URL or host:port"
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		l.add(SeverityError, p, RuleURL, quoteForMessage(s)+" is not an absolute URL", fix)
+		return
+	}
+	if u.User != nil {
+		l.add(SeverityError, p, RuleURL, "URL carries user credentials, which would be published with the card", "remove the user:password@ part")
+		return
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if isLoopback(u.Hostname()) {
+			l.add(SeverityWarning, p, RuleURL, "plain http is only acceptable for a loopback host", "use https outside local testing")
+			return
+		}
+		l.add(SeverityError, p, RuleURL, "plain http URL for a non-loopback host", fix)
+	default:
+		l.add(SeverityError, p, RuleURL, "URL scheme "+quoteForMessage(u.Scheme)+" is not https", fix)
+	}
+}
+
+func isHostPort(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" || strings.ContainsAny(host, "/?#@ ") {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n < 65536
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// StripUnknown returns v without the keys that lie outside the v1.0 schema
+// (free-form params and header are left alone) and the paths it removed.
+func StripUnknown(v Value) (Value, []string) {
+	var removed []string
+	out := strip(v, cardSchema, &Path{index: -1}, &removed)
+	return out, removed
+}
+
+func strip(v Value, m *message, p *Path, removed *[]string) Value {
+	if v.Kind != Object {
+		return v
+	}
+	out := make([]Member, 0, len(v.Obj))
+	for _, mem := range v.Obj {
+		mp := p.Key(mem.Key)
+		f := m.field(mem.Key)
+		if f == nil {
+			*removed = append(*removed, mp.String())
+			continue
+		}
+		switch f.kind {
+		case kindMessage:
+			mem.Val = strip(mem.Val, f.msg, mp, removed)
+		case kindMessages:
+			if mem.Val.Kind == Array {
+				elems := make([]Value, len(mem.Val.Arr))
+				for i, e := range mem.Val.Arr {
+					elems[i] = strip(e, f.msg, mp.Index(i), removed)
+				}
+				mem.Val = Value{Kind: Array, Arr: elems}
+			}
+		case kindMessageMap:
+			if mem.Val.Kind == Object {
+				entries := make([]Member, len(mem.Val.Obj))
+				for i, e := range mem.Val.Obj {
+					entries[i] = Member{e.Key, strip(e.Val, f.msg, mp.Key(e.Key), removed)}
+				}
+				mem.Val = Value{Kind: Object, Obj: entries}
+			}
+		}
+		out = append(out, mem)
+	}
+	return Value{Kind: Object, Obj: out}
+}
+
+// Divergences lists where the spec and sdk canonical forms of a linted card
+// part ways: every empty value ("", [], {}, null) that §8.4.1 keeps and the
+// shipped verifiers drop. An empty list means one signature serves both.
+func Divergences(v Value) ([]string, error) {
+	t, err := Project(v, ProfileSpec)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	empties(t, &Path{index: -1}, &out)
+	return out, nil
+}
+
+func empties(v Value, p *Path, out *[]string) {
+	if v.IsEmpty() {
+		*out = append(*out, p.String())
+		return
+	}
+	switch v.Kind {
+	case Object:
+		for _, m := range v.Obj {
+			empties(m.Val, p.Key(m.Key), out)
+		}
+	case Array:
+		for i, e := range v.Arr {
+			empties(e, p.Index(i), out)
+		}
+	}
+}

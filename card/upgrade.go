@@ -1,0 +1,304 @@
+package card
+
+import "fmt"
+
+// Version strings of the two card shapes.
+const (
+	V03 = "0.3"
+	V10 = "1.0"
+)
+
+// Note says what Upgrade changed, so that a person can see why the signed
+// card differs from the one they sent.
+type Note struct {
+	Path    string
+	Message string
+}
+
+func (n Note) String() string { return n.Path + ": " + n.Message }
+
+// IsV03 reports whether v has the v0.3 shape: a top-level url and no
+// supportedInterfaces (DESIGN.md §3).
+func IsV03(v Value) bool {
+	return v.Kind == Object && v.Has("url") && !v.Has("supportedInterfaces")
+}
+
+// v03Only are the top-level v0.3 members that have no v1.0 field of their own.
+var v03Only = []string{"url", "preferredTransport", "additionalInterfaces", "protocolVersion", "supportsAuthenticatedExtendedCard", "security"}
+
+// Upgrade maps a v0.3 card to the v1.0 shape, the way the shipped SDKs read an
+// old card (@a2a-js/sdk compat/v0_3 toCoreAgentCard): url, preferredTransport
+// and additionalInterfaces become supportedInterfaces with protocolVersion
+// "0.3"; supportsAuthenticatedExtendedCard becomes
+// capabilities.extendedAgentCard; security becomes securityRequirements (on
+// the card and on each skill); type-discriminated security schemes become
+// v1.0 wrapper objects with `in` renamed to `location`; an OAuth flows object
+// keeps the first of authorizationCode, clientCredentials, implicit and
+// password. A v1.0 card is returned unchanged with no notes.
+func Upgrade(v Value) (Value, []Note, error) {
+	if !IsV03(v) {
+		return v, nil, nil
+	}
+	u := upgrader{}
+	out, err := u.card(v)
+	return out, u.notes, err
+}
+
+type upgrader struct{ notes []Note }
+
+func (u *upgrader) note(p *Path, format string, args ...any) {
+	u.notes = append(u.notes, Note{Path: p.String(), Message: fmt.Sprintf(format, args...)})
+}
+
+func v03Error(p *Path, format string, args ...any) *Error {
+	return &Error{Path: p.String(), Rule: RuleV03, Offset: -1, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (u *upgrader) card(v Value) (Value, error) {
+	root := &Path{index: -1}
+	ifaces, err := u.interfaces(v, root)
+	if err != nil {
+		return Value{}, err
+	}
+	out := make([]Member, 0, len(v.Obj)+1)
+	placed := false
+	for _, m := range v.Obj {
+		mp := root.Key(m.Key)
+		switch m.Key {
+		case "url":
+			// supportedInterfaces takes the place of url, the v0.3 endpoint.
+			out = append(out, Member{"supportedInterfaces", ifaces})
+			placed = true
+			continue
+		case "preferredTransport", "additionalInterfaces", "supportsAuthenticatedExtendedCard":
+			continue // folded into supportedInterfaces / capabilities
+		case "protocolVersion":
+			u.note(mp, "removed: v1.0 carries the protocol version per interface")
+			continue
+		case "security":
+			reqs, err := securityRequirements(m.Val, mp)
+			if err != nil {
+				return Value{}, err
+			}
+			out = append(out, Member{"securityRequirements", reqs})
+			u.note(mp, "renamed to securityRequirements in the v1.0 shape")
+			continue
+		case "capabilities":
+			caps, err := u.capabilities(v, m.Val, mp)
+			if err != nil {
+				return Value{}, err
+			}
+			out = append(out, Member{m.Key, caps})
+			continue
+		case "securitySchemes":
+			schemes, err := u.securitySchemes(m.Val, mp)
+			if err != nil {
+				return Value{}, err
+			}
+			out = append(out, Member{m.Key, schemes})
+			continue
+		case "skills":
+			skills, err := u.skills(m.Val, mp)
+			if err != nil {
+				return Value{}, err
+			}
+			out = append(out, Member{m.Key, skills})
+			continue
+		}
+		out = append(out, m)
+	}
+	if !placed {
+		out = append(out, Member{"supportedInterfaces", ifaces})
+	}
+	if sa, ok := v.Get("supportsAuthenticatedExtendedCard"); ok && !v.Has("capabilities") {
+		if sa.Kind != Bool {
+			return Value{}, typeError(root.Key("supportsAuthenticatedExtendedCard"), sa, "a boolean")
+		}
+		out = append(out, Member{"capabilities", ObjectValue(Member{"extendedAgentCard", sa})})
+		u.note(root.Key("supportsAuthenticatedExtendedCard"), "moved to capabilities.extendedAgentCard")
+	}
+	return Value{Kind: Object, Obj: out}, nil
+}
+
+func (u *upgrader) interfaces(v Value, root *Path) (Value, error) {
+	url, _ := v.Get("url")
+	if url.Kind != String {
+		return Value{}, typeError(root.Key("url"), url, "a string")
+	}
+	binding := StringValue("JSONRPC")
+	if t, ok := v.Get("preferredTransport"); ok {
+		if t.Kind != String {
+			return Value{}, typeError(root.Key("preferredTransport"), t, "a string")
+		}
+		binding = t
+	}
+	primary := ObjectValue(Member{"url", url}, Member{"protocolBinding", binding}, Member{"protocolVersion", StringValue(V03)})
+	ifaces := []Value{primary}
+	u.note(root.Key("url"), "url and preferredTransport became supportedInterfaces[0] (protocolBinding %s, protocolVersion %q)", quoteForMessage(binding.Str), V03)
+	if extra, ok := v.Get("additionalInterfaces"); ok {
+		ap := root.Key("additionalInterfaces")
+		if extra.Kind != Array {
+			return Value{}, typeError(ap, extra, "an array of {url, transport} objects")
+		}
+		for i, e := range extra.Arr {
+			ep := ap.Index(i)
+			if e.Kind != Object {
+				return Value{}, typeError(ep, e, "an object with url and transport")
+			}
+			eu, _ := e.Get("url")
+			et, _ := e.Get("transport")
+			if eu.Kind != String {
+				return Value{}, typeError(ep.Key("url"), eu, "a string")
+			}
+			if et.Kind != String {
+				return Value{}, typeError(ep.Key("transport"), et, "a string")
+			}
+			ifaces = append(ifaces, ObjectValue(Member{"url", eu}, Member{"protocolBinding", et}, Member{"protocolVersion", StringValue(V03)}))
+		}
+		u.note(ap, "became supportedInterfaces[1:] (protocolVersion %q)", V03)
+	}
+	return Value{Kind: Array, Arr: ifaces}, nil
+}
+
+func (u *upgrader) capabilities(card, caps Value, p *Path) (Value, error) {
+	if caps.Kind != Object {
+		return Value{}, typeError(p, caps, "an object (AgentCapabilities)")
+	}
+	if caps.Has("stateTransitionHistory") {
+		caps = caps.without("stateTransitionHistory")
+		u.note(p.Key("stateTransitionHistory"), "removed: v1.0 has no stateTransitionHistory capability")
+	}
+	if sa, ok := card.Get("supportsAuthenticatedExtendedCard"); ok {
+		if sa.Kind != Bool {
+			return Value{}, typeError((&Path{index: -1}).Key("supportsAuthenticatedExtendedCard"), sa, "a boolean")
+		}
+		caps = caps.with("extendedAgentCard", sa)
+		u.note((&Path{index: -1}).Key("supportsAuthenticatedExtendedCard"), "moved to capabilities.extendedAgentCard")
+	}
+	return caps, nil
+}
+
+func (u *upgrader) skills(skills Value, p *Path) (Value, error) {
+	if skills.Kind != Array {
+		return skills, nil // lint reports the type
+	}
+	out := make([]Value, len(skills.Arr))
+	for i, s := range skills.Arr {
+		out[i] = s
+		sec, ok := s.Get("security")
+		if !ok {
+			continue
+		}
+		sp := p.Index(i).Key("security")
+		reqs, err := securityRequirements(sec, sp)
+		if err != nil {
+			return Value{}, err
+		}
+		renamed := make([]Member, len(s.Obj))
+		for j, m := range s.Obj {
+			if m.Key == "security" {
+				m = Member{"securityRequirements", reqs}
+			}
+			renamed[j] = m
+		}
+		out[i] = Value{Kind: Object, Obj: renamed}
+		u.note(sp, "renamed to securityRequirements in the v1.0 shape")
+	}
+	return Value{Kind: Array, Arr: out}, nil
+}
+
+// securityRequirements maps v0.3 [{"scheme": ["scope", …]}] to v1.0
+// [{"schemes": {"scheme": {"list": ["scope", …]}}}].
+func securityRequirements(sec Value, p *Path) (Value, error) {
+	if sec.Kind != Array {
+		return Value{}, typeError(p, sec, "an array of {scheme: [scopes]} objects")
+	}
+	out := make([]Value, len(sec.Arr))
+	for i, req := range sec.Arr {
+		rp := p.Index(i)
+		if req.Kind != Object {
+			return Value{}, typeError(rp, req, "an object mapping scheme names to scope arrays")
+		}
+		schemes := make([]Member, len(req.Obj))
+		for j, m := range req.Obj {
+			if m.Val.Kind != Array {
+				return Value{}, typeError(rp.Key(m.Key), m.Val, "an array of scope strings")
+			}
+			schemes[j] = Member{m.Key, ObjectValue(Member{"list", m.Val})}
+		}
+		out[i] = ObjectValue(Member{"schemes", Value{Kind: Object, Obj: schemes}})
+	}
+	return Value{Kind: Array, Arr: out}, nil
+}
+
+// v03Schemes maps a v0.3 security scheme `type` to its v1.0 wrapper member.
+var v03Schemes = map[string]string{
+	"apiKey":        "apiKeySecurityScheme",
+	"http":          "httpAuthSecurityScheme",
+	"oauth2":        "oauth2SecurityScheme",
+	"openIdConnect": "openIdConnectSecurityScheme",
+	"mutualTLS":     "mtlsSecurityScheme",
+}
+
+func (u *upgrader) securitySchemes(schemes Value, p *Path) (Value, error) {
+	if schemes.Kind != Object {
+		return schemes, nil // lint reports the type
+	}
+	out := make([]Member, len(schemes.Obj))
+	for i, m := range schemes.Obj {
+		sp := p.Key(m.Key)
+		out[i] = m
+		typ, ok := m.Val.Get("type")
+		if !ok {
+			continue // already a v1.0 wrapper (the proto-JSON drift of v0.3)
+		}
+		if typ.Kind != String {
+			return Value{}, typeError(sp.Key("type"), typ, "a string")
+		}
+		wrapper, known := v03Schemes[typ.Str]
+		if !known {
+			return Value{}, v03Error(sp.Key("type"), "unsupported v0.3 security scheme type %s (want apiKey, http, oauth2, openIdConnect or mutualTLS)", quoteForMessage(typ.Str))
+		}
+		inner := make([]Member, 0, len(m.Val.Obj))
+		for _, f := range m.Val.Obj {
+			switch {
+			case f.Key == "type":
+				continue
+			case f.Key == "in" && typ.Str == "apiKey":
+				f.Key = "location"
+			case f.Key == "flows" && typ.Str == "oauth2":
+				flows, err := u.flows(f.Val, sp.Key("flows"))
+				if err != nil {
+					return Value{}, err
+				}
+				f.Val = flows
+			}
+			inner = append(inner, f)
+		}
+		out[i] = Member{m.Key, ObjectValue(Member{wrapper, Value{Kind: Object, Obj: inner}})}
+		u.note(sp, "type %s became %s", quoteForMessage(typ.Str), wrapper)
+	}
+	return Value{Kind: Object, Obj: out}, nil
+}
+
+// v03Flows is the order in which the SDKs pick the one v1.0 flow.
+var v03Flows = []string{"authorizationCode", "clientCredentials", "implicit", "password"}
+
+func (u *upgrader) flows(flows Value, p *Path) (Value, error) {
+	if flows.Kind != Object {
+		return Value{}, typeError(p, flows, "an object (OAuthFlows)")
+	}
+	for _, name := range v03Flows {
+		f, ok := flows.Get(name)
+		if !ok {
+			continue
+		}
+		for _, m := range flows.Obj {
+			if m.Key != name {
+				u.note(p.Key(m.Key), "dropped: a v1.0 OAuthFlows holds one flow, and %s comes first", name)
+			}
+		}
+		return ObjectValue(Member{name, f}), nil
+	}
+	return Value{}, v03Error(p, "OAuth flows must declare at least one of authorizationCode, clientCredentials, implicit, password")
+}

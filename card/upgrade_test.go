@@ -1,0 +1,114 @@
+package card
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestUpgradeV03(t *testing.T) {
+	data, err := os.ReadFile("../testdata/cards/v03.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Shape != V03 {
+		t.Fatalf("shape %s, want %s", l.Shape, V03)
+	}
+	got := string(l.Value.Compact())
+	for _, want := range []string{
+		`"supportedInterfaces":[{"url":"https://legacy.example.com/a2a","protocolBinding":"JSONRPC","protocolVersion":"0.3"},{"url":"https://legacy.example.com/a2a","protocolBinding":"JSONRPC","protocolVersion":"0.3"},{"url":"legacy.example.com:443","protocolBinding":"GRPC","protocolVersion":"0.3"}]`,
+		`"capabilities":{"streaming":true,"extendedAgentCard":true}`,
+		`"key":{"apiKeySecurityScheme":{"location":"header","name":"X-API-Key","description":"API key"}}`,
+		`"bearer":{"httpAuthSecurityScheme":{"scheme":"bearer","bearerFormat":"JWT"}}`,
+		`"oauth":{"oauth2SecurityScheme":{"flows":{"authorizationCode":{"authorizationUrl":"https://auth.example.com/authorize"`,
+		`"oidc":{"openIdConnectSecurityScheme":{"openIdConnectUrl":"https://auth.example.com/.well-known/openid-configuration"}}`,
+		`"mtls":{"mtlsSecurityScheme":{"description":"client certificates"}}`,
+		`"securityRequirements":[{"schemes":{"oauth":{"list":["read"]}}},{"schemes":{"key":{"list":[]}}}]`,
+		`"skills":[{"id":"s","name":"S","description":"d","tags":["t"],"securityRequirements":[{"schemes":{"bearer":{"list":[]}}}]}]`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("mapped card lacks %s\nmapped: %s", want, got)
+		}
+	}
+	for _, k := range v03Only {
+		if l.Value.Has(k) {
+			t.Errorf("mapped card still has the v0.3 member %s", k)
+		}
+	}
+	for _, gone := range []string{`stateTransitionHistory`, `"type":`, `"in":`, `clientCredentials`, `"0.3.0"`} {
+		if strings.Contains(got, gone) {
+			t.Errorf("mapped card still has %s", gone)
+		}
+	}
+	if fs := Lint(l.Value); HasErrors(fs) {
+		t.Fatalf("mapped card fails lint: %v", fs)
+	}
+	var notes []string
+	for _, n := range l.Notes {
+		notes = append(notes, n.String())
+	}
+	joined := strings.Join(notes, "\n")
+	for _, want := range []string{"securitySchemes.oauth.flows.clientCredentials: dropped", "capabilities.stateTransitionHistory: removed", "protocolVersion: removed"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("notes lack %q:\n%s", want, joined)
+		}
+	}
+}
+
+func TestUpgradeLeavesV10Alone(t *testing.T) {
+	in := withMembers(t)
+	v, err := Parse(in, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, notes, err := Upgrade(v)
+	if err != nil || len(notes) != 0 || string(out.Compact()) != string(in) {
+		t.Fatalf("Upgrade changed a v1.0 card: %s %v %v", out.Compact(), notes, err)
+	}
+	// A card with both url and supportedInterfaces is v1.0 with a stray key.
+	v, _ = Parse(withMembers(t, "url", `"https://x.example"`), Limits{})
+	if IsV03(v) {
+		t.Fatal("a card with supportedInterfaces is v1.0")
+	}
+}
+
+func TestUpgradeMinimal(t *testing.T) {
+	v, err := Parse([]byte(`{"name":"A","url":"https://a.example","supportsAuthenticatedExtendedCard":false}`), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := Upgrade(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"name":"A","supportedInterfaces":[{"url":"https://a.example","protocolBinding":"JSONRPC","protocolVersion":"0.3"}],"capabilities":{"extendedAgentCard":false}}`
+	if got := string(out.Compact()); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestUpgradeErrors(t *testing.T) {
+	tests := []struct{ in, path, rule string }{
+		{`{"url":5}`, "url", RuleType},
+		{`{"url":"https://a","preferredTransport":1}`, "preferredTransport", RuleType},
+		{`{"url":"https://a","additionalInterfaces":[{"url":"https://b"}]}`, "additionalInterfaces[0].transport", RuleType},
+		{`{"url":"https://a","security":{"k":[]}}`, "security", RuleType},
+		{`{"url":"https://a","security":[{"k":"read"}]}`, "security[0].k", RuleType},
+		{`{"url":"https://a","securitySchemes":{"k":{"type":"kerberos"}}}`, "securitySchemes.k.type", RuleV03},
+		{`{"url":"https://a","securitySchemes":{"o":{"type":"oauth2","flows":{}}}}`, "securitySchemes.o.flows", RuleV03},
+		{`{"url":"https://a","supportsAuthenticatedExtendedCard":"yes"}`, "supportsAuthenticatedExtendedCard", RuleType},
+		{`{"url":"https://a","capabilities":[]}`, "capabilities", RuleType},
+	}
+	for _, tc := range tests {
+		_, err := Load([]byte(tc.in), Options{})
+		var e *Error
+		if !errors.As(err, &e) || e.Path != tc.path || e.Rule != tc.rule {
+			t.Errorf("Load(%s) = %v, want %s at %s", tc.in, err, tc.rule, tc.path)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/cardsign/cardsign/card"
+)
+
+// limitFlags registers the parser caps every card-reading command takes.
+func limitFlags(fs *flag.FlagSet) *card.Limits {
+	l := &card.Limits{}
+	fs.IntVar(&l.MaxBytes, "max-bytes", card.DefaultMaxBytes, "refuse cards larger than this many bytes")
+	fs.IntVar(&l.MaxDepth, "max-depth", card.DefaultMaxDepth, "refuse cards nested deeper than this")
+	return l
+}
+
+// reportCardError prints a card that cannot be read and returns the exit code.
+func reportCardError(e env, name string, err error) int {
+	var ce *card.Error
+	if errors.As(err, &ce) {
+		fmt.Fprintf(e.stderr, "cardsign %s: invalid card: %v\n", name, err)
+		return exitUsage
+	}
+	fmt.Fprintf(e.stderr, "cardsign %s: %v\n", name, err)
+	return exitFail
+}
+
+func printNotes(e env, name string, l *card.Loaded) {
+	if l.Shape == card.V03 {
+		fmt.Fprintf(e.stderr, "cardsign %s: mapped a v0.3 card to the v1.0 shape:\n", name)
+		for _, n := range l.Notes {
+			fmt.Fprintf(e.stderr, "  %s\n", n)
+		}
+	}
+	for _, p := range l.Stripped {
+		fmt.Fprintf(e.stderr, "cardsign %s: removed %s (not in the v1.0 schema)\n", name, p)
+	}
+}
+
+func canonicalizeCmd() command {
+	c := command{
+		name:    "canonicalize",
+		summary: "Print the canonical bytes a signature covers (A2A §8.4.1, RFC 8785), without a trailing newline.",
+		usage:   "[--profile spec|sdk] FILE|-",
+		example: "  cardsign canonicalize agent-card.json | sha256sum\n  cardsign canonicalize --profile sdk - < agent-card.json",
+	}
+	c.run = func(ctx context.Context, e env, args []string) int {
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		profile := fs.String("profile", "spec", "canonical profile: spec (A2A §8.4.1 to the letter) or sdk (what @a2a-js/sdk and a2a-python compute)")
+		lim := limitFlags(fs)
+		pos, code, done := c.parse(e, fs, args)
+		if done {
+			return code
+		}
+		p, err := card.ParseProfile(*profile)
+		if err != nil {
+			return c.usageError(e, "%v", err)
+		}
+		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
+		if !ok {
+			return code
+		}
+		l, err := card.Load(data, card.Options{Limits: *lim})
+		if err != nil {
+			return reportCardError(e, c.name, err)
+		}
+		out, err := card.Canonical(l.Value, p)
+		if err != nil {
+			return reportCardError(e, c.name, err)
+		}
+		e.stdout.Write(out)
+		return exitOK
+	}
+	return c
+}
+
+func lintCmd() command {
+	c := command{
+		name:    "lint",
+		summary: "Check a card against the A2A v1.0 schema and the rules that make its signature verify everywhere; exit 1 on any error.",
+		usage:   "[--strip-unknown] FILE|-",
+		example: "  cardsign lint agent-card.json\n  error skills[0].tags: REQUIRED field of AgentSkill is missing [required]; fix: add tags",
+	}
+	c.run = func(ctx context.Context, e env, args []string) int {
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		strip := fs.Bool("strip-unknown", false, "drop keys outside the v1.0 schema (and say which) instead of reporting them")
+		lim := limitFlags(fs)
+		pos, code, done := c.parse(e, fs, args)
+		if done {
+			return code
+		}
+		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
+		if !ok {
+			return code
+		}
+		l, err := card.Load(data, card.Options{Limits: *lim, StripUnknown: *strip})
+		if err != nil {
+			var ce *card.Error
+			if errors.As(err, &ce) {
+				fmt.Fprintf(e.stdout, "error %s: %s [%s]\n", ce.Path, ce.Reason, ce.Rule)
+				return exitFail
+			}
+			return reportCardError(e, c.name, err)
+		}
+		printNotes(e, c.name, l)
+		findings := card.Lint(l.Value)
+		errs, warns := 0, 0
+		for _, f := range findings {
+			fmt.Fprintln(e.stdout, f)
+			if f.Severity == card.SeverityError {
+				errs++
+			} else {
+				warns++
+			}
+		}
+		fmt.Fprintf(e.stderr, "%d errors, %d warnings\n", errs, warns)
+		if errs > 0 {
+			return exitFail
+		}
+		return exitOK
+	}
+	return c
+}
+
+func upgradeCmd() command {
+	c := command{
+		name:    "upgrade",
+		summary: "Print a v0.3 card mapped to the A2A v1.0 shape (a v1.0 card is printed unchanged).",
+		usage:   "FILE|-",
+		example: "  cardsign upgrade old-card.json > agent-card.json",
+	}
+	c.run = func(ctx context.Context, e env, args []string) int {
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		lim := limitFlags(fs)
+		pos, code, done := c.parse(e, fs, args)
+		if done {
+			return code
+		}
+		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
+		if !ok {
+			return code
+		}
+		l, err := card.Load(data, card.Options{Limits: *lim})
+		if err != nil {
+			return reportCardError(e, c.name, err)
+		}
+		printNotes(e, c.name, l)
+		if l.Shape == card.V10 {
+			fmt.Fprintf(e.stderr, "cardsign %s: the card is already in the v1.0 shape\n", c.name)
+		}
+		e.stdout.Write(l.Value.Indent())
+		return exitOK
+	}
+	return c
+}

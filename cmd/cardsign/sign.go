@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/signer"
+)
+
+// keyFlags are the flags that name signing keys.
+type keyFlags struct {
+	uris stringsFlag
+	kid  string
+	alg  string
+}
+
+func (k *keyFlags) register(fs *flag.FlagSet, what string) {
+	fs.Var(&k.uris, "key", "key URI, e.g. file:signing-key.pem (repeat for several keys) "+what)
+	fs.StringVar(&k.kid, "kid", "", "key id to use instead of the RFC 7638 thumbprint (only with one --key)")
+	fs.StringVar(&k.alg, "alg", "", "JOSE algorithm instead of the key's default, e.g. PS256 for an RSA key (only with one --key)")
+}
+
+// open opens every --key through the backend registry.
+func (k *keyFlags) open(ctx context.Context) ([]*backends.Key, error) {
+	if len(k.uris) == 0 {
+		return nil, errors.New("--key is required")
+	}
+	if len(k.uris) > 1 && (k.kid != "" || k.alg != "") {
+		return nil, errors.New("--kid and --alg apply to a single --key")
+	}
+	var opts backends.OpenOptions
+	opts.KID = k.kid
+	if k.alg != "" {
+		a, err := jose.ParseAlg(k.alg)
+		if err != nil {
+			return nil, err
+		}
+		opts.Alg = a
+	}
+	var keys []*backends.Key
+	for _, uri := range k.uris {
+		key, err := backends.Open(ctx, uri, opts)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}
+
+func signCmd() command {
+	c := command{
+		name:    "sign",
+		summary: "Sign a card offline with one or more keys and print the signed card.",
+		usage:   "--key URI [--kid KID] [--jku URL] [--profile spec|sdk|both] [--strip-unknown] [--keep-signatures] FILE|-",
+		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json",
+	}
+	c.run = func(ctx context.Context, e env, args []string) int {
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		var kf keyFlags
+		kf.register(fs, "(required)")
+		jku := fs.String("jku", "", "public JWKS URL to put in the protected header as a hint for verifiers (https)")
+		profile := fs.String("profile", "", "canonical profiles to sign: spec, sdk or both (default: spec, plus sdk when the two differ)")
+		strip := fs.Bool("strip-unknown", false, "remove keys outside the v1.0 schema (and say which) instead of refusing the card")
+		keep := fs.Bool("keep-signatures", false, "keep the card's existing signatures (default: replace them)")
+		lim := limitFlags(fs)
+		pos, code, done := c.parse(e, fs, args)
+		if done {
+			return code
+		}
+		mode, err := signer.ParseMode(*profile)
+		if err != nil {
+			return c.usageError(e, "%v", err)
+		}
+		if *jku != "" {
+			if u, err := url.Parse(*jku); err != nil || u.Scheme != "https" || u.Host == "" {
+				return c.usageError(e, "--jku must be an absolute https URL, got %q", *jku)
+			}
+		}
+		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
+		if !ok {
+			return code
+		}
+		keys, err := kf.open(ctx)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+			return exitUsage
+		}
+		opts := signer.Options{JKU: *jku, Mode: mode, KeepSignatures: *keep,
+			Card: card.Options{Limits: *lim, StripUnknown: *strip}}
+		for _, k := range keys {
+			opts.Keys = append(opts.Keys, signer.Key{Signer: k.Signer, Alg: k.Alg, KID: k.KID})
+		}
+		res, err := signer.Sign(ctx, data, opts)
+		if err != nil {
+			return reportSignError(e, c.name, err)
+		}
+		printNotes(e, c.name, res.Loaded)
+		for _, w := range res.Warnings {
+			fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, w)
+		}
+		if len(res.Divergences) > 0 {
+			fmt.Fprintf(e.stderr, "cardsign %s: signing the spec and sdk profiles separately: A2A §8.4.1 keeps these empty values and the shipped verifiers (@a2a-js/sdk, a2a-python) drop them: %s\n",
+				c.name, strings.Join(res.Divergences, ", "))
+		}
+		for _, s := range res.Signatures {
+			fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile)\n", c.name, s.KID, s.Alg, s.Profile)
+		}
+		e.stdout.Write(res.Card)
+		return exitOK
+	}
+	return c
+}
+
+// reportSignError prints why a card was not signed: every lint error, or the
+// parse error, or the key failure.
+func reportSignError(e env, name string, err error) int {
+	var le *card.LintError
+	if errors.As(err, &le) {
+		fmt.Fprintf(e.stderr, "cardsign %s: refusing to sign: the card fails lint\n", name)
+		printFindings(e.stderr, le.Findings)
+		return exitFail
+	}
+	return reportCardError(e, name, err)
+}
+
+func printFindings(w io.Writer, fs []card.Finding) {
+	for _, f := range fs {
+		fmt.Fprintf(w, "  %s\n", f)
+	}
+}

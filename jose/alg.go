@@ -1,0 +1,120 @@
+package jose
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"strings"
+
+	// The hash implementations must be linked in for crypto.Hash.New.
+	_ "crypto/sha256"
+	_ "crypto/sha512"
+)
+
+// Alg is a JWS "alg" value (RFC 7518 §3.1, RFC 8037 §3.1).
+type Alg string
+
+// The algorithms cardsign signs and verifies with. Others (HS*, none, ES256K,
+// RS384, ...) are refused on purpose: every supported alg must be verifiable by
+// the A2A SDKs, and a short list leaves less room for alg confusion.
+const (
+	ES256 Alg = "ES256"
+	ES384 Alg = "ES384"
+	ES512 Alg = "ES512"
+	RS256 Alg = "RS256"
+	PS256 Alg = "PS256"
+	EdDSA Alg = "EdDSA"
+)
+
+// MinRSABits is the smallest RSA modulus accepted anywhere in this package.
+const MinRSABits = 2048
+
+// ErrUnsupportedAlg is wrapped by every error about an alg this package does
+// not implement.
+var ErrUnsupportedAlg = errors.New("unsupported alg")
+
+// algs lists the supported algs in the order they are presented to people.
+var algs = [...]Alg{ES256, ES384, ES512, RS256, PS256, EdDSA}
+
+// Algs returns the supported algorithms, in a stable order.
+func Algs() []Alg {
+	out := make([]Alg, len(algs))
+	copy(out, algs[:])
+	return out
+}
+
+// ParseAlg returns the Alg named s. Names are case-sensitive, as in RFC 7515:
+// "es256" is not ES256, and guessing would hide a misconfiguration.
+func ParseAlg(s string) (Alg, error) {
+	for _, a := range algs {
+		if string(a) == s {
+			return a, nil
+		}
+	}
+	names := make([]string, len(algs))
+	for i, a := range algs {
+		names[i] = string(a)
+	}
+	return "", fmt.Errorf("jose: %w %q (supported: %s)", ErrUnsupportedAlg, s, strings.Join(names, ", "))
+}
+
+// Hash returns the digest that alg signs over. It is 0 for EdDSA, which signs
+// the whole message, and for unsupported algs.
+func (a Alg) Hash() crypto.Hash {
+	switch a {
+	case ES256, RS256, PS256:
+		return crypto.SHA256
+	case ES384:
+		return crypto.SHA384
+	case ES512:
+		return crypto.SHA512
+	}
+	return 0
+}
+
+// String returns the JWS name of the alg.
+func (a Alg) String() string { return string(a) }
+
+// ecCurve returns the curve an ES* alg requires (RFC 7518 §3.4 pins each
+// alg to one curve) and nil for every other alg.
+func (a Alg) ecCurve() elliptic.Curve {
+	switch a {
+	case ES256:
+		return elliptic.P256()
+	case ES384:
+		return elliptic.P384()
+	case ES512:
+		return elliptic.P521()
+	}
+	return nil
+}
+
+// DefaultAlg returns the alg a key signs with when nothing else says so. RSA
+// keys get RS256 rather than PS256 because it is the alg every JOSE library
+// verifies; PS256 has to be asked for.
+func DefaultAlg(pub crypto.PublicKey) (Alg, error) {
+	switch k := pub.(type) {
+	case *ecdsa.PublicKey:
+		if k == nil || k.Curve == nil {
+			return "", errors.New("jose: default alg: empty EC public key")
+		}
+		switch k.Curve {
+		case elliptic.P256():
+			return ES256, nil
+		case elliptic.P384():
+			return ES384, nil
+		case elliptic.P521():
+			return ES512, nil
+		}
+		return "", fmt.Errorf("jose: default alg: %w for EC curve %s", ErrUnsupportedAlg, k.Curve.Params().Name)
+	case ed25519.PublicKey:
+		return EdDSA, nil
+	case *rsa.PublicKey:
+		return RS256, nil
+	}
+	return "", fmt.Errorf("jose: default alg: %w for key type %T", ErrUnsupportedAlg, pub)
+}

@@ -1,0 +1,192 @@
+// Package signer signs Agent Cards as detached JWS (A2A v1.0 §8.4) through
+// any crypto.Signer, and verifies them against a trusted key set.
+//
+// It imports no backend, store or transport: the daemon and the offline CLI
+// call the same functions.
+package signer
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jose"
+)
+
+// Key is a signing key: the signer and its JOSE identity.
+type Key struct {
+	Signer crypto.Signer
+	Alg    jose.Alg
+	KID    string
+}
+
+// Mode chooses the canonical profiles that signatures cover.
+type Mode string
+
+const (
+	// ModeAuto signs the spec profile, and adds an sdk-profile signature
+	// when the two canonical forms differ, so every verifier finds one.
+	ModeAuto Mode = ""
+	ModeSpec Mode = "spec"
+	ModeSDK  Mode = "sdk"
+	// ModeBoth is ModeAuto stated explicitly.
+	ModeBoth Mode = "both"
+)
+
+// ParseMode reads a --profile value.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case ModeSpec, ModeSDK, ModeBoth:
+		return Mode(s), nil
+	case "", "auto":
+		return ModeAuto, nil
+	}
+	return "", fmt.Errorf("unknown profile %q (want spec, sdk or both)", s)
+}
+
+// Options control Sign.
+type Options struct {
+	Keys []Key // every key signs; the daemon passes active and pending keys
+	JKU  string
+	Mode Mode
+	// KeepSignatures keeps the card's existing signatures (after ours are
+	// appended); by default they are replaced.
+	KeepSignatures bool
+	Card           card.Options
+}
+
+// Signature describes one signature that Sign made.
+type Signature struct {
+	KID       string
+	Alg       jose.Alg
+	Profile   card.Profile
+	Protected string
+	Value     string // base64url signature
+}
+
+// Result is a signed card and what went into it.
+type Result struct {
+	Card       []byte // the signed card JSON, v1.0 shape, indented
+	Signatures []Signature
+	// CanonicalSHA256 is the SHA-256 of the spec-profile canonical bytes:
+	// the identity of the card's content for audit records.
+	CanonicalSHA256 [32]byte
+	Loaded          *card.Loaded
+	Warnings        []card.Finding
+	// Divergences lists the values the two profiles treat differently when
+	// the card needed one signature per profile.
+	Divergences []string
+}
+
+// ErrNoKeys is returned when Options.Keys is empty.
+var ErrNoKeys = errors.New("signer: no signing key")
+
+// Sign parses, lints and canonicalizes a card and signs it with every key in
+// opts. A card with lint errors is refused with a *card.LintError; a
+// malformed one with a *card.Error. Every signature is verified locally
+// before Sign returns.
+func Sign(ctx context.Context, data []byte, opts Options) (*Result, error) {
+	if len(opts.Keys) == 0 {
+		return nil, ErrNoKeys
+	}
+	loaded, err := card.Load(data, opts.Card)
+	if err != nil {
+		return nil, err
+	}
+	findings := card.Lint(loaded.Value)
+	if card.HasErrors(findings) {
+		return nil, &card.LintError{Findings: findings}
+	}
+	res := &Result{Loaded: loaded, Warnings: findings}
+
+	spec, err := card.Canonical(loaded.Value, card.ProfileSpec)
+	if err != nil {
+		return nil, err
+	}
+	res.CanonicalSHA256 = sha256.Sum256(spec)
+	payloads := []struct {
+		profile card.Profile
+		bytes   []byte
+	}{{card.ProfileSpec, spec}}
+	if opts.Mode != ModeSpec {
+		sdk, err := card.Canonical(loaded.Value, card.ProfileSDK)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case opts.Mode == ModeSDK:
+			payloads[0].profile, payloads[0].bytes = card.ProfileSDK, sdk
+		case !bytes.Equal(spec, sdk):
+			payloads = append(payloads, struct {
+				profile card.Profile
+				bytes   []byte
+			}{card.ProfileSDK, sdk})
+			if res.Divergences, err = card.Divergences(loaded.Value); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	var sigs []card.Value
+	if opts.KeepSignatures {
+		if old, ok := loaded.Value.Get("signatures"); ok && old.Kind == card.Array {
+			sigs = append(sigs, old.Arr...)
+		}
+	}
+	for _, k := range opts.Keys {
+		for _, p := range payloads {
+			s, err := signOne(ctx, k, opts.JKU, p.bytes)
+			if err != nil {
+				return nil, err
+			}
+			s.Profile = p.profile
+			res.Signatures = append(res.Signatures, s)
+			sigs = append(sigs, card.ObjectValue(
+				card.Member{Key: "protected", Val: card.StringValue(s.Protected)},
+				card.Member{Key: "signature", Val: card.StringValue(s.Value)},
+			))
+		}
+	}
+	res.Card = withSignatures(loaded.Value, sigs).Indent()
+	return res, nil
+}
+
+func signOne(ctx context.Context, k Key, jku string, payload []byte) (Signature, error) {
+	if k.Signer == nil {
+		return Signature{}, fmt.Errorf("signer: key %s has no signer", k.KID)
+	}
+	if k.KID == "" {
+		return Signature{}, fmt.Errorf("signer: key without kid")
+	}
+	protected := b64.EncodeToString(protectedHeader(k.Alg, k.KID, jku))
+	sig, err := jose.Sign(ctx, k.Signer, k.Alg, signingInput(protected, payload))
+	if err != nil {
+		return Signature{}, fmt.Errorf("signer: sign with %s: %w", k.KID, err)
+	}
+	return Signature{KID: k.KID, Alg: k.Alg, Protected: protected, Value: b64.EncodeToString(sig)}, nil
+}
+
+// withSignatures returns the card with its signatures member set to sigs,
+// where the old one stood, or last.
+func withSignatures(v card.Value, sigs []card.Value) card.Value {
+	out := make([]card.Member, 0, len(v.Obj)+1)
+	placed := false
+	for _, m := range v.Obj {
+		if m.Key == "signatures" {
+			if !placed {
+				out = append(out, card.Member{Key: "signatures", Val: card.ArrayValue(sigs...)})
+				placed = true
+			}
+			continue
+		}
+		out = append(out, m)
+	}
+	if !placed {
+		out = append(out, card.Member{Key: "signatures", Val: card.ArrayValue(sigs...)})
+	}
+	return card.ObjectValue(out...)
+}
