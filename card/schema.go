@@ -9,14 +9,14 @@ package card
 type fieldKind uint8
 
 const (
-	kindString      fieldKind = iota // string scalar
-	kindBool                         // bool scalar
-	kindMessage                      // singular message
-	kindStruct                       // google.protobuf.Struct: free-form JSON object
-	kindStrings                      // repeated string
-	kindMessages                     // repeated message
-	kindMessageMap                   // map<string, message>
-	kindStringMap                    // map<string, string>
+	kindString     fieldKind = iota // string scalar
+	kindBool                        // bool scalar
+	kindMessage                     // singular message
+	kindStruct                      // google.protobuf.Struct: free-form JSON object
+	kindStrings                     // repeated string
+	kindMessages                    // repeated message
+	kindMessageMap                  // map<string, message>
+	kindStringMap                   // map<string, string>
 )
 
 type field struct {

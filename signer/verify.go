@@ -44,6 +44,21 @@ type Check struct {
 // Verification is the outcome for a card.
 type Verification struct {
 	Checks []Check
+	// Unknown lists the card's keys outside the v1.0 schema. The sdk
+	// profile drops them, so a signature that verifies only under that
+	// profile says nothing about them.
+	Unknown []string
+}
+
+// Uncovered returns the keys that no verified signature covers: the unknown
+// keys, when no signature verified under the spec profile (which keeps them).
+func (v *Verification) Uncovered() []string {
+	for _, c := range v.Checks {
+		if c.Valid && c.Profile == card.ProfileSpec {
+			return nil
+		}
+	}
+	return v.Unknown
 }
 
 // Valid reports whether at least one signature verified, or with all, every
@@ -91,6 +106,7 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 		return nil, &card.Error{Path: "signatures", Rule: card.RuleType, Offset: -1, Reason: "must be an array of signature objects, not " + sigs.Kind.String()}
 	}
 	res := &Verification{}
+	_, res.Unknown = card.StripUnknown(loaded.Value)
 	for i, s := range sigs.Arr {
 		c := Check{Index: i}
 		if err := verifyOne(ctx, s, payloads, order, opts, &c); err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"strings"
 
@@ -81,8 +82,10 @@ func signCmd() command {
 			return c.usageError(e, "%v", err)
 		}
 		if *jku != "" {
-			if u, err := url.Parse(*jku); err != nil || u.Scheme != "https" || u.Host == "" {
-				return c.usageError(e, "--jku must be an absolute https URL, got %q", *jku)
+			u, err := url.Parse(*jku)
+			loopbackHTTP := err == nil && u.Scheme == "http" && isLoopbackHost(u.Hostname())
+			if err != nil || (u.Scheme != "https" && !loopbackHTTP) || u.Host == "" {
+				return c.usageError(e, "--jku must be an absolute https URL (http only for loopback hosts), got %q", *jku)
 			}
 		}
 		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
@@ -118,6 +121,11 @@ func signCmd() command {
 		return exitOK
 	}
 	return c
+}
+
+func isLoopbackHost(h string) bool {
+	ip := net.ParseIP(h)
+	return h == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // reportSignError prints why a card was not signed: every lint error, or the

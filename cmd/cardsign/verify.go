@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cardsign/cardsign/card"
@@ -74,6 +75,9 @@ func verifyCmd() command {
 			} else {
 				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: invalid: %s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Reason)
 			}
+		}
+		if u := res.Uncovered(); len(u) > 0 && res.Valid(false) {
+			fmt.Fprintf(e.stderr, "warning: these keys are outside the v1.0 schema and covered by no verified signature: %s\n", strings.Join(u, ", "))
 		}
 		if !res.Valid(*all) {
 			if *all {

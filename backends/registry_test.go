@@ -1,0 +1,180 @@
+package backends
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cardsign/cardsign/jose"
+)
+
+// fixedBackend hands back one Handle; it tests the registry's own logic
+// (override order, checks), not any real backend.
+type fixedBackend struct{ h Handle }
+
+func (f fixedBackend) Open(context.Context, string) (Handle, error) { return f.h, nil }
+
+type failingBackend struct{}
+
+var errBackend = errors.New("token not present")
+
+func (failingBackend) Open(context.Context, string) (Handle, error) { return Handle{}, errBackend }
+
+func mustPanic(t *testing.T, name string, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s: did not panic", name)
+		}
+	}()
+	f()
+}
+
+func newEC(t *testing.T) crypto.Signer {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestRegister(t *testing.T) {
+	Register("test-reg", fixedBackend{})
+	mustPanic(t, "duplicate", func() { Register("test-reg", fixedBackend{}) })
+	mustPanic(t, "nil backend", func() { Register("test-nil", nil) })
+	for _, bad := range []string{"", "Test-upper", "1abc", "a b", "a:b"} {
+		mustPanic(t, "scheme "+bad, func() { Register(bad, fixedBackend{}) })
+	}
+	if _, ok := Lookup("TEST-REG"); !ok {
+		t.Error("Lookup is not case-insensitive")
+	}
+	if _, ok := Lookup("test-nil"); ok {
+		t.Error("a refused registration is visible")
+	}
+	s := Schemes()
+	if !slices.Contains(s, "test-reg") || !slices.IsSorted(s) {
+		t.Errorf("Schemes() = %v", s)
+	}
+}
+
+func TestScheme(t *testing.T) {
+	tests := []struct {
+		uri, want string
+		wantErr   bool
+	}{
+		{"file:/k.pem", "file", false},
+		{"FILE:/k.pem", "file", false},
+		{"pkcs11:token=a;object=b?pin-value=1234", "pkcs11", false},
+		{"gcpkms://projects/p", "gcpkms", false},
+		{"awskms:///arn:aws:kms:eu-west-1:1:key/x", "awskms", false},
+		{"a+b-c.d:x", "a+b-c.d", false},
+		{"", "", true},
+		{"/etc/k.pem", "", true},
+		{":x", "", true},
+		{"1x:y", "", true},
+		{"c:\\keys\\k.pem", "c", false}, // a scheme, then unknown: see TestOpenErrors
+	}
+	for _, tt := range tests {
+		got, err := Scheme(tt.uri)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("Scheme(%q) = %q, %v; want %q, err %v", tt.uri, got, err, tt.want, tt.wantErr)
+		}
+		var ue *URIError
+		if err != nil && !errors.As(err, &ue) {
+			t.Errorf("Scheme(%q) error is %T, want *URIError", tt.uri, err)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"file:/k.pem", "file:/k.pem"},
+		{"pkcs11:token=a;object=b?module-path=/m.so&pin-value=1234", "pkcs11:token=a;object=b?…"},
+		{"https://user:pw@host/jwks?x=1", "https://…@host/jwks?…"},
+		{"gcpkms://projects/p/cryptoKeyVersions/1", "gcpkms://projects/p/cryptoKeyVersions/1"},
+		{"awskms:///arn:aws:kms:r:1:alias/a@b", "awskms:///arn:aws:kms:r:1:alias/a@b"},
+	}
+	for _, tt := range tests {
+		if got := Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestOpen(t *testing.T) {
+	ec := newEC(t)
+	thumb, _ := jose.Thumbprint(ec.Public())
+	Register("test-plain", fixedBackend{Handle{Signer: ec}})
+	Register("test-known", fixedBackend{Handle{Signer: ec, Alg: jose.ES256, KID: "backend-kid"}})
+	Register("test-badalg", fixedBackend{Handle{Signer: ec, Alg: jose.ES512}})
+	Register("test-nosigner", fixedBackend{})
+	Register("test-fail", failingBackend{})
+
+	tests := []struct {
+		name    string
+		uri     string
+		opts    OpenOptions
+		wantAlg jose.Alg
+		wantKID string
+		errIs   error
+		errHas  string
+	}{
+		{name: "defaults", uri: "test-plain:k", wantAlg: jose.ES256, wantKID: thumb},
+		{name: "backend knowledge", uri: "test-known:k", wantAlg: jose.ES256, wantKID: "backend-kid"},
+		{name: "overrides win", uri: "test-known:k", opts: OpenOptions{Alg: jose.ES256, KID: "o"}, wantAlg: jose.ES256, wantKID: "o"},
+		{name: "override mismatch", uri: "test-plain:k", opts: OpenOptions{Alg: jose.ES384}, errHas: "ES384"},
+		{name: "override unsupported", uri: "test-plain:k", opts: OpenOptions{Alg: "HS256"}, errIs: jose.ErrUnsupportedAlg},
+		{name: "backend alg mismatch", uri: "test-badalg:k", errHas: "ES512"},
+		{name: "override fixes backend alg", uri: "test-badalg:k", opts: OpenOptions{Alg: jose.ES256}, wantAlg: jose.ES256, wantKID: thumb},
+		{name: "no signer", uri: "test-nosigner:k", errHas: "no signer"},
+		{name: "backend error, URI redacted", uri: "test-fail:k?pin-value=1234", errIs: errBackend, errHas: "test-fail:k?…"},
+		{name: "unknown scheme", uri: "nope:k", errHas: "test-plain"},
+		{name: "windows path", uri: `c:\keys\k.pem`, errHas: `no backend for scheme "c"`},
+	}
+	for _, tt := range tests {
+		k, err := Open(context.Background(), tt.uri, tt.opts)
+		if tt.errIs == nil && tt.errHas == "" {
+			if err != nil {
+				t.Errorf("%s: Open: %v", tt.name, err)
+				continue
+			}
+			if k.Alg != tt.wantAlg || k.KID != tt.wantKID || k.URI != tt.uri || k.Public() == nil {
+				t.Errorf("%s: Key = %+v, want alg %q kid %q", tt.name, k, tt.wantAlg, tt.wantKID)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: Open succeeded", tt.name)
+			continue
+		}
+		if tt.errIs != nil && !errors.Is(err, tt.errIs) {
+			t.Errorf("%s: err = %v, want errors.Is %v", tt.name, err, tt.errIs)
+		}
+		if !strings.Contains(err.Error(), tt.errHas) {
+			t.Errorf("%s: err %q does not mention %q", tt.name, err, tt.errHas)
+		}
+		if strings.Contains(err.Error(), "1234") {
+			t.Errorf("%s: err leaks the PIN: %v", tt.name, err)
+		}
+	}
+}
+
+func TestKeyJWK(t *testing.T) {
+	ec := newEC(t)
+	k := &Key{URI: "x:y", Signer: ec, Alg: jose.ES256, KID: "kid-1"}
+	j, err := k.JWK()
+	if err != nil || j.Kid != "kid-1" || j.Alg != "ES256" || j.Kty != "EC" {
+		t.Errorf("JWK = %+v, %v", j, err)
+	}
+	k.Alg = jose.RS256
+	if _, err := k.JWK(); err == nil {
+		t.Error("JWK with a mismatched alg succeeded")
+	}
+}
