@@ -244,10 +244,16 @@ func TestTamperFailsEverywhereReorderingDoesNot(t *testing.T) {
 					reqs.Arr[0] = set(r0, "schemes", schemes, false)
 					return set(v, "securityRequirements", reqs, false)
 				},
-				"flip a boolean":        func(v card.Value) card.Value { return set(v, "capabilities", set(get(v, "capabilities"), "streaming", card.BoolValue(false), false), false) },
-				"add a signed field":    func(v card.Value) card.Value { return set(v, "defaultOutputModes", card.ArrayValue(str("application/json"), str("text/html")), false) },
-				"add an optional field": func(v card.Value) card.Value { return set(v, "capabilities", set(get(v, "capabilities"), "extensions", card.ArrayValue(card.ObjectValue(card.Member{Key: "uri", Val: str("urn:evil")})), false), false) },
-				"remove a field":        func(v card.Value) card.Value { return set(v, "documentationUrl", card.Value{}, true) },
+				"flip a boolean": func(v card.Value) card.Value {
+					return set(v, "capabilities", set(get(v, "capabilities"), "streaming", card.BoolValue(false), false), false)
+				},
+				"add a signed field": func(v card.Value) card.Value {
+					return set(v, "defaultOutputModes", card.ArrayValue(str("application/json"), str("text/html")), false)
+				},
+				"add an optional field": func(v card.Value) card.Value {
+					return set(v, "capabilities", set(get(v, "capabilities"), "extensions", card.ArrayValue(card.ObjectValue(card.Member{Key: "uri", Val: str("urn:evil")})), false), false)
+				},
+				"remove a field": func(v card.Value) card.Value { return set(v, "documentationUrl", card.Value{}, true) },
 				"remove a scheme": func(v card.Value) card.Value {
 					return set(v, "securitySchemes", set(get(v, "securitySchemes"), "mtls", card.Value{}, true), false)
 				},

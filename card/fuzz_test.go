@@ -1,0 +1,78 @@
+package card
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// addCardSeeds seeds a fuzz target with the cards under testdata/cards; the
+// targets' own corpora live in testdata/fuzz.
+func addCardSeeds(f *testing.F) {
+	files, err := filepath.Glob("../testdata/cards/*.json")
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed cards: %v", err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+}
+
+// FuzzParse: Parse never panics, and what it accepts round-trips: printing
+// the value and parsing it again gives the same value.
+func FuzzParse(f *testing.F) {
+	addCardSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Parse(data, Limits{MaxBytes: 1 << 16, MaxDepth: 32})
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("Parse returned %T, want *card.Error: %v", err, err)
+			}
+			return
+		}
+		c := v.Compact()
+		w, err := Parse(c, Limits{MaxBytes: 1 << 20, MaxDepth: 32})
+		if err != nil {
+			t.Fatalf("Parse rejects its own output %q: %v", c, err)
+		}
+		if !bytes.Equal(w.Compact(), c) {
+			t.Fatalf("round trip changed the value:\n%q\n%q", c, w.Compact())
+		}
+	})
+}
+
+// FuzzCanonicalize: Load, Lint and Canonical never panic, and canonical
+// forms are fixed points: canonicalizing canonical bytes gives them back.
+func FuzzCanonicalize(f *testing.F) {
+	addCardSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := Load(data, Options{Limits: Limits{MaxBytes: 1 << 16, MaxDepth: 32}})
+		if err != nil {
+			return
+		}
+		Lint(l.Value)
+		StripUnknown(l.Value)
+		for _, p := range Profiles() {
+			out, err := Canonical(l.Value, p)
+			if err != nil {
+				if _, ok := err.(*Error); !ok {
+					t.Fatalf("Canonical returned %T, want *card.Error: %v", err, err)
+				}
+				continue
+			}
+			again, err := Load(out, Options{Limits: Limits{MaxBytes: 1 << 20, MaxDepth: 32}})
+			if err != nil {
+				t.Fatalf("%s canonical bytes do not parse: %q: %v", p, out, err)
+			}
+			twice, err := Canonical(again.Value, p)
+			if err != nil || !bytes.Equal(twice, out) {
+				t.Fatalf("%s canonical form is not a fixed point:\n%q\n%q (%v)", p, out, twice, err)
+			}
+		}
+	})
+}
