@@ -36,13 +36,53 @@ func ParseProfile(s string) (Profile, error) {
 // under profile p. It fails with an *Error when a field has the wrong JSON
 // type: presence rules are defined over typed fields.
 func Canonical(v Value, p Profile) ([]byte, error) {
-	t, err := Project(v, p)
+	t, _, err := project(v, p)
 	if err != nil {
 		return nil, err
 	}
+	return encodeJCS(t)
+}
+
+// Forms are both canonical forms of a card, computed with one projection.
+type Forms struct {
+	Spec, SDK []byte
+	// Divergences lists where the two part ways: the empty values ("", [],
+	// {}, null) that §8.4.1 keeps and the shipped verifiers drop, and the
+	// keys outside the v1.0 schema that only the spec profile keeps.
+	Divergences []string
+}
+
+// Same reports whether one signature serves both profiles.
+func (f *Forms) Same() bool { return len(f.Divergences) == 0 }
+
+// CanonicalForms computes the spec and sdk canonical bytes of v. When nothing
+// diverges the sdk bytes are the spec bytes by construction (dropping
+// nothing from a tree that holds no empties and no unknown keys), so the
+// second RFC 8785 pass is skipped.
+func CanonicalForms(v Value) (*Forms, error) {
+	t, unknown, err := project(v, ProfileSpec)
+	if err != nil {
+		return nil, err
+	}
+	f := &Forms{Divergences: unknown}
+	empties(t, &Path{index: -1}, &f.Divergences)
+	if f.Spec, err = encodeJCS(t); err != nil {
+		return nil, err
+	}
+	if f.Same() {
+		f.SDK = f.Spec
+		return f, nil
+	}
+	if f.SDK, err = Canonical(v, ProfileSDK); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func encodeJCS(t Value) ([]byte, error) {
 	out, err := jcs.Transform(t.Compact())
 	if err != nil {
-		// Project only emits what Parse accepted; jcs failing here is a bug.
+		// project only emits what Parse accepted; jcs failing here is a bug.
 		return nil, fmt.Errorf("card: RFC 8785 transform: %w", err)
 	}
 	return out, nil
@@ -51,16 +91,23 @@ func Canonical(v Value, p Profile) ([]byte, error) {
 // Project applies the presence rules of profile p to v and returns the value
 // whose RFC 8785 form is the canonical payload.
 func Project(v Value, p Profile) (Value, error) {
+	t, _, err := project(v, p)
+	return t, err
+}
+
+// project is Project, also returning the paths of keys outside the schema
+// that the projection kept (spec profile) or dropped (sdk profile).
+func project(v Value, p Profile) (Value, []string, error) {
 	if p != ProfileSpec && p != ProfileSDK {
-		return Value{}, fmt.Errorf("card: unknown canonical profile %q", p)
+		return Value{}, nil, fmt.Errorf("card: unknown canonical profile %q", p)
 	}
 	if v.Kind != Object {
-		return Value{}, &Error{Path: "$", Rule: RuleNotObject, Offset: -1, Reason: "an Agent Card is a JSON object, not " + v.Kind.String()}
+		return Value{}, nil, &Error{Path: "$", Rule: RuleNotObject, Offset: -1, Reason: "an Agent Card is a JSON object, not " + v.Kind.String()}
 	}
-	root := &Path{index: -1}
-	t, err := presence(v, cardSchema, p == ProfileSDK, root, true)
+	pr := projector{dropUnknown: p == ProfileSDK}
+	t, err := pr.presence(v, cardSchema, true)
 	if err != nil {
-		return Value{}, err
+		return Value{}, nil, err
 	}
 	if p == ProfileSDK {
 		t = dropEmpty(t)
@@ -68,107 +115,117 @@ func Project(v Value, p Profile) (Value, error) {
 			t = Value{Kind: Object, Obj: []Member{}}
 		}
 	}
-	return t, nil
+	return t, pr.unknown, nil
+}
+
+type projector struct {
+	dropUnknown bool
+	unknown     []string
+	path        pathStack
 }
 
 // presence returns object v, a message m, with §8.4.1 rule 1 applied to each
 // member: REQUIRED fields stay whatever they hold; `optional` scalars,
 // singular messages and oneof members stay because they are present;
 // other scalars, repeated fields and maps go when they hold their default.
-// Keys outside the schema stay unless dropUnknown: the spec leaves them
+// Keys outside the schema stay unless pr.dropUnknown: the spec leaves them
 // unspecified, the SDKs drop them.
-func presence(v Value, m *message, dropUnknown bool, p *Path, top bool) (Value, error) {
+func (pr *projector) presence(v Value, m *message, top bool) (Value, error) {
 	out := make([]Member, 0, len(v.Obj))
 	for _, mem := range v.Obj {
 		if top && mem.Key == "signatures" {
 			continue
 		}
-		f := m.field(mem.Key)
-		if f == nil {
-			if !dropUnknown {
-				out = append(out, mem)
-			}
-			continue
+		pr.path.pushKey(mem.Key)
+		keep, val, err := pr.member(m, mem)
+		pr.path.pop()
+		if err != nil {
+			return Value{}, err
 		}
-		fp := p.Key(mem.Key)
-		if ok, want := fits(f, mem.Val); !ok {
-			return Value{}, typeError(fp, mem.Val, want)
+		if keep {
+			out = append(out, Member{Key: mem.Key, Val: val})
 		}
-		explicit := f.required || f.optional || f.oneof != ""
-		val := mem.Val
-		switch f.kind {
-		case kindString:
-			if !explicit && val.Str == "" {
-				continue
-			}
-		case kindBool:
-			if !explicit && !val.Bool {
-				continue
-			}
-		case kindMessage:
-			sub, err := presence(val, f.msg, dropUnknown, fp, false)
-			if err != nil {
-				return Value{}, err
-			}
-			val = sub
-		case kindStruct:
-			// Free-form: no presence rules inside.
-		case kindStrings, kindStringMap:
-			if !f.required && len(val.Arr)+len(val.Obj) == 0 {
-				continue
-			}
-			if err := checkElems(f, val, fp); err != nil {
-				return Value{}, err
-			}
-		case kindMessages:
-			if !f.required && len(val.Arr) == 0 {
-				continue
-			}
-			elems := make([]Value, len(val.Arr))
-			for i, e := range val.Arr {
-				ep := fp.Index(i)
-				if ok, want := elemFits(f, e); !ok {
-					return Value{}, typeError(ep, e, want)
-				}
-				sub, err := presence(e, f.msg, dropUnknown, ep, false)
-				if err != nil {
-					return Value{}, err
-				}
-				elems[i] = sub
-			}
-			val = Value{Kind: Array, Arr: elems}
-		case kindMessageMap:
-			if !f.required && len(val.Obj) == 0 {
-				continue
-			}
-			entries := make([]Member, len(val.Obj))
-			for i, e := range val.Obj {
-				ep := fp.Key(e.Key)
-				if ok, want := elemFits(f, e.Val); !ok {
-					return Value{}, typeError(ep, e.Val, want)
-				}
-				sub, err := presence(e.Val, f.msg, dropUnknown, ep, false)
-				if err != nil {
-					return Value{}, err
-				}
-				entries[i] = Member{Key: e.Key, Val: sub}
-			}
-			val = Value{Kind: Object, Obj: entries}
-		}
-		out = append(out, Member{Key: mem.Key, Val: val})
 	}
 	return Value{Kind: Object, Obj: out}, nil
 }
 
-func checkElems(f *field, v Value, p *Path) error {
+// member applies the presence rule of one member of message m; pr.path
+// points at it.
+func (pr *projector) member(m *message, mem Member) (keep bool, val Value, err error) {
+	f := m.field(mem.Key)
+	if f == nil {
+		pr.unknown = append(pr.unknown, pr.path.String())
+		return !pr.dropUnknown, mem.Val, nil
+	}
+	val = mem.Val
+	if ok, want := fits(f, val); !ok {
+		return false, Value{}, typeError(pr.path, val, want)
+	}
+	explicit := f.required || f.optional || f.oneof != ""
+	switch f.kind {
+	case kindString:
+		return explicit || val.Str != "", val, nil
+	case kindBool:
+		return explicit || val.Bool, val, nil
+	case kindMessage:
+		sub, err := pr.presence(val, f.msg, false)
+		return err == nil, sub, err
+	case kindStruct:
+		return true, val, nil // free-form: no presence rules inside
+	case kindStrings, kindStringMap:
+		if !f.required && len(val.Arr)+len(val.Obj) == 0 {
+			return false, val, nil
+		}
+		return true, val, pr.checkElems(f, val)
+	case kindMessages:
+		if !f.required && len(val.Arr) == 0 {
+			return false, val, nil
+		}
+		elems := make([]Value, len(val.Arr))
+		for i, e := range val.Arr {
+			pr.path.pushIndex(i)
+			if ok, want := elemFits(f, e); !ok {
+				return false, Value{}, typeError(pr.path, e, want)
+			}
+			if elems[i], err = pr.presence(e, f.msg, false); err != nil {
+				return false, Value{}, err
+			}
+			pr.path.pop()
+		}
+		return true, Value{Kind: Array, Arr: elems}, nil
+	case kindMessageMap:
+		if !f.required && len(val.Obj) == 0 {
+			return false, val, nil
+		}
+		entries := make([]Member, len(val.Obj))
+		for i, e := range val.Obj {
+			pr.path.pushKey(e.Key)
+			if ok, want := elemFits(f, e.Val); !ok {
+				return false, Value{}, typeError(pr.path, e.Val, want)
+			}
+			sub, err := pr.presence(e.Val, f.msg, false)
+			if err != nil {
+				return false, Value{}, err
+			}
+			entries[i] = Member{Key: e.Key, Val: sub}
+			pr.path.pop()
+		}
+		return true, Value{Kind: Object, Obj: entries}, nil
+	}
+	return true, val, nil
+}
+
+func (pr *projector) checkElems(f *field, v Value) error {
 	for i, e := range v.Arr {
 		if ok, want := elemFits(f, e); !ok {
-			return typeError(p.Index(i), e, want)
+			pr.path.pushIndex(i)
+			return typeError(pr.path, e, want)
 		}
 	}
 	for _, e := range v.Obj {
 		if ok, want := elemFits(f, e.Val); !ok {
-			return typeError(p.Key(e.Key), e.Val, want)
+			pr.path.pushKey(e.Key)
+			return typeError(pr.path, e.Val, want)
 		}
 	}
 	return nil

@@ -41,7 +41,3 @@ func (e *Error) Error() string {
 	}
 	return fmt.Sprintf("%s: %s [%s]", e.Path, e.Reason, e.Rule)
 }
-
-func errAt(p *Path, rule string, offset int, format string, args ...any) *Error {
-	return &Error{Path: p.String(), Rule: rule, Reason: fmt.Sprintf(format, args...), Offset: offset}
-}

@@ -57,6 +57,7 @@ func FuzzCanonicalize(f *testing.F) {
 		}
 		Lint(l.Value)
 		StripUnknown(l.Value)
+		forms, formsErr := CanonicalForms(l.Value)
 		for _, p := range Profiles() {
 			out, err := Canonical(l.Value, p)
 			if err != nil {
@@ -64,6 +65,14 @@ func FuzzCanonicalize(f *testing.F) {
 					t.Fatalf("Canonical returned %T, want *card.Error: %v", err, err)
 				}
 				continue
+			}
+			// CanonicalForms skips the sdk pass when nothing diverges; the
+			// independent computation must agree.
+			if formsErr != nil {
+				t.Fatalf("Canonical succeeded where CanonicalForms failed: %v", formsErr)
+			}
+			if want := map[Profile][]byte{ProfileSpec: forms.Spec, ProfileSDK: forms.SDK}[p]; !bytes.Equal(want, out) {
+				t.Fatalf("CanonicalForms %s = %q, Canonical = %q (divergences %v)", p, want, out, forms.Divergences)
 			}
 			again, err := Load(out, Options{Limits: Limits{MaxBytes: 1 << 20, MaxDepth: 32}})
 			if err != nil {

@@ -361,17 +361,14 @@ func strip(v Value, m *message, p *Path, removed *[]string) Value {
 	return Value{Kind: Object, Obj: out}
 }
 
-// Divergences lists where the spec and sdk canonical forms of a linted card
-// part ways: every empty value ("", [], {}, null) that §8.4.1 keeps and the
-// shipped verifiers drop. An empty list means one signature serves both.
+// Divergences lists where the spec and sdk canonical forms of v part ways
+// (see Forms.Divergences). An empty list means one signature serves both.
 func Divergences(v Value) ([]string, error) {
-	t, err := Project(v, ProfileSpec)
+	f, err := CanonicalForms(v)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	empties(t, &Path{index: -1}, &out)
-	return out, nil
+	return f.Divergences, nil
 }
 
 func empties(v Value, p *Path, out *[]string) {

@@ -1,6 +1,7 @@
 package card
 
 import (
+	"fmt"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -65,32 +66,15 @@ func Parse(data []byte, lim Limits) (Value, error) {
 	return v, nil
 }
 
-type segment struct {
-	key   string
-	index int // -1 for a key
-}
-
 type parser struct {
 	data     []byte
 	pos      int
 	maxDepth int
-	stack    []segment // path to the value being parsed, for errors
-}
-
-func (p *parser) path() *Path {
-	cur := &Path{index: -1}
-	for _, s := range p.stack {
-		if s.index >= 0 {
-			cur = cur.Index(s.index)
-		} else {
-			cur = cur.Key(s.key)
-		}
-	}
-	return cur
+	stack    pathStack // path to the value being parsed, for errors
 }
 
 func (p *parser) fail(rule, format string, args ...any) *Error {
-	return errAt(p.path(), rule, p.pos, format, args...)
+	return &Error{Path: p.stack.String(), Rule: rule, Offset: p.pos, Reason: fmt.Sprintf(format, args...)}
 }
 
 func (p *parser) skipSpace() {

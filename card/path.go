@@ -24,16 +24,38 @@ func (p *Path) Index(i int) *Path { return &Path{parent: p, index: i} }
 // JSON: name.sub[3], with bracketed quotes for keys that are not plain
 // identifiers (securitySchemes["my scheme"]). The root is "$".
 func (p *Path) String() string {
-	if p == nil || p.parent == nil && p.key == "" && p.index < 0 {
+	var segs []segment
+	for q := p; q != nil && (q.parent != nil || q.key != "" || q.index >= 0); q = q.parent {
+		segs = append(segs, segment{key: q.key, index: q.index})
+	}
+	for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
+		segs[i], segs[j] = segs[j], segs[i]
+	}
+	return formatPath(segs)
+}
+
+// segment is one step of a path: a member key, or an array index when
+// index >= 0.
+type segment struct {
+	key   string
+	index int
+}
+
+// pathStack is a path kept as a stack during a walk on a hot path: pushing
+// and popping allocate nothing, and the text is built only for an error.
+type pathStack []segment
+
+func (s *pathStack) pushKey(k string) { *s = append(*s, segment{key: k, index: -1}) }
+func (s *pathStack) pushIndex(i int)  { *s = append(*s, segment{index: i}) }
+func (s *pathStack) pop()             { *s = (*s)[:len(*s)-1] }
+func (s pathStack) String() string    { return formatPath(s) }
+
+func formatPath(segs []segment) string {
+	if len(segs) == 0 {
 		return "$"
 	}
-	var segs []*Path
-	for q := p; q != nil && (q.parent != nil || q.key != "" || q.index >= 0); q = q.parent {
-		segs = append(segs, q)
-	}
 	var b strings.Builder
-	for i := len(segs) - 1; i >= 0; i-- {
-		s := segs[i]
+	for _, s := range segs {
 		switch {
 		case s.index >= 0:
 			b.WriteByte('[')

@@ -1,5 +1,7 @@
 package card
 
+import "fmt"
+
 // fits reports whether v has the JSON type field f requires, and if not,
 // a phrase naming the type wanted. null never fits: ProtoJSON reads it as
 // "unset", and a card that says null where it means "absent" is a card
@@ -37,6 +39,6 @@ func elemFits(f *field, v Value) (ok bool, want string) {
 	return true, ""
 }
 
-func typeError(p *Path, v Value, want string) *Error {
+func typeError(p fmt.Stringer, v Value, want string) *Error {
 	return &Error{Path: p.String(), Rule: RuleType, Offset: -1, Reason: "must be " + want + ", not " + v.Kind.String()}
 }

@@ -6,7 +6,6 @@
 package signer
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/sha256"
@@ -103,32 +102,26 @@ func Sign(ctx context.Context, data []byte, opts Options) (*Result, error) {
 	}
 	res := &Result{Loaded: loaded, Warnings: findings}
 
-	spec, err := card.Canonical(loaded.Value, card.ProfileSpec)
+	forms, err := card.CanonicalForms(loaded.Value)
 	if err != nil {
 		return nil, err
 	}
-	res.CanonicalSHA256 = sha256.Sum256(spec)
-	payloads := []struct {
+	res.CanonicalSHA256 = sha256.Sum256(forms.Spec)
+	type payload struct {
 		profile card.Profile
 		bytes   []byte
-	}{{card.ProfileSpec, spec}}
-	if opts.Mode != ModeSpec {
-		sdk, err := card.Canonical(loaded.Value, card.ProfileSDK)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case opts.Mode == ModeSDK:
-			payloads[0].profile, payloads[0].bytes = card.ProfileSDK, sdk
-		case !bytes.Equal(spec, sdk):
-			payloads = append(payloads, struct {
-				profile card.Profile
-				bytes   []byte
-			}{card.ProfileSDK, sdk})
-			if res.Divergences, err = card.Divergences(loaded.Value); err != nil {
-				return nil, err
-			}
-		}
+	}
+	var payloads []payload
+	switch {
+	case opts.Mode == ModeSpec:
+		payloads = []payload{{card.ProfileSpec, forms.Spec}}
+	case opts.Mode == ModeSDK:
+		payloads = []payload{{card.ProfileSDK, forms.SDK}}
+	case forms.Same():
+		payloads = []payload{{card.ProfileSpec, forms.Spec}}
+	default:
+		payloads = []payload{{card.ProfileSpec, forms.Spec}, {card.ProfileSDK, forms.SDK}}
+		res.Divergences = forms.Divergences
 	}
 
 	var sigs []card.Value

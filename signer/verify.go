@@ -1,7 +1,6 @@
 package signer
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -84,17 +83,16 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	if err != nil {
 		return nil, err
 	}
-	payloads := map[card.Profile][]byte{}
+	forms, err := card.CanonicalForms(loaded.Value)
+	if err != nil {
+		return nil, err
+	}
+	payloads := map[card.Profile][]byte{card.ProfileSpec: forms.Spec, card.ProfileSDK: forms.SDK}
 	order := card.Profiles()
-	if opts.Profile != "" {
+	switch {
+	case opts.Profile != "":
 		order = []card.Profile{opts.Profile}
-	}
-	for _, p := range order {
-		if payloads[p], err = card.Canonical(loaded.Value, p); err != nil {
-			return nil, err
-		}
-	}
-	if len(order) == 2 && bytes.Equal(payloads[order[0]], payloads[order[1]]) {
+	case forms.Same():
 		order = order[:1]
 	}
 

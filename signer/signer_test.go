@@ -1,0 +1,311 @@
+package signer
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+)
+
+func readCard(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/cards/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+type testKey struct {
+	Key
+	jwk jose.JWK
+}
+
+func newKey(t testing.TB, alg jose.Alg) testKey {
+	t.Helper()
+	var s crypto.Signer
+	var err error
+	switch alg {
+	case jose.ES256:
+		s, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case jose.EdDSA:
+		_, s, err = ed25519.GenerateKey(rand.Reader)
+	default:
+		t.Fatalf("no test key for %s", alg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk, err := jose.NewJWK(s.Public(), "", alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testKey{Key{Signer: s, Alg: alg, KID: jwk.Kid}, jwk}
+}
+
+func keySet(keys ...testKey) jwks.Set {
+	var s jwks.Set
+	for _, k := range keys {
+		s.Keys = append(s.Keys, k.jwk)
+	}
+	return s
+}
+
+func TestSignModes(t *testing.T) {
+	k := newKey(t, jose.ES256)
+	tests := []struct {
+		card     string
+		mode     Mode
+		profiles []card.Profile
+	}{
+		{"security.json", ModeAuto, []card.Profile{card.ProfileSpec}},
+		{"security.json", ModeBoth, []card.Profile{card.ProfileSpec}}, // same bytes: one signature serves both
+		{"divergent.json", ModeAuto, []card.Profile{card.ProfileSpec, card.ProfileSDK}},
+		{"divergent.json", ModeSpec, []card.Profile{card.ProfileSpec}},
+		{"divergent.json", ModeSDK, []card.Profile{card.ProfileSDK}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.card+"/"+string(tc.mode), func(t *testing.T) {
+			res, err := Sign(context.Background(), readCard(t, tc.card), Options{Keys: []Key{k.Key}, Mode: tc.mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []card.Profile
+			for _, s := range res.Signatures {
+				got = append(got, s.Profile)
+			}
+			if len(got) != len(tc.profiles) || (len(got) > 0 && got[0] != tc.profiles[0]) || (len(got) > 1 && got[1] != tc.profiles[1]) {
+				t.Fatalf("profiles %v, want %v", got, tc.profiles)
+			}
+			if (len(res.Divergences) > 0) != (tc.card == "divergent.json" && tc.mode == ModeAuto) {
+				t.Fatalf("divergences %v", res.Divergences)
+			}
+			v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k)})
+			if err != nil || !v.Valid(true) {
+				t.Fatalf("own signatures do not verify: %+v %v", v, err)
+			}
+			for i, c := range v.Checks {
+				if c.Profile != tc.profiles[i] {
+					t.Fatalf("signature %d verified as %s, want %s", i, c.Profile, tc.profiles[i])
+				}
+			}
+		})
+	}
+}
+
+func TestSignDeterministicProtectedHeader(t *testing.T) {
+	k := newKey(t, jose.EdDSA)
+	opts := Options{Keys: []Key{k.Key}, JKU: "https://keys.example.com/jwks.json"}
+	a, err := Sign(context.Background(), readCard(t, "params.json"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Sign(context.Background(), readCard(t, "params.json"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Signatures[0].Protected != b.Signatures[0].Protected {
+		t.Fatal("protected header is not deterministic")
+	}
+	raw, _ := b64.DecodeString(a.Signatures[0].Protected)
+	want := `{"alg":"EdDSA","jku":"https://keys.example.com/jwks.json","kid":"` + k.KID + `","typ":"JOSE"}`
+	if string(raw) != want {
+		t.Fatalf("protected header %s, want %s", raw, want)
+	}
+	// Ed25519 is deterministic: same card, same key, same signature.
+	if a.Signatures[0].Value != b.Signatures[0].Value {
+		t.Fatal("EdDSA signatures of the same input differ")
+	}
+}
+
+func TestSignReplacesOrKeepsSignatures(t *testing.T) {
+	k1, k2 := newKey(t, jose.ES256), newKey(t, jose.EdDSA)
+	first, err := Sign(context.Background(), readCard(t, "interfaces.json"), Options{Keys: []Key{k1.Key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced, err := Sign(context.Background(), first.Card, Options{Keys: []Key{k2.Key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := Sign(context.Background(), first.Card, Options{Keys: []Key{k2.Key}, KeepSignatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(b []byte) int { return strings.Count(string(b), `"protected"`) }
+	if count(replaced.Card) != 1 || count(kept.Card) != 2 {
+		t.Fatalf("replace gave %d signatures, keep gave %d; want 1 and 2", count(replaced.Card), count(kept.Card))
+	}
+	v, err := Verify(context.Background(), kept.Card, VerifyOptions{Trusted: keySet(k1, k2)})
+	if err != nil || !v.Valid(true) {
+		t.Fatalf("kept signatures must all verify (signatures are outside the payload): %+v %v", v, err)
+	}
+}
+
+func TestSignRefuses(t *testing.T) {
+	k := newKey(t, jose.ES256)
+	_, err := Sign(context.Background(), readCard(t, "spec-sample.json"), Options{Keys: []Key{k.Key}})
+	var le *card.LintError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "security") {
+		t.Fatalf("card with unknown keys: %v, want *card.LintError naming security", err)
+	}
+	if _, err := Sign(context.Background(), readCard(t, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: card.Options{StripUnknown: true}}); err != nil {
+		t.Fatalf("--strip-unknown must make the sample signable: %v", err)
+	}
+	var ce *card.Error
+	if _, err := Sign(context.Background(), []byte(`{"name":"a","name":"b"}`), Options{Keys: []Key{k.Key}}); !errors.As(err, &ce) || ce.Rule != card.RuleDuplicateKey {
+		t.Fatalf("duplicate keys: %v", err)
+	}
+	if _, err := Sign(context.Background(), readCard(t, "security.json"), Options{}); !errors.Is(err, ErrNoKeys) {
+		t.Fatalf("no keys: %v", err)
+	}
+	wrong := k.Key
+	wrong.Alg = jose.EdDSA
+	if _, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{wrong}}); err == nil {
+		t.Fatal("signing a P-256 key as EdDSA must fail")
+	}
+}
+
+// forge builds a card whose one signature has the given protected header,
+// signed correctly by k over the card's spec canonical bytes.
+func forge(t *testing.T, k testKey, header string, extra map[string]any) []byte {
+	t.Helper()
+	l, err := card.Load(readCard(t, "security.json"), card.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := card.Canonical(l.Value, card.ProfileSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prot := b64.EncodeToString([]byte(header))
+	sig, err := jose.Sign(context.Background(), k.Signer, k.Alg, signingInput(prot, payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := map[string]any{"protected": prot, "signature": b64.EncodeToString(sig)}
+	for key, v := range extra {
+		entry[key] = v
+	}
+	var c map[string]any
+	if err := json.Unmarshal(l.Value.Compact(), &c); err != nil {
+		t.Fatal(err)
+	}
+	c["signatures"] = []any{entry}
+	out, _ := json.Marshal(c)
+	return out
+}
+
+func TestVerifyHeaderRules(t *testing.T) {
+	k := newKey(t, jose.ES256)
+	ok := `{"alg":"ES256","kid":"` + k.KID + `","typ":"JOSE"}`
+	tests := []struct {
+		name, header string
+		extra        map[string]any
+		valid        bool
+		reason       string
+	}{
+		{"well formed", ok, nil, true, ""},
+		{"no typ is accepted", `{"alg":"ES256","kid":"` + k.KID + `"}`, nil, true, ""},
+		{"crit", `{"alg":"ES256","crit":["exp"],"exp":1,"kid":"` + k.KID + `","typ":"JOSE"}`, nil, false, "crit"},
+		{"b64 false", `{"alg":"ES256","b64":false,"kid":"` + k.KID + `","typ":"JOSE"}`, nil, false, "b64"},
+		{"duplicate alg", `{"alg":"ES256","alg":"none","kid":"` + k.KID + `","typ":"JOSE"}`, nil, false, "duplicate"},
+		{"alg none", `{"alg":"none","kid":"` + k.KID + `","typ":"JOSE"}`, nil, false, "none"},
+		{"alg mismatch", `{"alg":"ES384","kid":"` + k.KID + `","typ":"JOSE"}`, nil, false, "ES384"},
+		{"no kid", `{"alg":"ES256","typ":"JOSE"}`, nil, false, "no kid"},
+		{"unknown kid", `{"alg":"ES256","kid":"someone-else","typ":"JOSE"}`, nil, false, "not in the trusted key set"},
+		{"wrong typ", `{"alg":"ES256","kid":"` + k.KID + `","typ":"JWT"}`, nil, false, "typ"},
+		{"kid not a string", `{"alg":"ES256","kid":7,"typ":"JOSE"}`, nil, false, "string"},
+		{"header not JSON", `not json`, nil, false, "protected header"},
+		{"overlapping unprotected header", ok, map[string]any{"header": map[string]any{"kid": "x"}}, false, "both protected and unprotected"},
+		{"disjoint unprotected header", ok, map[string]any{"header": map[string]any{"note": "x"}}, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := forge(t, k, tc.header, tc.extra)
+			v, err := Verify(context.Background(), data, VerifyOptions{Trusted: keySet(k)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := v.Checks[0]
+			if c.Valid != tc.valid || !strings.Contains(c.Reason, tc.reason) {
+				t.Fatalf("valid=%v reason=%q; want valid=%v reason containing %q", c.Valid, c.Reason, tc.valid, tc.reason)
+			}
+		})
+	}
+}
+
+func TestVerifyProfileRequirement(t *testing.T) {
+	k := newKey(t, jose.ES256)
+	res, err := Sign(context.Background(), readCard(t, "divergent.json"), Options{Keys: []Key{k.Key}, Mode: ModeSDK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		p     card.Profile
+		valid bool
+	}{{"", true}, {card.ProfileSDK, true}, {card.ProfileSpec, false}} {
+		v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k), Profile: tc.p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Valid(false) != tc.valid {
+			t.Errorf("profile %q: valid=%v, want %v (%+v)", tc.p, v.Valid(false), tc.valid, v.Checks)
+		}
+	}
+}
+
+func TestVerifyUncoveredKeys(t *testing.T) {
+	k := newKey(t, jose.ES256)
+	res, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	_ = json.Unmarshal(res.Card, &c)
+	c["extra"] = "added after signing"
+	tampered, _ := json.Marshal(c)
+	v, err := Verify(context.Background(), tampered, VerifyOptions{Trusted: keySet(k)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shipped SDKs ignore keys outside the schema, so the sdk profile
+	// still verifies; the caller must be told the key is not covered.
+	if !v.Valid(false) || v.Checks[0].Profile != card.ProfileSDK {
+		t.Fatalf("checks %+v", v.Checks)
+	}
+	if u := v.Uncovered(); len(u) != 1 || u[0] != "extra" {
+		t.Fatalf("Uncovered = %v, want [extra]", u)
+	}
+}
+
+func TestJKUAllowed(t *testing.T) {
+	tests := []struct {
+		jku     string
+		allowed []string
+		want    bool
+	}{
+		{"https://keys.example.com/jwks.json", []string{"https://keys.example.com/"}, true},
+		{"https://keys.example.com/jwks.json", []string{"https://keys.example.com"}, true},
+		{"https://keys.example.com.evil.org/jwks.json", []string{"https://keys.example.com"}, false},
+		{"https://keys.example.com/jwks.json", nil, false},
+		{"https://keys.example.com/jwks.json", []string{""}, false},
+		{"file:///etc/jwks.json", []string{"file:"}, false},
+	}
+	for _, tc := range tests {
+		if got := jkuAllowed(tc.jku, tc.allowed); got != tc.want {
+			t.Errorf("jkuAllowed(%q, %q) = %v, want %v", tc.jku, tc.allowed, got, tc.want)
+		}
+	}
+}
