@@ -46,6 +46,9 @@ func Canonical(v Value, p Profile) ([]byte, error) {
 // Forms are both canonical forms of a card, computed with one projection.
 type Forms struct {
 	Spec, SDK []byte
+	// Unknown lists the keys outside the v1.0 schema: the spec profile
+	// keeps them, the sdk profile drops them.
+	Unknown []string
 	// Divergences lists where the two part ways: the empty values ("", [],
 	// {}, null) that §8.4.1 keeps and the shipped verifiers drop, and the
 	// keys outside the v1.0 schema that only the spec profile keeps.
@@ -64,7 +67,7 @@ func CanonicalForms(v Value) (*Forms, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Forms{Divergences: unknown}
+	f := &Forms{Unknown: unknown, Divergences: append([]string(nil), unknown...)}
 	empties(t, &Path{index: -1}, &f.Divergences)
 	if f.Spec, err = encodeJCS(t); err != nil {
 		return nil, err
@@ -82,17 +85,29 @@ func CanonicalForms(v Value) (*Forms, error) {
 func encodeJCS(t Value) ([]byte, error) {
 	out, err := jcs.Transform(t.Compact())
 	if err != nil {
-		// project only emits what Parse accepted; jcs failing here is a bug.
-		return nil, fmt.Errorf("card: RFC 8785 transform: %w", err)
+		// project only emits what Parse accepted, so this is a bug; it is
+		// still reported as a card error so callers keep serving.
+		return nil, &Error{Path: "$", Rule: RuleSyntax, Offset: -1, Reason: "RFC 8785 transform failed: " + err.Error()}
 	}
 	return out, nil
 }
 
-// Project applies the presence rules of profile p to v and returns the value
-// whose RFC 8785 form is the canonical payload.
-func Project(v Value, p Profile) (Value, error) {
-	t, _, err := project(v, p)
-	return t, err
+// empties appends the path of every empty value ("", [], {}, null) in t.
+func empties(v Value, p *Path, out *[]string) {
+	if v.IsEmpty() {
+		*out = append(*out, p.String())
+		return
+	}
+	switch v.Kind {
+	case Object:
+		for _, m := range v.Obj {
+			empties(m.Val, p.Key(m.Key), out)
+		}
+	case Array:
+		for i, e := range v.Arr {
+			empties(e, p.Index(i), out)
+		}
+	}
 }
 
 // project is Project, also returning the paths of keys outside the schema
@@ -137,27 +152,84 @@ func (pr *projector) presence(v Value, m *message, top bool) (Value, error) {
 			continue
 		}
 		pr.path.pushKey(mem.Key)
-		keep, val, err := pr.member(m, mem)
+		name, f := pr.resolve(v, m, mem.Key)
+		var keep bool
+		var val Value
+		var err error
+		switch {
+		case f == nil:
+			pr.unknown = append(pr.unknown, pr.path.String())
+			keep, val = !pr.dropUnknown, mem.Val
+		case pr.dropUnknown && f.oneof != "" && pr.shadowed(v, m, f):
+			// The SDKs read the first member of a oneof, in declaration
+			// order, and ignore the rest.
+			keep = false
+		default:
+			keep, val, err = pr.member(f, mem.Val)
+		}
 		pr.path.pop()
 		if err != nil {
 			return Value{}, err
 		}
 		if keep {
-			out = append(out, Member{Key: mem.Key, Val: val})
+			out = append(out, Member{Key: name, Val: val})
 		}
 	}
 	return Value{Kind: Object, Obj: out}, nil
 }
 
-// member applies the presence rule of one member of message m; pr.path
-// points at it.
-func (pr *projector) member(m *message, mem Member) (keep bool, val Value, err error) {
-	f := m.field(mem.Key)
-	if f == nil {
-		pr.unknown = append(pr.unknown, pr.path.String())
-		return !pr.dropUnknown, mem.Val, nil
+// resolve finds the schema field of member key of object v (message m). The
+// sdk profile also reads a proto field name (icon_url) as its JSON name
+// (iconUrl) when the JSON name is absent, as ProtoJSON readers such as
+// @a2a-js/sdk's fromJSON do; the spec profile treats it as an unknown key.
+func (pr *projector) resolve(v Value, m *message, key string) (string, *field) {
+	if f := m.field(key); f != nil {
+		return key, f
 	}
-	val = mem.Val
+	if !pr.dropUnknown {
+		return key, nil
+	}
+	if alias := camelCase(key); alias != key && !v.Has(alias) {
+		if f := m.field(alias); f != nil {
+			return alias, f
+		}
+	}
+	return key, nil
+}
+
+// shadowed reports whether oneof member f of object v is preceded, in the
+// declaration order of m, by another member of its group that v sets under
+// either of its names.
+func (pr *projector) shadowed(v Value, m *message, f *field) bool {
+	for i := range m.fields {
+		g := &m.fields[i]
+		if g == f {
+			return false
+		}
+		if g.oneof == f.oneof && (v.Has(g.name) || v.Has(protoName(g.name))) {
+			return true
+		}
+	}
+	return false
+}
+
+// protoName turns a JSON name (iconUrl) into its proto field name (icon_url).
+func protoName(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			b = append(b, '_', c+'a'-'A')
+			continue
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// member applies the presence rule of field f to its value; pr.path points
+// at it.
+func (pr *projector) member(f *field, val Value) (keep bool, _ Value, err error) {
 	if ok, want := fits(f, val); !ok {
 		return false, Value{}, typeError(pr.path, val, want)
 	}
@@ -234,12 +306,16 @@ func (pr *projector) checkElems(f *field, v Value) error {
 // dropEmpty removes, depth first, every null, "", [] and {} from v, the way
 // the shipped verifiers' cleanEmpty does: an object or array that only held
 // empties becomes empty and goes too. It returns a Null value when v itself
-// ends up empty.
+// ends up empty. A "__proto__" member goes too: cleanEmpty rebuilds every
+// object by assignment, where that key sets the prototype, not a member.
 func dropEmpty(v Value) Value {
 	switch v.Kind {
 	case Object:
 		out := make([]Member, 0, len(v.Obj))
 		for _, m := range v.Obj {
+			if m.Key == "__proto__" {
+				continue
+			}
 			if c := dropEmpty(m.Val); c.Kind != Null {
 				out = append(out, Member{Key: m.Key, Val: c})
 			}

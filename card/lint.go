@@ -116,7 +116,9 @@ func (l *linter) message(v Value, m *message, p *Path) {
 		switch {
 		case !ok:
 			l.add(SeverityError, fp, RuleRequired, "REQUIRED field of "+m.name+" is missing", "add "+f.name)
-		case f.kind != kindMessage && val.IsEmpty():
+		case f.kind != kindMessage && dropEmpty(val).Kind == Null:
+			// Empty, or holding only empties (tags: [""]) that the shipped
+			// verifiers drop, taking the REQUIRED field with them.
 			if fits, _ := fits(f, val); fits {
 				l.add(SeverityError, fp, RuleRequired, "REQUIRED field of "+m.name+" is empty (invalid per A2A §5.7; verifiers disagree on empty values)", "give "+f.name+" a value")
 			}
@@ -164,38 +166,24 @@ func (l *linter) value(parent Value, f *field, v Value, p *Path) {
 		l.message(v, f.msg, p)
 	case kindStruct:
 		l.freeForm(v, p)
-	case kindStrings:
-		for i, e := range v.Arr {
-			if e.Kind != String {
-				l.add(SeverityError, p.Index(i), RuleType, "must be a string, not "+e.Kind.String(), "")
-			}
-		}
-	case kindStringMap:
-		for _, e := range v.Obj {
-			ep := p.Key(e.Key)
-			l.protoKey(e.Key, ep)
-			if e.Val.Kind != String {
-				l.add(SeverityError, ep, RuleType, "must be a string, not "+e.Val.Kind.String(), "")
-			}
-		}
-	case kindMessages:
+	case kindStrings, kindMessages:
 		for i, e := range v.Arr {
 			ep := p.Index(i)
-			if e.Kind != Object {
-				l.add(SeverityError, ep, RuleType, "must be an object ("+f.msg.name+"), not "+e.Kind.String(), "")
-				continue
+			if ok, want := elemFits(f, e); !ok {
+				l.add(SeverityError, ep, RuleType, "must be "+want+", not "+e.Kind.String(), "")
+			} else if f.kind == kindMessages {
+				l.message(e, f.msg, ep)
 			}
-			l.message(e, f.msg, ep)
 		}
-	case kindMessageMap:
+	case kindStringMap, kindMessageMap:
 		for _, e := range v.Obj {
 			ep := p.Key(e.Key)
 			l.protoKey(e.Key, ep)
-			if e.Val.Kind != Object {
-				l.add(SeverityError, ep, RuleType, "must be an object ("+f.msg.name+"), not "+e.Val.Kind.String(), "")
-				continue
+			if ok, want := elemFits(f, e.Val); !ok {
+				l.add(SeverityError, ep, RuleType, "must be "+want+", not "+e.Val.Kind.String(), "")
+			} else if f.kind == kindMessageMap {
+				l.message(e.Val, f.msg, ep)
 			}
-			l.message(e.Val, f.msg, ep)
 		}
 	}
 }
@@ -278,8 +266,9 @@ func (l *linter) url(s string, rule urlRule, binding string, p *Path) {
 		fix = "use an absolute https:// URL or host:port"
 	}
 	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		l.add(SeverityError, p, RuleURL, quoteForMessage(s)+" is not an absolute URL", fix)
+	if err != nil || u.Scheme == "" || u.Hostname() == "" {
+		// The value is not echoed: a malformed URL may still carry a password.
+		l.add(SeverityError, p, RuleURL, "not an absolute URL with a host", fix)
 		return
 	}
 	if u.User != nil {
@@ -289,7 +278,7 @@ func (l *linter) url(s string, rule urlRule, binding string, p *Path) {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if isLoopback(u.Hostname()) {
+		if IsLoopbackHost(u.Hostname()) {
 			l.add(SeverityWarning, p, RuleURL, "plain http is only acceptable for a loopback host", "use https outside local testing")
 			return
 		}
@@ -308,7 +297,9 @@ func isHostPort(s string) bool {
 	return err == nil && n > 0 && n < 65536
 }
 
-func isLoopback(host string) bool {
+// IsLoopbackHost reports whether host names this machine: localhost, a
+// *.localhost name (RFC 6761), or a loopback IP address.
+func IsLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
 		return true
 	}
@@ -359,31 +350,4 @@ func strip(v Value, m *message, p *Path, removed *[]string) Value {
 		out = append(out, mem)
 	}
 	return Value{Kind: Object, Obj: out}
-}
-
-// Divergences lists where the spec and sdk canonical forms of v part ways
-// (see Forms.Divergences). An empty list means one signature serves both.
-func Divergences(v Value) ([]string, error) {
-	f, err := CanonicalForms(v)
-	if err != nil {
-		return nil, err
-	}
-	return f.Divergences, nil
-}
-
-func empties(v Value, p *Path, out *[]string) {
-	if v.IsEmpty() {
-		*out = append(*out, p.String())
-		return
-	}
-	switch v.Kind {
-	case Object:
-		for _, m := range v.Obj {
-			empties(m.Val, p.Key(m.Key), out)
-		}
-	case Array:
-		for i, e := range v.Arr {
-			empties(e, p.Index(i), out)
-		}
-	}
 }

@@ -71,6 +71,8 @@ func TestLintFindings(t *testing.T) {
 		{"empty interfaces", withMembers(t, "supportedInterfaces", `[]`), "supportedInterfaces", RuleRequired, SeverityError},
 		{"missing input modes", withMembers(t, "defaultInputModes", ""), "defaultInputModes", RuleRequired, SeverityError},
 		{"skill without tags", withMembers(t, "skills", `[{"id":"a","name":"A","description":"d"}]`), "skills[0].tags", RuleRequired, SeverityError},
+		{"skill tags holding only empty strings", withMembers(t, "skills", `[{"id":"a","name":"A","description":"d","tags":[""]}]`), "skills[0].tags", RuleRequired, SeverityError},
+		{"url without host", withMembers(t, "documentationUrl", `"https://:443/docs"`), "documentationUrl", RuleURL, SeverityError},
 		{"skill empty tags", withMembers(t, "skills", `[{"id":"a","name":"A","description":"d","tags":[]}]`), "skills[0].tags", RuleRequired, SeverityError},
 		{"interface without version", withMembers(t, "supportedInterfaces", `[{"url":"https://a.example","protocolBinding":"JSONRPC"}]`), "supportedInterfaces[0].protocolVersion", RuleRequired, SeverityError},
 		{"provider without organization", withMembers(t, "provider", `{"url":"https://example.com"}`), "provider.organization", RuleRequired, SeverityError},
@@ -173,5 +175,15 @@ func TestStripUnknown(t *testing.T) {
 	}
 	if !strings.Contains(string(l.Value.Compact()), `"params":{"keep":"me"}`) {
 		t.Fatalf("free-form params must not be stripped: %s", l.Value.Compact())
+	}
+}
+
+func TestLintNeverEchoesURLCredentials(t *testing.T) {
+	for _, u := range []string{`"https://user:s3cret%zz@docs.example.com/"`, `"https://user:s3cret@docs.example.com/"`, `"ftp://user:s3cret@docs.example.com/"`} {
+		for _, f := range lintOf(t, withMembers(t, "documentationUrl", u)) {
+			if strings.Contains(f.String(), "s3cret") {
+				t.Errorf("finding repeats a password: %s", f)
+			}
+		}
 	}
 }

@@ -46,12 +46,6 @@ func Parse(data []byte, lim Limits) (Value, error) {
 	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
 		return Value{}, p.fail(RuleSyntax, "byte order mark before the JSON text; save the file as UTF-8 without BOM")
 	}
-	if p.pos < len(data) && data[p.pos] != '{' {
-		if data[p.pos] == '[' || data[p.pos] == '"' || data[p.pos] == '-' || data[p.pos] == 't' ||
-			data[p.pos] == 'f' || data[p.pos] == 'n' || (data[p.pos] >= '0' && data[p.pos] <= '9') {
-			return Value{}, p.fail(RuleNotObject, "an Agent Card is a JSON object; the document starts with %q", data[p.pos])
-		}
-	}
 	v, err := p.value()
 	if err != nil {
 		return Value{}, err

@@ -91,7 +91,11 @@ func TestParseAccepts(t *testing.T) {
 		{"largest double", `{"n":1.7976931348623157e308}`, func(v Value) bool { return v.Has("n") }},
 		{"smallest subnormal", `{"n":5e-324}`, func(v Value) bool { return v.Has("n") }},
 		{"zero with exponent", `{"n":0e-999}`, func(v Value) bool { return v.Has("n") }},
-		{"whitespace around", " \t\r\n{ \"a\" : [ ] , \"b\" : { } }\n", func(v Value) bool { a, _ := v.Get("a"); return a.Kind == Array && len(a.Obj) == 0 }},
+		{"whitespace around", " \t\r\n{ \"a\" : [ ] , \"b\" : { } }\n", func(v Value) bool {
+			a, _ := v.Get("a")
+			b, _ := v.Get("b")
+			return a.Kind == Array && len(a.Arr) == 0 && b.Kind == Object && len(b.Obj) == 0
+		}},
 		{"member order kept", `{"b":1,"a":2}`, func(v Value) bool { return v.Obj[0].Key == "b" && v.Obj[1].Key == "a" }},
 		{"empty key", `{"":1}`, func(v Value) bool { return v.Has("") }},
 	}

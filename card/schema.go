@@ -3,8 +3,8 @@ package card
 // The A2A v1.0 AgentCard schema (proto package lf.a2a.v1, tags v1.0.0 and
 // v1.0.1), as far as JSON and §8.4.1 care: each field's JSON name, its type,
 // whether it is REQUIRED, and its proto3 presence. The table in
-// shared/reference/agentcard-v1.md is the source; schema_test.go checks a
-// sample of rows against it.
+// shared/reference/agentcard-v1.md is the source; schema_test.go checks every
+// row against it (through the copy in testdata/reference).
 
 type fieldKind uint8
 

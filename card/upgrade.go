@@ -29,12 +29,15 @@ var v03Only = []string{"url", "preferredTransport", "additionalInterfaces", "pro
 // Upgrade maps a v0.3 card to the v1.0 shape, the way the shipped SDKs read an
 // old card (@a2a-js/sdk compat/v0_3 toCoreAgentCard): url, preferredTransport
 // and additionalInterfaces become supportedInterfaces with protocolVersion
-// "0.3"; supportsAuthenticatedExtendedCard becomes
+// "0.3" (DESIGN.md §3; the JS SDK copies the card's protocolVersion, such as
+// "0.3.0", into the first interface instead); supportsAuthenticatedExtendedCard becomes
 // capabilities.extendedAgentCard; security becomes securityRequirements (on
 // the card and on each skill); type-discriminated security schemes become
 // v1.0 wrapper objects with `in` renamed to `location`; an OAuth flows object
 // keeps the first of authorizationCode, clientCredentials, implicit and
-// password. A v1.0 card is returned unchanged with no notes.
+// password. A v0.3 card that also carries the v1.0 name of a mapped member
+// (security and securityRequirements, say) is refused: which one the author
+// meant cannot be known. A v1.0 card is returned unchanged with no notes.
 func Upgrade(v Value) (Value, []Note, error) {
 	if !IsV03(v) {
 		return v, nil, nil
@@ -56,6 +59,9 @@ func v03Error(p *Path, format string, args ...any) *Error {
 
 func (u *upgrader) card(v Value) (Value, error) {
 	root := &Path{index: -1}
+	if err := conflict(v, root, "security", "securityRequirements"); err != nil {
+		return Value{}, err
+	}
 	ifaces, err := u.interfaces(v, root)
 	if err != nil {
 		return Value{}, err
@@ -84,7 +90,7 @@ func (u *upgrader) card(v Value) (Value, error) {
 			u.note(mp, "renamed to securityRequirements in the v1.0 shape")
 			continue
 		case "capabilities":
-			caps, err := u.capabilities(v, m.Val, mp)
+			caps, err := u.capabilities(m.Val, mp)
 			if err != nil {
 				return Value{}, err
 			}
@@ -110,14 +116,32 @@ func (u *upgrader) card(v Value) (Value, error) {
 	if !placed {
 		out = append(out, Member{"supportedInterfaces", ifaces})
 	}
-	if sa, ok := v.Get("supportsAuthenticatedExtendedCard"); ok && !v.Has("capabilities") {
+	res := Value{Kind: Object, Obj: out}
+	if sa, ok := v.Get("supportsAuthenticatedExtendedCard"); ok {
+		sp := root.Key("supportsAuthenticatedExtendedCard")
 		if sa.Kind != Bool {
-			return Value{}, typeError(root.Key("supportsAuthenticatedExtendedCard"), sa, "a boolean")
+			return Value{}, typeError(sp, sa, "a boolean")
 		}
-		out = append(out, Member{"capabilities", ObjectValue(Member{"extendedAgentCard", sa})})
-		u.note(root.Key("supportsAuthenticatedExtendedCard"), "moved to capabilities.extendedAgentCard")
+		caps, _ := res.Get("capabilities")
+		if caps.Kind != Object {
+			caps = ObjectValue()
+		}
+		if caps.Has("extendedAgentCard") {
+			return Value{}, v03Error(sp, "the card also has capabilities.extendedAgentCard; keep one of them")
+		}
+		res = res.with("capabilities", caps.with("extendedAgentCard", sa))
+		u.note(sp, "moved to capabilities.extendedAgentCard")
 	}
-	return Value{Kind: Object, Obj: out}, nil
+	return res, nil
+}
+
+// conflict refuses an object that has both the v0.3 name and the v1.0 name of
+// a member that the mapping renames.
+func conflict(v Value, p *Path, v03, v10 string) error {
+	if v.Has(v03) && v.Has(v10) {
+		return v03Error(p.Key(v03), "the card also has %s; a v0.3 card is mapped, so keep only %s (or write the card in the v1.0 shape)", v10, v03)
+	}
+	return nil
 }
 
 func (u *upgrader) interfaces(v Value, root *Path) (Value, error) {
@@ -160,20 +184,13 @@ func (u *upgrader) interfaces(v Value, root *Path) (Value, error) {
 	return Value{Kind: Array, Arr: ifaces}, nil
 }
 
-func (u *upgrader) capabilities(card, caps Value, p *Path) (Value, error) {
+func (u *upgrader) capabilities(caps Value, p *Path) (Value, error) {
 	if caps.Kind != Object {
 		return Value{}, typeError(p, caps, "an object (AgentCapabilities)")
 	}
 	if caps.Has("stateTransitionHistory") {
 		caps = caps.without("stateTransitionHistory")
 		u.note(p.Key("stateTransitionHistory"), "removed: v1.0 has no stateTransitionHistory capability")
-	}
-	if sa, ok := card.Get("supportsAuthenticatedExtendedCard"); ok {
-		if sa.Kind != Bool {
-			return Value{}, typeError((&Path{index: -1}).Key("supportsAuthenticatedExtendedCard"), sa, "a boolean")
-		}
-		caps = caps.with("extendedAgentCard", sa)
-		u.note((&Path{index: -1}).Key("supportsAuthenticatedExtendedCard"), "moved to capabilities.extendedAgentCard")
 	}
 	return caps, nil
 }
@@ -190,6 +207,9 @@ func (u *upgrader) skills(skills Value, p *Path) (Value, error) {
 			continue
 		}
 		sp := p.Index(i).Key("security")
+		if err := conflict(s, p.Index(i), "security", "securityRequirements"); err != nil {
+			return Value{}, err
+		}
 		reqs, err := securityRequirements(sec, sp)
 		if err != nil {
 			return Value{}, err
@@ -258,6 +278,11 @@ func (u *upgrader) securitySchemes(schemes Value, p *Path) (Value, error) {
 		wrapper, known := v03Schemes[typ.Str]
 		if !known {
 			return Value{}, v03Error(sp.Key("type"), "unsupported v0.3 security scheme type %s (want apiKey, http, oauth2, openIdConnect or mutualTLS)", quoteForMessage(typ.Str))
+		}
+		if typ.Str == "apiKey" {
+			if err := conflict(m.Val, sp, "in", "location"); err != nil {
+				return Value{}, err
+			}
 		}
 		inner := make([]Member, 0, len(m.Val.Obj))
 		for _, f := range m.Val.Obj {

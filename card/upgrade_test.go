@@ -103,6 +103,10 @@ func TestUpgradeErrors(t *testing.T) {
 		{`{"url":"https://a","securitySchemes":{"o":{"type":"oauth2","flows":{}}}}`, "securitySchemes.o.flows", RuleV03},
 		{`{"url":"https://a","supportsAuthenticatedExtendedCard":"yes"}`, "supportsAuthenticatedExtendedCard", RuleType},
 		{`{"url":"https://a","capabilities":[]}`, "capabilities", RuleType},
+		{`{"url":"https://a","security":[],"securityRequirements":[]}`, "security", RuleV03},
+		{`{"url":"https://a","skills":[{"security":[],"securityRequirements":[]}]}`, "skills[0].security", RuleV03},
+		{`{"url":"https://a","supportsAuthenticatedExtendedCard":true,"capabilities":{"extendedAgentCard":false}}`, "supportsAuthenticatedExtendedCard", RuleV03},
+		{`{"url":"https://a","securitySchemes":{"k":{"type":"apiKey","in":"header","location":"query","name":"k"}}}`, "securitySchemes.k.in", RuleV03},
 	}
 	for _, tc := range tests {
 		_, err := Load([]byte(tc.in), Options{})

@@ -3,6 +3,7 @@ package signer
 import (
 	"encoding/base64"
 
+	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -10,21 +11,31 @@ import (
 // with stray low bits, so one signature has exactly one text form.
 var b64 = base64.RawURLEncoding.Strict()
 
-// protectedHeader serializes {"alg","jku"?,"kid","typ":"JOSE"} with sorted
-// keys and no whitespace, so the same key and options always give the same
-// `protected` value.
-func protectedHeader(alg jose.Alg, kid, jku string) []byte {
-	b := make([]byte, 0, 64+len(kid)+len(jku))
-	b = append(b, `{"alg":`...)
-	b = appendJSONString(b, string(alg))
-	if jku != "" {
-		b = append(b, `,"jku":`...)
-		b = appendJSONString(b, jku)
+// ProfileHeader is the protected header parameter that marks a signature
+// over the sdk canonical profile. Without it a verifier could not tell which
+// bytes a signature covers, and a card stripped of the values only the spec
+// profile keeps (an empty mtlsSecurityScheme, a scope-less requirement)
+// would pass as spec-valid on the strength of the sdk signature. JWS
+// verifiers ignore parameters they do not know (it is not in crit), so
+// @a2a-js/sdk still verifies these signatures.
+const ProfileHeader = "cardsign-profile"
+
+// protectedHeader serializes {"alg", "cardsign-profile"?, "jku"?, "kid",
+// "typ":"JOSE"} with sorted keys and no whitespace, so the same key and
+// options always give the same protected value. The profile is named only
+// for sdk-profile signatures: a spec-profile signature is plain A2A.
+func protectedHeader(alg jose.Alg, kid, jku string, profile card.Profile) []byte {
+	members := []card.Member{{Key: "alg", Val: card.StringValue(string(alg))}}
+	if profile == card.ProfileSDK {
+		members = append(members, card.Member{Key: ProfileHeader, Val: card.StringValue(string(profile))})
 	}
-	b = append(b, `,"kid":`...)
-	b = appendJSONString(b, kid)
-	b = append(b, `,"typ":"JOSE"}`...)
-	return b
+	if jku != "" {
+		members = append(members, card.Member{Key: "jku", Val: card.StringValue(jku)})
+	}
+	members = append(members,
+		card.Member{Key: "kid", Val: card.StringValue(kid)},
+		card.Member{Key: "typ", Val: card.StringValue("JOSE")})
+	return card.ObjectValue(members...).Compact()
 }
 
 // signingInput is ASCII(b64url(protected) "." b64url(payload)) (RFC 7515 §5.1).
@@ -33,21 +44,4 @@ func signingInput(protectedB64 string, payload []byte) []byte {
 	in = append(in, protectedB64...)
 	in = append(in, '.')
 	return b64.AppendEncode(in, payload)
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }

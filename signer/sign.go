@@ -21,6 +21,10 @@ type Key struct {
 	Signer crypto.Signer
 	Alg    jose.Alg
 	KID    string
+	// Public is the public key on record for KID (the one published in the
+	// JWKS). When set, a backend whose signer reports another key is
+	// refused, so every signature is checked against the published key.
+	Public crypto.PublicKey
 }
 
 // Mode chooses the canonical profiles that signatures cover.
@@ -132,11 +136,10 @@ func Sign(ctx context.Context, data []byte, opts Options) (*Result, error) {
 	}
 	for _, k := range opts.Keys {
 		for _, p := range payloads {
-			s, err := signOne(ctx, k, opts.JKU, p.bytes)
+			s, err := signOne(ctx, k, opts.JKU, p.profile, p.bytes)
 			if err != nil {
 				return nil, err
 			}
-			s.Profile = p.profile
 			res.Signatures = append(res.Signatures, s)
 			sigs = append(sigs, card.ObjectValue(
 				card.Member{Key: "protected", Val: card.StringValue(s.Protected)},
@@ -148,19 +151,29 @@ func Sign(ctx context.Context, data []byte, opts Options) (*Result, error) {
 	return res, nil
 }
 
-func signOne(ctx context.Context, k Key, jku string, payload []byte) (Signature, error) {
+// publicKey is what crypto public keys have in common.
+type publicKey interface{ Equal(crypto.PublicKey) bool }
+
+func signOne(ctx context.Context, k Key, jku string, profile card.Profile, payload []byte) (Signature, error) {
 	if k.Signer == nil {
 		return Signature{}, fmt.Errorf("signer: key %s has no signer", k.KID)
 	}
 	if k.KID == "" {
 		return Signature{}, fmt.Errorf("signer: key without kid")
 	}
-	protected := b64.EncodeToString(protectedHeader(k.Alg, k.KID, jku))
+	if k.Public != nil {
+		// jose.Sign verifies with the signer's own public key; tying that key
+		// to the one on record makes the check one against the published key.
+		if pub, ok := k.Signer.Public().(publicKey); !ok || !pub.Equal(k.Public) {
+			return Signature{}, fmt.Errorf("signer: key %s: the backend's public key is not the one on record", k.KID)
+		}
+	}
+	protected := b64.EncodeToString(protectedHeader(k.Alg, k.KID, jku, profile))
 	sig, err := jose.Sign(ctx, k.Signer, k.Alg, signingInput(protected, payload))
 	if err != nil {
 		return Signature{}, fmt.Errorf("signer: sign with %s: %w", k.KID, err)
 	}
-	return Signature{KID: k.KID, Alg: k.Alg, Protected: protected, Value: b64.EncodeToString(sig)}, nil
+	return Signature{KID: k.KID, Alg: k.Alg, Profile: profile, Protected: protected, Value: b64.EncodeToString(sig)}, nil
 }
 
 // withSignatures returns the card with its signatures member set to sigs,

@@ -309,3 +309,63 @@ func TestJKUAllowed(t *testing.T) {
 		}
 	}
 }
+
+// A card stripped of the values only the spec profile keeps must not pass
+// as spec-valid on the strength of its sdk-profile signature.
+func TestVerifySDKSignatureIsNeverSpecValid(t *testing.T) {
+	k := newKey(t, jose.ES256)
+	res, err := Sign(context.Background(), readCard(t, "divergent.json"), Options{Keys: []Key{k.Key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Signatures) != 2 || res.Signatures[1].Profile != card.ProfileSDK {
+		t.Fatalf("signatures %+v", res.Signatures)
+	}
+	raw, _ := b64.DecodeString(res.Signatures[1].Protected)
+	if !strings.Contains(string(raw), `"`+ProfileHeader+`":"sdk"`) {
+		t.Fatalf("sdk signature header %s lacks %s", raw, ProfileHeader)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(res.Card, &c); err != nil {
+		t.Fatal(err)
+	}
+	// Drop the mTLS scheme and requirement, the empty icon and params, and
+	// the spec signature: what is left is exactly the sdk projection.
+	delete(c, "securitySchemes")
+	delete(c, "securityRequirements")
+	delete(c, "iconUrl")
+	ext := c["capabilities"].(map[string]any)["extensions"].([]any)[0].(map[string]any)
+	ext["params"] = map[string]any{"n": 1}
+	c["signatures"] = c["signatures"].([]any)[1:]
+	stripped, _ := json.Marshal(c)
+
+	v, err := Verify(context.Background(), stripped, VerifyOptions{Trusted: keySet(k)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Valid(false) || v.Checks[0].Profile != card.ProfileSDK {
+		t.Fatalf("want valid under the sdk profile only, got %+v", v.Checks)
+	}
+	v, err = Verify(context.Background(), stripped, VerifyOptions{Trusted: keySet(k), Profile: card.ProfileSpec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Valid(false) || !strings.Contains(v.Checks[0].Reason, "covers the sdk profile") {
+		t.Fatalf("requiring spec must refuse an sdk signature: %+v", v.Checks)
+	}
+	if _, err := Verify(context.Background(), stripped, VerifyOptions{Trusted: keySet(k), Profile: "strict"}); err == nil {
+		t.Fatal("an unknown profile option must be an error, not an empty payload")
+	}
+}
+
+func TestSignChecksStoredPublicKey(t *testing.T) {
+	k, other := newKey(t, jose.ES256), newKey(t, jose.ES256)
+	k.Public = other.Signer.Public()
+	if _, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}}); err == nil || !strings.Contains(err.Error(), "not the one on record") {
+		t.Fatalf("a signer whose key differs from the record must be refused: %v", err)
+	}
+	k.Public = k.Signer.Public()
+	if _, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}}); err != nil {
+		t.Fatal(err)
+	}
+}

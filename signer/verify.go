@@ -1,6 +1,7 @@
 package signer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,21 +44,21 @@ type Check struct {
 // Verification is the outcome for a card.
 type Verification struct {
 	Checks []Check
-	// Unknown lists the card's keys outside the v1.0 schema. The sdk
-	// profile drops them, so a signature that verifies only under that
-	// profile says nothing about them.
-	Unknown []string
+	// divergences are the values the sdk profile drops: keys outside the
+	// v1.0 schema and empty values.
+	divergences []string
 }
 
-// Uncovered returns the keys that no verified signature covers: the unknown
-// keys, when no signature verified under the spec profile (which keeps them).
+// Uncovered returns the parts of the card that no verified signature
+// covers: when only sdk-profile signatures verified, the keys outside the
+// v1.0 schema and the empty values that profile drops.
 func (v *Verification) Uncovered() []string {
 	for _, c := range v.Checks {
 		if c.Valid && c.Profile == card.ProfileSpec {
 			return nil
 		}
 	}
-	return v.Unknown
+	return v.divergences
 }
 
 // Valid reports whether at least one signature verified, or with all, every
@@ -79,6 +80,11 @@ func (v *Verification) Valid(all bool) bool {
 // (and allowed jku sets). It returns an error only when the card itself
 // cannot be read; a signature that fails is reported in its Check.
 func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification, error) {
+	if opts.Profile != "" {
+		if _, err := card.ParseProfile(string(opts.Profile)); err != nil {
+			return nil, fmt.Errorf("signer: verify: %w", err)
+		}
+	}
 	loaded, err := card.Load(data, card.Options{Limits: opts.Limits})
 	if err != nil {
 		return nil, err
@@ -88,13 +94,6 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 		return nil, err
 	}
 	payloads := map[card.Profile][]byte{card.ProfileSpec: forms.Spec, card.ProfileSDK: forms.SDK}
-	order := card.Profiles()
-	switch {
-	case opts.Profile != "":
-		order = []card.Profile{opts.Profile}
-	case forms.Same():
-		order = order[:1]
-	}
 
 	sigs, ok := loaded.Value.Get("signatures")
 	if !ok {
@@ -103,11 +102,10 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	if sigs.Kind != card.Array {
 		return nil, &card.Error{Path: "signatures", Rule: card.RuleType, Offset: -1, Reason: "must be an array of signature objects, not " + sigs.Kind.String()}
 	}
-	res := &Verification{}
-	_, res.Unknown = card.StripUnknown(loaded.Value)
+	res := &Verification{divergences: forms.Divergences}
 	for i, s := range sigs.Arr {
 		c := Check{Index: i}
-		if err := verifyOne(ctx, s, payloads, order, opts, &c); err != nil {
+		if err := verifyOne(ctx, s, payloads, opts, &c); err != nil {
 			c.Reason = err.Error()
 		} else {
 			c.Valid = true
@@ -117,7 +115,7 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	return res, nil
 }
 
-func verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]byte, order []card.Profile, opts VerifyOptions, c *Check) error {
+func verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]byte, opts VerifyOptions, c *Check) error {
 	if s.Kind != card.Object {
 		return fmt.Errorf("signature is %s, not an object", s.Kind)
 	}
@@ -161,6 +159,21 @@ func verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]by
 	}
 	if err := jose.CheckKey(h.alg, pub); err != nil {
 		return err
+	}
+	// A signature that names its profile covers those bytes only; an
+	// unmarked one (plain A2A, from any signer) may cover either.
+	order := card.Profiles()
+	if h.profile != "" {
+		order = []card.Profile{h.profile}
+	}
+	if opts.Profile != "" {
+		if h.profile != "" && h.profile != opts.Profile {
+			return fmt.Errorf("signature covers the %s profile; %s is required", h.profile, opts.Profile)
+		}
+		order = []card.Profile{opts.Profile}
+	}
+	if len(order) == 2 && bytes.Equal(payloads[order[0]], payloads[order[1]]) {
+		order = order[:1]
 	}
 	for _, p := range order {
 		err = jose.Verify(h.alg, pub, signingInput(prot.Str, payloads[p]), sig)
@@ -222,6 +235,7 @@ type header struct {
 	algName string
 	kid     string
 	jku     string
+	profile card.Profile
 	names   map[string]bool
 }
 
@@ -266,6 +280,14 @@ func parseHeader(protected string) (header, error) {
 			}
 			if !strings.EqualFold(t, "JOSE") {
 				return header{}, fmt.Errorf("protected header typ %q is not JOSE", t)
+			}
+		case ProfileHeader:
+			p, err := str()
+			if err != nil {
+				return header{}, err
+			}
+			if h.profile, err = card.ParseProfile(p); err != nil {
+				return header{}, fmt.Errorf("protected header %s: %v", ProfileHeader, err)
 			}
 		case "crit":
 			return header{}, errors.New("protected header has crit: no critical extension is supported")

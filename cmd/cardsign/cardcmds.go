@@ -59,7 +59,7 @@ func canonicalizeCmd() command {
 		if err != nil {
 			return c.usageError(e, "%v", err)
 		}
-		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
+		data, code, ok := c.oneInput(e, pos, lim)
 		if !ok {
 			return code
 		}
@@ -92,7 +92,7 @@ func lintCmd() command {
 		if done {
 			return code
 		}
-		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
+		data, code, ok := c.oneInput(e, pos, lim)
 		if !ok {
 			return code
 		}
@@ -139,7 +139,7 @@ func upgradeCmd() command {
 		if done {
 			return code
 		}
-		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
+		data, code, ok := c.oneInput(e, pos, lim)
 		if !ok {
 			return code
 		}

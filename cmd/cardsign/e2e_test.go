@@ -106,6 +106,12 @@ func TestCLICanonicalizeStdinAndExactBytes(t *testing.T) {
 	if want := `{"capabilities":{"pushNotifications":false,"streaming":false},"name":"Example Agent"}`; r.code != 0 || r.stdout != want {
 		t.Fatalf("canonicalize --profile sdk: exit %d, got %q, want %q", r.code, r.stdout, want)
 	}
+	if r := cardsign(t, t.TempDir(), in, "canonicalize", "--max-bytes", "0", "-"); r.code != exitUsage || !strings.Contains(r.stderr, "must be positive") {
+		t.Fatalf("--max-bytes 0: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if r := cardsign(t, t.TempDir(), in, "canonicalize", "--max-bytes", "50", "-"); r.code != exitUsage || !strings.Contains(r.stderr, "max-size") {
+		t.Fatalf("--max-bytes 50 on a 127-byte card: exit %d, stderr %s", r.code, r.stderr)
+	}
 	r = cardsign(t, t.TempDir(), []byte(`{"a":1,"a":2}`), "canonicalize", "-")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "duplicate-key") {
 		t.Fatalf("duplicate keys: exit %d, stderr %s", r.code, r.stderr)

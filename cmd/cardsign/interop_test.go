@@ -257,6 +257,10 @@ func TestTamperFailsEverywhereReorderingDoesNot(t *testing.T) {
 				"remove a scheme": func(v card.Value) card.Value {
 					return set(v, "securitySchemes", set(get(v, "securitySchemes"), "mtls", card.Value{}, true), false)
 				},
+				"add a proto-name alias": func(v card.Value) card.Value {
+					// ProtoJSON readers take icon_url for iconUrl when iconUrl is absent.
+					return set(set(v, "iconUrl", card.Value{}, true), "icon_url", str("https://evil.example.com/i.png"), false)
+				},
 				"reorder an array": func(v card.Value) card.Value {
 					m := get(v, "defaultInputModes")
 					m.Arr[0], m.Arr[1] = m.Arr[1], m.Arr[0]
@@ -373,5 +377,13 @@ func TestVerifyJWKSURLAndJKU(t *testing.T) {
 	}
 	if r := cardsign(t, dir, nil, "sign", "--key", "file:a", "--jku", "http://keys.example.com/jwks.json", filepath.Join(repoRoot, "testdata/cards/params.json")); r.code != exitUsage {
 		t.Fatalf("plain http jku for a remote host must be refused: exit %d", r.code)
+	}
+	// A jku under the allowed prefix that redirects elsewhere is not followed.
+	redirect := httptest.NewServer(http.RedirectHandler(jku, http.StatusFound))
+	defer redirect.Close()
+	writeFile(t, filepath.Join(dir, "redirected.json"), []byte(mustRun(t, dir, "sign", "--key", "file:a", "--jku", redirect.URL+"/jwks.json", filepath.Join(repoRoot, "testdata/cards/params.json")).stdout))
+	r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-b.json", "--allow-jku", redirect.URL+"/", "redirected.json")
+	if r.code != exitFail || !strings.Contains(r.stdout, "redirects are not followed") {
+		t.Fatalf("a redirecting jku must not be followed: exit %d\n%s", r.code, r.stdout)
 	}
 }

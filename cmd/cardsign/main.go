@@ -11,11 +11,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 
 	_ "github.com/cardsign/cardsign/backends/file" // file: keys
+	"github.com/cardsign/cardsign/card"
 )
 
 // Exit codes shared by every command.
@@ -138,12 +138,15 @@ func (c command) usageError(e env, format string, args ...any) int {
 }
 
 // oneInput reads the single FILE or - argument of a command, reading at most
-// limit+1 bytes so the card parser reports the size cap by name.
-func (c command) oneInput(e env, pos []string, limit int) ([]byte, int, bool) {
+// one byte more than the size cap so the card parser reports the cap by name.
+func (c command) oneInput(e env, pos []string, lim *card.Limits) ([]byte, int, bool) {
+	if lim.MaxBytes <= 0 || lim.MaxDepth <= 0 {
+		return nil, c.usageError(e, "--max-bytes and --max-depth must be positive"), false
+	}
 	if len(pos) != 1 {
 		return nil, c.usageError(e, "want exactly one card file (or - for standard input), got %d arguments", len(pos)), false
 	}
-	data, err := readInput(e, pos[0], int64(limit)+1)
+	data, err := readInput(e, pos[0], int64(lim.MaxBytes)+1)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 		return nil, exitUsage, false
@@ -171,12 +174,3 @@ type stringsFlag []string
 
 func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
 func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

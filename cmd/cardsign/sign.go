@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"strings"
 
@@ -83,12 +82,12 @@ func signCmd() command {
 		}
 		if *jku != "" {
 			u, err := url.Parse(*jku)
-			loopbackHTTP := err == nil && u.Scheme == "http" && isLoopbackHost(u.Hostname())
+			loopbackHTTP := err == nil && u.Scheme == "http" && card.IsLoopbackHost(u.Hostname())
 			if err != nil || (u.Scheme != "https" && !loopbackHTTP) || u.Host == "" {
 				return c.usageError(e, "--jku must be an absolute https URL (http only for loopback hosts), got %q", *jku)
 			}
 		}
-		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
+		data, code, ok := c.oneInput(e, pos, lim)
 		if !ok {
 			return code
 		}
@@ -121,11 +120,6 @@ func signCmd() command {
 		return exitOK
 	}
 	return c
-}
-
-func isLoopbackHost(h string) bool {
-	ip := net.ParseIP(h)
-	return h == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // reportSignError prints why a card was not signed: every lint error, or the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -43,11 +44,17 @@ func verifyCmd() command {
 				return c.usageError(e, "%v", err)
 			}
 		}
-		data, code, ok := c.oneInput(e, pos, lim.MaxBytes)
+		data, code, ok := c.oneInput(e, pos, lim)
 		if !ok {
 			return code
 		}
-		client := &http.Client{Timeout: *timeout}
+		// The JWKS named on the command line may redirect, but never from
+		// https to plain http off this machine; a jku is a hint from the
+		// card, so it is fetched from exactly the allowed URL, no redirects.
+		client := &http.Client{Timeout: *timeout, CheckRedirect: noDowngrade}
+		jkuClient := &http.Client{Timeout: *timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return errors.New("a jku URL must answer itself; redirects are not followed")
+		}}
 		trusted, err := jwks.Load(ctx, *src, client)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
@@ -57,7 +64,7 @@ func verifyCmd() command {
 			Trusted:  trusted,
 			AllowJKU: allow,
 			FetchJKU: func(ctx context.Context, u string) (signer.KeySource, error) {
-				return jwks.Load(ctx, u, client)
+				return jwks.Load(ctx, u, jkuClient)
 			},
 			Profile: p,
 			Limits:  *lim,
@@ -90,6 +97,18 @@ func verifyCmd() command {
 		return exitOK
 	}
 	return c
+}
+
+// noDowngrade follows at most 5 redirects and none from https to plain
+// http on another machine.
+func noDowngrade(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("stopped after 5 redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" && !card.IsLoopbackHost(req.URL.Hostname()) {
+		return fmt.Errorf("refusing redirect from https to %s", req.URL.Redacted())
+	}
+	return nil
 }
 
 func orDash(s string) string {
