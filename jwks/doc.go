@@ -6,6 +6,10 @@
 // is strict where it protects verifiers: a document that carries private
 // keys, two keys with one kid, or more than MaxSize bytes is refused.
 //
-// Key lifecycle (pending, active, retired, expired, revoked) will live here
-// too; it builds on Set and does not change it.
+// The package also derives key lifecycle states (Derive: scheduled, pending,
+// active, retired, expired, revoked) from the timestamps of stored
+// KeyRecords, renders and serves the JWKS of the published keys (Render,
+// Handler), and signs, verifies and serves the revocation document
+// (SignRevocations, VerifyRevocations, RevocationHandler). None of it keeps
+// state: the same records and instant always give the same answer.
 package jwks

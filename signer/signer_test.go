@@ -369,3 +369,19 @@ func TestSignChecksStoredPublicKey(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestVerifyRevokedKey(t *testing.T) {
+	k := newKey(t, jose.ES256)
+	res, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := func(kid string) (string, bool) { return "revoked at 2026-11-21T00:00:00Z (key compromise)", kid == k.KID }
+	v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k), Revoked: revoked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Valid(false) || !v.Checks[0].Revoked || !strings.Contains(v.Checks[0].Reason, "revoked") {
+		t.Fatalf("a signature by a revoked key must fail as revoked: %+v", v.Checks)
+	}
+}

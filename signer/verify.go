@@ -26,6 +26,9 @@ type VerifyOptions struct {
 	AllowJKU []string
 	// FetchJKU loads the key set at an allowed jku URL.
 	FetchJKU func(ctx context.Context, url string) (KeySource, error)
+	// Revoked, when set, reports whether a kid is revoked and why; a
+	// signature by a revoked key is invalid even if the math holds.
+	Revoked func(kid string) (reason string, revoked bool)
 	// Profile, when set, is the only canonical profile accepted.
 	Profile card.Profile
 	Limits  card.Limits
@@ -37,6 +40,7 @@ type Check struct {
 	KID     string
 	Alg     string
 	Valid   bool
+	Revoked bool
 	Profile card.Profile // the profile whose bytes verified, when Valid
 	Reason  string       // why not, when !Valid
 }
@@ -129,6 +133,12 @@ func verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]by
 		return err
 	}
 	c.KID, c.Alg = h.kid, h.algName
+	if opts.Revoked != nil {
+		if reason, revoked := opts.Revoked(h.kid); revoked {
+			c.Revoked = true
+			return fmt.Errorf("key %s is revoked: %s", h.kid, reason)
+		}
+	}
 	if unprot, ok := s.Get("header"); ok {
 		if unprot.Kind != card.Object {
 			return errors.New("header must be an object")

@@ -2,6 +2,12 @@ package main
 
 import (
 	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"errors"
 	"flag"
 	"fmt"
@@ -59,9 +65,9 @@ func (k *keyFlags) open(ctx context.Context) ([]*backends.Key, error) {
 func signCmd() command {
 	c := command{
 		name:    "sign",
-		summary: "Sign a card offline with one or more keys and print the signed card.",
-		usage:   "--key URI [--kid KID] [--jku URL] [--profile spec|sdk|both] [--strip-unknown] [--keep-signatures] FILE|-",
-		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json",
+		summary: "Sign a card, offline with your keys (--key) or through cardsignd (--server), and print the signed card.",
+		usage:   "(--key URI [--kid KID] [--jku URL] | --server ADDR) [--profile spec|sdk|both] [--strip-unknown] [--keep-signatures] FILE|-",
+		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json\n  cardsign sign --server 127.0.0.1:7700 agent-card.json > signed.json   # or set CARDSIGN_SERVER",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
@@ -71,6 +77,8 @@ func signCmd() command {
 		profile := fs.String("profile", "", "canonical profiles to sign: spec, sdk or both (default: spec, plus sdk when the two differ)")
 		strip := fs.Bool("strip-unknown", false, "remove keys outside the v1.0 schema (and say which) instead of refusing the card")
 		keep := fs.Bool("keep-signatures", false, "keep the card's existing signatures (default: replace them)")
+		srv := fs.String("server", "", "sign through cardsignd at this address (default $"+serverEnv+" when no --key is given)")
+		timeout := fs.Duration("timeout", 30*time.Second, "deadline of the signing call to cardsignd")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
 		if done {
@@ -90,6 +98,15 @@ func signCmd() command {
 		data, code, ok := c.oneInput(e, pos, lim)
 		if !ok {
 			return code
+		}
+		if *srv != "" && len(kf.uris) > 0 {
+			return c.usageError(e, "--server and --key exclude each other: the daemon signs with its own keys")
+		}
+		if addr := serverAddr(*srv); addr != "" && len(kf.uris) == 0 {
+			if *jku != "" || kf.kid != "" || kf.alg != "" {
+				return c.usageError(e, "--jku, --kid and --alg are the daemon's configuration when signing through --server")
+			}
+			return c.remote(ctx, e, addr, *timeout, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep})
 		}
 		keys, err := kf.open(ctx)
 		if err != nil {
@@ -120,6 +137,52 @@ func signCmd() command {
 		return exitOK
 	}
 	return c
+}
+
+func profileOf(m signer.Mode) pb.Profile {
+	switch m {
+	case signer.ModeSpec:
+		return pb.Profile_PROFILE_SPEC
+	case signer.ModeSDK:
+		return pb.Profile_PROFILE_SDK
+	case signer.ModeBoth:
+		return pb.Profile_PROFILE_BOTH
+	}
+	return pb.Profile_PROFILE_UNSPECIFIED
+}
+
+// remote signs through cardsignd.
+func (c command) remote(ctx context.Context, e env, addr string, timeout time.Duration, req *pb.SignCardRequest) int {
+	cl, err := dial(addr, timeout)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+		return exitUsage
+	}
+	defer cl.close()
+	cctx, cancel := cl.ctx(ctx)
+	defer cancel()
+	res, err := cl.signing.SignCard(cctx, req)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, describe(err))
+		if status.Code(err) == codes.Unavailable {
+			return exitUsage // the daemon could not be reached: nothing was decided
+		}
+		return exitFail
+	}
+	for _, n := range res.GetNotes() {
+		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, n)
+	}
+	for _, w := range res.GetWarnings() {
+		fmt.Fprintf(e.stderr, "cardsign %s: %s %s: %s [%s]\n", c.name, w.GetSeverity(), w.GetPath(), w.GetMessage(), w.GetRule())
+	}
+	if d := res.GetDivergences(); len(d) > 0 {
+		fmt.Fprintf(e.stderr, "cardsign %s: signed the spec and sdk profiles separately because of: %s\n", c.name, strings.Join(d, ", "))
+	}
+	for _, s := range res.GetSignatures() {
+		fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile), audit record %d\n", c.name, s.GetKid(), s.GetAlg(), s.GetProfile(), s.GetAuditSequence())
+	}
+	e.stdout.Write(res.GetSignedCard())
+	return exitOK
 }
 
 // reportSignError prints why a card was not signed: every lint error, or the

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
+	"net/url"
+	"os"
 	"flag"
 	"fmt"
 	"net/http"
@@ -29,6 +32,7 @@ func verifyCmd() command {
 		var allow stringsFlag
 		fs.Var(&allow, "allow-jku", "follow a signature's jku when it starts with this URL prefix (repeatable); default: jku is ignored")
 		timeout := fs.Duration("timeout", 10*time.Second, "timeout for fetching a JWKS over HTTP")
+		revSrc := fs.String("revocations", "", "signed revocation document (file or URL); default: "+revocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
 		if done {
@@ -60,7 +64,13 @@ func verifyCmd() command {
 			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 			return exitUsage
 		}
+		revoked, err := loadRevocations(ctx, e, *src, *revSrc, client, trusted)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+			return exitUsage
+		}
 		res, err := signer.Verify(ctx, data, signer.VerifyOptions{
+			Revoked:  revoked,
 			Trusted:  trusted,
 			AllowJKU: allow,
 			FetchJKU: func(ctx context.Context, u string) (signer.KeySource, error) {
@@ -97,6 +107,70 @@ func verifyCmd() command {
 		return exitOK
 	}
 	return c
+}
+
+// revocationsPath is where cardsignd serves its revocation document, beside
+// the JWKS.
+const revocationsPath = "/.well-known/cardsign-revocations.json"
+
+// loadRevocations fetches and verifies the revocation document that goes
+// with a JWKS. A JWKS served over HTTP by cardsignd has one beside it; one
+// that is missing (404) is reported and verification goes on, but one that
+// fails its signature or has expired stops verification: a stale list could
+// hide a revoked key.
+func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *http.Client, trusted jwks.Set) (func(string) (string, bool), error) {
+	if src == "none" {
+		return nil, nil
+	}
+	if src == "" {
+		u, err := url.Parse(jwksSrc)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, nil
+		}
+		src = u.Scheme + "://" + u.Host + revocationsPath
+	}
+	var data []byte
+	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+		if err != nil {
+			return nil, fmt.Errorf("revocations: %w", err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("revocations: %w", err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			fmt.Fprintf(e.stderr, "note: no revocation document at %s; revoked keys are known only by their absence from the JWKS\n", src)
+			return nil, nil
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("revocations: %s answered %s", src, resp.Status)
+		}
+		if data, err = io.ReadAll(io.LimitReader(resp.Body, jwks.MaxSize)); err != nil {
+			return nil, fmt.Errorf("revocations: %w", err)
+		}
+	} else {
+		var err error
+		if data, err = os.ReadFile(src); err != nil {
+			return nil, fmt.Errorf("revocations: %w", err)
+		}
+	}
+	doc, err := jwks.VerifyRevocations(data, trusted, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("revocation document %s: %w", src, err)
+	}
+	byKID := map[string]jwks.Revocation{}
+	for _, r := range doc.Revoked {
+		byKID[r.KID] = r
+	}
+	return func(kid string) (string, bool) {
+		r, ok := byKID[kid]
+		if !ok {
+			return "", false
+		}
+		return "revoked at " + r.RevokedAt.UTC().Format(time.RFC3339) + " (" + r.Reason + ")", true
+	}, nil
 }
 
 // noDowngrade follows at most 5 redirects and none from https to plain

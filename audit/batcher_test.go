@@ -1,0 +1,402 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// memCommitter is a real in-memory audit store: it chains records exactly as a
+// durable store must, and counts transactions.
+type memCommitter struct {
+	delay time.Duration // per transaction, standing in for an fsync
+	// fail, when set, decides whether transaction n (1-based) fails; a failed
+	// transaction changes nothing.
+	fail func(n int) bool
+	// gate, when set, is received from before each transaction runs, after
+	// sending on started, so a test can hold a transaction in flight.
+	started chan []Record
+	gate    chan struct{}
+
+	mu       sync.Mutex
+	recs     []Record
+	txns     int
+	maxSize  int
+	failed   map[string]int // RequestID -> failed transaction number
+	inFlight atomic.Int32
+	overlap  atomic.Bool // two transactions ran at once
+}
+
+var errInjected = errors.New("injected failure")
+
+func (m *memCommitter) AppendAudit(ctx context.Context, recs []Record) ([]Record, error) {
+	if m.inFlight.Add(1) > 1 {
+		m.overlap.Store(true)
+	}
+	defer m.inFlight.Add(-1)
+	if m.started != nil {
+		m.started <- recs
+	}
+	if m.gate != nil {
+		<-m.gate
+	}
+	if m.delay > 0 {
+		time.Sleep(m.delay)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.txns++
+	m.maxSize = max(m.maxSize, len(recs))
+	if m.fail != nil && m.fail(m.txns) {
+		if m.failed == nil {
+			m.failed = map[string]int{}
+		}
+		for _, r := range recs {
+			m.failed[r.RequestID] = m.txns
+		}
+		return nil, fmt.Errorf("txn %d: %w", m.txns, errInjected)
+	}
+	prev := Genesis()
+	if len(m.recs) > 0 {
+		prev = m.recs[len(m.recs)-1].Hash
+	}
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		r.Seq = int64(len(m.recs) + 1)
+		r.PrevHash = prev
+		r.Hash = r.ComputeHash(prev)
+		prev = r.Hash
+		m.recs = append(m.recs, r)
+		out[i] = r
+	}
+	return out, nil
+}
+
+func (m *memCommitter) snapshot() (recs []Record, txns int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Record(nil), m.recs...), m.txns
+}
+
+func rec(id string) Record {
+	r := sampleRecord()
+	r.RequestID = id
+	return r
+}
+
+// queued reports how many requests wait in b's queue.
+func queued(b *Batcher) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestBatcherConcurrent(t *testing.T) {
+	const goroutines, perG, maxBatch = 64, 200, 100
+	m := &memCommitter{delay: 100 * time.Microsecond}
+	b := NewBatcher(m, maxBatch)
+	defer b.Close()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	got := make([][]Record, goroutines)
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range perG {
+				// Every 10th call commits two records, which must stay together.
+				recs := []Record{rec(fmt.Sprintf("g%d-%d", g, i))}
+				if i%10 == 0 {
+					recs = append(recs, rec(fmt.Sprintf("g%d-%d-b", g, i)))
+				}
+				out, err := b.Commit(context.Background(), recs)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(out) != len(recs) {
+					errs <- fmt.Errorf("got %d records back for %d", len(out), len(recs))
+					return
+				}
+				for j := range out {
+					if out[j].RequestID != recs[j].RequestID || len(out[j].Hash) != HashSize {
+						errs <- fmt.Errorf("record %d back is %+v, want %s hashed", j, out[j], recs[j].RequestID)
+						return
+					}
+				}
+				if len(out) == 2 && out[1].Seq != out[0].Seq+1 {
+					errs <- fmt.Errorf("one call's records split: seqs %d, %d", out[0].Seq, out[1].Seq)
+					return
+				}
+				got[g] = append(got[g], out...)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	chain, txns := m.snapshot()
+	const commits = goroutines * perG
+	const records = commits + goroutines*perG/10
+	if len(chain) != records {
+		t.Fatalf("store holds %d records, want %d", len(chain), records)
+	}
+	if err := VerifyChain(Genesis(), chain); err != nil {
+		t.Fatalf("VerifyChain: %v", err)
+	}
+	// What callers were told is what the store holds.
+	for _, recs := range got {
+		for _, r := range recs {
+			if s := chain[r.Seq-1]; s.RequestID != r.RequestID || !bytes.Equal(s.Hash, r.Hash) {
+				t.Fatalf("caller got seq %d as %s, store has %s", r.Seq, r.RequestID, s.RequestID)
+			}
+		}
+	}
+	if txns >= commits {
+		t.Fatalf("%d transactions for %d commits: no batching", txns, commits)
+	}
+	if m.maxSize > maxBatch {
+		t.Fatalf("a transaction held %d records, maxBatch is %d", m.maxSize, maxBatch)
+	}
+	if m.overlap.Load() {
+		t.Fatal("two transactions ran at once")
+	}
+	t.Logf("%d commits (%d records) in %d transactions", commits, records, txns)
+}
+
+func TestBatcherFailedTransactionFailsItsCallersOnly(t *testing.T) {
+	const goroutines, perG = 32, 50
+	m := &memCommitter{delay: 50 * time.Microsecond, fail: func(n int) bool { return n%3 == 0 }}
+	b := NewBatcher(m, 0)
+	defer b.Close()
+
+	type outcome struct {
+		id  string
+		err error
+	}
+	outcomes := make(chan outcome, goroutines*perG)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range perG {
+				id := fmt.Sprintf("g%d-%d", g, i)
+				_, err := b.Commit(context.Background(), []Record{rec(id)})
+				outcomes <- outcome{id, err}
+			}
+		})
+	}
+	wg.Wait()
+	close(outcomes)
+
+	chain, _ := m.snapshot()
+	if err := VerifyChain(Genesis(), chain); err != nil {
+		t.Fatalf("VerifyChain: %v", err)
+	}
+	stored := map[string]bool{}
+	for _, r := range chain {
+		stored[r.RequestID] = true
+	}
+	nFailed := 0
+	for o := range outcomes {
+		txn, inFailed := m.failed[o.id]
+		switch {
+		case inFailed:
+			nFailed++
+			want := fmt.Sprintf("txn %d: ", txn)
+			if !errors.Is(o.err, errInjected) || !bytes.Contains([]byte(o.err.Error()), []byte(want)) {
+				t.Errorf("%s was in failed transaction %d, Commit returned %v", o.id, txn, o.err)
+			}
+			if stored[o.id] {
+				t.Errorf("%s failed but is stored", o.id)
+			}
+		case o.err != nil:
+			t.Errorf("%s was in no failed transaction, Commit returned %v", o.id, o.err)
+		case !stored[o.id]:
+			t.Errorf("%s succeeded but is not stored", o.id)
+		}
+	}
+	if nFailed == 0 {
+		t.Fatal("no transaction failed: the test tested nothing")
+	}
+}
+
+func TestBatcherContext(t *testing.T) {
+	m := &memCommitter{started: make(chan []Record, 8), gate: make(chan struct{})}
+	b := NewBatcher(m, 0)
+	defer b.Close()
+
+	// A holds the first transaction open.
+	ctxA, cancelA := context.WithCancel(context.Background())
+	aDone := make(chan error, 1)
+	go func() {
+		_, err := b.Commit(ctxA, []Record{rec("A")})
+		aDone <- err
+	}()
+	<-m.started
+
+	// B queues behind it, then gives up before its transaction starts.
+	ctxB, cancelB := context.WithCancel(context.Background())
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := b.Commit(ctxB, []Record{rec("B")})
+		bDone <- err
+	}()
+	waitFor(t, "B queued", func() bool { return queued(b) == 1 })
+	cancelB()
+	if err := <-bDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("B: Commit = %v, want context.Canceled", err)
+	}
+
+	// A gives up after its transaction started: it must still learn the outcome.
+	cancelA()
+	select {
+	case err := <-aDone:
+		t.Fatalf("A returned (%v) while its transaction was still in flight", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	m.gate <- struct{}{}
+	if err := <-aDone; err != nil {
+		t.Fatalf("A: Commit = %v, want its committed transaction's nil", err)
+	}
+
+	// C commits normally; B must never reach the store.
+	cDone := make(chan error, 1)
+	go func() {
+		_, err := b.Commit(context.Background(), []Record{rec("C")})
+		cDone <- err
+	}()
+	if recs := <-m.started; len(recs) != 1 || recs[0].RequestID != "C" {
+		t.Fatalf("second transaction holds %v, want only C", recs)
+	}
+	m.gate <- struct{}{}
+	if err := <-cDone; err != nil {
+		t.Fatalf("C: %v", err)
+	}
+	chain, _ := m.snapshot()
+	if len(chain) != 2 || chain[0].RequestID != "A" || chain[1].RequestID != "C" {
+		t.Fatalf("store holds %d records, want A, C", len(chain))
+	}
+
+	// An already-ended context commits nothing.
+	if _, err := b.Commit(ctxB, []Record{rec("D")}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Commit with ended ctx = %v", err)
+	}
+}
+
+func TestBatcherCloseDrains(t *testing.T) {
+	m := &memCommitter{started: make(chan []Record, 64), gate: make(chan struct{})}
+	b := NewBatcher(m, 4)
+
+	const n = 10
+	errs := make(chan error, n)
+	go func() {
+		_, err := b.Commit(context.Background(), []Record{rec("first")})
+		errs <- err
+	}()
+	<-m.started // first transaction in flight, held
+	for i := range n - 1 {
+		go func() {
+			_, err := b.Commit(context.Background(), []Record{rec(fmt.Sprintf("q%d", i))})
+			errs <- err
+		}()
+	}
+	waitFor(t, "commits queued", func() bool { return queued(b) == n-1 })
+
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	waitFor(t, "Close to stop accepting", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.closed
+	})
+	if _, err := b.Commit(context.Background(), []Record{rec("late")}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Commit during Close = %v, want ErrClosed", err)
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) with records still queued", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+
+	// Release every transaction: 1 + ceil(9/4) = 4.
+	go func() {
+		for range m.started {
+			m.gate <- struct{}{}
+		}
+	}()
+	m.gate <- struct{}{}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	close(m.started)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("queued Commit: %v", err)
+		}
+	}
+	chain, txns := m.snapshot()
+	if len(chain) != n {
+		t.Fatalf("store holds %d records after Close, want %d", len(chain), n)
+	}
+	if err := VerifyChain(Genesis(), chain); err != nil {
+		t.Fatal(err)
+	}
+	if txns != 4 {
+		t.Errorf("%d transactions, want 4 (1 + 9 records in batches of at most 4)", txns)
+	}
+	if _, err := b.Commit(context.Background(), []Record{rec("after")}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Commit after Close = %v, want ErrClosed", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestBatcherOversizedCallGetsOwnTransaction(t *testing.T) {
+	m := &memCommitter{}
+	b := NewBatcher(m, 2)
+	defer b.Close()
+	out, err := b.Commit(context.Background(), []Record{rec("a"), rec("b"), rec("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 3 || out[0].Seq != 1 || out[2].Seq != 3 {
+		t.Fatalf("got %+v", out)
+	}
+	if _, txns := m.snapshot(); txns != 1 {
+		t.Fatalf("%d transactions, want 1: a call's records must not be split", txns)
+	}
+}
+
+// shortCommitter returns fewer records than it was given.
+type shortCommitter struct{}
+
+func (shortCommitter) AppendAudit(_ context.Context, recs []Record) ([]Record, error) {
+	return recs[:len(recs)-1], nil
+}
+
+func TestBatcherShortResultIsAnError(t *testing.T) {
+	b := NewBatcher(shortCommitter{}, 0)
+	defer b.Close()
+	if _, err := b.Commit(context.Background(), []Record{rec("a")}); err == nil {
+		t.Fatal("Commit succeeded though the store returned no record")
+	}
+}

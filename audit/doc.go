@@ -1,0 +1,8 @@
+// Package audit is cardsign's tamper-evident audit log: one Record per
+// signature, each carrying the SHA-256 of its predecessor, so deleting,
+// reordering or editing any record breaks every hash after it (VerifyChain).
+//
+// The package does no I/O. A store assigns sequence numbers and hashes when it
+// appends records (Committer); Batcher groups concurrent appends into one
+// durable transaction so an fsync per signature does not cap throughput.
+package audit

@@ -1,0 +1,84 @@
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"time"
+)
+
+// Record is one signature's audit record.
+type Record struct {
+	Seq             int64     // assigned by the store, 1-based, gap-free
+	Time            time.Time // UTC; stored and hashed with nanosecond precision
+	Caller          string
+	RequestID       string
+	CardName        string
+	CardVersion     string
+	CanonicalSHA256 []byte // 32 bytes
+	KID, Alg        string
+	Profile         string // "spec" or "sdk"
+	Signature       string // base64url JWS signature
+	PrevHash        []byte // Hash of record Seq-1; Genesis() for Seq 1
+	Hash            []byte
+}
+
+// HashSize is the length of PrevHash and Hash (SHA-256).
+const HashSize = sha256.Size
+
+// hashDomain opens every record encoding. It versions the encoding and keeps a
+// record hash from ever equalling some other SHA-256 cardsign computes.
+const hashDomain = "cardsign-audit-v1"
+
+// timeLayout is RFC 3339 in UTC with exactly nine fractional digits. A fixed
+// width (unlike time.RFC3339Nano, which trims zeros) leaves an auditor no
+// formatting choice to get wrong.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// Genesis returns the PrevHash of record 1: 32 zero bytes. It is a function,
+// not a variable, so no caller can change it for everyone.
+func Genesis() []byte { return make([]byte, HashSize) }
+
+// ComputeHash returns the hash of r chained to prev (the Hash of the record
+// before r, Genesis() for Seq 1). r.PrevHash and r.Hash are not read.
+//
+// The hash is SHA-256 over prev (its raw bytes, 32 for a real chain) followed
+// by these 12 fields, in this order, each written as a 4-byte big-endian
+// unsigned length followed by that many bytes:
+//
+//  1. the ASCII string "cardsign-audit-v1"
+//  2. Seq as 8 bytes, big-endian two's complement
+//  3. Time in UTC as "YYYY-MM-DDThh:mm:ss.nnnnnnnnnZ" (RFC 3339, always nine
+//     fractional digits)
+//  4. Caller, 5. RequestID, 6. CardName, 7. CardVersion (UTF-8 as given)
+//  8. CanonicalSHA256 (raw bytes)
+//  9. KID, 10. Alg, 11. Profile, 12. Signature (UTF-8 as given)
+//
+// Length prefixes make the encoding unambiguous: no two different records
+// encode to the same bytes, however their strings are split.
+func (r Record) ComputeHash(prev []byte) []byte {
+	h := sha256.New()
+	h.Write(prev)
+	var seq [8]byte
+	binary.BigEndian.PutUint64(seq[:], uint64(r.Seq))
+	writeField(h, []byte(hashDomain))
+	writeField(h, seq[:])
+	writeField(h, []byte(r.Time.UTC().Format(timeLayout)))
+	for _, s := range []string{r.Caller, r.RequestID, r.CardName, r.CardVersion} {
+		writeField(h, []byte(s))
+	}
+	writeField(h, r.CanonicalSHA256)
+	for _, s := range []string{r.KID, r.Alg, r.Profile, r.Signature} {
+		writeField(h, []byte(s))
+	}
+	return h.Sum(nil)
+}
+
+// writeField writes len(b) as 4 bytes big-endian, then b. hash.Hash writes
+// never fail.
+func writeField(h hash.Hash, b []byte) {
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(b)))
+	h.Write(n[:])
+	h.Write(b)
+}

@@ -1,0 +1,112 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"testing"
+	"time"
+)
+
+func sampleRecord() Record {
+	sum := sha256.Sum256([]byte("card"))
+	return Record{
+		Seq:             7,
+		Time:            time.Date(2026, 3, 1, 12, 30, 45, 120000000, time.UTC),
+		Caller:          "spiffe://example/signer",
+		RequestID:       "req-1",
+		CardName:        "Weather Agent",
+		CardVersion:     "1.2.0",
+		CanonicalSHA256: sum[:],
+		KID:             "k1",
+		Alg:             "ES256",
+		Profile:         "spec",
+		Signature:       "c2ln",
+	}
+}
+
+// TestComputeHashEncoding reimplements the documented encoding independently,
+// as an external auditor would, and checks ComputeHash agrees.
+func TestComputeHashEncoding(t *testing.T) {
+	r := sampleRecord()
+	prev := bytes.Repeat([]byte{0xab}, 32)
+
+	var buf bytes.Buffer
+	buf.Write(prev)
+	field := func(b []byte) {
+		buf.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
+		buf.Write(b)
+	}
+	field([]byte("cardsign-audit-v1"))
+	field([]byte{0, 0, 0, 0, 0, 0, 0, 7})
+	field([]byte("2026-03-01T12:30:45.120000000Z")) // nine digits, trailing zeros kept
+	for _, s := range []string{r.Caller, r.RequestID, r.CardName, r.CardVersion} {
+		field([]byte(s))
+	}
+	field(r.CanonicalSHA256)
+	for _, s := range []string{r.KID, r.Alg, r.Profile, r.Signature} {
+		field([]byte(s))
+	}
+	want := sha256.Sum256(buf.Bytes())
+	if got := r.ComputeHash(prev); !bytes.Equal(got, want[:]) {
+		t.Fatalf("ComputeHash = %x, want %x", got, want)
+	}
+}
+
+func TestComputeHashSensitivity(t *testing.T) {
+	base := sampleRecord()
+	prev := Genesis()
+	h0 := base.ComputeHash(prev)
+
+	// Same instant in another zone, and PrevHash/Hash set: no change.
+	same := base
+	same.Time = base.Time.In(time.FixedZone("x", 3600))
+	same.PrevHash, same.Hash = []byte("ignored"), []byte("ignored")
+	if !bytes.Equal(same.ComputeHash(prev), h0) {
+		t.Error("hash depends on time zone or on PrevHash/Hash fields")
+	}
+
+	tests := []struct {
+		name string
+		mod  func(r *Record)
+	}{
+		{"seq", func(r *Record) { r.Seq++ }},
+		{"time ns", func(r *Record) { r.Time = r.Time.Add(time.Nanosecond) }},
+		{"caller", func(r *Record) { r.Caller += "x" }},
+		{"request id", func(r *Record) { r.RequestID += "x" }},
+		{"card name", func(r *Record) { r.CardName += "x" }},
+		{"card version", func(r *Record) { r.CardVersion += "x" }},
+		{"canonical", func(r *Record) { r.CanonicalSHA256 = append([]byte{}, r.CanonicalSHA256...); r.CanonicalSHA256[0] ^= 1 }},
+		{"kid", func(r *Record) { r.KID += "x" }},
+		{"alg", func(r *Record) { r.Alg = "ES384" }},
+		{"profile", func(r *Record) { r.Profile = "sdk" }},
+		{"signature", func(r *Record) { r.Signature += "x" }},
+		// Moving bytes between adjacent fields must change the hash
+		// (length prefixes): "Weather Agent"+"1.2.0" vs "Weather Agent1"+".2.0".
+		{"field boundary", func(r *Record) { r.CardName += "1"; r.CardVersion = ".2.0" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sampleRecord()
+			tt.mod(&r)
+			if bytes.Equal(r.ComputeHash(prev), h0) {
+				t.Errorf("changing %s did not change the hash", tt.name)
+			}
+		})
+	}
+	if bytes.Equal(base.ComputeHash(bytes.Repeat([]byte{1}, 32)), h0) {
+		t.Error("hash does not depend on prev")
+	}
+}
+
+func TestGenesisIsFresh(t *testing.T) {
+	g := Genesis()
+	if len(g) != 32 || !bytes.Equal(g, make([]byte, 32)) {
+		t.Fatalf("Genesis() = %s", hex.EncodeToString(g))
+	}
+	g[0] = 1
+	if Genesis()[0] != 0 {
+		t.Fatal("modifying one Genesis() result changed the next")
+	}
+}

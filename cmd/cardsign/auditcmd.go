@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/audit"
+)
+
+func auditCmd() command {
+	c := command{
+		name:    "audit",
+		summary: "List cardsignd's audit records, or verify the hash chain that links them.",
+		usage:   "list [--after SEQ] [--limit N] [--json] | verify   (both take --server ADDR)",
+		example: "  cardsign audit list --after 100 --limit 20 --server 127.0.0.1:7700\n  cardsign audit verify",
+	}
+	c.run = func(ctx context.Context, e env, args []string) int {
+		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+			fmt.Fprint(e.stdout, c.help(nil))
+			if len(args) == 0 {
+				return exitUsage
+			}
+			return exitOK
+		}
+		sub := args[0]
+		fs := flag.NewFlagSet(c.name+" "+sub, flag.ContinueOnError)
+		srv := fs.String("server", "", "cardsignd address (default $"+serverEnv+")")
+		timeout := fs.Duration("timeout", 60*time.Second, "deadline of each call")
+		after := fs.Int64("after", 0, "list: records with a sequence number above this")
+		limit := fs.Int("limit", 0, "list: at most this many records (default all)")
+		asJSON := fs.Bool("json", false, "list: one JSON object per line")
+		pos, code, done := c.parse(e, fs, args[1:])
+		if done {
+			return code
+		}
+		if sub != "list" && sub != "verify" {
+			return c.usageError(e, "unknown subcommand %q", sub)
+		}
+		if len(pos) > 0 {
+			return c.usageError(e, "unexpected argument %q", pos[0])
+		}
+		cl, err := dial(serverAddr(*srv), *timeout)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+			return exitUsage
+		}
+		defer cl.close()
+		if sub == "verify" {
+			*after, *limit = 0, 0
+		}
+		// Walk the log page by page; verify keeps only the previous hash.
+		prev := audit.Genesis()
+		count, next := 0, *after
+		for {
+			cctx, cancel := cl.ctx(ctx)
+			page := int32(1000)
+			if *limit > 0 && *limit-count < int(page) {
+				page = int32(*limit - count)
+			}
+			res, err := cl.audit.ListAuditRecords(cctx, &pb.ListAuditRecordsRequest{AfterSequence: next, PageSize: page})
+			cancel()
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign audit %s: %s\n", sub, describe(err))
+				return exitFail
+			}
+			recs := make([]audit.Record, len(res.GetRecords()))
+			for i, r := range res.GetRecords() {
+				recs[i] = recordOf(r)
+			}
+			if sub == "verify" {
+				if err := audit.VerifyChain(prev, recs); err != nil {
+					var ce *audit.ChainError
+					if errors.As(err, &ce) {
+						fmt.Fprintf(e.stdout, "audit chain BROKEN at record %d: %s\n", ce.Seq, ce.Reason)
+					} else {
+						fmt.Fprintf(e.stdout, "audit chain BROKEN: %v\n", err)
+					}
+					return exitFail
+				}
+				if len(recs) > 0 {
+					prev = recs[len(recs)-1].Hash
+				}
+			} else {
+				for _, r := range recs {
+					printRecord(e, r, *asJSON)
+				}
+			}
+			count += len(recs)
+			next = res.GetNextAfterSequence()
+			if next == 0 || (*limit > 0 && count >= *limit) {
+				break
+			}
+		}
+		if sub == "verify" {
+			fmt.Fprintf(e.stdout, "audit chain intact: %d records, head %s\n", count, hex.EncodeToString(prev))
+		}
+		return exitOK
+	}
+	return c
+}
+
+func recordOf(r *pb.AuditRecord) audit.Record {
+	return audit.Record{
+		Seq: r.GetSequence(), Time: r.GetTime().AsTime().UTC(), Caller: r.GetCaller(), RequestID: r.GetRequestId(),
+		CardName: r.GetCardName(), CardVersion: r.GetCardVersion(), CanonicalSHA256: r.GetCanonicalSha256(),
+		KID: r.GetKid(), Alg: r.GetAlg(), Profile: r.GetProfile(), Signature: r.GetSignature(),
+		PrevHash: r.GetPrevHash(), Hash: r.GetHash(),
+	}
+}
+
+// printRecord prints every field of a record, the signature included.
+func printRecord(e env, r audit.Record, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(map[string]any{
+			"sequence": r.Seq, "time": r.Time.Format(time.RFC3339Nano), "caller": r.Caller, "request_id": r.RequestID,
+			"card_name": r.CardName, "card_version": r.CardVersion, "canonical_sha256": hex.EncodeToString(r.CanonicalSHA256),
+			"kid": r.KID, "alg": r.Alg, "profile": r.Profile, "signature": r.Signature,
+			"prev_hash": hex.EncodeToString(r.PrevHash), "hash": hex.EncodeToString(r.Hash),
+		})
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(e.stdout, "%d %s caller=%s request=%s card=%q version=%q sha256=%s kid=%s alg=%s profile=%s signature=%s prev=%s hash=%s\n",
+		r.Seq, r.Time.Format(time.RFC3339Nano), r.Caller, r.RequestID, r.CardName, r.CardVersion,
+		hex.EncodeToString(r.CanonicalSHA256), r.KID, r.Alg, r.Profile, r.Signature,
+		hex.EncodeToString(r.PrevHash), hex.EncodeToString(r.Hash))
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/signer"
+)
+
+func benchCmd() command {
+	c := command{
+		name:    "bench",
+		summary: "Load-test cardsignd's SignCard and compare with in-process ES256 signing of the same card.",
+		usage:   "--server ADDR [--concurrency N] [--duration D] [--card FILE]",
+		example: "  cardsign bench --server 127.0.0.1:7700 --concurrency 32 --duration 20s",
+	}
+	c.run = func(ctx context.Context, e env, args []string) int {
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		srv := fs.String("server", "", "cardsignd address (default $"+serverEnv+")")
+		conc := fs.Int("concurrency", 32, "concurrent signing calls")
+		dur := fs.Duration("duration", 10*time.Second, "how long to send load (bounded: at most 10m)")
+		cardFile := fs.String("card", "", "card to sign (default: a built-in sample card)")
+		pos, code, done := c.parse(e, fs, args)
+		if done {
+			return code
+		}
+		if len(pos) > 0 {
+			return c.usageError(e, "unexpected argument %q", pos[0])
+		}
+		if *conc < 1 || *conc > 4096 || *dur <= 0 || *dur > 10*time.Minute {
+			return c.usageError(e, "--concurrency must be 1..4096 and --duration 0..10m")
+		}
+		data := []byte(benchCard)
+		if *cardFile != "" {
+			var err error
+			if data, err = os.ReadFile(*cardFile); err != nil {
+				fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
+				return exitUsage
+			}
+		}
+		cl, err := dial(serverAddr(*srv), 30*time.Second)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
+			return exitUsage
+		}
+		defer cl.close()
+		// One call first: a refusal (lint, no active key) is reported, not benchmarked.
+		if _, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: data}); err != nil {
+			fmt.Fprintf(e.stderr, "cardsign bench: %s\n", describe(err))
+			return exitFail
+		}
+		remote := load(ctx, *conc, *dur, func(ctx context.Context) error {
+			_, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: data})
+			return err
+		})
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
+			return exitFail
+		}
+		opts := signer.Options{Keys: []signer.Key{{Signer: key, Alg: jose.ES256, KID: "bench"}}}
+		local := load(ctx, *conc, min(*dur, 5*time.Second), func(ctx context.Context) error {
+			_, err := signer.Sign(ctx, data, opts)
+			return err
+		})
+		fmt.Fprintf(e.stdout, "cardsignd SignCard:      %d signs in %s, %.0f signs/s, p50 %s, p99 %s, %d errors (concurrency %d)\n",
+			remote.n, remote.elapsed.Round(time.Millisecond), remote.rate(), remote.p(50), remote.p(99), remote.errors, *conc)
+		fmt.Fprintf(e.stdout, "in-process ES256 Sign:   %d signs in %s, %.0f signs/s, p50 %s, p99 %s\n",
+			local.n, local.elapsed.Round(time.Millisecond), local.rate(), local.p(50), local.p(99))
+		fmt.Fprintf(e.stdout, "ratio daemon/in-process: %.2f\n", remote.rate()/local.rate())
+		if remote.firstErr != nil {
+			fmt.Fprintf(e.stderr, "first error: %s\n", describe(remote.firstErr))
+			return exitFail
+		}
+		return exitOK
+	}
+	return c
+}
+
+type loadResult struct {
+	n, errors int
+	elapsed   time.Duration
+	latencies []time.Duration
+	firstErr  error
+}
+
+func (r loadResult) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+func (r loadResult) p(q int) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	return r.latencies[(len(r.latencies)-1)*q/100].Round(10 * time.Microsecond)
+}
+
+// load runs f from conc goroutines for d and collects latencies.
+func load(ctx context.Context, conc int, d time.Duration, f func(context.Context) error) loadResult {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		res      loadResult
+		errCount atomic.Int64
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			for ctx.Err() == nil {
+				t := time.Now()
+				err := f(context.WithoutCancel(ctx))
+				if err != nil {
+					if errCount.Add(1) == 1 {
+						mu.Lock()
+						res.firstErr = err
+						mu.Unlock()
+					}
+					continue
+				}
+				lat = append(lat, time.Since(t))
+			}
+			mu.Lock()
+			res.latencies = append(res.latencies, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	res.n = len(res.latencies)
+	res.errors = int(errCount.Load())
+	slices.Sort(res.latencies)
+	return res
+}
+
+// benchCard is the A2A specification's sample card (§8.5) in the v1.0 shape.
+const benchCard = `{
+  "name": "GeoSpatial Route Planner Agent",
+  "description": "Provides advanced route planning, traffic analysis, and custom map generation services. This agent can calculate optimal routes, estimate travel times considering real-time traffic, and create personalized maps with points of interest.",
+  "supportedInterfaces": [
+    {"url": "https://georoute-agent.example.com/a2a/v1", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+    {"url": "https://georoute-agent.example.com/a2a/grpc", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+    {"url": "https://georoute-agent.example.com/a2a/json", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
+  ],
+  "provider": {"organization": "Example Geo Services Inc.", "url": "https://www.examplegeoservices.com"},
+  "iconUrl": "https://georoute-agent.example.com/icon.png",
+  "version": "1.2.0",
+  "documentationUrl": "https://docs.examplegeoservices.com/georoute-agent/api",
+  "capabilities": {"streaming": true, "pushNotifications": true, "extendedAgentCard": true},
+  "securitySchemes": {"google": {"openIdConnectSecurityScheme": {"openIdConnectUrl": "https://accounts.google.com/.well-known/openid-configuration"}}},
+  "securityRequirements": [{"schemes": {"google": {"list": ["openid", "profile", "email"]}}}],
+  "defaultInputModes": ["application/json", "text/plain"],
+  "defaultOutputModes": ["application/json", "image/png"],
+  "skills": [
+    {"id": "route-optimizer-traffic", "name": "Traffic-Aware Route Optimizer", "description": "Calculates the optimal driving route between two or more locations, taking into account real-time traffic conditions, road closures, and user preferences (e.g., avoid tolls, prefer highways).", "tags": ["maps", "routing", "navigation", "directions", "traffic"], "examples": ["Plan a route from '1600 Amphitheatre Parkway, Mountain View, CA' to 'San Francisco International Airport' avoiding tolls."], "inputModes": ["application/json", "text/plain"], "outputModes": ["application/json", "application/vnd.geo+json", "text/html"]},
+    {"id": "custom-map-generator", "name": "Personalized Map Generator", "description": "Creates custom map images or interactive map views based on user-defined points of interest, routes, and style preferences. Can overlay data layers.", "tags": ["maps", "customization", "visualization", "cartography"], "examples": ["Generate a map of my upcoming road trip with all planned stops highlighted."], "inputModes": ["application/json"], "outputModes": ["image/png", "image/jpeg", "application/json", "text/html"]}
+  ]
+}`

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jose"
+)
+
+// Config is cardsignd's configuration: one YAML file, every field optional,
+// flags override. README.md documents each field with its default.
+type Config struct {
+	DataDir         string            `yaml:"data_dir"`
+	GRPCAddr        string            `yaml:"grpc_addr"`
+	HTTPAddr        string            `yaml:"http_addr"`
+	LogLevel        string            `yaml:"log_level"`
+	LogFormat       string            `yaml:"log_format"`
+	ShutdownTimeout time.Duration     `yaml:"shutdown_timeout"`
+	Keys            KeysConfig        `yaml:"keys"`
+	Signing         SigningConfig     `yaml:"signing"`
+	JWKS            JWKSConfig        `yaml:"jwks"`
+	Revocations     RevocationsConfig `yaml:"revocations"`
+	Audit           AuditConfig       `yaml:"audit"`
+}
+
+// KeysConfig: where new keys are made and how they age.
+type KeysConfig struct {
+	Backend     string        `yaml:"backend"`
+	Dir         string        `yaml:"dir"`
+	DefaultAlg  string        `yaml:"default_alg"`
+	Prepublish  time.Duration `yaml:"prepublish"`
+	RetireGrace time.Duration `yaml:"retire_grace"`
+}
+
+// SigningConfig: what goes into signatures and what cards are accepted.
+type SigningConfig struct {
+	JKU          string `yaml:"jku"`
+	MaxCardBytes int    `yaml:"max_card_bytes"`
+	MaxCardDepth int    `yaml:"max_card_depth"`
+}
+
+// JWKSConfig: how the published key set is cached by clients.
+type JWKSConfig struct {
+	MaxAge time.Duration `yaml:"max_age"`
+}
+
+// RevocationsConfig: the signed revocation document.
+type RevocationsConfig struct {
+	TTL time.Duration `yaml:"ttl"`
+}
+
+// AuditConfig: group commit of audit records.
+type AuditConfig struct {
+	BatchSize int `yaml:"batch_size"`
+}
+
+// defaults is the embedded default: everything in ./cardsignd-data, loopback
+// listeners, an ES256 file key.
+func defaults() Config {
+	return Config{
+		DataDir:         "./cardsignd-data",
+		GRPCAddr:        "127.0.0.1:7700",
+		HTTPAddr:        "127.0.0.1:7701",
+		LogLevel:        "info",
+		LogFormat:       "text",
+		ShutdownTimeout: 30 * time.Second,
+		Keys: KeysConfig{
+			Backend:     "file",
+			DefaultAlg:  string(jose.ES256),
+			Prepublish:  time.Hour,
+			RetireGrace: 30 * 24 * time.Hour,
+		},
+		Signing: SigningConfig{
+			MaxCardBytes: card.DefaultMaxBytes,
+			MaxCardDepth: card.DefaultMaxDepth,
+		},
+		JWKS:        JWKSConfig{MaxAge: time.Hour},
+		Revocations: RevocationsConfig{TTL: 24 * time.Hour},
+		Audit:       AuditConfig{BatchSize: 512},
+	}
+}
+
+// loadConfig reads a YAML file over the defaults. Unknown fields are errors:
+// a misspelt setting must not silently keep its default.
+func loadConfig(path string) (Config, error) {
+	cfg := defaults()
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	// An empty file (io.EOF) means all defaults.
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// validate reports every problem, not just the first.
+func (c *Config) validate() error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if c.DataDir == "" {
+		bad("data_dir: must not be empty")
+	}
+	for name, addr := range map[string]string{"grpc_addr": c.GRPCAddr, "http_addr": c.HTTPAddr} {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			bad("%s: %q is not host:port: %v", name, addr, err)
+			continue
+		}
+		if !card.IsLoopbackHost(host) {
+			bad("%s: %s is not a loopback address; listening beyond this machine requires TLS and authentication, which this version does not offer yet: use 127.0.0.1 or ::1", name, addr)
+		}
+	}
+	if c.GRPCAddr == c.HTTPAddr {
+		bad("grpc_addr and http_addr must differ")
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		bad("log_format: %q is not text or json", c.LogFormat)
+	}
+	if c.Keys.Backend != "file" {
+		bad("keys.backend: %q cannot create keys in this version (file only)", c.Keys.Backend)
+	}
+	if _, err := jose.ParseAlg(c.Keys.DefaultAlg); err != nil {
+		bad("keys.default_alg: %v", err)
+	}
+	if c.Keys.Prepublish < 0 {
+		bad("keys.prepublish: must not be negative")
+	}
+	if c.Keys.RetireGrace < 0 {
+		bad("keys.retire_grace: must not be negative")
+	}
+	if c.Signing.JKU != "" && !strings.HasPrefix(c.Signing.JKU, "https://") {
+		bad("signing.jku: %q must be an https URL", c.Signing.JKU)
+	}
+	if c.Signing.MaxCardBytes <= 0 || c.Signing.MaxCardBytes > 16<<20 {
+		bad("signing.max_card_bytes: %d must be between 1 and 16 MiB", c.Signing.MaxCardBytes)
+	}
+	if c.Signing.MaxCardDepth <= 0 || c.Signing.MaxCardDepth > 1024 {
+		bad("signing.max_card_depth: %d must be between 1 and 1024", c.Signing.MaxCardDepth)
+	}
+	if c.JWKS.MaxAge < 0 {
+		bad("jwks.max_age: must not be negative")
+	}
+	if c.Revocations.TTL < time.Minute {
+		bad("revocations.ttl: %s is shorter than a minute", c.Revocations.TTL)
+	}
+	if c.Audit.BatchSize <= 0 || c.Audit.BatchSize > 10000 {
+		bad("audit.batch_size: %d must be between 1 and 10000", c.Audit.BatchSize)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown_timeout: must be positive")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid configuration:\n  %s", strings.Join(errs, "\n  "))
+	}
+	if c.Keys.Dir == "" {
+		c.Keys.Dir = filepath.Join(c.DataDir, "keys")
+	}
+	// Key URIs are stored; a relative path would break when the daemon is
+	// started from another directory.
+	var err error
+	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	if c.Keys.Dir, err = filepath.Abs(c.Keys.Dir); err != nil {
+		return fmt.Errorf("keys.dir: %w", err)
+	}
+	return nil
+}

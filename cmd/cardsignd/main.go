@@ -1,0 +1,189 @@
+// Command cardsignd is the cardsign signing authority: a gRPC service that
+// signs Agent Cards with keys it manages, records every signature in a
+// hash-chained audit log, and publishes the JWKS and revocation document
+// clients verify against.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cardsign/cardsign/backends"
+	_ "github.com/cardsign/cardsign/backends/file" // file: keys
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/store/sqlite"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cardsignd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "YAML config file (every field optional; see README)")
+	checkConfig := fs.String("check-config", "", "validate this config file, report every problem, and exit")
+	dataDir := fs.String("data-dir", "", "data directory (overrides data_dir; default ./cardsignd-data)")
+	grpcAddr := fs.String("grpc-addr", "", "gRPC listen address (overrides grpc_addr; default 127.0.0.1:7700)")
+	httpAddr := fs.String("http-addr", "", "HTTP listen address for the JWKS, revocations and health (overrides http_addr; default 127.0.0.1:7701)")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides log_level)")
+	prepublish := fs.String("prepublish", "", "how long a rotated key is published before it signs, e.g. 1h or 0s (overrides keys.prepublish)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: cardsignd [flags]\n\nWith no flags, keeps everything in ./cardsignd-data, creates and activates an ES256 key on first start,\nand serves gRPC on 127.0.0.1:7700 and HTTP on 127.0.0.1:7701.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *checkConfig != "" {
+		cfg, err := loadConfig(*checkConfig)
+		if err == nil {
+			err = cfg.validate()
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "%s: ok\n", *checkConfig)
+		return 0
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	for _, o := range []struct {
+		flag string
+		dst  *string
+	}{{*dataDir, &cfg.DataDir}, {*grpcAddr, &cfg.GRPCAddr}, {*httpAddr, &cfg.HTTPAddr}, {*logLevel, &cfg.LogLevel}} {
+		if o.flag != "" {
+			*o.dst = o.flag
+		}
+	}
+	if *prepublish != "" {
+		d, err := time.ParseDuration(*prepublish)
+		if err != nil {
+			fmt.Fprintf(stderr, "--prepublish: %v\n", err)
+			return 2
+		}
+		cfg.Keys.Prepublish = d
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error("cardsignd stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	for _, dir := range []string{cfg.DataDir, cfg.Keys.Dir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("data directory: %w", err)
+		}
+	}
+	dbPath := filepath.Join(cfg.DataDir, "cardsign.db")
+	st, err := sqlite.Open(ctx, dbPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	alg, _ := jose.ParseAlg(cfg.Keys.DefaultAlg)
+	auth := server.NewAuthority(server.Config{
+		KeyBackend:    cfg.Keys.Backend,
+		KeyDir:        cfg.Keys.Dir,
+		DefaultAlg:    alg,
+		Prepublish:    cfg.Keys.Prepublish,
+		RetireGrace:   cfg.Keys.RetireGrace,
+		JKU:           cfg.Signing.JKU,
+		Limits:        card.Limits{MaxBytes: cfg.Signing.MaxCardBytes, MaxDepth: cfg.Signing.MaxCardDepth},
+		JWKSMaxAge:    cfg.JWKS.MaxAge,
+		RevocationTTL: cfg.Revocations.TTL,
+		AuditBatch:    cfg.Audit.BatchSize,
+	}, st, log)
+	if _, err := auth.Bootstrap(ctx); err != nil {
+		return fmt.Errorf("first key: %w", err)
+	}
+
+	gl, err := net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("gRPC listener: %w", err)
+	}
+	hl, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		gl.Close()
+		return fmt.Errorf("HTTP listener: %w", err)
+	}
+	gs, hs := server.NewGRPCServer(auth, log)
+	httpSrv := &http.Server{Handler: server.NewHTTPHandler(auth), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- gs.Serve(gl) }()
+	go func() { errc <- httpSrv.Serve(hl) }()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+
+	abs, _ := filepath.Abs(cfg.DataDir)
+	log.Warn("listening on loopback only, without TLS or authentication (the embedded default)")
+	log.Info("cardsignd ready",
+		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
+		"jwks", "http://"+hl.Addr().String()+server.JWKSPath,
+		"data_dir", abs, "database", dbPath, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
+		"backends", strings.Join(backends.Schemes(), ","))
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	log.Info("shutting down: finishing in-flight signatures and their audit records")
+	hs.Shutdown()
+	done := make(chan struct{})
+	go func() { gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(cfg.ShutdownTimeout):
+		log.Warn("shutdown timeout: stopping the remaining calls")
+		gs.Stop()
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = httpSrv.Shutdown(sctx)
+	if err := auth.Close(); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,195 @@
+package jwks
+
+import (
+	"cmp"
+	"context"
+	"crypto"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/cardsign/cardsign/jose"
+)
+
+// RevocationsType is the "typ" of a signed revocation document. It keeps a
+// JWS made for something else (a card signature, say) from being accepted as
+// a revocation document, and the reverse.
+const RevocationsType = "cardsign-revocations+jws"
+
+// maxSequence is the largest sequence number: RFC 8785 writes numbers as
+// IEEE 754 doubles, which hold integers exactly only up to 2^53.
+const maxSequence = 1<<53 - 1
+
+// Revocation is one entry of the revocation document.
+type Revocation struct {
+	KID       string
+	RevokedAt time.Time
+	Reason    string
+}
+
+// Revocations is the content of the revocation document (DESIGN §5):
+// verifiers that fetch it refuse signatures by the listed keys. Sequence
+// grows with every new document, so a verifier that remembers the last one
+// it saw can refuse a replayed older one; ExpiresAt bounds how long a
+// withheld update can go unnoticed.
+type Revocations struct {
+	Sequence  int64
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+	Revoked   []Revocation
+}
+
+// RevokedFrom lists the keys revoked at now (RevokedAt ≤ now), sorted by kid.
+// A revocation scheduled for later is not listed before its time, matching
+// Derive.
+func RevokedFrom(recs []KeyRecord, now time.Time) []Revocation {
+	var out []Revocation
+	for _, r := range recs {
+		if r.RevokedAt != nil && !r.RevokedAt.After(now) {
+			out = append(out, Revocation{KID: r.KID, RevokedAt: *r.RevokedAt, Reason: r.RevokeReason})
+		}
+	}
+	slices.SortFunc(out, func(a, b Revocation) int { return cmp.Compare(a.KID, b.KID) })
+	return out
+}
+
+// revocationsJSON is the payload's JSON form; members are named as in the
+// document, and jcs puts them in RFC 8785 order.
+type revocationsJSON struct {
+	ExpiresAt string           `json:"expires_at"`
+	IssuedAt  string           `json:"issued_at"`
+	Revoked   []revocationJSON `json:"revoked"`
+	Sequence  int64            `json:"sequence"`
+}
+
+type revocationJSON struct {
+	KID       string `json:"kid"`
+	Reason    string `json:"reason"`
+	RevokedAt string `json:"revoked_at"`
+}
+
+// jwsJSON is the flattened JWS JSON serialization (RFC 7515 §7.2.2) without
+// an unprotected header: everything that matters is signed.
+type jwsJSON struct {
+	Payload   string `json:"payload"`
+	Protected string `json:"protected"`
+	Signature string `json:"signature"`
+}
+
+type protectedJSON struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+	Typ string `json:"typ"`
+}
+
+// formatTime writes t as RFC 3339 in UTC, truncated to whole seconds
+// ("2006-01-02T15:04:05Z"). Whole seconds because stores keep different
+// sub-second precision (SQLite milliseconds, PostgreSQL microseconds): the
+// same revocation then gives the same bytes from every store. Truncation
+// errs on the safe side: a revocation looks earlier, a document expires
+// sooner.
+func formatTime(t time.Time) (string, error) {
+	if t.IsZero() {
+		return "", errors.New("time is not set")
+	}
+	b, err := t.UTC().Truncate(time.Second).MarshalText() // refuses years outside 0000-9999
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// revocationsPayload returns the RFC 8785 bytes of r, with Revoked sorted by
+// kid so the bytes do not depend on the caller's order.
+func revocationsPayload(r Revocations) ([]byte, error) {
+	if r.Sequence < 0 || r.Sequence > maxSequence {
+		return nil, fmt.Errorf("sequence %d is outside 0..2^53-1", r.Sequence)
+	}
+	issued, err := formatTime(r.IssuedAt)
+	if err != nil {
+		return nil, fmt.Errorf("issued_at: %w", err)
+	}
+	expires, err := formatTime(r.ExpiresAt)
+	if err != nil {
+		return nil, fmt.Errorf("expires_at: %w", err)
+	}
+	if expires <= issued { // same fixed-width format, so string order is time order
+		return nil, fmt.Errorf("expires_at %s is not after issued_at %s", expires, issued)
+	}
+	revoked := slices.Clone(r.Revoked)
+	slices.SortFunc(revoked, func(a, b Revocation) int { return cmp.Compare(a.KID, b.KID) })
+	doc := revocationsJSON{ExpiresAt: expires, IssuedAt: issued, Revoked: make([]revocationJSON, 0, len(revoked)), Sequence: r.Sequence}
+	for i, e := range revoked {
+		if e.KID == "" {
+			return nil, errors.New("revoked entry without kid")
+		}
+		if i > 0 && revoked[i-1].KID == e.KID {
+			return nil, fmt.Errorf("kid %q listed twice", e.KID)
+		}
+		// encoding/json would quietly replace invalid UTF-8, signing a
+		// reason other than the one given.
+		if !utf8.ValidString(e.KID) || !utf8.ValidString(e.Reason) {
+			return nil, fmt.Errorf("kid %q: kid or reason is not valid UTF-8", e.KID)
+		}
+		at, err := formatTime(e.RevokedAt)
+		if err != nil {
+			return nil, fmt.Errorf("kid %q: revoked_at: %w", e.KID, err)
+		}
+		doc.Revoked = append(doc.Revoked, revocationJSON{KID: e.KID, Reason: e.Reason, RevokedAt: at})
+	}
+	return canonicalJSON(doc)
+}
+
+// canonicalJSON marshals v and rewrites it in RFC 8785 form (sorted members,
+// JCS string escaping, which differs from encoding/json's for <, > and &).
+func canonicalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return jcs.Transform(b)
+}
+
+// SignRevocations serializes r as RFC 8785 JSON
+//
+//	{"expires_at","issued_at","revoked":[{"kid","reason","revoked_at"}],"sequence"}
+//
+// with times in RFC 3339 UTC at whole-second precision (see formatTime) and
+// entries sorted by kid, and signs it with s as a flattened JWS JSON object
+// {"payload","protected","signature"} whose protected header is
+// {"alg","kid","typ":"cardsign-revocations+jws"} (RFC 8785, so sorted). The
+// same r, key and kid always give the same payload and protected bytes.
+// jose.Sign verifies the signature before it is returned.
+func SignRevocations(ctx context.Context, r Revocations, s crypto.Signer, alg jose.Alg, kid string) ([]byte, error) {
+	if kid == "" {
+		return nil, errors.New("jwks: sign revocations: empty kid")
+	}
+	if _, err := jose.ParseAlg(string(alg)); err != nil {
+		return nil, fmt.Errorf("jwks: sign revocations: %w", err)
+	}
+	payload, err := revocationsPayload(r)
+	if err != nil {
+		return nil, fmt.Errorf("jwks: sign revocations: %w", err)
+	}
+	protected, err := canonicalJSON(protectedJSON{Alg: string(alg), Kid: kid, Typ: RevocationsType})
+	if err != nil {
+		return nil, fmt.Errorf("jwks: sign revocations: protected header: %w", err)
+	}
+	enc := base64.RawURLEncoding
+	p64, h64 := enc.EncodeToString(payload), enc.EncodeToString(protected)
+	sig, err := jose.Sign(ctx, s, alg, []byte(h64+"."+p64))
+	if err != nil {
+		return nil, fmt.Errorf("jwks: sign revocations with key %q: %w", kid, err)
+	}
+	out, err := json.Marshal(jwsJSON{Payload: p64, Protected: h64, Signature: enc.EncodeToString(sig)})
+	if err != nil {
+		return nil, fmt.Errorf("jwks: sign revocations: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,222 @@
+package jwks
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cardsign/cardsign/jose"
+)
+
+// The ways a revocation document can be refused. VerifyRevocations wraps
+// exactly one of them (errors.Is), so a CLI can tell "revocation document
+// expired" from "bad signature" and decide, say, to retry a fetch on one and
+// not on the other.
+var (
+	// ErrRevocationsMalformed: not a flattened JWS of a revocation document
+	// (bad JSON or base64url, wrong typ, missing or unexpected members).
+	ErrRevocationsMalformed = errors.New("malformed revocation document")
+	// ErrRevocationsUnknownKey: the kid is not in the trusted key set.
+	ErrRevocationsUnknownKey = errors.New("revocation document signed by an unknown key")
+	// ErrRevocationsBadSignature: the signature does not verify, or its alg
+	// is not the key's.
+	ErrRevocationsBadSignature = errors.New("revocation document has a bad signature")
+	// ErrRevocationsExpired: now is at or after expires_at.
+	ErrRevocationsExpired = errors.New("revocation document expired")
+	// ErrRevocationsNotYetValid: issued_at is further in the future than
+	// RevocationsClockSkew allows.
+	ErrRevocationsNotYetValid = errors.New("revocation document issued in the future")
+)
+
+// RevocationsClockSkew is how far issued_at may be ahead of the verifier's
+// clock: clocks of publisher and verifier are never quite in step, and an
+// otherwise valid, freshly issued document should not be refused for it.
+const RevocationsClockSkew = 5 * time.Minute
+
+// KeyLookup finds a trusted verification key by kid; Set implements it.
+type KeyLookup interface {
+	Lookup(kid string) (jose.JWK, bool)
+}
+
+// VerifyRevocations checks a document made by SignRevocations and returns its
+// content. The key is chosen by kid from keys only (never from the document),
+// the header alg must fit that key (and equal its "alg" member, when it has
+// one), typ must be RevocationsType and now must be before expires_at, with
+// issued_at no later than now + RevocationsClockSkew. Every error wraps one
+// of the ErrRevocations* values.
+//
+// It cannot tell a replayed older document from the current one: a verifier
+// that keeps the highest Sequence it has seen should refuse a lower one.
+func VerifyRevocations(data []byte, keys KeyLookup, now time.Time) (Revocations, error) {
+	r, err := verifyRevocations(data, keys, now)
+	if err != nil {
+		return Revocations{}, fmt.Errorf("jwks: %w", err)
+	}
+	return r, nil
+}
+
+func verifyRevocations(data []byte, keys KeyLookup, now time.Time) (Revocations, error) {
+	malformed := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrRevocationsMalformed, fmt.Sprintf(format, args...))
+	}
+	if len(data) > MaxSize {
+		return Revocations{}, malformed("%d bytes, over the %d-byte limit", len(data), MaxSize)
+	}
+	env, err := strictObject(data)
+	if err != nil {
+		return Revocations{}, malformed("%v", err)
+	}
+	if err := exactMembers(env, "payload", "protected", "signature"); err != nil {
+		return Revocations{}, malformed("%v", err)
+	}
+	parts := map[string][]byte{}
+	b64 := map[string]string{}
+	for _, name := range []string{"payload", "protected", "signature"} {
+		s, err := stringOf(env, name)
+		if err != nil {
+			return Revocations{}, malformed("%v", err)
+		}
+		b, err := strictB64(s)
+		if err != nil {
+			return Revocations{}, malformed("member %q: %v", name, err)
+		}
+		b64[name], parts[name] = s, b
+	}
+
+	hdr, err := strictObject(parts["protected"])
+	if err != nil {
+		return Revocations{}, malformed("protected header: %v", err)
+	}
+	// Exactly these members: in particular no "crit", whose extensions this
+	// verifier would have to understand (RFC 7515 §4.1.11).
+	if err := exactMembers(hdr, "alg", "kid", "typ"); err != nil {
+		return Revocations{}, malformed("protected header: %v", err)
+	}
+	var h [3]string
+	for i, name := range []string{"alg", "kid", "typ"} {
+		if h[i], err = stringOf(hdr, name); err != nil {
+			return Revocations{}, malformed("protected header: %v", err)
+		}
+	}
+	algName, kid, typ := h[0], h[1], h[2]
+	if typ != RevocationsType {
+		return Revocations{}, malformed("typ is %q, want %q", typ, RevocationsType)
+	}
+	if keys == nil {
+		return Revocations{}, fmt.Errorf("%w: no trusted keys given", ErrRevocationsUnknownKey)
+	}
+	key, ok := keys.Lookup(kid)
+	if !ok {
+		return Revocations{}, fmt.Errorf("%w: kid %q", ErrRevocationsUnknownKey, kid)
+	}
+	alg, err := jose.ParseAlg(algName)
+	if err != nil {
+		return Revocations{}, fmt.Errorf("%w: %v", ErrRevocationsBadSignature, err)
+	}
+	if key.Alg != "" && key.Alg != algName {
+		return Revocations{}, fmt.Errorf("%w: alg %s, but key %q is for %s", ErrRevocationsBadSignature, algName, kid, key.Alg)
+	}
+	pub, err := key.PublicKey()
+	if err != nil {
+		return Revocations{}, fmt.Errorf("%w: key %q: %v", ErrRevocationsBadSignature, kid, err)
+	}
+	input := []byte(b64["protected"] + "." + b64["payload"])
+	if err := jose.Verify(alg, pub, input, parts["signature"]); err != nil {
+		return Revocations{}, fmt.Errorf("%w: key %q: %v", ErrRevocationsBadSignature, kid, err)
+	}
+
+	r, err := parseRevocations(parts["payload"])
+	if err != nil {
+		return Revocations{}, malformed("payload: %v", err)
+	}
+	if !now.Before(r.ExpiresAt) {
+		return Revocations{}, fmt.Errorf("%w at %s (sequence %d)", ErrRevocationsExpired, r.ExpiresAt.Format(time.RFC3339), r.Sequence)
+	}
+	if r.IssuedAt.After(now.Add(RevocationsClockSkew)) {
+		return Revocations{}, fmt.Errorf("%w: issued_at %s is more than %s ahead of this clock", ErrRevocationsNotYetValid, r.IssuedAt.Format(time.RFC3339), RevocationsClockSkew)
+	}
+	return r, nil
+}
+
+// strictB64 decodes JOSE base64url: no padding, no line breaks, no stray
+// trailing bits, so each value has exactly one encoding.
+func strictB64(s string) ([]byte, error) {
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, errors.New("base64url value contains a line break")
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("not unpadded base64url: %w", err)
+	}
+	return b, nil
+}
+
+// parseRevocations reads the signed payload. It is as strict as the
+// envelope: every member required, none unknown, kids unique.
+func parseRevocations(data []byte) (Revocations, error) {
+	m, err := strictObject(data)
+	if err != nil {
+		return Revocations{}, err
+	}
+	if err := exactMembers(m, "expires_at", "issued_at", "revoked", "sequence"); err != nil {
+		return Revocations{}, err
+	}
+	var r Revocations
+	if r.IssuedAt, err = timeOf(m, "issued_at"); err != nil {
+		return Revocations{}, err
+	}
+	if r.ExpiresAt, err = timeOf(m, "expires_at"); err != nil {
+		return Revocations{}, err
+	}
+	if r.Sequence, err = strconv.ParseInt(string(m["sequence"]), 10, 64); err != nil || r.Sequence < 0 || r.Sequence > maxSequence {
+		return Revocations{}, fmt.Errorf("member \"sequence\" is not an integer in 0..2^53-1")
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(m["revoked"], &entries); err != nil || entries == nil {
+		return Revocations{}, errors.New(`member "revoked" is not an array`)
+	}
+	seen := make(map[string]bool, len(entries))
+	r.Revoked = make([]Revocation, 0, len(entries))
+	for i, raw := range entries {
+		e, err := strictObject(raw)
+		if err != nil {
+			return Revocations{}, fmt.Errorf("revoked[%d]: %w", i, err)
+		}
+		if err := exactMembers(e, "kid", "reason", "revoked_at"); err != nil {
+			return Revocations{}, fmt.Errorf("revoked[%d]: %w", i, err)
+		}
+		var rev Revocation
+		if rev.KID, err = stringOf(e, "kid"); err != nil || rev.KID == "" {
+			return Revocations{}, fmt.Errorf("revoked[%d]: member \"kid\" is not a non-empty string", i)
+		}
+		if seen[rev.KID] {
+			return Revocations{}, fmt.Errorf("revoked[%d]: kid %q listed twice", i, rev.KID)
+		}
+		seen[rev.KID] = true
+		if rev.Reason, err = stringOf(e, "reason"); err != nil {
+			return Revocations{}, fmt.Errorf("revoked[%d]: %w", i, err)
+		}
+		if rev.RevokedAt, err = timeOf(e, "revoked_at"); err != nil {
+			return Revocations{}, fmt.Errorf("revoked[%d]: %w", i, err)
+		}
+		r.Revoked = append(r.Revoked, rev)
+	}
+	return r, nil
+}
+
+// timeOf decodes an RFC 3339 time member into UTC.
+func timeOf(m map[string]json.RawMessage, name string) (time.Time, error) {
+	s, err := stringOf(m, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("member %q is not an RFC 3339 time", name)
+	}
+	return t.UTC(), nil
+}

@@ -1,0 +1,201 @@
+// Package server is cardsignd's glue: the signing authority (keys from the
+// store, signers from the backends, audit records committed before a
+// signature is returned), its gRPC services and its HTTP endpoints. The
+// rules live in card, signer, jwks, audit and store; this package wires them.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
+)
+
+// Config is what the authority needs to know beyond its store.
+type Config struct {
+	KeyBackend    string        // scheme of the backend that makes new keys ("file")
+	KeyDir        string        // where the file backend puts new keys
+	DefaultAlg    jose.Alg      // for new keys
+	Prepublish    time.Duration // RotateKey: how long a new key is published before it signs
+	RetireGrace   time.Duration // how long a retired key stays published
+	JKU           string        // put in every signature's protected header when set
+	Limits        card.Limits
+	JWKSMaxAge    time.Duration
+	RevocationTTL time.Duration
+	AuditBatch    int
+	// KeyRefresh is how often key records are re-read from the store, so
+	// that a change made by another replica is seen.
+	KeyRefresh time.Duration
+}
+
+// Authority is the signing authority: it owns the key records' cache, the
+// opened signers and the audit batcher.
+type Authority struct {
+	cfg     Config
+	store   store.Store
+	batcher *audit.Batcher
+	log     *slog.Logger
+	now     func() time.Time
+
+	mu       sync.Mutex
+	recs     []jwks.KeyRecord // last read from the store
+	readAt   time.Time
+	signers  map[string]*backends.Key // opened keys by kid
+	revDoc   []byte                   // cached signed revocation document
+	revState string                   // the revoked set and signer it was made for
+	revUntil time.Time                // re-sign after this
+}
+
+// NewAuthority wires an authority over st. Close it to flush the audit log.
+func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
+	if cfg.KeyRefresh <= 0 {
+		cfg.KeyRefresh = time.Second
+	}
+	return &Authority{
+		cfg:     cfg,
+		store:   st,
+		batcher: audit.NewBatcher(st, cfg.AuditBatch),
+		log:     log,
+		now:     func() time.Time { return time.Now().UTC() },
+		signers: map[string]*backends.Key{},
+	}
+}
+
+// Close commits the audit records already queued and stops the batcher.
+func (a *Authority) Close() error { return a.batcher.Close() }
+
+func (a *Authority) policy() jwks.Policy { return jwks.Policy{RetireGrace: a.cfg.RetireGrace} }
+
+// records returns the key records, re-read from the store when the cached
+// copy is older than KeyRefresh or force is set.
+func (a *Authority) records(ctx context.Context, force bool) ([]jwks.KeyRecord, error) {
+	a.mu.Lock()
+	if !force && a.recs != nil && time.Since(a.readAt) < a.cfg.KeyRefresh {
+		recs := a.recs
+		a.mu.Unlock()
+		return recs, nil
+	}
+	a.mu.Unlock()
+	recs, err := a.store.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read keys: %w", err)
+	}
+	a.mu.Lock()
+	a.recs, a.readAt = recs, time.Now()
+	a.mu.Unlock()
+	return recs, nil
+}
+
+// views derives every key's state now.
+func (a *Authority) views(ctx context.Context) ([]jwks.View, error) {
+	recs, err := a.records(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	return jwks.Derive(a.now(), recs, a.policy()), nil
+}
+
+// ErrNoActiveKey means signing has stopped until a key is activated.
+var ErrNoActiveKey = errors.New("no active signing key: rotate or activate a key (the last active key was revoked or retired)")
+
+// open returns the opened backend key for a record, opening it once.
+func (a *Authority) open(ctx context.Context, rec jwks.KeyRecord) (*backends.Key, error) {
+	a.mu.Lock()
+	k := a.signers[rec.KID]
+	a.mu.Unlock()
+	if k != nil {
+		return k, nil
+	}
+	k, err := backends.Open(ctx, rec.URI, backends.OpenOptions{Alg: rec.Alg, KID: rec.KID})
+	if err != nil {
+		return nil, fmt.Errorf("open key %s (%s): %w", rec.KID, backends.Redact(rec.URI), err)
+	}
+	a.mu.Lock()
+	if prev := a.signers[rec.KID]; prev != nil {
+		k = prev
+	} else {
+		a.signers[rec.KID] = k
+	}
+	a.mu.Unlock()
+	return k, nil
+}
+
+// newKey makes a key in the configured backend and returns its record,
+// published now and not yet scheduled to sign.
+func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, error) {
+	if alg == "" {
+		alg = a.cfg.DefaultAlg
+	}
+	b, ok := backends.Lookup(a.cfg.KeyBackend)
+	if !ok {
+		return jwks.KeyRecord{}, fmt.Errorf("key backend %q is not registered", a.cfg.KeyBackend)
+	}
+	creator, ok := b.(backends.Creator)
+	if !ok {
+		return jwks.KeyRecord{}, fmt.Errorf("key backend %q cannot create keys", a.cfg.KeyBackend)
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return jwks.KeyRecord{}, err
+	}
+	name := filepath.Join(a.cfg.KeyDir, fmt.Sprintf("key-%s-%s.pem", a.now().Format("20060102T150405Z"), hex.EncodeToString(rnd[:])))
+	uri, err := creator.Create(ctx, backends.CreateRequest{Alg: alg, Name: name})
+	if err != nil {
+		return jwks.KeyRecord{}, fmt.Errorf("create %s key: %w", alg, err)
+	}
+	return a.record(ctx, uri, backends.OpenOptions{Alg: alg})
+}
+
+// record opens a key URI and builds its record: the public JWK is read once,
+// here, and never fetched from the backend again.
+func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOptions) (jwks.KeyRecord, error) {
+	k, err := backends.Open(ctx, uri, opts)
+	if err != nil {
+		return jwks.KeyRecord{}, err
+	}
+	pub, err := k.JWK()
+	if err != nil {
+		return jwks.KeyRecord{}, err
+	}
+	now := a.now()
+	a.mu.Lock()
+	a.signers[k.KID] = k
+	a.mu.Unlock()
+	return jwks.KeyRecord{KID: k.KID, URI: uri, Alg: k.Alg, Public: pub, CreatedAt: now, PublishAt: now}, nil
+}
+
+// Bootstrap creates and activates a first key when the store has none: the
+// embedded default must sign out of the box.
+func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
+	recs, err := a.records(ctx, true)
+	if err != nil {
+		return false, err
+	}
+	if len(recs) > 0 {
+		return false, nil
+	}
+	rec, err := a.newKey(ctx, a.cfg.DefaultAlg)
+	if err != nil {
+		return false, err
+	}
+	at := rec.CreatedAt
+	rec.ActivateAt = &at
+	if err := a.store.CreateKey(ctx, rec); err != nil {
+		return false, err
+	}
+	a.log.Info("created and activated the first signing key", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
+	_, err = a.records(ctx, true)
+	return true, err
+}

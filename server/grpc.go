@@ -1,0 +1,264 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/signer"
+)
+
+// NewGRPCServer returns a gRPC server with the signing, key and audit
+// services, the standard health service and reflection.
+func NewGRPCServer(a *Authority, log *slog.Logger) (*grpc.Server, *health.Server) {
+	// The largest legal card plus room for the rest of the request.
+	maxMsg := a.cfg.Limits.MaxBytes + 64<<10
+	s := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(unaryInterceptor(log)),
+		grpc.MaxRecvMsgSize(maxMsg),
+	)
+	svc := &services{a: a, log: log}
+	pb.RegisterSigningServiceServer(s, signingService{services: svc})
+	pb.RegisterKeyServiceServer(s, keyService{services: svc})
+	pb.RegisterAuditServiceServer(s, auditService{services: svc})
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(s, hs)
+	reflection.Register(s)
+	return s, hs
+}
+
+type services struct {
+	a   *Authority
+	log *slog.Logger
+}
+
+func (s *services) fail(ctx context.Context, err error) error {
+	return toStatus(s.log, requestID(ctx), err)
+}
+
+type signingService struct {
+	pb.UnimplementedSigningServiceServer
+	*services
+}
+
+var _ pb.SigningServiceServer = signingService{}
+
+func modeOf(p pb.Profile) (signer.Mode, error) {
+	switch p {
+	case pb.Profile_PROFILE_UNSPECIFIED:
+		return signer.ModeAuto, nil
+	case pb.Profile_PROFILE_SPEC:
+		return signer.ModeSpec, nil
+	case pb.Profile_PROFILE_SDK:
+		return signer.ModeSDK, nil
+	case pb.Profile_PROFILE_BOTH:
+		return signer.ModeBoth, nil
+	}
+	return "", &InvalidArgumentError{Field: "profile", Reason: "unknown profile value"}
+}
+
+func findings(fs []card.Finding) []*pb.Finding {
+	out := make([]*pb.Finding, len(fs))
+	for i, f := range fs {
+		out[i] = &pb.Finding{Severity: f.Severity.String(), Path: f.Path, Rule: f.Rule, Message: f.Message, Fix: f.Fix}
+	}
+	return out
+}
+
+func loadNotes(l *card.Loaded) []string {
+	var notes []string
+	for _, n := range l.Notes {
+		notes = append(notes, "v0.3 mapping: "+n.String())
+	}
+	for _, p := range l.Stripped {
+		notes = append(notes, "removed "+p+" (not in the v1.0 schema)")
+	}
+	return notes
+}
+
+func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (*pb.SignCardResponse, error) {
+	mode, err := modeOf(req.GetProfile())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	res, err := s.a.Sign(ctx, SignRequest{
+		Card: req.GetCard(), StripUnknown: req.GetStripUnknown(), Mode: mode, KeepSignatures: req.GetKeepSignatures(),
+		Caller: caller(ctx), RequestID: requestID(ctx),
+	})
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &pb.SignCardResponse{
+		SignedCard:      res.Card,
+		CanonicalSha256: res.CanonicalSHA256[:],
+		Notes:           loadNotes(res.Loaded),
+		Warnings:        findings(res.Warnings),
+		Divergences:     res.Divergences,
+	}
+	for i, sig := range res.Signatures {
+		out.Signatures = append(out.Signatures, &pb.Signature{Kid: sig.KID, Alg: string(sig.Alg), Profile: string(sig.Profile), AuditSequence: res.Audit[i].Seq})
+	}
+	return out, nil
+}
+
+func (s signingService) VerifyCard(ctx context.Context, req *pb.VerifyCardRequest) (*pb.VerifyCardResponse, error) {
+	res, err := s.a.Verify(ctx, req.GetCard(), req.GetProfile())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &pb.VerifyCardResponse{Valid: res.Valid(req.GetRequireAll()), Uncovered: res.Uncovered()}
+	for _, c := range res.Checks {
+		out.Checks = append(out.Checks, &pb.SignatureCheck{Index: int32(c.Index), Kid: c.KID, Alg: c.Alg, Valid: c.Valid,
+			Profile: string(c.Profile), Reason: c.Reason, Revoked: c.Revoked})
+	}
+	return out, nil
+}
+
+func (s signingService) LintCard(ctx context.Context, req *pb.LintCardRequest) (*pb.LintCardResponse, error) {
+	l, err := card.Load(req.GetCard(), cardOptions(s.a.cfg, req.GetStripUnknown()))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	fs := card.Lint(l.Value)
+	return &pb.LintCardResponse{Ok: !card.HasErrors(fs), Findings: findings(fs), Stripped: l.Stripped, Notes: loadNotes(l)}, nil
+}
+
+type keyService struct {
+	pb.UnimplementedKeyServiceServer
+	*services
+}
+
+var _ pb.KeyServiceServer = keyService{}
+
+func ts(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(*t)
+}
+
+func keyOf(v jwks.View) *pb.Key {
+	jwk, _ := v.Public.MarshalJSON()
+	created, publish := v.CreatedAt, v.PublishAt
+	return &pb.Key{
+		Kid: v.KID, Alg: string(v.Alg), Uri: backends.Redact(v.URI), State: string(v.State), PublicJwk: string(jwk),
+		CreatedAt: ts(&created), PublishAt: ts(&publish), ActivateAt: ts(v.ActivateAt), RetireAt: ts(v.RetiredAt),
+		ExpireAt: ts(v.ExpiresAt), RevokedAt: ts(v.RevokedAt), RevokeReason: v.RevokeReason,
+	}
+}
+
+func (s keyService) ListKeys(ctx context.Context, _ *pb.ListKeysRequest) (*pb.ListKeysResponse, error) {
+	views, err := s.a.Keys(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &pb.ListKeysResponse{}
+	for _, v := range views {
+		out.Keys = append(out.Keys, keyOf(v))
+	}
+	return out, nil
+}
+
+func (s keyService) CreateKey(ctx context.Context, req *pb.CreateKeyRequest) (*pb.CreateKeyResponse, error) {
+	v, err := s.a.CreateKey(ctx, req.GetAlg())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &pb.CreateKeyResponse{Key: keyOf(v)}, nil
+}
+
+func (s keyService) ImportKey(ctx context.Context, req *pb.ImportKeyRequest) (*pb.ImportKeyResponse, error) {
+	v, err := s.a.ImportKey(ctx, req.GetUri(), req.GetAlg(), req.GetKid())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &pb.ImportKeyResponse{Key: keyOf(v)}, nil
+}
+
+func (s keyService) RotateKey(ctx context.Context, req *pb.RotateKeyRequest) (*pb.RotateKeyResponse, error) {
+	var wait *time.Duration
+	if req.PrepublishSeconds != nil {
+		d := time.Duration(req.GetPrepublishSeconds()) * time.Second
+		wait = &d
+	}
+	v, err := s.a.RotateKey(ctx, req.GetAlg(), wait)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &pb.RotateKeyResponse{Key: keyOf(v)}, nil
+}
+
+func (s keyService) ActivateKey(ctx context.Context, req *pb.ActivateKeyRequest) (*pb.ActivateKeyResponse, error) {
+	v, err := s.a.ActivateKey(ctx, req.GetKid())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &pb.ActivateKeyResponse{Key: keyOf(v)}, nil
+}
+
+func (s keyService) RetireKey(ctx context.Context, req *pb.RetireKeyRequest) (*pb.RetireKeyResponse, error) {
+	v, err := s.a.RetireKey(ctx, req.GetKid(), req.GetForce())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &pb.RetireKeyResponse{Key: keyOf(v)}, nil
+}
+
+func (s keyService) RevokeKey(ctx context.Context, req *pb.RevokeKeyRequest) (*pb.RevokeKeyResponse, error) {
+	v, err := s.a.RevokeKey(ctx, req.GetKid(), req.GetReason(), req.GetForce())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &pb.RevokeKeyResponse{Key: keyOf(v)}, nil
+}
+
+type auditService struct {
+	pb.UnimplementedAuditServiceServer
+	*services
+}
+
+var _ pb.AuditServiceServer = auditService{}
+
+// AuditRecordPB converts an audit record for the wire.
+func AuditRecordPB(r audit.Record) *pb.AuditRecord {
+	return &pb.AuditRecord{
+		Sequence: r.Seq, Time: timestamppb.New(r.Time), Caller: r.Caller, RequestId: r.RequestID,
+		CardName: r.CardName, CardVersion: r.CardVersion, CanonicalSha256: r.CanonicalSHA256,
+		Kid: r.KID, Alg: r.Alg, Profile: r.Profile, Signature: r.Signature, PrevHash: r.PrevHash, Hash: r.Hash,
+	}
+}
+
+func (s auditService) ListAuditRecords(ctx context.Context, req *pb.ListAuditRecordsRequest) (*pb.ListAuditRecordsResponse, error) {
+	size := int(req.GetPageSize())
+	switch {
+	case size < 0:
+		return nil, s.fail(ctx, &InvalidArgumentError{Field: "page_size", Reason: "must not be negative"})
+	case size == 0:
+		size = 1000
+	case size > 10000:
+		size = 10000
+	}
+	recs, err := s.a.store.ListAudit(ctx, req.GetAfterSequence(), size)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &pb.ListAuditRecordsResponse{}
+	for _, r := range recs {
+		out.Records = append(out.Records, AuditRecordPB(r))
+	}
+	if len(recs) == size {
+		out.NextAfterSequence = recs[len(recs)-1].Seq
+	}
+	return out, nil
+}

@@ -1,0 +1,57 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/cardsign/cardsign/jwks"
+)
+
+// Paths served by the HTTP listener.
+const (
+	JWKSPath        = "/.well-known/jwks.json"
+	RevocationsPath = "/.well-known/cardsign-revocations.json"
+)
+
+// NewHTTPHandler serves the JWKS, the revocation document, /healthz (the
+// process is up) and /readyz (it can sign: store readable, an active key).
+func NewHTTPHandler(a *Authority) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(JWKSPath, jwks.Handler(a.JWKS))
+	mux.Handle(RevocationsPath, jwks.RevocationHandler(a.Revocations))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := a.Ready(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Ready reports whether the authority can sign now: the store answers and a
+// key is active.
+func (a *Authority) Ready(ctx context.Context) error {
+	recs, err := a.records(ctx, true)
+	if err != nil {
+		return err
+	}
+	if _, ok := jwks.Active(jwks.Derive(a.now(), recs, a.policy())); !ok {
+		return ErrNoActiveKey
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+)
+
+// InvalidArgumentError is a request field that cannot be used.
+type InvalidArgumentError struct{ Field, Reason string }
+
+func (e *InvalidArgumentError) Error() string { return e.Field + ": " + e.Reason }
+
+// PreconditionError is a key operation the key's state does not allow.
+type PreconditionError struct{ Reason string }
+
+func (e *PreconditionError) Error() string { return e.Reason }
+
+// NotFoundError is an unknown kid.
+type NotFoundError struct{ KID string }
+
+func (e *NotFoundError) Error() string { return "no key with kid " + e.KID }
+
+func parseAlg(s string) (jose.Alg, error) {
+	if s == "" {
+		return "", nil
+	}
+	a, err := jose.ParseAlg(s)
+	if err != nil {
+		return "", &InvalidArgumentError{Field: "alg", Reason: err.Error()}
+	}
+	return a, nil
+}
+
+// Keys returns every key with its state now.
+func (a *Authority) Keys(ctx context.Context) ([]jwks.View, error) {
+	recs, err := a.records(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	return jwks.Derive(a.now(), recs, a.policy()), nil
+}
+
+// view returns the current view of one key.
+func (a *Authority) view(ctx context.Context, kid string) (jwks.View, error) {
+	views, err := a.Keys(ctx)
+	if err != nil {
+		return jwks.View{}, err
+	}
+	for _, v := range views {
+		if v.KID == kid {
+			return v, nil
+		}
+	}
+	return jwks.View{}, &NotFoundError{KID: kid}
+}
+
+// CreateKey makes a key in the configured backend, published and pending
+// until someone activates it.
+func (a *Authority) CreateKey(ctx context.Context, algName string) (jwks.View, error) {
+	alg, err := parseAlg(algName)
+	if err != nil {
+		return jwks.View{}, err
+	}
+	rec, err := a.newKey(ctx, alg)
+	if err != nil {
+		return jwks.View{}, err
+	}
+	if err := a.store.CreateKey(ctx, rec); err != nil {
+		return jwks.View{}, err
+	}
+	a.log.Info("key created", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
+	return a.view(ctx, rec.KID)
+}
+
+// ImportKey records an existing backend key as pending.
+func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jwks.View, error) {
+	if uri == "" {
+		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "a backend key URI is required"}
+	}
+	alg, err := parseAlg(algName)
+	if err != nil {
+		return jwks.View{}, err
+	}
+	rec, err := a.record(ctx, uri, backends.OpenOptions{Alg: alg, KID: kid})
+	if err != nil {
+		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: err.Error()}
+	}
+	if err := a.store.CreateKey(ctx, rec); err != nil {
+		return jwks.View{}, err
+	}
+	a.log.Info("key imported", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
+	return a.view(ctx, rec.KID)
+}
+
+// RotateKey creates a key that is published now and activates at
+// now + prepublish, when the active key retires. Until then new cards carry
+// both signatures.
+func (a *Authority) RotateKey(ctx context.Context, algName string, prepublish *time.Duration) (jwks.View, error) {
+	alg, err := parseAlg(algName)
+	if err != nil {
+		return jwks.View{}, err
+	}
+	wait := a.cfg.Prepublish
+	if prepublish != nil {
+		if *prepublish < 0 {
+			return jwks.View{}, &InvalidArgumentError{Field: "prepublish_seconds", Reason: "must not be negative"}
+		}
+		wait = *prepublish
+	}
+	views, err := a.Keys(ctx)
+	if err != nil {
+		return jwks.View{}, err
+	}
+	for _, v := range views {
+		if v.State == jwks.StatePending && v.ActivateAt != nil {
+			return jwks.View{}, &PreconditionError{Reason: fmt.Sprintf("a rotation is already scheduled: %s activates at %s; activate or revoke it first", v.KID, v.ActivateAt.Format(time.RFC3339))}
+		}
+	}
+	rec, err := a.newKey(ctx, alg)
+	if err != nil {
+		return jwks.View{}, err
+	}
+	at := rec.CreatedAt.Add(wait)
+	rec.ActivateAt = &at
+	if err := a.store.CreateKey(ctx, rec); err != nil {
+		return jwks.View{}, err
+	}
+	a.log.Info("key rotation scheduled", "kid", rec.KID, "alg", rec.Alg, "activate_at", at)
+	return a.view(ctx, rec.KID)
+}
+
+// change runs a state transition on one key inside a store transaction,
+// with every key's state derived from the records the transaction read.
+func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Time, v jwks.View, all []jwks.View) (jwks.KeyRecord, error)) (jwks.View, error) {
+	now := a.now()
+	err := a.store.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+		views := jwks.Derive(now, recs, a.policy())
+		for _, v := range views {
+			if v.KID == kid {
+				rec, err := fn(now, v, views)
+				if err != nil {
+					return nil, err
+				}
+				return []jwks.KeyRecord{rec}, nil
+			}
+		}
+		return nil, &NotFoundError{KID: kid}
+	})
+	if err != nil {
+		return jwks.View{}, err
+	}
+	a.invalidateRevocations()
+	return a.view(ctx, kid)
+}
+
+// ActivateKey makes a pending key the active key now; the previous active
+// key retires at the same instant.
+func (a *Authority) ActivateKey(ctx context.Context, kid string) (jwks.View, error) {
+	v, err := a.change(ctx, kid, func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
+		switch v.State {
+		case jwks.StateActive:
+			return jwks.KeyRecord{}, &PreconditionError{Reason: "key " + kid + " is already active"}
+		case jwks.StatePending, jwks.StateScheduled:
+		default:
+			return jwks.KeyRecord{}, &PreconditionError{Reason: fmt.Sprintf("key %s is %s; only a pending key can be activated", kid, v.State)}
+		}
+		rec := v.KeyRecord
+		rec.ActivateAt = &now
+		if rec.PublishAt.After(now) {
+			rec.PublishAt = now
+		}
+		return rec, nil
+	})
+	if err == nil {
+		a.log.Info("key activated", "kid", kid)
+	}
+	return v, err
+}
+
+// RetireKey stops a key from signing; it stays published for the grace
+// period so cards it signed keep verifying.
+func (a *Authority) RetireKey(ctx context.Context, kid string, force bool) (jwks.View, error) {
+	v, err := a.change(ctx, kid, func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
+		switch v.State {
+		case jwks.StateActive:
+			if !force {
+				return jwks.KeyRecord{}, &PreconditionError{Reason: "key " + kid + " is the active key: retiring it stops signing until another key is activated (use --force), or rotate instead"}
+			}
+		case jwks.StatePending, jwks.StateScheduled:
+		default:
+			return jwks.KeyRecord{}, &PreconditionError{Reason: fmt.Sprintf("key %s is already %s", kid, v.State)}
+		}
+		rec := v.KeyRecord
+		rec.RetireAt = &now
+		return rec, nil
+	})
+	if err == nil {
+		a.log.Info("key retired", "kid", kid, "force", force)
+	}
+	return v, err
+}
+
+// RevokeKey unpublishes a key at once and lists it in the revocation
+// document; its kid is never published again.
+func (a *Authority) RevokeKey(ctx context.Context, kid, reason string, force bool) (jwks.View, error) {
+	if reason == "" {
+		reason = "unspecified"
+	}
+	v, err := a.change(ctx, kid, func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
+		if v.State == jwks.StateRevoked {
+			return jwks.KeyRecord{}, &PreconditionError{Reason: "key " + kid + " is already revoked"}
+		}
+		if v.State == jwks.StateActive && !force {
+			return jwks.KeyRecord{}, &PreconditionError{Reason: "key " + kid + " is the only active key: revoking it stops all signing until a new key is activated; pass --force to do it anyway"}
+		}
+		rec := v.KeyRecord
+		rec.RevokedAt = &now
+		rec.RevokeReason = reason
+		return rec, nil
+	})
+	if err == nil {
+		a.mu.Lock()
+		delete(a.signers, kid)
+		a.mu.Unlock()
+		a.log.Warn("key revoked", "kid", kid, "reason", reason, "force", force)
+	}
+	return v, err
+}
+
+var errNoRevocationSigner = errors.New("no published key to sign the revocation document")

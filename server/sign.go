@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/signer"
+)
+
+// SignRequest is one card to sign, with who asks.
+type SignRequest struct {
+	Card           []byte
+	StripUnknown   bool
+	Mode           signer.Mode
+	KeepSignatures bool
+	Caller         string
+	RequestID      string
+}
+
+// Signed is a signed card with its committed audit records, in the order of
+// its signatures.
+type Signed struct {
+	*signer.Result
+	Audit []audit.Record
+}
+
+// ErrAudit wraps a failure to commit audit records: the signature was made
+// and then discarded.
+var ErrAudit = errors.New("audit record not committed; the signature was discarded")
+
+// Sign signs a card with the active key and any pending key, then commits one
+// audit record per signature. It returns the signed card only once those
+// records are durable.
+func (a *Authority) Sign(ctx context.Context, req SignRequest) (*Signed, error) {
+	keys, err := a.signingKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := signer.Sign(ctx, req.Card, signer.Options{
+		Keys:           keys,
+		JKU:            a.cfg.JKU,
+		Mode:           req.Mode,
+		KeepSignatures: req.KeepSignatures,
+		Card:           cardOptions(a.cfg, req.StripUnknown),
+	})
+	if err != nil {
+		return nil, err
+	}
+	name, _ := res.Loaded.Value.Get("name")
+	version, _ := res.Loaded.Value.Get("version")
+	now := a.now()
+	recs := make([]audit.Record, len(res.Signatures))
+	for i, s := range res.Signatures {
+		recs[i] = audit.Record{
+			Time:            now,
+			Caller:          req.Caller,
+			RequestID:       req.RequestID,
+			CardName:        name.Str,
+			CardVersion:     version.Str,
+			CanonicalSHA256: res.CanonicalSHA256[:],
+			KID:             s.KID,
+			Alg:             string(s.Alg),
+			Profile:         string(s.Profile),
+			Signature:       s.Value,
+		}
+	}
+	committed, err := a.batcher.Commit(ctx, recs)
+	if err != nil {
+		a.log.Error("audit commit failed; signature discarded", "request_id", req.RequestID, "err", err)
+		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
+	}
+	return &Signed{Result: res, Audit: committed}, nil
+}
+
+// signingKeys returns the active key and the keys scheduled to follow it,
+// each checked against its published public key.
+func (a *Authority) signingKeys(ctx context.Context) ([]signer.Key, error) {
+	views, err := a.views(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := jwks.Active(views); !ok {
+		return nil, ErrNoActiveKey
+	}
+	var keys []signer.Key
+	for _, v := range jwks.Signing(views) {
+		k, err := a.open(ctx, v.KeyRecord)
+		if err != nil {
+			return nil, err
+		}
+		pub, err := v.Public.PublicKey()
+		if err != nil {
+			return nil, fmt.Errorf("stored public key of %s: %w", v.KID, err)
+		}
+		keys = append(keys, signer.Key{Signer: k.Signer, Alg: v.Alg, KID: v.KID, Public: pub})
+	}
+	return keys, nil
+}
+
+// Verify verifies a card against the published keys; signatures by revoked
+// keys are reported as such.
+func (a *Authority) Verify(ctx context.Context, data []byte, profile string) (*signer.Verification, error) {
+	views, err := a.views(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var set jwks.Set
+	byKID := map[string]jwks.View{}
+	for _, v := range views {
+		byKID[v.KID] = v
+	}
+	for _, v := range jwks.Published(views) {
+		set.Keys = append(set.Keys, v.Public)
+	}
+	opts := signer.VerifyOptions{Trusted: set, Limits: a.cfg.Limits, Revoked: func(kid string) (string, bool) {
+		v, ok := byKID[kid]
+		if !ok || v.State != jwks.StateRevoked {
+			return "", false
+		}
+		return "revoked at " + v.RevokedAt.UTC().Format(time.RFC3339) + " (" + v.RevokeReason + ")", true
+	}}
+	if profile != "" {
+		p, err := parseProfile(profile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Profile = p
+	}
+	return signer.Verify(ctx, data, opts)
+}
+
+// documentSigner is the JOSE identity of a published key, for documents the
+// authority signs itself.
+func (a *Authority) documentSigner(ctx context.Context, views []jwks.View) (*signer.Key, error) {
+	v, ok := jwks.Active(views)
+	if !ok {
+		// With no active key (the last one revoked), the newest published
+		// key still vouches for the revocation list.
+		pub := jwks.Published(views)
+		if len(pub) == 0 {
+			return nil, ErrNoActiveKey
+		}
+		v = pub[len(pub)-1]
+	}
+	k, err := a.open(ctx, v.KeyRecord)
+	if err != nil {
+		return nil, err
+	}
+	return &signer.Key{Signer: k.Signer, Alg: v.Alg, KID: v.KID}, nil
+}
+
+func cardOptions(cfg Config, strip bool) card.Options {
+	return card.Options{Limits: cfg.Limits, StripUnknown: strip}
+}
+
+func parseProfile(s string) (card.Profile, error) {
+	p, err := card.ParseProfile(s)
+	if err != nil {
+		return "", &InvalidArgumentError{Field: "profile", Reason: err.Error()}
+	}
+	return p, nil
+}

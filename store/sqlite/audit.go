@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/cardsign/cardsign/audit"
+)
+
+const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash`
+
+// AppendAudit appends recs in one durable transaction, chaining them from the
+// current head, and returns them as stored. Any Seq, PrevHash or Hash the
+// caller set is replaced; Time is normalized to UTC.
+func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	out := make([]audit.Record, len(recs))
+	times := make([]int64, len(recs))
+	for i, r := range recs {
+		n, err := toNanos(r.Time)
+		if err != nil {
+			return nil, fmt.Errorf("store: append audit record %d: time: %w", i, err)
+		}
+		if len(r.CanonicalSHA256) != 32 {
+			return nil, fmt.Errorf("store: append audit record %d: canonical SHA-256 is %d bytes, want 32", i, len(r.CanonicalSHA256))
+		}
+		r.Time, times[i] = fromNanos(n), n
+		r.CanonicalSHA256 = bytes.Clone(r.CanonicalSHA256)
+		out[i] = r
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		// The head read and the inserts share one BEGIN IMMEDIATE
+		// transaction: no other writer, in this process or another, can
+		// append in between.
+		seq, prev, err := auditHead(ctx, tx)
+		if err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i := range out {
+			r := &out[i]
+			r.Seq = seq + int64(i) + 1
+			r.PrevHash = prev
+			r.Hash = r.ComputeHash(prev)
+			if _, err := stmt.ExecContext(ctx, r.Seq, times[i], r.Caller, r.RequestID, r.CardName, r.CardVersion,
+				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash); err != nil {
+				return fmt.Errorf("seq %d: %w", r.Seq, err)
+			}
+			prev = r.Hash
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: append %d audit records: %w", len(recs), err)
+	}
+	return out, nil
+}
+
+// AuditHead returns the Seq and Hash of the last audit record, or 0 and
+// audit.Genesis() when the log is empty.
+func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
+	seq, hash, err := auditHead(ctx, s.db)
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: audit head: %w", err)
+	}
+	return seq, hash, nil
+}
+
+// rowQuerier is what auditHead needs of *sql.DB and *sql.Tx.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func auditHead(ctx context.Context, q rowQuerier) (int64, []byte, error) {
+	var seq int64
+	var hash []byte
+	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, audit.Genesis(), nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return seq, hash, nil
+}
+
+// ListAudit returns up to limit records with Seq > afterSeq, ascending;
+// limit <= 0 means no limit.
+func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
+	}
+	defer rows.Close()
+	var recs []audit.Record
+	for rows.Next() {
+		var r audit.Record
+		var t int64
+		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
+			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash); err != nil {
+			return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
+		}
+		r.Time = fromNanos(t)
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
+	}
+	return recs, nil
+}

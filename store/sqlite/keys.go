@@ -1,0 +1,202 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
+)
+
+const keyColumns = `kid, uri, alg, public_jwk, created_at, publish_at, activate_at, retire_at, expire_at, revoked_at, revoke_reason`
+
+// keyRow is a KeyRecord in column form.
+type keyRow struct {
+	kid, uri, alg, jwk                        string
+	createdAt, publishAt                      int64
+	activateAt, retireAt, expireAt, revokedAt sql.NullInt64
+	revokeReason                              string
+}
+
+// encodeKey checks rec can be stored and read back unchanged, and converts it.
+func encodeKey(rec jwks.KeyRecord) (keyRow, error) {
+	if rec.KID == "" {
+		return keyRow{}, errors.New("empty kid")
+	}
+	if rec.URI == "" {
+		return keyRow{}, errors.New("empty uri")
+	}
+	if _, err := jose.ParseAlg(string(rec.Alg)); err != nil {
+		return keyRow{}, err
+	}
+	jwk, err := rec.Public.MarshalJSON()
+	if err != nil {
+		return keyRow{}, fmt.Errorf("public key: %w", err)
+	}
+	// Refuse now what ListKeys could not parse later: one bad row would
+	// make every key unreadable.
+	if _, err := jose.ParseJWK(jwk); err != nil {
+		return keyRow{}, fmt.Errorf("public key: %w", err)
+	}
+	r := keyRow{kid: rec.KID, uri: rec.URI, alg: string(rec.Alg), jwk: string(jwk), revokeReason: rec.RevokeReason}
+	if r.createdAt, err = toNanos(rec.CreatedAt); err != nil {
+		return keyRow{}, fmt.Errorf("created_at: %w", err)
+	}
+	if r.publishAt, err = toNanos(rec.PublishAt); err != nil {
+		return keyRow{}, fmt.Errorf("publish_at: %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		src  *time.Time
+		dst  *sql.NullInt64
+	}{
+		{"activate_at", rec.ActivateAt, &r.activateAt},
+		{"retire_at", rec.RetireAt, &r.retireAt},
+		{"expire_at", rec.ExpireAt, &r.expireAt},
+		{"revoked_at", rec.RevokedAt, &r.revokedAt},
+	} {
+		if *f.dst, err = toNullNanos(f.src); err != nil {
+			return keyRow{}, fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	return r, nil
+}
+
+func (r keyRow) record() (jwks.KeyRecord, error) {
+	pub, err := jose.ParseJWK([]byte(r.jwk))
+	if err != nil {
+		return jwks.KeyRecord{}, fmt.Errorf("key %s: public key: %w", r.kid, err)
+	}
+	return jwks.KeyRecord{
+		KID:          r.kid,
+		URI:          r.uri,
+		Alg:          jose.Alg(r.alg),
+		Public:       pub,
+		CreatedAt:    fromNanos(r.createdAt),
+		PublishAt:    fromNanos(r.publishAt),
+		ActivateAt:   fromNullNanos(r.activateAt),
+		RetireAt:     fromNullNanos(r.retireAt),
+		ExpireAt:     fromNullNanos(r.expireAt),
+		RevokedAt:    fromNullNanos(r.revokedAt),
+		RevokeReason: r.revokeReason,
+	}, nil
+}
+
+// CreateKey stores a new key record; an existing kid, even a revoked one,
+// fails with store.ErrExists.
+func (s *Store) CreateKey(ctx context.Context, rec jwks.KeyRecord) error {
+	r, err := encodeKey(rec)
+	if err != nil {
+		return fmt.Errorf("store: create key %s: %w", rec.KID, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		// Checked inside the write transaction, so no other writer can
+		// create the kid between the check and the insert.
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM keys WHERE kid = ?)`, r.kid).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			return store.ErrExists
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.kid, r.uri, r.alg, r.jwk, r.createdAt, r.publishAt,
+			r.activateAt, r.retireAt, r.expireAt, r.revokedAt, r.revokeReason)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: create key %s: %w", rec.KID, err)
+	}
+	return nil
+}
+
+// ListKeys returns every key record, ordered by CreatedAt, then KID.
+func (s *Store) ListKeys(ctx context.Context) ([]jwks.KeyRecord, error) {
+	recs, err := listKeys(ctx, s.db)
+	if err != nil {
+		return nil, fmt.Errorf("store: list keys: %w", err)
+	}
+	return recs, nil
+}
+
+// querier is what listKeys needs of *sql.DB and *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func listKeys(ctx context.Context, q querier) ([]jwks.KeyRecord, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+keyColumns+` FROM keys ORDER BY created_at, kid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var recs []jwks.KeyRecord
+	for rows.Next() {
+		var r keyRow
+		if err := rows.Scan(&r.kid, &r.uri, &r.alg, &r.jwk, &r.createdAt, &r.publishAt,
+			&r.activateAt, &r.retireAt, &r.expireAt, &r.revokedAt, &r.revokeReason); err != nil {
+			return nil, err
+		}
+		rec, err := r.record()
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	return recs, rows.Err()
+}
+
+// UpdateKeys runs fn over every key record in one write transaction and
+// writes back the records it returns; see store.Store.
+func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error {
+	var fnErr error
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		recs, err := listKeys(ctx, tx)
+		if err != nil {
+			return err
+		}
+		old := make(map[string]jwks.KeyRecord, len(recs))
+		for _, r := range recs {
+			old[r.KID] = r
+		}
+		updated, err := fn(recs)
+		if err != nil {
+			fnErr = err
+			return err
+		}
+		seen := make(map[string]bool, len(updated))
+		for _, u := range updated {
+			o, ok := old[u.KID]
+			if !ok {
+				return fmt.Errorf("key %s: %w", u.KID, store.ErrNotFound)
+			}
+			if seen[u.KID] {
+				return fmt.Errorf("key %s returned twice", u.KID)
+			}
+			seen[u.KID] = true
+			if err := store.CheckUpdate(o, u); err != nil {
+				return err
+			}
+			r, err := encodeKey(u)
+			if err != nil {
+				return fmt.Errorf("key %s: %w", u.KID, err)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE keys SET publish_at = ?, activate_at = ?, retire_at = ?, expire_at = ?, revoked_at = ?, revoke_reason = ? WHERE kid = ?`,
+				r.publishAt, r.activateAt, r.retireAt, r.expireAt, r.revokedAt, r.revokeReason, r.kid); err != nil {
+				return fmt.Errorf("key %s: %w", u.KID, err)
+			}
+		}
+		return nil
+	})
+	if fnErr != nil {
+		return fnErr // as is, unwrapped: the caller's error, not the store's
+	}
+	if err != nil {
+		return fmt.Errorf("store: update keys: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+// Package sqlite implements store.Store on a single SQLite file, with the
+// pure-Go modernc.org/sqlite driver (no cgo).
+//
+// Durability: the file runs in WAL mode with synchronous=FULL, so a
+// committed transaction (an audit record in particular) survives kill -9 and
+// power loss. Several processes may open the same file: every write runs in a
+// BEGIN IMMEDIATE transaction, so reading the audit chain head and appending
+// after it cannot interleave with another writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/cardsign/cardsign/store"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// maxOpenConns bounds the connection pool. SQLite serializes writers anyway
+// (writeSlot); the extra connections let WAL readers (ListKeys, ListAudit)
+// run beside a writer.
+const maxOpenConns = 4
+
+// dsnParams are applied by the driver to every new connection, which matters:
+// busy_timeout, synchronous and foreign_keys are per connection.
+//   - busy_timeout: wait up to 5 s for another process's write lock.
+//   - WAL: readers never block the writer, nor the writer readers.
+//   - synchronous=FULL: fsync the WAL at every commit (durability).
+//   - _txlock=immediate: BeginTx issues BEGIN IMMEDIATE, taking the write
+//     lock up front, so a read-then-write transaction never fails with
+//     SQLITE_BUSY_SNAPSHOT halfway.
+const dsnParams = "_busy_timeout=5000&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=on&_txlock=immediate"
+
+// Store is a store.Store on one SQLite file. It is safe for concurrent use.
+type Store struct {
+	db *sql.DB
+	// writeSlot (capacity 1) queues this process's writers in Go, honouring
+	// ctx, instead of in SQLite's busy handler, which polls with sleeps.
+	// Other processes are still excluded by SQLite's own lock.
+	writeSlot chan struct{}
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the SQLite store at path, creating the file with mode 0600 when
+// it does not exist (an existing file keeps its mode), and applies any schema
+// migrations it lacks. The directory must exist.
+func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, migrationFiles)
+}
+
+// open is Open with the migrations taken from fsys, so tests can supply
+// broken ones.
+func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// Create the file ourselves: SQLite would create it with 0644 (less
+	// umask), and the -wal and -shm files copy the database file's mode.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// A file: URI, so characters such as '?' and '#' in the path are
+	// escaped rather than read as the start of the parameters.
+	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: dsnParams}).String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(maxOpenConns)
+	db.SetMaxIdleConns(maxOpenConns)
+	s := &Store{db: db, writeSlot: make(chan struct{}, 1)}
+	if err := s.checkPragmas(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), db.Close())
+	}
+	if err := s.migrate(ctx, fsys); err != nil {
+		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), db.Close())
+	}
+	return s, nil
+}
+
+// checkPragmas confirms the connection settings took effect. journal_mode in
+// particular can silently stay "delete" (e.g. on a file system without
+// shared memory), and the store's concurrency story assumes WAL.
+func (s *Store) checkPragmas(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, p := range []struct{ name, want string }{
+		{"journal_mode", "wal"},
+		{"synchronous", "2"}, // FULL
+		{"foreign_keys", "1"},
+		{"busy_timeout", "5000"},
+	} {
+		var got string
+		if err := conn.QueryRowContext(ctx, "PRAGMA "+p.name).Scan(&got); err != nil {
+			return fmt.Errorf("pragma %s: %w", p.name, err)
+		}
+		if got != p.want {
+			return fmt.Errorf("pragma %s is %q, want %q", p.name, got, p.want)
+		}
+	}
+	return nil
+}
+
+// Close closes the database. Committed data is already durable.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// write runs fn in one write transaction (BEGIN IMMEDIATE, see dsnParams) and
+// commits it; an fn error rolls it back and is returned unchanged.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	select {
+	case s.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writeSlot }()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback() // fn's error is the one that matters; rollback cannot lose data
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

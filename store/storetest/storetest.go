@@ -1,0 +1,691 @@
+// Package storetest checks a store.Store implementation against the
+// contract documented on store.Store. SQLite runs it now; a PostgreSQL store
+// runs the same suite.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
+)
+
+// Opener opens a new handle on one store. Every handle it returns sees the
+// same data, as a second process (or replica) would; a handle closed and
+// reopened must find everything committed before.
+type Opener func(ctx context.Context) (store.Store, error)
+
+// Run runs the contract tests. newStore returns an Opener for a fresh, empty
+// store, to be cleaned up with t.Cleanup; Run closes the handles it opens.
+func Run(t *testing.T, newStore func(t *testing.T) Opener) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, open Opener)
+	}{
+		{"Empty", testEmpty},
+		{"KeysRoundTrip", testKeysRoundTrip},
+		{"CreateKeyExists", testCreateKeyExists},
+		{"CreateKeyInvalid", testCreateKeyInvalid},
+		{"UpdateKeysRoundTrip", testUpdateKeysRoundTrip},
+		{"UpdateKeysFnErrorWritesNothing", testUpdateKeysFnError},
+		{"UpdateKeysRefusals", testUpdateKeysRefusals},
+		{"UpdateKeysAtomicAcrossHandles", testUpdateKeysConcurrent},
+		{"AuditRoundTrip", testAuditRoundTrip},
+		{"AuditInvalidBatchWritesNothing", testAuditInvalid},
+		{"AuditTwoHandlesOneChain", testAuditTwoHandles},
+		{"AuditList", testAuditList},
+		{"NextSequence", testNextSequence},
+		{"Reopen", testReopen},
+		{"ContextCanceled", testContextCanceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
+	}
+}
+
+func mustOpen(t *testing.T, open Opener) store.Store {
+	t.Helper()
+	s, err := open(t.Context())
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+func ptr(t time.Time) *time.Time { return &t }
+
+// base is a fixed instant with nanoseconds, in a non-UTC zone, so round
+// trips must keep nanoseconds and the instant (not the zone).
+func base() time.Time {
+	return time.Date(2026, 5, 4, 3, 2, 1, 123456789, time.FixedZone("CEST", 2*3600))
+}
+
+// newKey returns a valid record with a real public key.
+func newKey(t *testing.T, kid string, created time.Time) jwks.KeyRecord {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := jose.NewJWK(priv.Public(), kid, "ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jwks.KeyRecord{
+		KID:       kid,
+		URI:       "file:/keys/" + kid + ".pem?pin-value=secret",
+		Alg:       "ES256",
+		Public:    pub,
+		CreatedAt: created,
+		PublishAt: created.Add(time.Minute),
+	}
+}
+
+// equalKeys compares records as instants: the store may return times in UTC.
+func equalKeys(a, b jwks.KeyRecord) bool {
+	eqp := func(x, y *time.Time) bool {
+		return (x == nil) == (y == nil) && (x == nil || x.Equal(*y))
+	}
+	return a.KID == b.KID && a.URI == b.URI && a.Alg == b.Alg && a.Public == b.Public &&
+		a.CreatedAt.Equal(b.CreatedAt) && a.PublishAt.Equal(b.PublishAt) &&
+		eqp(a.ActivateAt, b.ActivateAt) && eqp(a.RetireAt, b.RetireAt) &&
+		eqp(a.ExpireAt, b.ExpireAt) && eqp(a.RevokedAt, b.RevokedAt) &&
+		a.RevokeReason == b.RevokeReason
+}
+
+func fmtKey(r jwks.KeyRecord) string {
+	f := func(t *time.Time) string {
+		if t == nil {
+			return "nil"
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("{%s %s %s created=%s publish=%s activate=%s retire=%s expire=%s revoked=%s %q}",
+		r.KID, r.URI, r.Alg, f(&r.CreatedAt), f(&r.PublishAt), f(r.ActivateAt), f(r.RetireAt), f(r.ExpireAt), f(r.RevokedAt), r.RevokeReason)
+}
+
+func checkKeys(t *testing.T, s store.Store, want []jwks.KeyRecord) {
+	t.Helper()
+	got, err := s.ListKeys(t.Context())
+	if err != nil {
+		t.Fatalf("ListKeys: %v", err)
+	}
+	if !slices.EqualFunc(got, want, equalKeys) {
+		t.Errorf("ListKeys:")
+		for _, r := range got {
+			t.Errorf("  got  %s", fmtKey(r))
+		}
+		for _, r := range want {
+			t.Errorf("  want %s", fmtKey(r))
+		}
+		t.FailNow()
+	}
+	for _, r := range got {
+		for _, p := range []*time.Time{&r.CreatedAt, &r.PublishAt, r.ActivateAt, r.RetireAt, r.ExpireAt, r.RevokedAt} {
+			if p != nil && p.Location() != time.UTC {
+				t.Fatalf("key %s: time %v not in UTC", r.KID, p)
+			}
+		}
+	}
+}
+
+func testEmpty(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	if keys, err := s.ListKeys(ctx); err != nil || len(keys) != 0 {
+		t.Errorf("ListKeys = %v, %v; want none", keys, err)
+	}
+	if recs, err := s.ListAudit(ctx, 0, 0); err != nil || len(recs) != 0 {
+		t.Errorf("ListAudit = %v, %v; want none", recs, err)
+	}
+	seq, hash, err := s.AuditHead(ctx)
+	if err != nil || seq != 0 || !bytes.Equal(hash, audit.Genesis()) {
+		t.Errorf("AuditHead = %d, %x, %v; want 0, genesis", seq, hash, err)
+	}
+	if out, err := s.AppendAudit(ctx, nil); err != nil || len(out) != 0 {
+		t.Errorf("AppendAudit(nil) = %v, %v", out, err)
+	}
+}
+
+func testKeysRoundTrip(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	// Every field set, including all optional times.
+	full := newKey(t, "k-full", base())
+	full.ActivateAt = ptr(base().Add(time.Hour + 1))
+	full.RetireAt = ptr(base().Add(2*time.Hour + 2))
+	full.ExpireAt = ptr(base().Add(3*time.Hour + 3))
+	full.RevokedAt = ptr(base().Add(4*time.Hour + 4))
+	full.RevokeReason = "key compromise"
+	// Every optional time nil.
+	bare := newKey(t, "k-bare", base().Add(-time.Hour))
+	// Same CreatedAt as full: ordered by KID after CreatedAt.
+	tieA := newKey(t, "k-a", base())
+	// Created at the Unix epoch: zero nanoseconds must not read back as nil.
+	epoch := newKey(t, "k-epoch", time.Unix(0, 0))
+	epoch.ActivateAt = ptr(time.Unix(0, 0))
+
+	for _, r := range []jwks.KeyRecord{full, bare, tieA, epoch} {
+		if err := s.CreateKey(ctx, r); err != nil {
+			t.Fatalf("CreateKey(%s): %v", r.KID, err)
+		}
+	}
+	checkKeys(t, s, []jwks.KeyRecord{epoch, bare, tieA, full})
+}
+
+func testCreateKeyExists(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	k := newKey(t, "k1", base())
+	if err := s.CreateKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	other := newKey(t, "k1", base().Add(time.Hour))
+	if err := s.CreateKey(ctx, other); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("CreateKey(existing kid) = %v, want ErrExists", err)
+	}
+	// Revoked: the kid stays taken.
+	err := s.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+		recs[0].RevokedAt, recs[0].RevokeReason = ptr(base().Add(time.Minute)), "superseded"
+		return recs, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateKey(ctx, other); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("CreateKey(revoked kid) = %v, want ErrExists", err)
+	}
+	k.RevokedAt, k.RevokeReason = ptr(base().Add(time.Minute)), "superseded"
+	checkKeys(t, s, []jwks.KeyRecord{k})
+}
+
+func testCreateKeyInvalid(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	tests := []struct {
+		name string
+		mod  func(r *jwks.KeyRecord)
+	}{
+		{"empty kid", func(r *jwks.KeyRecord) { r.KID = "" }},
+		{"empty uri", func(r *jwks.KeyRecord) { r.URI = "" }},
+		{"unknown alg", func(r *jwks.KeyRecord) { r.Alg = "none" }},
+		{"empty public key", func(r *jwks.KeyRecord) { r.Public = jose.JWK{} }},
+		{"broken public key", func(r *jwks.KeyRecord) { r.Public.X = "AAAA" }},
+		{"zero created_at", func(r *jwks.KeyRecord) { r.CreatedAt = time.Time{} }},
+		{"zero publish_at", func(r *jwks.KeyRecord) { r.PublishAt = time.Time{} }},
+		{"unstorable activate_at", func(r *jwks.KeyRecord) { r.ActivateAt = ptr(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newKey(t, "k-"+tt.name, base())
+			tt.mod(&r)
+			if err := s.CreateKey(t.Context(), r); err == nil {
+				t.Fatal("CreateKey succeeded")
+			}
+		})
+	}
+	checkKeys(t, s, nil)
+}
+
+func testUpdateKeysRoundTrip(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	k1, k2, k3 := newKey(t, "k1", base()), newKey(t, "k2", base().Add(time.Second)), newKey(t, "k3", base().Add(2*time.Second))
+	k1.ActivateAt = ptr(base())
+	k3.ExpireAt = ptr(base().Add(time.Hour))
+	for _, r := range []jwks.KeyRecord{k1, k2, k3} {
+		if err := s.CreateKey(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A rotation: k1 retires, k2 activates, k3's expiry is cleared; k3 is
+	// left out of the result and must stay as it was otherwise.
+	var seen []string
+	err := s.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+		for _, r := range recs {
+			seen = append(seen, r.KID)
+		}
+		recs[0].RetireAt = ptr(base().Add(10 * time.Minute))
+		recs[1].ActivateAt = ptr(base().Add(10 * time.Minute))
+		recs[1].PublishAt = base().Add(-time.Minute)
+		recs[2].ExpireAt = nil
+		return recs[:2], nil
+	})
+	if err != nil {
+		t.Fatalf("UpdateKeys: %v", err)
+	}
+	if !slices.Equal(seen, []string{"k1", "k2", "k3"}) {
+		t.Errorf("fn saw %v, want every key in order", seen)
+	}
+	k1.RetireAt = ptr(base().Add(10 * time.Minute))
+	k2.ActivateAt = ptr(base().Add(10 * time.Minute))
+	k2.PublishAt = base().Add(-time.Minute)
+	checkKeys(t, s, []jwks.KeyRecord{k1, k2, k3})
+
+	// A set time can be cleared again.
+	err = s.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+		recs[0].RetireAt = nil
+		return recs[:1], nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1.RetireAt = nil
+	checkKeys(t, s, []jwks.KeyRecord{k1, k2, k3})
+}
+
+func testUpdateKeysFnError(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	k1, k2 := newKey(t, "k1", base()), newKey(t, "k2", base().Add(time.Second))
+	for _, r := range []jwks.KeyRecord{k1, k2} {
+		if err := s.CreateKey(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errFn := errors.New("fn says no")
+	err := s.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+		recs[0].RevokedAt = ptr(base())
+		recs[1].ActivateAt = ptr(base())
+		return recs, errFn
+	})
+	if err != errFn { // not errors.Is: "returned as is" is the contract
+		t.Fatalf("UpdateKeys = %v, want fn's error as is", err)
+	}
+	checkKeys(t, s, []jwks.KeyRecord{k1, k2})
+}
+
+func testUpdateKeysRefusals(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	k1, k2 := newKey(t, "k1", base()), newKey(t, "k2", base().Add(time.Second))
+	k2.RevokedAt, k2.RevokeReason = ptr(base()), "compromised"
+	for _, r := range []jwks.KeyRecord{k1, k2} {
+		if err := s.CreateKey(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := newKey(t, "k1", base())
+	tests := []struct {
+		name string
+		// mod changes recs[1] (k2) or recs[0]; recs[0] also gets a valid
+		// change first, which must not be written either.
+		mod  func(recs []jwks.KeyRecord) []jwks.KeyRecord
+		want error // nil: any error
+	}{
+		{"kid", func(r []jwks.KeyRecord) []jwks.KeyRecord { r[0].KID = "k9"; return r }, store.ErrNotFound},
+		{"created_at", func(r []jwks.KeyRecord) []jwks.KeyRecord { r[1].CreatedAt = base().Add(time.Hour); return r }, store.ErrImmutable},
+		{"public", func(r []jwks.KeyRecord) []jwks.KeyRecord { r[1].Public = other.Public; return r }, store.ErrImmutable},
+		{"uri", func(r []jwks.KeyRecord) []jwks.KeyRecord { r[1].URI = "file:/other"; return r }, store.ErrImmutable},
+		{"alg", func(r []jwks.KeyRecord) []jwks.KeyRecord { r[1].Alg = "ES384"; return r }, store.ErrImmutable},
+		{"unrevoke", func(r []jwks.KeyRecord) []jwks.KeyRecord { r[1].RevokedAt = nil; return r }, store.ErrImmutable},
+		{"duplicate kid", func(r []jwks.KeyRecord) []jwks.KeyRecord { return append(r, r[1]) }, nil},
+		{"unstorable time", func(r []jwks.KeyRecord) []jwks.KeyRecord { r[1].PublishAt = time.Time{}; return r }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+				recs[0].ActivateAt = ptr(base().Add(time.Hour)) // valid on its own
+				return tt.mod(recs), nil
+			})
+			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Fatalf("UpdateKeys = %v, want %v", err, tt.want)
+			}
+			checkKeys(t, s, []jwks.KeyRecord{k1, k2})
+		})
+	}
+}
+
+// testUpdateKeysConcurrent runs read-modify-write updates from two handles at
+// once; a lost update means UpdateKeys is not one transaction.
+func testUpdateKeysConcurrent(t *testing.T, open Opener) {
+	s1, s2 := mustOpen(t, open), mustOpen(t, open)
+	ctx := t.Context()
+	if err := s1.CreateKey(ctx, newKey(t, "k1", base())); err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*workers*each)
+	for _, s := range []store.Store{s1, s2} {
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					errs <- s.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+						recs[0].RevokeReason += "x" // a counter, for the test's sake
+						return recs, nil
+					})
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("UpdateKeys: %v", err)
+		}
+	}
+	keys, err := s2.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(keys[0].RevokeReason); got != 2*workers*each {
+		t.Fatalf("%d of %d updates survived", got, 2*workers*each)
+	}
+}
+
+func newRecord(id string, i int) audit.Record {
+	sum := sha256.Sum256([]byte(id))
+	return audit.Record{
+		Time:            base().Add(time.Duration(i)*time.Millisecond + time.Duration(i)), // distinct nanoseconds
+		Caller:          "caller-" + id,
+		RequestID:       id,
+		CardName:        "Agent " + id,
+		CardVersion:     fmt.Sprintf("1.%d.0", i),
+		CanonicalSHA256: sum[:],
+		KID:             "k1",
+		Alg:             "ES256",
+		Profile:         "spec",
+		Signature:       "sig-" + id,
+	}
+}
+
+func equalRecords(a, b audit.Record) bool {
+	return a.Seq == b.Seq && a.Time.Equal(b.Time) && a.Caller == b.Caller && a.RequestID == b.RequestID &&
+		a.CardName == b.CardName && a.CardVersion == b.CardVersion &&
+		bytes.Equal(a.CanonicalSHA256, b.CanonicalSHA256) && a.KID == b.KID && a.Alg == b.Alg &&
+		a.Profile == b.Profile && a.Signature == b.Signature &&
+		bytes.Equal(a.PrevHash, b.PrevHash) && bytes.Equal(a.Hash, b.Hash)
+}
+
+func listAll(t *testing.T, s store.Store) []audit.Record {
+	t.Helper()
+	recs, err := s.ListAudit(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatalf("ListAudit: %v", err)
+	}
+	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
+		t.Fatalf("VerifyChain: %v", err)
+	}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) {
+			t.Fatalf("record %d has seq %d", i, r.Seq)
+		}
+	}
+	return recs
+}
+
+func testAuditRoundTrip(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	in := []audit.Record{newRecord("a", 1), newRecord("b", 2)}
+	in[0].Seq, in[0].PrevHash, in[0].Hash = 99, []byte("bogus"), []byte("bogus") // ignored
+	out, err := s.AppendAudit(ctx, in)
+	if err != nil {
+		t.Fatalf("AppendAudit: %v", err)
+	}
+	if len(out) != 2 || out[0].Seq != 1 || out[1].Seq != 2 {
+		t.Fatalf("AppendAudit returned %+v", out)
+	}
+	for i, r := range out {
+		if r.Time.Location() != time.UTC || !r.Time.Equal(in[i].Time) {
+			t.Errorf("record %d time %v, want %v in UTC", i, r.Time, in[i].Time)
+		}
+	}
+	stored := listAll(t, s)
+	if !slices.EqualFunc(stored, out, equalRecords) {
+		t.Fatalf("stored %+v\nreturned %+v", stored, out)
+	}
+	want := in[1]
+	want.Seq, want.PrevHash, want.Hash = 2, out[0].Hash, out[1].Hash
+	if !equalRecords(stored[1], want) || stored[1].Time.Nanosecond() != in[1].Time.Nanosecond() {
+		t.Fatalf("stored %+v, want %+v", stored[1], want)
+	}
+	seq, hash, err := s.AuditHead(ctx)
+	if err != nil || seq != 2 || !bytes.Equal(hash, out[1].Hash) {
+		t.Fatalf("AuditHead = %d, %x, %v; want 2, %x", seq, hash, err, out[1].Hash)
+	}
+}
+
+func testAuditInvalid(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	if _, err := s.AppendAudit(ctx, []audit.Record{newRecord("a", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, mod := range []func(r *audit.Record){
+		func(r *audit.Record) { r.CanonicalSHA256 = r.CanonicalSHA256[:31] },
+		func(r *audit.Record) { r.Time = time.Time{} },
+	} {
+		bad := newRecord("bad", 3)
+		mod(&bad)
+		if _, err := s.AppendAudit(ctx, []audit.Record{newRecord("b", 2), bad}); err == nil {
+			t.Fatal("AppendAudit accepted an invalid record")
+		}
+	}
+	if recs := listAll(t, s); len(recs) != 1 {
+		t.Fatalf("%d records after failed appends, want 1", len(recs))
+	}
+}
+
+// testAuditTwoHandles appends from two handles at once (two processes, or two
+// replicas) and checks they build one gap-free chain.
+func testAuditTwoHandles(t *testing.T, open Opener) {
+	s1, s2 := mustOpen(t, open), mustOpen(t, open)
+	ctx := t.Context()
+	const workers, each = 4, 25
+	var mu sync.Mutex
+	var returned []audit.Record
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*workers*each)
+	for h, s := range []store.Store{s1, s2} {
+		for w := range workers {
+			wg.Go(func() {
+				for i := range each {
+					n := 1 + i%3 // batches of 1 to 3
+					batch := make([]audit.Record, n)
+					for j := range batch {
+						batch[j] = newRecord(fmt.Sprintf("h%d-w%d-%d-%d", h, w, i, j), i)
+					}
+					out, err := s.AppendAudit(ctx, batch)
+					if err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					returned = append(returned, out...)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("AppendAudit: %v", err)
+	}
+	stored := listAll(t, s1)
+	if len(stored) != len(returned) {
+		t.Fatalf("%d records stored, %d returned", len(stored), len(returned))
+	}
+	for _, r := range returned {
+		if !equalRecords(stored[r.Seq-1], r) {
+			t.Fatalf("returned %+v, stored %+v", r, stored[r.Seq-1])
+		}
+	}
+	seq, hash, err := s2.AuditHead(ctx)
+	if err != nil || seq != int64(len(stored)) || !bytes.Equal(hash, stored[len(stored)-1].Hash) {
+		t.Fatalf("AuditHead = %d, %x, %v", seq, hash, err)
+	}
+}
+
+func testAuditList(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	var batch []audit.Record
+	for i := range 10 {
+		batch = append(batch, newRecord(fmt.Sprint(i), i))
+	}
+	if _, err := s.AppendAudit(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		after    int64
+		limit    int
+		wantSeqs []int64
+	}{
+		{0, 3, []int64{1, 2, 3}},
+		{3, 3, []int64{4, 5, 6}},
+		{8, 5, []int64{9, 10}},
+		{10, 5, nil},
+		{7, 0, []int64{8, 9, 10}},
+		{-5, 1, []int64{1}},
+	}
+	for _, tt := range tests {
+		recs, err := s.ListAudit(ctx, tt.after, tt.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		for _, r := range recs {
+			seqs = append(seqs, r.Seq)
+		}
+		if !slices.Equal(seqs, tt.wantSeqs) {
+			t.Errorf("ListAudit(%d, %d) seqs = %v, want %v", tt.after, tt.limit, seqs, tt.wantSeqs)
+		}
+	}
+	// A page verifies against the hash before it.
+	first, _ := s.ListAudit(ctx, 0, 4)
+	rest, _ := s.ListAudit(ctx, 4, 0)
+	if err := audit.VerifyChain(first[3].Hash, rest); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testNextSequence(t *testing.T, open Opener) {
+	s1, s2 := mustOpen(t, open), mustOpen(t, open)
+	ctx := t.Context()
+	for want := int64(1); want <= 3; want++ {
+		if got, err := s1.NextSequence(ctx, "revocations"); err != nil || got != want {
+			t.Fatalf("NextSequence = %d, %v; want %d", got, err, want)
+		}
+	}
+	if got, err := s1.NextSequence(ctx, "other"); err != nil || got != 1 {
+		t.Fatalf("NextSequence(other) = %d, %v; want 1 (counters are independent)", got, err)
+	}
+	if _, err := s1.NextSequence(ctx, ""); err == nil {
+		t.Fatal("NextSequence(\"\") succeeded")
+	}
+	// Concurrent from two handles: every value handed out once, no gaps.
+	const n = 40
+	vals := make(chan int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		s := []store.Store{s1, s2}[i%2]
+		wg.Go(func() {
+			v, err := s.NextSequence(ctx, "revocations")
+			if err != nil {
+				t.Error(err)
+			}
+			vals <- v
+		})
+	}
+	wg.Wait()
+	close(vals)
+	var got []int64
+	for v := range vals {
+		got = append(got, v)
+	}
+	slices.Sort(got)
+	for i, v := range got {
+		if v != int64(4+i) {
+			t.Fatalf("concurrent NextSequence values %v, want 4..%d once each", got, 3+n)
+		}
+	}
+}
+
+func testReopen(t *testing.T, open Opener) {
+	ctx := t.Context()
+	s, err := open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newKey(t, "k1", base())
+	k.ActivateAt = ptr(base().Add(time.Hour))
+	if err := s.CreateKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.AppendAudit(ctx, []audit.Record{newRecord("a", 1), newRecord("b", 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.NextSequence(ctx, "revocations"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = mustOpen(t, open)
+	checkKeys(t, s, []jwks.KeyRecord{k})
+	if stored := listAll(t, s); !slices.EqualFunc(stored, out, equalRecords) {
+		t.Fatalf("after reopen: %+v, want %+v", stored, out)
+	}
+	if v, err := s.NextSequence(ctx, "revocations"); err != nil || v != 2 {
+		t.Fatalf("NextSequence after reopen = %d, %v; want 2", v, err)
+	}
+	// The chain continues from the stored head.
+	more, err := s.AppendAudit(ctx, []audit.Record{newRecord("c", 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if more[0].Seq != 3 || !bytes.Equal(more[0].PrevHash, out[1].Hash) {
+		t.Fatalf("append after reopen: seq %d prev %x", more[0].Seq, more[0].PrevHash)
+	}
+	listAll(t, s)
+}
+
+func testContextCanceled(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.CreateKey(ctx, newKey(t, "k1", base())); !errors.Is(err, context.Canceled) {
+		t.Errorf("CreateKey = %v, want context.Canceled", err)
+	}
+	if _, err := s.AppendAudit(ctx, []audit.Record{newRecord("a", 1)}); !errors.Is(err, context.Canceled) {
+		t.Errorf("AppendAudit = %v, want context.Canceled", err)
+	}
+	if _, err := s.NextSequence(ctx, "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("NextSequence = %v, want context.Canceled", err)
+	}
+	called := false
+	err := s.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) { called = true; return recs, nil })
+	if !errors.Is(err, context.Canceled) || called {
+		t.Errorf("UpdateKeys = %v (fn called: %v), want context.Canceled before fn", err, called)
+	}
+	if _, err := s.ListKeys(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("ListKeys = %v, want context.Canceled", err)
+	}
+	checkKeys(t, s, nil)
+	if recs := listAll(t, s); len(recs) != 0 {
+		t.Errorf("%d audit records written under a canceled context", len(recs))
+	}
+}
