@@ -103,7 +103,7 @@ func (b *Batcher) Commit(ctx context.Context, recs []Record) ([]Record, error) {
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
-	if true {
+	if !req.taken {
 		req.canceled = true
 		b.mu.Unlock()
 		return nil, ctx.Err()

@@ -241,7 +241,10 @@ func TestBatcherFailedTransactionFailsItsCallersOnly(t *testing.T) {
 func TestBatcherContext(t *testing.T) {
 	m := &memCommitter{started: make(chan []Record, 8), gate: make(chan struct{})}
 	b := NewBatcher(m, 0)
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
+	// Runs before Close (cleanups are LIFO): a failing test must not leave
+	// a transaction held, or Close would hang instead of the test failing.
+	t.Cleanup(func() { close(m.gate) })
 
 	// A holds the first transaction open.
 	ctxA, cancelA := context.WithCancel(context.Background())
@@ -304,6 +307,9 @@ func TestBatcherContext(t *testing.T) {
 func TestBatcherCloseDrains(t *testing.T) {
 	m := &memCommitter{started: make(chan []Record, 64), gate: make(chan struct{})}
 	b := NewBatcher(m, 4)
+	release := sync.OnceFunc(func() { close(m.gate) }) // lets every transaction run
+	t.Cleanup(func() { b.Close() })
+	t.Cleanup(release) // before Close, see TestBatcherContext
 
 	const n = 10
 	errs := make(chan error, n)
@@ -336,17 +342,10 @@ func TestBatcherCloseDrains(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 
-	// Release every transaction: 1 + ceil(9/4) = 4.
-	go func() {
-		for range m.started {
-			m.gate <- struct{}{}
-		}
-	}()
-	m.gate <- struct{}{}
+	release()
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	close(m.started)
 	for range n {
 		if err := <-errs; err != nil {
 			t.Fatalf("queued Commit: %v", err)

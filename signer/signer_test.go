@@ -376,7 +376,9 @@ func TestVerifyRevokedKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	revoked := func(kid string) (string, bool) { return "revoked at 2026-11-21T00:00:00Z (key compromise)", kid == k.KID }
+	revoked := func(kid string) (string, bool) {
+		return "revoked at 2026-11-21T00:00:00Z (key compromise)", kid == k.KID
+	}
 	v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k), Revoked: revoked})
 	if err != nil {
 		t.Fatal(err)

@@ -7,10 +7,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"errors"
 	"flag"
 	"fmt"
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"io"
 	"net/url"
 	"strings"

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
-	"net/url"
-	"os"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
