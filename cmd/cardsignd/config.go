@@ -127,7 +127,7 @@ func (c *Config) validate() error {
 			bad("%s: %s is not a loopback address; listening beyond this machine requires TLS and authentication, which this version does not offer yet: use 127.0.0.1 or ::1", name, addr)
 		}
 	}
-	if c.GRPCAddr == c.HTTPAddr {
+	if c.GRPCAddr == c.HTTPAddr && !strings.HasSuffix(c.GRPCAddr, ":0") {
 		bad("grpc_addr and http_addr must differ")
 	}
 	switch strings.ToLower(c.LogLevel) {
