@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"encoding/base64"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,8 +65,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 var readyLine = regexp.MustCompile(`msg="cardsignd ready" grpc=(\S+) http=(\S+)`)
 
@@ -400,4 +404,3 @@ func verifyJS(t *testing.T, jwksFile string, cards ...string) {
 }
 
 func base64URL(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }
-
