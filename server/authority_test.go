@@ -1,0 +1,182 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	_ "github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store/sqlite"
+)
+
+func newAuthority(t *testing.T) (*Authority, string) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	a := NewAuthority(Config{
+		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
+		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: card.Limits{},
+		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
+	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(func() { a.Close() })
+	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if created, err := a.Bootstrap(context.Background()); err != nil || !created {
+		t.Fatalf("Bootstrap: %v %v", created, err)
+	}
+	if created, err := a.Bootstrap(context.Background()); err != nil || created {
+		t.Fatalf("second Bootstrap must do nothing: %v %v", created, err)
+	}
+	return a, dir
+}
+
+func activeKID(t *testing.T, a *Authority) string {
+	t.Helper()
+	views, err := a.Keys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := jwks.Active(views)
+	if !ok {
+		t.Fatal("no active key")
+	}
+	return v.KID
+}
+
+func wantPrecondition(t *testing.T, err error, substr string) {
+	t.Helper()
+	var pe *PreconditionError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), substr) {
+		t.Fatalf("want a PreconditionError mentioning %q, got %v", substr, err)
+	}
+}
+
+func TestKeyTransitionsRefuseWhatWouldSurprise(t *testing.T) {
+	ctx := context.Background()
+	a, dir := newAuthority(t)
+	first := activeKID(t, a)
+
+	_, err := a.RetireKey(ctx, first, false)
+	wantPrecondition(t, err, "active key")
+	_, err = a.RevokeKey(ctx, first, "", false)
+	wantPrecondition(t, err, "only active key")
+	_, err = a.ActivateKey(ctx, first)
+	wantPrecondition(t, err, "already active")
+
+	rot, err := a.RotateKey(ctx, "EdDSA", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rot.State != jwks.StatePending || rot.Alg != jose.EdDSA || rot.ActivateAt == nil {
+		t.Fatalf("rotated key: %+v", rot)
+	}
+	_, err = a.RotateKey(ctx, "", nil)
+	wantPrecondition(t, err, "already scheduled")
+
+	// During prepublication both keys sign.
+	keys, err := a.signingKeys(ctx)
+	if err != nil || len(keys) != 2 || keys[0].KID != first || keys[1].KID != rot.KID {
+		t.Fatalf("signing keys during prepublication: %v %v", keys, err)
+	}
+
+	// Revoking the pending key cancels the rotation: the old key keeps signing.
+	if _, err := a.RevokeKey(ctx, rot.KID, "changed our mind", false); err != nil {
+		t.Fatal(err)
+	}
+	if activeKID(t, a) != first {
+		t.Fatal("revoking a pending key must not retire the active one")
+	}
+	_, err = a.ActivateKey(ctx, rot.KID)
+	wantPrecondition(t, err, "revoked")
+	_, err = a.RevokeKey(ctx, rot.KID, "", false)
+	wantPrecondition(t, err, "already revoked")
+
+	// Import an existing key file, then activate it.
+	imported, err := a.ImportKey(ctx, "file:"+filepath.Join(dir, "keys", "missing.pem"), "", "")
+	var ia *InvalidArgumentError
+	if !errors.As(err, &ia) {
+		t.Fatalf("importing a missing file: %v", err)
+	}
+	created, err := a.CreateKey(ctx, "ES384")
+	if err != nil || created.State != jwks.StatePending || created.ActivateAt != nil {
+		t.Fatalf("CreateKey: %+v %v", created, err)
+	}
+	if imported, err = a.ImportKey(ctx, created.URI, "", ""); err == nil {
+		t.Fatalf("importing the same key twice must fail (kid %s)", imported.KID)
+	}
+	if _, err := a.ActivateKey(ctx, created.KID); err != nil {
+		t.Fatal(err)
+	}
+	if activeKID(t, a) != created.KID {
+		t.Fatal("activate did not take effect")
+	}
+	views, _ := a.Keys(ctx)
+	for _, v := range views {
+		if v.KID == first && v.State != jwks.StateRetired {
+			t.Fatalf("the superseded key is %s, want retired", v.State)
+		}
+	}
+	_, err = a.RotateKey(ctx, "", durationPtr(-time.Second))
+	if !errors.As(err, &ia) {
+		t.Fatalf("negative prepublish: %v", err)
+	}
+	_, err = a.CreateKey(ctx, "HS256")
+	if !errors.As(err, &ia) {
+		t.Fatalf("unknown alg: %v", err)
+	}
+	var nf *NotFoundError
+	if _, err := a.ActivateKey(ctx, "nope"); !errors.As(err, &nf) {
+		t.Fatalf("unknown kid: %v", err)
+	}
+}
+
+func durationPtr(d time.Duration) *time.Duration { return &d }
+
+func TestSignCommitsAuditBeforeReturning(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newAuthority(t)
+	data, err := os.ReadFile("../testdata/cards/divergent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Sign(ctx, SignRequest{Card: data, Caller: "test", RequestID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Signatures) != 2 || len(res.Audit) != 2 {
+		t.Fatalf("a divergent card: %d signatures, %d audit records", len(res.Signatures), len(res.Audit))
+	}
+	recs, err := a.store.ListAudit(ctx, 0, 10)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("stored audit records: %d %v", len(recs), err)
+	}
+	for i, r := range recs {
+		if r.Signature != res.Signatures[i].Value || r.Caller != "test" || r.RequestID != "r1" || r.CardName != "Divergent Agent" || r.Profile != string(res.Signatures[i].Profile) {
+			t.Fatalf("audit record %d does not match its signature: %+v", i, r)
+		}
+	}
+	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
+		t.Fatal(err)
+	}
+
+	// When the audit log cannot be written, no signature comes back.
+	a.Close()
+	if _, err := a.Sign(ctx, SignRequest{Card: data}); !errors.Is(err, ErrAudit) {
+		t.Fatalf("signing with the audit log closed: %v, want ErrAudit", err)
+	}
+}
