@@ -12,11 +12,11 @@ import (
 	"unicode/utf8"
 )
 
-// parseObject reads one JSON object into its members. It is stricter than
+// ParseObject reads one JSON object into its members. It is stricter than
 // encoding/json on purpose: a key document with two "x" members, invalid
 // UTF-8 or trailing data means different things to different parsers, so it
 // is refused rather than resolved the way encoding/json happens to.
-func parseObject(data []byte) (map[string]json.RawMessage, error) {
+func ParseObject(data []byte) (map[string]json.RawMessage, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("invalid UTF-8")
 	}
@@ -143,10 +143,10 @@ func writeString(b *strings.Builder, s string) error {
 // b64 encodes as JOSE base64url: URL alphabet, no padding (RFC 7515 §2).
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
-// unb64 decodes JOSE base64url strictly: no padding, no line breaks (which
+// DecodeBase64URL decodes JOSE base64url strictly: no padding, no line breaks (which
 // encoding/base64 would skip), no non-zero trailing bits. Each key value then
 // has exactly one encoding, so a thumbprint cannot be changed by re-encoding.
-func unb64(s string) ([]byte, error) {
+func DecodeBase64URL(s string) ([]byte, error) {
 	if strings.ContainsAny(s, "\r\n") {
 		return nil, errors.New("base64url value contains a line break")
 	}

@@ -101,7 +101,7 @@ func (k JWK) MarshalJSON() ([]byte, error) {
 // members are ignored (RFC 7517 §4). Private members are not looked at here:
 // callers that must refuse them (a JWKS) ask PrivateMembers.
 func ParseJWK(data []byte) (JWK, error) {
-	m, err := parseObject(data)
+	m, err := ParseObject(data)
 	if err != nil {
 		return JWK{}, fmt.Errorf("jose: jwk: %w", err)
 	}
@@ -144,7 +144,7 @@ func jwkFromMembers(m map[string]json.RawMessage) (JWK, error) {
 // p, q, dp, dq, qi, oth, k) present in the JWK object data. A JWKS must not
 // carry any; a key file must.
 func PrivateMembers(data []byte) ([]string, error) {
-	m, err := parseObject(data)
+	m, err := ParseObject(data)
 	if err != nil {
 		return nil, fmt.Errorf("jose: jwk: %w", err)
 	}
@@ -272,7 +272,7 @@ func b64Member(name, value string, size int) ([]byte, error) {
 	if value == "" {
 		return nil, fmt.Errorf("jose: jwk: missing member %q", name)
 	}
-	b, err := unb64(value)
+	b, err := DecodeBase64URL(value)
 	if err != nil {
 		return nil, fmt.Errorf("jose: jwk member %q: %w", name, err)
 	}

@@ -20,7 +20,7 @@ import (
 //
 // Errors name the offending member, never its value.
 func ParsePrivateJWK(data []byte) (crypto.Signer, JWK, error) {
-	m, err := parseObject(data)
+	m, err := ParseObject(data)
 	if err != nil {
 		return nil, JWK{}, fmt.Errorf("jose: private jwk: %w", err)
 	}

@@ -87,8 +87,8 @@ func TestNewJWKWidths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x, _ := unb64(j.X)
-			y, _ := unb64(j.Y)
+			x, _ := DecodeBase64URL(j.X)
+			y, _ := DecodeBase64URL(j.Y)
 			if len(x) != alg.ecSize() || len(y) != alg.ecSize() {
 				t.Fatalf("%s: x %d, y %d bytes, want %d", alg, len(x), len(y), alg.ecSize())
 			}
@@ -101,7 +101,7 @@ func TestNewJWKWidths(t *testing.T) {
 	if j.E != "AQAB" || j.Alg != "" || j.Kid != "kid" {
 		t.Errorf("RSA JWK e=%q alg=%q kid=%q", j.E, j.Alg, j.Kid)
 	}
-	if n, _ := unb64(j.N); n[0] == 0 || len(n) != 256 {
+	if n, _ := DecodeBase64URL(j.N); n[0] == 0 || len(n) != 256 {
 		t.Errorf("RSA n not minimal 256 bytes: %d", len(n))
 	}
 }

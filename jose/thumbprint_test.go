@@ -31,7 +31,7 @@ func TestThumbprintRFC7638(t *testing.T) {
 		t.Errorf("Thumbprint = %s, want %s", got, rfc7638T)
 	}
 	// ...and from a key built by hand, as a backend would hand it over.
-	n, _ := unb64(rfc7638N)
+	n, _ := DecodeBase64URL(rfc7638N)
 	got, err = Thumbprint(&rsa.PublicKey{N: new(big.Int).SetBytes(n), E: 65537})
 	if err != nil || got != rfc7638T {
 		t.Errorf("Thumbprint = %s, %v; want %s", got, err, rfc7638T)

@@ -1,12 +1,10 @@
 package jwks
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cardsign/cardsign/jose"
@@ -66,7 +64,7 @@ func verifyRevocations(data []byte, keys KeyLookup, now time.Time) (Revocations,
 	if len(data) > MaxSize {
 		return Revocations{}, malformed("%d bytes, over the %d-byte limit", len(data), MaxSize)
 	}
-	env, err := strictObject(data)
+	env, err := jose.ParseObject(data)
 	if err != nil {
 		return Revocations{}, malformed("%v", err)
 	}
@@ -80,14 +78,14 @@ func verifyRevocations(data []byte, keys KeyLookup, now time.Time) (Revocations,
 		if err != nil {
 			return Revocations{}, malformed("%v", err)
 		}
-		b, err := strictB64(s)
+		b, err := jose.DecodeBase64URL(s)
 		if err != nil {
 			return Revocations{}, malformed("member %q: %v", name, err)
 		}
 		b64[name], parts[name] = s, b
 	}
 
-	hdr, err := strictObject(parts["protected"])
+	hdr, err := jose.ParseObject(parts["protected"])
 	if err != nil {
 		return Revocations{}, malformed("protected header: %v", err)
 	}
@@ -142,23 +140,10 @@ func verifyRevocations(data []byte, keys KeyLookup, now time.Time) (Revocations,
 	return r, nil
 }
 
-// strictB64 decodes JOSE base64url: no padding, no line breaks, no stray
-// trailing bits, so each value has exactly one encoding.
-func strictB64(s string) ([]byte, error) {
-	if strings.ContainsAny(s, "\r\n") {
-		return nil, errors.New("base64url value contains a line break")
-	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("not unpadded base64url: %w", err)
-	}
-	return b, nil
-}
-
 // parseRevocations reads the signed payload. It is as strict as the
 // envelope: every member required, none unknown, kids unique.
 func parseRevocations(data []byte) (Revocations, error) {
-	m, err := strictObject(data)
+	m, err := jose.ParseObject(data)
 	if err != nil {
 		return Revocations{}, err
 	}
@@ -182,7 +167,7 @@ func parseRevocations(data []byte) (Revocations, error) {
 	seen := make(map[string]bool, len(entries))
 	r.Revoked = make([]Revocation, 0, len(entries))
 	for i, raw := range entries {
-		e, err := strictObject(raw)
+		e, err := jose.ParseObject(raw)
 		if err != nil {
 			return Revocations{}, fmt.Errorf("revoked[%d]: %w", i, err)
 		}
