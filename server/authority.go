@@ -51,8 +51,9 @@ type Authority struct {
 
 	mu       sync.Mutex
 	recs     []jwks.KeyRecord // last read from the store
-	readAt   time.Time
+	readAt   time.Time        // when the read that produced recs started
 	signers  map[string]*backends.Key // opened keys by kid
+	revMu    sync.Mutex               // serializes re-signing the revocation document
 	revDoc   []byte                   // cached signed revocation document
 	revState string                   // the revoked set and signer it was made for
 	revUntil time.Time                // re-sign after this
@@ -88,12 +89,17 @@ func (a *Authority) records(ctx context.Context, force bool) ([]jwks.KeyRecord, 
 		return recs, nil
 	}
 	a.mu.Unlock()
+	start := time.Now()
 	recs, err := a.store.ListKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read keys: %w", err)
+		return nil, &UnavailableError{What: "key store", Err: err}
 	}
 	a.mu.Lock()
-	a.recs, a.readAt = recs, time.Now()
+	// A slow read that started before a newer one (say, before a revocation
+	// and its forced refresh) must not put older records back.
+	if start.After(a.readAt) {
+		a.recs, a.readAt = recs, start
+	}
 	a.mu.Unlock()
 	return recs, nil
 }
@@ -169,10 +175,9 @@ func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOp
 	if err != nil {
 		return jwks.KeyRecord{}, err
 	}
+	// The signer is not cached here: the record is not committed yet, and a
+	// refused insert must not leave a signer under someone else's kid.
 	now := a.now()
-	a.mu.Lock()
-	a.signers[k.KID] = k
-	a.mu.Unlock()
 	return jwks.KeyRecord{KID: k.KID, URI: uri, Alg: k.Alg, Public: pub, CreatedAt: now, PublishAt: now}, nil
 }
 
@@ -192,7 +197,16 @@ func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
 	}
 	at := rec.CreatedAt
 	rec.ActivateAt = &at
-	if err := a.store.CreateKey(ctx, rec); err != nil {
+	if err := a.store.CreateKey(ctx, rec, func(existing []jwks.KeyRecord) error {
+		if len(existing) > 0 {
+			return &PreconditionError{Reason: "another process created the first key"}
+		}
+		return nil
+	}); err != nil {
+		var pe *PreconditionError
+		if errors.As(err, &pe) {
+			return false, nil
+		}
 		return false, err
 	}
 	a.log.Info("created and activated the first signing key", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))

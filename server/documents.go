@@ -14,9 +14,14 @@ import (
 func (a *Authority) JWKS(ctx context.Context) (jwks.Document, error) {
 	recs, err := a.records(ctx, false)
 	if err != nil {
+		a.log.Error("JWKS not served", "err", err)
 		return jwks.Document{}, err
 	}
-	return jwks.Render(a.now(), recs, a.policy(), a.cfg.JWKSMaxAge)
+	doc, err := jwks.Render(a.now(), recs, a.policy(), a.cfg.JWKSMaxAge)
+	if err != nil {
+		a.log.Error("JWKS not served", "err", err)
+	}
+	return doc, err
 }
 
 // Revocations returns the signed revocation document. It is re-signed, with
@@ -24,6 +29,18 @@ func (a *Authority) JWKS(ctx context.Context) (jwks.Document, error) {
 // and when half its lifetime has passed, so a cached copy never expires in a
 // client's hands while the daemon runs.
 func (a *Authority) Revocations(ctx context.Context) ([]byte, error) {
+	doc, err := a.revocations(ctx)
+	if err != nil {
+		a.log.Error("revocation document not served", "err", err)
+	}
+	return doc, err
+}
+
+func (a *Authority) revocations(ctx context.Context) ([]byte, error) {
+	// One re-signing at a time, so sequence numbers served by this process
+	// only ever grow.
+	a.revMu.Lock()
+	defer a.revMu.Unlock()
 	recs, err := a.records(ctx, false)
 	if err != nil {
 		return nil, err

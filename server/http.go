@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -9,18 +10,13 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 )
 
-// Paths served by the HTTP listener.
-const (
-	JWKSPath        = "/.well-known/jwks.json"
-	RevocationsPath = "/.well-known/cardsign-revocations.json"
-)
 
 // NewHTTPHandler serves the JWKS, the revocation document, /healthz (the
 // process is up) and /readyz (it can sign: store readable, an active key).
 func NewHTTPHandler(a *Authority) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(JWKSPath, jwks.Handler(a.JWKS))
-	mux.Handle(RevocationsPath, jwks.RevocationHandler(a.Revocations))
+	mux.Handle(jwks.JWKSPath, jwks.Handler(a.JWKS))
+	mux.Handle(jwks.RevocationsPath, jwks.RevocationHandler(a.Revocations))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
@@ -28,7 +24,14 @@ func NewHTTPHandler(a *Authority) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := a.Ready(ctx); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": err.Error()})
+			// The reason is generic: this endpoint is public; the log has details.
+			reason := "key store unavailable"
+			if errors.Is(err, ErrNoActiveKey) {
+				reason = "no active signing key"
+			} else {
+				a.log.Warn("not ready", "err", err)
+			}
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": reason})
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})

@@ -42,7 +42,7 @@ func unaryInterceptor(log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		id := ""
 		if md, ok := metadata.FromIncomingContext(ctx); ok {
-			if v := md.Get(RequestIDHeader); len(v) > 0 && len(v[0]) <= 128 {
+			if v := md.Get(RequestIDHeader); len(v) > 0 && validRequestID(v[0]) {
 				id = v[0]
 			}
 		}
@@ -72,4 +72,19 @@ func unaryInterceptor(log *slog.Logger) grpc.UnaryServerInterceptor {
 		}()
 		return handler(ctx, req)
 	}
+}
+
+// validRequestID accepts client request ids that are safe in logs and in
+// one-record-per-line audit listings: 1–128 of [A-Za-z0-9._-].
+func validRequestID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

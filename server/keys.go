@@ -21,6 +21,16 @@ type PreconditionError struct{ Reason string }
 
 func (e *PreconditionError) Error() string { return e.Reason }
 
+// UnavailableError is a dependency (the store, a key backend) that cannot
+// answer now; the caller may retry.
+type UnavailableError struct {
+	What string
+	Err  error
+}
+
+func (e *UnavailableError) Error() string { return e.What + " unavailable: " + e.Err.Error() }
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
 // NotFoundError is an unknown kid.
 type NotFoundError struct{ KID string }
 
@@ -71,7 +81,7 @@ func (a *Authority) CreateKey(ctx context.Context, algName string) (jwks.View, e
 	if err != nil {
 		return jwks.View{}, err
 	}
-	if err := a.store.CreateKey(ctx, rec); err != nil {
+	if err := a.store.CreateKey(ctx, rec, notAlreadyKnown(rec)); err != nil {
 		return jwks.View{}, err
 	}
 	a.log.Info("key created", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
@@ -91,7 +101,7 @@ func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jw
 	if err != nil {
 		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: err.Error()}
 	}
-	if err := a.store.CreateKey(ctx, rec); err != nil {
+	if err := a.store.CreateKey(ctx, rec, notAlreadyKnown(rec)); err != nil {
 		return jwks.View{}, err
 	}
 	a.log.Info("key imported", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
@@ -113,14 +123,14 @@ func (a *Authority) RotateKey(ctx context.Context, algName string, prepublish *t
 		}
 		wait = *prepublish
 	}
+	// Fail early, before a key is made in the backend; the check inside the
+	// store transaction below is the one that counts across replicas.
 	views, err := a.Keys(ctx)
 	if err != nil {
 		return jwks.View{}, err
 	}
-	for _, v := range views {
-		if v.State == jwks.StatePending && v.ActivateAt != nil {
-			return jwks.View{}, &PreconditionError{Reason: fmt.Sprintf("a rotation is already scheduled: %s activates at %s; activate or revoke it first", v.KID, v.ActivateAt.Format(time.RFC3339))}
-		}
+	if err := noScheduledRotation(a.now(), views); err != nil {
+		return jwks.View{}, err
 	}
 	rec, err := a.newKey(ctx, alg)
 	if err != nil {
@@ -128,11 +138,41 @@ func (a *Authority) RotateKey(ctx context.Context, algName string, prepublish *t
 	}
 	at := rec.CreatedAt.Add(wait)
 	rec.ActivateAt = &at
-	if err := a.store.CreateKey(ctx, rec); err != nil {
+	known := notAlreadyKnown(rec)
+	if err := a.store.CreateKey(ctx, rec, func(existing []jwks.KeyRecord) error {
+		if err := known(existing); err != nil {
+			return err
+		}
+		return noScheduledRotation(rec.CreatedAt, jwks.Derive(rec.CreatedAt, existing, a.policy()))
+	}); err != nil {
 		return jwks.View{}, err
 	}
 	a.log.Info("key rotation scheduled", "kid", rec.KID, "alg", rec.Alg, "activate_at", at)
 	return a.view(ctx, rec.KID)
+}
+
+// noScheduledRotation refuses a second rotation while one is scheduled: two
+// pending keys would make every card carry three signatures.
+func noScheduledRotation(now time.Time, views []jwks.View) error {
+	for _, v := range views {
+		if (v.State == jwks.StatePending || v.State == jwks.StateScheduled) && v.ActivateAt != nil && v.ActivateAt.After(now) {
+			return &PreconditionError{Reason: fmt.Sprintf("a rotation is already scheduled: %s activates at %s; activate or revoke it first", v.KID, v.ActivateAt.Format(time.RFC3339))}
+		}
+	}
+	return nil
+}
+
+// notAlreadyKnown refuses key material the store already has under any kid,
+// in any state: a revoked key must never come back under a new kid.
+func notAlreadyKnown(rec jwks.KeyRecord) func([]jwks.KeyRecord) error {
+	return func(existing []jwks.KeyRecord) error {
+		for _, e := range existing {
+			if e.URI == rec.URI || (e.Public.X == rec.Public.X && e.Public.Y == rec.Public.Y && e.Public.N == rec.Public.N && e.Public.Kty == rec.Public.Kty) {
+				return &PreconditionError{Reason: fmt.Sprintf("this key is already recorded as %s; a key is recorded once (a revoked key is never brought back)", e.KID)}
+			}
+		}
+		return nil
+	}
 }
 
 // change runs a state transition on one key inside a store transaction,
@@ -225,9 +265,6 @@ func (a *Authority) RevokeKey(ctx context.Context, kid, reason string, force boo
 		return rec, nil
 	})
 	if err == nil {
-		a.mu.Lock()
-		delete(a.signers, kid)
-		a.mu.Unlock()
 		a.log.Warn("key revoked", "kid", kid, "reason", reason, "force", force)
 	}
 	return v, err

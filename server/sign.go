@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
@@ -71,8 +70,10 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (*Signed, error) 
 	}
 	committed, err := a.batcher.Commit(ctx, recs)
 	if err != nil {
-		a.log.Error("audit commit failed; signature discarded", "request_id", req.RequestID, "err", err)
-		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr // the caller gave up while the record waited
+		}
+		return nil, fmt.Errorf("%w: %w", ErrAudit, err)
 	}
 	return &Signed{Result: res, Audit: committed}, nil
 }
@@ -122,7 +123,7 @@ func (a *Authority) Verify(ctx context.Context, data []byte, profile string) (*s
 		if !ok || v.State != jwks.StateRevoked {
 			return "", false
 		}
-		return "revoked at " + v.RevokedAt.UTC().Format(time.RFC3339) + " (" + v.RevokeReason + ")", true
+		return jwks.Revocation{KID: kid, RevokedAt: *v.RevokedAt, Reason: v.RevokeReason}.String(), true
 	}}
 	if profile != "" {
 		p, err := parseProfile(profile)

@@ -26,6 +26,7 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 		argErr  *InvalidArgumentError
 		preErr  *PreconditionError
 		nfErr   *NotFoundError
+		unErr   *UnavailableError
 	)
 	switch {
 	case errors.As(err, &cardErr):
@@ -56,12 +57,17 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 		return status.Error(codes.Canceled, "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "request deadline exceeded")
+	case errors.Is(err, store.ErrKeyRevoked):
+		return status.Error(codes.Aborted, "a signing key was revoked while this card was being signed; the signature was discarded: retry (request "+requestID+")")
 	case errors.Is(err, ErrAudit):
+		log.Error("audit commit failed; signature discarded", "request_id", requestID, "err", err)
 		return status.Error(codes.Unavailable, "audit log unavailable: the signature was discarded; retry later (request "+requestID+")")
+	case errors.As(err, &unErr):
+		log.Warn("dependency unavailable", "request_id", requestID, "what", unErr.What, "err", unErr.Err)
+		return status.Error(codes.Unavailable, unErr.What+" unavailable; retry later (request "+requestID+")")
 	}
-	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
-		return err
-	}
+	// Anything else, including a status some dependency made, is reported
+	// without its text: it may name internal resources.
 	log.Error("request failed", "request_id", requestID, "err", err)
 	return status.Error(codes.Internal, "internal error (request "+requestID+"; see the server log)")
 }

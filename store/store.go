@@ -17,8 +17,12 @@ import (
 // concurrent use, also by several processes sharing one store.
 type Store interface {
 	// CreateKey stores a new key record. A KID is never reused: creating a
-	// KID that exists, even a revoked one, fails with ErrExists.
-	CreateKey(ctx context.Context, rec jwks.KeyRecord) error
+	// KID that exists, even a revoked one, fails with ErrExists. check, when
+	// not nil, sees every existing record inside the same transaction and
+	// may refuse the insert (its error is returned as is): that is how "at
+	// most one scheduled rotation" and "never bring back a revoked key" hold
+	// across replicas.
+	CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(existing []jwks.KeyRecord) error) error
 
 	// UpdateKeys runs fn over every key record inside one transaction and
 	// writes back the records fn returns (matched by KID; records fn leaves

@@ -56,7 +56,10 @@ func benchCmd() command {
 		}
 		defer cl.close()
 		// One call first: a refusal (lint, no active key) is reported, not benchmarked.
-		if _, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: data}); err != nil {
+		warm, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err = cl.signing.SignCard(warm, &pb.SignCardRequest{Card: data})
+		cancel()
+		if err != nil {
 			fmt.Fprintf(e.stderr, "cardsign bench: %s\n", describe(err))
 			return exitFail
 		}
@@ -122,13 +125,18 @@ func load(ctx context.Context, conc int, d time.Duration, f func(context.Context
 			var lat []time.Duration
 			for ctx.Err() == nil {
 				t := time.Now()
-				err := f(context.WithoutCancel(ctx))
+				// Calls started before the end run to completion (up to 30s):
+				// cutting them off would count the deadline as an error.
+				call, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				err := f(call)
+				cancel()
 				if err != nil {
 					if errCount.Add(1) == 1 {
 						mu.Lock()
 						res.firstErr = err
 						mu.Unlock()
 					}
+					time.Sleep(10 * time.Millisecond) // no tight loop on a failing daemon
 					continue
 				}
 				lat = append(lat, time.Since(t))

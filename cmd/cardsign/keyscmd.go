@@ -78,7 +78,8 @@ func keysCmd() command {
 		case "rotate":
 			req := &pb.RotateKeyRequest{Alg: *alg}
 			if *prepublish >= 0 {
-				secs := int64(prepublish.Round(time.Second) / time.Second)
+				// Rounded up: a sub-second wait must not become "activate now".
+				secs := int64((*prepublish + time.Second - 1) / time.Second)
 				req.PrepublishSeconds = &secs
 			}
 			var r *pb.RotateKeyResponse

@@ -32,7 +32,7 @@ func verifyCmd() command {
 		var allow stringsFlag
 		fs.Var(&allow, "allow-jku", "follow a signature's jku when it starts with this URL prefix (repeatable); default: jku is ignored")
 		timeout := fs.Duration("timeout", 10*time.Second, "timeout for fetching a JWKS over HTTP")
-		revSrc := fs.String("revocations", "", "signed revocation document (file or URL); default: "+revocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
+		revSrc := fs.String("revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
 		if done {
@@ -109,10 +109,6 @@ func verifyCmd() command {
 	return c
 }
 
-// revocationsPath is where cardsignd serves its revocation document, beside
-// the JWKS.
-const revocationsPath = "/.well-known/cardsign-revocations.json"
-
 // loadRevocations fetches and verifies the revocation document that goes
 // with a JWKS. A JWKS served over HTTP by cardsignd has one beside it; one
 // that is missing (404) is reported and verification goes on, but one that
@@ -127,7 +123,7 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, nil
 		}
-		src = u.Scheme + "://" + u.Host + revocationsPath
+		src = u.Scheme + "://" + u.Host + jwks.RevocationsPath
 	}
 	var data []byte
 	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
@@ -169,7 +165,7 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 		if !ok {
 			return "", false
 		}
-		return "revoked at " + r.RevokedAt.UTC().Format(time.RFC3339) + " (" + r.Reason + ")", true
+		return r.String(), true
 	}, nil
 }
 

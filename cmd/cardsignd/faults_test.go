@@ -180,12 +180,43 @@ func TestDaemonGracefulShutdown(t *testing.T) {
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	d := startDaemon(t, data)
+	// Calls that are in flight when SIGTERM arrives must complete: slow
+	// ones, with a large card, started just before the signal.
+	c := dialDaemon(t, d.grpc)
+	big := []byte(`{"name":"Big","description":"` + strings.Repeat("long text ", 20000) + `","supportedInterfaces":[{"url":"https://a.example","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`)
 	stop := make(chan struct{})
 	received := signLoad(t, d.grpc, 16, stop)
 	time.Sleep(time.Second)
-	d.stop() // SIGTERM mid-load: exits 0 (checked by stop)
+	inflight := make(chan error, 8)
+	var started sync.WaitGroup
+	for range 8 {
+		started.Add(1)
+		go func() {
+			started.Done()
+			_, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: big})
+			inflight <- err
+		}()
+	}
+	started.Wait()
+	time.Sleep(5 * time.Millisecond) // let the calls reach the server
+	d.stop()                         // SIGTERM mid-load: exits 0 (checked by stop)
 	close(stop)
 	got := received()
+	ok := 0
+	for range 8 {
+		err := <-inflight
+		switch status.Code(err) {
+		case codes.OK:
+			ok++
+		case codes.Unavailable:
+			// Never reached the server before it stopped accepting.
+		default:
+			t.Fatalf("a call in flight at SIGTERM failed with %v", err)
+		}
+	}
+	if ok == 0 {
+		t.Fatal("no call that was in flight at SIGTERM completed")
+	}
 	if !strings.Contains(d.log.String(), "finishing in-flight signatures") {
 		t.Fatalf("no shutdown log:\n%s", d.log.String())
 	}

@@ -24,6 +24,7 @@ import (
 	_ "github.com/cardsign/cardsign/backends/file" // file: keys
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/store/sqlite"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -148,6 +149,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		gl.Close()
 		return fmt.Errorf("HTTP listener: %w", err)
 	}
+	for _, l := range []net.Listener{gl, hl} {
+		if ap, ok := l.Addr().(*net.TCPAddr); !ok || !ap.IP.IsLoopback() {
+			gl.Close()
+			hl.Close()
+			return fmt.Errorf("%s resolved to a non-loopback address; this version listens on loopback only", l.Addr())
+		}
+	}
+	if cfg.Keys.Prepublish < cfg.JWKS.MaxAge {
+		log.Warn("keys.prepublish is shorter than jwks.max_age: verifiers holding a cached JWKS may not know a rotated key when it starts signing",
+			"prepublish", cfg.Keys.Prepublish, "jwks_max_age", cfg.JWKS.MaxAge)
+	}
 	gs, hs := server.NewGRPCServer(auth, log)
 	httpSrv := &http.Server{Handler: server.NewHTTPHandler(auth), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
@@ -155,18 +167,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	go func() { errc <- httpSrv.Serve(hl) }()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 
-	abs, _ := filepath.Abs(cfg.DataDir)
 	log.Warn("listening on loopback only, without TLS or authentication (the embedded default)")
 	log.Info("cardsignd ready",
 		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
-		"jwks", "http://"+hl.Addr().String()+server.JWKSPath,
-		"data_dir", abs, "database", dbPath, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
+		"jwks", "http://"+hl.Addr().String()+jwks.JWKSPath,
+		"data_dir", cfg.DataDir, "database", dbPath, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
 		"backends", strings.Join(backends.Schemes(), ","))
 
+	var serveErr error
 	select {
 	case <-ctx.Done():
-	case err := <-errc:
-		return err
+	case serveErr = <-errc:
+		log.Error("listener failed; shutting down", "err", serveErr)
 	}
 	log.Info("shutting down: finishing in-flight signatures and their audit records")
 	hs.Shutdown()
@@ -185,5 +197,5 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("audit log: %w", err)
 	}
 	log.Info("stopped")
-	return nil
+	return serveErr
 }

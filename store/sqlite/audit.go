@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/store"
 )
 
 const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash`
@@ -37,6 +38,9 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		// The head read and the inserts share one BEGIN IMMEDIATE
 		// transaction: no other writer, in this process or another, can
 		// append in between.
+		if err := refuseRevoked(ctx, tx, out, times); err != nil {
+			return err
+		}
 		seq, prev, err := auditHead(ctx, tx)
 		if err != nil {
 			return err
@@ -119,4 +123,27 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 		return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
 	}
 	return recs, nil
+}
+
+// refuseRevoked fails the transaction when a record's key was revoked at or
+// before the record's time. A replica signs from a key list that may be up
+// to a second old; this check, in the same transaction as the append, makes
+// sure no signature by a revoked key is ever returned. Records of kids the
+// store does not know are not checked.
+func refuseRevoked(ctx context.Context, tx *sql.Tx, recs []audit.Record, times []int64) error {
+	revokedAt := map[string]sql.NullInt64{}
+	for i, r := range recs {
+		at, seen := revokedAt[r.KID]
+		if !seen {
+			err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM keys WHERE kid = ?`, r.KID).Scan(&at)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			revokedAt[r.KID] = at
+		}
+		if at.Valid && at.Int64 <= times[i] {
+			return fmt.Errorf("%w: %s", store.ErrKeyRevoked, r.KID)
+		}
+	}
+	return nil
 }

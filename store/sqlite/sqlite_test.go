@@ -261,7 +261,7 @@ func TestSchemaGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateKey(ctx, newTestKey(t, "k1")); err != nil {
+	if err := s.CreateKey(ctx, newTestKey(t, "k1"), nil); err != nil {
 		t.Fatal(err)
 	}
 	insert := `INSERT INTO audit (` + auditColumns + `) VALUES (?, 0, '', '', '', '', zeroblob(32), '', '', '', '', ?, randomblob(32))`

@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"NextSequence", testNextSequence},
 		{"Reopen", testReopen},
 		{"ContextCanceled", testContextCanceled},
+		{"CreateKeyCheckRefuses", testCreateKeyCheck},
+		{"AuditRefusesRevokedKey", testAuditRefusesRevoked},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -184,7 +186,7 @@ func testKeysRoundTrip(t *testing.T, open Opener) {
 	epoch.ActivateAt = ptr(time.Unix(0, 0))
 
 	for _, r := range []jwks.KeyRecord{full, bare, tieA, epoch} {
-		if err := s.CreateKey(ctx, r); err != nil {
+		if err := s.CreateKey(ctx, r, nil); err != nil {
 			t.Fatalf("CreateKey(%s): %v", r.KID, err)
 		}
 	}
@@ -195,11 +197,11 @@ func testCreateKeyExists(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
 	k := newKey(t, "k1", base())
-	if err := s.CreateKey(ctx, k); err != nil {
+	if err := s.CreateKey(ctx, k, nil); err != nil {
 		t.Fatal(err)
 	}
 	other := newKey(t, "k1", base().Add(time.Hour))
-	if err := s.CreateKey(ctx, other); !errors.Is(err, store.ErrExists) {
+	if err := s.CreateKey(ctx, other, nil); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("CreateKey(existing kid) = %v, want ErrExists", err)
 	}
 	// Revoked: the kid stays taken.
@@ -210,7 +212,7 @@ func testCreateKeyExists(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateKey(ctx, other); !errors.Is(err, store.ErrExists) {
+	if err := s.CreateKey(ctx, other, nil); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("CreateKey(revoked kid) = %v, want ErrExists", err)
 	}
 	k.RevokedAt, k.RevokeReason = ptr(base().Add(time.Minute)), "superseded"
@@ -236,7 +238,7 @@ func testCreateKeyInvalid(t *testing.T, open Opener) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newKey(t, "k-"+tt.name, base())
 			tt.mod(&r)
-			if err := s.CreateKey(t.Context(), r); err == nil {
+			if err := s.CreateKey(t.Context(), r, nil); err == nil {
 				t.Fatal("CreateKey succeeded")
 			}
 		})
@@ -251,7 +253,7 @@ func testUpdateKeysRoundTrip(t *testing.T, open Opener) {
 	k1.ActivateAt = ptr(base())
 	k3.ExpireAt = ptr(base().Add(time.Hour))
 	for _, r := range []jwks.KeyRecord{k1, k2, k3} {
-		if err := s.CreateKey(ctx, r); err != nil {
+		if err := s.CreateKey(ctx, r, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,7 +298,7 @@ func testUpdateKeysFnError(t *testing.T, open Opener) {
 	ctx := t.Context()
 	k1, k2 := newKey(t, "k1", base()), newKey(t, "k2", base().Add(time.Second))
 	for _, r := range []jwks.KeyRecord{k1, k2} {
-		if err := s.CreateKey(ctx, r); err != nil {
+		if err := s.CreateKey(ctx, r, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -318,7 +320,7 @@ func testUpdateKeysRefusals(t *testing.T, open Opener) {
 	k1, k2 := newKey(t, "k1", base()), newKey(t, "k2", base().Add(time.Second))
 	k2.RevokedAt, k2.RevokeReason = ptr(base()), "compromised"
 	for _, r := range []jwks.KeyRecord{k1, k2} {
-		if err := s.CreateKey(ctx, r); err != nil {
+		if err := s.CreateKey(ctx, r, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -358,7 +360,7 @@ func testUpdateKeysRefusals(t *testing.T, open Opener) {
 func testUpdateKeysConcurrent(t *testing.T, open Opener) {
 	s1, s2 := mustOpen(t, open), mustOpen(t, open)
 	ctx := t.Context()
-	if err := s1.CreateKey(ctx, newKey(t, "k1", base())); err != nil {
+	if err := s1.CreateKey(ctx, newKey(t, "k1", base()), nil); err != nil {
 		t.Fatal(err)
 	}
 	const workers, each = 4, 10
@@ -630,7 +632,7 @@ func testReopen(t *testing.T, open Opener) {
 	}
 	k := newKey(t, "k1", base())
 	k.ActivateAt = ptr(base().Add(time.Hour))
-	if err := s.CreateKey(ctx, k); err != nil {
+	if err := s.CreateKey(ctx, k, nil); err != nil {
 		t.Fatal(err)
 	}
 	out, err := s.AppendAudit(ctx, []audit.Record{newRecord("a", 1), newRecord("b", 2)})
@@ -667,7 +669,7 @@ func testContextCanceled(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := s.CreateKey(ctx, newKey(t, "k1", base())); !errors.Is(err, context.Canceled) {
+	if err := s.CreateKey(ctx, newKey(t, "k1", base()), nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("CreateKey = %v, want context.Canceled", err)
 	}
 	if _, err := s.AppendAudit(ctx, []audit.Record{newRecord("a", 1)}); !errors.Is(err, context.Canceled) {
@@ -687,5 +689,66 @@ func testContextCanceled(t *testing.T, open Opener) {
 	checkKeys(t, s, nil)
 	if recs := listAll(t, s); len(recs) != 0 {
 		t.Errorf("%d audit records written under a canceled context", len(recs))
+	}
+}
+
+func testCreateKeyCheck(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := context.Background()
+	first := newKey(t, "k1", base())
+	if err := s.CreateKey(ctx, first, func(existing []jwks.KeyRecord) error {
+		if len(existing) != 0 {
+			t.Errorf("check saw %d records in an empty store", len(existing))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	refusal := errors.New("a rotation is already scheduled")
+	var seen []string
+	err := s.CreateKey(ctx, newKey(t, "k2", base().Add(time.Second)), func(existing []jwks.KeyRecord) error {
+		for _, r := range existing {
+			seen = append(seen, r.KID)
+		}
+		return refusal
+	})
+	if err != refusal {
+		t.Fatalf("CreateKey returned %v, want the check's error as is", err)
+	}
+	if len(seen) != 1 || seen[0] != "k1" {
+		t.Fatalf("check saw %v, want [k1]", seen)
+	}
+	checkKeys(t, s, []jwks.KeyRecord{first})
+}
+
+func testAuditRefusesRevoked(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := context.Background()
+	if err := s.CreateKey(ctx, newKey(t, "k1", base()), nil); err != nil {
+		t.Fatal(err)
+	}
+	before := newRecord("before", 1) // base()+1ms
+	if _, err := s.AppendAudit(ctx, []audit.Record{before}); err != nil {
+		t.Fatal(err)
+	}
+	revokedAt := base().Add(time.Second)
+	if err := s.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+		r := recs[0]
+		r.RevokedAt, r.RevokeReason = &revokedAt, "compromise"
+		return []jwks.KeyRecord{r}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	early := newRecord("early", 2) // still before the revocation: allowed
+	if _, err := s.AppendAudit(ctx, []audit.Record{early}); err != nil {
+		t.Fatalf("a record from before the revocation: %v", err)
+	}
+	late := newRecord("late", 3)
+	late.Time = revokedAt
+	if _, err := s.AppendAudit(ctx, []audit.Record{late}); !errors.Is(err, store.ErrKeyRevoked) {
+		t.Fatalf("a record by a revoked key: %v, want ErrKeyRevoked", err)
+	}
+	if got := listAll(t, s); len(got) != 2 {
+		t.Fatalf("%d records after a refused append, want 2", len(got))
 	}
 }
