@@ -50,8 +50,8 @@ type Authority struct {
 	now     func() time.Time
 
 	mu       sync.Mutex
-	recs     []jwks.KeyRecord // last read from the store
-	readAt   time.Time        // when the read that produced recs started
+	recs     []jwks.KeyRecord         // last read from the store
+	readAt   time.Time                // when the read that produced recs started
 	signers  map[string]*backends.Key // opened keys by kid
 	revMu    sync.Mutex               // serializes re-signing the revocation document
 	revDoc   []byte                   // cached signed revocation document

@@ -2,14 +2,13 @@ package server
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/cardsign/cardsign/jwks"
 )
-
 
 // NewHTTPHandler serves the JWKS, the revocation document, /healthz (the
 // process is up) and /readyz (it can sign: store readable, an active key).
