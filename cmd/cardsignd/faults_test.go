@@ -198,7 +198,7 @@ func TestDaemonGracefulShutdown(t *testing.T) {
 		}()
 	}
 	started.Wait()
-	time.Sleep(5 * time.Millisecond) // let the calls reach the server
+	time.Sleep(20 * time.Millisecond) // let the calls reach the server
 	d.stop()                         // SIGTERM mid-load: exits 0 (checked by stop)
 	close(stop)
 	got := received()
