@@ -199,7 +199,7 @@ func TestDaemonGracefulShutdown(t *testing.T) {
 	}
 	started.Wait()
 	time.Sleep(20 * time.Millisecond) // let the calls reach the server
-	d.stop()                         // SIGTERM mid-load: exits 0 (checked by stop)
+	d.stop()                          // SIGTERM mid-load: exits 0 (checked by stop)
 	close(stop)
 	got := received()
 	ok := 0
