@@ -3,6 +3,7 @@ package backends
 import (
 	"context"
 	"crypto"
+	"errors"
 
 	"github.com/cardsign/cardsign/jose"
 )
@@ -33,4 +34,15 @@ type CreateRequest struct {
 	Alg jose.Alg
 	// Name is backend-specific: a file path for "file", a key name for a KMS.
 	Name string
+}
+
+// ErrUnavailable is wrapped (errors.Is) by backend errors that mean "the key
+// store cannot answer now, retry later" (a token removed, a KMS throttling
+// past its deadline), as opposed to a wrong key or a refused request.
+var ErrUnavailable = errors.New("key backend unavailable")
+
+// HealthChecker is implemented by backends that hold connections (HSM
+// sessions): Healthy reports whether they can sign now, for readiness.
+type HealthChecker interface {
+	Healthy(ctx context.Context) error
 }

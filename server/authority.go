@@ -156,7 +156,11 @@ func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, e
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return jwks.KeyRecord{}, err
 	}
-	name := filepath.Join(a.cfg.KeyDir, fmt.Sprintf("key-%s-%s.pem", a.now().Format("20060102T150405Z"), hex.EncodeToString(rnd[:])))
+	// A file path for the file backend, an object label elsewhere (an HSM).
+	name := fmt.Sprintf("cardsign-%s-%s", a.now().Format("20060102T150405Z"), hex.EncodeToString(rnd[:]))
+	if a.cfg.KeyBackend == "file" {
+		name = filepath.Join(a.cfg.KeyDir, name+".pem")
+	}
 	uri, err := creator.Create(ctx, backends.CreateRequest{Alg: alg, Name: name})
 	if err != nil {
 		return jwks.KeyRecord{}, fmt.Errorf("create %s key: %w", alg, err)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
 )
 
@@ -25,9 +27,13 @@ func NewHTTPHandler(a *Authority) http.Handler {
 		if err := a.Ready(ctx); err != nil {
 			// The reason is generic: this endpoint is public; the log has details.
 			reason := "key store unavailable"
-			if errors.Is(err, ErrNoActiveKey) {
+			switch {
+			case errors.Is(err, ErrNoActiveKey):
 				reason = "no active signing key"
-			} else {
+			case errors.Is(err, backends.ErrUnavailable):
+				reason = "key backend unavailable"
+				a.log.Warn("not ready", "err", err)
+			default:
 				a.log.Warn("not ready", "err", err)
 			}
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": reason})
@@ -54,6 +60,14 @@ func (a *Authority) Ready(ctx context.Context) error {
 	}
 	if _, ok := jwks.Active(jwks.Derive(a.now(), recs, a.policy())); !ok {
 		return ErrNoActiveKey
+	}
+	for _, scheme := range backends.Schemes() {
+		b, _ := backends.Lookup(scheme)
+		if hc, ok := b.(backends.HealthChecker); ok {
+			if err := hc.Healthy(ctx); err != nil {
+				return fmt.Errorf("%w: %s: %v", backends.ErrUnavailable, scheme, err)
+			}
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/store"
 )
@@ -62,6 +63,9 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 	case errors.Is(err, ErrAudit):
 		log.Error("audit commit failed; signature discarded", "request_id", requestID, "err", err)
 		return status.Error(codes.Unavailable, "audit log unavailable: the signature was discarded; retry later (request "+requestID+")")
+	case errors.Is(err, backends.ErrUnavailable):
+		log.Warn("key backend unavailable", "request_id", requestID, "err", err)
+		return status.Error(codes.Unavailable, "key backend unavailable; retry later (request "+requestID+")")
 	case errors.As(err, &unErr):
 		log.Warn("dependency unavailable", "request_id", requestID, "what", unErr.What, "err", unErr.Err)
 		return status.Error(codes.Unavailable, unErr.What+" unavailable; retry later (request "+requestID+")")

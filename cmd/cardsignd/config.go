@@ -31,7 +31,22 @@ type Config struct {
 	JWKS            JWKSConfig        `yaml:"jwks"`
 	Revocations     RevocationsConfig `yaml:"revocations"`
 	Audit           AuditConfig       `yaml:"audit"`
+	PKCS11          PKCS11Config      `yaml:"pkcs11"`
 }
+
+// PKCS11Config enables the pkcs11: backend (HSMs, SoftHSM). The PIN is read
+// from PINFile or the CARDSIGN_PKCS11_PIN environment variable, never from
+// this file, so the config can be shared and versioned.
+type PKCS11Config struct {
+	Module         string   `yaml:"module"`
+	AllowedModules []string `yaml:"allowed_modules"`
+	Token          string   `yaml:"token"`
+	PINFile        string   `yaml:"pin_file"`
+	PoolSize       int      `yaml:"pool_size"`
+}
+
+// pinEnv carries the PKCS#11 user PIN when no pin_file is configured.
+const pinEnv = "CARDSIGN_PKCS11_PIN"
 
 // KeysConfig: where new keys are made and how they age.
 type KeysConfig struct {
@@ -140,8 +155,28 @@ func (c *Config) validate() error {
 	default:
 		bad("log_format: %q is not text or json", c.LogFormat)
 	}
-	if c.Keys.Backend != "file" {
-		bad("keys.backend: %q cannot create keys in this version (file only)", c.Keys.Backend)
+	switch c.Keys.Backend {
+	case "file":
+	case "pkcs11":
+		if c.PKCS11.Module == "" {
+			bad("keys.backend: pkcs11 needs pkcs11.module")
+		}
+		if c.PKCS11.Token == "" {
+			bad("keys.backend: pkcs11 needs pkcs11.token, the label of the token new keys are made in")
+		}
+	default:
+		bad("keys.backend: %q cannot create keys (file or pkcs11)", c.Keys.Backend)
+	}
+	if c.PKCS11.Module != "" && !filepath.IsAbs(c.PKCS11.Module) {
+		bad("pkcs11.module: %q must be an absolute path", c.PKCS11.Module)
+	}
+	for _, m := range c.PKCS11.AllowedModules {
+		if !filepath.IsAbs(m) {
+			bad("pkcs11.allowed_modules: %q must be an absolute path", m)
+		}
+	}
+	if c.PKCS11.PoolSize < 0 || c.PKCS11.PoolSize > 1024 {
+		bad("pkcs11.pool_size: %d must be between 0 (default) and 1024", c.PKCS11.PoolSize)
 	}
 	if _, err := jose.ParseAlg(c.Keys.DefaultAlg); err != nil {
 		bad("keys.default_alg: %v", err)
