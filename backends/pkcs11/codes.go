@@ -11,12 +11,21 @@ import (
 // now name other sessions), so the token is re-initialized as if it had died.
 var errStale = errors.New("sessions predate the module's re-initialization")
 
+// errGone marks a failure of the readiness probe that means the token no
+// longer answers as itself (C_GetTokenInfo fails, another token sits in its
+// slot), which calls for re-initialization like a dead session.
+var errGone = errors.New("token not answering")
+
+// errDown makes token.run attempt the recovery of a token that is down and
+// whose backoff has elapsed.
+var errDown = errors.New("token down; re-initialization due")
+
 // deadSession reports whether err means the session, its login or the object
 // handle is gone, so that re-initializing (new sessions, log in, find the key
 // again) and retrying once can succeed. Every other error is the token's
 // considered answer (bad mechanism, bad data) and retrying would not help.
 func deadSession(err error) bool {
-	if errors.Is(err, errStale) {
+	if errors.Is(err, errStale) || errors.Is(err, errGone) || errors.Is(err, errDown) {
 		return true
 	}
 	var rv p11.Error

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/cardsign/cardsign/backends"
 )
 
 // The typed errors below are what callers branch on: the daemon maps
@@ -96,9 +98,9 @@ func (e *UnsupportedKeyError) Error() string {
 
 // UnavailableError reports a token that cannot be used right now: its
 // sessions died and re-initialization failed or is backing off, or the
-// backend is closed. Retrying later may succeed; callers map it to gRPC
-// UNAVAILABLE. Err is the last cause (a pkcs11.Error, *TokenNotFoundError,
-// *PINError, ...).
+// backend is closed. Retrying later may succeed: errors.Is(err,
+// backends.ErrUnavailable) holds, which the daemon maps to gRPC UNAVAILABLE.
+// Err is the last cause (a pkcs11.Error, *TokenNotFoundError, *PINError, ...).
 type UnavailableError struct {
 	Token string
 	Err   error
@@ -108,6 +110,9 @@ func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("pkcs11: token %s unavailable: %v", e.Token, e.Err)
 }
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is makes every *UnavailableError match backends.ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == backends.ErrUnavailable }
 
 // ErrKeyExists is returned by Create when the token already has a private key
 // with the requested label: two keys with one label would make label-only

@@ -28,9 +28,10 @@ type keyURI struct {
 	id        []byte // CKA_ID
 	hasID     bool
 
-	module string // query module-path; "" means the configured default
-	pin    string
-	hasPIN bool
+	module    string // query module-path; "" means the configured default
+	pin       string // pin-value
+	hasPIN    bool
+	pinSource string // pin-source, read when the token is opened
 }
 
 // tokenAttrs are the RFC 7512 path attributes that select a token, in the
@@ -48,7 +49,8 @@ var keyAttrs = [...]string{"object", "id", "type"}
 // backend needs on top of RFC 7512: known path attributes only (an attribute
 // we cannot match must not be silently ignored, or the URI would select a
 // different key than its author meant), type absent or "private",
-// module-path rather than module-name. A pin-source file is read here.
+// module-path rather than module-name. It does no I/O: a pin-source file is
+// read by pinFor when the token is opened.
 func parseURI(raw string) (*keyURI, error) {
 	if len(raw) < len(Scheme)+1 || !strings.EqualFold(raw[:len(Scheme)+1], Scheme+":") {
 		return nil, uriError(raw, "not a pkcs11: URI")
@@ -108,14 +110,24 @@ func parseURI(raw string) (*keyURI, error) {
 	if v, ok := u.GetQueryAttribute("pin-value", false); ok {
 		k.pin, k.hasPIN = v, true
 	}
-	if src, ok := u.GetQueryAttribute("pin-source", false); ok {
-		pin, err := readPINSource(src)
-		if err != nil {
-			return nil, uriError(raw, err.Error())
-		}
-		k.pin, k.hasPIN = pin, true
-	}
+	k.pinSource, _ = u.GetQueryAttribute("pin-source", false)
 	return k, nil
+}
+
+// pinFor returns the PIN for k: pin-value, else the pin-source file's
+// content, else def (the configured PIN).
+func (k *keyURI) pinFor(def string) (string, error) {
+	switch {
+	case k.hasPIN:
+		return k.pin, nil
+	case k.pinSource != "":
+		pin, err := readPINSource(k.pinSource)
+		if err != nil {
+			return "", uriError(k.raw, err.Error())
+		}
+		return pin, nil
+	}
+	return def, nil
 }
 
 func known(name string) bool {

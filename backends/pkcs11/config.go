@@ -1,0 +1,88 @@
+package pkcs11
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+)
+
+// DefaultPoolSize is the number of sessions per token when Config.PoolSize
+// is 0: enough to keep a few cores of a software token busy, well under the
+// session limits of hardware HSMs.
+const DefaultPoolSize = 8
+
+// Config configures a Backend. The zero value is not useful: at least
+// DefaultModule or AllowedModules must be set.
+type Config struct {
+	// AllowedModules are absolute paths of PKCS#11 modules a URI's
+	// module-path may name. Empty: only DefaultModule.
+	AllowedModules []string
+	// DefaultModule is used when a URI has no module-path, and is always
+	// allowed.
+	DefaultModule string
+	// PIN is the user PIN for URIs with neither pin-source nor pin-value
+	// (from the configuration, or an environment variable such as
+	// CARDSIGN_PKCS11_PIN read by the caller).
+	PIN string
+	// Token is the label of the token Create makes keys in.
+	Token string
+	// PoolSize is the number of sessions per token; 0 means
+	// DefaultPoolSize. The token's own session limit caps it.
+	PoolSize int
+	// Logger receives module, token and recovery events; nil means
+	// slog.Default(). PINs are never logged.
+	Logger *slog.Logger
+}
+
+// normalize checks c and returns it with defaults filled in and paths
+// cleaned.
+func (c Config) normalize() (Config, error) {
+	if c.DefaultModule != "" {
+		if !filepath.IsAbs(c.DefaultModule) {
+			return Config{}, fmt.Errorf("pkcs11: default module %q is not an absolute path", c.DefaultModule)
+		}
+		c.DefaultModule = filepath.Clean(c.DefaultModule)
+	}
+	allowed := make([]string, 0, len(c.AllowedModules))
+	for _, p := range c.AllowedModules {
+		if !filepath.IsAbs(p) {
+			return Config{}, fmt.Errorf("pkcs11: allowed module %q is not an absolute path", p)
+		}
+		allowed = append(allowed, filepath.Clean(p))
+	}
+	c.AllowedModules = allowed
+	if c.DefaultModule == "" && len(c.AllowedModules) == 0 {
+		return Config{}, fmt.Errorf("pkcs11: no module configured (set the default module or the allowed modules)")
+	}
+	switch {
+	case c.PoolSize < 0:
+		return Config{}, fmt.Errorf("pkcs11: pool size %d is negative", c.PoolSize)
+	case c.PoolSize == 0:
+		c.PoolSize = DefaultPoolSize
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// resolveModule returns the module a URI's module-path (or its absence)
+// stands for, if the configuration allows it.
+func (c Config) resolveModule(uriPath string) (string, error) {
+	if uriPath == "" {
+		if c.DefaultModule == "" {
+			return "", &ModuleError{Path: "(none)", Err: fmt.Errorf("the URI has no module-path and no default module is configured")}
+		}
+		return c.DefaultModule, nil
+	}
+	p := filepath.Clean(uriPath)
+	if p == c.DefaultModule || slices.Contains(c.AllowedModules, p) {
+		return p, nil
+	}
+	allowed := slices.Clone(c.AllowedModules)
+	if c.DefaultModule != "" && !slices.Contains(allowed, c.DefaultModule) {
+		allowed = append([]string{c.DefaultModule}, allowed...)
+	}
+	return "", &ModuleNotAllowedError{Path: p, Allowed: allowed}
+}

@@ -1,0 +1,70 @@
+package pkcs11
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      Config
+		err      string
+		poolSize int
+	}{
+		{"defaults", Config{DefaultModule: "/lib/p11.so"}, "", DefaultPoolSize},
+		{"pool size", Config{DefaultModule: "/lib/p11.so", PoolSize: 3}, "", 3},
+		{"allowed list only", Config{AllowedModules: []string{"/lib/a.so"}}, "", DefaultPoolSize},
+		{"no module", Config{}, "no module configured", 0},
+		{"relative default", Config{DefaultModule: "p11.so"}, "not an absolute path", 0},
+		{"relative allowed", Config{DefaultModule: "/lib/p11.so", AllowedModules: []string{"a.so"}}, "not an absolute path", 0},
+		{"negative pool", Config{DefaultModule: "/lib/p11.so", PoolSize: -1}, "negative", 0},
+	}
+	for _, tt := range tests {
+		b, err := New(tt.cfg)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: New error %v, want %q", tt.name, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if b.cfg.PoolSize != tt.poolSize || b.log == nil {
+			t.Errorf("%s: pool size %d, logger %v", tt.name, b.cfg.PoolSize, b.log)
+		}
+	}
+}
+
+func TestResolveModule(t *testing.T) {
+	cfg, err := Config{DefaultModule: "/lib/default.so", AllowedModules: []string{"/opt/hsm/p11.so"}}.normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDefault, _ := Config{AllowedModules: []string{"/opt/hsm/p11.so"}}.normalize()
+	tests := []struct {
+		name   string
+		cfg    Config
+		uri    string
+		want   string
+		denied bool
+	}{
+		{"absent: default", cfg, "", "/lib/default.so", false},
+		{"default named", cfg, "/lib/default.so", "/lib/default.so", false},
+		{"allowed", cfg, "/opt/hsm/p11.so", "/opt/hsm/p11.so", false},
+		{"allowed, unclean", cfg, "/opt/hsm/../hsm/./p11.so", "/opt/hsm/p11.so", false},
+		{"not allowed", cfg, "/tmp/evil.so", "", true},
+		{"prefix is not enough", cfg, "/opt/hsm/p11.so.bak", "", true},
+		{"absent, no default", noDefault, "", "", false},
+	}
+	for _, tt := range tests {
+		got, err := tt.cfg.resolveModule(tt.uri)
+		var na *ModuleNotAllowedError
+		if tt.denied != errors.As(err, &na) || got != tt.want || (tt.want == "" && err == nil) {
+			t.Errorf("%s: resolveModule(%q) = %q, %v", tt.name, tt.uri, got, err)
+		}
+	}
+}

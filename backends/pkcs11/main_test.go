@@ -1,0 +1,274 @@
+package pkcs11
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	p11 "github.com/miekg/pkcs11"
+)
+
+// The tests run against a real SoftHSM2 with throw-away tokens. A PKCS#11
+// library is initialized once per process and reads SOFTHSM2_CONF then, so
+// TestMain makes one token directory for the whole run, before anything
+// loads the library, and removes it at the end.
+
+// fixture is one test token.
+type fixture struct{ label, pin string }
+
+// soPIN is the security officer PIN of every test token.
+const soPIN = "so-Secret-8841"
+
+// env is written once by TestMain and only read by the tests.
+var env struct {
+	module   string
+	tokenDir string
+	// main: algorithms, concurrency, errors, benchmark; reset: session
+	// reset; away: unreachable token; pin: wrong-PIN tests (nothing else
+	// logs in to it, since a process logged in once is never asked again).
+	main, reset, away, pin fixture
+}
+
+// moduleCandidates are where distributions install SoftHSM2's module.
+var moduleCandidates = []string{
+	"/usr/lib/softhsm/libsofthsm2.so",
+	"/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
+	"/usr/lib/aarch64-linux-gnu/softhsm/libsofthsm2.so",
+	"/usr/local/lib/softhsm/libsofthsm2.so",
+	"/usr/lib64/pkcs11/libsofthsm2.so",
+}
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	if p := os.Getenv("CARDSIGN_TEST_PKCS11_MODULE"); p != "" {
+		moduleCandidates = []string{p}
+	}
+	for _, p := range moduleCandidates {
+		if _, err := os.Stat(p); err == nil {
+			env.module = p
+			break
+		}
+	}
+	_, utilErr := exec.LookPath("softhsm2-util")
+	if env.module == "" || utilErr != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: the backends/pkcs11 tests need SoftHSM2 (module looked for at %s; softhsm2-util on PATH: %v).\n"+
+			"Run scripts/test, which installs it (apt-get install softhsm2), or set CARDSIGN_TEST_PKCS11_MODULE.\n",
+			strings.Join(moduleCandidates, ", "), utilErr == nil)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "cardsign-pkcs11-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	env.tokenDir = filepath.Join(dir, "tokens")
+	conf := filepath.Join(dir, "softhsm2.conf")
+	if err := os.Mkdir(env.tokenDir, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	cfg := "directories.tokendir = " + env.tokenDir + "\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
+	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	os.Setenv("SOFTHSM2_CONF", conf)
+
+	env.main = fixture{"cardsign-main", "Pin.main-7Q2x"}
+	env.reset = fixture{"cardsign-reset", "Pin.reset-K8vw"}
+	env.away = fixture{"cardsign-away", "Pin.away-3mRt"}
+	env.pin = fixture{"cardsign-pin", "Pin.pin-Hh61"}
+	for _, f := range []fixture{env.main, env.reset, env.away, env.pin} {
+		if err := initToken(f); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: SoftHSM2 token setup:", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// initToken creates a token with softhsm2-util.
+func initToken(f fixture) error {
+	out, err := exec.Command("softhsm2-util", "--init-token", "--free", "--label", f.label, "--pin", f.pin, "--so-pin", soPIN).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("softhsm2-util --init-token --label %s: %v\n%s", f.label, err, out)
+	}
+	return nil
+}
+
+// uniq makes a label unique to this run of a test: tokens live as long as
+// the process, and go test -count=N runs each test N times in it.
+func uniq(base string) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base + "-" + hex.EncodeToString(b)
+}
+
+// tokenDirOf returns the directory of the token with this serial: SoftHSM2
+// names it by a UUID that ends in the serial.
+func tokenDirOf(t testing.TB, serial string) string {
+	t.Helper()
+	entries, err := os.ReadDir(env.tokenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(strings.ReplaceAll(e.Name(), "-", ""), serial) {
+			return filepath.Join(env.tokenDir, e.Name())
+		}
+	}
+	t.Fatalf("no directory for token serial %s in %s", serial, env.tokenDir)
+	return ""
+}
+
+// allPINs are the secrets no error or log line may contain.
+func allPINs() []string {
+	return []string{env.main.pin, env.reset.pin, env.away.pin, env.pin.pin, soPIN, wrongPIN}
+}
+
+// wrongPIN is a PIN no token has.
+const wrongPIN = "Wrong.pin-9Zk3"
+
+// syncBuffer collects log output from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newBackend returns a Backend on the SoftHSM2 module whose logs are
+// collected; at cleanup it is closed and the logs are checked for PINs.
+func newBackend(t testing.TB, cfg Config) (*Backend, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	if cfg.DefaultModule == "" {
+		cfg.DefaultModule = env.module
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		noPIN(t, "log", logs.String())
+	})
+	return b, logs
+}
+
+// noPIN fails the test when text contains any test PIN.
+func noPIN(t testing.TB, what, text string) {
+	t.Helper()
+	for _, pin := range allPINs() {
+		if strings.Contains(text, pin) {
+			t.Errorf("%s contains the PIN %q:\n%s", what, pin, text)
+		}
+	}
+}
+
+// tokenOf returns the backend's state of the token with this label.
+func tokenOf(t testing.TB, b *Backend, label string) *token {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, tok := range b.tokens {
+		if tok.label == label {
+			return tok
+		}
+	}
+	t.Fatalf("backend has no token %q", label)
+	return nil
+}
+
+// loginTo makes b load the module and log in to f's token with the
+// configured PIN, as the first Open would.
+func loginTo(t testing.TB, b *Backend, f fixture) *token {
+	t.Helper()
+	tok, err := b.token(&keyURI{token: map[string]string{"token": f.label}})
+	if err != nil {
+		t.Fatalf("log in to %s: %v", f.label, err)
+	}
+	return tok
+}
+
+// rawToken is a second, independent miekg/pkcs11 handle on the module, the
+// way another part of the process (or a test) would hold one. It joins the
+// library's initialization and never finalizes it.
+type rawToken struct {
+	c    *p11.Ctx
+	slot uint
+	s    p11.SessionHandle // read-write, logged in
+}
+
+func openRaw(t testing.TB, f fixture) *rawToken {
+	t.Helper()
+	c := p11.New(env.module)
+	if c == nil {
+		t.Fatalf("cannot load %s", env.module)
+	}
+	if err := c.Initialize(); err != nil && !errors.Is(err, p11.Error(p11.CKR_CRYPTOKI_ALREADY_INITIALIZED)) {
+		t.Fatalf("C_Initialize: %v", err)
+	}
+	r := &rawToken{c: c}
+	slots, err := c.GetSlotList(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range slots {
+		if info, err := c.GetTokenInfo(s); err == nil && info.Label == f.label {
+			r.slot, found = s, true
+		}
+	}
+	if !found {
+		t.Fatalf("raw handle: no token %q", f.label)
+	}
+	if r.s, err = c.OpenSession(r.slot, p11.CKF_SERIAL_SESSION|p11.CKF_RW_SESSION); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Login(r.s, p11.CKU_USER, f.pin); err != nil && !errors.Is(err, p11.Error(p11.CKR_USER_ALREADY_LOGGED_IN)) {
+		t.Fatalf("raw login: %v", err)
+	}
+	t.Cleanup(func() {
+		// Only our own session: C_CloseAllSessions would log the backend out.
+		_ = c.CloseSession(r.s)
+		c.Destroy()
+	})
+	return r
+}
+
+// privateKey finds the private key with this CKA_ID.
+func (r *rawToken) privateKey(t testing.TB, id []byte) p11.ObjectHandle {
+	t.Helper()
+	hs, err := findObjects(r.c, r.s, privateTemplate("", false, id, true), 2)
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("raw find of private key %x: %v, %d found", id, err, len(hs))
+	}
+	return hs[0]
+}
