@@ -78,8 +78,15 @@ var readyLine = regexp.MustCompile(`msg="cardsignd ready" grpc=(\S+) http=(\S+)`
 // listens.
 func startDaemon(t *testing.T, dataDir string, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonEnv(t, nil, dataDir, extra...)
+}
+
+// startDaemonEnv is startDaemon with an environment (nil: inherit).
+func startDaemonEnv(t *testing.T, env []string, dataDir string, extra ...string) *daemon {
+	t.Helper()
 	args := append([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(daemonBin, args...)
+	cmd.Env = env
 	pr, pw := io.Pipe()
 	d := &daemon{t: t, dataDir: dataDir, cmd: cmd, log: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = io.MultiWriter(pw, d.log)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cardsign/cardsign/backends"
 	_ "github.com/cardsign/cardsign/backends/file" // file: keys
+	"github.com/cardsign/cardsign/backends/pkcs11"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
@@ -111,6 +112,29 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// openPKCS11 configures the pkcs11: backend. The PIN comes from pin_file or
+// the environment, never from the config file.
+func openPKCS11(c PKCS11Config, log *slog.Logger) (*pkcs11.Backend, error) {
+	pin := os.Getenv(pinEnv)
+	if c.PINFile != "" {
+		data, err := os.ReadFile(c.PINFile)
+		if err != nil {
+			return nil, fmt.Errorf("pkcs11.pin_file: %w", err)
+		}
+		pin = strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	}
+	allowed := c.AllowedModules
+	if len(allowed) == 0 {
+		allowed = []string{c.Module}
+	}
+	b, err := pkcs11.New(pkcs11.Config{AllowedModules: allowed, DefaultModule: c.Module, PIN: pin, Token: c.Token, PoolSize: c.PoolSize, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("pkcs11 backend: %w", err)
+	}
+	log.Info("pkcs11 backend ready", "module", c.Module, "token", c.Token)
+	return b, nil
+}
+
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	for _, dir := range []string{cfg.DataDir, cfg.Keys.Dir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -123,6 +147,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	if cfg.PKCS11.Module != "" {
+		b, err := openPKCS11(cfg.PKCS11, log)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		backends.Register(pkcs11.Scheme, b)
+	}
 	alg, _ := jose.ParseAlg(cfg.Keys.DefaultAlg)
 	auth := server.NewAuthority(server.Config{
 		KeyBackend:    cfg.Keys.Backend,
