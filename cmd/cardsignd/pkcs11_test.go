@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"net/url"
 	"os"
 	"os/exec"
@@ -174,5 +173,3 @@ func pkcs11ID(t *testing.T, uri string) []byte {
 	t.Fatalf("no id in %s", uri)
 	return nil
 }
-
-
