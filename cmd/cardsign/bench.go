@@ -22,8 +22,8 @@ func benchCmd() command {
 	c := command{
 		name:    "bench",
 		summary: "Load-test cardsignd's SignCard and compare with in-process ES256 signing of the same card.",
-		usage:   "--server ADDR [--concurrency N] [--duration D] [--card FILE]",
-		example: "  cardsign bench --server 127.0.0.1:7700 --concurrency 32 --duration 20s",
+		usage:   "--server ADDR [--concurrency N] [--duration D] [--card FILE] [--compare-key URI]",
+		example: "  cardsign bench --server 127.0.0.1:7700 --concurrency 32 --duration 20s\n  CARDSIGN_PKCS11_MODULE=/usr/lib/softhsm/libsofthsm2.so CARDSIGN_PKCS11_PIN=1234 \\\n    cardsign bench --server 127.0.0.1:7700 --compare-key 'pkcs11:token=cardsign;object=k1'",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
@@ -31,6 +31,8 @@ func benchCmd() command {
 		conc := fs.Int("concurrency", 32, "concurrent signing calls")
 		dur := fs.Duration("duration", 10*time.Second, "how long to send load (bounded: at most 10m)")
 		cardFile := fs.String("card", "", "card to sign (default: a built-in sample card)")
+		var compare keyFlags
+		fs.Var(&compare.uris, "compare-key", "key URI to sign with in-process for the comparison (default: a fresh in-memory ES256 key), e.g. the daemon's own pkcs11: key")
 		pos, code, done := c.parse(e, fs, args)
 		if done {
 			return code
@@ -67,21 +69,32 @@ func benchCmd() command {
 			_, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: data})
 			return err
 		})
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
-			return exitFail
+		local := signer.Key{Alg: jose.ES256, KID: "bench"}
+		if len(compare.uris) > 0 {
+			keys, err := compare.open(ctx)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign bench: --compare-key: %v\n", err)
+				return exitUsage
+			}
+			local = signer.Key{Signer: keys[0].Signer, Alg: keys[0].Alg, KID: keys[0].KID}
+		} else {
+			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
+				return exitFail
+			}
+			local.Signer = key
 		}
-		opts := signer.Options{Keys: []signer.Key{{Signer: key, Alg: jose.ES256, KID: "bench"}}}
-		local := load(ctx, *conc, min(*dur, 5*time.Second), func(ctx context.Context) error {
+		opts := signer.Options{Keys: []signer.Key{local}}
+		inproc := load(ctx, *conc, min(*dur, 10*time.Second), func(ctx context.Context) error {
 			_, err := signer.Sign(ctx, data, opts)
 			return err
 		})
 		fmt.Fprintf(e.stdout, "cardsignd SignCard:      %d signs in %s, %.0f signs/s, p50 %s, p99 %s, %d errors (concurrency %d)\n",
 			remote.n, remote.elapsed.Round(time.Millisecond), remote.rate(), remote.p(50), remote.p(99), remote.errors, *conc)
-		fmt.Fprintf(e.stdout, "in-process ES256 Sign:   %d signs in %s, %.0f signs/s, p50 %s, p99 %s\n",
-			local.n, local.elapsed.Round(time.Millisecond), local.rate(), local.p(50), local.p(99))
-		fmt.Fprintf(e.stdout, "ratio daemon/in-process: %.2f\n", remote.rate()/local.rate())
+		fmt.Fprintf(e.stdout, "in-process %s Sign:   %d signs in %s, %.0f signs/s, p50 %s, p99 %s\n",
+			local.Alg, inproc.n, inproc.elapsed.Round(time.Millisecond), inproc.rate(), inproc.p(50), inproc.p(99))
+		fmt.Fprintf(e.stdout, "ratio daemon/in-process: %.2f\n", remote.rate()/inproc.rate())
 		if remote.firstErr != nil {
 			fmt.Fprintf(e.stderr, "first error: %s\n", describe(remote.firstErr))
 			return exitFail

@@ -29,7 +29,7 @@ type keyFlags struct {
 }
 
 func (k *keyFlags) register(fs *flag.FlagSet, what string) {
-	fs.Var(&k.uris, "key", "key URI, e.g. file:signing-key.pem (repeat for several keys) "+what)
+	fs.Var(&k.uris, "key", "key URI, e.g. file:signing-key.pem or pkcs11:token=T;object=O (module in $"+pkcs11ModuleEnv+", PIN in $"+pkcs11PINEnv+"); repeat for several keys "+what)
 	fs.StringVar(&k.kid, "kid", "", "key id to use instead of the RFC 7638 thumbprint (only with one --key)")
 	fs.StringVar(&k.alg, "alg", "", "JOSE algorithm instead of the key's default, e.g. PS256 for an RSA key (only with one --key)")
 }
@@ -41,6 +41,9 @@ func (k *keyFlags) open(ctx context.Context) ([]*backends.Key, error) {
 	}
 	if len(k.uris) > 1 && (k.kid != "" || k.alg != "") {
 		return nil, errors.New("--kid and --alg apply to a single --key")
+	}
+	if err := usePKCS11(k.uris); err != nil {
+		return nil, err
 	}
 	var opts backends.OpenOptions
 	opts.KID = k.kid
