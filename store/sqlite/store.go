@@ -17,6 +17,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/cardsign/cardsign/store"
 
@@ -82,8 +84,22 @@ func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxOpenConns)
 	s := &Store{db: db, writeSlot: make(chan struct{}, 1)}
-	if err := s.checkPragmas(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), db.Close())
+	// Switching a new file to WAL needs an exclusive lock, and SQLite does
+	// not always wait for it through the busy handler: when several
+	// processes open a brand-new database at once, the losers see
+	// SQLITE_BUSY here. They retry for a bounded time.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.checkPragmas(ctx)
+		if err == nil {
+			break
+		}
+		if !isBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), db.Close())
+		}
+		db.SetMaxIdleConns(0) // drop the connection that failed to configure itself
+		db.SetMaxIdleConns(maxOpenConns)
+		time.Sleep(20 * time.Millisecond)
 	}
 	if err := s.migrate(ctx, fsys); err != nil {
 		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), db.Close())
@@ -146,4 +162,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY ("database is locked").
+func isBusy(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "SQLITE_BUSY")
 }
