@@ -46,3 +46,10 @@ var ErrUnavailable = errors.New("key backend unavailable")
 type HealthChecker interface {
 	Healthy(ctx context.Context) error
 }
+
+// Disabler is implemented by backends that can switch a key off at the
+// provider (a KMS key version disabled), for revocation that reaches past
+// cardsign's own records.
+type Disabler interface {
+	Disable(ctx context.Context, uri string) error
+}

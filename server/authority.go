@@ -38,6 +38,9 @@ type Config struct {
 	// KeyRefresh is how often key records are re-read from the store, so
 	// that a change made by another replica is seen.
 	KeyRefresh time.Duration
+	// DisableOnRevoke also switches a revoked key off at its backend (a KMS
+	// key version disabled), when the backend can.
+	DisableOnRevoke bool
 }
 
 // Authority is the signing authority: it owns the key records' cache, the

@@ -264,6 +264,9 @@ func (a *Authority) RevokeKey(ctx context.Context, kid, reason string, force boo
 		rec.RevokeReason = reason
 		return rec, nil
 	})
+	if err == nil && a.cfg.DisableOnRevoke {
+		a.disableAtBackend(ctx, v)
+	}
 	if err == nil {
 		a.log.Warn("key revoked", "kid", kid, "reason", reason, "force", force)
 	}
@@ -271,3 +274,27 @@ func (a *Authority) RevokeKey(ctx context.Context, kid, reason string, force boo
 }
 
 var errNoRevocationSigner = errors.New("no published key to sign the revocation document")
+
+// disableAtBackend switches a revoked key off at its provider. The
+// revocation itself is already committed and in force; a failure here is
+// logged for an operator to finish by hand, not reported as a failed revoke.
+func (a *Authority) disableAtBackend(ctx context.Context, v jwks.View) {
+	scheme, err := backends.Scheme(v.URI)
+	if err != nil {
+		return
+	}
+	b, ok := backends.Lookup(scheme)
+	if !ok {
+		return
+	}
+	d, ok := b.(backends.Disabler)
+	if !ok {
+		a.log.Info("on_revoke: disable: the backend cannot disable keys", "kid", v.KID, "backend", scheme)
+		return
+	}
+	if err := d.Disable(ctx, v.URI); err != nil {
+		a.log.Error("on_revoke: disable failed; disable the key at the provider by hand", "kid", v.KID, "uri", backends.Redact(v.URI), "err", err)
+		return
+	}
+	a.log.Warn("on_revoke: key disabled at its backend", "kid", v.KID, "uri", backends.Redact(v.URI))
+}

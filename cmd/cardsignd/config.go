@@ -32,7 +32,31 @@ type Config struct {
 	Revocations     RevocationsConfig `yaml:"revocations"`
 	Audit           AuditConfig       `yaml:"audit"`
 	PKCS11          PKCS11Config      `yaml:"pkcs11"`
+	GCPKMS          GCPKMSConfig      `yaml:"gcpkms"`
+	AWSKMS          AWSKMSConfig      `yaml:"awskms"`
 }
+
+// GCPKMSConfig enables gcpkms: keys. Credentials come from the standard
+// Google chain (GOOGLE_APPLICATION_CREDENTIALS, metadata server, …).
+type GCPKMSConfig struct {
+	Endpoint  string  `yaml:"endpoint"`
+	Insecure  bool    `yaml:"insecure"`
+	CryptoKey string  `yaml:"crypto_key"`
+	RateLimit float64 `yaml:"rate_limit"`
+}
+
+// AWSKMSConfig enables awskms: keys. Credentials come from the standard AWS
+// chain (environment, shared config, instance role, …).
+type AWSKMSConfig struct {
+	Endpoint  string  `yaml:"endpoint"`
+	Region    string  `yaml:"region"`
+	KeySpec   string  `yaml:"key_spec"`
+	Alias     string  `yaml:"alias"`
+	RateLimit float64 `yaml:"rate_limit"`
+}
+
+func (c GCPKMSConfig) enabled() bool { return c.Endpoint != "" || c.CryptoKey != "" }
+func (c AWSKMSConfig) enabled() bool { return c.Endpoint != "" || c.Region != "" || c.KeySpec != "" }
 
 // PKCS11Config enables the pkcs11: backend (HSMs, SoftHSM). The PIN is read
 // from PINFile or the CARDSIGN_PKCS11_PIN environment variable, never from
@@ -55,6 +79,7 @@ type KeysConfig struct {
 	DefaultAlg  string        `yaml:"default_alg"`
 	Prepublish  time.Duration `yaml:"prepublish"`
 	RetireGrace time.Duration `yaml:"retire_grace"`
+	OnRevoke    string        `yaml:"on_revoke"`
 }
 
 // SigningConfig: what goes into signatures and what cards are accepted.
@@ -164,8 +189,29 @@ func (c *Config) validate() error {
 		if c.PKCS11.Token == "" {
 			bad("keys.backend: pkcs11 needs pkcs11.token, the label of the token new keys are made in")
 		}
+	case "gcpkms":
+		if c.GCPKMS.CryptoKey == "" {
+			bad("keys.backend: gcpkms needs gcpkms.crypto_key, the CryptoKey new versions are created in")
+		}
+	case "awskms":
+		if c.AWSKMS.KeySpec == "" {
+			bad("keys.backend: awskms needs awskms.key_spec")
+		}
 	default:
-		bad("keys.backend: %q cannot create keys (file or pkcs11)", c.Keys.Backend)
+		bad("keys.backend: %q cannot create keys (file, pkcs11, gcpkms or awskms)", c.Keys.Backend)
+	}
+	switch c.Keys.OnRevoke {
+	case "", "none", "disable":
+	default:
+		bad("keys.on_revoke: %q is not none or disable", c.Keys.OnRevoke)
+	}
+	if c.GCPKMS.Insecure && c.GCPKMS.Endpoint != "" {
+		if host, _, err := net.SplitHostPort(c.GCPKMS.Endpoint); err != nil || !card.IsLoopbackHost(host) {
+			bad("gcpkms.insecure: plaintext gRPC is only allowed to a loopback endpoint (a local fake), not %q", c.GCPKMS.Endpoint)
+		}
+	}
+	if c.GCPKMS.RateLimit < 0 || c.AWSKMS.RateLimit < 0 {
+		bad("gcpkms.rate_limit and awskms.rate_limit must not be negative")
 	}
 	if c.PKCS11.Module != "" && !filepath.IsAbs(c.PKCS11.Module) {
 		bad("pkcs11.module: %q must be an absolute path", c.PKCS11.Module)

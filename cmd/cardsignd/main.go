@@ -167,6 +167,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		JWKSMaxAge:    cfg.JWKS.MaxAge,
 		RevocationTTL: cfg.Revocations.TTL,
 		AuditBatch:    cfg.Audit.BatchSize,
+
+		DisableOnRevoke: cfg.Keys.OnRevoke == "disable",
 	}, st, log)
 	if _, err := auth.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("first key: %w", err)
