@@ -22,6 +22,7 @@ import (
 
 	"github.com/cardsign/cardsign/backends"
 	_ "github.com/cardsign/cardsign/backends/file" // file: keys
+	"github.com/cardsign/cardsign/backends/awskms"
 	"github.com/cardsign/cardsign/backends/pkcs11"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
@@ -154,6 +155,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer b.Close()
 		backends.Register(pkcs11.Scheme, b)
+	}
+	if cfg.AWSKMS.enabled() || cfg.Keys.Backend == awskms.Scheme {
+		b, err := awskms.New(ctx, awskms.Config{Endpoint: cfg.AWSKMS.Endpoint, Region: cfg.AWSKMS.Region,
+			KeySpec: cfg.AWSKMS.KeySpec, Alias: cfg.AWSKMS.Alias, RateLimit: cfg.AWSKMS.RateLimit, Logger: log})
+		if err != nil {
+			return fmt.Errorf("awskms backend: %w", err)
+		}
+		defer b.Close()
+		backends.Register(awskms.Scheme, b)
+		log.Info("awskms backend ready", "endpoint", cfg.AWSKMS.Endpoint, "region", cfg.AWSKMS.Region)
 	}
 	alg, _ := jose.ParseAlg(cfg.Keys.DefaultAlg)
 	auth := server.NewAuthority(server.Config{

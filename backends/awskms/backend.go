@@ -1,0 +1,147 @@
+package awskms
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/cardsign/cardsign/backends"
+	"golang.org/x/time/rate"
+)
+
+// Scheme is the URI scheme this backend serves.
+const Scheme = "awskms"
+
+// maxIdleConnsPerHost replaces the SDK's default of 10 idle connections per
+// host: with more concurrent signatures than that, every request beyond
+// the tenth would open (and, with TLS, handshake) a new connection.
+const maxIdleConnsPerHost = 256
+
+// Backend opens, creates and disables AWS KMS keys. It is safe for
+// concurrent use; a process needs one per set of credentials.
+type Backend struct {
+	cfg    Config
+	log    *slog.Logger
+	awsCfg aws.Config
+	region string
+	// transport is the HTTP transport New made when the configuration had
+	// no HTTP client, so that Close can drop its idle connections; nil when
+	// the configuration's client is used.
+	transport *http.Transport
+	stats     stats
+	closed    atomic.Bool
+
+	mu       sync.Mutex // guards the maps
+	clients  map[string]*kms.Client
+	limiters map[string]*rate.Limiter // by key ARN
+}
+
+var (
+	_ backends.Backend = (*Backend)(nil)
+	_ backends.Creator = (*Backend)(nil)
+)
+
+// New returns a Backend for cfg. It loads the AWS configuration but makes
+// no request: credentials and keys are checked when a key is opened. The
+// caller registers it for the awskms scheme:
+//
+//	b, err := awskms.New(ctx, awskms.Config{Region: "eu-west-1"})
+//	backends.Register(awskms.Scheme, b)
+//	defer b.Close()
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	ac, err := cfg.awsConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		region:   ac.Region,
+		clients:  map[string]*kms.Client{},
+		limiters: map[string]*rate.Limiter{},
+	}
+	switch hc := ac.HTTPClient.(type) {
+	case nil:
+		// The SDK's default transport (proxy from the environment, TLS 1.2+,
+		// its timeouts) with a larger idle pool.
+		b.transport = awshttp.NewBuildableClient().GetTransport()
+		b.transport.MaxIdleConnsPerHost = maxIdleConnsPerHost
+		ac.HTTPClient = &http.Client{Transport: b.transport}
+	case *awshttp.BuildableClient:
+		// The standard chain makes one for AWS_CA_BUNDLE; keep its settings
+		// (WithTransportOptions copies) but not the small idle pool.
+		ac.HTTPClient = hc.WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, maxIdleConnsPerHost)
+		})
+	}
+	b.awsCfg = ac
+	b.clients[b.region] = b.newClient(b.region)
+	return b, nil
+}
+
+// newClient returns a KMS client for region with the SDK's retries turned
+// off. The SDK's standard retryer draws from a client-wide retry token
+// bucket and fails requests with "retry quota exceeded" once a burst of
+// throttling has drained it, and it neither respects our per-key rate limit
+// nor counts attempts for our metrics; retry.go does all of that instead.
+func (b *Backend) newClient(region string) *kms.Client {
+	return kms.NewFromConfig(b.awsCfg, func(o *kms.Options) {
+		o.Region = region
+		if b.cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(b.cfg.Endpoint)
+		}
+		o.Retryer = aws.NopRetryer{}
+		// A non-zero RetryMaxAttempts (AWS_MAX_ATTEMPTS) would wrap the
+		// retryer again; NopRetryer never retries, but keep it plain.
+		o.RetryMaxAttempts = 0
+		// The SDK's request and signing logs include the Authorization
+		// header (access key ID, signed headers) and bodies; never turn
+		// them on from a configuration we were handed.
+		o.ClientLogMode = 0
+	})
+}
+
+// clientFor returns the client for a key in region ("" for the backend's).
+func (b *Backend) clientFor(region string) (*kms.Client, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if region == "" {
+		region = b.region
+	}
+	if c, ok := b.clients[region]; ok {
+		return c, nil
+	}
+	if b.cfg.Endpoint != "" {
+		return nil, fmt.Errorf("awskms: key in Region %s, but the endpoint override %s serves Region %s; use a key of that Region or another backend",
+			region, b.cfg.Endpoint, b.region)
+	}
+	c := b.newClient(region)
+	b.clients[region] = c
+	return c, nil
+}
+
+// Close makes every later call fail with an *UnavailableError whose Reason
+// is ErrClosed, and drops idle connections. Signatures in flight finish.
+// It is safe to call more than once.
+func (b *Backend) Close() error {
+	b.closed.Store(true)
+	if b.transport != nil {
+		b.transport.CloseIdleConnections()
+	}
+	return nil
+}
+
+// closedErr is the error of a call on a closed Backend.
+func (b *Backend) closedErr(op, key string) error {
+	return &UnavailableError{Op: op, Key: key, Reason: ErrClosed}
+}

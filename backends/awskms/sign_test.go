@@ -1,0 +1,340 @@
+package awskms
+
+import (
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
+	"github.com/cardsign/cardsign/jose"
+)
+
+// TestThrottleBurst: 200 concurrent signatures against a KMS that throttles
+// half of all requests all succeed within a 30 s deadline, at the default
+// rate limit, and none fails with the SDK's "retry quota exceeded".
+func TestThrottleBurst(t *testing.T) {
+	e := newEnv(t, Config{}, awskmsfake.Options{})
+	keyARN := e.createKey(t, "ECC_NIST_P256")
+	h := e.open(t, "awskms:///"+keyARN)
+	e.fake.SetThrottleRate(0.5)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const n = 200
+	input := signingInput(200)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			sig, err := jose.Sign(ctx, h.Signer, h.Alg, input)
+			if err == nil {
+				err = jose.Verify(h.Alg, h.Signer.Public(), input, sig)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			if strings.Contains(err.Error(), "retry quota exceeded") {
+				t.Errorf("the SDK's retry quota surfaced: %v", err)
+			}
+			if failed <= 3 {
+				t.Errorf("signature failed: %v", err)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d signatures failed", failed, n)
+	}
+	s := e.b.Stats()
+	calls := e.fake.Calls("Sign")
+	t.Logf("stats %+v, fake saw %d Sign requests", s, calls)
+	if s.Signatures != n || s.Throttled == 0 || s.Retries == 0 || s.Failures != 0 {
+		t.Errorf("stats %+v: want %d signatures, some throttling and retries, no failures", s, n)
+	}
+	// Every request the fake saw is one of ours: the SDK did not retry.
+	if s.Attempts != uint64(calls)+2 { // + DescribeKey and GetPublicKey of Open
+		t.Errorf("backend made %d attempts, fake saw %d Sign requests (+2 for Open)", s.Attempts, calls)
+	}
+	if s.Latency.Count != s.Attempts || s.Latency.Max <= 0 || s.Latency.Total < s.Latency.Max || s.Latency.Mean() <= 0 {
+		t.Errorf("latency summary %+v does not fit %d attempts", s.Latency, s.Attempts)
+	}
+}
+
+// TestUnavailable: a KMS failing the next N requests with 503 is retried
+// until it answers; one that keeps failing gives ErrUnavailable at the
+// deadline, not after it.
+func TestUnavailable(t *testing.T) {
+	tests := []struct {
+		name        string
+		unavailable int
+		timeout     time.Duration
+		wantErr     bool
+	}{
+		{name: "3 then success", unavailable: 3, timeout: 10 * time.Second},
+		{name: "until the deadline", unavailable: 1 << 30, timeout: 300 * time.Millisecond, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Config{}, awskmsfake.Options{})
+			keyARN := e.createKey(t, "ECC_NIST_P384")
+			h := e.open(t, "awskms:///"+keyARN)
+			e.fake.SetUnavailable(tt.unavailable)
+			ctx, cancel := context.WithTimeout(t.Context(), tt.timeout)
+			defer cancel()
+			start := time.Now()
+			_, err := jose.Sign(ctx, h.Signer, h.Alg, signingInput(50))
+			elapsed := time.Since(start)
+			s := e.b.Stats()
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatalf("Sign: %v", err)
+				}
+				if got := e.fake.Calls("Sign"); got != tt.unavailable+1 || s.Retries != uint64(tt.unavailable) {
+					t.Errorf("fake saw %d Sign requests, backend retried %d times; want %d and %d", got, s.Retries, tt.unavailable+1, tt.unavailable)
+				}
+				return
+			}
+			var una *UnavailableError
+			if !errors.Is(err, backends.ErrUnavailable) || !errors.As(err, &una) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err %v, want an *UnavailableError wrapping backends.ErrUnavailable and DeadlineExceeded", err)
+			}
+			if !strings.Contains(err.Error(), "KMSInternalException") || una.Attempts < 2 {
+				t.Errorf("err %q (after %d attempts) should report the last KMS error after several attempts", err, una.Attempts)
+			}
+			if elapsed > tt.timeout+100*time.Millisecond {
+				t.Errorf("gave up after %v, deadline was %v", elapsed, tt.timeout)
+			}
+			if s.Failures != 1 {
+				t.Errorf("stats %+v, want 1 failure", s)
+			}
+			noSecrets(t, "error", err.Error())
+		})
+	}
+}
+
+// TestShortDeadline: whatever keeps KMS from answering, a short deadline
+// fails fast with ErrUnavailable and never sleeps past it.
+func TestShortDeadline(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     awskmsfake.Options
+		rate     float64
+		timeout  time.Duration
+		maxSleep time.Duration // the call must return within this
+	}{
+		{name: "always throttled", opts: awskmsfake.Options{ThrottleRate: 1}, timeout: 200 * time.Millisecond, maxSleep: 200 * time.Millisecond},
+		{name: "slow KMS", opts: awskmsfake.Options{Latency: 5 * time.Second}, timeout: 100 * time.Millisecond, maxSleep: 100 * time.Millisecond},
+		// The bucket (1/s, burst 1) is empty after the first signature:
+		// waiting a second cannot fit, so the limiter refuses at once.
+		{name: "rate limited", rate: 1, timeout: 300 * time.Millisecond, maxSleep: 50 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Config{RateLimit: tt.rate}, awskmsfake.Options{})
+			keyARN := e.createKey(t, "ECC_NIST_P256")
+			h := e.open(t, "awskms:///"+keyARN)
+			if tt.rate > 0 {
+				if _, err := jose.Sign(t.Context(), h.Signer, h.Alg, signingInput(10)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.fake.SetThrottleRate(tt.opts.ThrottleRate)
+			e.fake.SetLatency(tt.opts.Latency)
+			ctx, cancel := context.WithTimeout(t.Context(), tt.timeout)
+			defer cancel()
+			start := time.Now()
+			_, err := jose.Sign(ctx, h.Signer, h.Alg, signingInput(10))
+			elapsed := time.Since(start)
+			if !errors.Is(err, backends.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err %v, want ErrUnavailable and DeadlineExceeded", err)
+			}
+			if elapsed > tt.maxSleep+50*time.Millisecond {
+				t.Errorf("returned after %v, want within %v (deadline %v)", elapsed, tt.maxSleep, tt.timeout)
+			}
+			t.Logf("%v after %v", err, elapsed)
+		})
+	}
+}
+
+// TestCanceled: a caller that cancels gets its context error, not "KMS
+// unavailable".
+func TestCanceled(t *testing.T) {
+	e := newEnv(t, Config{}, awskmsfake.Options{Latency: 5 * time.Second})
+	keyARN := e.createKey(t, "ECC_NIST_P256")
+	e.fake.SetLatency(0)
+	h := e.open(t, "awskms:///"+keyARN)
+	e.fake.SetLatency(5 * time.Second)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := jose.Sign(ctx, h.Signer, h.Alg, signingInput(10))
+	if !errors.Is(err, context.Canceled) || errors.Is(err, backends.ErrUnavailable) {
+		t.Fatalf("err %v, want context.Canceled and not ErrUnavailable", err)
+	}
+}
+
+// TestSignRefusals: a wrong KeyId in the answer, a key disabled after Open,
+// an oversize EdDSA message and inputs the key cannot sign each give a
+// typed or clear error; the local checks never reach KMS.
+func TestSignRefusals(t *testing.T) {
+	e := newEnv(t, Config{}, awskmsfake.Options{})
+	ec := e.open(t, "awskms:///"+e.createKey(t, "ECC_NIST_P256"))
+	ed := e.open(t, "awskms:///"+e.createKey(t, "ECC_NIST_EDWARDS25519"))
+	rsaKey := e.createKey(t, "RSA_2048")
+	rs := e.open(t, "awskms:///"+rsaKey)
+	ps := e.open(t, "awskms:///"+rsaKey+"?alg=PS256")
+	disabledARN := e.createKey(t, "ECC_NIST_P256")
+	disabled := e.open(t, "awskms:///"+disabledARN)
+	digest := sha256.Sum256([]byte("x"))
+
+	var (
+		mismatch *KeyIDMismatchError
+		tooLarge *MessageTooLargeError
+		state    *KeyStateError
+	)
+	tests := []struct {
+		name      string
+		setup     func()
+		sign      func() error
+		as        any
+		errHas    string
+		callsKMS  bool
+		wantLimit bool
+	}{
+		{
+			name:  "wrong KeyId in the answer",
+			setup: func() { e.fake.SetWrongKeyID(true) },
+			sign:  func() error { _, err := jose.Sign(t.Context(), ec.Signer, ec.Alg, signingInput(10)); return err },
+			as:    &mismatch, errHas: "not the key asked for", callsKMS: true,
+		},
+		{
+			name:  "disabled after Open",
+			setup: func() { _ = e.fake.DisableKey(disabledARN) },
+			sign: func() error {
+				_, err := jose.Sign(t.Context(), disabled.Signer, disabled.Alg, signingInput(10))
+				return err
+			},
+			as: &state, errHas: "is Disabled", callsKMS: true,
+		},
+		{
+			name:   "EdDSA 4097 bytes",
+			sign:   func() error { _, err := jose.Sign(t.Context(), ed.Signer, ed.Alg, signingInput(4097)); return err },
+			as:     &tooLarge,
+			errHas: "4097 bytes, over the 4096-byte limit",
+		},
+		{
+			name:   "ES256 with a SHA-384 digest",
+			sign:   func() error { _, err := ec.Signer.Sign(nil, make([]byte, 48), crypto.SHA384); return err },
+			errHas: "signs SHA-256 digests, not SHA-384",
+		},
+		{
+			name:   "short digest",
+			sign:   func() error { _, err := ec.Signer.Sign(nil, digest[:31], crypto.SHA256); return err },
+			errHas: "digest is 31 bytes, want 32",
+		},
+		{
+			name: "PSS on an RS256 key",
+			sign: func() error {
+				_, err := rs.Signer.Sign(nil, digest[:], &rsa.PSSOptions{Hash: crypto.SHA256, SaltLength: rsa.PSSSaltLengthEqualsHash})
+				return err
+			},
+			errHas: "?alg=PS256",
+		},
+		{
+			name:   "PKCS #1 v1.5 on a PS256 key",
+			sign:   func() error { _, err := ps.Signer.Sign(nil, digest[:], crypto.SHA256); return err },
+			errHas: "PKCS #1 v1.5 requested",
+		},
+		{
+			name: "PSS with another salt length",
+			sign: func() error {
+				_, err := ps.Signer.Sign(nil, digest[:], &rsa.PSSOptions{Hash: crypto.SHA256, SaltLength: rsa.PSSSaltLengthAuto})
+				return err
+			},
+			errHas: "salt as long as the hash",
+		},
+		{
+			name:   "digest for Ed25519",
+			sign:   func() error { _, err := ed.Signer.Sign(nil, digest[:], crypto.SHA256); return err },
+			errHas: "signs the message itself",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer e.fake.SetWrongKeyID(false)
+			if tt.setup != nil {
+				tt.setup()
+			}
+			before := e.fake.Calls("Sign")
+			err := tt.sign()
+			if err == nil {
+				t.Fatal("signing succeeded")
+			}
+			if tt.as != nil && !errors.As(err, tt.as) {
+				t.Errorf("err %T %v, want %T", err, err, tt.as)
+			}
+			if !strings.Contains(err.Error(), tt.errHas) {
+				t.Errorf("err %q does not mention %q", err, tt.errHas)
+			}
+			if errors.Is(err, backends.ErrUnavailable) {
+				t.Errorf("a refusal is reported as unavailable: %v", err)
+			}
+			if called := e.fake.Calls("Sign") > before; called != tt.callsKMS {
+				t.Errorf("KMS called: %v, want %v", called, tt.callsKMS)
+			}
+			noSecrets(t, "error", err.Error())
+		})
+	}
+	// The largest message KMS takes still signs.
+	e.signVerify(t, ed, keyARNOf(t, ed), signingInput(MaxRawMessage))
+}
+
+// keyARNOf returns the key ARN a handle signs with.
+func keyARNOf(t testing.TB, h backends.Handle) string {
+	t.Helper()
+	s, ok := h.Signer.(*signer)
+	if !ok {
+		t.Fatalf("signer is %T", h.Signer)
+	}
+	return s.arn
+}
+
+// TestClosed: after Close, everything fails as unavailable with ErrClosed.
+func TestClosed(t *testing.T) {
+	e := newEnv(t, Config{}, awskmsfake.Options{})
+	keyARN := e.createKey(t, "ECC_NIST_P256")
+	h := e.open(t, "awskms:///"+keyARN)
+	if err := e.b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		name string
+		f    func() error
+	}{
+		{"sign", func() error { _, err := jose.Sign(t.Context(), h.Signer, h.Alg, signingInput(10)); return err }},
+		{"open", func() error { _, err := e.b.Open(t.Context(), "awskms:///"+keyARN); return err }},
+		{"create", func() error {
+			_, err := e.b.Create(t.Context(), backends.CreateRequest{Alg: jose.ES256})
+			return err
+		}},
+		{"disable", func() error { return e.b.Disable(t.Context(), "awskms:///"+keyARN) }},
+	}
+	for _, c := range calls {
+		if err := c.f(); !errors.Is(err, ErrClosed) || !errors.Is(err, backends.ErrUnavailable) {
+			t.Errorf("%s after Close: %v, want ErrClosed and ErrUnavailable", c.name, err)
+		}
+	}
+	if err := e.b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
