@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/backends"
-	_ "github.com/cardsign/cardsign/backends/file" // file: keys
 	"github.com/cardsign/cardsign/backends/awskms"
+	_ "github.com/cardsign/cardsign/backends/file" // file: keys
 	"github.com/cardsign/cardsign/backends/pkcs11"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
