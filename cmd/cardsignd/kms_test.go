@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"cloud.google.com/go/kms/apiv1/kmspb"
+
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
+	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
 )
 
 // kmsLifecycle drives a daemon whose keys live in a cloud KMS fake: the
@@ -76,4 +79,19 @@ func TestDaemonAWSKMS(t *testing.T) {
 	kmsLifecycle(t, awsEnv(), "keys:\n  backend: awskms\n  on_revoke: disable\nawskms:\n  endpoint: "+fake.URL()+
 		"\n  region: us-east-1\n  key_spec: ECC_NIST_P256\n  alias: alias/cardsign\n  rate_limit: 5000\n",
 		func(uri string) bool { return fake.Disabled(strings.TrimPrefix(uri, "awskms:///")) })
+}
+
+func TestDaemonGCPKMS(t *testing.T) {
+	fake, err := gcpkmsfake.Start(gcpkmsfake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	const cryptoKey = "projects/cardsign-test/locations/global/keyRings/cardsign/cryptoKeys/agent-cards"
+	if _, err := fake.AddKey(cryptoKey, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256); err != nil {
+		t.Fatal(err)
+	}
+	kmsLifecycle(t, os.Environ(), "keys:\n  backend: gcpkms\n  on_revoke: disable\ngcpkms:\n  endpoint: "+fake.Addr()+
+		"\n  insecure: true\n  crypto_key: "+cryptoKey+"\n  rate_limit: 5000\n",
+		func(uri string) bool { return fake.Disabled(strings.TrimPrefix(uri, "gcpkms://")) })
 }

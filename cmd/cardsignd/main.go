@@ -23,6 +23,7 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/awskms"
 	_ "github.com/cardsign/cardsign/backends/file" // file: keys
+	"github.com/cardsign/cardsign/backends/gcpkms"
 	"github.com/cardsign/cardsign/backends/pkcs11"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
@@ -155,6 +156,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer b.Close()
 		backends.Register(pkcs11.Scheme, b)
+	}
+	if cfg.GCPKMS.enabled() || cfg.Keys.Backend == gcpkms.Scheme {
+		b, err := gcpkms.New(ctx, gcpkms.Config{Endpoint: cfg.GCPKMS.Endpoint, Insecure: cfg.GCPKMS.Insecure,
+			CryptoKey: cfg.GCPKMS.CryptoKey, RateLimit: cfg.GCPKMS.RateLimit, Logger: log})
+		if err != nil {
+			return fmt.Errorf("gcpkms backend: %w", err)
+		}
+		defer b.Close()
+		backends.Register(gcpkms.Scheme, b)
+		log.Info("gcpkms backend ready", "endpoint", cfg.GCPKMS.Endpoint, "crypto_key", cfg.GCPKMS.CryptoKey)
 	}
 	if cfg.AWSKMS.enabled() || cfg.Keys.Backend == awskms.Scheme {
 		b, err := awskms.New(ctx, awskms.Config{Endpoint: cfg.AWSKMS.Endpoint, Region: cfg.AWSKMS.Region,

@@ -1,0 +1,119 @@
+package gcpkms
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	kms "cloud.google.com/go/kms/apiv1"
+	"github.com/cardsign/cardsign/backends"
+	"golang.org/x/time/rate"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Backend opens, creates and disables Cloud KMS key versions. It is safe
+// for concurrent use; one Backend (one gRPC connection) serves every key.
+type Backend struct {
+	cfg     Config
+	log     *slog.Logger
+	client  *kms.KeyManagementClient
+	backoff backoff
+	stats   counters
+	closed  atomic.Bool
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter // by key version name
+}
+
+var (
+	_ backends.Backend = (*Backend)(nil)
+	_ backends.Creator = (*Backend)(nil)
+)
+
+// New connects a Backend to Cloud KMS (or cfg.Endpoint). Credentials come
+// from cfg.ClientOptions, else the standard chain; none are sent to an
+// Insecure endpoint. The caller registers it:
+//
+//	b, err := gcpkms.New(ctx, cfg)
+//	backends.Register(gcpkms.Scheme, b)
+//	defer b.Close()
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	opts := []option.ClientOption{option.WithGRPCConnectionPool(connPoolSize)}
+	if cfg.Endpoint != "" {
+		opts = append(opts, option.WithEndpoint(cfg.Endpoint))
+	}
+	if cfg.Insecure {
+		opts = append(opts,
+			option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+	}
+	opts = append(opts, cfg.ClientOptions...)
+	client, err := kms.NewKeyManagementClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("gcpkms: Cloud KMS client: %w", err)
+	}
+	// The library's defaults retry UNAVAILABLE and DEADLINE_EXCEEDED itself
+	// (up to a 60s timeout) and never RESOURCE_EXHAUSTED. Clearing them
+	// leaves one retry loop, ours (call.go), which sees every attempt,
+	// paces it with the rate limit and never waits past the deadline.
+	client.CallOptions = &kms.KeyManagementCallOptions{}
+	return &Backend{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		client:   client,
+		backoff:  defaultBackoff(),
+		limiters: map[string]*rate.Limiter{},
+	}, nil
+}
+
+// limiter returns the rate limiter of a key version, shared by everything
+// that signs with it through this Backend.
+func (b *Backend) limiter(name string) *rate.Limiter {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := b.limiters[name]
+	if l == nil {
+		if math.IsInf(b.cfg.RateLimit, 1) {
+			l = rate.NewLimiter(rate.Inf, 1)
+		} else {
+			// One second's worth of burst: Cloud KMS quotas are per minute,
+			// so a burst this size is harmless, and a daemon that was idle
+			// serves a sudden batch of cards at once.
+			l = rate.NewLimiter(rate.Limit(b.cfg.RateLimit), max(1, int(math.Ceil(b.cfg.RateLimit))))
+		}
+		b.limiters[name] = l
+	}
+	return l
+}
+
+// Stats returns the counters since New.
+func (b *Backend) Stats() Stats { return b.stats.snapshot() }
+
+// Close closes the connection to Cloud KMS. Calls afterwards, and signers
+// opened before, fail with an *UnavailableError wrapping ErrClosed.
+func (b *Backend) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	if err := b.client.Close(); err != nil {
+		return fmt.Errorf("gcpkms: close: %w", err)
+	}
+	b.log.Info("gcpkms: backend closed")
+	return nil
+}
+
+// connPoolSize is the number of gRPC connections to Cloud KMS. Google's
+// front ends allow about 100 concurrent streams per HTTP/2 connection, and
+// each connection reads and writes its frames on one goroutine: several
+// connections let a burst of signatures go out, and their answers come
+// back, in parallel. ClientOptions may override it.
+const connPoolSize = 4
