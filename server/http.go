@@ -13,9 +13,11 @@ import (
 )
 
 // NewHTTPHandler serves the JWKS, the revocation document, /healthz (the
-// process is up) and /readyz (it can sign: store readable, an active key).
-func NewHTTPHandler(a *Authority) http.Handler {
+// process is up), /readyz (it can sign: store readable, an active key, key
+// backends healthy) and /metrics (key backend counters).
+func NewHTTPHandler(a *Authority, stats ...StatsSource) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/metrics", metricsHandler(stats))
 	mux.Handle(jwks.JWKSPath, jwks.Handler(a.JWKS))
 	mux.Handle(jwks.RevocationsPath, jwks.RevocationHandler(a.Revocations))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 
 // daemon is a running cardsignd.
 type daemon struct {
-	t          *testing.T
+	t          testing.TB
 	dataDir    string
 	cmd        *exec.Cmd
 	grpc, http string
@@ -82,7 +82,7 @@ func startDaemon(t *testing.T, dataDir string, extra ...string) *daemon {
 }
 
 // startDaemonEnv is startDaemon with an environment (nil: inherit).
-func startDaemonEnv(t *testing.T, env []string, dataDir string, extra ...string) *daemon {
+func startDaemonEnv(t testing.TB, env []string, dataDir string, extra ...string) *daemon {
 	t.Helper()
 	args := append([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(daemonBin, args...)

@@ -19,7 +19,7 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 )
 
-func dialDaemon(t *testing.T, addr string) pb.SigningServiceClient {
+func dialDaemon(t testing.TB, addr string) pb.SigningServiceClient {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -45,6 +45,9 @@ func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri s
 		t.Fatalf("during prepublication: signatures by %v, want [%s %s]", k, firstKID, secondKID)
 	}
 	mustCLI(t, work, "verify", "--all", "--jwks", d.jwksURL(), out)
+	if _, m := httpGet(t, "http://"+d.http+"/metrics"); !strings.Contains(string(m), "cardsign_backend_attempts_total{backend=") || strings.Contains(string(m), "attempts_total{backend=\"gcpkms\"} 0\n") || strings.Contains(string(m), "attempts_total{backend=\"awskms\"} 0\n") {
+		t.Fatalf("/metrics does not count backend requests:\n%s", m)
+	}
 	_, body := httpGet(t, d.jwksURL())
 	writeFile(t, filepath.Join(work, "jwks.json"), string(body))
 	verifyJS(t, filepath.Join(work, "jwks.json"), out)

@@ -157,6 +157,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer b.Close()
 		backends.Register(pkcs11.Scheme, b)
 	}
+	var stats []server.StatsSource
 	if cfg.GCPKMS.enabled() || cfg.Keys.Backend == gcpkms.Scheme {
 		b, err := gcpkms.New(ctx, gcpkms.Config{Endpoint: cfg.GCPKMS.Endpoint, Insecure: cfg.GCPKMS.Insecure,
 			CryptoKey: cfg.GCPKMS.CryptoKey, RateLimit: cfg.GCPKMS.RateLimit, Logger: log})
@@ -165,6 +166,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer b.Close()
 		backends.Register(gcpkms.Scheme, b)
+		stats = append(stats, server.StatsSource{Backend: gcpkms.Scheme, Read: func() server.BackendStats {
+			s := b.Stats()
+			return server.BackendStats{Attempts: s.Attempts, Throttled: s.Throttled, Retries: s.Retries, Failures: s.Failures,
+				LatencyCount: s.Latency.Count, LatencyTotal: s.Latency.Total, LatencyMax: s.Latency.Max}
+		}})
 		log.Info("gcpkms backend ready", "endpoint", cfg.GCPKMS.Endpoint, "crypto_key", cfg.GCPKMS.CryptoKey)
 	}
 	if cfg.AWSKMS.enabled() || cfg.Keys.Backend == awskms.Scheme {
@@ -175,6 +181,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer b.Close()
 		backends.Register(awskms.Scheme, b)
+		stats = append(stats, server.StatsSource{Backend: awskms.Scheme, Read: func() server.BackendStats {
+			s := b.Stats()
+			return server.BackendStats{Attempts: s.Attempts, Throttled: s.Throttled, Retries: s.Retries, Failures: s.Failures,
+				LatencyCount: s.Latency.Count, LatencyTotal: s.Latency.Total, LatencyMax: s.Latency.Max}
+		}})
 		log.Info("awskms backend ready", "endpoint", cfg.AWSKMS.Endpoint, "region", cfg.AWSKMS.Region)
 	}
 	alg, _ := jose.ParseAlg(cfg.Keys.DefaultAlg)
@@ -217,7 +228,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			"prepublish", cfg.Keys.Prepublish, "jwks_max_age", cfg.JWKS.MaxAge)
 	}
 	gs, hs := server.NewGRPCServer(auth, log)
-	httpSrv := &http.Server{Handler: server.NewHTTPHandler(auth), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Handler: server.NewHTTPHandler(auth, stats...), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(gl) }()
 	go func() { errc <- httpSrv.Serve(hl) }()
