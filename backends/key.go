@@ -60,6 +60,14 @@ func Open(ctx context.Context, uri string, opts OpenOptions) (*Key, error) {
 	}
 	pub := h.Signer.Public()
 
+	// The key's own algorithm (a KMS key's spec, a JWK's alg, a token key
+	// restricted to one mechanism) must agree with the one asked for, which
+	// for the daemon is the one on record: signing with another would fail
+	// at the provider or, worse, publish a JWK that lies.
+	if opts.Alg != "" && h.Alg != "" && opts.Alg != h.Alg {
+		return nil, fmt.Errorf("backends: open %s: %w", Redact(uri),
+			&jose.KeyMismatchError{Alg: opts.Alg, KeyType: jose.KeyType(pub), Reason: "the key itself is for " + string(h.Alg)})
+	}
 	alg := opts.Alg
 	if alg == "" {
 		alg = h.Alg

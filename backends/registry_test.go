@@ -132,7 +132,7 @@ func TestOpen(t *testing.T) {
 		{name: "override mismatch", uri: "test-plain:k", opts: OpenOptions{Alg: jose.ES384}, errHas: "ES384"},
 		{name: "override unsupported", uri: "test-plain:k", opts: OpenOptions{Alg: "HS256"}, errIs: jose.ErrUnsupportedAlg},
 		{name: "backend alg mismatch", uri: "test-badalg:k", errHas: "ES512"},
-		{name: "override fixes backend alg", uri: "test-badalg:k", opts: OpenOptions{Alg: jose.ES256}, wantAlg: jose.ES256, wantKID: thumb},
+		{name: "override disagrees with the key's own alg", uri: "test-known:k", opts: OpenOptions{Alg: jose.ES384}, errHas: "the key itself is for ES256"},
 		{name: "no signer", uri: "test-nosigner:k", errHas: "no signer"},
 		{name: "backend error, URI redacted", uri: "test-fail:k?pin-value=1234", errIs: errBackend, errHas: "test-fail:k?…"},
 		{name: "unknown scheme", uri: "nope:k", errHas: "test-plain"},
