@@ -157,7 +157,8 @@ func (c *Config) validate() error {
 	if c.DataDir == "" {
 		bad("data_dir: must not be empty")
 	}
-	for name, addr := range map[string]string{"grpc_addr": c.GRPCAddr, "http_addr": c.HTTPAddr} {
+	for _, a := range []struct{ name, addr string }{{"grpc_addr", c.GRPCAddr}, {"http_addr", c.HTTPAddr}} {
+		name, addr := a.name, a.addr
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
 			bad("%s: %q is not host:port: %v", name, addr, err)
