@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -52,6 +53,8 @@ type Authority struct {
 	log     *slog.Logger
 	now     func() time.Time
 
+	draining atomic.Bool // set at shutdown: /readyz says no while calls finish
+
 	mu       sync.Mutex
 	recs     []jwks.KeyRecord         // last read from the store
 	readAt   time.Time                // when the read that produced recs started
@@ -76,6 +79,12 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		signers: map[string]*backends.Key{},
 	}
 }
+
+// ErrDraining: the daemon is shutting down.
+var ErrDraining = errors.New("shutting down")
+
+// Drain marks the authority as shutting down, for readiness.
+func (a *Authority) Drain() { a.draining.Store(true) }
 
 // Close commits the audit records already queued and stops the batcher.
 func (a *Authority) Close() error { return a.batcher.Close() }

@@ -112,6 +112,11 @@ func TestKeyTransitionsRefuseWhatWouldSurprise(t *testing.T) {
 	if !errors.As(err, &ia) {
 		t.Fatalf("importing a missing file: %v", err)
 	}
+	for _, uri := range []string{"awskms:///alias/cardsign", "awskms:///arn:aws:kms:us-east-1:111122223333:alias/cardsign", "pkcs11:token=t;object=o?pin-value=1234"} {
+		if _, err := a.ImportKey(ctx, uri, "", ""); !errors.As(err, &ia) || strings.Contains(err.Error(), "1234") {
+			t.Fatalf("import %s: %v, want a refusal without the PIN in it", uri, err)
+		}
+	}
 	created, err := a.CreateKey(ctx, "ES384")
 	if err != nil || created.State != jwks.StatePending || created.ActivateAt != nil {
 		t.Fatalf("CreateKey: %+v %v", created, err)

@@ -27,6 +27,9 @@ func NewGRPCServer(a *Authority, log *slog.Logger) (*grpc.Server, *health.Server
 	s := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(unaryInterceptor(log)),
 		grpc.MaxRecvMsgSize(maxMsg),
+		// Stop (after the shutdown timeout) still waits for running
+		// handlers, so the audit log and backends close after them.
+		grpc.WaitForHandlers(true),
 	)
 	svc := &services{a: a, log: log}
 	pb.RegisterSigningServiceServer(s, signingService{services: svc})

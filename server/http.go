@@ -30,9 +30,11 @@ func NewHTTPHandler(a *Authority, stats ...StatsSource) http.Handler {
 			// The reason is generic: this endpoint is public; the log has details.
 			reason := "key store unavailable"
 			switch {
+			case errors.Is(err, ErrDraining):
+				reason = "shutting down"
 			case errors.Is(err, ErrNoActiveKey):
 				reason = "no active signing key"
-			case errors.Is(err, backends.ErrUnavailable):
+			case errors.Is(err, backends.ErrUnavailable), errors.As(err, new(*UnavailableError)):
 				reason = "key backend unavailable"
 				a.log.Warn("not ready", "err", err)
 			default:
@@ -56,12 +58,16 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // Ready reports whether the authority can sign now: the store answers and a
 // key is active.
 func (a *Authority) Ready(ctx context.Context) error {
-	recs, err := a.records(ctx, true)
-	if err != nil {
+	if a.draining.Load() {
+		return ErrDraining
+	}
+	if _, err := a.records(ctx, true); err != nil {
 		return err
 	}
-	if _, ok := jwks.Active(jwks.Derive(a.now(), recs, a.policy())); !ok {
-		return ErrNoActiveKey
+	// Opening the signing keys (cached after the first time) proves their
+	// backend can reach them: an HSM absent since start is not ready.
+	if _, err := a.signingKeys(ctx); err != nil {
+		return err
 	}
 	for _, scheme := range backends.Schemes() {
 		b, _ := backends.Lookup(scheme)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cardsign/cardsign/backends"
@@ -92,6 +93,15 @@ func (a *Authority) CreateKey(ctx context.Context, algName string) (jwks.View, e
 func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jwks.View, error) {
 	if uri == "" {
 		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "a backend key URI is required"}
+	}
+	// The URI is stored and reopened for years: it must name one key for
+	// good (an alias moves) and carry no secret (a PIN would sit in the
+	// database in clear).
+	if strings.HasPrefix(uri, "awskms:///alias/") || strings.Contains(uri, ":alias/") {
+		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "import the key's ID or ARN, not an alias: an alias can move to another key"}
+	}
+	if strings.Contains(strings.ToLower(uri), "pin-value=") {
+		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "a PIN in the URI would be stored in clear: use pin-source or the configured PIN"}
 	}
 	alg, err := parseAlg(algName)
 	if err != nil {
@@ -297,4 +307,26 @@ func (a *Authority) disableAtBackend(ctx context.Context, v jwks.View) {
 		return
 	}
 	a.log.Warn("on_revoke: key disabled at its backend", "kid", v.KID, "uri", backends.Redact(v.URI))
+}
+
+// CheckBackends fails when a key that is not revoked or expired uses a
+// backend that is not configured in this process.
+func (a *Authority) CheckBackends(ctx context.Context) error {
+	views, err := a.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	for _, v := range views {
+		if v.State == jwks.StateRevoked || v.State == jwks.StateExpired {
+			continue
+		}
+		scheme, err := backends.Scheme(v.URI)
+		if err != nil {
+			return fmt.Errorf("key %s: %w", v.KID, err)
+		}
+		if _, ok := backends.Lookup(scheme); !ok {
+			return fmt.Errorf("key %s (%s) uses the %s backend, which is not configured: add its section to the config", v.KID, v.State, scheme)
+		}
+	}
+	return nil
 }

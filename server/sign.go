@@ -92,7 +92,10 @@ func (a *Authority) signingKeys(ctx context.Context) ([]signer.Key, error) {
 	for _, v := range jwks.Signing(views) {
 		k, err := a.open(ctx, v.KeyRecord)
 		if err != nil {
-			return nil, err
+			// The key is on record and due to sign: if its backend cannot
+			// open it now (an HSM unplugged at start, a KMS outage), signing
+			// is unavailable, not broken.
+			return nil, &UnavailableError{What: "signing key " + v.KID, Err: err}
 		}
 		pub, err := v.Public.PublicKey()
 		if err != nil {

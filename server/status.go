@@ -54,6 +54,9 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, store.ErrExists):
 		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, backends.ErrUnavailable):
+		log.Warn("key backend unavailable", "request_id", requestID, "err", err)
+		return status.Error(codes.Unavailable, "key backend unavailable; retry later (request "+requestID+")")
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
@@ -63,9 +66,6 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 	case errors.Is(err, ErrAudit):
 		log.Error("audit commit failed; signature discarded", "request_id", requestID, "err", err)
 		return status.Error(codes.Unavailable, "audit log unavailable: the signature was discarded; retry later (request "+requestID+")")
-	case errors.Is(err, backends.ErrUnavailable):
-		log.Warn("key backend unavailable", "request_id", requestID, "err", err)
-		return status.Error(codes.Unavailable, "key backend unavailable; retry later (request "+requestID+")")
 	case errors.As(err, &unErr):
 		log.Warn("dependency unavailable", "request_id", requestID, "what", unErr.What, "err", unErr.Err)
 		return status.Error(codes.Unavailable, unErr.What+" unavailable; retry later (request "+requestID+")")

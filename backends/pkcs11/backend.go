@@ -102,7 +102,14 @@ func (b *Backend) Open(ctx context.Context, uri string) (backends.Handle, error)
 	if _, err := jose.Sign(ctx, s, s.ki.alg, []byte("cardsign pkcs11 self-test")); err != nil {
 		return backends.Handle{}, fmt.Errorf("pkcs11: open %s: self-test signature: %w", s.name, err)
 	}
-	return backends.Handle{Signer: s, Alg: s.ki.alg}, nil
+	// An RSA key not limited to PSS can sign RS256 and PS256 alike: it
+	// claims no alg, so a record that says PS256 opens it (the registry's
+	// default for RSA is RS256).
+	alg := s.ki.alg
+	if s.ki.anyRSA {
+		alg = ""
+	}
+	return backends.Handle{Signer: s, Alg: alg}, nil
 }
 
 // wrapNamed adds "pkcs11: what: " to err unless it is one of the typed

@@ -180,6 +180,10 @@ func readKey(c *p11.Ctx, sh p11.SessionHandle, h p11.ObjectHandle, tokenName, ke
 	}
 	if ki.kind == kindRSA {
 		ki.alg, ki.mech = rsaAlg(allowed)
+		// Limited to PKCS#1 v1.5 (as Create makes RS256 keys) it is RS256;
+		// with no limit it can sign PS256 too, so it claims no alg.
+		ki.anyRSA = !slices.Contains(allowed, p11.CKM_RSA_PKCS_PSS) && !slices.Contains(allowed, p11.CKM_RSA_PKCS) ||
+			slices.Contains(allowed, p11.CKM_RSA_PKCS_PSS) && slices.Contains(allowed, p11.CKM_RSA_PKCS)
 	}
 	if len(allowed) > 0 && !slices.Contains(allowed, ki.mech) {
 		return keyInfo{}, nil, unsupported("CKA_ALLOWED_MECHANISMS does not include mechanism 0x%X, which signing needs", ki.mech)

@@ -48,6 +48,9 @@ type keyInfo struct {
 	pub  crypto.PublicKey
 	alg  jose.Alg
 	mech uint // the mechanism signing uses, checked against CKA_ALLOWED_MECHANISMS
+	// anyRSA: an RSA key allowed both PKCS#1 v1.5 and PSS (or not limited
+	// at all), which can sign RS256 and PS256.
+	anyRSA bool
 }
 
 // ecCurve maps a DER CKA_EC_PARAMS (a namedCurve OID) to its curve and alg.

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,8 +57,17 @@ type AWSKMSConfig struct {
 	RateLimit float64 `yaml:"rate_limit"`
 }
 
-func (c GCPKMSConfig) enabled() bool { return c.Endpoint != "" || c.CryptoKey != "" }
-func (c AWSKMSConfig) enabled() bool { return c.Endpoint != "" || c.Region != "" || c.KeySpec != "" }
+// A backend section with any field set enables that backend.
+func (c GCPKMSConfig) enabled() bool { return c != GCPKMSConfig{} }
+func (c AWSKMSConfig) enabled() bool { return c != AWSKMSConfig{} }
+func (c PKCS11Config) enabled() bool { return c.Module != "" || len(c.AllowedModules) > 0 }
+
+// keySpecAlgs maps an AWS KMS KeySpec to the JOSE algs its keys can sign.
+var keySpecAlgs = map[string][]jose.Alg{
+	"ECC_NIST_P256": {jose.ES256}, "ECC_NIST_P384": {jose.ES384}, "ECC_NIST_P521": {jose.ES512},
+	"RSA_2048": {jose.RS256, jose.PS256}, "RSA_3072": {jose.RS256, jose.PS256}, "RSA_4096": {jose.RS256, jose.PS256},
+	"ECC_NIST_EDWARDS25519": {jose.EdDSA},
+}
 
 // PKCS11Config enables the pkcs11: backend (HSMs, SoftHSM). The PIN is read
 // from PINFile or the CARDSIGN_PKCS11_PIN environment variable, never from
@@ -195,8 +206,14 @@ func (c *Config) validate() error {
 			bad("keys.backend: gcpkms needs gcpkms.crypto_key, the CryptoKey new versions are created in")
 		}
 	case "awskms":
-		if c.AWSKMS.KeySpec == "" {
+		algs, known := keySpecAlgs[c.AWSKMS.KeySpec]
+		switch {
+		case c.AWSKMS.KeySpec == "":
 			bad("keys.backend: awskms needs awskms.key_spec")
+		case !known:
+			bad("awskms.key_spec: %q is not one cardsign signs with", c.AWSKMS.KeySpec)
+		case !slices.Contains(algs, jose.Alg(c.Keys.DefaultAlg)):
+			bad("keys.default_alg: %s cannot be made with awskms.key_spec %s (it signs %v)", c.Keys.DefaultAlg, c.AWSKMS.KeySpec, algs)
 		}
 	default:
 		bad("keys.backend: %q cannot create keys (file, pkcs11, gcpkms or awskms)", c.Keys.Backend)
@@ -206,9 +223,17 @@ func (c *Config) validate() error {
 	default:
 		bad("keys.on_revoke: %q is not none or disable", c.Keys.OnRevoke)
 	}
-	if c.GCPKMS.Insecure && c.GCPKMS.Endpoint != "" {
+	if c.GCPKMS.Insecure {
 		if host, _, err := net.SplitHostPort(c.GCPKMS.Endpoint); err != nil || !card.IsLoopbackHost(host) {
-			bad("gcpkms.insecure: plaintext gRPC is only allowed to a loopback endpoint (a local fake), not %q", c.GCPKMS.Endpoint)
+			bad("gcpkms.insecure: plaintext gRPC is only allowed to a loopback endpoint host:port (a local fake), not %q", c.GCPKMS.Endpoint)
+		}
+	}
+	// A KMS answers with public keys and signatures: in clear text, anyone on
+	// the path could substitute them. Plain http only to this machine.
+	if e := c.AWSKMS.Endpoint; e != "" {
+		u, err := url.Parse(e)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && card.IsLoopbackHost(u.Hostname()))) {
+			bad("awskms.endpoint: %q must be an https URL (plain http only for a loopback fake)", e)
 		}
 	}
 	if c.GCPKMS.RateLimit < 0 || c.AWSKMS.RateLimit < 0 {

@@ -26,6 +26,10 @@ func TestConfigValidation(t *testing.T) {
 		{"plaintext gRPC to a remote KMS", "gcpkms:\n  endpoint: kms.example.com:443\n  insecure: true\n  crypto_key: projects/p/locations/l/keyRings/r/cryptoKeys/k\n", []string{"gcpkms.insecure", "loopback"}},
 		{"awskms backend needs a key spec", "keys:\n  backend: awskms\n", []string{"awskms.key_spec"}},
 		{"unknown backend", "keys:\n  backend: vault\n", []string{"keys.backend", "vault"}},
+		{"key spec that cannot make the default alg", "keys:\n  backend: awskms\nawskms:\n  key_spec: RSA_3072\n", []string{"keys.default_alg", "RSA_3072"}},
+		{"plain http to a remote AWS endpoint", "awskms:\n  endpoint: http://kms.example.com\n", []string{"awskms.endpoint", "https"}},
+		{"insecure without an endpoint", "gcpkms:\n  insecure: true\n  crypto_key: projects/p/locations/l/keyRings/r/cryptoKeys/k\n", []string{"gcpkms.insecure"}},
+		{"AWS fake on loopback", "awskms:\n  endpoint: http://127.0.0.1:9999\n  region: us-east-1\n", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -126,7 +126,7 @@ func openPKCS11(c PKCS11Config, log *slog.Logger) (*pkcs11.Backend, error) {
 		pin = strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
 	}
 	allowed := c.AllowedModules
-	if len(allowed) == 0 {
+	if len(allowed) == 0 && c.Module != "" {
 		allowed = []string{c.Module}
 	}
 	b, err := pkcs11.New(pkcs11.Config{AllowedModules: allowed, DefaultModule: c.Module, PIN: pin, Token: c.Token, PoolSize: c.PoolSize, Logger: log})
@@ -149,7 +149,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
-	if cfg.PKCS11.Module != "" {
+	if cfg.PKCS11.enabled() {
 		b, err := openPKCS11(cfg.PKCS11, log)
 		if err != nil {
 			return err
@@ -206,6 +206,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if _, err := auth.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("first key: %w", err)
 	}
+	// Every key that may still sign or be disabled needs its backend: a
+	// missing section would otherwise surface only when signing fails.
+	if err := auth.CheckBackends(ctx); err != nil {
+		return err
+	}
 
 	gl, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
@@ -248,6 +253,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Error("listener failed; shutting down", "err", serveErr)
 	}
 	log.Info("shutting down: finishing in-flight signatures and their audit records")
+	auth.Drain()
 	hs.Shutdown()
 	done := make(chan struct{})
 	go func() { gs.GracefulStop(); close(done) }()
