@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -56,13 +57,14 @@ type Authority struct {
 	draining atomic.Bool // set at shutdown: /readyz says no while calls finish
 
 	mu       sync.Mutex
-	recs     []jwks.KeyRecord         // last read from the store
-	readAt   time.Time                // when the read that produced recs started
-	signers  map[string]*backends.Key // opened keys by kid
-	revMu    sync.Mutex               // serializes re-signing the revocation document
-	revDoc   []byte                   // cached signed revocation document
-	revState string                   // the revoked set and signer it was made for
-	revUntil time.Time                // re-sign after this
+	recs     []jwks.KeyRecord            // last read from the store
+	readAt   time.Time                   // when the read that produced recs started
+	signers  map[string]*backends.Key    // opened keys by kid
+	publics  map[string]crypto.PublicKey // decoded public keys on record, by kid
+	revMu    sync.Mutex                  // serializes re-signing the revocation document
+	revDoc   []byte                      // cached signed revocation document
+	revState string                      // the revoked set and signer it was made for
+	revUntil time.Time                   // re-sign after this
 }
 
 // NewAuthority wires an authority over st. Close it to flush the audit log.
@@ -77,6 +79,7 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		log:     log,
 		now:     func() time.Time { return time.Now().UTC() },
 		signers: map[string]*backends.Key{},
+		publics: map[string]crypto.PublicKey{},
 	}
 }
 

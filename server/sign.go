@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 
@@ -97,9 +98,9 @@ func (a *Authority) signingKeys(ctx context.Context) ([]signer.Key, error) {
 			// is unavailable, not broken.
 			return nil, &UnavailableError{What: "signing key " + v.KID, Err: err}
 		}
-		pub, err := v.Public.PublicKey()
+		pub, err := a.storedPublic(v.KeyRecord)
 		if err != nil {
-			return nil, fmt.Errorf("stored public key of %s: %w", v.KID, err)
+			return nil, err
 		}
 		keys = append(keys, signer.Key{Signer: k.Signer, Alg: v.Alg, KID: v.KID, Public: pub})
 	}
@@ -168,4 +169,24 @@ func parseProfile(s string) (card.Profile, error) {
 		return "", &InvalidArgumentError{Field: "profile", Reason: err.Error()}
 	}
 	return p, nil
+}
+
+// storedPublic returns the decoded public key on record for a kid. Decoding
+// a JWK (base64, point validation) is done once per kid, not per signature:
+// a kid is never reused for other key material, so the result cannot change.
+func (a *Authority) storedPublic(rec jwks.KeyRecord) (crypto.PublicKey, error) {
+	a.mu.Lock()
+	pub, ok := a.publics[rec.KID]
+	a.mu.Unlock()
+	if ok {
+		return pub, nil
+	}
+	pub, err := rec.Public.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("stored public key of %s: %w", rec.KID, err)
+	}
+	a.mu.Lock()
+	a.publics[rec.KID] = pub
+	a.mu.Unlock()
+	return pub, nil
 }
