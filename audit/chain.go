@@ -17,12 +17,16 @@ func (e *ChainError) Error() string {
 
 // VerifyChain checks recs (ascending, consecutive Seq) against prev, the Hash
 // of the record before recs[0] (Genesis() when recs[0] is Seq 1): each record's
-// PrevHash must equal the Hash before it and its Hash must equal ComputeHash.
+// PrevHash must equal the Hash before it, its Outcome must be valid
+// (Record.CheckOutcome: in particular a signed record must not carry a Reason,
+// which its hash does not cover) and its Hash must equal ComputeHash.
 // It returns a *ChainError for the first broken record, nil otherwise.
 //
 // A deleted record shows up as a seq gap, or, if the rest were renumbered, as
-// a PrevHash or Hash mismatch; an edited field as a Hash mismatch; a reordered
-// pair as a seq gap or a PrevHash mismatch.
+// a PrevHash or Hash mismatch; an edited field (a refused record's Outcome or
+// Reason included) as a Hash mismatch; a record flipped between signed and
+// refused as a Hash mismatch or an invalid outcome; a reordered pair as a seq
+// gap or a PrevHash mismatch.
 func VerifyChain(prev []byte, recs []Record) error {
 	for i, r := range recs {
 		switch {
@@ -34,6 +38,9 @@ func VerifyChain(prev []byte, recs []Record) error {
 			return &ChainError{Seq: r.Seq, Reason: "prev hash mismatch: seq 1 does not start from the genesis hash"}
 		case !bytes.Equal(r.PrevHash, prev):
 			return &ChainError{Seq: r.Seq, Reason: fmt.Sprintf("prev hash mismatch: record has %x, previous hash is %x", r.PrevHash, prev)}
+		}
+		if p := r.outcomeProblem(); p != "" {
+			return &ChainError{Seq: r.Seq, Reason: "invalid record: " + p}
 		}
 		want := r.ComputeHash(prev)
 		if !bytes.Equal(r.Hash, want) {

@@ -3,11 +3,27 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"hash"
+	"strconv"
 	"time"
 )
 
-// Record is one signature's audit record.
+// Outcomes of a signing request (Record.Outcome).
+const (
+	// OutcomeSigned: the card was signed. An empty Outcome means the same:
+	// records written before outcomes existed, and callers that leave it
+	// unset.
+	OutcomeSigned = "signed"
+	// OutcomeRefused: the signing policy refused the request (for example,
+	// a card pointing at a host its caller may not sign for). Nothing was
+	// signed: KID, Alg, Profile and Signature are empty, and Reason says
+	// which rule refused and why.
+	OutcomeRefused = "refused"
+)
+
+// Record is the audit record of one signing request: a signature, or a
+// request the signing policy refused (Outcome).
 type Record struct {
 	Seq             int64     // assigned by the store, 1-based, gap-free
 	Time            time.Time // UTC; stored and hashed with nanosecond precision
@@ -19,8 +35,41 @@ type Record struct {
 	KID, Alg        string
 	Profile         string // "spec" or "sdk"
 	Signature       string // base64url JWS signature
+	Outcome         string // OutcomeSigned ("" means the same) or OutcomeRefused
+	Reason          string // refused: which rule refused and why; empty when signed
 	PrevHash        []byte // Hash of record Seq-1; Genesis() for Seq 1
 	Hash            []byte
+}
+
+// Refused reports whether r records a refused request.
+func (r Record) Refused() bool { return r.Outcome == OutcomeRefused }
+
+// CheckOutcome reports whether r's Outcome is "", OutcomeSigned or
+// OutcomeRefused and agrees with its other fields: a signed record has no
+// Reason (its hash does not cover one, see ComputeHash), and a refused record
+// has no KID, Alg, Profile or Signature (nothing was signed).
+func (r Record) CheckOutcome() error {
+	if p := r.outcomeProblem(); p != "" {
+		return errors.New("audit: " + p)
+	}
+	return nil
+}
+
+// outcomeProblem is CheckOutcome's finding, "" when there is none.
+func (r Record) outcomeProblem() string {
+	switch r.Outcome {
+	case "", OutcomeSigned:
+		if r.Reason != "" {
+			return "a signed record has a reason"
+		}
+	case OutcomeRefused:
+		if r.KID != "" || r.Alg != "" || r.Profile != "" || r.Signature != "" {
+			return "a refused record has a kid, alg, profile or signature"
+		}
+	default:
+		return "unknown outcome " + strconv.Quote(r.Outcome)
+	}
+	return ""
 }
 
 // HashSize is the length of PrevHash and Hash (SHA-256).
@@ -43,7 +92,7 @@ func Genesis() []byte { return make([]byte, HashSize) }
 // before r, Genesis() for Seq 1). r.PrevHash and r.Hash are not read.
 //
 // The hash is SHA-256 over prev (its raw bytes, 32 for a real chain) followed
-// by these 12 fields, in this order, each written as a 4-byte big-endian
+// by these fields, in this order, each written as a 4-byte big-endian
 // unsigned length followed by that many bytes:
 //
 //  1. the ASCII string "cardsign-audit-v1"
@@ -54,8 +103,21 @@ func Genesis() []byte { return make([]byte, HashSize) }
 //  8. CanonicalSHA256 (raw bytes)
 //  9. KID, 10. Alg, 11. Profile, 12. Signature (UTF-8 as given)
 //
+// A signed record (Outcome "" or "signed") ends there: 12 fields, exactly as
+// records were hashed before outcomes existed, so every existing chain keeps
+// its hashes. Its Outcome and Reason are not hashed, so a signed record must
+// have an empty Reason (VerifyChain checks). Any other record, that is a
+// refused one ("refused" is the only other valid Outcome), has two more
+// fields:
+//
+//  13. Outcome (the ASCII string "refused"), 14. Reason (UTF-8 as given)
+//
+// Fields 9 to 12 are written for a refused record too; they are empty in a
+// valid one, so each is 4 zero bytes.
+//
 // Length prefixes make the encoding unambiguous: no two different records
-// encode to the same bytes, however their strings are split.
+// encode to the same bytes, however their strings are split, and a 14-field
+// encoding never equals a 12-field one.
 func (r Record) ComputeHash(prev []byte) []byte {
 	h := sha256.New()
 	h.Write(prev)
@@ -70,6 +132,10 @@ func (r Record) ComputeHash(prev []byte) []byte {
 	writeField(h, r.CanonicalSHA256)
 	for _, s := range []string{r.KID, r.Alg, r.Profile, r.Signature} {
 		writeField(h, []byte(s))
+	}
+	if r.Outcome != "" && r.Outcome != OutcomeSigned {
+		writeField(h, []byte(r.Outcome))
+		writeField(h, []byte(r.Reason))
 	}
 	return h.Sum(nil)
 }

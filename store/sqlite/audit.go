@@ -11,11 +11,17 @@ import (
 	"github.com/cardsign/cardsign/store"
 )
 
+// auditColumns are the columns of migration 1, which every audit row has.
 const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash`
+
+// auditAllColumns adds the outcome columns of migration 2.
+const auditAllColumns = auditColumns + `, outcome, reason`
 
 // AppendAudit appends recs in one durable transaction, chaining them from the
 // current head, and returns them as stored. Any Seq, PrevHash or Hash the
-// caller set is replaced; Time is normalized to UTC.
+// caller set is replaced; Time is normalized to UTC and an empty Outcome to
+// audit.OutcomeSigned (the hash is the same). A record whose Outcome is
+// invalid (audit.Record.CheckOutcome) fails the whole batch.
 func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
@@ -29,6 +35,12 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		}
 		if len(r.CanonicalSHA256) != 32 {
 			return nil, fmt.Errorf("store: append audit record %d: canonical SHA-256 is %d bytes, want 32", i, len(r.CanonicalSHA256))
+		}
+		if err := r.CheckOutcome(); err != nil {
+			return nil, fmt.Errorf("store: append audit record %d: %w", i, err)
+		}
+		if r.Outcome == "" {
+			r.Outcome = audit.OutcomeSigned
 		}
 		r.Time, times[i] = fromNanos(n), n
 		r.CanonicalSHA256 = bytes.Clone(r.CanonicalSHA256)
@@ -45,7 +57,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		if err != nil {
 			return err
 		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (`+auditAllColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -56,7 +68,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			r.PrevHash = prev
 			r.Hash = r.ComputeHash(prev)
 			if _, err := stmt.ExecContext(ctx, r.Seq, times[i], r.Caller, r.RequestID, r.CardName, r.CardVersion,
-				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash); err != nil {
+				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason); err != nil {
 				return fmt.Errorf("seq %d: %w", r.Seq, err)
 			}
 			prev = r.Hash
@@ -103,7 +115,7 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+auditAllColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
 	}
@@ -113,7 +125,7 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 		var r audit.Record
 		var t int64
 		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash); err != nil {
+			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason); err != nil {
 			return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
 		}
 		r.Time = fromNanos(t)
@@ -129,10 +141,14 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 // before the record's time. A replica signs from a key list that may be up
 // to a second old; this check, in the same transaction as the append, makes
 // sure no signature by a revoked key is ever returned. Records of kids the
-// store does not know are not checked.
+// store does not know are not checked, nor are refused records: they record
+// no signature and have no kid.
 func refuseRevoked(ctx context.Context, tx *sql.Tx, recs []audit.Record, times []int64) error {
 	revokedAt := map[string]sql.NullInt64{}
 	for i, r := range recs {
+		if r.Refused() {
+			continue
+		}
 		at, seen := revokedAt[r.KID]
 		if !seen {
 			err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM keys WHERE kid = ?`, r.KID).Scan(&at)

@@ -52,6 +52,9 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"ContextCanceled", testContextCanceled},
 		{"CreateKeyCheckRefuses", testCreateKeyCheck},
 		{"AuditRefusesRevokedKey", testAuditRefusesRevoked},
+		{"AuditRefusedRecord", testAuditRefusedRecord},
+		{"AuditRefusedRecordRevokedKeys", testAuditRefusedRevoked},
+		{"AuditInvalidOutcome", testAuditInvalidOutcome},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -410,11 +413,29 @@ func newRecord(id string, i int) audit.Record {
 	}
 }
 
+// newRefused returns a record of a refused signing request.
+func newRefused(id string, i int) audit.Record {
+	r := newRecord(id, i)
+	r.KID, r.Alg, r.Profile, r.Signature = "", "", "", ""
+	r.Outcome, r.Reason = audit.OutcomeRefused, "host policy: caller-"+id+" may not sign for evil.example"
+	return r
+}
+
+// outcome is r.Outcome with "" read as audit.OutcomeSigned, as the hash does:
+// a store may return either for a signed record.
+func outcome(r audit.Record) string {
+	if r.Outcome == "" {
+		return audit.OutcomeSigned
+	}
+	return r.Outcome
+}
+
 func equalRecords(a, b audit.Record) bool {
 	return a.Seq == b.Seq && a.Time.Equal(b.Time) && a.Caller == b.Caller && a.RequestID == b.RequestID &&
 		a.CardName == b.CardName && a.CardVersion == b.CardVersion &&
 		bytes.Equal(a.CanonicalSHA256, b.CanonicalSHA256) && a.KID == b.KID && a.Alg == b.Alg &&
 		a.Profile == b.Profile && a.Signature == b.Signature &&
+		outcome(a) == outcome(b) && a.Reason == b.Reason &&
 		bytes.Equal(a.PrevHash, b.PrevHash) && bytes.Equal(a.Hash, b.Hash)
 }
 
@@ -750,5 +771,132 @@ func testAuditRefusesRevoked(t *testing.T, open Opener) {
 	}
 	if got := listAll(t, s); len(got) != 2 {
 		t.Fatalf("%d records after a refused append, want 2", len(got))
+	}
+}
+
+// testAuditRefusedRecord appends refused records between signed ones, in one
+// batch and on their own: they chain like any record and list back with
+// their outcome and reason.
+func testAuditRefusedRecord(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	in := []audit.Record{newRecord("a", 1), newRefused("r1", 2), newRecord("b", 3)}
+	in[2].Outcome = audit.OutcomeSigned // explicit and implicit signed records mix
+	out, err := s.AppendAudit(ctx, in)
+	if err != nil {
+		t.Fatalf("AppendAudit(signed, refused, signed): %v", err)
+	}
+	alone, err := s.AppendAudit(ctx, []audit.Record{newRefused("r2", 4)})
+	if err != nil {
+		t.Fatalf("AppendAudit(refused): %v", err)
+	}
+	last, err := s.AppendAudit(ctx, []audit.Record{newRecord("c", 5)})
+	if err != nil {
+		t.Fatalf("AppendAudit(signed after refused): %v", err)
+	}
+	out = append(append(out, alone...), last...)
+	in = append(in, newRefused("r2", 4), newRecord("c", 5))
+
+	stored := listAll(t, s) // verifies the chain
+	if !slices.EqualFunc(stored, out, equalRecords) {
+		t.Fatalf("stored %+v\nreturned %+v", stored, out)
+	}
+	prev := audit.Genesis()
+	for i, r := range stored {
+		want := in[i]
+		want.Seq, want.PrevHash = int64(i+1), prev
+		want.Hash = want.ComputeHash(prev)
+		if !equalRecords(r, want) {
+			t.Errorf("record %d: stored %+v, want %+v", i+1, r, want)
+		}
+		prev = r.Hash
+	}
+	for _, i := range []int{1, 3} {
+		r := stored[i]
+		if r.Outcome != audit.OutcomeRefused || r.Reason != in[i].Reason || r.Reason == "" {
+			t.Errorf("record %d: outcome %q reason %q, want %q %q", r.Seq, r.Outcome, r.Reason, audit.OutcomeRefused, in[i].Reason)
+		}
+		if r.KID != "" || r.Signature != "" {
+			t.Errorf("refused record %d has kid %q signature %q", r.Seq, r.KID, r.Signature)
+		}
+		// The outcome is hashed: the same record marked signed hashes
+		// differently.
+		signed := r
+		signed.Outcome, signed.Reason = audit.OutcomeSigned, ""
+		if bytes.Equal(signed.ComputeHash(r.PrevHash), r.Hash) {
+			t.Errorf("record %d: refused and signed hash alike", r.Seq)
+		}
+	}
+	for _, i := range []int{0, 2, 4} {
+		if r := stored[i]; outcome(r) != audit.OutcomeSigned || r.Reason != "" {
+			t.Errorf("record %d: outcome %q reason %q, want signed", r.Seq, r.Outcome, r.Reason)
+		}
+	}
+	seq, hash, err := s.AuditHead(ctx)
+	if err != nil || seq != 5 || !bytes.Equal(hash, stored[4].Hash) {
+		t.Fatalf("AuditHead = %d, %x, %v; want 5, %x", seq, hash, err, stored[4].Hash)
+	}
+	// A page starting at a refused record verifies against the hash before it.
+	page, err := s.ListAudit(ctx, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 2 || page[0].Outcome != audit.OutcomeRefused {
+		t.Fatalf("ListAudit(1, 2) = %+v", page)
+	}
+	if err := audit.VerifyChain(stored[0].Hash, page); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testAuditRefusedRevoked: a refused record signs nothing, so the revoked key
+// check does not apply to it, while a signed record in the same batch is
+// still checked.
+func testAuditRefusedRevoked(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	k := newKey(t, "k1", base())
+	k.RevokedAt, k.RevokeReason = ptr(base()), "compromise"
+	if err := s.CreateKey(ctx, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendAudit(ctx, []audit.Record{newRefused("r", 1)}); err != nil {
+		t.Fatalf("a refused record with every key revoked: %v", err)
+	}
+	if _, err := s.AppendAudit(ctx, []audit.Record{newRefused("r2", 2), newRecord("late", 3)}); !errors.Is(err, store.ErrKeyRevoked) {
+		t.Fatalf("a signature by a revoked key beside a refused record: %v, want ErrKeyRevoked", err)
+	}
+	if got := listAll(t, s); len(got) != 1 || got[0].Outcome != audit.OutcomeRefused {
+		t.Fatalf("stored %+v, want the one refused record", got)
+	}
+}
+
+// testAuditInvalidOutcome: the store refuses a record whose outcome is
+// unknown or disagrees with its fields, and the whole batch with it.
+func testAuditInvalidOutcome(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	if _, err := s.AppendAudit(ctx, []audit.Record{newRecord("a", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		rec  audit.Record
+	}{
+		{"unknown outcome", func() audit.Record { r := newRecord("x", 3); r.Outcome = "denied"; return r }()},
+		{"unknown outcome, refused shape", func() audit.Record { r := newRefused("x", 3); r.Outcome = "REFUSED"; return r }()},
+		{"signed with a reason", func() audit.Record { r := newRecord("x", 3); r.Reason = "unhashed"; return r }()},
+		{"refused with a signature", func() audit.Record { r := newRefused("x", 3); r.Signature = "sig"; return r }()},
+		{"refused with a kid", func() audit.Record { r := newRefused("x", 3); r.KID = "k1"; return r }()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := s.AppendAudit(ctx, []audit.Record{newRefused("b", 2), tt.rec}); err == nil {
+				t.Fatal("AppendAudit accepted it")
+			}
+		})
+	}
+	if recs := listAll(t, s); len(recs) != 1 {
+		t.Fatalf("%d records after refused appends, want 1", len(recs))
 	}
 }

@@ -1533,9 +1533,17 @@ type AuditRecord struct {
 	Alg             string                 `protobuf:"bytes,9,opt,name=alg,proto3" json:"alg,omitempty"`
 	Profile         string                 `protobuf:"bytes,10,opt,name=profile,proto3" json:"profile,omitempty"`
 	// The JWS signature value, base64url.
-	Signature     string `protobuf:"bytes,11,opt,name=signature,proto3" json:"signature,omitempty"`
-	PrevHash      []byte `protobuf:"bytes,12,opt,name=prev_hash,json=prevHash,proto3" json:"prev_hash,omitempty"`
-	Hash          []byte `protobuf:"bytes,13,opt,name=hash,proto3" json:"hash,omitempty"`
+	Signature string `protobuf:"bytes,11,opt,name=signature,proto3" json:"signature,omitempty"`
+	PrevHash  []byte `protobuf:"bytes,12,opt,name=prev_hash,json=prevHash,proto3" json:"prev_hash,omitempty"`
+	Hash      []byte `protobuf:"bytes,13,opt,name=hash,proto3" json:"hash,omitempty"`
+	// "signed" (the card was signed) or "refused" (the signing policy refused
+	// the request: kid, alg, profile and signature are empty). Empty means
+	// "signed", from a server that predates outcomes. The hash of a refused
+	// record covers outcome and reason; that of a signed record neither.
+	Outcome string `protobuf:"bytes,14,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// For a refused record, which rule refused the request and why; empty for
+	// a signed record.
+	Reason        string `protobuf:"bytes,15,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1659,6 +1667,20 @@ func (x *AuditRecord) GetHash() []byte {
 		return x.Hash
 	}
 	return nil
+}
+
+func (x *AuditRecord) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type ListAuditRecordsRequest struct {
@@ -1876,7 +1898,7 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05force\x18\x03 \x01(\bR\x05force\"7\n" +
 	"\x11RevokeKeyResponse\x12\"\n" +
-	"\x03key\x18\x01 \x01(\v2\x10.cardsign.v1.KeyR\x03key\"\x88\x03\n" +
+	"\x03key\x18\x01 \x01(\v2\x10.cardsign.v1.KeyR\x03key\"\xba\x03\n" +
 	"\vAuditRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
@@ -1892,7 +1914,9 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	" \x01(\tR\aprofile\x12\x1c\n" +
 	"\tsignature\x18\v \x01(\tR\tsignature\x12\x1b\n" +
 	"\tprev_hash\x18\f \x01(\fR\bprevHash\x12\x12\n" +
-	"\x04hash\x18\r \x01(\fR\x04hash\"]\n" +
+	"\x04hash\x18\r \x01(\fR\x04hash\x12\x18\n" +
+	"\aoutcome\x18\x0e \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06reason\x18\x0f \x01(\tR\x06reason\"]\n" +
 	"\x17ListAuditRecordsRequest\x12%\n" +
 	"\x0eafter_sequence\x18\x01 \x01(\x03R\rafterSequence\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\"~\n" +
