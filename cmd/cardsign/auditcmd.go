@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
@@ -30,7 +31,7 @@ func auditCmd() command {
 		}
 		sub := args[0]
 		fs := flag.NewFlagSet(c.name+" "+sub, flag.ContinueOnError)
-		srv := fs.String("server", "", "cardsignd address (default $"+serverEnv+")")
+		conn := addConnFlags(fs)
 		timeout := fs.Duration("timeout", 60*time.Second, "deadline of each call")
 		after := fs.Int64("after", 0, "list: records with a sequence number above this")
 		limit := fs.Int("limit", 0, "list: at most this many records (default all)")
@@ -45,7 +46,7 @@ func auditCmd() command {
 		if len(pos) > 0 {
 			return c.usageError(e, "unexpected argument %q", pos[0])
 		}
-		cl, err := dial(serverAddr(*srv), *timeout)
+		cl, err := dial(e, conn, *timeout)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 			return exitUsage
@@ -110,24 +111,46 @@ func recordOf(r *pb.AuditRecord) audit.Record {
 		Seq: r.GetSequence(), Time: r.GetTime().AsTime().UTC(), Caller: r.GetCaller(), RequestID: r.GetRequestId(),
 		CardName: r.GetCardName(), CardVersion: r.GetCardVersion(), CanonicalSHA256: r.GetCanonicalSha256(),
 		KID: r.GetKid(), Alg: r.GetAlg(), Profile: r.GetProfile(), Signature: r.GetSignature(),
+		Outcome: r.GetOutcome(), Reason: r.GetReason(),
 		PrevHash: r.GetPrevHash(), Hash: r.GetHash(),
 	}
 }
 
-// printRecord prints every field of a record, the signature included.
+// printRecord prints every field of a record, the signature included, and its
+// outcome: "signed" (also for a record without one, from an older server) or
+// "refused". Fields empty by definition are left out: a signed record's
+// reason; a refused record's kid, alg, profile and signature (in the text
+// form only). Anything a record does carry is printed.
 func printRecord(e env, r audit.Record, asJSON bool) {
+	outcome := r.Outcome
+	if outcome == "" {
+		outcome = audit.OutcomeSigned
+	}
+	showReason := r.Refused() || r.Reason != ""
 	if asJSON {
-		b, _ := json.Marshal(map[string]any{
-			"sequence": r.Seq, "time": r.Time.Format(time.RFC3339Nano), "caller": r.Caller, "request_id": r.RequestID,
+		m := map[string]any{
+			"sequence": r.Seq, "time": r.Time.Format(time.RFC3339Nano), "outcome": outcome, "caller": r.Caller, "request_id": r.RequestID,
 			"card_name": r.CardName, "card_version": r.CardVersion, "canonical_sha256": hex.EncodeToString(r.CanonicalSHA256),
 			"kid": r.KID, "alg": r.Alg, "profile": r.Profile, "signature": r.Signature,
 			"prev_hash": hex.EncodeToString(r.PrevHash), "hash": hex.EncodeToString(r.Hash),
-		})
+		}
+		if showReason {
+			m["reason"] = r.Reason
+		}
+		b, _ := json.Marshal(m)
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return
 	}
-	fmt.Fprintf(e.stdout, "%d %s caller=%s request=%s card=%q version=%q sha256=%s kid=%s alg=%s profile=%s signature=%s prev=%s hash=%s\n",
-		r.Seq, r.Time.Format(time.RFC3339Nano), r.Caller, r.RequestID, r.CardName, r.CardVersion,
-		hex.EncodeToString(r.CanonicalSHA256), r.KID, r.Alg, r.Profile, r.Signature,
-		hex.EncodeToString(r.PrevHash), hex.EncodeToString(r.Hash))
+	var line strings.Builder
+	fmt.Fprintf(&line, "%d %s outcome=%s", r.Seq, r.Time.Format(time.RFC3339Nano), outcome)
+	if showReason {
+		fmt.Fprintf(&line, " reason=%q", r.Reason)
+	}
+	fmt.Fprintf(&line, " caller=%s request=%s card=%q version=%q sha256=%s",
+		r.Caller, r.RequestID, r.CardName, r.CardVersion, hex.EncodeToString(r.CanonicalSHA256))
+	if !r.Refused() || r.KID != "" || r.Alg != "" || r.Profile != "" || r.Signature != "" {
+		fmt.Fprintf(&line, " kid=%s alg=%s profile=%s signature=%s", r.KID, r.Alg, r.Profile, r.Signature)
+	}
+	fmt.Fprintf(&line, " prev=%s hash=%s\n", hex.EncodeToString(r.PrevHash), hex.EncodeToString(r.Hash))
+	fmt.Fprint(e.stdout, line.String())
 }

@@ -22,12 +22,13 @@ func benchCmd() command {
 	c := command{
 		name:    "bench",
 		summary: "Load-test cardsignd's SignCard and compare with in-process ES256 signing of the same card.",
-		usage:   "--server ADDR [--concurrency N] [--duration D] [--card FILE] [--compare-key URI]",
-		example: "  cardsign bench --server 127.0.0.1:7700 --concurrency 32 --duration 20s\n  CARDSIGN_PKCS11_MODULE=/usr/lib/softhsm/libsofthsm2.so CARDSIGN_PKCS11_PIN=1234 \\\n    cardsign bench --server 127.0.0.1:7700 --compare-key 'pkcs11:token=cardsign;object=k1'",
+		usage:   "[--concurrency N] [--duration D] [--card FILE] [--compare-key URI] " + connUsage,
+		example: "  cardsign bench --server 127.0.0.1:7700 --concurrency 32 --duration 20s\n" +
+			"  cardsign bench --server cardsign.internal:7700 --ca-file ca.pem --token-file signer.token\n  CARDSIGN_PKCS11_MODULE=/usr/lib/softhsm/libsofthsm2.so CARDSIGN_PKCS11_PIN=1234 \\\n    cardsign bench --server 127.0.0.1:7700 --compare-key 'pkcs11:token=cardsign;object=k1'",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-		srv := fs.String("server", "", "cardsignd address (default $"+serverEnv+")")
+		conn := addConnFlags(fs)
 		conc := fs.Int("concurrency", 32, "concurrent signing calls")
 		dur := fs.Duration("duration", 10*time.Second, "how long to send load (bounded: at most 10m)")
 		cardFile := fs.String("card", "", "card to sign (default: a built-in sample card)")
@@ -51,7 +52,7 @@ func benchCmd() command {
 				return exitUsage
 			}
 		}
-		cl, err := dial(serverAddr(*srv), 30*time.Second)
+		cl, err := dial(e, conn, 30*time.Second)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
 			return exitUsage

@@ -2,14 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -17,8 +26,21 @@ import (
 	"github.com/cardsign/cardsign/card"
 )
 
-// serverEnv names the daemon when --server is not given.
-const serverEnv = "CARDSIGN_SERVER"
+// The environment variables that stand in for the connection flags.
+const (
+	serverEnv   = "CARDSIGN_SERVER"
+	caFileEnv   = "CARDSIGN_CA_FILE"
+	tlsEnv      = "CARDSIGN_TLS"
+	certFileEnv = "CARDSIGN_CERT_FILE"
+	keyFileEnv  = "CARDSIGN_KEY_FILE"
+	tokenEnv    = "CARDSIGN_TOKEN"
+)
+
+// connUsage is the connection flags in a command's usage line.
+const connUsage = "[--server ADDR] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE]"
+
+// maxTokenFile caps what is read of a token file: a token is one word.
+const maxTokenFile = 16 << 10
 
 // client is a connection to cardsignd.
 type client struct {
@@ -29,28 +51,101 @@ type client struct {
 	timeout time.Duration
 }
 
-func serverAddr(flagValue string) string {
+// connFlags are the flags of every command that talks to cardsignd. Empty
+// values fall back to the environment when dialing.
+type connFlags struct {
+	cmd        string // the flag set's name, for warnings
+	server     string
+	caFile     string
+	certFile   string
+	keyFile    string
+	serverName string
+	tokenFile  string
+	tls        optBool
+}
+
+// addConnFlags registers the connection flags on fs.
+func addConnFlags(fs *flag.FlagSet) *connFlags {
+	cf := &connFlags{cmd: fs.Name()}
+	fs.StringVar(&cf.server, "server", "", "cardsignd address HOST:PORT (default $"+serverEnv+")")
+	fs.StringVar(&cf.caFile, "ca-file", "", "PEM CA certificates to verify cardsignd's certificate with; turns TLS on (default $"+caFileEnv+")")
+	fs.Var(&cf.tls, "tls", "connect with TLS; without --ca-file, cardsignd's certificate is verified against the system roots (default on when $"+tlsEnv+" is 1 or true)")
+	fs.StringVar(&cf.certFile, "cert-file", "", "PEM client certificate for mutual TLS, with --key-file; turns TLS on (default $"+certFileEnv+")")
+	fs.StringVar(&cf.keyFile, "key-file", "", "PEM private key of --cert-file (default $"+keyFileEnv+")")
+	fs.StringVar(&cf.serverName, "server-name", "", "name to verify cardsignd's certificate against (default the host of --server)")
+	fs.StringVar(&cf.tokenFile, "token-file", "", "file holding a bearer token to send on every call (default: the token in $"+tokenEnv+")")
+	return cf
+}
+
+// connFlagsGiven returns the names of the connection flags given on the
+// command line, in the order of fs.Visit.
+func connFlagsGiven(fs *flag.FlagSet) []string {
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "server", "ca-file", "tls", "cert-file", "key-file", "server-name", "token-file":
+			given = append(given, f.Name)
+		}
+	})
+	return given
+}
+
+// optBool is a boolean flag that remembers whether it was given, so that
+// --tls=false overrides $CARDSIGN_TLS.
+type optBool struct{ value, set bool }
+
+func (b *optBool) String() string   { return strconv.FormatBool(b != nil && b.value) }
+func (b *optBool) IsBoolFlag() bool { return true }
+
+func (b *optBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	b.value, b.set = v, true
+	return nil
+}
+
+func serverAddr(flagValue string) string { return orEnv(flagValue, serverEnv) }
+
+func orEnv(flagValue, name string) string {
 	if flagValue != "" {
 		return flagValue
 	}
-	return os.Getenv(serverEnv)
+	return os.Getenv(name)
 }
 
-// dial connects to cardsignd. The daemon serves plain gRPC on loopback only
-// until TLS arrives, so refuse to send cards in clear text anywhere else.
-func dial(addr string, timeout time.Duration) (*client, error) {
+// hostOf returns the host of HOST:PORT, or addr itself without a port.
+func hostOf(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return strings.Trim(addr, "[]")
+}
+
+// dial connects to cardsignd: with TLS when any TLS flag is set, in clear
+// text only to a server on this machine. A bearer token, if any, goes with
+// every call and never in clear text over the network.
+func dial(e env, cf *connFlags, timeout time.Duration) (*client, error) {
+	addr := serverAddr(cf.server)
 	if addr == "" {
 		return nil, errors.New("no server: pass --server HOST:PORT or set " + serverEnv)
 	}
-	host := addr
-	if i := strings.LastIndex(addr, ":"); i >= 0 {
-		host = strings.Trim(addr[:i], "[]")
+	host := hostOf(addr)
+	creds, err := cf.transport(addr, host)
+	if err != nil {
+		return nil, err
 	}
-	if !card.IsLoopbackHost(host) {
-		return nil, fmt.Errorf("server %s is not on this machine; cardsignd serves plain gRPC on loopback only in this version", addr)
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32 << 20))}
+	tok, err := cf.token(e)
+	if err != nil {
+		return nil, err
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20)))
+	if tok != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: tok, secure: !card.IsLoopbackHost(host)}))
+	}
+	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
@@ -58,13 +153,164 @@ func dial(addr string, timeout time.Duration) (*client, error) {
 		audit: pb.NewAuditServiceClient(conn), timeout: timeout}, nil
 }
 
+// tlsWanted reports whether a TLS flag or variable is set.
+func (cf *connFlags) tlsWanted() (bool, error) {
+	if cf.tls.set {
+		return cf.tls.value, nil
+	}
+	switch v := strings.ToLower(strings.TrimSpace(os.Getenv(tlsEnv))); v {
+	case "1", "true":
+		return true, nil
+	case "", "0", "false":
+		return false, nil
+	default:
+		return false, fmt.Errorf("$%s is %q: want 1, true, 0 or false", tlsEnv, v)
+	}
+}
+
+// transport returns TLS credentials, or plaintext ones for a loopback
+// server when no TLS flag is set.
+func (cf *connFlags) transport(addr, host string) (credentials.TransportCredentials, error) {
+	caFile, certFile, keyFile := orEnv(cf.caFile, caFileEnv), orEnv(cf.certFile, certFileEnv), orEnv(cf.keyFile, keyFileEnv)
+	on, err := cf.tlsWanted()
+	if err != nil {
+		return nil, err
+	}
+	if !on && caFile == "" && certFile == "" && keyFile == "" {
+		if cf.serverName != "" {
+			return nil, errors.New("--server-name applies to TLS only: pass --ca-file FILE or --tls")
+		}
+		if !card.IsLoopbackHost(host) {
+			return nil, fmt.Errorf("server %s is not on this machine: refusing to connect in clear text; pass --ca-file FILE (or --tls to trust the system roots) to connect with TLS", addr)
+		}
+		return insecure.NewCredentials(), nil
+	}
+	name := cf.serverName
+	if name == "" {
+		name = host
+	}
+	cfg, err := tlsConfig(caFile, certFile, keyFile, name)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+// tlsConfig builds the client's TLS configuration: the system roots unless
+// caFile is given, and a client certificate when certFile and keyFile are.
+func tlsConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
+	if caFile != "" {
+		pool, err := loadRoots(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("--cert-file and --key-file go together: pass both for a client certificate, or neither")
+	}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate (--cert-file %s, --key-file %s): %v", certFile, keyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+func loadRoots(caFile string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", caFile)
+	}
+	return pool, nil
+}
+
+// token returns the bearer token of --token-file or $CARDSIGN_TOKEN, "" if
+// neither is set. Errors name where the token came from, never the token.
+func (cf *connFlags) token(e env) (string, error) {
+	if cf.tokenFile != "" {
+		return readTokenFile(e, cf.cmd, cf.tokenFile)
+	}
+	tok := strings.TrimSpace(os.Getenv(tokenEnv))
+	if tok == "" {
+		return "", nil
+	}
+	if err := checkToken(tok); err != nil {
+		return "", fmt.Errorf("$%s: %v", tokenEnv, err)
+	}
+	return tok, nil
+}
+
+// readTokenFile reads a token file, warning when others may read it too.
+func readTokenFile(e env, cmd, name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	if len(data) > maxTokenFile {
+		return "", fmt.Errorf("token file %s is larger than %d KiB: not a bearer token", name, maxTokenFile>>10)
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", name)
+	}
+	if err := checkToken(tok); err != nil {
+		return "", fmt.Errorf("token file %s: %v", name, err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o044 != 0 && runtime.GOOS != "windows" {
+		fmt.Fprintf(e.stderr, "cardsign %s: warning: token file %s is readable by group or others (mode %04o): chmod 600 %s\n",
+			cmd, name, fi.Mode().Perm(), name)
+	}
+	return tok, nil
+}
+
+// checkToken accepts one word of printable ASCII, which is what an
+// authorization header can carry.
+func checkToken(tok string) error {
+	for i := 0; i < len(tok); i++ {
+		if tok[i] <= ' ' || tok[i] > '~' {
+			return errors.New("the token holds a space, control or non-ASCII character: want one word of printable ASCII")
+		}
+	}
+	return nil
+}
+
+// bearer sends a token as "authorization: Bearer TOKEN" on every call.
+type bearer struct {
+	token  string
+	secure bool // the server is not on this machine: send the token over TLS only
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.secure }
+
+// String and GoString keep the token out of anything that prints a bearer.
+func (b bearer) String() string   { return "bearer token (redacted)" }
+func (b bearer) GoString() string { return b.String() }
+
 func (c *client) close() { c.conn.Close() }
 
 func (c *client) ctx(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, c.timeout)
 }
 
-// describe renders a gRPC error with its field violations, one per line.
+// describe renders a gRPC error with its field violations, one per line,
+// and a hint when the client can tell what to change.
 func describe(err error) string {
 	st, ok := status.FromError(err)
 	if !ok {
@@ -79,5 +325,54 @@ func describe(err error) string {
 			}
 		}
 	}
+	if h := hint(st); h != "" {
+		fmt.Fprintf(&b, "\n  hint: %s", h)
+	}
 	return b.String()
+}
+
+// hint says what the user can change after a refusal. The daemon gives no
+// detail on authentication failures on purpose; the client knows which
+// flags exist.
+func hint(st *status.Status) string {
+	switch st.Code() {
+	case codes.Unauthenticated:
+		return "cardsignd refused the credentials: pass --token-file FILE or set " + tokenEnv + ", or a client certificate with --cert-file/--key-file"
+	case codes.PermissionDenied:
+		if hasFieldViolations(st) {
+			return "" // a signing policy's refusal, which explains itself
+		}
+		return "your identity lacks the role this command needs: signer for sign and bench, admin for keys (auditor may list them), auditor for audit"
+	case codes.Unavailable:
+		return connHint(st.Message())
+	}
+	return ""
+}
+
+func hasFieldViolations(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// connHint explains the TLS failures that surface as UNAVAILABLE.
+func connHint(msg string) string {
+	switch {
+	case strings.Contains(msg, "x509:") || strings.Contains(msg, "failed to verify certificate"):
+		return "cardsignd's certificate did not verify: pass --ca-file with the CA that issued it (--tls alone trusts the system roots), or --server-name with a name the certificate holds"
+	case strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate"):
+		return "cardsignd wants a client certificate it trusts: pass --cert-file and --key-file"
+	case strings.Contains(msg, "first record does not look like a TLS handshake"):
+		return "the server did not answer with TLS: check that cardsignd serves TLS on this address"
+	case strings.Contains(msg, "server preface"):
+		return "the server may expect TLS: pass --ca-file FILE or --tls"
+	case strings.Contains(msg, "broken pipe") || strings.Contains(msg, "connection reset"):
+		// With TLS 1.3 a server's refusal of the client certificate
+		// often shows only as a closed connection.
+		return "the server closed the connection: if cardsignd requires a client certificate, pass --cert-file and --key-file"
+	}
+	return ""
 }

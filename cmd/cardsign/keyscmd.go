@@ -18,8 +18,10 @@ func keysCmd() command {
 		name:    "keys",
 		summary: "Administer cardsignd's signing keys: list, create, import, rotate, activate, retire, revoke.",
 		usage: "list | create [--alg ALG] | import URI [--alg ALG] [--kid KID] | rotate [--alg ALG] [--prepublish D] |\n" +
-			"       activate KID | retire KID [--force] | revoke KID [--reason TEXT] [--force]   (all take --server ADDR)",
-		example: "  cardsign keys rotate --prepublish 1h --server 127.0.0.1:7700\n  cardsign keys list\n  cardsign keys revoke 3kP… --reason \"key compromise\"",
+			"       activate KID | retire KID [--force] | revoke KID [--reason TEXT] [--force]\n" +
+			"       (all take " + connUsage + ")",
+		example: "  cardsign keys rotate --prepublish 1h --server 127.0.0.1:7700\n  cardsign keys list\n" +
+			"  cardsign keys list --server cardsign.internal:7700 --ca-file ca.pem --cert-file admin.pem --key-file admin-key.pem\n  cardsign keys revoke 3kP… --reason \"key compromise\"",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -31,7 +33,7 @@ func keysCmd() command {
 		}
 		sub := args[0]
 		fs := flag.NewFlagSet(c.name+" "+sub, flag.ContinueOnError)
-		srv := fs.String("server", "", "cardsignd address (default $"+serverEnv+")")
+		conn := addConnFlags(fs)
 		timeout := fs.Duration("timeout", 30*time.Second, "call deadline")
 		alg := fs.String("alg", "", "JOSE algorithm of the new key (default: the daemon's keys.default_alg)")
 		kid := fs.String("kid", "", "import: kid instead of the RFC 7638 thumbprint")
@@ -50,7 +52,7 @@ func keysCmd() command {
 		if len(pos) != n {
 			return c.usageError(e, "%s takes %d argument(s), got %d", sub, n, len(pos))
 		}
-		cl, err := dial(serverAddr(*srv), *timeout)
+		cl, err := dial(e, conn, *timeout)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 			return exitUsage

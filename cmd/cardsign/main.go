@@ -42,7 +42,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		canonicalizeCmd(), lintCmd(), upgradeCmd(), signCmd(), verifyCmd(), keygenCmd(), jwksCmd(), keysCmd(), auditCmd(), benchCmd(),
+		canonicalizeCmd(), lintCmd(), upgradeCmd(), signCmd(), verifyCmd(), keygenCmd(), jwksCmd(), keysCmd(), auditCmd(), benchCmd(), tokenCmd(),
 	}
 }
 

@@ -69,8 +69,10 @@ func signCmd() command {
 	c := command{
 		name:    "sign",
 		summary: "Sign a card, offline with your keys (--key) or through cardsignd (--server), and print the signed card.",
-		usage:   "(--key URI [--kid KID] [--jku URL] | --server ADDR) [--profile spec|sdk|both] [--strip-unknown] [--keep-signatures] FILE|-",
-		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json\n  cardsign sign --server 127.0.0.1:7700 agent-card.json > signed.json   # or set CARDSIGN_SERVER",
+		usage: "(--key URI [--kid KID] [--jku URL] | --server ADDR [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE])\n" +
+			"       [--profile spec|sdk|both] [--strip-unknown] [--keep-signatures] FILE|-",
+		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json\n  cardsign sign --server 127.0.0.1:7700 agent-card.json > signed.json   # or set CARDSIGN_SERVER\n" +
+			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
@@ -80,7 +82,8 @@ func signCmd() command {
 		profile := fs.String("profile", "", "canonical profiles to sign: spec, sdk or both (default: spec, plus sdk when the two differ)")
 		strip := fs.Bool("strip-unknown", false, "remove keys outside the v1.0 schema (and say which) instead of refusing the card")
 		keep := fs.Bool("keep-signatures", false, "keep the card's existing signatures (default: replace them)")
-		srv := fs.String("server", "", "sign through cardsignd at this address (default $"+serverEnv+" when no --key is given)")
+		conn := addConnFlags(fs)
+		fs.Lookup("server").Usage = "sign through cardsignd at this address (default $" + serverEnv + " when no --key is given)"
 		timeout := fs.Duration("timeout", 30*time.Second, "deadline of the signing call to cardsignd")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
@@ -102,14 +105,15 @@ func signCmd() command {
 		if !ok {
 			return code
 		}
-		if *srv != "" && len(kf.uris) > 0 {
-			return c.usageError(e, "--server and --key exclude each other: the daemon signs with its own keys")
+		given := connFlagsGiven(fs)
+		if len(given) > 0 && len(kf.uris) > 0 {
+			return c.usageError(e, "--%s and --key exclude each other: the daemon signs with its own keys", given[0])
 		}
-		if addr := serverAddr(*srv); addr != "" && len(kf.uris) == 0 {
+		if (len(given) > 0 || serverAddr(conn.server) != "") && len(kf.uris) == 0 {
 			if *jku != "" || kf.kid != "" || kf.alg != "" {
 				return c.usageError(e, "--jku, --kid and --alg are the daemon's configuration when signing through --server")
 			}
-			return c.remote(ctx, e, addr, *timeout, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep})
+			return c.remote(ctx, e, conn, *timeout, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep})
 		}
 		keys, err := kf.open(ctx)
 		if err != nil {
@@ -155,8 +159,8 @@ func profileOf(m signer.Mode) pb.Profile {
 }
 
 // remote signs through cardsignd.
-func (c command) remote(ctx context.Context, e env, addr string, timeout time.Duration, req *pb.SignCardRequest) int {
-	cl, err := dial(addr, timeout)
+func (c command) remote(ctx context.Context, e env, conn *connFlags, timeout time.Duration, req *pb.SignCardRequest) int {
+	cl, err := dial(e, conn, timeout)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 		return exitUsage
