@@ -1,0 +1,468 @@
+// Package policy decides which Agent Cards a caller may sign.
+//
+// A signing authority that signs whatever it is sent lets any pipeline that
+// can reach it publish a card naming another team's agent, or pointing
+// clients at another team's hosts or an attacker's. A policy ties callers
+// (by identity or role) to the card names and interface hosts they may sign.
+//
+// The rules are:
+//
+//   - With no rules, every caller may sign any card, subject only to
+//     require_https (default true: every supportedInterfaces[].url must be
+//     an https URL). Such a refusal names the pseudo-rule "require_https".
+//   - With rules, the rules that apply to a caller are those whose
+//     identities match its identity or whose roles include one of its roles.
+//     If none applies, the card is refused.
+//   - A card is allowed if at least one applicable rule allows it: the
+//     card's name matches one of the rule's card_names, the host of every
+//     supportedInterfaces[].url matches one of the rule's hosts, and, when
+//     the rule requires https (its require_https, else the policy-wide one),
+//     every such url is https. A card with no supportedInterfaces is judged
+//     on its name alone.
+//   - If every applicable rule refuses, the refusal names the first
+//     applicable rule in configuration order and its first failing check
+//     (name first, then each url in order: host, then https), and says how
+//     many other applicable rules also refused.
+//
+// Identity and card name patterns are globs anchored at both ends: '*'
+// matches any run of characters, '/' included, and '?' matches one
+// character. There is no escape and no character class; matching is
+// case-sensitive. So "cert:spiffe://example.org/ci/team-a/*" matches every
+// identity below team-a/ but not "cert:spiffe://example.org/ci/team-a" itself.
+//
+// Host patterns are host names or IP addresses, without scheme, port or
+// path. Matching is case-insensitive and ignores one trailing dot. "*"
+// matches any host; "*.example.com" matches any name that ends in
+// ".example.com" with at least one label before it (not "example.com"
+// itself, and never an IP address); any other pattern matches exactly. An
+// IPv6 pattern is written without brackets and matches any spelling of the
+// same address. A url that does not parse, has no host, carries userinfo
+// (which hides the real host from a reader: "https://team-a.example.com@evil.net")
+// or whose host is neither an ASCII DNS name nor an IP address (write
+// internationalised names in their xn-- form) fails every host check. A
+// gRPC interface may give its url as a bare host:port, as the card linter
+// allows; its host is matched like any other, but it names no scheme, so it
+// fails require_https.
+//
+// Check expects the v1.0 shape that card.Load returns; it looks only at
+// name and supportedInterfaces.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/glob"
+)
+
+// RequireHTTPSRule is the Refusal.Rule of a refusal by the policy-wide https
+// check of a policy without rules. No rule may take this name.
+const RequireHTTPSRule = "require_https"
+
+// knownRole reports whether s is a role cardsignd grants, so that a rule
+// naming a misspelt role is a configuration error rather than dead.
+func knownRole(s string) bool {
+	switch s {
+	case "signer", "admin", "auditor":
+		return true
+	}
+	return false
+}
+
+// Config is the `policy:` section of cardsignd's YAML.
+type Config struct {
+	RequireHTTPS *bool  `yaml:"require_https"` // default true: every supportedInterfaces[].url must be https
+	Rules        []Rule `yaml:"rules"`
+}
+
+// Rule lets the callers it applies to sign cards with the given names and
+// interface hosts.
+type Rule struct {
+	Name         string   `yaml:"name"`          // required, unique; named in refusals
+	Identities   []string `yaml:"identities"`    // glob patterns over the caller identity
+	Roles        []string `yaml:"roles"`         // the rule applies to callers holding any of these roles
+	CardNames    []string `yaml:"card_names"`    // glob patterns over the card's name; required ("*" for any)
+	Hosts        []string `yaml:"hosts"`         // host patterns for every supportedInterfaces[].url; required ("*" for any)
+	RequireHTTPS *bool    `yaml:"require_https"` // overrides the policy-wide default for this rule
+}
+
+// Problem is one configuration error. Path is relative to the policy
+// section, such as "rules[2].hosts[0]".
+type Problem struct{ Path, Message string }
+
+func (p Problem) String() string { return p.Path + ": " + p.Message }
+
+// Policy is a compiled, immutable Config, safe for concurrent use. A nil
+// *Policy is the default policy: no rules, https required.
+type Policy struct {
+	requireHTTPS bool
+	rules        []rule
+}
+
+type rule struct {
+	name         string
+	identities   []string
+	roles        []string
+	cardNames    []string
+	hosts        []hostPattern
+	hostsText    string // the configured host patterns, for refusals
+	namesText    string // the configured card_names, for refusals
+	requireHTTPS bool
+}
+
+// Compile validates cfg and returns the policy, or every problem found (not
+// just the first) and a nil policy.
+func Compile(cfg Config) (*Policy, []Problem) {
+	var probs []Problem
+	add := func(path, format string, args ...any) {
+		probs = append(probs, Problem{path, fmt.Sprintf(format, args...)})
+	}
+	p := &Policy{requireHTTPS: cfg.RequireHTTPS == nil || *cfg.RequireHTTPS}
+	seen := make(map[string]int)
+	for i, r := range cfg.Rules {
+		at := fmt.Sprintf("rules[%d]", i)
+		switch j, dup := seen[r.Name]; {
+		case r.Name == "":
+			add(at+".name", "rule has no name; refusals name the rule that refused")
+		case r.Name == RequireHTTPSRule:
+			add(at+".name", "%q is reserved for the policy-wide https check", r.Name)
+		case dup:
+			add(at+".name", "duplicate rule name %q (also rules[%d])", r.Name, j)
+		default:
+			seen[r.Name] = i
+		}
+		if len(r.Identities) == 0 && len(r.Roles) == 0 {
+			add(at, "rule has neither identities nor roles, so it applies to no caller")
+		}
+		for j, s := range r.Identities {
+			if msg := checkGlob(s); msg != "" {
+				add(fmt.Sprintf("%s.identities[%d]", at, j), "identity pattern %s", msg)
+			}
+		}
+		for j, s := range r.Roles {
+			if !knownRole(s) {
+				add(fmt.Sprintf("%s.roles[%d]", at, j), "unknown role %q (roles are signer, admin, auditor)", s)
+			}
+		}
+		if len(r.CardNames) == 0 {
+			add(at+".card_names", `no card names; use "*" for any name`)
+		}
+		for j, s := range r.CardNames {
+			if msg := checkGlob(s); msg != "" {
+				add(fmt.Sprintf("%s.card_names[%d]", at, j), "card name pattern %s", msg)
+			}
+		}
+		if len(r.Hosts) == 0 {
+			add(at+".hosts", `no hosts; use "*" for any host`)
+		}
+		hosts := make([]hostPattern, 0, len(r.Hosts))
+		for j, s := range r.Hosts {
+			h, msg := parseHostPattern(s)
+			if msg != "" {
+				add(fmt.Sprintf("%s.hosts[%d]", at, j), "%s", msg)
+				continue
+			}
+			hosts = append(hosts, h)
+		}
+		https := p.requireHTTPS
+		if r.RequireHTTPS != nil {
+			https = *r.RequireHTTPS
+		}
+		p.rules = append(p.rules, rule{
+			name:         r.Name,
+			identities:   slices.Clone(r.Identities),
+			roles:        slices.Clone(r.Roles),
+			cardNames:    slices.Clone(r.CardNames),
+			hosts:        hosts,
+			hostsText:    fmt.Sprint(r.Hosts),
+			namesText:    fmt.Sprint(r.CardNames),
+			requireHTTPS: https,
+		})
+	}
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	return p, nil
+}
+
+// checkGlob returns why s is not a usable identity or name pattern, or "".
+func checkGlob(s string) string {
+	switch {
+	case s == "":
+		return `is empty; use "*" to match anything`
+	case strings.TrimSpace(s) != s:
+		// Almost always a quoting slip in the YAML, and it would silently
+		// match nothing.
+		return fmt.Sprintf("%q has leading or trailing white space", s)
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl):
+		// Refusals print the patterns; they must stay one printable line.
+		return fmt.Sprintf("%q has control characters or invalid UTF-8", s)
+	}
+	return ""
+}
+
+// Empty reports whether the policy has no rules (then only require_https
+// applies).
+func (p *Policy) Empty() bool { return p == nil || len(p.rules) == 0 }
+
+// Caller is who asks for a signature.
+type Caller struct {
+	Identity string   // as cardsignd names callers: "token:NAME", "cert:IDENTITY" (a SPIFFE ID, DNS name or CN), or "anonymous"
+	Roles    []string // roles the caller holds
+}
+
+// Refusal is a card the policy does not let the caller sign.
+type Refusal struct {
+	Rule   string // the rule that refused; RequireHTTPSRule for the policy-wide https check; "" when no rule applies to the caller
+	Path   string // the card field refused, such as "supportedInterfaces[1].url" or "name"; "" when no rule applies
+	Reason string // why, in one line
+}
+
+func (r *Refusal) Error() string {
+	switch r.Rule {
+	case "":
+		return "signing policy: " + r.Reason
+	case RequireHTTPSRule:
+		return "signing policy: require_https refuses " + r.Path + ": " + r.Reason
+	}
+	return "signing policy: rule " + strconv.Quote(r.Rule) + " refuses " + r.Path + ": " + r.Reason
+}
+
+// Check decides whether caller may sign the card v (in the v1.0 shape that
+// card.Load returns). It returns nil when the card is allowed and a
+// *Refusal otherwise.
+func (p *Policy) Check(caller Caller, v card.Value) error {
+	targets := interfaceTargets(v)
+	if p.Empty() {
+		if p != nil && !p.requireHTTPS {
+			return nil
+		}
+		for _, t := range targets {
+			if t.httpsBad != "" {
+				return &Refusal{Rule: RequireHTTPSRule, Path: t.path, Reason: t.httpsBad}
+			}
+		}
+		return nil
+	}
+	var first *Refusal
+	refused := 0
+	for i := range p.rules {
+		r := &p.rules[i]
+		if !r.appliesTo(caller) {
+			continue
+		}
+		ref := r.check(v, targets)
+		if ref == nil {
+			return nil
+		}
+		if first == nil {
+			first = ref
+		}
+		refused++
+	}
+	if first == nil {
+		return &Refusal{Reason: "no signing policy rule applies to caller " + quote(caller.Identity)}
+	}
+	switch refused {
+	case 1:
+	case 2:
+		first.Reason += " (1 other applicable rule also refused)"
+	default:
+		first.Reason += fmt.Sprintf(" (%d other applicable rules also refused)", refused-1)
+	}
+	return first
+}
+
+func (r *rule) appliesTo(c Caller) bool {
+	for _, pat := range r.identities {
+		if glob.Match(pat, c.Identity) {
+			return true
+		}
+	}
+	for _, role := range c.Roles {
+		if slices.Contains(r.roles, role) {
+			return true
+		}
+	}
+	return false
+}
+
+// check returns why r refuses the card, or nil when it allows it.
+func (r *rule) check(v card.Value, targets []target) *Refusal {
+	refuse := func(path, format string, args ...any) *Refusal {
+		return &Refusal{Rule: r.name, Path: path, Reason: fmt.Sprintf(format, args...)}
+	}
+	name, ok := v.Get("name")
+	switch {
+	case !ok:
+		return refuse("name", "card has no name")
+	case name.Kind != card.String:
+		return refuse("name", "name is %s %s, not a string", article(name.Kind), name.Kind)
+	case !slices.ContainsFunc(r.cardNames, func(pat string) bool { return glob.Match(pat, name.Str) }):
+		return refuse("name", "name %s is not in card_names %s", quote(name.Str), r.namesText)
+	}
+	for _, t := range targets {
+		if t.hostBad != "" {
+			return refuse(t.path, "%s", t.hostBad)
+		}
+		if !slices.ContainsFunc(r.hosts, t.matches) {
+			return refuse(t.path, "host %s is not in hosts %s", quote(t.host), r.hostsText)
+		}
+		if r.requireHTTPS && t.httpsBad != "" {
+			return refuse(t.path, "%s", t.httpsBad)
+		}
+	}
+	return nil
+}
+
+// target is one supportedInterfaces[].url, analysed once per Check.
+type target struct {
+	path     string     // the card field, such as supportedInterfaces[1].url
+	host     string     // lower case, without a trailing dot; valid when hostBad is ""
+	addr     netip.Addr // the host as an address when it is an IP literal
+	hostBad  string     // why no host pattern can match, or ""
+	httpsBad string     // why the url is not https, or ""
+}
+
+func (t *target) matches(h hostPattern) bool {
+	switch h.kind {
+	case anyHost:
+		return true
+	case ipHost:
+		return t.addr.IsValid() && t.addr == h.addr
+	case suffixHost:
+		return !t.addr.IsValid() && len(t.host) > len(h.name) && strings.HasSuffix(t.host, h.name)
+	}
+	return !t.addr.IsValid() && t.host == h.name
+}
+
+// interfaceTargets analyses every supportedInterfaces[].url of v. Shapes
+// that lint would refuse become targets that fail every check, so that a
+// card that skipped lint is refused rather than waved through.
+func interfaceTargets(v card.Value) []target {
+	ifaces, ok := v.Get("supportedInterfaces")
+	if !ok || ifaces.Kind == card.Null {
+		return nil
+	}
+	if ifaces.Kind != card.Array {
+		msg := fmt.Sprintf("supportedInterfaces is %s %s, not an array", article(ifaces.Kind), ifaces.Kind)
+		return []target{{path: "supportedInterfaces", hostBad: msg, httpsBad: msg}}
+	}
+	out := make([]target, len(ifaces.Arr))
+	for i, iface := range ifaces.Arr {
+		out[i] = analyse(i, iface)
+	}
+	return out
+}
+
+func analyse(i int, iface card.Value) target {
+	t := target{path: fmt.Sprintf("supportedInterfaces[%d].url", i)}
+	bad := func(msg string) target {
+		t.hostBad, t.httpsBad = msg, msg
+		return t
+	}
+	if iface.Kind != card.Object {
+		t.path = fmt.Sprintf("supportedInterfaces[%d]", i)
+		return bad(fmt.Sprintf("interface is %s %s, not an object", article(iface.Kind), iface.Kind))
+	}
+	u, ok := iface.Get("url")
+	switch {
+	case !ok:
+		return bad("interface has no url")
+	case u.Kind != card.String:
+		return bad(fmt.Sprintf("url is %s %s, not a string", article(u.Kind), u.Kind))
+	}
+	raw := u.Str
+	var host string
+	if b, _ := iface.Get("protocolBinding"); b.Kind == card.String && b.Str == "GRPC" && isHostPort(raw) {
+		// The card linter accepts host:port for gRPC. url.Parse would read
+		// "agent.example.com:443" as scheme "agent.example.com".
+		host, _, _ = net.SplitHostPort(raw)
+		t.httpsBad = "url is a bare host:port, which names no scheme; write https://host:port"
+	} else {
+		pu, err := url.Parse(raw)
+		if err != nil {
+			// Name the parser's complaint, not the url: a malformed url may
+			// still carry a password.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return bad("url does not parse: " + err.Error())
+		}
+		switch s := pu.Scheme; s {
+		case "https":
+		case "":
+			t.httpsBad = "url has no scheme; it must be an absolute https URL"
+		default:
+			t.httpsBad = fmt.Sprintf("url scheme %s is not https", quote(s))
+		}
+		if pu.User != nil {
+			// What a reader takes for the host ("team-a.example.com@evil.net")
+			// is userinfo; the request goes to the host after '@'.
+			t.hostBad = "url has userinfo (a user@ part before the host), which disguises the host it names"
+			return t
+		}
+		host = pu.Hostname()
+		if host == "" {
+			t.hostBad = "url has no host; it must be an absolute URL such as https://agent.example.com/a2a"
+			return t
+		}
+	}
+	host = strings.ToLower(host)
+	host = strings.TrimSuffix(host, ".")
+	if a, err := netip.ParseAddr(host); err == nil {
+		t.addr = a.Unmap()
+		t.host = host
+		return t
+	}
+	if msg := checkDNSName(host); msg != "" {
+		t.hostBad = fmt.Sprintf("host %s is neither a DNS name nor an IP address: %s", quote(host), msg)
+		return t
+	}
+	t.host = host
+	return t
+}
+
+// isHostPort is the card linter's test for a gRPC host:port url.
+func isHostPort(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" || strings.ContainsAny(host, "/?#@ ") {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n < 65536
+}
+
+// quote renders untrusted text (identities, names, hosts) for a message:
+// quoted so that it cannot forge log lines, and cut short so that a hostile
+// card cannot make the message huge.
+func quote(s string) string {
+	const limit = 128
+	if len(s) > limit {
+		cut := limit
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		return strconv.Quote(s[:cut]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func article(k card.Kind) string {
+	if k == card.Array || k == card.Object {
+		return "an"
+	}
+	return "a"
+}
