@@ -22,6 +22,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -43,6 +44,14 @@ type Config struct {
 	// DisableOnRevoke also switches a revoked key off at its backend (a KMS
 	// key version disabled), when the backend can.
 	DisableOnRevoke bool
+	// Policy decides which cards a caller may sign; nil allows every card.
+	Policy *policy.Policy
+	// BackendConcurrency bounds concurrent signatures per backend scheme;
+	// the "default" entry applies to schemes not listed, and
+	// DefaultBackendConcurrency when it is absent too.
+	BackendConcurrency map[string]int
+	// Metrics receives the authority's metrics; nil makes a private set.
+	Metrics *Metrics
 }
 
 // Authority is the signing authority: it owns the key records' cache, the
@@ -54,7 +63,13 @@ type Authority struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	draining atomic.Bool // set at shutdown: /readyz says no while calls finish
+	metrics *Metrics
+
+	draining   atomic.Bool                // set at shutdown: /readyz says no while calls finish
+	readiness  atomic.Pointer[readyState] // the last periodic readiness check
+	readyEvery atomic.Int64               // WatchReadiness period plus timeout, for staleness
+	sems       map[string]chan struct{}   // concurrency slots per backend scheme
+	recheck    chan struct{}              // asks WatchReadiness for a check now
 
 	mu       sync.Mutex
 	recs     []jwks.KeyRecord            // last read from the store
@@ -72,15 +87,23 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	if cfg.KeyRefresh <= 0 {
 		cfg.KeyRefresh = time.Second
 	}
-	return &Authority{
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	a := &Authority{
 		cfg:     cfg,
 		store:   st,
 		batcher: audit.NewBatcher(st, cfg.AuditBatch),
 		log:     log,
+		metrics: cfg.Metrics,
 		now:     func() time.Time { return time.Now().UTC() },
 		signers: map[string]*backends.Key{},
 		publics: map[string]crypto.PublicKey{},
+		sems:    map[string]chan struct{}{},
+		recheck: make(chan struct{}, 1),
 	}
+	a.metrics.Register(keysCollector{a: a, desc: keysDesc})
+	return a
 }
 
 // ErrDraining: the daemon is shutting down.
@@ -143,6 +166,7 @@ func (a *Authority) open(ctx context.Context, rec jwks.KeyRecord) (*backends.Key
 	if err != nil {
 		return nil, fmt.Errorf("open key %s (%s): %w", rec.KID, backends.Redact(rec.URI), err)
 	}
+	k = a.limit(k)
 	a.mu.Lock()
 	if prev := a.signers[rec.KID]; prev != nil {
 		k = prev

@@ -21,16 +21,24 @@ import (
 
 // NewGRPCServer returns a gRPC server with the signing, key and audit
 // services, the standard health service and reflection.
-func NewGRPCServer(a *Authority, log *slog.Logger) (*grpc.Server, *health.Server) {
-	// The largest legal card plus room for the rest of the request.
-	maxMsg := a.cfg.Limits.MaxBytes + 64<<10
-	s := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(unaryInterceptor(log)),
-		grpc.MaxRecvMsgSize(maxMsg),
+func NewGRPCServer(a *Authority, log *slog.Logger, opts GRPCOptions) (*grpc.Server, *health.Server) {
+	if opts.MaxMessageBytes <= 0 {
+		// The largest legal card plus room for the rest of the request.
+		opts.MaxMessageBytes = a.cfg.Limits.MaxBytes + 64<<10
+	}
+	g := &gate{log: log, opts: opts, metrics: a.metrics}
+	so := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(g.unary),
+		grpc.ChainStreamInterceptor(g.stream),
+		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		// Stop (after the shutdown timeout) still waits for running
 		// handlers, so the audit log and backends close after them.
 		grpc.WaitForHandlers(true),
-	)
+	}
+	if opts.Creds != nil {
+		so = append(so, grpc.Creds(opts.Creds))
+	}
+	s := grpc.NewServer(so...)
 	svc := &services{a: a, log: log}
 	pb.RegisterSigningServiceServer(s, signingService{services: svc})
 	pb.RegisterKeyServiceServer(s, keyService{services: svc})
@@ -97,7 +105,7 @@ func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (
 	}
 	res, err := s.a.Sign(ctx, SignRequest{
 		Card: req.GetCard(), StripUnknown: req.GetStripUnknown(), Mode: mode, KeepSignatures: req.GetKeepSignatures(),
-		Caller: caller(ctx), RequestID: requestID(ctx),
+		Caller: caller(ctx), Identity: identity(ctx), RequestID: requestID(ctx),
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err)
@@ -239,6 +247,7 @@ func AuditRecordPB(r audit.Record) *pb.AuditRecord {
 		Sequence: r.Seq, Time: timestamppb.New(r.Time), Caller: r.Caller, RequestId: r.RequestID,
 		CardName: r.CardName, CardVersion: r.CardVersion, CanonicalSha256: r.CanonicalSHA256,
 		Kid: r.KID, Alg: r.Alg, Profile: r.Profile, Signature: r.Signature, PrevHash: r.PrevHash, Hash: r.Hash,
+		Outcome: r.Outcome, Reason: r.Reason,
 	}
 }
 

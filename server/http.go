@@ -1,44 +1,60 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"time"
+	"strconv"
 
+	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/tlsreload"
 )
 
+// HTTPOptions configures the HTTP listener's handler.
+type HTTPOptions struct {
+	// Stats are the key backends' own counters, exported on /metrics.
+	Stats []StatsSource
+	// Auth, when enabled, guards /metrics: it names callers, so it needs
+	// an identity with the auditor role (a bearer token, or a client
+	// certificate when the listener asks for one). The JWKS, the
+	// revocation document and the health endpoints stay public: verifiers
+	// and load balancers have no credentials.
+	Auth *access.Authenticator
+}
+
 // NewHTTPHandler serves the JWKS, the revocation document, /healthz (the
-// process is up), /readyz (it can sign: store readable, an active key, key
-// backends healthy) and /metrics (key backend counters).
-func NewHTTPHandler(a *Authority, stats ...StatsSource) http.Handler {
+// process is up), /readyz (the last readiness check passed) and /metrics.
+func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
+	a.metrics.Register(backendCollector{sources: opts.Stats})
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metricsHandler(stats))
-	mux.Handle(jwks.JWKSPath, jwks.Handler(a.JWKS))
-	mux.Handle(jwks.RevocationsPath, jwks.RevocationHandler(a.Revocations))
+	mux.Handle("/metrics", requireRole(opts.Auth, access.RoleAuditor, a.metrics.Handler()))
+	mux.Handle(jwks.JWKSPath, a.countRequests("jwks", jwks.Handler(a.JWKS)))
+	mux.Handle(jwks.RevocationsPath, a.countRequests("revocations", jwks.RevocationHandler(a.Revocations)))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := a.Ready(ctx); err != nil {
-			// The reason is generic: this endpoint is public; the log has details.
+		if err := a.Ready(); err != nil {
+			// The reason is generic: this endpoint is public; the log has
+			// the details (WatchReadiness logs each failure).
 			reason := "key store unavailable"
 			switch {
 			case errors.Is(err, ErrDraining):
 				reason = "shutting down"
+			case errors.Is(err, ErrNotChecked):
+				reason = "starting"
+			case errors.Is(err, errStale):
+				reason = "readiness check overdue"
 			case errors.Is(err, ErrNoActiveKey):
 				reason = "no active signing key"
 			case errors.Is(err, backends.ErrUnavailable), errors.As(err, new(*UnavailableError)):
 				reason = "key backend unavailable"
-				a.log.Warn("not ready", "err", err)
-			default:
-				a.log.Warn("not ready", "err", err)
+				var ue *UnavailableError
+				if errors.As(err, &ue) && ue.What == "audit log" {
+					reason = "audit log unavailable"
+				}
 			}
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": reason})
 			return
@@ -48,34 +64,55 @@ func NewHTTPHandler(a *Authority, stats ...StatsSource) http.Handler {
 	return mux
 }
 
+// requireRole guards h with a role when authentication is on. Refusals say
+// nothing about what was wrong, as on the gRPC side.
+func requireRole(auth *access.Authenticator, role access.Role, h http.Handler) http.Handler {
+	if auth == nil || !auth.Enabled() {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		creds := access.Credentials{Authorization: r.Header.Get("Authorization")}
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+			creds.CertIdentity = tlsreload.Identity(r.TLS.VerifiedChains[0][0])
+		}
+		id, err := auth.Authenticate(creds)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cardsignd"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		if !id.Has(role) {
+			http.Error(w, "permission denied", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// countRequests counts requests for a published document by status, so a
+// dashboard shows how many verifiers revalidate (304) versus download.
+func (a *Authority) countRequests(doc string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		a.metrics.jwksRequests.WithLabelValues(doc, strconv.Itoa(rec.code)).Inc()
+	})
+}
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// Ready reports whether the authority can sign now: the store answers and a
-// key is active.
-func (a *Authority) Ready(ctx context.Context) error {
-	if a.draining.Load() {
-		return ErrDraining
-	}
-	if _, err := a.records(ctx, true); err != nil {
-		return err
-	}
-	// Opening the signing keys (cached after the first time) proves their
-	// backend can reach them: an HSM absent since start is not ready.
-	if _, err := a.signingKeys(ctx); err != nil {
-		return err
-	}
-	for _, scheme := range backends.Schemes() {
-		b, _ := backends.Lookup(scheme)
-		if hc, ok := b.(backends.HealthChecker); ok {
-			if err := hc.Healthy(ctx); err != nil {
-				return fmt.Errorf("%w: %s: %v", backends.ErrUnavailable, scheme, err)
-			}
-		}
-	}
-	return nil
 }

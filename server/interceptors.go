@@ -4,15 +4,26 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/cardsign/cardsign/access"
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/ratelimit"
+	"github.com/cardsign/cardsign/tlsreload"
 )
 
 type ctxKey int
@@ -20,6 +31,7 @@ type ctxKey int
 const (
 	requestIDKey ctxKey = iota
 	callerKey
+	identityKey
 )
 
 // RequestIDHeader is the metadata key a client may set (and the server
@@ -28,6 +40,10 @@ const RequestIDHeader = "x-request-id"
 
 func requestID(ctx context.Context) string { s, _ := ctx.Value(requestIDKey).(string); return s }
 func caller(ctx context.Context) string    { s, _ := ctx.Value(callerKey).(string); return s }
+func identity(ctx context.Context) access.Identity {
+	id, _ := ctx.Value(identityKey).(access.Identity)
+	return id
+}
 
 func newRequestID() string {
 	var b [12]byte
@@ -35,44 +51,191 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// unaryInterceptor gives every call a request id and a caller identity,
-// logs it, and turns a panic into INTERNAL so one bad request never takes
-// the daemon down.
-func unaryInterceptor(log *slog.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-		id := ""
-		if md, ok := metadata.FromIncomingContext(ctx); ok {
-			if v := md.Get(RequestIDHeader); len(v) > 0 && validRequestID(v[0]) {
-				id = v[0]
-			}
-		}
-		if id == "" {
-			id = newRequestID()
-		}
-		// Until authentication exists (TLS, tokens), the caller is the peer
-		// address; the daemon listens on loopback only.
-		who := "anonymous"
-		if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-			who = "anonymous@" + p.Addr.String()
-		}
-		ctx = context.WithValue(context.WithValue(ctx, requestIDKey, id), callerKey, who)
-		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, id))
-		start := time.Now()
-		defer func() {
-			if r := recover(); r != nil {
-				log.Error("panic in handler", "method", info.FullMethod, "request_id", id, "panic", r, "stack", string(debug.Stack()))
-				err = status.Error(codes.Internal, "internal error (request "+id+")")
-			}
-			code := status.Code(err)
-			lvl := slog.LevelDebug
-			if code != codes.OK {
-				lvl = slog.LevelInfo
-			}
-			log.Log(ctx, lvl, "rpc", "method", info.FullMethod, "request_id", id, "caller", who, "code", code.String(), "duration", time.Since(start))
-		}()
-		return handler(ctx, req)
-	}
+// methodRoles says which roles may call each method; a caller needs one of
+// them. A method missing here is refused to everyone when authentication is
+// on: a new RPC must be placed deliberately.
+var methodRoles = map[string][]access.Role{
+	pb.SigningService_SignCard_FullMethodName:       {access.RoleSigner},
+	pb.SigningService_VerifyCard_FullMethodName:     {access.RoleSigner},
+	pb.SigningService_LintCard_FullMethodName:       {access.RoleSigner},
+	pb.KeyService_ListKeys_FullMethodName:           {access.RoleAdmin, access.RoleAuditor},
+	pb.KeyService_CreateKey_FullMethodName:          {access.RoleAdmin},
+	pb.KeyService_ImportKey_FullMethodName:          {access.RoleAdmin},
+	pb.KeyService_RotateKey_FullMethodName:          {access.RoleAdmin},
+	pb.KeyService_ActivateKey_FullMethodName:        {access.RoleAdmin},
+	pb.KeyService_RetireKey_FullMethodName:          {access.RoleAdmin},
+	pb.KeyService_RevokeKey_FullMethodName:          {access.RoleAdmin},
+	pb.AuditService_ListAuditRecords_FullMethodName: {access.RoleAuditor},
 }
+
+// GRPCOptions are the gRPC listener's security and limits.
+type GRPCOptions struct {
+	// Creds secures the transport (TLS, mTLS); nil serves plaintext, which
+	// the daemon allows on loopback only.
+	Creds credentials.TransportCredentials
+	// Auth authenticates callers; nil or not Enabled makes every caller
+	// access.Anonymous.
+	Auth *access.Authenticator
+	// RateLimit bounds each identity's calls; nil is unlimited.
+	RateLimit *ratelimit.Limiter
+	// RequestTimeout caps every call's deadline; 0 leaves the client's.
+	RequestTimeout time.Duration
+	// MaxMessageBytes is the largest request accepted.
+	MaxMessageBytes int
+}
+
+// gate runs before every call: request id, caller identity, authorization,
+// rate limit and deadline. It is shared by unary and stream calls.
+type gate struct {
+	log     *slog.Logger
+	opts    GRPCOptions
+	metrics *Metrics
+}
+
+var (
+	errUnauthenticated = status.Error(codes.Unauthenticated, "authentication required")
+	errDenied          = status.Error(codes.PermissionDenied, "permission denied")
+)
+
+// admit authenticates and authorizes a call and returns its context.
+func (g *gate) admit(ctx context.Context, method string) (context.Context, string, access.Identity, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	id := ""
+	if v := md.Get(RequestIDHeader); len(v) > 0 && validRequestID(v[0]) {
+		id = v[0]
+	}
+	if id == "" {
+		id = newRequestID()
+	}
+	ctx = context.WithValue(ctx, requestIDKey, id)
+	_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, id))
+	if isHealth(method) {
+		// Load balancers and orchestrators probe without credentials.
+		return ctx, "health-probe", access.Identity{}, nil
+	}
+
+	creds := access.Credentials{}
+	if v := md.Get("authorization"); len(v) == 1 {
+		creds.Authorization = v[0]
+	} else if len(v) > 1 {
+		creds.Authorization = "invalid" // two tokens: refuse rather than pick one
+	}
+	p, _ := peer.FromContext(ctx)
+	if p != nil {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 {
+			creds.CertIdentity = tlsreload.Identity(ti.State.VerifiedChains[0][0])
+		}
+	}
+	who := access.Identity{}
+	auth := g.opts.Auth
+	if auth == nil {
+		who = access.Anonymous
+	} else {
+		var err error
+		if who, err = auth.Authenticate(creds); err != nil {
+			return ctx, "", who, errUnauthenticated
+		}
+	}
+	// The audit log names an anonymous caller by its address: on loopback,
+	// the local port ties a call to a process.
+	name := who.Name
+	if who.Method == access.MethodNone && p != nil && p.Addr != nil {
+		name = who.Name + "@" + p.Addr.String()
+	}
+	ctx = context.WithValue(context.WithValue(ctx, callerKey, name), identityKey, who)
+
+	if strings.HasPrefix(method, "/grpc.reflection.") {
+		// Any authenticated caller may list the API.
+	} else if roles, ok := methodRoles[method]; !ok || !hasAny(who, roles) {
+		return ctx, name, who, errDenied
+	}
+	if g.opts.RateLimit != nil {
+		if ok, wait := g.opts.RateLimit.Allow(who.Name); !ok {
+			g.metrics.rateLimited.WithLabelValues(who.Name).Inc()
+			if method == pb.SigningService_SignCard_FullMethodName {
+				g.metrics.signatures.WithLabelValues(resultRateLimited, noLabel, noLabel, who.Name).Inc()
+			}
+			return ctx, name, who, rateLimited(wait)
+		}
+	}
+	return ctx, name, who, nil
+}
+
+func hasAny(id access.Identity, roles []access.Role) bool {
+	for _, r := range roles {
+		if id.Has(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func isHealth(method string) bool {
+	return strings.HasPrefix(method, "/"+grpc_health_v1.Health_ServiceDesc.ServiceName+"/")
+}
+
+// rateLimited is RESOURCE_EXHAUSTED with a google.rpc.RetryInfo saying when
+// a token will be available.
+func rateLimited(wait time.Duration) error {
+	st := status.New(codes.ResourceExhausted, fmt.Sprintf("rate limit exceeded; retry in %s", wait.Round(time.Millisecond)))
+	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); err == nil {
+		return d.Err()
+	}
+	return st.Err()
+}
+
+// finish logs a call and counts it.
+func (g *gate) finish(ctx context.Context, method, id, who string, start time.Time, err *error) {
+	if r := recover(); r != nil {
+		g.log.Error("panic in handler", "method", method, "request_id", id, "panic", r, "stack", string(debug.Stack()))
+		*err = status.Error(codes.Internal, "internal error (request "+id+")")
+	}
+	code := status.Code(*err)
+	if !isHealth(method) {
+		g.metrics.rpcs.WithLabelValues(method, code.String()).Inc()
+	}
+	lvl := slog.LevelDebug
+	if code != codes.OK {
+		lvl = slog.LevelInfo
+	}
+	g.log.Log(ctx, lvl, "rpc", "method", method, "request_id", id, "caller", who, "code", code.String(), "duration", time.Since(start))
+}
+
+// unary gives every call a request id and a caller identity, enforces roles,
+// rate and deadline, logs it, and turns a panic into INTERNAL so one bad
+// request never takes the daemon down.
+func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	start := time.Now()
+	ctx, who, _, err := g.admit(ctx, info.FullMethod)
+	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, start, &err)
+	if err != nil {
+		return nil, err
+	}
+	if g.opts.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.opts.RequestTimeout)
+		defer cancel()
+	}
+	return handler(ctx, req)
+}
+
+// stream does the same for streaming calls (health Watch, reflection).
+func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	start := time.Now()
+	ctx, who, _, err := g.admit(ss.Context(), info.FullMethod)
+	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, start, &err)
+	if err != nil {
+		return err
+	}
+	return handler(srv, &streamWithContext{ServerStream: ss, ctx: ctx})
+}
+
+type streamWithContext struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *streamWithContext) Context() context.Context { return s.ctx }
 
 // validRequestID accepts client request ids that are safe in logs and in
 // one-record-per-line audit listings: 1–128 of [A-Za-z0-9._-].

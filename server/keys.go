@@ -74,6 +74,7 @@ func (a *Authority) view(ctx context.Context, kid string) (jwks.View, error) {
 // CreateKey makes a key in the configured backend, published and pending
 // until someone activates it.
 func (a *Authority) CreateKey(ctx context.Context, algName string) (jwks.View, error) {
+	defer a.recheckReadiness() // a key change can make or break readiness
 	alg, err := parseAlg(algName)
 	if err != nil {
 		return jwks.View{}, err
@@ -91,6 +92,7 @@ func (a *Authority) CreateKey(ctx context.Context, algName string) (jwks.View, e
 
 // ImportKey records an existing backend key as pending.
 func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jwks.View, error) {
+	defer a.recheckReadiness() // a key change can make or break readiness
 	if uri == "" {
 		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "a backend key URI is required"}
 	}
@@ -122,6 +124,7 @@ func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jw
 // now + prepublish, when the active key retires. Until then new cards carry
 // both signatures.
 func (a *Authority) RotateKey(ctx context.Context, algName string, prepublish *time.Duration) (jwks.View, error) {
+	defer a.recheckReadiness() // a key change can make or break readiness
 	alg, err := parseAlg(algName)
 	if err != nil {
 		return jwks.View{}, err
@@ -188,6 +191,7 @@ func notAlreadyKnown(rec jwks.KeyRecord) func([]jwks.KeyRecord) error {
 // change runs a state transition on one key inside a store transaction,
 // with every key's state derived from the records the transaction read.
 func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Time, v jwks.View, all []jwks.View) (jwks.KeyRecord, error)) (jwks.View, error) {
+	defer a.recheckReadiness() // a key change can make or break readiness
 	now := a.now()
 	err := a.store.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
 		views := jwks.Derive(now, recs, a.policy())

@@ -1,10 +1,15 @@
 package server
 
 import (
-	"fmt"
+	"context"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cardsign/cardsign/jwks"
 )
 
 // BackendStats are a key backend's request counters: what a KMS backend
@@ -22,36 +27,158 @@ type StatsSource struct {
 	Read    func() BackendStats
 }
 
-// metricsHandler serves the backends' counters in the Prometheus text
-// format. The full set of daemon metrics (signatures, audit, JWKS) belongs
-// to the production work item; this covers the key backends.
-func metricsHandler(sources []StatsSource) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var b strings.Builder
-		type series struct {
-			name, help, kind string
-			value            func(BackendStats) string
+// Label values used when a refused or failed request made no signature.
+const noLabel = "none"
+
+// Results of a signing request, the "result" label.
+const (
+	resultSigned      = "signed"       // one per signature made and audited
+	resultRefused     = "refused"      // the signing policy refused the card
+	resultInvalid     = "invalid"      // the card failed parsing or lint
+	resultRateLimited = "rate_limited" // the caller was over its rate
+	resultError       = "error"        // anything else: backend, audit, deadline
+)
+
+// Metrics is the daemon's Prometheus registry. It is a value owned by the
+// daemon, not the process-wide default registry, so tests can run several.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	signatures   *prometheus.CounterVec
+	signDuration *prometheus.HistogramVec
+	backendSign  *prometheus.HistogramVec
+	auditCommit  prometheus.Histogram
+	jwksRequests *prometheus.CounterVec
+	rateLimited  *prometheus.CounterVec
+	rpcs         *prometheus.CounterVec
+	canaryRuns   *prometheus.CounterVec
+	ready        prometheus.Gauge
+}
+
+// Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry).
+var latencyBuckets = prometheus.ExponentialBucketsRange(0.0001, 10, 16)
+
+// NewMetrics registers the daemon's metrics, the Go runtime's and the
+// process's (goroutines, memory, file descriptors).
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		signatures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardsign_signatures_total",
+			Help: "Signing outcomes: one per signature made (result=signed), or one per request refused or failed, by key alg, key backend and caller.",
+		}, []string{"result", "alg", "backend", "caller"}),
+		signDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cardsign_sign_duration_seconds",
+			Help:    "SignCard latency end to end (parse, lint, policy, signatures, audit commit), by result.",
+			Buckets: latencyBuckets,
+		}, []string{"result"}),
+		backendSign: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cardsign_backend_sign_duration_seconds",
+			Help:    "Time a key backend took for one signature, waiting for a concurrency slot included, by backend and alg.",
+			Buckets: latencyBuckets,
+		}, []string{"backend", "alg"}),
+		auditCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cardsign_audit_commit_duration_seconds",
+			Help:    "Time from handing a request's audit records to the log until they were durable.",
+			Buckets: latencyBuckets,
+		}),
+		jwksRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardsign_jwks_requests_total",
+			Help: "Requests for the published documents, by document (jwks, revocations) and HTTP status (304 = not modified).",
+		}, []string{"document", "code"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardsign_rate_limited_total",
+			Help: "Calls refused with RESOURCE_EXHAUSTED because the caller was over its rate.",
+		}, []string{"caller"}),
+		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardsign_grpc_requests_total",
+			Help: "gRPC calls by method and status code.",
+		}, []string{"method", "code"}),
+		canaryRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardsign_readiness_checks_total",
+			Help: "Periodic readiness checks (a canary signature with every signing key), by result (ok, failed).",
+		}, []string{"result"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cardsign_ready",
+			Help: "1 when the last readiness check passed, else 0.",
+		}),
+	}
+	m.reg.MustRegister(m.signatures, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
+		m.rateLimited, m.rpcs, m.canaryRuns, m.ready,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Register adds collectors owned by other parts of the daemon (TLS reloads).
+func (m *Metrics) Register(cs ...prometheus.Collector) { m.reg.MustRegister(cs...) }
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+var keysDesc = prometheus.NewDesc("cardsign_keys", "Keys by lifecycle state.", []string{"state"}, nil)
+
+// keysCollector reports the number of keys in each lifecycle state, derived
+// at scrape time from the cached key records.
+type keysCollector struct {
+	a    *Authority
+	desc *prometheus.Desc
+}
+
+func (c keysCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c keysCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	views, err := c.a.views(ctx)
+	if err != nil {
+		return // the store is down; readiness says so
+	}
+	counts := map[jwks.State]int{}
+	for _, v := range views {
+		counts[v.State]++
+	}
+	for _, s := range []jwks.State{jwks.StateScheduled, jwks.StatePending, jwks.StateActive, jwks.StateRetired, jwks.StateExpired, jwks.StateRevoked} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}
+
+// backendCollector exports a key backend's own counters.
+type backendCollector struct{ sources []StatsSource }
+
+var backendDescs = struct {
+	attempts, throttled, retries, failures, latSum, latCount, latMax *prometheus.Desc
+}{
+	attempts:  prometheus.NewDesc("cardsign_backend_attempts_total", "Requests sent to the key backend, retries included.", []string{"backend"}, nil),
+	throttled: prometheus.NewDesc("cardsign_backend_throttled_total", "Backend requests answered with throttling.", []string{"backend"}, nil),
+	retries:   prometheus.NewDesc("cardsign_backend_retries_total", "Backend requests that retried an earlier one.", []string{"backend"}, nil),
+	failures:  prometheus.NewDesc("cardsign_backend_failures_total", "Backend operations that failed after retries.", []string{"backend"}, nil),
+	latSum:    prometheus.NewDesc("cardsign_backend_request_seconds_sum", "Total time of backend requests.", []string{"backend"}, nil),
+	latCount:  prometheus.NewDesc("cardsign_backend_request_seconds_count", "Number of timed backend requests.", []string{"backend"}, nil),
+	latMax:    prometheus.NewDesc("cardsign_backend_request_seconds_max", "Longest backend request so far.", []string{"backend"}, nil),
+}
+
+func (c backendCollector) Describe(ch chan<- *prometheus.Desc) {
+	d := backendDescs
+	for _, x := range []*prometheus.Desc{d.attempts, d.throttled, d.retries, d.failures, d.latSum, d.latCount, d.latMax} {
+		ch <- x
+	}
+}
+
+func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
+	d := backendDescs
+	for _, src := range c.sources {
+		s := src.Read()
+		counter := func(desc *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, v, src.Backend)
 		}
-		all := []series{
-			{"cardsign_backend_attempts_total", "Requests sent to the key backend, retries included.", "counter", func(s BackendStats) string { return fmt.Sprint(s.Attempts) }},
-			{"cardsign_backend_throttled_total", "Backend requests answered with throttling.", "counter", func(s BackendStats) string { return fmt.Sprint(s.Throttled) }},
-			{"cardsign_backend_retries_total", "Backend requests that retried an earlier one.", "counter", func(s BackendStats) string { return fmt.Sprint(s.Retries) }},
-			{"cardsign_backend_failures_total", "Backend operations that failed after retries.", "counter", func(s BackendStats) string { return fmt.Sprint(s.Failures) }},
-			{"cardsign_backend_request_seconds_sum", "Total time of backend requests.", "counter", func(s BackendStats) string { return fmt.Sprint(s.LatencyTotal.Seconds()) }},
-			{"cardsign_backend_request_seconds_count", "Number of timed backend requests.", "counter", func(s BackendStats) string { return fmt.Sprint(s.LatencyCount) }},
-			{"cardsign_backend_request_seconds_max", "Longest backend request so far.", "gauge", func(s BackendStats) string { return fmt.Sprint(s.LatencyMax.Seconds()) }},
-		}
-		stats := make([]BackendStats, len(sources))
-		for i, src := range sources {
-			stats[i] = src.Read()
-		}
-		for _, m := range all {
-			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", m.name, m.help, m.name, m.kind)
-			for i, src := range sources {
-				fmt.Fprintf(&b, "%s{backend=%q} %s\n", m.name, src.Backend, m.value(stats[i]))
-			}
-		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_, _ = w.Write([]byte(b.String()))
-	})
+		counter(d.attempts, float64(s.Attempts))
+		counter(d.throttled, float64(s.Throttled))
+		counter(d.retries, float64(s.Retries))
+		counter(d.failures, float64(s.Failures))
+		counter(d.latSum, s.LatencyTotal.Seconds())
+		counter(d.latCount, float64(s.LatencyCount))
+		ch <- prometheus.MustNewConstMetric(d.latMax, prometheus.GaugeValue, s.LatencyMax.Seconds(), src.Backend)
+	}
 }

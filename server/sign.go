@@ -5,10 +5,13 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/signer"
 )
 
@@ -18,8 +21,12 @@ type SignRequest struct {
 	StripUnknown   bool
 	Mode           signer.Mode
 	KeepSignatures bool
-	Caller         string
-	RequestID      string
+	// Caller is the identity recorded in the audit log (for an anonymous
+	// caller, with its address); Identity is what the signing policy and
+	// the metrics see.
+	Caller    string
+	Identity  access.Identity
+	RequestID string
 }
 
 // Signed is a signed card with its committed audit records, in the order of
@@ -36,39 +43,81 @@ var ErrAudit = errors.New("audit record not committed; the signature was discard
 // Sign signs a card with the active key and any pending key, then commits one
 // audit record per signature. It returns the signed card only once those
 // records are durable.
-func (a *Authority) Sign(ctx context.Context, req SignRequest) (*Signed, error) {
+func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, err error) {
+	start := time.Now()
+	alg, backend := noLabel, noLabel
+	defer func() {
+		result := resultOf(err)
+		a.metrics.signDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
+		if err != nil {
+			a.metrics.signatures.WithLabelValues(result, alg, backend, req.Identity.Name).Inc()
+			return
+		}
+		for _, s := range signed.Signatures {
+			a.metrics.signatures.WithLabelValues(resultSigned, string(s.Alg), a.backendOf(s.KID), req.Identity.Name).Inc()
+		}
+	}()
 	keys, err := a.signingKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
+	alg, backend = string(keys[0].Alg), a.backendOf(keys[0].KID)
+	var refused *audit.Record
 	res, err := signer.Sign(ctx, req.Card, signer.Options{
 		Keys:           keys,
 		JKU:            a.cfg.JKU,
 		Mode:           req.Mode,
 		KeepSignatures: req.KeepSignatures,
 		Card:           cardOptions(a.cfg, req.StripUnknown),
+		Check: func(l *card.Loaded, sum [32]byte) error {
+			if a.cfg.Policy == nil {
+				return nil
+			}
+			err := a.cfg.Policy.Check(policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames()}, l.Value)
+			if err != nil {
+				r := a.recordFor(req, l, sum)
+				r.Outcome, r.Reason = audit.OutcomeRefused, err.Error()
+				refused = &r
+			}
+			return err
+		},
 	})
+	if refused != nil {
+		return nil, a.auditRefusal(ctx, *refused, err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	name, _ := res.Loaded.Value.Get("name")
-	version, _ := res.Loaded.Value.Get("version")
-	now := a.now()
 	recs := make([]audit.Record, len(res.Signatures))
 	for i, s := range res.Signatures {
-		recs[i] = audit.Record{
-			Time:            now,
-			Caller:          req.Caller,
-			RequestID:       req.RequestID,
-			CardName:        name.Str,
-			CardVersion:     version.Str,
-			CanonicalSHA256: res.CanonicalSHA256[:],
-			KID:             s.KID,
-			Alg:             string(s.Alg),
-			Profile:         string(s.Profile),
-			Signature:       s.Value,
-		}
+		recs[i] = a.recordFor(req, res.Loaded, res.CanonicalSHA256)
+		recs[i].KID, recs[i].Alg, recs[i].Profile, recs[i].Signature = s.KID, string(s.Alg), string(s.Profile), s.Value
 	}
+	committed, err := a.commit(ctx, recs)
+	if err != nil {
+		return nil, err
+	}
+	return &Signed{Result: res, Audit: committed}, nil
+}
+
+// recordFor starts the audit record of a request about card l.
+func (a *Authority) recordFor(req SignRequest, l *card.Loaded, sum [32]byte) audit.Record {
+	name, _ := l.Value.Get("name")
+	version, _ := l.Value.Get("version")
+	return audit.Record{
+		Time:            a.now(),
+		Caller:          req.Caller,
+		RequestID:       req.RequestID,
+		CardName:        name.Str,
+		CardVersion:     version.Str,
+		CanonicalSHA256: sum[:],
+		Outcome:         audit.OutcomeSigned,
+	}
+}
+
+// commit hands records to the audit log and waits until they are durable.
+func (a *Authority) commit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
+	start := time.Now()
 	committed, err := a.batcher.Commit(ctx, recs)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -76,7 +125,52 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (*Signed, error) 
 		}
 		return nil, fmt.Errorf("%w: %w", ErrAudit, err)
 	}
-	return &Signed{Result: res, Audit: committed}, nil
+	a.metrics.auditCommit.Observe(time.Since(start).Seconds())
+	return committed, nil
+}
+
+// RefusedError is a card the signing policy refused; the refusal is in the
+// audit log as record Seq.
+type RefusedError struct {
+	Refusal *policy.Refusal
+	Seq     int64
+}
+
+func (e *RefusedError) Error() string { return e.Refusal.Error() }
+func (e *RefusedError) Unwrap() error { return e.Refusal }
+
+// auditRefusal records a policy refusal. A refusal that cannot be recorded
+// is still a refusal: the card is not signed either way, and the caller
+// learns that the audit log failed.
+func (a *Authority) auditRefusal(ctx context.Context, rec audit.Record, refusal error) error {
+	var pr *policy.Refusal
+	if !errors.As(refusal, &pr) {
+		return refusal
+	}
+	committed, err := a.commit(ctx, []audit.Record{rec})
+	if err != nil {
+		a.log.Error("policy refusal not recorded in the audit log", "caller", rec.Caller, "request_id", rec.RequestID, "refusal", pr.Error(), "err", err)
+		return err
+	}
+	return &RefusedError{Refusal: pr, Seq: committed[0].Seq}
+}
+
+// resultOf names a signing request's outcome for metrics.
+func resultOf(err error) string {
+	var (
+		cardErr *card.Error
+		lintErr *card.LintError
+		refused *RefusedError
+	)
+	switch {
+	case err == nil:
+		return resultSigned
+	case errors.As(err, &refused):
+		return resultRefused
+	case errors.As(err, &cardErr), errors.As(err, &lintErr):
+		return resultInvalid
+	}
+	return resultError
 }
 
 // signingKeys returns the active key and the keys scheduled to follow it,

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -28,8 +29,14 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 		preErr  *PreconditionError
 		nfErr   *NotFoundError
 		unErr   *UnavailableError
+		refused *RefusedError
 	)
 	switch {
+	case errors.As(err, &refused):
+		// The one refusal that explains itself: the caller is allowed to
+		// sign, this card is not, and the rule says how to fix it.
+		return withBadRequest(codes.PermissionDenied, fmt.Sprintf("%s (audit record %d)", refused.Error(), refused.Seq),
+			&errdetails.BadRequest_FieldViolation{Field: refused.Refusal.Path, Description: refused.Refusal.Reason + " [policy rule " + refusedRule(refused.Refusal.Rule) + "]"})
 	case errors.As(err, &cardErr):
 		return withBadRequest(codes.InvalidArgument, "invalid card: "+cardErr.Error(),
 			&errdetails.BadRequest_FieldViolation{Field: cardErr.Path, Description: cardErr.Reason + " [" + cardErr.Rule + "]"})
@@ -74,6 +81,13 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 	// without its text: it may name internal resources.
 	log.Error("request failed", "request_id", requestID, "err", err)
 	return status.Error(codes.Internal, "internal error (request "+requestID+"; see the server log)")
+}
+
+func refusedRule(r string) string {
+	if r == "" {
+		return "(none applies)"
+	}
+	return r
 }
 
 func withBadRequest(code codes.Code, msg string, vs ...*errdetails.BadRequest_FieldViolation) error {

@@ -60,6 +60,11 @@ type Options struct {
 	// appended); by default they are replaced.
 	KeepSignatures bool
 	Card           card.Options
+	// Check, when set, sees the parsed, linted card and the SHA-256 of its
+	// spec-profile canonical bytes before anything is signed; an error
+	// refuses the card and is returned as is. The daemon's signing policy
+	// runs here.
+	Check func(l *card.Loaded, canonicalSHA256 [32]byte) error
 }
 
 // Signature describes one signature that Sign made.
@@ -111,6 +116,11 @@ func Sign(ctx context.Context, data []byte, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res.CanonicalSHA256 = sha256.Sum256(forms.Spec)
+	if opts.Check != nil {
+		if err := opts.Check(loaded, res.CanonicalSHA256); err != nil {
+			return nil, err
+		}
+	}
 	type payload struct {
 		profile card.Profile
 		bytes   []byte

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -385,5 +386,42 @@ func TestVerifyRevokedKey(t *testing.T) {
 	}
 	if v.Valid(false) || !v.Checks[0].Revoked || !strings.Contains(v.Checks[0].Reason, "revoked") {
 		t.Fatalf("a signature by a revoked key must fail as revoked: %+v", v.Checks)
+	}
+}
+
+// countingSigner counts signatures.
+type countingSigner struct {
+	crypto.Signer
+	n int
+}
+
+func (c *countingSigner) Sign(r io.Reader, d []byte, o crypto.SignerOpts) ([]byte, error) {
+	c.n++
+	return c.Signer.Sign(r, d, o)
+}
+
+func TestSignCheckRunsBeforeAnySignature(t *testing.T) {
+	k := newKey(t, jose.ES256)
+	cs := &countingSigner{Signer: k.Signer}
+	key := k.Key
+	key.Signer = cs
+	data := readCard(t, "security.json")
+	refusal := errors.New("refused by policy")
+	var seenName string
+	var seenSum [32]byte
+	_, err := Sign(context.Background(), data, Options{Keys: []Key{key}, Check: func(l *card.Loaded, sum [32]byte) error {
+		name, _ := l.Value.Get("name")
+		seenName, seenSum = name.Str, sum
+		return refusal
+	}})
+	if !errors.Is(err, refusal) || cs.n != 0 {
+		t.Fatalf("a refusing Check: err %v, %d signatures made", err, cs.n)
+	}
+	res, err := Sign(context.Background(), data, Options{Keys: []Key{key}, Check: func(*card.Loaded, [32]byte) error { return nil }})
+	if err != nil || cs.n != 1 {
+		t.Fatalf("an allowing Check: %v, %d signatures", err, cs.n)
+	}
+	if seenName != "Secure Agent" || seenSum != res.CanonicalSHA256 {
+		t.Fatalf("Check saw name %q and a canonical hash that differs from the result's", seenName)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/policy"
 )
 
 // Config is cardsignd's configuration: one YAML file, every field optional,
@@ -36,6 +37,65 @@ type Config struct {
 	PKCS11          PKCS11Config      `yaml:"pkcs11"`
 	GCPKMS          GCPKMSConfig      `yaml:"gcpkms"`
 	AWSKMS          AWSKMSConfig      `yaml:"awskms"`
+	TLS             TLSConfig         `yaml:"tls"`
+	Auth            AuthConfig        `yaml:"auth"`
+	Policy          policy.Config     `yaml:"policy"`
+	Limits          LimitsConfig      `yaml:"limits"`
+	Readiness       ReadinessConfig   `yaml:"readiness"`
+
+	// file and positions locate problems in the file the config came from.
+	file      string
+	positions map[string]position
+}
+
+// TLSConfig turns TLS on for both listeners; with ClientCAFile, the gRPC
+// listener verifies client certificates (mTLS).
+type TLSConfig struct {
+	CertFile       string        `yaml:"cert_file"`
+	KeyFile        string        `yaml:"key_file"`
+	ClientCAFile   string        `yaml:"client_ca_file"`
+	ClientAuth     string        `yaml:"client_auth"`
+	ReloadInterval time.Duration `yaml:"reload_interval"`
+}
+
+func (c TLSConfig) enabled() bool { return c.CertFile != "" || c.KeyFile != "" }
+
+// AuthConfig lists who may call: bearer tokens (by SHA-256) and client
+// certificate identities, each with roles.
+type AuthConfig struct {
+	Tokens  []TokenConfig  `yaml:"tokens"`
+	Clients []ClientConfig `yaml:"clients"`
+}
+
+func (c AuthConfig) enabled() bool { return len(c.Tokens) > 0 || len(c.Clients) > 0 }
+
+// TokenConfig is one bearer token: never the token, only its SHA-256.
+type TokenConfig struct {
+	Name   string   `yaml:"name"`
+	SHA256 string   `yaml:"sha256"`
+	Roles  []string `yaml:"roles"`
+}
+
+// ClientConfig grants roles to client certificate identities matching a
+// glob pattern.
+type ClientConfig struct {
+	Identity string   `yaml:"identity"`
+	Roles    []string `yaml:"roles"`
+}
+
+// LimitsConfig bounds what one caller, and all callers together, can ask.
+type LimitsConfig struct {
+	Rate               float64        `yaml:"rate"`
+	Burst              int            `yaml:"burst"`
+	BackendConcurrency map[string]int `yaml:"backend_concurrency"`
+	RequestTimeout     time.Duration  `yaml:"request_timeout"`
+	MaxMessageBytes    int            `yaml:"max_message_bytes"`
+}
+
+// ReadinessConfig: the periodic canary behind /readyz.
+type ReadinessConfig struct {
+	Interval time.Duration `yaml:"interval"`
+	Timeout  time.Duration `yaml:"timeout"`
 }
 
 // GCPKMSConfig enables gcpkms: keys. Credentials come from the standard
@@ -138,11 +198,19 @@ func defaults() Config {
 		JWKS:        JWKSConfig{MaxAge: time.Hour},
 		Revocations: RevocationsConfig{TTL: 24 * time.Hour},
 		Audit:       AuditConfig{BatchSize: 512},
+		TLS:         TLSConfig{ReloadInterval: 10 * time.Second},
+		Limits: LimitsConfig{
+			Rate:           100,
+			Burst:          200,
+			RequestTimeout: 30 * time.Second,
+		},
+		Readiness: ReadinessConfig{Interval: 10 * time.Second, Timeout: 5 * time.Second},
 	}
 }
 
 // loadConfig reads a YAML file over the defaults. Unknown fields are errors:
-// a misspelt setting must not silently keep its default.
+// a misspelt setting must not silently keep its default. Problems found
+// while decoding are returned as a *ConfigError with their lines.
 func loadConfig(path string) (Config, error) {
 	cfg := defaults()
 	if path == "" {
@@ -152,80 +220,132 @@ func loadConfig(path string) (Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
+	cfg.file = path
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return cfg, &ConfigError{File: path, Problems: []problem{yamlProblem(err.Error())}}
+	}
+	cfg.positions = positions(&root)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	// An empty file (io.EOF) means all defaults.
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return cfg, &ConfigError{File: path, Problems: []problem{yamlProblem(err.Error())}}
+		}
+		// A type error leaves the other fields decoded: report these
+		// problems together with what validation finds.
+		ce := &ConfigError{File: path, positions: cfg.positions}
+		for _, e := range te.Errors {
+			ce.Problems = append(ce.Problems, yamlProblem(e))
+		}
+		if verr := cfg.validate(); verr != nil {
+			var more *ConfigError
+			if errors.As(verr, &more) {
+				ce.Problems = append(ce.Problems, more.Problems...)
+			}
+		}
+		return cfg, ce
 	}
 	return cfg, nil
 }
 
-// validate reports every problem, not just the first.
+// validate reports every problem, not just the first, each with its place
+// in the config file when it came from there.
 func (c *Config) validate() error {
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	var probs []problem
+	var bad reporter = func(path, format string, args ...any) {
+		probs = append(probs, problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
 	if c.DataDir == "" {
-		bad("data_dir: must not be empty")
+		bad("data_dir", "must not be empty")
 	}
 	for _, a := range []struct{ name, addr string }{{"grpc_addr", c.GRPCAddr}, {"http_addr", c.HTTPAddr}} {
 		name, addr := a.name, a.addr
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
-			bad("%s: %q is not host:port: %v", name, addr, err)
+			bad(name, "%q is not host:port: %v", addr, err)
 			continue
 		}
-		if !card.IsLoopbackHost(host) {
-			bad("%s: %s is not a loopback address; listening beyond this machine requires TLS and authentication, which this version does not offer yet: use 127.0.0.1 or ::1", name, addr)
+		if card.IsLoopbackHost(host) {
+			continue
+		}
+		// Exposure rule: beyond this machine, only with TLS and callers
+		// who prove who they are.
+		var missing []string
+		if !c.TLS.enabled() {
+			missing = append(missing, "TLS (tls.cert_file and tls.key_file)")
+		}
+		if !c.Auth.enabled() {
+			missing = append(missing, "authentication (auth.tokens, or tls.client_ca_file with auth.clients)")
+		}
+		if len(missing) > 0 {
+			bad(name, "%s is not a loopback address: listening beyond this machine requires %s; configure them, or listen on 127.0.0.1 or ::1",
+				addr, strings.Join(missing, " and "))
 		}
 	}
 	if c.GRPCAddr == c.HTTPAddr && !strings.HasSuffix(c.GRPCAddr, ":0") {
-		bad("grpc_addr and http_addr must differ")
+		bad("http_addr", "must differ from grpc_addr")
+	}
+	c.validateTLS(bad)
+	c.validateAuth(bad)
+	if _, probs := policy.Compile(c.Policy); len(probs) > 0 {
+		for _, p := range probs {
+			bad("policy."+p.Path, "%s", p.Message)
+		}
+	}
+	c.validateLimits(bad)
+	if c.Readiness.Interval < 100*time.Millisecond {
+		bad("readiness.interval", "%s is shorter than 100ms", c.Readiness.Interval)
+	}
+	if c.Readiness.Timeout <= 0 {
+		bad("readiness.timeout", "must be positive")
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:
-		bad("log_level: %q is not debug, info, warn or error", c.LogLevel)
+		bad("log_level", "%q is not debug, info, warn or error", c.LogLevel)
 	}
 	switch c.LogFormat {
 	case "text", "json":
 	default:
-		bad("log_format: %q is not text or json", c.LogFormat)
+		bad("log_format", "%q is not text or json", c.LogFormat)
 	}
 	switch c.Keys.Backend {
 	case "file":
 	case "pkcs11":
 		if c.PKCS11.Module == "" {
-			bad("keys.backend: pkcs11 needs pkcs11.module")
+			bad("keys.backend", "pkcs11 needs pkcs11.module")
 		}
 		if c.PKCS11.Token == "" {
-			bad("keys.backend: pkcs11 needs pkcs11.token, the label of the token new keys are made in")
+			bad("keys.backend", "pkcs11 needs pkcs11.token, the label of the token new keys are made in")
 		}
 	case "gcpkms":
 		if c.GCPKMS.CryptoKey == "" {
-			bad("keys.backend: gcpkms needs gcpkms.crypto_key, the CryptoKey new versions are created in")
+			bad("keys.backend", "gcpkms needs gcpkms.crypto_key, the CryptoKey new versions are created in")
 		}
 	case "awskms":
 		algs, known := keySpecAlgs[c.AWSKMS.KeySpec]
 		switch {
 		case c.AWSKMS.KeySpec == "":
-			bad("keys.backend: awskms needs awskms.key_spec")
+			bad("keys.backend", "awskms needs awskms.key_spec")
 		case !known:
-			bad("awskms.key_spec: %q is not one cardsign signs with", c.AWSKMS.KeySpec)
+			bad("awskms.key_spec", "%q is not one cardsign signs with", c.AWSKMS.KeySpec)
 		case !slices.Contains(algs, jose.Alg(c.Keys.DefaultAlg)):
-			bad("keys.default_alg: %s cannot be made with awskms.key_spec %s (it signs %v)", c.Keys.DefaultAlg, c.AWSKMS.KeySpec, algs)
+			bad("keys.default_alg", "%s cannot be made with awskms.key_spec %s (it signs %v)", c.Keys.DefaultAlg, c.AWSKMS.KeySpec, algs)
 		}
 	default:
-		bad("keys.backend: %q cannot create keys (file, pkcs11, gcpkms or awskms)", c.Keys.Backend)
+		bad("keys.backend", "%q cannot create keys (file, pkcs11, gcpkms or awskms)", c.Keys.Backend)
 	}
 	switch c.Keys.OnRevoke {
 	case "", "none", "disable":
 	default:
-		bad("keys.on_revoke: %q is not none or disable", c.Keys.OnRevoke)
+		bad("keys.on_revoke", "%q is not none or disable", c.Keys.OnRevoke)
 	}
 	if c.GCPKMS.Insecure {
 		if host, _, err := net.SplitHostPort(c.GCPKMS.Endpoint); err != nil || !card.IsLoopbackHost(host) {
-			bad("gcpkms.insecure: plaintext gRPC is only allowed to a loopback endpoint host:port (a local fake), not %q", c.GCPKMS.Endpoint)
+			bad("gcpkms.insecure", "plaintext gRPC is only allowed to a loopback endpoint host:port (a local fake), not %q", c.GCPKMS.Endpoint)
 		}
 	}
 	// A KMS answers with public keys and signatures: in clear text, anyone on
@@ -233,55 +353,55 @@ func (c *Config) validate() error {
 	if e := c.AWSKMS.Endpoint; e != "" {
 		u, err := url.Parse(e)
 		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && card.IsLoopbackHost(u.Hostname()))) {
-			bad("awskms.endpoint: %q must be an https URL (plain http only for a loopback fake)", e)
+			bad("awskms.endpoint", "%q must be an https URL (plain http only for a loopback fake)", e)
 		}
 	}
 	if c.GCPKMS.RateLimit < 0 || c.AWSKMS.RateLimit < 0 {
-		bad("gcpkms.rate_limit and awskms.rate_limit must not be negative")
+		bad("gcpkms.rate_limit", "gcpkms.rate_limit and awskms.rate_limit must not be negative")
 	}
 	if c.PKCS11.Module != "" && !filepath.IsAbs(c.PKCS11.Module) {
-		bad("pkcs11.module: %q must be an absolute path", c.PKCS11.Module)
+		bad("pkcs11.module", "%q must be an absolute path", c.PKCS11.Module)
 	}
 	for _, m := range c.PKCS11.AllowedModules {
 		if !filepath.IsAbs(m) {
-			bad("pkcs11.allowed_modules: %q must be an absolute path", m)
+			bad("pkcs11.allowed_modules", "%q must be an absolute path", m)
 		}
 	}
 	if c.PKCS11.PoolSize < 0 || c.PKCS11.PoolSize > 1024 {
-		bad("pkcs11.pool_size: %d must be between 0 (default) and 1024", c.PKCS11.PoolSize)
+		bad("pkcs11.pool_size", "%d must be between 0 (default) and 1024", c.PKCS11.PoolSize)
 	}
 	if _, err := jose.ParseAlg(c.Keys.DefaultAlg); err != nil {
-		bad("keys.default_alg: %v", err)
+		bad("keys.default_alg", "%v", err)
 	}
 	if c.Keys.Prepublish < 0 {
-		bad("keys.prepublish: must not be negative")
+		bad("keys.prepublish", "must not be negative")
 	}
 	if c.Keys.RetireGrace < 0 {
-		bad("keys.retire_grace: must not be negative")
+		bad("keys.retire_grace", "must not be negative")
 	}
 	if c.Signing.JKU != "" && !strings.HasPrefix(c.Signing.JKU, "https://") {
-		bad("signing.jku: %q must be an https URL", c.Signing.JKU)
+		bad("signing.jku", "%q must be an https URL", c.Signing.JKU)
 	}
 	if c.Signing.MaxCardBytes <= 0 || c.Signing.MaxCardBytes > 16<<20 {
-		bad("signing.max_card_bytes: %d must be between 1 and 16 MiB", c.Signing.MaxCardBytes)
+		bad("signing.max_card_bytes", "%d must be between 1 and 16 MiB", c.Signing.MaxCardBytes)
 	}
 	if c.Signing.MaxCardDepth <= 0 || c.Signing.MaxCardDepth > 1024 {
-		bad("signing.max_card_depth: %d must be between 1 and 1024", c.Signing.MaxCardDepth)
+		bad("signing.max_card_depth", "%d must be between 1 and 1024", c.Signing.MaxCardDepth)
 	}
 	if c.JWKS.MaxAge < 0 {
-		bad("jwks.max_age: must not be negative")
+		bad("jwks.max_age", "must not be negative")
 	}
 	if c.Revocations.TTL < time.Minute {
-		bad("revocations.ttl: %s is shorter than a minute", c.Revocations.TTL)
+		bad("revocations.ttl", "%s is shorter than a minute", c.Revocations.TTL)
 	}
 	if c.Audit.BatchSize <= 0 || c.Audit.BatchSize > 10000 {
-		bad("audit.batch_size: %d must be between 1 and 10000", c.Audit.BatchSize)
+		bad("audit.batch_size", "%d must be between 1 and 10000", c.Audit.BatchSize)
 	}
 	if c.ShutdownTimeout <= 0 {
-		bad("shutdown_timeout: must be positive")
+		bad("shutdown_timeout", "must be positive")
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("invalid configuration:\n  %s", strings.Join(errs, "\n  "))
+	if len(probs) > 0 {
+		return &ConfigError{File: c.file, Problems: probs, positions: c.positions}
 	}
 	if c.Keys.Dir == "" {
 		c.Keys.Dir = filepath.Join(c.DataDir, "keys")

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cardsign/cardsign/internal/testpki"
 )
 
 func TestConfigValidation(t *testing.T) {
@@ -14,9 +16,22 @@ func TestConfigValidation(t *testing.T) {
 	}{
 		{"empty file means defaults", "", nil},
 		{"embedded default on other loopback ports", "grpc_addr: 127.0.0.1:9700\nhttp_addr: '[::1]:9701'\n", nil},
-		{"unknown field", "signing:\n  bogus: 1\n", []string{"line 2", "bogus"}},
-		{"wrong type", "keys:\n  prepublish: soon\n", []string{"line 2", "soon"}},
-		{"non-loopback without TLS", "grpc_addr: 0.0.0.0:7700\n", []string{"grpc_addr", "not a loopback address", "TLS"}},
+		{"unknown field", "signing:\n  bogus: 1\n", []string{"c.yaml:2:", "unknown field \"bogus\""}},
+		{"wrong type", "keys:\n  prepublish: soon\n", []string{"c.yaml:2:", "soon"}},
+		{"type error and validation problems together", "keys:\n  prepublish: soon\nlog_level: loud\n", []string{"c.yaml:2:", "soon", "c.yaml:3:1: log_level"}},
+		{"duplicate key", "log_level: info\nlog_level: debug\n", []string{"c.yaml:2", "already defined"}},
+		{"non-loopback without TLS", "grpc_addr: 0.0.0.0:7700\n", []string{"c.yaml:1:1: grpc_addr", "not a loopback address", "tls.cert_file", "auth.tokens"}},
+		{"non-loopback with TLS but no authentication", "grpc_addr: 0.0.0.0:7700\ntls:\n  cert_file: CERT\n  key_file: KEY\n", []string{"grpc_addr", "authentication"}},
+		{"non-loopback with TLS and a token", "grpc_addr: 0.0.0.0:7700\nhttp_addr: 0.0.0.0:7701\ntls:\n  cert_file: CERT\n  key_file: KEY\nauth:\n  tokens:\n    - {name: ci, sha256: " + strings.Repeat("ab", 32) + ", roles: [signer]}\n", nil},
+		{"located problems deep in lists", "auth:\n  tokens:\n    - name: ci\n      sha256: nothex\n      roles: [signer, root]\n", []string{"c.yaml:4:7: auth.tokens[0].sha256", "c.yaml:5:", "auth.tokens[0].roles[1]", "unknown role"}},
+		{"duplicate token names and hashes", "auth:\n  tokens:\n    - {name: ci, sha256: " + strings.Repeat("ab", 32) + ", roles: [signer]}\n    - {name: ci, sha256: " + strings.Repeat("AB", 32) + ", roles: [admin]}\n", []string{"auth.tokens[1].name", "auth.tokens[1].sha256", "same token"}},
+		{"clients need a client CA", "auth:\n  clients:\n    - {identity: \"spiffe://example.org/*\", roles: [signer]}\n", []string{"auth.clients", "client_ca_file"}},
+		{"client CA needs TLS", "tls:\n  client_ca_file: CERT\n", []string{"tls.client_ca_file", "cert_file"}},
+		{"missing TLS files", "tls:\n  cert_file: /nonexistent/cert.pem\n  key_file: /nonexistent/key.pem\n", []string{"tls.cert_file", "tls.key_file", "no such file"}},
+		{"bad client_auth", "tls:\n  cert_file: CERT\n  key_file: KEY\n  client_ca_file: CERT\n  client_auth: sometimes\n", []string{"c.yaml:5:3: tls.client_auth"}},
+		{"policy problems are located", "policy:\n  rules:\n    - name: a\n      roles: [signer]\n      card_names: []\n      hosts: [\"https://x.example.com\"]\n", []string{"policy.rules[0].card_names", "policy.rules[0].hosts[0]", "c.yaml:6:"}},
+		{"limits", "limits:\n  rate: -1\n  backend_concurrency: {vault: 3, file: 0}\n  request_timeout: 0s\n  max_message_bytes: 10\n", []string{"limits.rate", "limits.backend_concurrency.vault", "limits.backend_concurrency.file", "limits.request_timeout", "limits.max_message_bytes"}},
+		{"limits valid", "limits:\n  rate: 0\n  backend_concurrency: {default: 8, pkcs11: 2}\n", nil},
 		{"same address twice", "grpc_addr: 127.0.0.1:7700\nhttp_addr: 127.0.0.1:7700\n", []string{"must differ"}},
 		{"every problem at once", "log_level: loud\nkeys:\n  default_alg: HS256\n  on_revoke: maybe\nsigning:\n  jku: http://keys.example.com\n  max_card_bytes: 0\naudit:\n  batch_size: 0\n",
 			[]string{"log_level", "keys.default_alg", "keys.on_revoke", "signing.jku", "signing.max_card_bytes", "audit.batch_size"}},
@@ -31,10 +46,14 @@ func TestConfigValidation(t *testing.T) {
 		{"insecure without an endpoint", "gcpkms:\n  insecure: true\n  crypto_key: projects/p/locations/l/keyRings/r/cryptoKeys/k\n", []string{"gcpkms.insecure"}},
 		{"AWS fake on loopback", "awskms:\n  endpoint: http://127.0.0.1:9999\n  region: us-east-1\n", nil},
 	}
+	ca := testpki.NewCA(t, "config test CA")
+	c, k := ca.Issue(t, testpki.ServerLeaf())
+	certFile, keyFile := testpki.WriteFiles(t, t.TempDir(), "server", c, k)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.yaml")
-			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+			yml := strings.NewReplacer("CERT", certFile, "KEY", keyFile).Replace(tc.yaml)
+			if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			cfg, err := loadConfig(path)

@@ -379,8 +379,16 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 	if r := cli(t, work, nil, "sign", "--server", d.grpc, cardFile("security.json")); r.code == 0 || !strings.Contains(r.stderr, "FailedPrecondition") {
 		t.Fatalf("signing with no active key: exit %d %s", r.code, r.stderr)
 	}
-	if r, _ := httpGet(t, "http://"+d.http+"/readyz"); r.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("readyz with no active key: %d", r.StatusCode)
+	// A key change triggers a readiness check at once; it runs in the
+	// background, so allow it a moment.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r, body := httpGet(t, "http://"+d.http+"/readyz")
+		if r.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), "no active signing key") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz with no active key: %d %s", r.StatusCode, body)
+		}
 	}
 	third := strings.Fields(strings.Split(mustCLI(t, work, "keys", "rotate", "--prepublish", "0s", "--server", d.grpc).stdout, "\n")[1])[0]
 	signed4 := mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json")).stdout

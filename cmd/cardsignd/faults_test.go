@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,6 +86,17 @@ func TestDaemonHostileInput(t *testing.T) {
 	d.stop()
 }
 
+// noRateLimit returns the flags of a config without the per-caller rate
+// limit, for tests that load the daemon on purpose.
+func noRateLimit(t testing.TB) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "unlimited.yaml")
+	if err := os.WriteFile(path, []byte("limits:\n  rate: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--config", path}
+}
+
 func bytes300k() []byte { return []byte(strings.Repeat("x", 300<<10)) }
 
 // signLoad signs from n goroutines until stop is closed and returns every
@@ -154,7 +166,7 @@ func auditedSignatures(t *testing.T, work, addr string) map[string]bool {
 func TestDaemonCrashKeepsEveryReturnedSignatureAudited(t *testing.T) {
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
-	d := startDaemon(t, data)
+	d := startDaemon(t, data, noRateLimit(t)...)
 	stop := make(chan struct{})
 	received := signLoad(t, d.grpc, 16, stop)
 	time.Sleep(1500 * time.Millisecond)
@@ -179,7 +191,7 @@ func TestDaemonCrashKeepsEveryReturnedSignatureAudited(t *testing.T) {
 func TestDaemonGracefulShutdown(t *testing.T) {
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
-	d := startDaemon(t, data)
+	d := startDaemon(t, data, noRateLimit(t)...)
 	// Calls that are in flight when SIGTERM arrives must complete: slow
 	// ones, with a large card, started just before the signal.
 	c := dialDaemon(t, d.grpc)

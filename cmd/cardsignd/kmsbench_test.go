@@ -41,8 +41,8 @@ func BenchmarkDaemonKMS(b *testing.B) {
 		name, config string
 		env          []string
 	}{
-		{"gcpkms", "keys:\n  backend: gcpkms\ngcpkms:\n  endpoint: " + gfake.Addr() + "\n  insecure: true\n  crypto_key: " + cryptoKey + "\n  rate_limit: 100000\naudit:\n  batch_size: 512\n", os.Environ()},
-		{"awskms", "keys:\n  backend: awskms\nawskms:\n  endpoint: " + afake.URL() + "\n  region: us-east-1\n  key_spec: ECC_NIST_P256\n  rate_limit: 100000\n", awsEnv()},
+		{"gcpkms", "keys:\n  backend: gcpkms\ngcpkms:\n  endpoint: " + gfake.Addr() + "\n  insecure: true\n  crypto_key: " + cryptoKey + "\n  rate_limit: 100000\naudit:\n  batch_size: 512\nlimits:\n  rate: 0\n", os.Environ()},
+		{"awskms", "keys:\n  backend: awskms\nawskms:\n  endpoint: " + afake.URL() + "\n  region: us-east-1\n  key_spec: ECC_NIST_P256\n  rate_limit: 100000\nlimits:\n  rate: 0\n", awsEnv()},
 	}
 	card, err := os.ReadFile(cardFile("security.json"))
 	if err != nil {

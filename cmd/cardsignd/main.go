@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/awskms"
 	_ "github.com/cardsign/cardsign/backends/file" // file: keys
@@ -28,8 +32,12 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/ratelimit"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/tlsreload"
+	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
@@ -189,6 +197,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Info("awskms backend ready", "endpoint", cfg.AWSKMS.Endpoint, "region", cfg.AWSKMS.Region)
 	}
 	alg, _ := jose.ParseAlg(cfg.Keys.DefaultAlg)
+	pol, _ := policy.Compile(cfg.Policy) // validate checked it
+	metrics := server.NewMetrics()
 	auth := server.NewAuthority(server.Config{
 		KeyBackend:    cfg.Keys.Backend,
 		KeyDir:        cfg.Keys.Dir,
@@ -201,7 +211,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		RevocationTTL: cfg.Revocations.TTL,
 		AuditBatch:    cfg.Audit.BatchSize,
 
-		DisableOnRevoke: cfg.Keys.OnRevoke == "disable",
+		DisableOnRevoke:    cfg.Keys.OnRevoke == "disable",
+		Policy:             pol,
+		BackendConcurrency: cfg.Limits.BackendConcurrency,
+		Metrics:            metrics,
 	}, st, log)
 	if _, err := auth.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("first key: %w", err)
@@ -210,6 +223,22 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// missing section would otherwise surface only when signing fails.
 	if err := auth.CheckBackends(ctx); err != nil {
 		return err
+	}
+	authn, err := authenticator(cfg.Auth)
+	if err != nil {
+		return err
+	}
+
+	var reloader *tlsreload.Reloader
+	if cfg.TLS.enabled() {
+		reloader, err = tlsreload.New(tlsreload.Config{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile,
+			ClientCAFile: cfg.TLS.ClientCAFile, Interval: cfg.TLS.ReloadInterval, Logger: log})
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		metrics.Register(tlsCollector(reloader))
+		go reloader.Watch(ctx)
+		go reloadOnHUP(ctx, reloader, log)
 	}
 
 	gl, err := net.Listen("tcp", cfg.GRPCAddr)
@@ -221,28 +250,81 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		gl.Close()
 		return fmt.Errorf("HTTP listener: %w", err)
 	}
+	// A name in the config may resolve to a public address: check the
+	// addresses actually bound against the exposure rule again.
 	for _, l := range []net.Listener{gl, hl} {
-		if ap, ok := l.Addr().(*net.TCPAddr); !ok || !ap.IP.IsLoopback() {
+		if ap, ok := l.Addr().(*net.TCPAddr); (!ok || !ap.IP.IsLoopback()) && (reloader == nil || !authn.Enabled()) {
 			gl.Close()
 			hl.Close()
-			return fmt.Errorf("%s resolved to a non-loopback address; this version listens on loopback only", l.Addr())
+			return fmt.Errorf("%s is not a loopback address: listening beyond this machine requires TLS (tls.cert_file, tls.key_file) and authentication (auth.tokens or auth.clients)", l.Addr())
 		}
 	}
 	if cfg.Keys.Prepublish < cfg.JWKS.MaxAge {
 		log.Warn("keys.prepublish is shorter than jwks.max_age: verifiers holding a cached JWKS may not know a rotated key when it starts signing",
 			"prepublish", cfg.Keys.Prepublish, "jwks_max_age", cfg.JWKS.MaxAge)
 	}
-	gs, hs := server.NewGRPCServer(auth, log)
-	httpSrv := &http.Server{Handler: server.NewHTTPHandler(auth, stats...), ReadHeaderTimeout: 10 * time.Second}
+	gopts := server.GRPCOptions{
+		Auth:            authn,
+		RateLimit:       ratelimit.New(cfg.Limits.Rate, cfg.Limits.Burst),
+		RequestTimeout:  cfg.Limits.RequestTimeout,
+		MaxMessageBytes: cfg.Limits.MaxMessageBytes,
+	}
+	httpSrv := &http.Server{
+		Handler:           server.NewHTTPHandler(auth, server.HTTPOptions{Stats: stats, Auth: authn}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	scheme := "http"
+	if reloader != nil {
+		clientAuth := tls.NoClientCert
+		if cfg.TLS.ClientCAFile != "" {
+			clientAuth = tls.RequireAndVerifyClientCert
+			if cfg.TLS.ClientAuth == "optional" {
+				clientAuth = tls.VerifyClientCertIfGiven
+			}
+		}
+		gopts.Creds = credentials.NewTLS(reloader.ServerConfig(clientAuth, "h2"))
+		// The HTTP listener serves verifiers without certificates; a
+		// client certificate, when offered, can identify a scraper.
+		httpAuth := tls.NoClientCert
+		if cfg.TLS.ClientCAFile != "" {
+			httpAuth = tls.VerifyClientCertIfGiven
+		}
+		httpSrv.TLSConfig = reloader.ServerConfig(httpAuth, "h2", "http/1.1")
+		hl = tls.NewListener(hl, httpSrv.TLSConfig)
+		scheme = "https"
+	}
+	gs, hs := server.NewGRPCServer(auth, log, gopts)
+
+	// Readiness: a first canary now, then periodically.
+	rctx, rcancel := context.WithTimeout(ctx, cfg.Readiness.Timeout)
+	if err := auth.CheckReadiness(rctx); err != nil {
+		log.Warn("not ready at start: readiness check failed", "err", err)
+	}
+	rcancel()
+	go auth.WatchReadiness(ctx, cfg.Readiness.Interval, cfg.Readiness.Timeout)
+
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(gl) }()
 	go func() { errc <- httpSrv.Serve(hl) }()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 
-	log.Warn("listening on loopback only, without TLS or authentication (the embedded default)")
+	if !authn.Enabled() {
+		log.Warn("no authentication configured: every local caller may sign and manage keys (the embedded default; listening on loopback only)")
+	}
+	if reloader == nil {
+		log.Warn("TLS is off: plaintext on loopback only")
+	}
+	if pol.Empty() {
+		log.Info("no signing policy rules: any caller with the signer role may sign any card (require_https still applies)")
+	}
 	log.Info("cardsignd ready",
 		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
-		"jwks", "http://"+hl.Addr().String()+jwks.JWKSPath,
+		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
+		"tls", reloader != nil, "authentication", authn.Enabled(),
 		"data_dir", cfg.DataDir, "database", dbPath, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
 		"backends", strings.Join(backends.Schemes(), ","))
 
@@ -271,4 +353,81 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// authenticator builds the token and client certificate table; validate has
+// checked every entry.
+func authenticator(c AuthConfig) (*access.Authenticator, error) {
+	var tokens []access.Token
+	for _, t := range c.Tokens {
+		h, err := access.ParseTokenHash(t.SHA256)
+		if err != nil {
+			return nil, fmt.Errorf("auth.tokens %s: %w", t.Name, err)
+		}
+		tokens = append(tokens, access.Token{Name: t.Name, SHA256: h, Roles: roles(t.Roles)})
+	}
+	var clients []access.Client
+	for _, cl := range c.Clients {
+		clients = append(clients, access.Client{Pattern: cl.Identity, Roles: roles(cl.Roles)})
+	}
+	return access.New(tokens, clients), nil
+}
+
+func roles(names []string) []access.Role {
+	out := make([]access.Role, 0, len(names))
+	for _, n := range names {
+		if r, err := access.ParseRole(n); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// reloadOnHUP reloads the TLS files at once on SIGHUP, for operators and
+// tools (cert-manager hooks) that would rather not wait for the next poll.
+func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			changed, err := r.Reload()
+			if err != nil {
+				log.Warn("SIGHUP: TLS reload failed; still serving the previous certificate", "err", err)
+				continue
+			}
+			if !changed { // a change is logged by the reloader itself
+				log.Info("SIGHUP: TLS files unchanged", "not_after", r.Leaf().NotAfter)
+			}
+		}
+	}
+}
+
+// tlsCollector exports the serving certificate's expiry and reload counts.
+func tlsCollector(r *tlsreload.Reloader) prometheus.Collector {
+	return tlsMetrics{r: r,
+		expiry:   prometheus.NewDesc("cardsign_tls_certificate_expiry_timestamp_seconds", "NotAfter of the serving certificate.", nil, nil),
+		reloads:  prometheus.NewDesc("cardsign_tls_reloads_total", "TLS file reloads that changed the served material.", nil, nil),
+		failures: prometheus.NewDesc("cardsign_tls_reload_failures_total", "TLS file reloads that failed (the previous material kept serving).", nil, nil),
+	}
+}
+
+type tlsMetrics struct {
+	r                         *tlsreload.Reloader
+	expiry, reloads, failures *prometheus.Desc
+}
+
+func (m tlsMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.expiry
+	ch <- m.reloads
+	ch <- m.failures
+}
+
+func (m tlsMetrics) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(m.expiry, prometheus.GaugeValue, float64(m.r.Leaf().NotAfter.Unix()))
+	ch <- prometheus.MustNewConstMetric(m.reloads, prometheus.CounterValue, float64(m.r.Reloads()))
+	ch <- prometheus.MustNewConstMetric(m.failures, prometheus.CounterValue, float64(m.r.Failures()))
 }

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/glob"
+)
+
+// problem is one thing wrong with a configuration: the dotted path of the
+// field (keys.backend, auth.tokens[1].sha256) and what is wrong with it.
+type problem struct {
+	Path    string
+	Message string
+	line    int // set when the problem came from the YAML decoder
+}
+
+// position is a line and column in the config file.
+type position struct{ line, col int }
+
+// ConfigError lists every problem of a configuration, each located in its
+// file when the field was set there.
+type ConfigError struct {
+	File      string
+	Problems  []problem
+	positions map[string]position
+}
+
+func (e *ConfigError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = e.locate(p)
+	}
+	return "invalid configuration:\n  " + strings.Join(lines, "\n  ")
+}
+
+// locate renders a problem as FILE:LINE:COL: path: message, using the
+// nearest enclosing field that appears in the file; a problem with a field
+// the file does not set (a default, a flag) has no location.
+func (e *ConfigError) locate(p problem) string {
+	msg := p.Message
+	if p.Path != "" {
+		msg = p.Path + ": " + msg
+	}
+	if e.File == "" {
+		return msg
+	}
+	if p.line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, p.line, msg)
+	}
+	for path := p.Path; path != ""; path = parentPath(path) {
+		if pos, ok := e.positions[path]; ok {
+			return fmt.Sprintf("%s:%d:%d: %s", e.File, pos.line, pos.col, msg)
+		}
+	}
+	return msg + " (not set in " + e.File + ")"
+}
+
+// parentPath drops the last element of a dotted path: a.b[2].c → a.b[2] →
+// a.b → a → "".
+func parentPath(p string) string {
+	if strings.HasSuffix(p, "]") {
+		if i := strings.LastIndexByte(p, '['); i >= 0 {
+			return p[:i]
+		}
+	}
+	if i := strings.LastIndexByte(p, '.'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// positions maps every field path in a YAML document to where it is.
+func positions(root *yaml.Node) map[string]position {
+	out := map[string]position{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				out[p] = position{k.Line, k.Column}
+				walk(v, p)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				p := fmt.Sprintf("%s[%d]", path, i)
+				out[p] = position{c.Line, c.Column}
+				walk(c, p)
+			}
+		}
+	}
+	walk(root, "")
+	return out
+}
+
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+var yamlUnknown = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+
+// yamlProblem turns a decoder message ("line 3: field bogus not found in
+// type main.SigningConfig") into a located problem.
+func yamlProblem(msg string) problem {
+	p := problem{Message: msg}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		p.line, _ = strconv.Atoi(m[1])
+		p.Message = m[2]
+		if u := yamlUnknown.FindStringSubmatch(m[2]); u != nil {
+			p.Message = fmt.Sprintf("unknown field %q (a misspelt setting would silently keep its default)", u[1])
+		}
+	}
+	return p
+}
+
+type reporter func(path, format string, args ...any)
+
+func (c *Config) validateTLS(bad reporter) {
+	t := c.TLS
+	if !t.enabled() {
+		if t.ClientCAFile != "" {
+			bad("tls.client_ca_file", "client certificates need TLS: set tls.cert_file and tls.key_file too")
+		}
+		if t.ClientAuth != "" {
+			bad("tls.client_auth", "needs tls.cert_file, tls.key_file and tls.client_ca_file")
+		}
+		return
+	}
+	for _, f := range []struct{ path, file string }{{"tls.cert_file", t.CertFile}, {"tls.key_file", t.KeyFile}, {"tls.client_ca_file", t.ClientCAFile}} {
+		if f.file == "" {
+			if f.path != "tls.client_ca_file" {
+				bad(f.path, "TLS needs both tls.cert_file and tls.key_file")
+			}
+			continue
+		}
+		if _, err := os.Stat(f.file); err != nil {
+			bad(f.path, "%v", err)
+		}
+	}
+	switch t.ClientAuth {
+	case "", "require", "optional":
+		if t.ClientAuth != "" && t.ClientCAFile == "" {
+			bad("tls.client_auth", "needs tls.client_ca_file, the CA bundle client certificates are verified against")
+		}
+	default:
+		bad("tls.client_auth", "%q is not require or optional", t.ClientAuth)
+	}
+	if t.ReloadInterval < time.Second {
+		bad("tls.reload_interval", "%s is shorter than a second", t.ReloadInterval)
+	}
+}
+
+var tokenName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+func validateRoles(bad reporter, path string, roles []string) {
+	if len(roles) == 0 {
+		bad(path, "needs at least one role (signer, admin, auditor)")
+	}
+	seen := map[string]bool{}
+	for i, r := range roles {
+		if _, err := access.ParseRole(r); err != nil {
+			bad(fmt.Sprintf("%s[%d]", path, i), "%v", err)
+		}
+		if seen[r] {
+			bad(fmt.Sprintf("%s[%d]", path, i), "role %q listed twice", r)
+		}
+		seen[r] = true
+	}
+}
+
+func (c *Config) validateAuth(bad reporter) {
+	names := map[string]bool{}
+	hashes := map[string]int{}
+	for i, t := range c.Auth.Tokens {
+		p := fmt.Sprintf("auth.tokens[%d]", i)
+		switch {
+		case !tokenName.MatchString(t.Name):
+			bad(p+".name", "%q must be 1–64 of A-Z a-z 0-9 . _ -", t.Name)
+		case names[t.Name]:
+			bad(p+".name", "%q names two tokens", t.Name)
+		}
+		names[t.Name] = true
+		if _, err := access.ParseTokenHash(t.SHA256); err != nil {
+			bad(p+".sha256", "%v", err)
+		} else if j, dup := hashes[strings.ToLower(t.SHA256)]; dup {
+			bad(p+".sha256", "the same token as auth.tokens[%d]: one token, one name", j)
+		} else {
+			hashes[strings.ToLower(t.SHA256)] = i
+		}
+		validateRoles(bad, p+".roles", t.Roles)
+	}
+	for i, cl := range c.Auth.Clients {
+		p := fmt.Sprintf("auth.clients[%d]", i)
+		if !glob.Valid(cl.Identity) {
+			bad(p+".identity", "must be a certificate identity or glob pattern, e.g. spiffe://example.org/ci/*")
+		}
+		validateRoles(bad, p+".roles", cl.Roles)
+	}
+	if len(c.Auth.Clients) > 0 && c.TLS.ClientCAFile == "" {
+		bad("auth.clients", "client certificate identities need tls.client_ca_file to verify certificates against")
+	}
+}
+
+func (c *Config) validateLimits(bad reporter) {
+	l := c.Limits
+	if l.Rate < 0 {
+		bad("limits.rate", "must not be negative (0 means unlimited)")
+	}
+	if l.Rate > 0 && l.Burst < 1 {
+		bad("limits.burst", "%d must be at least 1 when limits.rate is set", l.Burst)
+	}
+	schemes := make([]string, 0, len(l.BackendConcurrency))
+	for s := range l.BackendConcurrency {
+		schemes = append(schemes, s)
+	}
+	sort.Strings(schemes)
+	for _, s := range schemes {
+		switch s {
+		case "default", "file", "pkcs11", "gcpkms", "awskms":
+		default:
+			bad("limits.backend_concurrency."+s, "%q is not a backend (default, file, pkcs11, gcpkms, awskms)", s)
+		}
+		if n := l.BackendConcurrency[s]; n < 1 || n > 10000 {
+			bad("limits.backend_concurrency."+s, "%d must be between 1 and 10000", n)
+		}
+	}
+	if l.RequestTimeout <= 0 {
+		bad("limits.request_timeout", "must be positive")
+	}
+	if l.MaxMessageBytes != 0 && l.MaxMessageBytes < c.Signing.MaxCardBytes {
+		bad("limits.max_message_bytes", "%d is smaller than signing.max_card_bytes (%d): the largest legal card could not be sent", l.MaxMessageBytes, c.Signing.MaxCardBytes)
+	}
+	if l.MaxMessageBytes < 0 || l.MaxMessageBytes > 64<<20 {
+		bad("limits.max_message_bytes", "%d must be between 0 (max_card_bytes + 64 KiB) and 64 MiB", l.MaxMessageBytes)
+	}
+}

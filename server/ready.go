@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/jose"
+)
+
+// readyState is the outcome of the last readiness check.
+type readyState struct {
+	err error
+	at  time.Time
+}
+
+// ErrNotChecked: no readiness check has finished yet.
+var ErrNotChecked = errors.New("readiness not checked yet")
+
+// errStale: the periodic check stopped reporting (it hangs or was stopped).
+var errStale = errors.New("readiness check is overdue")
+
+// canaryInput is what readiness checks sign. It is not a JWS signing input
+// (no '.', not base64url), so a canary signature can never pass for the
+// signature of a card, and it is never returned to anyone anyway.
+const canaryInput = "cardsign readiness canary: not a card"
+
+// CheckReadiness runs one readiness check now and records its outcome: the
+// store answers (key records and the audit head), a key is active, and
+// every key due to sign makes a signature that verifies against its
+// published key. It is a canary, not a probe: /readyz reports its last
+// outcome, so a flood of probes never reaches an HSM or a KMS quota.
+func (a *Authority) CheckReadiness(ctx context.Context) error {
+	err := a.canary(ctx)
+	a.readiness.Store(&readyState{err: err, at: time.Now()})
+	if err != nil {
+		a.metrics.canaryRuns.WithLabelValues("failed").Inc()
+		a.metrics.ready.Set(0)
+	} else {
+		a.metrics.canaryRuns.WithLabelValues("ok").Inc()
+		a.metrics.ready.Set(1)
+	}
+	return err
+}
+
+func (a *Authority) canary(ctx context.Context) error {
+	if _, err := a.records(ctx, true); err != nil {
+		return err
+	}
+	if _, _, err := a.store.AuditHead(ctx); err != nil {
+		return &UnavailableError{What: "audit log", Err: err}
+	}
+	keys, err := a.signingKeys(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		// jose.Sign verifies the signature with the signer's public key;
+		// signingKeys tied that key to the published one.
+		if pub, ok := k.Signer.Public().(publicKey); !ok || !pub.Equal(k.Public) {
+			return fmt.Errorf("signing key %s: the backend's public key is not the one on record", k.KID)
+		}
+		if _, err := jose.Sign(ctx, k.Signer, k.Alg, []byte(canaryInput)); err != nil {
+			return &UnavailableError{What: "signing key " + k.KID, Err: fmt.Errorf("%w: canary signature: %w", backends.ErrUnavailable, err)}
+		}
+	}
+	for _, scheme := range backends.Schemes() {
+		b, _ := backends.Lookup(scheme)
+		if hc, ok := b.(backends.HealthChecker); ok {
+			if err := hc.Healthy(ctx); err != nil {
+				return fmt.Errorf("%w: %s: %v", backends.ErrUnavailable, scheme, err)
+			}
+		}
+	}
+	return nil
+}
+
+// publicKey is what crypto public keys have in common.
+type publicKey interface{ Equal(crypto.PublicKey) bool }
+
+// WatchReadiness runs CheckReadiness every interval until ctx is done, each
+// check bounded by timeout. A failure is logged when the state changes, not
+// on every tick.
+func (a *Authority) WatchReadiness(ctx context.Context, interval, timeout time.Duration) {
+	a.readyEvery.Store(int64(interval + timeout))
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var last error
+	for {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		err := a.CheckReadiness(cctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil && (last == nil || last.Error() != err.Error()):
+			a.log.Warn("not ready: readiness check failed", "err", err)
+		case err == nil && last != nil:
+			a.log.Info("ready again")
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-a.recheck:
+		}
+	}
+}
+
+// recheckReadiness asks WatchReadiness for a check now, without waiting for
+// it: after revoking the last active key, /readyz should not say ready for
+// another interval.
+func (a *Authority) recheckReadiness() {
+	select {
+	case a.recheck <- struct{}{}:
+	default:
+	}
+}
+
+// Ready reports the last readiness check's outcome: nil when the authority
+// can sign.
+func (a *Authority) Ready() error {
+	if a.draining.Load() {
+		return ErrDraining
+	}
+	st := a.readiness.Load()
+	if st == nil {
+		return ErrNotChecked
+	}
+	if every := time.Duration(a.readyEvery.Load()); every > 0 && time.Since(st.at) > 3*every {
+		return errStale
+	}
+	return st.err
+}
