@@ -1,5 +1,6 @@
 // Package audit is cardsign's tamper-evident audit log: one Record per
-// signature, each carrying the SHA-256 of its predecessor, so deleting,
+// signature, and one per card the signing policy refused (Outcome
+// "refused"), each carrying the SHA-256 of its predecessor, so deleting,
 // reordering or editing any record breaks every hash after it (VerifyChain).
 //
 // The package does no I/O. A store assigns sequence numbers and hashes when it

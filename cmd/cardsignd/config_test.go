@@ -28,6 +28,7 @@ func TestConfigValidation(t *testing.T) {
 		{"clients need a client CA", "auth:\n  clients:\n    - {identity: \"spiffe://example.org/*\", roles: [signer]}\n", []string{"auth.clients", "client_ca_file"}},
 		{"client CA needs TLS", "tls:\n  client_ca_file: CERT\n", []string{"tls.client_ca_file", "cert_file"}},
 		{"missing TLS files", "tls:\n  cert_file: /nonexistent/cert.pem\n  key_file: /nonexistent/key.pem\n", []string{"tls.cert_file", "tls.key_file", "no such file"}},
+		{"key that does not match the certificate", "tls:\n  cert_file: CERT\n  key_file: OTHERKEY\n", []string{"c.yaml:1:1: tls:", "does not match"}},
 		{"bad client_auth", "tls:\n  cert_file: CERT\n  key_file: KEY\n  client_ca_file: CERT\n  client_auth: sometimes\n", []string{"c.yaml:5:3: tls.client_auth"}},
 		{"policy problems are located", "policy:\n  rules:\n    - name: a\n      roles: [signer]\n      card_names: []\n      hosts: [\"https://x.example.com\"]\n", []string{"policy.rules[0].card_names", "policy.rules[0].hosts[0]", "c.yaml:6:"}},
 		{"limits", "limits:\n  rate: -1\n  backend_concurrency: {vault: 3, file: 0}\n  request_timeout: 0s\n  max_message_bytes: 10\n", []string{"limits.rate", "limits.backend_concurrency.vault", "limits.backend_concurrency.file", "limits.request_timeout", "limits.max_message_bytes"}},
@@ -49,10 +50,12 @@ func TestConfigValidation(t *testing.T) {
 	ca := testpki.NewCA(t, "config test CA")
 	c, k := ca.Issue(t, testpki.ServerLeaf())
 	certFile, keyFile := testpki.WriteFiles(t, t.TempDir(), "server", c, k)
+	c2, k2 := ca.Issue(t, testpki.ServerLeaf())
+	_, otherKey := testpki.WriteFiles(t, t.TempDir(), "other", c2, k2)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.yaml")
-			yml := strings.NewReplacer("CERT", certFile, "KEY", keyFile).Replace(tc.yaml)
+			yml := strings.NewReplacer("CERT", certFile, "OTHERKEY", otherKey, "KEY", keyFile).Replace(tc.yaml)
 			if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 				t.Fatal(err)
 			}

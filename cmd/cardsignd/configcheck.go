@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"regexp"
 	"sort"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/glob"
+	"github.com/cardsign/cardsign/tlsreload"
 )
 
 // problem is one thing wrong with a configuration: the dotted path of the
@@ -140,15 +143,27 @@ func (c *Config) validateTLS(bad reporter) {
 		}
 		return
 	}
+	usable := true
 	for _, f := range []struct{ path, file string }{{"tls.cert_file", t.CertFile}, {"tls.key_file", t.KeyFile}, {"tls.client_ca_file", t.ClientCAFile}} {
 		if f.file == "" {
 			if f.path != "tls.client_ca_file" {
 				bad(f.path, "TLS needs both tls.cert_file and tls.key_file")
+				usable = false
 			}
 			continue
 		}
 		if _, err := os.Stat(f.file); err != nil {
 			bad(f.path, "%v", err)
+			usable = false
+		}
+	}
+	if usable {
+		// Load the material as the daemon will: a key that does not match
+		// its certificate, an expired certificate or an empty CA bundle is
+		// found here, not at start.
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		if _, err := tlsreload.New(tlsreload.Config{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, Logger: quiet}); err != nil {
+			bad("tls", "%v", err)
 		}
 	}
 	switch t.ClientAuth {
