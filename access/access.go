@@ -58,6 +58,12 @@ type Identity struct {
 	Name   string
 	Method Method
 	Roles  []Role
+	// Principal is the configured entry that admitted the caller: the
+	// token ("token:NAME") or the auth.clients pattern
+	// ("cert:spiffe://example.org/ci/*"). Unlike Name it comes from the
+	// configuration, so metrics labelled with it cannot be made to grow
+	// without bound by a CA issuing many identities.
+	Principal string
 }
 
 // Has reports whether the identity holds role r.
@@ -75,7 +81,7 @@ func (id Identity) RoleNames() []string {
 // Anonymous is every caller when no authentication is configured: the
 // embedded default, on loopback only, where whoever can reach the port
 // already runs as a local user.
-var Anonymous = Identity{Name: "anonymous", Method: MethodNone, Roles: roles}
+var Anonymous = Identity{Name: "anonymous", Method: MethodNone, Roles: roles, Principal: "anonymous"}
 
 // Token is a configured bearer token: its SHA-256, never the token itself.
 type Token struct {
@@ -148,15 +154,19 @@ func (a *Authenticator) Authenticate(c Credentials) (Identity, error) {
 			return Identity{}, ErrUnauthenticated
 		}
 		if t, ok := a.lookup(tok); ok {
-			return Identity{Name: "token:" + t.Name, Method: MethodToken, Roles: t.Roles}, nil
+			return Identity{Name: "token:" + t.Name, Method: MethodToken, Roles: t.Roles, Principal: "token:" + t.Name}, nil
 		}
 		return Identity{}, ErrUnauthenticated
 	}
 	if c.CertIdentity != "" {
 		var granted []Role
 		matched := false
+		principal := ""
 		for _, cl := range a.clients {
 			if glob.Match(cl.Pattern, c.CertIdentity) {
+				if !matched {
+					principal = "cert:" + cl.Pattern
+				}
 				matched = true
 				for _, r := range cl.Roles {
 					if !slices.Contains(granted, r) {
@@ -166,7 +176,7 @@ func (a *Authenticator) Authenticate(c Credentials) (Identity, error) {
 			}
 		}
 		if matched {
-			return Identity{Name: "cert:" + c.CertIdentity, Method: MethodCert, Roles: granted}, nil
+			return Identity{Name: "cert:" + c.CertIdentity, Method: MethodCert, Roles: granted, Principal: principal}, nil
 		}
 	}
 	return Identity{}, ErrUnauthenticated

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -53,6 +54,10 @@ func TestAuthenticate(t *testing.T) {
 			}
 			if err != nil || id.Name != tc.want || !slices.Equal(id.Roles, tc.roles) {
 				t.Fatalf("got %+v, %v; want %s %v", id, err, tc.want, tc.roles)
+			}
+			if strings.HasPrefix(tc.want, "cert:") && id.Principal != "cert:spiffe://example.org/ci/*" ||
+				strings.HasPrefix(tc.want, "token:") && id.Principal != tc.want {
+				t.Fatalf("principal %q for %s", id.Principal, tc.want)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -31,6 +32,12 @@ func NewGRPCServer(a *Authority, log *slog.Logger, opts GRPCOptions) (*grpc.Serv
 		grpc.ChainUnaryInterceptor(g.unary),
 		grpc.ChainStreamInterceptor(g.stream),
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		// Connections are re-established now and then, so a client whose
+		// certificate expired or whose CA was removed from the bundle
+		// does not keep an authenticated connection forever.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: time.Hour, MaxConnectionAgeGrace: time.Minute}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxConcurrentStreams(256),
 		// Stop (after the shutdown timeout) still waits for running
 		// handlers, so the audit log and backends close after them.
 		grpc.WaitForHandlers(true),

@@ -72,6 +72,9 @@ func requireRole(auth *access.Authenticator, role access.Role, h http.Handler) h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		creds := access.Credentials{Authorization: r.Header.Get("Authorization")}
+		if len(r.Header.Values("Authorization")) > 1 {
+			creds.Authorization = "invalid" // two credentials: refuse rather than pick one
+		}
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 			creds.CertIdentity = tlsreload.Identity(r.TLS.VerifiedChains[0][0])
 		}

@@ -122,7 +122,9 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	}
 	p, _ := peer.FromContext(ctx)
 	if p != nil {
-		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 {
+		// A long-lived connection outlives its certificate: an expired
+		// leaf no longer identifies anyone.
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && time.Now().Before(ti.State.VerifiedChains[0][0].NotAfter) {
 			creds.CertIdentity = tlsreload.Identity(ti.State.VerifiedChains[0][0])
 		}
 	}
@@ -151,9 +153,9 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	}
 	if g.opts.RateLimit != nil {
 		if ok, wait := g.opts.RateLimit.Allow(who.Name); !ok {
-			g.metrics.rateLimited.WithLabelValues(who.Name).Inc()
+			g.metrics.rateLimited.WithLabelValues(who.Principal).Inc()
 			if method == pb.SigningService_SignCard_FullMethodName {
-				g.metrics.signatures.WithLabelValues(resultRateLimited, noLabel, noLabel, who.Name).Inc()
+				g.metrics.signRequests.WithLabelValues(resultRateLimited, who.Principal).Inc()
 			}
 			return ctx, name, who, rateLimited(wait)
 		}

@@ -27,12 +27,12 @@ type StatsSource struct {
 	Read    func() BackendStats
 }
 
-// Label values used when a refused or failed request made no signature.
+// Label value for a key whose backend is not known.
 const noLabel = "none"
 
 // Results of a signing request, the "result" label.
 const (
-	resultSigned      = "signed"       // one per signature made and audited
+	resultSigned      = "signed"       // signed and audited
 	resultRefused     = "refused"      // the signing policy refused the card
 	resultInvalid     = "invalid"      // the card failed parsing or lint
 	resultRateLimited = "rate_limited" // the caller was over its rate
@@ -45,6 +45,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	signatures   *prometheus.CounterVec
+	signRequests *prometheus.CounterVec
 	signDuration *prometheus.HistogramVec
 	backendSign  *prometheus.HistogramVec
 	auditCommit  prometheus.Histogram
@@ -65,8 +66,12 @@ func NewMetrics() *Metrics {
 		reg: prometheus.NewRegistry(),
 		signatures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cardsign_signatures_total",
-			Help: "Signing outcomes: one per signature made (result=signed), or one per request refused or failed, by key alg, key backend and caller.",
+			Help: "Signatures made, by result (signed: returned with its audit record; discarded: its audit record was not committed), key alg, key backend and caller (the configured token or client pattern).",
 		}, []string{"result", "alg", "backend", "caller"}),
+		signRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardsign_sign_requests_total",
+			Help: "SignCard requests by result (signed, refused by the signing policy, invalid card, rate_limited, error) and caller.",
+		}, []string{"result", "caller"}),
 		signDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cardsign_sign_duration_seconds",
 			Help:    "SignCard latency end to end (parse, lint, policy, signatures, audit commit), by result.",
@@ -103,7 +108,7 @@ func NewMetrics() *Metrics {
 			Help: "1 when the last readiness check passed, else 0.",
 		}),
 	}
-	m.reg.MustRegister(m.signatures, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
+	m.reg.MustRegister(m.signatures, m.signRequests, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
 		m.rateLimited, m.rpcs, m.canaryRuns, m.ready,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

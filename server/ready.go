@@ -53,6 +53,11 @@ func (a *Authority) canary(ctx context.Context) error {
 	if _, _, err := a.store.AuditHead(ctx); err != nil {
 		return &UnavailableError{What: "audit log", Err: err}
 	}
+	// A store that reads but cannot write (a full disk, a read-only
+	// mount) would fail every audit commit: prove a durable write.
+	if _, err := a.store.NextSequence(ctx, "readiness-canary"); err != nil {
+		return &UnavailableError{What: "audit log", Err: fmt.Errorf("write: %w", err)}
+	}
 	keys, err := a.signingKeys(ctx)
 	if err != nil {
 		return err
@@ -63,7 +68,14 @@ func (a *Authority) canary(ctx context.Context) error {
 		if pub, ok := k.Signer.Public().(publicKey); !ok || !pub.Equal(k.Public) {
 			return fmt.Errorf("signing key %s: the backend's public key is not the one on record", k.KID)
 		}
-		if _, err := jose.Sign(ctx, k.Signer, k.Alg, []byte(canaryInput)); err != nil {
+		// The canary goes around the backend's concurrency limit: under
+		// load every slot is taken by real signatures, and a busy backend
+		// is not an unready one.
+		s := k.Signer
+		if ls, ok := s.(*limitedSigner); ok {
+			s = ls.inner
+		}
+		if _, err := jose.Sign(ctx, s, k.Alg, []byte(canaryInput)); err != nil {
 			return &UnavailableError{What: "signing key " + k.KID, Err: fmt.Errorf("%w: canary signature: %w", backends.ErrUnavailable, err)}
 		}
 	}
@@ -84,7 +96,10 @@ type publicKey interface{ Equal(crypto.PublicKey) bool }
 // WatchReadiness runs CheckReadiness every interval until ctx is done, each
 // check bounded by timeout. A failure is logged when the state changes, not
 // on every tick.
-func (a *Authority) WatchReadiness(ctx context.Context, interval, timeout time.Duration) {
+//
+// notify, when set, sees every check's outcome (the gRPC health service
+// follows it).
+func (a *Authority) WatchReadiness(ctx context.Context, interval, timeout time.Duration, notify func(error)) {
 	a.readyEvery.Store(int64(interval + timeout))
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -95,6 +110,9 @@ func (a *Authority) WatchReadiness(ctx context.Context, interval, timeout time.D
 		cancel()
 		if ctx.Err() != nil {
 			return
+		}
+		if notify != nil {
+			notify(a.Ready())
 		}
 		switch {
 		case err != nil && (last == nil || last.Error() != err.Error()):

@@ -45,25 +45,31 @@ var ErrAudit = errors.New("audit record not committed; the signature was discard
 // records are durable.
 func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, err error) {
 	start := time.Now()
-	alg, backend := noLabel, noLabel
+	principal := req.Identity.Principal
+	var res *signer.Result
 	defer func() {
 		result := resultOf(err)
 		a.metrics.signDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
-		if err != nil {
-			a.metrics.signatures.WithLabelValues(result, alg, backend, req.Identity.Name).Inc()
+		a.metrics.signRequests.WithLabelValues(result, principal).Inc()
+		if res == nil {
 			return
 		}
-		for _, s := range signed.Signatures {
-			a.metrics.signatures.WithLabelValues(resultSigned, string(s.Alg), a.backendOf(s.KID), req.Identity.Name).Inc()
+		// Signatures made: returned, or discarded because their audit
+		// records were not committed.
+		outcome := "signed"
+		if err != nil {
+			outcome = "discarded"
+		}
+		for _, s := range res.Signatures {
+			a.metrics.signatures.WithLabelValues(outcome, string(s.Alg), a.backendOf(s.KID), principal).Inc()
 		}
 	}()
 	keys, err := a.signingKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
-	alg, backend = string(keys[0].Alg), a.backendOf(keys[0].KID)
 	var refused *audit.Record
-	res, err := signer.Sign(ctx, req.Card, signer.Options{
+	res, err = signer.Sign(ctx, req.Card, signer.Options{
 		Keys:           keys,
 		JKU:            a.cfg.JKU,
 		Mode:           req.Mode,
@@ -134,6 +140,9 @@ func (a *Authority) commit(ctx context.Context, recs []audit.Record) ([]audit.Re
 type RefusedError struct {
 	Refusal *policy.Refusal
 	Seq     int64
+	// AuditErr is set when the refusal could not be recorded: the card
+	// is refused all the same.
+	AuditErr error
 }
 
 func (e *RefusedError) Error() string { return e.Refusal.Error() }
@@ -150,7 +159,7 @@ func (a *Authority) auditRefusal(ctx context.Context, rec audit.Record, refusal 
 	committed, err := a.commit(ctx, []audit.Record{rec})
 	if err != nil {
 		a.log.Error("policy refusal not recorded in the audit log", "caller", rec.Caller, "request_id", rec.RequestID, "refusal", pr.Error(), "err", err)
-		return err
+		return &RefusedError{Refusal: pr, AuditErr: err}
 	}
 	return &RefusedError{Refusal: pr, Seq: committed[0].Seq}
 }

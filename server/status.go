@@ -35,7 +35,11 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 	case errors.As(err, &refused):
 		// The one refusal that explains itself: the caller is allowed to
 		// sign, this card is not, and the rule says how to fix it.
-		return withBadRequest(codes.PermissionDenied, fmt.Sprintf("%s (audit record %d)", refused.Error(), refused.Seq),
+		where := fmt.Sprintf("audit record %d", refused.Seq)
+		if refused.AuditErr != nil {
+			where = "the refusal could not be written to the audit log; request " + requestID
+		}
+		return withBadRequest(codes.PermissionDenied, fmt.Sprintf("%s (%s)", refused.Error(), where),
 			&errdetails.BadRequest_FieldViolation{Field: refused.Refusal.Path, Description: refused.Refusal.Reason + " [policy rule " + refusedRule(refused.Refusal.Rule) + "]"})
 	case errors.As(err, &cardErr):
 		return withBadRequest(codes.InvalidArgument, "invalid card: "+cardErr.Error(),

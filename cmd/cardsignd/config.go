@@ -295,6 +295,7 @@ func (c *Config) validate() error {
 			bad("policy."+p.Path, "%s", p.Message)
 		}
 	}
+	c.validatePolicyCallers(bad)
 	c.validateLimits(bad)
 	if c.Readiness.Interval < 100*time.Millisecond {
 		bad("readiness.interval", "%s is shorter than 100ms", c.Readiness.Interval)

@@ -32,6 +32,8 @@ func TestConfigValidation(t *testing.T) {
 		{"bad client_auth", "tls:\n  cert_file: CERT\n  key_file: KEY\n  client_ca_file: CERT\n  client_auth: sometimes\n", []string{"c.yaml:5:3: tls.client_auth"}},
 		{"policy problems are located", "policy:\n  rules:\n    - name: a\n      roles: [signer]\n      card_names: []\n      hosts: [\"https://x.example.com\"]\n", []string{"policy.rules[0].card_names", "policy.rules[0].hosts[0]", "c.yaml:6:"}},
 		{"limits", "limits:\n  rate: -1\n  backend_concurrency: {vault: 3, file: 0}\n  request_timeout: 0s\n  max_message_bytes: 10\n", []string{"limits.rate", "limits.backend_concurrency.vault", "limits.backend_concurrency.file", "limits.request_timeout", "limits.max_message_bytes"}},
+		{"policy identities that name no caller", "auth:\n  tokens:\n    - {name: ci, sha256: " + strings.Repeat("ab", 32) + ", roles: [signer]}\npolicy:\n  rules:\n    - name: a\n      identities: [\"release-pipeline\", \"token:nope\", \"token:ci\", \"cert:spiffe://x/*\"]\n      card_names: [\"*\"]\n      hosts: [\"*\"]\n    - name: b\n      roles: [admin]\n      card_names: [\"*\"]\n      hosts: [\"*\"]\n",
+			[]string{"policy.rules[0].identities[0]", "cert:release-pipeline", "policy.rules[0].identities[1]", "no token named \"nope\"", "policy.rules[1].roles"}},
 		{"limits valid", "limits:\n  rate: 0\n  backend_concurrency: {default: 8, pkcs11: 2}\n", nil},
 		{"same address twice", "grpc_addr: 127.0.0.1:7700\nhttp_addr: 127.0.0.1:7700\n", []string{"must differ"}},
 		{"every problem at once", "log_level: loud\nkeys:\n  default_alg: HS256\n  on_revoke: maybe\nsigning:\n  jku: http://keys.example.com\n  max_card_bytes: 0\naudit:\n  batch_size: 0\n",

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -261,5 +262,33 @@ func (c *Config) validateLimits(bad reporter) {
 	}
 	if l.MaxMessageBytes < 0 || l.MaxMessageBytes > 64<<20 {
 		bad("limits.max_message_bytes", "%d must be between 0 (max_card_bytes + 64 KiB) and 64 MiB", l.MaxMessageBytes)
+	}
+}
+
+// validatePolicyCallers catches policy rules that can never apply: an
+// identity pattern cardsignd never produces, a token that does not exist,
+// roles that cannot sign. Such a rule fails closed, but silently.
+func (c *Config) validatePolicyCallers(bad reporter) {
+	tokens := map[string]bool{}
+	for _, t := range c.Auth.Tokens {
+		tokens[t.Name] = true
+	}
+	for i, r := range c.Policy.Rules {
+		for j, id := range r.Identities {
+			p := fmt.Sprintf("policy.rules[%d].identities[%d]", i, j)
+			name, isToken := strings.CutPrefix(id, "token:")
+			switch {
+			case id == "anonymous" || id == "*" || strings.HasPrefix(id, "cert:"):
+			case isToken:
+				if !strings.ContainsAny(name, "*?") && !tokens[name] {
+					bad(p, "no token named %q in auth.tokens", name)
+				}
+			default:
+				bad(p, "%q names no caller: identities are token:NAME (auth.tokens) or cert:IDENTITY (a client certificate), e.g. %q", id, "cert:"+id)
+			}
+		}
+		if len(r.Identities) == 0 && len(r.Roles) > 0 && !slices.Contains(r.Roles, string(access.RoleSigner)) {
+			bad(fmt.Sprintf("policy.rules[%d].roles", i), "only callers with the signer role may sign: a rule for %v alone never applies", r.Roles)
+		}
 	}
 }

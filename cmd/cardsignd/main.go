@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -237,9 +238,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return fmt.Errorf("tls: %w", err)
 		}
 		metrics.Register(tlsCollector(reloader))
-		go reloader.Watch(ctx)
-		go reloadOnHUP(ctx, reloader, log)
 	}
+	// Background work stops before the authority closes the audit log and
+	// the backends it uses.
+	bg, stopBG := context.WithCancel(ctx)
+	var bgDone sync.WaitGroup
+	defer func() { stopBG(); bgDone.Wait() }()
+	if reloader != nil {
+		bgDone.Go(func() { reloader.Watch(bg) })
+	}
+	// SIGHUP is always caught: without TLS there is nothing to reload, but
+	// Go's default would end the process without draining it.
+	bgDone.Go(func() { reloadOnHUP(bg, reloader, log) })
 
 	gl, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
@@ -305,12 +315,19 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("not ready at start: readiness check failed", "err", err)
 	}
 	rcancel()
-	go auth.WatchReadiness(ctx, cfg.Readiness.Interval, cfg.Readiness.Timeout)
+	health := func(err error) {
+		st := healthpb.HealthCheckResponse_SERVING
+		if err != nil {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		hs.SetServingStatus("", st)
+	}
+	bgDone.Go(func() { auth.WatchReadiness(bg, cfg.Readiness.Interval, cfg.Readiness.Timeout, health) })
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(gl) }()
 	go func() { errc <- httpSrv.Serve(hl) }()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	health(auth.Ready())
 
 	if !authn.Enabled() {
 		log.Warn("no authentication configured: every local caller may sign and manage keys (the embedded default; listening on loopback only)")
@@ -335,6 +352,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Error("listener failed; shutting down", "err", serveErr)
 	}
 	log.Info("shutting down: finishing in-flight signatures and their audit records")
+	stopBG()
+	bgDone.Wait()
 	auth.Drain()
 	hs.Shutdown()
 	done := make(chan struct{})
@@ -394,6 +413,10 @@ func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			if r == nil {
+				log.Info("SIGHUP: TLS is off; nothing to reload")
+				continue
+			}
 			changed, err := r.Reload()
 			if err != nil {
 				log.Warn("SIGHUP: TLS reload failed; still serving the previous certificate", "err", err)

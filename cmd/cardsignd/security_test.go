@@ -412,8 +412,16 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 	if n1 := metric(t, after, "cardsign_signatures_total", signedLabels); n1 < n0+3 {
 		t.Fatalf("cardsign_signatures_total{result=signed,caller=token:pipeline-a} went from %v to %v after 3 signatures", n0, n1)
 	}
-	if v := metric(t, after, "cardsign_signatures_total", map[string]string{"result": "refused", "caller": "token:pipeline-a"}); v != 1 {
-		t.Fatalf("refused signatures: %v", v)
+	if v := metric(t, after, "cardsign_sign_requests_total", map[string]string{"result": "refused", "caller": "token:pipeline-a"}); v != 1 {
+		t.Fatalf("refused sign requests: %v", v)
+	}
+	if v := metric(t, after, "cardsign_sign_requests_total", map[string]string{"result": "signed", "caller": "token:pipeline-a"}); v != 4 {
+		t.Fatalf("signed sign requests by token:pipeline-a: %v", v)
+	}
+	// Certificate callers are labelled by the auth.clients pattern that
+	// admitted them, not by each certificate's identity.
+	if v := metric(t, after, "cardsign_sign_requests_total", map[string]string{"result": "signed", "caller": "cert:spiffe://example.org/ci/*"}); v != 1 {
+		t.Fatalf("signed sign requests by the client certificate pattern: %v\n%s", v, grep(after, "cardsign_sign_requests_total"))
 	}
 	for _, name := range []string{"cardsign_sign_duration_seconds", "cardsign_backend_sign_duration_seconds", "cardsign_audit_commit_duration_seconds"} {
 		if metric(t, after, name, nil) <= metric(t, before, name, nil) {
