@@ -401,3 +401,14 @@ func TestClientConnFlagsOnEveryCommand(t *testing.T) {
 		t.Errorf("sign --key with --token-file: exit %d, stderr %s", r.code, r.stderr)
 	}
 }
+
+func TestPlaintextOnlyToLoopbackAddresses(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "::1": true, "localhost": true, "LOCALHOST": true,
+		"evil.localhost": false, "10.0.0.1": false, "cardsign.internal": false, "": false,
+	} {
+		if got := plaintextOK(host); got != want {
+			t.Errorf("plaintextOK(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
