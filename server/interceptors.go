@@ -98,7 +98,7 @@ var (
 )
 
 // admit authenticates and authorizes a call and returns its context.
-func (g *gate) admit(ctx context.Context, method string) (context.Context, string, access.Identity, error) {
+func (g *gate) admit(ctx context.Context, method string) (context.Context, string, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	id := ""
 	if v := md.Get(RequestIDHeader); len(v) > 0 && validRequestID(v[0]) {
@@ -111,7 +111,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, id))
 	if isHealth(method) {
 		// Load balancers and orchestrators probe without credentials.
-		return ctx, "health-probe", access.Identity{}, nil
+		return ctx, "health-probe", nil
 	}
 
 	creds := access.Credentials{}
@@ -135,7 +135,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	} else {
 		var err error
 		if who, err = auth.Authenticate(creds); err != nil {
-			return ctx, "", who, errUnauthenticated
+			return ctx, "", errUnauthenticated
 		}
 	}
 	// The audit log names an anonymous caller by its address: on loopback,
@@ -149,7 +149,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	if strings.HasPrefix(method, "/grpc.reflection.") {
 		// Any authenticated caller may list the API.
 	} else if roles, ok := methodRoles[method]; !ok || !hasAny(who, roles) {
-		return ctx, name, who, errDenied
+		return ctx, name, errDenied
 	}
 	if g.opts.RateLimit != nil {
 		if ok, wait := g.opts.RateLimit.Allow(who.Name); !ok {
@@ -157,10 +157,10 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 			if method == pb.SigningService_SignCard_FullMethodName {
 				g.metrics.signRequests.WithLabelValues(resultRateLimited, who.Principal).Inc()
 			}
-			return ctx, name, who, rateLimited(wait)
+			return ctx, name, rateLimited(wait)
 		}
 	}
-	return ctx, name, who, nil
+	return ctx, name, nil
 }
 
 func hasAny(id access.Identity, roles []access.Role) bool {
@@ -208,7 +208,7 @@ func (g *gate) finish(ctx context.Context, method, id, who string, start time.Ti
 // request never takes the daemon down.
 func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	start := time.Now()
-	ctx, who, _, err := g.admit(ctx, info.FullMethod)
+	ctx, who, err := g.admit(ctx, info.FullMethod)
 	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, start, &err)
 	if err != nil {
 		return nil, err
@@ -224,7 +224,7 @@ func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 // stream does the same for streaming calls (health Watch, reflection).
 func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	start := time.Now()
-	ctx, who, _, err := g.admit(ss.Context(), info.FullMethod)
+	ctx, who, err := g.admit(ss.Context(), info.FullMethod)
 	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, start, &err)
 	if err != nil {
 		return err

@@ -44,6 +44,13 @@ func TestMatchCases(t *testing.T) {
 		{"*?", "é", true},
 		{"é*", "éa", true},
 		{"*\xff", "a\xff", true},
+		// identities and hosts
+		{"*", "spiffe://example.org/ci/team-a", true},
+		{"spiffe://example.org/ci/*", "spiffe://example.org/ci/team-a/job", true},
+		{"spiffe://example.org/ci/*", "spiffe://example.org/cd/team-a", false},
+		{"*.example.com", "x.example.com", true},
+		{"*.example.com", "example.com", false},
+		{"**", "x", true},
 	}
 	for _, tt := range tests {
 		if got := Match(tt.pattern, tt.name); got != tt.want {
