@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,26 +17,9 @@ import (
 // way at most MaxSize bytes are read. Which src to trust is the caller's
 // decision (DESIGN §4: a JWKS the verifier chose, or an allow-listed jku).
 func Load(ctx context.Context, src string, client *http.Client) (Set, error) {
-	if src == "" {
-		return Set{}, errors.New("jwks: load: empty source")
-	}
-	var (
-		data []byte
-		err  error
-	)
-	lower := strings.ToLower(src)
-	switch {
-	case strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "https://"):
-		data, err = fetch(ctx, src, client)
-	case strings.Contains(src, "://"):
-		// Anything else that looks like a URL would otherwise be read as an
-		// odd relative path and fail with a confusing "no such file".
-		return Set{}, fmt.Errorf("jwks: load %s: unsupported URL scheme (use http://, https:// or a file path)", redact(src))
-	default:
-		data, err = readFile(ctx, src)
-	}
+	data, err := ReadDocument(ctx, src, client)
 	if err != nil {
-		return Set{}, err
+		return Set{}, fmt.Errorf("jwks: load %w", err)
 	}
 	set, err := Parse(data)
 	if err != nil {
@@ -44,13 +28,47 @@ func Load(ctx context.Context, src string, client *http.Client) (Set, error) {
 	return set, nil
 }
 
+// StatusError is an HTTP answer other than 200 OK; callers that treat a
+// missing document (404) differently from a broken one look for it.
+type StatusError struct {
+	URL    string // redacted
+	Status string
+	Code   int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s: unexpected HTTP status %s", e.URL, e.Status)
+}
+
+// ReadDocument reads a JWKS or revocation document from src, an http(s)
+// URL or a file path, with the rules Load applies: at most MaxSize bytes
+// (one more is an error, not a truncation), and of local files only
+// regular files and pipes (so "--jwks <(curl …)" works), never a device
+// such as /dev/zero or a directory. Errors begin with the (redacted) src.
+func ReadDocument(ctx context.Context, src string, client *http.Client) ([]byte, error) {
+	if src == "" {
+		return nil, errors.New("empty source")
+	}
+	lower := strings.ToLower(src)
+	switch {
+	case strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "https://"):
+		return fetch(ctx, src, client)
+	case strings.Contains(src, "://"):
+		// Anything else that looks like a URL would otherwise be read as an
+		// odd relative path and fail with a confusing "no such file".
+		return nil, fmt.Errorf("%s: unsupported URL scheme (use http://, https:// or a file path)", redact(src))
+	default:
+		return readFile(ctx, src)
+	}
+}
+
 func fetch(ctx context.Context, src string, client *http.Client) ([]byte, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 	if err != nil {
-		return nil, fmt.Errorf("jwks: load %s: %w", redact(src), err)
+		return nil, fmt.Errorf("%s: %w", redact(src), err)
 	}
 	req.Header.Set("Accept", MediaType+", application/json")
 	resp, err := client.Do(req)
@@ -60,25 +78,57 @@ func fetch(ctx context.Context, src string, client *http.Client) ([]byte, error)
 		if errors.As(err, &ue) {
 			err = fmt.Errorf("%s: %w", ue.Op, ue.Err)
 		}
-		return nil, fmt.Errorf("jwks: load %s: %w", redact(src), err)
+		return nil, fmt.Errorf("%s: %w", redact(src), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("jwks: load %s: unexpected HTTP status %s", redact(src), resp.Status)
+		return nil, &StatusError{URL: redact(src), Status: resp.Status, Code: resp.StatusCode}
 	}
-	return readCapped(resp.Body, "jwks: load "+redact(src))
+	return readCapped(resp.Body, redact(src))
 }
 
 func readFile(ctx context.Context, path string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("jwks: load %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Stat before Open: opening a device or FIFO can itself block or have
+	// effects, and a device like /dev/zero never ends.
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+	}
+	if m := st.Mode(); !m.IsRegular() && m&fs.ModeNamedPipe == 0 {
+		return nil, fmt.Errorf("%s: not a regular file (%s); give the path of a JSON document", path, fileKind(m))
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("jwks: load: %w", err) // *PathError names the path
+		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}
 	defer f.Close()
-	return readCapped(f, "jwks: load "+path)
+	return readCapped(f, path)
+}
+
+// unwrapPathError drops the *fs.PathError wrapper, whose text would repeat
+// the path the caller already names.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeCharDevice != 0, m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	default:
+		return "mode " + m.String()
+	}
 }
 
 // readCapped reads r up to MaxSize bytes; one byte more is an error rather

@@ -2,6 +2,7 @@ package jwks
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -67,6 +68,8 @@ func TestLoad(t *testing.T) {
 		{"deadline reaches fetch", srv.URL + "/slow", 50 * time.Millisecond, "deadline"},
 		{"file over cap", big, 0, "larger than"},
 		{"missing file", filepath.Join(dir, "nope.json"), 0, "nope.json"},
+		{"device is not read", "/dev/zero", 0, "not a regular file (a device)"},
+		{"directory", dir, 0, "not a regular file (a directory)"},
 		{"other scheme", "ftp://example.test/jwks.json", 0, "unsupported URL scheme"},
 		{"empty", "", 0, "empty"},
 	}
@@ -92,6 +95,10 @@ func TestLoad(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("%s: error shows the URL query: %v", tt.name, err)
 		}
+	}
+	var se *StatusError
+	if _, err := ReadDocument(context.Background(), srv.URL+"/missing", srv.Client()); !errors.As(err, &se) || se.Code != http.StatusNotFound {
+		t.Errorf("ReadDocument of a 404: %v, want a *StatusError with code 404", err)
 	}
 	if !strings.Contains(gotAccept, MediaType) {
 		t.Errorf("Accept = %q", gotAccept)

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
 )
 
 // KeySource finds a public key by kid. jwks.Set is one.
@@ -32,7 +34,20 @@ type VerifyOptions struct {
 	// Profile, when set, is the only canonical profile accepted.
 	Profile card.Profile
 	Limits  card.Limits
+	// MaxSignatures caps the signatures of one card; a card with more is
+	// refused before any is checked. 0 means DefaultMaxSignatures.
+	MaxSignatures int
 }
+
+// DefaultMaxSignatures is the signature cap when VerifyOptions does not set
+// one. A card carries one signature per key and profile, two keys during a
+// rotation: 4 in practice. Each signature may cost a JWKS fetch and a
+// public-key operation, so a card with thousands of them is a
+// denial-of-service, not a card.
+const DefaultMaxSignatures = 16
+
+// RuleMaxSignatures is the card.Error rule of a card over MaxSignatures.
+const RuleMaxSignatures = "max-signatures"
 
 // Check is the outcome for one signature.
 type Check struct {
@@ -106,10 +121,29 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	if sigs.Kind != card.Array {
 		return nil, &card.Error{Path: "signatures", Rule: card.RuleType, Offset: -1, Reason: "must be an array of signature objects, not " + sigs.Kind.String()}
 	}
+	maxSigs := opts.MaxSignatures
+	if maxSigs <= 0 {
+		maxSigs = DefaultMaxSignatures
+	}
+	if len(sigs.Arr) > maxSigs {
+		return nil, &card.Error{Path: "signatures", Rule: RuleMaxSignatures, Offset: -1, Reason: fmt.Sprintf(
+			"%d signatures, over the limit of %d per card (one per key and profile is normal); raise the limit (cardsign verify --max-signatures N) only for a card you expect to carry that many",
+			len(sigs.Arr), maxSigs)}
+	}
+	allow, err := jwks.ParseJKUAllowList(opts.AllowJKU)
+	if err != nil {
+		return nil, fmt.Errorf("signer: verify: %w", err)
+	}
+	v := &verifier{opts: opts, allow: allow, fetched: map[string]fetchResult{}}
 	res := &Verification{divergences: forms.Divergences}
 	for i, s := range sigs.Arr {
+		// A run bounded by a deadline stops, instead of reporting every
+		// remaining signature as failed for a reason that is not the card's.
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("signer: verify: stopped before signature[%d] of %d: %w", i, len(sigs.Arr), err)
+		}
 		c := Check{Index: i}
-		if err := verifyOne(ctx, s, payloads, opts, &c); err != nil {
+		if err := v.verifyOne(ctx, s, payloads, &c); err != nil {
 			c.Reason = err.Error()
 		} else {
 			c.Valid = true
@@ -119,7 +153,23 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	return res, nil
 }
 
-func verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]byte, opts VerifyOptions, c *Check) error {
+// verifier is the state of one Verify call.
+type verifier struct {
+	opts  VerifyOptions
+	allow jwks.JKUAllowList
+	// fetched memoizes FetchJKU by normalized URL, failures included: a
+	// card that names one jku in many signatures costs one fetch, and a
+	// URL that failed once is not retried within the same run.
+	fetched map[string]fetchResult
+}
+
+type fetchResult struct {
+	set KeySource
+	err error
+}
+
+func (v *verifier) verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]byte, c *Check) error {
+	opts := v.opts
 	if s.Kind != card.Object {
 		return fmt.Errorf("signature is %s, not an object", s.Kind)
 	}
@@ -136,7 +186,7 @@ func verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]by
 	if opts.Revoked != nil {
 		if reason, revoked := opts.Revoked(h.kid); revoked {
 			c.Revoked = true
-			return fmt.Errorf("key %s is revoked: %s", h.kid, reason)
+			return fmt.Errorf("key %s is revoked: %s", Printable(h.kid), reason)
 		}
 	}
 	if unprot, ok := s.Get("header"); ok {
@@ -153,19 +203,19 @@ func verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]by
 	if err != nil {
 		return fmt.Errorf("signature is not base64url: %v", err)
 	}
-	jwk, err := findKey(ctx, h, opts)
+	jwk, err := v.findKey(ctx, h)
 	if err != nil {
 		return err
 	}
 	if jwk.Alg != "" && jwk.Alg != string(h.alg) {
-		return fmt.Errorf("key %s is for %s, signature says %s", h.kid, jwk.Alg, h.alg)
+		return fmt.Errorf("key %s is for %s, signature says %s", Printable(h.kid), Printable(jwk.Alg), h.alg)
 	}
 	if jwk.Use != "" && jwk.Use != "sig" {
-		return fmt.Errorf("key %s has use %q, not sig", h.kid, jwk.Use)
+		return fmt.Errorf("key %s has use %q, not sig", Printable(h.kid), jwk.Use)
 	}
 	pub, err := jwk.PublicKey()
 	if err != nil {
-		return fmt.Errorf("key %s: %v", h.kid, err)
+		return fmt.Errorf("key %s: %v", Printable(h.kid), err)
 	}
 	if err := jose.CheckKey(h.alg, pub); err != nil {
 		return err
@@ -201,43 +251,72 @@ func verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]by
 	return errors.New("signature does not match the card's canonical bytes in any profile (card altered, or signed by another key)")
 }
 
-func findKey(ctx context.Context, h header, opts VerifyOptions) (jose.JWK, error) {
-	if opts.Trusted != nil {
-		if k, ok := opts.Trusted.Lookup(h.kid); ok {
+func (v *verifier) findKey(ctx context.Context, h header) (jose.JWK, error) {
+	kid := Printable(h.kid)
+	if v.opts.Trusted != nil {
+		if k, ok := v.opts.Trusted.Lookup(h.kid); ok {
 			return k, nil
 		}
 	}
-	if h.jku != "" && opts.FetchJKU != nil && jkuAllowed(h.jku, opts.AllowJKU) {
-		set, err := opts.FetchJKU(ctx, h.jku)
-		if err != nil {
-			return jose.JWK{}, fmt.Errorf("kid %s: fetch jku %s: %v", h.kid, h.jku, err)
-		}
-		if k, ok := set.Lookup(h.kid); ok {
-			return k, nil
-		}
-		return jose.JWK{}, fmt.Errorf("kid %s is neither in the trusted key set nor at jku %s", h.kid, h.jku)
+	if h.jku == "" {
+		return jose.JWK{}, fmt.Errorf("kid %s is not in the trusted key set", kid)
 	}
-	if h.jku != "" {
-		return jose.JWK{}, fmt.Errorf("kid %s is not in the trusted key set (jku %s not followed: not under an allowed prefix)", h.kid, h.jku)
+	if v.allow.Empty() || v.opts.FetchJKU == nil {
+		return jose.JWK{}, fmt.Errorf("kid %s is not in the trusted key set (jku %s not followed: not under an allowed prefix)", kid, Printable(h.jku))
 	}
-	return jose.JWK{}, fmt.Errorf("kid %s is not in the trusted key set", h.kid)
+	// The allow-list is checked on the normalized URL and that URL, not
+	// the card's spelling of it, is fetched: see jwks.NormalizeJKU.
+	u, err := jwks.NormalizeJKU(h.jku)
+	if err != nil {
+		return jose.JWK{}, fmt.Errorf("kid %s is not in the trusted key set (jku not followed: %v)", kid, err)
+	}
+	norm := u.String()
+	if !v.allow.Allows(u) {
+		return jose.JWK{}, fmt.Errorf("kid %s is not in the trusted key set (jku %s not followed: not under an allowed prefix)", kid, Printable(norm))
+	}
+	r, ok := v.fetched[norm]
+	if !ok {
+		r.set, r.err = v.opts.FetchJKU(ctx, norm)
+		if r.err == nil && r.set == nil {
+			r.err = errors.New("no key set")
+		}
+		v.fetched[norm] = r
+	}
+	if r.err != nil {
+		return jose.JWK{}, fmt.Errorf("kid %s: fetch jku %s: %v", kid, Printable(norm), r.err)
+	}
+	if k, ok := r.set.Lookup(h.kid); ok {
+		return k, nil
+	}
+	return jose.JWK{}, fmt.Errorf("kid %s is neither in the trusted key set nor at jku %s", kid, Printable(norm))
 }
 
-// jkuAllowed matches a jku against allowed prefixes at a URL boundary, so
-// that https://keys.example.com does not admit https://keys.example.com.evil/.
+// jkuAllowed reports whether a jku, once normalized, is under one of the
+// allowed prefixes (see jwks.JKUAllowList.Allows).
 func jkuAllowed(jku string, prefixes []string) bool {
-	if !strings.HasPrefix(jku, "https://") && !strings.HasPrefix(jku, "http://") {
+	allow, err := jwks.ParseJKUAllowList(prefixes)
+	if err != nil {
 		return false
 	}
-	for _, p := range prefixes {
-		if p == "" || !strings.HasPrefix(jku, p) {
-			continue
-		}
-		if len(jku) == len(p) || strings.HasSuffix(p, "/") || strings.ContainsRune("/?#", rune(jku[len(p)])) {
-			return true
+	u, err := jwks.NormalizeJKU(jku)
+	return err == nil && allow.Allows(u)
+}
+
+// Printable returns s as it is when it is a plain token (printable ASCII
+// without spaces, quotes or backslashes, as kids, algs and URLs are), and
+// Go-quoted with every non-ASCII or control character escaped otherwise.
+// Header values come from the card: printed raw, a kid holding a newline
+// or an escape sequence could forge a "valid" line on a terminal.
+func Printable(s string) string {
+	if s == "" {
+		return `""`
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return strconv.QuoteToASCII(s)
 		}
 	}
-	return false
+	return s
 }
 
 type header struct {

@@ -17,14 +17,16 @@ func limitFlags(fs *flag.FlagSet) *card.Limits {
 	return l
 }
 
-// reportCardError prints a card that cannot be read and returns the exit code.
+// reportCardError prints a card that cannot be read and returns the exit
+// code. Errors quote card content; escapeText keeps it from reaching the
+// terminal as control characters.
 func reportCardError(e env, name string, err error) int {
 	var ce *card.Error
 	if errors.As(err, &ce) {
-		fmt.Fprintf(e.stderr, "cardsign %s: invalid card: %v\n", name, err)
+		fmt.Fprintf(e.stderr, "cardsign %s: invalid card: %s\n", name, escapeText(err.Error()))
 		return exitUsage
 	}
-	fmt.Fprintf(e.stderr, "cardsign %s: %v\n", name, err)
+	fmt.Fprintf(e.stderr, "cardsign %s: %s\n", name, escapeText(err.Error()))
 	return exitFail
 }
 
@@ -32,11 +34,11 @@ func printNotes(e env, name string, l *card.Loaded) {
 	if l.Shape == card.V03 {
 		fmt.Fprintf(e.stderr, "cardsign %s: mapped a v0.3 card to the v1.0 shape:\n", name)
 		for _, n := range l.Notes {
-			fmt.Fprintf(e.stderr, "  %s\n", n)
+			fmt.Fprintf(e.stderr, "  %s\n", escapeText(n.String()))
 		}
 	}
 	for _, p := range l.Stripped {
-		fmt.Fprintf(e.stderr, "cardsign %s: removed %s (not in the v1.0 schema)\n", name, p)
+		fmt.Fprintf(e.stderr, "cardsign %s: removed %s (not in the v1.0 schema)\n", name, escapeText(p))
 	}
 }
 
@@ -100,7 +102,7 @@ func lintCmd() command {
 		if err != nil {
 			var ce *card.Error
 			if errors.As(err, &ce) {
-				fmt.Fprintf(e.stdout, "error %s: %s [%s]\n", ce.Path, ce.Reason, ce.Rule)
+				fmt.Fprintf(e.stdout, "error %s: %s [%s]\n", escapeText(ce.Path), escapeText(ce.Reason), ce.Rule)
 				return exitFail
 			}
 			return reportCardError(e, c.name, err)
@@ -109,7 +111,7 @@ func lintCmd() command {
 		findings := card.Lint(l.Value)
 		errs, warns := 0, 0
 		for _, f := range findings {
-			fmt.Fprintln(e.stdout, f)
+			fmt.Fprintln(e.stdout, escapeText(f.String()))
 			if f.Severity == card.SeverityError {
 				errs++
 			} else {

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
@@ -21,8 +22,9 @@ func verifyCmd() command {
 	c := command{
 		name:    "verify",
 		summary: "Verify a signed card against a trusted JWKS; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
-		usage:   "--jwks FILE|URL [--all] [--profile spec|sdk] [--allow-jku PREFIX] FILE|-",
-		example: "  cardsign jwks --key file:signing-key.pem > jwks.json\n  cardsign verify --jwks jwks.json signed.json\n  signature[0] kid=3kP… alg=ES256: valid (spec profile)",
+		usage:   "--jwks FILE|URL [--all] [--profile spec|sdk] [--allow-jku PREFIX] [--max-signatures N] [--timeout D] [--max-time D] FILE|-",
+		example: "  cardsign jwks --key file:signing-key.pem > jwks.json\n  cardsign verify --jwks jwks.json signed.json\n  signature[0] kid=3kP… alg=ES256: valid (spec profile)\n" +
+			"  cardsign verify --jwks jwks.json --allow-jku https://keys.example.com/jwks/ --max-time 10s signed.json",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
@@ -30,8 +32,10 @@ func verifyCmd() command {
 		all := fs.Bool("all", false, "require every signature to verify")
 		profile := fs.String("profile", "", "accept only signatures over this canonical profile (spec or sdk); default either")
 		var allow stringsFlag
-		fs.Var(&allow, "allow-jku", "follow a signature's jku when it starts with this URL prefix (repeatable); default: jku is ignored")
-		timeout := fs.Duration("timeout", 10*time.Second, "timeout for fetching a JWKS over HTTP")
+		fs.Var(&allow, "allow-jku", "follow a signature's jku when its normalized URL (dot segments resolved, scheme and host lower-cased, default port dropped) is under this URL prefix, at a path-segment boundary (repeatable); default: jku is ignored")
+		timeout := fs.Duration("timeout", 10*time.Second, "timeout for each HTTP fetch (JWKS, jku, revocation document)")
+		maxTime := fs.Duration("max-time", 30*time.Second, "bound on the whole verification, fetches included")
+		maxSigs := fs.Int("max-signatures", signer.DefaultMaxSignatures, "refuse a card with more signatures than this")
 		revSrc := fs.String("revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
@@ -40,6 +44,15 @@ func verifyCmd() command {
 		}
 		if *src == "" {
 			return c.usageError(e, "--jwks is required: verification only trusts keys you name")
+		}
+		if *maxSigs <= 0 {
+			return c.usageError(e, "--max-signatures must be positive, got %d", *maxSigs)
+		}
+		if *timeout <= 0 || *maxTime <= 0 {
+			return c.usageError(e, "--timeout and --max-time must be positive durations such as 10s")
+		}
+		if _, err := jwks.ParseJKUAllowList(allow); err != nil {
+			return c.usageError(e, "--%v", escapeText(err.Error()))
 		}
 		var p card.Profile
 		if *profile != "" {
@@ -52,22 +65,33 @@ func verifyCmd() command {
 		if !ok {
 			return code
 		}
+		// One deadline for the whole run: a card with many signatures, or
+		// servers that answer slowly, cannot keep the verifier busy longer.
+		ctx, cancel := context.WithTimeout(ctx, *maxTime)
+		defer cancel()
+		fail := func(code int, err error) int {
+			msg := err.Error()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				msg += fmt.Sprintf(" (the whole run is bounded by --max-time %s)", *maxTime)
+			}
+			fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, escapeText(msg))
+			return code
+		}
 		// The JWKS named on the command line may redirect, but never from
 		// https to plain http off this machine; a jku is a hint from the
-		// card, so it is fetched from exactly the allowed URL, no redirects.
+		// card, so it is fetched from exactly the allowed URL, no redirects
+		// (a 3xx could otherwise lead outside the allow-list).
 		client := &http.Client{Timeout: *timeout, CheckRedirect: noDowngrade}
 		jkuClient := &http.Client{Timeout: *timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return errors.New("a jku URL must answer itself; redirects are not followed")
 		}}
 		trusted, err := jwks.Load(ctx, *src, client)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitUsage
+			return fail(exitUsage, err)
 		}
 		revoked, err := loadRevocations(ctx, e, *src, *revSrc, client, trusted)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitUsage
+			return fail(exitUsage, err)
 		}
 		res, err := signer.Verify(ctx, data, signer.VerifyOptions{
 			Revoked:  revoked,
@@ -76,10 +100,14 @@ func verifyCmd() command {
 			FetchJKU: func(ctx context.Context, u string) (signer.KeySource, error) {
 				return jwks.Load(ctx, u, jkuClient)
 			},
-			Profile: p,
-			Limits:  *lim,
+			Profile:       p,
+			Limits:        *lim,
+			MaxSignatures: *maxSigs,
 		})
 		if err != nil {
+			if ctx.Err() != nil {
+				return fail(exitFail, err)
+			}
 			return reportCardError(e, c.name, err)
 		}
 		if len(res.Checks) == 0 {
@@ -87,14 +115,16 @@ func verifyCmd() command {
 			return exitFail
 		}
 		for _, ch := range res.Checks {
+			// kid, alg and reason come from the card (or embed its text):
+			// escaped, so that they cannot forge lines or drive a terminal.
 			if ch.Valid {
 				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: valid (%s profile)\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Profile)
 			} else {
-				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: invalid: %s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Reason)
+				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: invalid: %s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), escapeText(ch.Reason))
 			}
 		}
 		if u := res.Uncovered(); len(u) > 0 && res.Valid(false) {
-			fmt.Fprintf(e.stderr, "warning: these keys are outside the v1.0 schema and covered by no verified signature: %s\n", strings.Join(u, ", "))
+			fmt.Fprintf(e.stderr, "warning: these keys are outside the v1.0 schema and covered by no verified signature: %s\n", escapeText(strings.Join(u, ", ")))
 		}
 		if !res.Valid(*all) {
 			if *all {
@@ -125,32 +155,16 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 		}
 		src = u.Scheme + "://" + u.Host + jwks.RevocationsPath
 	}
-	var data []byte
-	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
-		if err != nil {
-			return nil, fmt.Errorf("revocations: %w", err)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("revocations: %w", err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode == http.StatusNotFound {
-			fmt.Fprintf(e.stderr, "note: no revocation document at %s; revoked keys are known only by their absence from the JWKS\n", src)
-			return nil, nil
-		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("revocations: %s answered %s", src, resp.Status)
-		}
-		if data, err = io.ReadAll(io.LimitReader(resp.Body, jwks.MaxSize)); err != nil {
-			return nil, fmt.Errorf("revocations: %w", err)
-		}
-	} else {
-		var err error
-		if data, err = os.ReadFile(src); err != nil {
-			return nil, fmt.Errorf("revocations: %w", err)
-		}
+	// Read with the JWKS rules: size cap, no devices (a revocation
+	// document of /dev/zero must not exhaust memory).
+	data, err := jwks.ReadDocument(ctx, src, client)
+	var se *jwks.StatusError
+	if errors.As(err, &se) && se.Code == http.StatusNotFound {
+		fmt.Fprintf(e.stderr, "note: no revocation document at %s; revoked keys are known only by their absence from the JWKS\n", escapeText(se.URL))
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("revocations: %w", err)
 	}
 	doc, err := jwks.VerifyRevocations(data, trusted, time.Now())
 	if err != nil {
@@ -181,9 +195,44 @@ func noDowngrade(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
+// orDash prints a header value from the card: "-" when absent, else as
+// signer.Printable does (plain kids and algs bare, anything else quoted).
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return signer.Printable(s)
+}
+
+// escapeText makes free text that may embed card or server content (a
+// reason, an error) safe for a terminal: every character that is not
+// printable (controls, escape sequences, bidi overrides, line separators,
+// invalid UTF-8) is written as its Go escape; printable text, spaces
+// included, is unchanged.
+func escapeText(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || (r != ' ' && !unicode.IsPrint(r)) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case r == ' ' || (r != utf8.RuneError && unicode.IsPrint(r)):
+			b.WriteString(s[:size])
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		s = s[size:]
+	}
+	return b.String()
 }
