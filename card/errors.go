@@ -23,6 +23,8 @@ const (
 	RuleV03           = "v0.3-mapping"
 	RuleBinding       = "protocol-binding"
 	RuleProfileDiffer = "profile-divergence"
+	// RuleTooManyFindings counts the findings past MaxFindings.
+	RuleTooManyFindings = "too-many-findings"
 )
 
 // Error is a card that cannot be read: malformed JSON, a limit exceeded, or a

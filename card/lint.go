@@ -53,20 +53,47 @@ func HasErrors(fs []Finding) bool {
 	return false
 }
 
-// LintError is returned when a card fails lint: it carries every finding.
+// MaxFindings bounds what Lint reports: a card of 256 KiB can hold tens of
+// thousands of faulty values, and reporting each would cost far more memory
+// than the card (and overflow the headers a gRPC error travels in). Past it,
+// one last finding (RuleTooManyFindings) counts the rest.
+const MaxFindings = 100
+
+// maxErrorText bounds how many findings LintError.Error spells out; the
+// Findings themselves carry the rest.
+const maxErrorText = 10
+
+// LintError is returned when a card fails lint: it carries its findings, at
+// most MaxFindings of them plus a RuleTooManyFindings count of the rest.
 type LintError struct{ Findings []Finding }
 
 func (e *LintError) Error() string {
 	var errs []string
-	for _, f := range e.Findings {
-		if f.Severity == SeverityError {
-			errs = append(errs, f.String())
+	var more *Finding
+	n := 0
+	for i, f := range e.Findings {
+		switch {
+		case f.Severity != SeverityError:
+		case f.Rule == RuleTooManyFindings:
+			more = &e.Findings[i]
+		default:
+			n++
+			if len(errs) < maxErrorText {
+				errs = append(errs, f.String())
+			}
 		}
 	}
-	if len(errs) == 1 {
+	if n > len(errs) {
+		errs = append(errs, fmt.Sprintf("and %d more listed in the findings", n-len(errs)))
+	}
+	if more != nil {
+		errs = append(errs, more.String())
+		return fmt.Sprintf("card fails lint with more than %d errors: %s", n, strings.Join(errs, "; "))
+	}
+	if n == 1 {
 		return "card fails lint: " + errs[0]
 	}
-	return fmt.Sprintf("card fails lint with %d errors: %s", len(errs), strings.Join(errs, "; "))
+	return fmt.Sprintf("card fails lint with %d errors: %s", n, strings.Join(errs, "; "))
 }
 
 // Lint checks a card in the v1.0 shape against the v1.0 schema and the rules
@@ -74,6 +101,9 @@ func (e *LintError) Error() string {
 // (§5.7), JSON types, one member per oneof, absolute https URLs, no keys
 // outside the schema (no verifier would cover them), no keys a JavaScript
 // verifier would lose.
+//
+// It reports at most MaxFindings findings; when there are more, a last
+// finding with RuleTooManyFindings counts them, as an error if any of them is.
 func Lint(v Value) []Finding {
 	l := linter{}
 	if v.Kind != Object {
@@ -81,13 +111,44 @@ func Lint(v Value) []Finding {
 		return l.findings
 	}
 	l.message(v, cardSchema, &Path{index: -1})
-	return l.findings
+	return l.done()
 }
 
-type linter struct{ findings []Finding }
+type linter struct {
+	findings []Finding
+	// More findings past MaxFindings, counted but not kept.
+	moreErrors, moreWarnings int
+}
 
 func (l *linter) add(sev Severity, p *Path, rule, msg, fix string) {
+	if len(l.findings) >= MaxFindings {
+		// Counted without building the path or the message: a hostile
+		// card must not turn into a proportional amount of memory.
+		if sev == SeverityError {
+			l.moreErrors++
+		} else {
+			l.moreWarnings++
+		}
+		return
+	}
 	l.findings = append(l.findings, Finding{Severity: sev, Path: p.String(), Rule: rule, Message: msg, Fix: fix})
+}
+
+// done returns the findings, with the count of those past MaxFindings.
+func (l *linter) done() []Finding {
+	more := l.moreErrors + l.moreWarnings
+	if more == 0 {
+		return l.findings
+	}
+	sev := SeverityWarning
+	if l.moreErrors > 0 {
+		sev = SeverityError
+	}
+	return append(l.findings, Finding{
+		Severity: sev, Path: "$", Rule: RuleTooManyFindings,
+		Message: fmt.Sprintf("and %d more findings (%d errors, %d warnings) not listed: only the first %d are reported", more, l.moreErrors, l.moreWarnings, MaxFindings),
+		Fix:     "fix the findings listed and lint again",
+	})
 }
 
 func (l *linter) message(v Value, m *message, p *Path) {

@@ -1,6 +1,8 @@
 package card
 
 import (
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -185,5 +187,44 @@ func TestLintNeverEchoesURLCredentials(t *testing.T) {
 				t.Errorf("finding repeats a password: %s", f)
 			}
 		}
+	}
+}
+
+// TestLintFindingsAreBounded: a 180 KB card of 60,000 empty skills must not
+// turn into hundreds of thousands of findings (it grew the daemon by 500 MB
+// and overflowed the gRPC error headers): the first MaxFindings are kept and
+// one more counts the rest.
+func TestLintFindingsAreBounded(t *testing.T) {
+	data := withMembers(t, "skills", "["+strings.TrimSuffix(strings.Repeat("{},", 60000), ",")+"]")
+	l, err := Load(data, Options{})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fs := Lint(l.Value)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if len(fs) != MaxFindings+1 {
+		t.Fatalf("%d findings, want the first %d and one that counts the rest", len(fs), MaxFindings)
+	}
+	last := fs[len(fs)-1]
+	if last.Rule != RuleTooManyFindings || last.Severity != SeverityError || !strings.Contains(last.Message, "more findings") {
+		t.Fatalf("last finding %v, want a %s error counting the rest", last, RuleTooManyFindings)
+	}
+	// Every empty skill lacks its REQUIRED id, name, description and tags.
+	var more int
+	if _, err := fmt.Sscanf(last.Message, "and %d more", &more); err != nil || more < 60000*4-MaxFindings {
+		t.Fatalf("last finding %q does not count the %d findings past the first %d", last.Message, 60000*4-MaxFindings, MaxFindings)
+	}
+	// What the findings keep alive, not the garbage of walking the card.
+	if kept := int64(after.HeapAlloc) - int64(before.HeapAlloc); kept > 4<<20 {
+		t.Fatalf("Lint's findings hold %d MiB for a %d KB card", kept>>20, len(data)>>10)
+	}
+	runtime.KeepAlive(fs)
+	msg := (&LintError{Findings: fs}).Error()
+	if len(msg) > 4<<10 || !strings.Contains(msg, "and 90 more listed in the findings") || !strings.Contains(msg, RuleTooManyFindings) {
+		t.Fatalf("LintError.Error is %d bytes and must list 10 errors, count the rest and say findings were dropped: %.300s…", len(msg), msg)
 	}
 }
