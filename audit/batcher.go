@@ -11,6 +11,12 @@ import (
 // ErrClosed is returned by Commit after Close.
 var ErrClosed = errors.New("audit: batcher closed")
 
+// ErrRecordRejected is wrapped by a Committer's error when the store refused
+// particular records (a signature by a revoked key) rather than failed: the
+// Batcher then commits each Commit call of the batch on its own, so one
+// caller's refused record does not fail the others.
+var ErrRecordRejected = errors.New("audit: record rejected by the store")
+
 // DefaultMaxBatch is the largest number of records NewBatcher puts in one
 // transaction when given maxBatch <= 0.
 const DefaultMaxBatch = 512
@@ -176,6 +182,19 @@ func (b *Batcher) next() (batch []*request, stop bool) {
 // the result. The transaction does not use any caller's context: one caller
 // giving up must not fail the others sharing it.
 func (b *Batcher) commit(batch []*request) {
+	if len(batch) > 1 && b.commitTogether(batch) {
+		return
+	}
+	for _, req := range batch {
+		b.commitTogether([]*request{req})
+	}
+}
+
+// commitTogether commits batch in one transaction and hands each request its
+// share of the result. When the store rejected some record of a batch of
+// several requests, it hands out nothing and returns false: the caller
+// commits each request alone.
+func (b *Batcher) commitTogether(batch []*request) bool {
 	var all []Record
 	for _, req := range batch {
 		all = append(all, req.recs...)
@@ -183,6 +202,9 @@ func (b *Batcher) commit(batch []*request) {
 	out, err := b.c.AppendAudit(context.Background(), all)
 	if err == nil && len(out) != len(all) {
 		err = fmt.Errorf("audit: store returned %d records for %d appended", len(out), len(all))
+	}
+	if err != nil && len(batch) > 1 && errors.Is(err, ErrRecordRejected) {
+		return false
 	}
 	if err != nil {
 		err = fmt.Errorf("audit: commit %d records: %w", len(all), err)
@@ -200,4 +222,5 @@ func (b *Batcher) commit(batch []*request) {
 		off += len(req.recs)
 		req.result <- r
 	}
+	return true
 }

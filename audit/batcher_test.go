@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,9 @@ type memCommitter struct {
 	// fail, when set, decides whether transaction n (1-based) fails; a failed
 	// transaction changes nothing.
 	fail func(n int) bool
+	// reject, when set, makes a transaction holding a record it reports
+	// fail with ErrRecordRejected, as a store refuses a revoked key's record.
+	reject func(Record) bool
 	// gate, when set, is received from before each transaction runs, after
 	// sending on started, so a test can hold a transaction in flight.
 	started chan []Record
@@ -60,6 +64,11 @@ func (m *memCommitter) AppendAudit(ctx context.Context, recs []Record) ([]Record
 			m.failed[r.RequestID] = m.txns
 		}
 		return nil, fmt.Errorf("txn %d: %w", m.txns, errInjected)
+	}
+	for _, r := range recs {
+		if m.reject != nil && m.reject(r) {
+			return nil, fmt.Errorf("txn %d: record %s: %w", m.txns, r.RequestID, ErrRecordRejected)
+		}
 	}
 	prev := Genesis()
 	if len(m.recs) > 0 {
@@ -397,5 +406,69 @@ func TestBatcherShortResultIsAnError(t *testing.T) {
 	defer b.Close()
 	if _, err := b.Commit(context.Background(), []Record{rec("a")}); err == nil {
 		t.Fatal("Commit succeeded though the store returned no record")
+	}
+}
+
+// TestBatcherRejectedRecord: a record the store rejects (a signature by a key
+// revoked meanwhile) fails its own Commit call only; the calls that shared its
+// transaction are committed on their own.
+func TestBatcherRejectedRecord(t *testing.T) {
+	m := &memCommitter{
+		started: make(chan []Record, 16), gate: make(chan struct{}),
+		reject: func(r Record) bool { return r.RequestID == "bad" },
+	}
+	b := NewBatcher(m, 0)
+	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { close(m.gate) })
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := b.Commit(context.Background(), []Record{rec("first")})
+		first <- err
+	}()
+	<-m.started // "first" holds the transaction while the others queue
+	ids := []string{"a", "bad", "c"}
+	errs := make([]chan error, len(ids))
+	for i, id := range ids {
+		errs[i] = make(chan error, 1)
+		go func() {
+			_, err := b.Commit(context.Background(), []Record{rec(id)})
+			errs[i] <- err
+		}()
+	}
+	waitFor(t, "three calls queued", func() bool { return queued(b) == 3 })
+	m.gate <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	if batch := <-m.started; len(batch) != 3 {
+		t.Fatalf("second transaction holds %d records, want the 3 queued", len(batch))
+	}
+	m.gate <- struct{}{}
+	for range ids { // then one transaction per call
+		select {
+		case <-m.started:
+			m.gate <- struct{}{}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the calls of a batch with a rejected record were not committed one by one")
+		}
+	}
+	for i, id := range ids {
+		err := <-errs[i]
+		switch {
+		case id == "bad" && !errors.Is(err, ErrRecordRejected):
+			t.Errorf("%s: Commit = %v, want ErrRecordRejected", id, err)
+		case id != "bad" && err != nil:
+			t.Errorf("%s: Commit = %v, want committed: another call's rejected record must not fail it", id, err)
+		}
+	}
+	chain, _ := m.snapshot()
+	var got []string
+	for _, r := range chain {
+		got = append(got, r.RequestID)
+	}
+	slices.Sort(got[1:]) // a and c queued in whatever order their goroutines ran
+	if fmt.Sprint(got) != "[first a c]" {
+		t.Fatalf("store holds %v, want [first a c]", got)
 	}
 }
