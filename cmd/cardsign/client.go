@@ -316,11 +316,13 @@ func describe(err error) string {
 		return err.Error()
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s", st.Code(), st.Message())
+	// A status message and its violations quote the card or the key
+	// that caused them: escaped, so they cannot write to the terminal.
+	fmt.Fprintf(&b, "%s: %s", st.Code(), escapeText(st.Message()))
 	for _, d := range st.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
 			for _, v := range br.GetFieldViolations() {
-				fmt.Fprintf(&b, "\n  %s: %s", v.GetField(), v.GetDescription())
+				fmt.Fprintf(&b, "\n  %s: %s", escapeText(v.GetField()), escapeText(v.GetDescription()))
 			}
 		}
 	}

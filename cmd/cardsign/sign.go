@@ -131,14 +131,14 @@ func signCmd() command {
 		}
 		printNotes(e, c.name, res.Loaded)
 		for _, w := range res.Warnings {
-			fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, w)
+			fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, escapeText(w.String()))
 		}
 		if len(res.Divergences) > 0 {
 			fmt.Fprintf(e.stderr, "cardsign %s: signing the spec and sdk profiles separately: A2A §8.4.1 keeps these empty values and the shipped verifiers (@a2a-js/sdk, a2a-python) drop them: %s\n",
-				c.name, strings.Join(res.Divergences, ", "))
+				c.name, escapeText(strings.Join(res.Divergences, ", ")))
 		}
 		for _, s := range res.Signatures {
-			fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile)\n", c.name, s.KID, s.Alg, s.Profile)
+			fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile)\n", c.name, signer.Printable(s.KID), s.Alg, s.Profile)
 		}
 		e.stdout.Write(res.Card)
 		return exitOK
@@ -176,17 +176,19 @@ func (c command) remote(ctx context.Context, e env, conn *connFlags, timeout tim
 		}
 		return exitFail
 	}
+	// What the daemon says about a card quotes the card: escaped like
+	// everything else a card can put on a terminal.
 	for _, n := range res.GetNotes() {
-		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, n)
+		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, escapeText(n))
 	}
 	for _, w := range res.GetWarnings() {
-		fmt.Fprintf(e.stderr, "cardsign %s: %s %s: %s [%s]\n", c.name, w.GetSeverity(), w.GetPath(), w.GetMessage(), w.GetRule())
+		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, escapeText(fmt.Sprintf("%s %s: %s [%s]", w.GetSeverity(), w.GetPath(), w.GetMessage(), w.GetRule())))
 	}
 	if d := res.GetDivergences(); len(d) > 0 {
-		fmt.Fprintf(e.stderr, "cardsign %s: signed the spec and sdk profiles separately because of: %s\n", c.name, strings.Join(d, ", "))
+		fmt.Fprintf(e.stderr, "cardsign %s: signed the spec and sdk profiles separately because of: %s\n", c.name, escapeText(strings.Join(d, ", ")))
 	}
 	for _, s := range res.GetSignatures() {
-		fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile), audit record %d\n", c.name, s.GetKid(), s.GetAlg(), s.GetProfile(), s.GetAuditSequence())
+		fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile), audit record %d\n", c.name, signer.Printable(s.GetKid()), signer.Printable(s.GetAlg()), signer.Printable(s.GetProfile()), s.GetAuditSequence())
 	}
 	e.stdout.Write(res.GetSignedCard())
 	return exitOK
@@ -206,6 +208,6 @@ func reportSignError(e env, name string, err error) int {
 
 func printFindings(w io.Writer, fs []card.Finding) {
 	for _, f := range fs {
-		fmt.Fprintf(w, "  %s\n", f)
+		fmt.Fprintf(w, "  %s\n", escapeText(f.String()))
 	}
 }
