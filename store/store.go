@@ -38,7 +38,7 @@ type Store interface {
 	ListKeys(ctx context.Context) ([]jwks.KeyRecord, error)
 
 	// AppendAudit appends in one transaction: it assigns Seq, PrevHash and
-	// Hash (audit.Record.ComputeHash) from the current chain head, ignoring
+	// Hash (audit.Record.ComputeHash) from the chain head (AuditHead), ignoring
 	// any the caller set, inserts, commits durably, and returns the records
 	// as stored.
 	audit.Committer
@@ -47,8 +47,14 @@ type Store interface {
 	// limit <= 0 means no limit.
 	ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error)
 
-	// AuditHead returns the Seq and Hash of the last audit record, or 0 and
-	// audit.Genesis() when there is none.
+	// AuditHead returns the Seq and Hash of the last audit record ever
+	// appended, or 0 and audit.Genesis() when there is none. It is a
+	// durable high-water mark, kept apart from the records and advanced in
+	// the same transaction as each append: records deleted from the end of
+	// the log behind the store's back do not lower it, and AppendAudit
+	// chains from it, so a Seq is never reused and the gap stays visible to
+	// audit.VerifyChain (storetest.RunTampering checks this). The daemon
+	// publishes it in the signed revocation document.
 	AuditHead(ctx context.Context) (seq int64, hash []byte, err error)
 
 	// NextSequence returns the next value (1, 2, …) of a named durable

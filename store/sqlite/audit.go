@@ -46,11 +46,11 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		r.CanonicalSHA256 = bytes.Clone(r.CanonicalSHA256)
 		out[i] = r
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	appendTx := func(tx *sql.Tx) error {
 		// The head read and the inserts share one BEGIN IMMEDIATE
 		// transaction: no other writer, in this process or another, can
 		// append in between.
-		if err := refuseRevoked(ctx, tx, out, times); err != nil {
+		if err := refuseRevoked(ctx, tx, out); err != nil {
 			return err
 		}
 		seq, prev, err := auditHead(ctx, tx)
@@ -74,15 +74,18 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			prev = r.Hash
 		}
 		return nil
-	})
+	}
+	// On a full volume, truncating the WAL may give back the space.
+	err := s.writeFreeingWAL(ctx, appendTx)
 	if err != nil {
 		return nil, fmt.Errorf("store: append %d audit records: %w", len(recs), err)
 	}
 	return out, nil
 }
 
-// AuditHead returns the Seq and Hash of the last audit record, or 0 and
-// audit.Genesis() when the log is empty.
+// AuditHead returns the Seq and Hash of the last audit record ever appended
+// (the high-water mark, kept even if records are deleted behind the store's
+// back), or 0 and audit.Genesis() when none was.
 func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
 	seq, hash, err := auditHead(ctx, s.db)
 	if err != nil {
@@ -96,12 +99,16 @@ type rowQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// auditHead reads the high-water mark of migration 3, not the audit table's
+// last row: after records were deleted from the end of the log, appends must
+// go on from the last seq ever used, never reuse it, so the gap shows.
 func auditHead(ctx context.Context, q rowQuerier) (int64, []byte, error) {
 	var seq int64
 	var hash []byte
-	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&seq, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, audit.Genesis(), nil
+		return 0, nil, errors.New("the audit_head row is missing: the database was edited outside cardsign " +
+			"(the row is never deleted, so sequence numbers are never reused); restore the database from a backup")
 	}
 	if err != nil {
 		return 0, nil, err
@@ -137,15 +144,18 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 	return recs, nil
 }
 
-// refuseRevoked fails the transaction when a record's key was revoked at or
-// before the record's time. A replica signs from a key list that may be up
-// to a second old; this check, in the same transaction as the append, makes
-// sure no signature by a revoked key is ever returned. Records of kids the
-// store does not know are not checked, nor are refused records: they record
-// no signature and have no kid.
-func refuseRevoked(ctx context.Context, tx *sql.Tx, recs []audit.Record, times []int64) error {
+// refuseRevoked fails the transaction when a record's key is revoked, at any
+// time: the record's time is taken before its commit, so a signature made
+// just before a revocation could otherwise be committed (and returned) after
+// it, with a time that puts it before revoked_at. Write transactions are
+// serialized (BEGIN IMMEDIATE), so every record by a key is committed before
+// its revocation or not at all. A replica signs from a key list that may be
+// up to a second old; this check makes sure no signature by a revoked key is
+// returned. Records of kids the store does not know are not checked, nor
+// are refused records: they record no signature and have no kid.
+func refuseRevoked(ctx context.Context, tx *sql.Tx, recs []audit.Record) error {
 	revokedAt := map[string]sql.NullInt64{}
-	for i, r := range recs {
+	for _, r := range recs {
 		if r.Refused() {
 			continue
 		}
@@ -157,7 +167,7 @@ func refuseRevoked(ctx context.Context, tx *sql.Tx, recs []audit.Record, times [
 			}
 			revokedAt[r.KID] = at
 		}
-		if at.Valid && at.Int64 <= times[i] {
+		if at.Valid {
 			return fmt.Errorf("%w: %s", store.ErrKeyRevoked, r.KID)
 		}
 	}

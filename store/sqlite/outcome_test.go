@@ -72,8 +72,9 @@ func TestMigrateOutcomeKeepsChain(t *testing.T) {
 	}
 
 	s := openT(t, path)
-	if got, want := appliedVersions(t, s), []int{1, 2}; !slices.Equal(got, want) {
-		t.Fatalf("after Open: versions %v, want %v", got, want)
+	// Later migrations apply too; this test is about 1 and 2.
+	if got, want := appliedVersions(t, s), []int{1, 2}; !slices.Equal(got[:min(len(got), 2)], want) {
+		t.Fatalf("after Open: versions %v, want %v first", got, want)
 	}
 	recs, err := s.ListAudit(ctx, 0, 0)
 	if err != nil {

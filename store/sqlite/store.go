@@ -47,6 +47,8 @@ type Store struct {
 	// ctx, instead of in SQLite's busy handler, which polls with sleeps.
 	// Other processes are still excluded by SQLite's own lock.
 	writeSlot chan struct{}
+	// path is the database file, named in errors that ask for disk space.
+	path string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -83,7 +85,7 @@ func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 	}
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxOpenConns)
-	s := &Store{db: db, writeSlot: make(chan struct{}, 1)}
+	s := &Store{db: db, writeSlot: make(chan struct{}, 1), path: abs}
 	// Switching a new file to WAL needs an exclusive lock, and SQLite does
 	// not always wait for it through the busy handler: when several
 	// processes open a brand-new database at once, the losers see
@@ -100,6 +102,12 @@ func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 		db.SetMaxIdleConns(0) // drop the connection that failed to configure itself
 		db.SetMaxIdleConns(maxOpenConns)
 		time.Sleep(20 * time.Millisecond)
+	}
+	// A WAL left large (a reader that blocked checkpoints, a crash, a full
+	// volume) is copied into the database and truncated before anything
+	// else writes: on a small volume its space is what appends need.
+	if err := s.checkpointAtOpen(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), db.Close())
 	}
 	if err := s.migrate(ctx, fsys); err != nil {
 		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), db.Close())

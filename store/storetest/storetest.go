@@ -760,17 +760,23 @@ func testAuditRefusesRevoked(t *testing.T, open Opener) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	early := newRecord("early", 2) // still before the revocation: allowed
-	if _, err := s.AppendAudit(ctx, []audit.Record{early}); err != nil {
-		t.Fatalf("a record from before the revocation: %v", err)
+	// A signature made before the revocation but committed after it would
+	// be returned after RevokeKey returned, and its record would sit after
+	// the revocation with a time before revoked_at: refused too.
+	early := newRecord("early", 2)
+	if _, err := s.AppendAudit(ctx, []audit.Record{early}); !errors.Is(err, store.ErrKeyRevoked) {
+		t.Fatalf("a record timed before the revocation, appended after it: %v, want ErrKeyRevoked", err)
 	}
 	late := newRecord("late", 3)
 	late.Time = revokedAt
 	if _, err := s.AppendAudit(ctx, []audit.Record{late}); !errors.Is(err, store.ErrKeyRevoked) {
 		t.Fatalf("a record by a revoked key: %v, want ErrKeyRevoked", err)
 	}
-	if got := listAll(t, s); len(got) != 2 {
-		t.Fatalf("%d records after a refused append, want 2", len(got))
+	if !errors.Is(store.ErrKeyRevoked, audit.ErrRecordRejected) {
+		t.Fatal("ErrKeyRevoked must wrap audit.ErrRecordRejected, so the batcher commits the other records of a batch")
+	}
+	if got := listAll(t, s); len(got) != 1 {
+		t.Fatalf("%d records after refused appends, want 1", len(got))
 	}
 }
 
@@ -898,5 +904,83 @@ func testAuditInvalidOutcome(t *testing.T, open Opener) {
 	}
 	if recs := listAll(t, s); len(recs) != 1 {
 		t.Fatalf("%d records after refused appends, want 1", len(recs))
+	}
+}
+
+// DeleteAuditFrom deletes every audit record with Seq >= from the way
+// someone with write access to the database could: directly, bypassing the
+// store and any guard (trigger, rule, permission) that refuses deletes. A
+// store implementation's test supplies it to RunTampering.
+type DeleteAuditFrom func(ctx context.Context, from int64) error
+
+// RunTampering runs the contract tests that need to tamper with the stored
+// audit log behind the store's back. newStore returns, as for Run, an Opener
+// for a fresh, empty store, and a DeleteAuditFrom acting on that same store.
+func RunTampering(t *testing.T, newStore func(t *testing.T) (Opener, DeleteAuditFrom)) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, open Opener, del DeleteAuditFrom)
+	}{
+		{"AuditDeletedTailSeqNotReused", testAuditDeletedTailSeqNotReused},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			open, del := newStore(t)
+			tt.fn(t, open, del)
+		})
+	}
+}
+
+// testAuditDeletedTailSeqNotReused: deleting the last records and appending
+// must not reuse their sequence numbers. AuditHead is a high-water mark (the
+// last record ever appended), the next record chains from it, and the gap
+// stays visible to VerifyChain; a reopened handle sees the same. Otherwise
+// the rewritten tail would be a valid chain and a truncation undetectable.
+func testAuditDeletedTailSeqNotReused(t *testing.T, open Opener, del DeleteAuditFrom) {
+	ctx := t.Context()
+	s := mustOpen(t, open)
+	var in []audit.Record
+	for i := range 7 {
+		in = append(in, newRecord(fmt.Sprintf("r%d", i+1), i+1))
+	}
+	out, err := s.AppendAudit(ctx, in)
+	if err != nil {
+		t.Fatalf("AppendAudit: %v", err)
+	}
+	head := out[6]
+	if err := del(ctx, 5); err != nil {
+		t.Fatalf("deleting records 5..7: %v", err)
+	}
+	for _, h := range []store.Store{s, mustOpen(t, open)} {
+		seq, hash, err := h.AuditHead(ctx)
+		if err != nil || seq != 7 || !bytes.Equal(hash, head.Hash) {
+			t.Fatalf("AuditHead after deleting records 5..7 = %d, %x, %v; want the high-water mark 7, %x", seq, hash, err, head.Hash)
+		}
+	}
+	next, err := mustOpen(t, open).AppendAudit(ctx, []audit.Record{newRecord("r8", 8)})
+	if err != nil {
+		t.Fatalf("AppendAudit after deleting the tail: %v", err)
+	}
+	if next[0].Seq != 8 || !bytes.Equal(next[0].PrevHash, head.Hash) {
+		t.Fatalf("after deleting records 5..7 the next record has seq %d and prev hash %x; want seq 8 chained to record 7's hash %x (a seq is never reused)",
+			next[0].Seq, next[0].PrevHash, head.Hash)
+	}
+	recs, err := s.ListAudit(ctx, 0, 0)
+	if err != nil {
+		t.Fatalf("ListAudit: %v", err)
+	}
+	var seqs []int64
+	for _, r := range recs {
+		seqs = append(seqs, r.Seq)
+	}
+	if !slices.Equal(seqs, []int64{1, 2, 3, 4, 8}) {
+		t.Fatalf("stored seqs %v, want [1 2 3 4 8]", seqs)
+	}
+	var ce *audit.ChainError
+	if err := audit.VerifyChain(audit.Genesis(), recs); !errors.As(err, &ce) || ce.Seq != 8 {
+		t.Fatalf("VerifyChain over the log with a deleted middle = %v; want a break at seq 8", err)
+	}
+	if seq, hash, err := s.AuditHead(ctx); err != nil || seq != 8 || !bytes.Equal(hash, next[0].Hash) {
+		t.Fatalf("AuditHead = %d, %x, %v; want 8, %x", seq, hash, err, next[0].Hash)
 	}
 }
