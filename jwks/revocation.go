@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -38,11 +40,25 @@ type Revocation struct {
 // grows with every new document, so a verifier that remembers the last one
 // it saw can refuse a replayed older one; ExpiresAt bounds how long a
 // withheld update can go unnoticed.
+//
+// AuditHead, when set, is the issuer's audit log head when the document was
+// signed, so anyone holding a document can later prove the log was not
+// truncated or rewritten below it (audit.Head.Check). Documents made before
+// it existed have none (nil).
 type Revocations struct {
 	Sequence  int64
 	IssuedAt  time.Time
 	ExpiresAt time.Time
 	Revoked   []Revocation
+	AuditHead *AuditHead
+}
+
+// AuditHead is the "audit_head" member of the revocation document: the Seq
+// and Hash (SHA-256, 32 bytes; written in lowercase hex, as cardsign prints
+// audit hashes) of the last audit record. Seq 0 is the empty log.
+type AuditHead struct {
+	Seq  int64
+	Hash []byte
 }
 
 // RevokedFrom lists the keys revoked at now (RevokedAt ≤ now), sorted by kid.
@@ -62,11 +78,21 @@ func RevokedFrom(recs []KeyRecord, now time.Time) []Revocation {
 // revocationsJSON is the payload's JSON form; members are named as in the
 // document, and jcs puts them in RFC 8785 order.
 type revocationsJSON struct {
+	AuditHead *auditHeadJSON   `json:"audit_head,omitempty"`
 	ExpiresAt string           `json:"expires_at"`
 	IssuedAt  string           `json:"issued_at"`
 	Revoked   []revocationJSON `json:"revoked"`
 	Sequence  int64            `json:"sequence"`
 }
+
+type auditHeadJSON struct {
+	Hash string `json:"hash"`
+	Seq  int64  `json:"seq"`
+}
+
+// auditHeadHashSize is the length of AuditHead.Hash: an audit record hash
+// (SHA-256). jwks does not import package audit for it.
+const auditHeadHashSize = 32
 
 type revocationJSON struct {
 	KID       string `json:"kid"`
@@ -125,6 +151,15 @@ func revocationsPayload(r Revocations) ([]byte, error) {
 	revoked := slices.Clone(r.Revoked)
 	slices.SortFunc(revoked, func(a, b Revocation) int { return cmp.Compare(a.KID, b.KID) })
 	doc := revocationsJSON{ExpiresAt: expires, IssuedAt: issued, Revoked: make([]revocationJSON, 0, len(revoked)), Sequence: r.Sequence}
+	if h := r.AuditHead; h != nil {
+		if h.Seq < 0 || h.Seq > maxSequence {
+			return nil, fmt.Errorf("audit head sequence %d is outside 0..2^53-1", h.Seq)
+		}
+		if len(h.Hash) != auditHeadHashSize {
+			return nil, fmt.Errorf("audit head hash is %d bytes, want %d", len(h.Hash), auditHeadHashSize)
+		}
+		doc.AuditHead = &auditHeadJSON{Hash: hex.EncodeToString(h.Hash), Seq: h.Seq}
+	}
 	for i, e := range revoked {
 		if e.KID == "" {
 			return nil, errors.New("revoked entry without kid")
@@ -158,8 +193,9 @@ func canonicalJSON(v any) ([]byte, error) {
 
 // SignRevocations serializes r as RFC 8785 JSON
 //
-//	{"expires_at","issued_at","revoked":[{"kid","reason","revoked_at"}],"sequence"}
+//	{"audit_head":{"hash","seq"},"expires_at","issued_at","revoked":[{"kid","reason","revoked_at"}],"sequence"}
 //
+// ("audit_head" only when r.AuditHead is set: hash in lowercase hex)
 // with times in RFC 3339 UTC at whole-second precision (see formatTime) and
 // entries sorted by kid, and signs it with s as a flattened JWS JSON object
 // {"payload","protected","signature"} whose protected header is
@@ -192,4 +228,30 @@ func SignRevocations(ctx context.Context, r Revocations, s crypto.Signer, alg jo
 		return nil, fmt.Errorf("jwks: sign revocations: %w", err)
 	}
 	return out, nil
+}
+
+// parseAuditHead reads the "audit_head" member as strictly as the rest of
+// the document: exactly "hash" (64 lowercase hex digits, as written) and
+// "seq" (an integer in 0..2^53-1).
+func parseAuditHead(raw json.RawMessage) (*AuditHead, error) {
+	m, err := jose.ParseObject(raw)
+	if err != nil {
+		return nil, fmt.Errorf("audit_head: %w", err)
+	}
+	if err := exactMembers(m, "hash", "seq"); err != nil {
+		return nil, fmt.Errorf("audit_head: %w", err)
+	}
+	seq, err := strconv.ParseInt(string(m["seq"]), 10, 64)
+	if err != nil || seq < 0 || seq > maxSequence {
+		return nil, errors.New(`audit_head: member "seq" is not an integer in 0..2^53-1`)
+	}
+	text, err := stringOf(m, "hash")
+	if err != nil {
+		return nil, fmt.Errorf("audit_head: %w", err)
+	}
+	hash, err := hex.DecodeString(text)
+	if err != nil || len(hash) != auditHeadHashSize || hex.EncodeToString(hash) != text {
+		return nil, fmt.Errorf(`audit_head: member "hash" is not %d lowercase hex digits`, 2*auditHeadHashSize)
+	}
+	return &AuditHead{Seq: seq, Hash: hash}, nil
 }

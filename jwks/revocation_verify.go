@@ -147,10 +147,18 @@ func parseRevocations(data []byte) (Revocations, error) {
 	if err != nil {
 		return Revocations{}, err
 	}
-	if err := exactMembers(m, "expires_at", "issued_at", "revoked", "sequence"); err != nil {
+	var r Revocations
+	// "audit_head" is optional: documents signed before it existed lack it.
+	members := []string{"expires_at", "issued_at", "revoked", "sequence"}
+	if _, ok := m["audit_head"]; ok {
+		members = append(members, "audit_head")
+		if r.AuditHead, err = parseAuditHead(m["audit_head"]); err != nil {
+			return Revocations{}, err
+		}
+	}
+	if err := exactMembers(m, members...); err != nil {
 		return Revocations{}, err
 	}
-	var r Revocations
 	if r.IssuedAt, err = timeOf(m, "issued_at"); err != nil {
 		return Revocations{}, err
 	}

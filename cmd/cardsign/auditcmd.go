@@ -7,19 +7,26 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jwks"
 )
 
 func auditCmd() command {
 	c := command{
 		name:    "audit",
-		summary: "List cardsignd's audit records, or verify the hash chain that links them.",
-		usage:   "list [--after SEQ] [--limit N] [--json] | verify   (both take --server ADDR)",
-		example: "  cardsign audit list --after 100 --limit 20 --server 127.0.0.1:7700\n  cardsign audit verify",
+		summary: "List cardsignd's audit records, or verify the hash chain that links them against a published head.",
+		usage:   "list [--after SEQ] [--limit N] [--json] | verify [--jwks FILE|URL [--revocations FILE|URL] | --head SEQ:HASH]   (both take --server ADDR)",
+		example: "  cardsign audit list --after 100 --limit 20 --server 127.0.0.1:7700\n" +
+			"  cardsign audit verify --jwks http://127.0.0.1:7701/.well-known/jwks.json\n" +
+			"  audit chain intact: 7 records, head 5be1…\n" +
+			"  checked against the published head record 7 (hash 5be1…) from http://127.0.0.1:7701/.well-known/cardsign-revocations.json (…): the log holds it\n" +
+			"  cardsign audit verify --jwks jwks.json --revocations saved-revocations.json\n" +
+			"  cardsign audit verify --head 7:5be1…",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -36,6 +43,10 @@ func auditCmd() command {
 		after := fs.Int64("after", 0, "list: records with a sequence number above this")
 		limit := fs.Int("limit", 0, "list: at most this many records (default all)")
 		asJSON := fs.Bool("json", false, "list: one JSON object per line")
+		var hs headSource
+		fs.StringVar(&hs.jwks, "jwks", "", "verify: trusted JWKS (file or http(s) URL) to check the signed revocation document, whose audit_head the log must hold; default: no head, and a truncated tail goes unnoticed")
+		fs.StringVar(&hs.revocations, "revocations", "", "verify: the signed revocation document (file or URL), a fresh one or a copy kept from before; default: "+jwks.RevocationsPath+" on the --jwks URL's host")
+		fs.StringVar(&hs.head, "head", "", "verify: a head to check against, SEQ:HASH (hash in hex), instead of a revocation document")
 		pos, code, done := c.parse(e, fs, args[1:])
 		if done {
 			return code
@@ -45,6 +56,33 @@ func auditCmd() command {
 		}
 		if len(pos) > 0 {
 			return c.usageError(e, "unexpected argument %q", pos[0])
+		}
+		if sub == "list" && (hs.jwks != "" || hs.revocations != "" || hs.head != "") {
+			return c.usageError(e, "--jwks, --revocations and --head are for audit verify")
+		}
+		// The head is read before the log: records appended meanwhile only
+		// extend the log past it, while a head read after the walk could be
+		// past the records seen and look like a truncation.
+		var published *publishedHead
+		var noHead string // why there is no head to check against
+		if sub == "verify" {
+			hctx, cancel := context.WithTimeout(ctx, *timeout)
+			var err error
+			published, err = hs.load(hctx, &http.Client{Timeout: *timeout, CheckRedirect: noDowngrade}, time.Now())
+			cancel()
+			var up *usageProblem
+			switch {
+			case errors.As(err, &up):
+				return c.usageError(e, "%s", up.msg)
+			case errors.Is(err, errNoHeadSource):
+				noHead = "give --jwks URL to check against the audit head in cardsignd's signed revocation document, or --head SEQ:HASH"
+				if err != errNoHeadSource { // wrapped: it says why
+					noHead = err.Error()
+				}
+			case err != nil:
+				fmt.Fprintf(e.stderr, "cardsign audit verify: published head: %v\n", err)
+				return exitUsage
+			}
 		}
 		cl, err := dial(e, conn, *timeout)
 		if err != nil {
@@ -58,6 +96,10 @@ func auditCmd() command {
 		// Walk the log page by page; verify keeps only the previous hash.
 		prev := audit.Genesis()
 		count, next := 0, *after
+		// For the published head: the last seq seen, and the hash of the
+		// record at the head's seq.
+		var lastSeq int64
+		var atHead []byte
 		for {
 			cctx, cancel := cl.ctx(ctx)
 			page := int32(1000)
@@ -86,6 +128,14 @@ func auditCmd() command {
 				}
 				if len(recs) > 0 {
 					prev = recs[len(recs)-1].Hash
+					lastSeq = recs[len(recs)-1].Seq
+				}
+				if published != nil {
+					for _, r := range recs {
+						if r.Seq == published.head.Seq {
+							atHead = r.Hash
+						}
+					}
 				}
 			} else {
 				for _, r := range recs {
@@ -98,8 +148,24 @@ func auditCmd() command {
 				break
 			}
 		}
+		if sub == "verify" && published != nil {
+			if err := published.head.Check(lastSeq, atHead); err != nil {
+				fmt.Fprintf(e.stdout, "%v\nhead published by %s\nthe log was edited outside cardsignd: restore the database from a backup and find out who could write to it\n", err, published.from)
+				return exitFail
+			}
+		}
 		if sub == "verify" {
 			fmt.Fprintf(e.stdout, "audit chain intact: %d records, head %s\n", count, hex.EncodeToString(prev))
+			if noHead != "" {
+				fmt.Fprintf(e.stdout, "note: no published head to check against: truncation of the tail cannot be detected (%s)\n", noHead)
+			}
+			if published != nil {
+				for _, n := range published.note {
+					fmt.Fprintf(e.stdout, "note: %s\n", n)
+				}
+				fmt.Fprintf(e.stdout, "checked against the published head record %d (hash %s) from %s: the log holds it\n",
+					published.head.Seq, hex.EncodeToString(published.head.Hash), published.from)
+			}
 		}
 		return exitOK
 	}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite" // the driver the store uses
+)
+
+// TestAuditTruncationDetected: someone with write access to the database
+// deletes the last audit records. `cardsign audit verify` must catch it
+// against the head published in the signed revocation document (fetched from
+// the daemon, or a copy kept from before), and the next signature must not
+// reuse the deleted sequence numbers.
+func TestAuditTruncationDetected(t *testing.T) {
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	d := startDaemon(t, data)
+	revURL := "http://" + d.http + "/.well-known/cardsign-revocations.json"
+	for range 7 {
+		mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
+	}
+
+	// Intact, checked against the head the daemon publishes now.
+	r := mustCLI(t, work, "audit", "verify", "--server", d.grpc, "--jwks", d.jwksURL())
+	if !strings.Contains(r.stdout, "audit chain intact: 7 records") || !strings.Contains(r.stdout, "published head record 7 ") {
+		t.Fatalf("audit verify of an intact log against the published head:\n%s%s", r.stdout, r.stderr)
+	}
+	// A verifier's copy of the document, kept for later.
+	_, doc := httpGet(t, revURL)
+	writeFile(t, filepath.Join(work, "revocations.json"), string(doc))
+	var head struct {
+		Seq  int64  `json:"seq"`
+		Hash string `json:"hash"`
+	}
+	payload(t, doc, "audit_head", &head)
+	if head.Seq != 7 || len(head.Hash) != 64 {
+		t.Fatalf("audit_head in the revocation document: %+v", head)
+	}
+
+	// Without a published head the check is not silently skipped.
+	r = mustCLI(t, work, "audit", "verify", "--server", d.grpc)
+	if !strings.Contains(r.stdout, "audit chain intact: 7 records") || !strings.Contains(r.stdout, "no published head to check against: truncation of the tail cannot be detected") {
+		t.Fatalf("audit verify without a head:\n%s%s", r.stdout, r.stderr)
+	}
+	// A head whose hash differs from the log's record at that seq.
+	r = cli(t, work, nil, "audit", "verify", "--server", d.grpc, "--head", "7:"+strings.Repeat("ab", 32))
+	if r.code != 1 || !strings.Contains(r.stdout, "audit log rewritten at record 7") {
+		t.Fatalf("audit verify against a different head hash: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	deleteAuditFrom(t, filepath.Join(data, "cardsign.db"), 5)
+
+	truncated := regexp.MustCompile(`audit log truncated: the published head is record 7 \(hash [0-9a-f]{64}\) but the log ends at record 4`)
+	for _, args := range [][]string{
+		{"--jwks", d.jwksURL()}, // the daemon's current document
+		{"--jwks", d.jwksURL(), "--revocations", filepath.Join(work, "revocations.json")}, // the kept copy
+		{"--head", "7:" + head.Hash},
+	} {
+		r = cli(t, work, nil, append([]string{"audit", "verify", "--server", d.grpc}, args...)...)
+		if r.code != 1 || !truncated.MatchString(r.stdout) {
+			t.Fatalf("audit verify %s after deleting records 5..7: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+
+	// The next signature gets seq 8, not a reused 5, so the gap stays.
+	mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
+	list := strings.Split(strings.TrimSpace(mustCLI(t, work, "audit", "list", "--json", "--server", d.grpc).stdout), "\n")
+	var last struct{ Sequence int64 }
+	if err := json.Unmarshal([]byte(list[len(list)-1]), &last); err != nil || len(list) != 5 || last.Sequence != 8 {
+		t.Fatalf("after deleting records 5..7 and signing again: %d records, last seq %d (%v); want 5 records ending at seq 8", len(list), last.Sequence, err)
+	}
+	r = cli(t, work, nil, "audit", "verify", "--server", d.grpc)
+	if r.code != 1 || !strings.Contains(r.stdout, "audit chain BROKEN at record 8") {
+		t.Fatalf("audit verify with records 5..7 missing: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	d.stop()
+}
+
+// deleteAuditFrom deletes the audit records with seq >= from behind the
+// daemon's back, dropping the append-only trigger first, as someone with
+// write access to the database file could.
+func deleteAuditFrom(t *testing.T, path string, from int64) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `DROP TRIGGER IF EXISTS audit_no_delete`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM audit WHERE seq >= ?`, from); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// payload decodes member name of a flattened JWS's payload into v.
+func payload(t *testing.T, doc []byte, name string, v any) {
+	t.Helper()
+	var env struct{ Payload string }
+	if err := json.Unmarshal(doc, &env); err != nil {
+		t.Fatalf("revocation document %s: %v", doc, err)
+	}
+	raw, err := base64URL(env.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(m[name], v); err != nil {
+		t.Fatalf("payload %s: member %q: %v", raw, name, err)
+	}
+}

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jwks"
+)
+
+// TestRevocationsCarryAuditHead: the revocation document carries the audit
+// head; it follows the head at most once per revocationHeadRefresh; and a
+// store head that goes back (the database edited under the daemon) does not
+// lower the published head.
+func TestRevocationsCarryAuditHead(t *testing.T) {
+	ctx := context.Background()
+	a, dir := newAuthority(t)
+	var clock atomic.Int64
+	clock.Store(time.Now().UTC().UnixNano())
+	a.now = func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	advance := func(d time.Duration) { clock.Add(int64(d)) }
+
+	fetch := func() ([]byte, jwks.Revocations) {
+		t.Helper()
+		doc, err := a.Revocations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := a.JWKS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, err := jwks.Parse(set.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := jwks.VerifyRevocations(doc, keys, a.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.AuditHead == nil {
+			t.Fatalf("revocation document without audit_head")
+		}
+		return doc, r
+	}
+	var recs []audit.Record
+	appendRec := func() {
+		t.Helper()
+		sum := sha256.Sum256([]byte{byte(len(recs))})
+		out, err := a.store.AppendAudit(ctx, []audit.Record{{Time: a.now(), Caller: "t", CanonicalSHA256: sum[:], Signature: "s"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, out...)
+	}
+	wantHead := func(r jwks.Revocations, seq int64, hash []byte) {
+		t.Helper()
+		if r.AuditHead.Seq != seq || !bytes.Equal(r.AuditHead.Hash, hash) {
+			t.Fatalf("audit_head = %d %x, want %d %x", r.AuditHead.Seq, r.AuditHead.Hash, seq, hash)
+		}
+	}
+
+	doc0, r0 := fetch()
+	wantHead(r0, 0, audit.Genesis())
+	appendRec()
+	appendRec()
+	if doc, _ := fetch(); !bytes.Equal(doc, doc0) {
+		t.Fatal("re-signed within revocationHeadRefresh of the last document: one signature per fetch after every append")
+	}
+	advance(revocationHeadRefresh)
+	doc1, r1 := fetch()
+	wantHead(r1, 2, recs[1].Hash)
+	if r1.Sequence <= r0.Sequence {
+		t.Fatalf("sequence %d after %d", r1.Sequence, r0.Sequence)
+	}
+	advance(revocationHeadRefresh)
+	if doc, _ := fetch(); !bytes.Equal(doc, doc1) {
+		t.Fatal("re-signed although neither the head nor anything else changed")
+	}
+
+	// Someone with write access deletes record 2 and moves the head back.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "cardsign.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`DROP TRIGGER audit_no_delete`, `DROP TRIGGER audit_head_forward_only`,
+		`DELETE FROM audit WHERE seq = 2`, `UPDATE audit_head SET seq = 1, hash = (SELECT hash FROM audit WHERE seq = 1)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	doc2, r2 := fetch()
+	wantHead(r2, 2, recs[1].Hash)
+	if bytes.Equal(doc2, doc1) {
+		t.Fatal("not re-signed when the store's head went back")
+	}
+	if doc, _ := fetch(); !bytes.Equal(doc, doc2) {
+		t.Fatal("re-signed again although the store's head did not move")
+	}
+	a.invalidateRevocations()
+	_, r3 := fetch()
+	wantHead(r3, 2, recs[1].Hash)
+}
