@@ -95,7 +95,7 @@ func TestKeyTransitionsRefuseWhatWouldSurprise(t *testing.T) {
 	}
 
 	// Revoking the pending key cancels the rotation: the old key keeps signing.
-	if _, err := a.RevokeKey(ctx, rot.KID, "changed our mind", false); err != nil {
+	if _, err := a.RevokeKey(ctx, rot.KID, "superseded: changed our mind", false); err != nil {
 		t.Fatal(err)
 	}
 	if activeKID(t, a) != first {

@@ -109,9 +109,19 @@ func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jw
 	if err != nil {
 		return jwks.View{}, err
 	}
+	if kid != "" {
+		if err := checkKID("kid", kid); err != nil {
+			return jwks.View{}, err
+		}
+	}
 	rec, err := a.record(ctx, uri, backends.OpenOptions{Alg: alg, KID: kid})
 	if err != nil {
 		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: err.Error()}
+	}
+	// A kid taken from the key itself (a JWK file's "kid") obeys the same
+	// rule as one given in the request.
+	if err := checkKID("kid", rec.KID); err != nil {
+		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "the key's own kid: " + err.Error() + "; pass a kid in the request instead"}
 	}
 	if err := a.store.CreateKey(ctx, rec, notAlreadyKnown(rec)); err != nil {
 		return jwks.View{}, err
@@ -131,8 +141,8 @@ func (a *Authority) RotateKey(ctx context.Context, algName string, prepublish *t
 	}
 	wait := a.cfg.Prepublish
 	if prepublish != nil {
-		if *prepublish < 0 {
-			return jwks.View{}, &InvalidArgumentError{Field: "prepublish_seconds", Reason: "must not be negative"}
+		if *prepublish < 0 || *prepublish > MaxPrepublish {
+			return jwks.View{}, &InvalidArgumentError{Field: "prepublish_seconds", Reason: fmt.Sprintf("must be between 0 and %s, not %s", MaxPrepublish, *prepublish)}
 		}
 		wait = *prepublish
 	}
@@ -192,8 +202,15 @@ func notAlreadyKnown(rec jwks.KeyRecord) func([]jwks.KeyRecord) error {
 // with every key's state derived from the records the transaction read.
 func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Time, v jwks.View, all []jwks.View) (jwks.KeyRecord, error)) (jwks.View, error) {
 	defer a.recheckReadiness() // a key change can make or break readiness
-	now := a.now()
+	if err := checkKID("kid", kid); err != nil {
+		return jwks.View{}, err
+	}
 	err := a.store.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+		// The time is taken inside the transaction, which holds the
+		// store's write lock: every audit record committed before it has
+		// an earlier time, so a revocation's revoked_at follows the last
+		// signature by that key in time as well as in commit order.
+		now := a.now()
 		views := jwks.Derive(now, recs, a.policy())
 		for _, v := range views {
 			if v.KID == kid {
@@ -263,8 +280,9 @@ func (a *Authority) RetireKey(ctx context.Context, kid string, force bool) (jwks
 // RevokeKey unpublishes a key at once and lists it in the revocation
 // document; its kid is never published again.
 func (a *Authority) RevokeKey(ctx context.Context, kid, reason string, force bool) (jwks.View, error) {
-	if reason == "" {
-		reason = "unspecified"
+	reason, err := checkReason(reason)
+	if err != nil {
+		return jwks.View{}, err
 	}
 	v, err := a.change(ctx, kid, func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
 		if v.State == jwks.StateRevoked {

@@ -13,6 +13,7 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/store"
 )
 
 // SignRequest is one card to sign, with who asks.
@@ -64,12 +65,40 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 			a.metrics.signatures.WithLabelValues(outcome, string(s.Alg), a.backendOf(s.KID), principal).Inc()
 		}
 	}()
+	// A key revoked while this card was being signed: the store refused the
+	// records (and so the signatures) by it. Sign again with the key list as
+	// it is now, which no longer holds the revoked key.
+	for attempt := 1; ; attempt++ {
+		signed, res, err = a.signOnce(ctx, req, attempt > 1)
+		if err == nil || !errors.Is(err, store.ErrKeyRevoked) || attempt == maxSignAttempts {
+			return signed, err
+		}
+		for _, s := range res.Signatures {
+			a.metrics.signatures.WithLabelValues("discarded", string(s.Alg), a.backendOf(s.KID), principal).Inc()
+		}
+		a.log.Info("a signing key was revoked while a card was being signed; signing again", "request_id", req.RequestID, "attempt", attempt)
+	}
+}
+
+// maxSignAttempts bounds how often Sign starts over when a key is revoked
+// under it: two revocations in a row within one request are already rare.
+const maxSignAttempts = 3
+
+// signOnce signs with the signing keys as the authority sees them (re-read
+// from the store when fresh is set) and commits the audit records. On a
+// failed commit it returns the discarded signatures too, for metrics.
+func (a *Authority) signOnce(ctx context.Context, req SignRequest, fresh bool) (*Signed, *signer.Result, error) {
+	if fresh {
+		if _, err := a.records(ctx, true); err != nil {
+			return nil, nil, err
+		}
+	}
 	keys, err := a.signingKeys(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var refused *audit.Record
-	res, err = signer.Sign(ctx, req.Card, signer.Options{
+	res, err := signer.Sign(ctx, req.Card, signer.Options{
 		Keys:           keys,
 		JKU:            a.cfg.JKU,
 		Mode:           req.Mode,
@@ -89,10 +118,10 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		},
 	})
 	if refused != nil {
-		return nil, a.auditRefusal(ctx, *refused, err)
+		return nil, nil, a.auditRefusal(ctx, *refused, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	recs := make([]audit.Record, len(res.Signatures))
 	for i, s := range res.Signatures {
@@ -101,9 +130,9 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	}
 	committed, err := a.commit(ctx, recs)
 	if err != nil {
-		return nil, err
+		return nil, res, err
 	}
-	return &Signed{Result: res, Audit: committed}, nil
+	return &Signed{Result: res, Audit: committed}, res, nil
 }
 
 // recordFor starts the audit record of a request about card l.

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/signer"
 )
 
 func keysCmd() command {
@@ -18,10 +19,10 @@ func keysCmd() command {
 		name:    "keys",
 		summary: "Administer cardsignd's signing keys: list, create, import, rotate, activate, retire, revoke.",
 		usage: "list | create [--alg ALG] | import URI [--alg ALG] [--kid KID] | rotate [--alg ALG] [--prepublish D] |\n" +
-			"       activate KID | retire KID [--force] | revoke KID [--reason TEXT] [--force]\n" +
+			"       activate KID | retire KID [--force] | revoke KID [--reason CODE[: NOTE]] [--force]\n" +
 			"       (all take " + connUsage + ")",
 		example: "  cardsign keys rotate --prepublish 1h --server 127.0.0.1:7700\n  cardsign keys list\n" +
-			"  cardsign keys list --server cardsign.internal:7700 --ca-file ca.pem --cert-file admin.pem --key-file admin-key.pem\n  cardsign keys revoke 3kP… --reason \"key compromise\"",
+			"  cardsign keys list --server cardsign.internal:7700 --ca-file ca.pem --cert-file admin.pem --key-file admin-key.pem\n  cardsign keys revoke 3kP… --reason \"key-compromise: laptop stolen\"",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -38,7 +39,7 @@ func keysCmd() command {
 		alg := fs.String("alg", "", "JOSE algorithm of the new key (default: the daemon's keys.default_alg)")
 		kid := fs.String("kid", "", "import: kid instead of the RFC 7638 thumbprint")
 		prepublish := fs.Duration("prepublish", -1, "rotate: time from now until the new key signs (default: the daemon's keys.prepublish; 0s activates at once)")
-		reason := fs.String("reason", "", "revoke: why (listed in the revocation document)")
+		reason := fs.String("reason", "", "revoke: why, listed in the revocation document: CODE or \"CODE: note\" (codes: unspecified, key-compromise, superseded, cessation-of-operation, affiliation-changed, privilege-withdrawn; note ≤ 200 characters)")
 		force := fs.Bool("force", false, "retire/revoke: allow stopping the active key, which stops signing until another key is active")
 		pos, code, done := c.parse(e, fs, args[1:])
 		if done {
@@ -111,9 +112,11 @@ func keysCmd() command {
 		tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "KID\tALG\tSTATE\tPUBLISHED\tACTIVATES\tRETIRES\tEXPIRES\tREVOKED\tURI")
 		for _, k := range keys {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.GetKid(), k.GetAlg(), k.GetState(),
+			// Kids and URIs recorded before they were validated may hold
+			// anything: a tab or newline would shift the table.
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", signer.Printable(k.GetKid()), signer.Printable(k.GetAlg()), k.GetState(),
 				tsText(k.GetPublishAt()), tsText(k.GetActivateAt()), tsText(k.GetRetireAt()), tsText(k.GetExpireAt()),
-				revokedText(k), k.GetUri())
+				escapeText(revokedText(k)), signer.Printable(k.GetUri()))
 		}
 		tw.Flush()
 		return exitOK

@@ -326,7 +326,7 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 
 	// Revoke the old key: it leaves the JWKS, the revocation document lists
 	// it, and a card signed only by it fails as revoked.
-	mustCLI(t, work, "keys", "revoke", first, "--reason", "key compromise", "--server", srv)
+	mustCLI(t, work, "keys", "revoke", first, "--reason", "key-compromise: laptop stolen", "--server", srv)
 	_, body = httpGet(t, d.jwksURL())
 	if k := kids(t, body); contains(k, first) || !contains(k, second) {
 		t.Fatalf("JWKS after revocation: %v", k)
@@ -336,7 +336,7 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 		t.Fatalf("revocation document: %s", rev)
 	}
 	r := cli(t, work, nil, "verify", "--jwks", d.jwksURL(), "card1.json")
-	if r.code != 1 || !strings.Contains(r.stdout, "revoked") || !strings.Contains(r.stdout, "key compromise") {
+	if r.code != 1 || !strings.Contains(r.stdout, "revoked") || !strings.Contains(r.stdout, "key-compromise: laptop stolen") {
 		t.Fatalf("a card signed only by a revoked key: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// A stale copy of the JWKS that still has the revoked key does not help:
@@ -375,7 +375,7 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 
 	// Revoke the last active key with --force: signing stops with
 	// FAILED_PRECONDITION until a key is activated.
-	mustCLI(t, work, "keys", "revoke", second, "--force", "--reason", "drill", "--server", d.grpc)
+	mustCLI(t, work, "keys", "revoke", second, "--force", "--reason", "unspecified: drill", "--server", d.grpc)
 	if r := cli(t, work, nil, "sign", "--server", d.grpc, cardFile("security.json")); r.code == 0 || !strings.Contains(r.stderr, "FailedPrecondition") {
 		t.Fatalf("signing with no active key: exit %d %s", r.code, r.stderr)
 	}
