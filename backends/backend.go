@@ -53,3 +53,25 @@ type HealthChecker interface {
 type Disabler interface {
 	Disable(ctx context.Context, uri string) error
 }
+
+// PreconditionError reports a backend that cannot do what was asked until
+// an operator changes something outside cardsign (a key directory the
+// daemon cannot write, a missing directory): unlike ErrUnavailable,
+// retrying does not help. The daemon maps it to FAILED_PRECONDITION. Its
+// message says what failed and where, why, and how to fix it; never
+// secrets.
+type PreconditionError struct {
+	Op  string // what failed, and where: "file backend: create key in /x/keys"
+	Err error  // why: the cause, e.g. fs.ErrPermission
+	Fix string // how to fix it: "make the directory writable by the daemon's user"
+}
+
+func (e *PreconditionError) Error() string {
+	msg := e.Op + ": " + e.Err.Error()
+	if e.Fix != "" {
+		msg += ": " + e.Fix
+	}
+	return msg
+}
+
+func (e *PreconditionError) Unwrap() error { return e.Err }

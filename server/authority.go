@@ -52,6 +52,11 @@ type Config struct {
 	BackendConcurrency map[string]int
 	// Metrics receives the authority's metrics; nil makes a private set.
 	Metrics *Metrics
+	// CheckKeyURI, when set, vets a key URI before it is opened to be
+	// recorded (ImportKey, and new keys): the daemon refuses file: paths
+	// outside its import directories, so an import cannot make it read any
+	// file it can open. Keys already on record are reopened as recorded.
+	CheckKeyURI func(uri string) error
 }
 
 // Authority is the signing authority: it owns the key records' cache, the
@@ -166,6 +171,16 @@ func (a *Authority) open(ctx context.Context, rec jwks.KeyRecord) (*backends.Key
 	if err != nil {
 		return nil, fmt.Errorf("open key %s (%s): %w", rec.KID, backends.Redact(rec.URI), err)
 	}
+	// A key replaced at its backend (another key file at the same path)
+	// opens fine but is not the published key: refuse it here, by name,
+	// rather than fail every signature with an internal error.
+	pub, err := a.storedPublic(rec)
+	if err != nil {
+		return nil, err
+	}
+	if kp, ok := k.Public().(publicKey); !ok || !kp.Equal(pub) {
+		return nil, &KeyChangedError{KID: rec.KID}
+	}
 	k = a.limit(k)
 	a.mu.Lock()
 	if prev := a.signers[rec.KID]; prev != nil {
@@ -210,6 +225,11 @@ func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, e
 // record opens a key URI and builds its record: the public JWK is read once,
 // here, and never fetched from the backend again.
 func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOptions) (jwks.KeyRecord, error) {
+	if a.cfg.CheckKeyURI != nil {
+		if err := a.cfg.CheckKeyURI(uri); err != nil {
+			return jwks.KeyRecord{}, err
+		}
+	}
 	k, err := backends.Open(ctx, uri, opts)
 	if err != nil {
 		return jwks.KeyRecord{}, err

@@ -66,7 +66,7 @@ func (a *Authority) canary(ctx context.Context) error {
 		// jose.Sign verifies the signature with the signer's public key;
 		// signingKeys tied that key to the published one.
 		if pub, ok := k.Signer.Public().(publicKey); !ok || !pub.Equal(k.Public) {
-			return fmt.Errorf("signing key %s: the backend's public key is not the one on record", k.KID)
+			return &KeyChangedError{KID: k.KID}
 		}
 		// The canary goes around the backend's concurrency limit: under
 		// load every slot is taken by real signatures, and a busy backend
@@ -74,6 +74,15 @@ func (a *Authority) canary(ctx context.Context) error {
 		s := k.Signer
 		if ls, ok := s.(*limitedSigner); ok {
 			s = ls.inner
+		}
+		// An opened key signs from memory (a file key) or through a
+		// session; its backend may know that a restart would not find it
+		// again (the key file deleted or replaced). Signing goes on, but
+		// readiness says so now rather than at the next restart.
+		if hc, ok := s.(keyHealthChecker); ok {
+			if err := hc.Healthy(ctx); err != nil {
+				return &UnavailableError{What: "signing key " + k.KID, Err: fmt.Errorf("%w: %w", backends.ErrUnavailable, err)}
+			}
 		}
 		if _, err := jose.Sign(ctx, s, k.Alg, []byte(canaryInput)); err != nil {
 			return &UnavailableError{What: "signing key " + k.KID, Err: fmt.Errorf("%w: canary signature: %w", backends.ErrUnavailable, err)}
@@ -88,6 +97,24 @@ func (a *Authority) canary(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// keyHealthChecker is implemented by the signers of backends that can tell
+// whether an opened key is still where it was opened from (the file
+// backend's signer stats its key file).
+type keyHealthChecker interface {
+	Healthy(ctx context.Context) error
+}
+
+// KeyChangedError reports a key whose backend now returns another public
+// key than the one recorded (and published) when the key was created or
+// imported: the key file or backend key was replaced. Signing with it would
+// publish signatures no verifier accepts, so it is refused; an operator
+// must restore the key or rotate. It maps to FAILED_PRECONDITION.
+type KeyChangedError struct{ KID string }
+
+func (e *KeyChangedError) Error() string {
+	return "key " + e.KID + ": the backend's public key is not the one on record; the key was replaced at its backend: restore the original key, or rotate to a new key and revoke " + e.KID
 }
 
 // publicKey is what crypto public keys have in common.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -30,6 +31,8 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 		nfErr   *NotFoundError
 		unErr   *UnavailableError
 		refused *RefusedError
+		changed *KeyChangedError
+		bePre   *backends.PreconditionError
 	)
 	switch {
 	case errors.As(err, &refused):
@@ -45,20 +48,19 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 		return withBadRequest(codes.InvalidArgument, "invalid card: "+cardErr.Error(),
 			&errdetails.BadRequest_FieldViolation{Field: cardErr.Path, Description: cardErr.Reason + " [" + cardErr.Rule + "]"})
 	case errors.As(err, &lintErr):
-		var vs []*errdetails.BadRequest_FieldViolation
-		for _, f := range lintErr.Findings {
-			if f.Severity == card.SeverityError {
-				d := f.Message + " [" + f.Rule + "]"
-				if f.Fix != "" {
-					d += "; fix: " + f.Fix
-				}
-				vs = append(vs, &errdetails.BadRequest_FieldViolation{Field: f.Path, Description: d})
-			}
-		}
-		return withBadRequest(codes.InvalidArgument, lintErr.Error(), vs...)
+		return withBadRequest(codes.InvalidArgument, lintErr.Error(), lintViolations(lintErr.Findings)...)
 	case errors.As(err, &argErr):
 		return withBadRequest(codes.InvalidArgument, argErr.Error(),
 			&errdetails.BadRequest_FieldViolation{Field: argErr.Field, Description: argErr.Reason})
+	case errors.As(err, &changed):
+		// Before the unavailable cases: the key will not come back by
+		// itself, and the message names the key and what to do.
+		return status.Error(codes.FailedPrecondition, changed.Error())
+	case errors.As(err, &bePre):
+		// The backend says what failed, where and how to fix it; admin
+		// calls (create, rotate) get it, the log too.
+		log.Warn("key backend precondition failed", "request_id", requestID, "err", err)
+		return status.Error(codes.FailedPrecondition, bePre.Error())
 	case errors.As(err, &preErr), errors.Is(err, ErrNoActiveKey):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.As(err, &nfErr), errors.Is(err, store.ErrNotFound):
@@ -95,7 +97,8 @@ func refusedRule(r string) string {
 }
 
 func withBadRequest(code codes.Code, msg string, vs ...*errdetails.BadRequest_FieldViolation) error {
-	st := status.New(code, msg)
+	st := status.New(code, truncateText(msg, maxStatusMessage))
+	vs = boundViolations(vs)
 	if len(vs) == 0 {
 		return st.Err()
 	}
@@ -103,4 +106,63 @@ func withBadRequest(code codes.Code, msg string, vs ...*errdetails.BadRequest_Fi
 		return d.Err()
 	}
 	return st.Err()
+}
+
+// An error's status travels in trailers (the message twice: once in
+// grpc-message, once inside the base64 details), and gRPC clients cap their
+// header list (8 KiB in grpc-java, 16 KiB in several proxies): a status larger
+// than that fails the call with a protocol error that names nothing, and can
+// fail other calls on the same connection. These bounds keep every status
+// under 8 KiB of headers, whatever the card held.
+const (
+	maxStatusMessage = 1 << 10 // bytes of the message
+	maxViolationText = 256     // bytes of each violation's field and of its description
+	maxDetailBytes   = 3 << 10 // bytes of all violations together
+)
+
+// lintViolations turns lint errors into field violations.
+func lintViolations(fs []card.Finding) []*errdetails.BadRequest_FieldViolation {
+	var vs []*errdetails.BadRequest_FieldViolation
+	for _, f := range fs {
+		if f.Severity != card.SeverityError {
+			continue
+		}
+		d := f.Message + " [" + f.Rule + "]"
+		if f.Fix != "" {
+			d += "; fix: " + f.Fix
+		}
+		vs = append(vs, &errdetails.BadRequest_FieldViolation{Field: f.Path, Description: d})
+	}
+	return vs
+}
+
+// boundViolations shortens each violation and keeps as many as fit in
+// maxDetailBytes, then one that counts the rest.
+func boundViolations(vs []*errdetails.BadRequest_FieldViolation) []*errdetails.BadRequest_FieldViolation {
+	var out []*errdetails.BadRequest_FieldViolation
+	size := 0
+	for i, v := range vs {
+		field, desc := truncateText(v.Field, maxViolationText), truncateText(v.Description, maxViolationText)
+		if size+len(field)+len(desc) > maxDetailBytes {
+			out = append(out, &errdetails.BadRequest_FieldViolation{Field: "$",
+				Description: fmt.Sprintf("%d more problems not listed here [%s]; fix: run `cardsign lint` on the card to see them", len(vs)-i, card.RuleTooManyFindings)})
+			break
+		}
+		size += len(field) + len(desc)
+		out = append(out, &errdetails.BadRequest_FieldViolation{Field: field, Description: desc})
+	}
+	return out
+}
+
+// truncateText cuts s to at most n bytes on a UTF-8 boundary, marking the cut.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }

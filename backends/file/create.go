@@ -28,7 +28,7 @@ const RSABits = 3072
 // Create generates a key for req.Alg and writes it to the path req.Name
 // (a plain path or a file: URI), never overwriting an existing file. It
 // returns the new key's URI, "file:" + path.
-func (Backend) Create(ctx context.Context, req backends.CreateRequest) (string, error) {
+func (b Backend) Create(ctx context.Context, req backends.CreateRequest) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("file: create: %w", err)
 	}
@@ -41,6 +41,9 @@ func (Backend) Create(ctx context.Context, req backends.CreateRequest) (string, 
 	}
 	if path == "" {
 		return "", errors.New("file: create: empty path (CreateRequest.Name)")
+	}
+	if _, err := b.resolve(path); err != nil {
+		return "", err
 	}
 	// Fail before the (slow, for RSA) key generation when the file exists.
 	if _, err := os.Lstat(path); err == nil {
@@ -134,7 +137,7 @@ func writeExclusive(path string, data []byte) (err error) {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("file: write %s: %w; refusing to overwrite a key", path, ErrExist)
 		}
-		return fmt.Errorf("file: write: %w", err)
+		return createError(path, err)
 	}
 	defer func() {
 		if err != nil {

@@ -30,8 +30,18 @@
 //
 // A key file whose mode grants any permission to group or others is refused
 // (chmod 600 fixes it), as are encrypted keys, public-only material, files
-// with more than one key, and files over MaxFileSize. Error messages name the
-// file and the problem, never key bytes. New keys are written with O_EXCL and
+// with more than one key, anything but a regular file (a FIFO is refused
+// without blocking: files are opened O_NONBLOCK and checked with fstat
+// before any read), and files over MaxFileSize. Error messages name the file
+// and the problem, never its content: not key bytes, and not the PEM
+// types, JSON values or member names it holds, unless they are known names
+// (a PEM "CERTIFICATE", a JWK kty "oct").
+//
+// The zero Backend reads any file the process can, as the CLI, run by the
+// key's owner, should. New(Config{AllowedDirs}) gives a Backend that
+// refuses paths outside those directories after resolving symbolic links;
+// the daemon vets imported key URIs with its CheckURI. An opened key's
+// signer has a Healthy method that reports its file gone or replaced. New keys are written with O_EXCL and
 // mode 0600 from the start, so an existing key is never overwritten and the
 // key is never readable by others, not even for a moment.
 package file

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/cardsign/cardsign/backends"
 )
@@ -20,8 +21,11 @@ const MaxFileSize = 64 << 10
 
 func init() { backends.Register(Scheme, Backend{}) }
 
-// Backend opens and creates keys in local files. The zero value is ready.
-type Backend struct{}
+// Backend opens and creates keys in local files. The zero value is ready
+// and reads any file the process can; New restricts it to directories.
+type Backend struct {
+	dirs []string // allowed directories, cleaned; empty: anywhere
+}
 
 var (
 	_ backends.Backend = Backend{}
@@ -30,7 +34,11 @@ var (
 
 // Open reads the private key at the path of a file: URI. A JWK's "alg" and
 // "kid" members are passed on in the Handle; PEM keys have neither.
-func (Backend) Open(ctx context.Context, uri string) (backends.Handle, error) {
+//
+// The Handle's signer also has a Healthy method, which reports a key file
+// that is gone or now holds another key: the key keeps signing from memory,
+// but readiness should say that a restart would not find it.
+func (b Backend) Open(ctx context.Context, uri string) (backends.Handle, error) {
 	path, err := Path(uri)
 	if err != nil {
 		return backends.Handle{}, err
@@ -38,12 +46,29 @@ func (Backend) Open(ctx context.Context, uri string) (backends.Handle, error) {
 	if err := ctx.Err(); err != nil {
 		return backends.Handle{}, fmt.Errorf("file: %w", err)
 	}
-	data, err := readKeyFile(path)
+	// A restricted backend opens the resolved path it checked, and refuses
+	// a symbolic link put in its place since.
+	open, flags := path, 0
+	if len(b.dirs) > 0 {
+		if open, err = b.resolve(path); err != nil {
+			return backends.Handle{}, err
+		}
+		flags = syscall.O_NOFOLLOW
+	}
+	data, st, err := readKeyFile(open, flags)
 	if err != nil {
+		if open != path {
+			err = fmt.Errorf("%w (key file %s)", err, path)
+		}
 		return backends.Handle{}, err
 	}
 	defer clear(data) // best effort: fewer copies of the key in memory
-	return parseKey(path, data)
+	h, err := parseKey(path, data)
+	if err != nil {
+		return backends.Handle{}, err
+	}
+	h.Signer = &keySigner{Signer: h.Signer, path: open, opened: st}
+	return h, nil
 }
 
 // Path returns the file path of a file: URI (see the package comment for
@@ -83,32 +108,61 @@ func (e *InsecureModeError) Error() string {
 // readKeyFile reads path after checking it is a regular file of at most
 // MaxFileSize bytes that only its owner can access. The checks use the open
 // descriptor, not the path, so the file cannot be swapped in between.
-func readKeyFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+//
+// The open is non-blocking: opening a FIFO for reading otherwise waits for
+// a writer, forever if there is none, and a caller who may name any path
+// (an import) could wedge a daemon thread per call and its shutdown. With
+// O_NONBLOCK the open returns at once, and fstat refuses the FIFO before
+// anything is read.
+//
+// It returns the file's FileInfo from the descriptor too, to tell later
+// whether the path still names the same file.
+func readKeyFile(path string, flags int) ([]byte, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flags, 0)
 	if err != nil {
-		return nil, fmt.Errorf("file: %w", err) // *PathError names the path
+		return nil, nil, fmt.Errorf("file: %w", err) // *PathError names the path
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("file: %w", err)
+		return nil, nil, fmt.Errorf("file: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("file: key file %s is not a regular file", path)
+		return nil, nil, fmt.Errorf("file: key file %s is not a regular file (it is a %s); give the path of a key file", path, fileKind(st.Mode()))
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return nil, &InsecureModeError{Path: path, Mode: st.Mode()}
+		return nil, nil, &InsecureModeError{Path: path, Mode: st.Mode()}
 	}
 	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("file: key file %s is %d bytes, over the %d-byte limit", path, st.Size(), MaxFileSize)
+		return nil, nil, fmt.Errorf("file: key file %s is %d bytes, over the %d-byte limit; a key file holds one key", path, st.Size(), MaxFileSize)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("file: read %s: %w", path, err)
+		return nil, nil, fmt.Errorf("file: read %s: %w", path, err)
 	}
 	if len(data) > MaxFileSize {
 		clear(data)
-		return nil, fmt.Errorf("file: key file %s is over the %d-byte limit", path, MaxFileSize)
+		return nil, nil, fmt.Errorf("file: key file %s is over the %d-byte limit; a key file holds one key", path, MaxFileSize)
 	}
-	return data, nil
+	return data, st, nil
+}
+
+// fileKind names the type of a file that is not a regular file, for
+// messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "special file"
 }

@@ -7,8 +7,12 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/cardsign/cardsign/backends"
@@ -33,16 +37,27 @@ func parseKey(path string, data []byte) (backends.Handle, error) {
 }
 
 func parseJWK(path string, data []byte) (backends.Handle, error) {
+	// encoding/json's syntax errors quote the offending character: say
+	// where instead.
+	if !json.Valid(data) {
+		var v any
+		err := json.Unmarshal(data, &v)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return backends.Handle{}, fmt.Errorf("file: key file %s is not valid JSON (syntax error at byte %d); want a PEM private key or one private JWK object", path, se.Offset)
+		}
+		return backends.Handle{}, fmt.Errorf("file: key file %s is not valid JSON; want a PEM private key or one private JWK object", path)
+	}
 	priv, err := jose.PrivateMembers(data)
 	if err != nil {
-		return backends.Handle{}, fmt.Errorf("file: key file %s: %w", path, err)
+		return backends.Handle{}, fmt.Errorf("file: key file %s: not a private JWK: %s", path, withoutContent(err))
 	}
 	if len(priv) == 0 {
 		return backends.Handle{}, fmt.Errorf("file: key file %s holds a public JWK only; a private key is needed", path)
 	}
 	s, pub, err := jose.ParsePrivateJWK(data)
 	if err != nil {
-		return backends.Handle{}, fmt.Errorf("file: key file %s: %w", path, err)
+		return backends.Handle{}, fmt.Errorf("file: key file %s: not a usable private JWK: %s", path, withoutContent(err))
 	}
 	// ParsePrivateJWK has checked that "alg" is supported and fits the key.
 	return backends.Handle{Signer: s, Alg: jose.Alg(pub.Alg), KID: pub.Kid}, nil
@@ -67,7 +82,7 @@ func parsePEM(path string, data []byte) (crypto.Signer, error) {
 			continue
 		}
 		if key != nil {
-			return nil, fmt.Errorf("file: key file %s has more than one PEM block (%q after %q); keep exactly one private key per file", path, b.Type, key.Type)
+			return nil, fmt.Errorf("file: key file %s has more than one PEM block (types: %s, then %s); keep exactly one private key per file", path, pemType(key.Type), pemType(b.Type))
 		}
 		key = b
 	}
@@ -95,15 +110,88 @@ func parsePEM(path string, data []byte) (crypto.Signer, error) {
 	case "PUBLIC KEY", "RSA PUBLIC KEY", "EC PUBLIC KEY", "CERTIFICATE":
 		return nil, fmt.Errorf("file: key file %s holds public-only material (PEM %q); a private key is needed", path, key.Type)
 	default:
-		return nil, fmt.Errorf("file: key file %s has unsupported PEM block %q (want PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY)", path, key.Type)
+		return nil, fmt.Errorf("file: key file %s has an unsupported PEM block type: %s; want PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY", path, pemType(key.Type))
 	}
 	if err != nil {
-		// x509 errors describe the structure, not its contents.
-		return nil, fmt.Errorf("file: key file %s: PEM %q: %w", path, key.Type, err)
+		// x509's errors can quote what they found (an algorithm OID):
+		// name the format expected and, when the bytes are a key of
+		// another format, that format, but nothing of the bytes.
+		return nil, fmt.Errorf("file: key file %s: the PEM %q block is not a valid key in that format%s", path, key.Type, formatHint(key.Type, key.Bytes))
 	}
 	switch s := k.(type) {
 	case *ecdsa.PrivateKey, *rsa.PrivateKey, ed25519.PrivateKey:
 		return s.(crypto.Signer), nil
 	}
 	return nil, fmt.Errorf("file: key file %s holds a %T, which cannot sign JWS", path, k)
+}
+
+// A key file may be any file the daemon can read, named by a caller who
+// cannot read it: messages about its content use a fixed vocabulary only,
+// and quote a name the file holds only when it is in that vocabulary.
+
+// knownPEMTypes are PEM labels (RFC 7468 and common OpenSSL/OpenSSH ones)
+// that may be quoted in messages.
+var knownPEMTypes = []string{
+	"PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY", "EC PARAMETERS", "ENCRYPTED PRIVATE KEY",
+	"PUBLIC KEY", "RSA PUBLIC KEY", "EC PUBLIC KEY", "CERTIFICATE", "TRUSTED CERTIFICATE",
+	"CERTIFICATE REQUEST", "NEW CERTIFICATE REQUEST", "X509 CRL", "DSA PRIVATE KEY",
+	"OPENSSH PRIVATE KEY", "SSH2 ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK", "PGP PUBLIC KEY BLOCK",
+	"DH PARAMETERS", "X9.42 DH PARAMETERS", "PKCS7", "CMS", "ATTRIBUTE CERTIFICATE",
+}
+
+// pemType quotes a PEM label when it is a known one.
+func pemType(t string) string {
+	if slices.Contains(knownPEMTypes, t) {
+		return fmt.Sprintf("%q", t)
+	}
+	return "an unknown one (not shown)"
+}
+
+// formatHint says which format a PEM block's bytes are in when that is not
+// the one its label claims, e.g. a PKCS#1 key labelled "PRIVATE KEY".
+func formatHint(label string, der []byte) string {
+	parsers := []struct {
+		label string
+		parse func([]byte) (any, error)
+	}{
+		{"PRIVATE KEY", x509.ParsePKCS8PrivateKey},
+		{"EC PRIVATE KEY", func(b []byte) (any, error) { return x509.ParseECPrivateKey(b) }},
+		{"RSA PRIVATE KEY", func(b []byte) (any, error) { return x509.ParsePKCS1PrivateKey(b) }},
+	}
+	for _, p := range parsers {
+		if p.label == label {
+			continue
+		}
+		if _, err := p.parse(der); err == nil {
+			return fmt.Sprintf(" (its bytes are a %q key: fix the label)", p.label)
+		}
+	}
+	return ""
+}
+
+// joseVocabulary is what jose errors may quote from a JWK without revealing
+// anything: member names and the registered values of kty, crv and alg.
+var joseVocabulary = []string{
+	"kty", "crv", "x", "y", "d", "n", "e", "p", "q", "dp", "dq", "qi", "oth", "k", "kid", "alg", "use", "key_ops", "x5c", "x5t", "x5u",
+	"EC", "OKP", "RSA", "oct",
+	"P-256", "P-384", "P-521", "Ed25519", "Ed448", "X25519", "X448", "secp256k1",
+	"ES256", "ES384", "ES512", "ES256K", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA",
+	"HS256", "HS384", "HS512", "none", "sig", "enc",
+}
+
+// quoted matches what %q and encoding/json put in quotes.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'`)
+
+// withoutContent is err's message with every quoted string that is not in
+// joseVocabulary replaced: jose reports unsupported values and duplicate
+// member names by quoting them, which for a file the caller cannot read
+// would hand its content back.
+func withoutContent(err error) string {
+	msg := strings.ReplaceAll(err.Error(), "jose: ", "")
+	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		if slices.Contains(joseVocabulary, q[1:len(q)-1]) {
+			return q
+		}
+		return "(value not shown)"
+	})
 }

@@ -134,7 +134,7 @@ func (b *Backend) token(k *keyURI) (*token, error) {
 	if err != nil {
 		return nil, err
 	}
-	pin, err := k.pinFor(b.cfg.PIN)
+	pin, err := k.pinFor(b.cfg.PIN, b.cfg.PINSourceDirs)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,12 @@ type Config struct {
 	// (from the configuration, or an environment variable such as
 	// CARDSIGN_PKCS11_PIN read by the caller).
 	PIN string
+	// PINSourceDirs are absolute directories a URI's pin-source file must
+	// be in (after symbolic links are resolved). Empty: pin-source is
+	// refused. Like AllowedModules it is a security boundary: a pin-source
+	// anywhere would let whoever supplies a URI make the process read any
+	// file, and learn from the login whether it holds the PIN.
+	PINSourceDirs []string
 	// Token is the label of the token Create makes keys in.
 	Token string
 	// PoolSize is the number of sessions per token; 0 means
@@ -52,6 +58,14 @@ func (c Config) normalize() (Config, error) {
 		allowed = append(allowed, filepath.Clean(p))
 	}
 	c.AllowedModules = allowed
+	pinDirs := make([]string, 0, len(c.PINSourceDirs))
+	for _, d := range c.PINSourceDirs {
+		if !filepath.IsAbs(d) {
+			return Config{}, fmt.Errorf("pkcs11: pin-source directory %q is not an absolute path", d)
+		}
+		pinDirs = append(pinDirs, filepath.Clean(d))
+	}
+	c.PINSourceDirs = pinDirs
 	if c.DefaultModule == "" && len(c.AllowedModules) == 0 {
 		return Config{}, fmt.Errorf("pkcs11: no module configured (set the default module or the allowed modules)")
 	}

@@ -19,7 +19,11 @@
 // "private". module-path must be in Config.AllowedModules or be
 // Config.DefaultModule, which is used when it is absent; module-name is
 // refused. The PIN comes from pin-value, or the file pin-source (one
-// trailing newline dropped), or Config.PIN. Unknown path attributes are
+// trailing newline dropped), or Config.PIN. A pin-source file must be a
+// regular file of at most 1 KiB inside one of Config.PINSourceDirs (after
+// symbolic links are resolved); with none configured pin-source is refused.
+// A process that trusts every URI it is given (a CLI run by the key's
+// owner) can allow "/". Unknown path attributes are
 // refused rather than ignored. PINs never appear in errors or logs; URIs in
 // errors are redacted.
 //

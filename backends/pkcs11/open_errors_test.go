@@ -171,10 +171,16 @@ func TestPINErrors(t *testing.T) {
 	if err := os.WriteFile(wrongFile, []byte(wrongPIN+"\r\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The right PIN, in a directory pin-source may not name.
+	elsewhere := filepath.Join(t.TempDir(), "pin")
+	if err := os.WriteFile(elsewhere, []byte(env.pin.pin+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pinDirs := []string{filepath.Dir(pinFile), filepath.Dir(wrongFile)}
 	tok := "pkcs11:token=" + env.pin.label + ";object=" + uniq("k")
 
 	// A key to open, created with the right PIN from a pin-source file.
-	setup, _ := newBackend(t, Config{})
+	setup, _ := newBackend(t, Config{PINSourceDirs: pinDirs})
 	if _, err := setup.Create(t.Context(), backends.CreateRequest{Alg: jose.ES256, Name: tok + "?pin-source=file:" + pinFile}); err != nil {
 		t.Fatalf("Create with pin-source: %v", err)
 	}
@@ -192,14 +198,16 @@ func TestPINErrors(t *testing.T) {
 		{"pin-value wrong", env.pin.pin, tok + "?pin-value=" + wrongPIN, "PIN incorrect"},
 		{"pin-source wrong", "", tok + "?pin-source=" + wrongFile, "PIN incorrect"},
 		{"no PIN anywhere", "", tok, "PIN not given"},
-		{"pin-source missing", "", tok + "?pin-source=/nonexistent/pin", "no such file"},
+		{"pin-source missing", "", tok + "?pin-source=" + filepath.Join(filepath.Dir(pinFile), "nope"), "no such file"},
+		{"pin-source outside the allowed directories", "", tok + "?pin-source=/nonexistent/pin", "outside the allowed pin-source directories"},
+		{"pin-source outside, holding the right PIN: no oracle", "", tok + "?pin-source=" + elsewhere, "outside the allowed pin-source directories"},
 		{"config PIN right", env.pin.pin, tok, ""},
 		{"pin-source right, newline dropped", wrongPIN, tok + "?pin-source=file://" + pinFile, ""},
 		{"pin-value right", "", tok + "?pin-value=" + env.pin.pin, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, logs := newBackend(t, Config{PIN: tt.cfgPIN})
+			b, logs := newBackend(t, Config{PIN: tt.cfgPIN, PINSourceDirs: pinDirs})
 			_, err := b.Open(t.Context(), tt.uri)
 			if tt.wantErr == "" {
 				if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // maxPINFile caps a pin-source file. PKCS#11 PINs are short (SoftHSM allows
@@ -16,15 +17,23 @@ import (
 const maxPINFile = 1 << 10
 
 // readPINSource reads the PIN named by an RFC 7512 pin-source: an absolute
-// path or a file: URI. One trailing newline (LF or CRLF) is dropped, because
+// path or a file: URI, inside one of dirs (after symbolic links are
+// resolved). One trailing newline (LF or CRLF) is dropped, because
 // `echo 1234 > pin` and most secret mounts add one; anything else is kept,
 // since a PIN may legitimately contain spaces. Errors name the file, never
 // its content.
 //
+// A pin-source comes with a key URI, from whoever may import keys: without
+// the directory check it would read any file the daemon can, and whether
+// the token then accepts the "PIN" tells the caller whether that file's
+// content is the PIN. The file is opened non-blocking and must be a regular
+// file, so a FIFO nobody writes to cannot hold the call (and shutdown)
+// forever.
+//
 // go-pkcs11uri's GetPIN reads the file too, but without a size limit and
 // without dropping the newline, which the token would then reject as part of
 // the PIN.
-func readPINSource(src string) (string, error) {
+func readPINSource(src string, dirs []string) (string, error) {
 	u, err := url.Parse(src)
 	if err != nil {
 		return "", errors.New("pin-source is not a valid URI or path")
@@ -39,11 +48,25 @@ func readPINSource(src string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("pin-source path %q is not absolute", path)
 	}
-	f, err := os.Open(path)
+	real, err := pinSourceAllowed(path, dirs)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return "", fmt.Errorf("pin-source: %w", err) // *PathError names the path only
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("pin-source: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("pin-source %s is not a regular file; name a file holding the PIN", path)
+	}
+	if st.Size() > maxPINFile {
+		return "", fmt.Errorf("pin-source %s is over %d bytes; it does not look like a PIN file", path, maxPINFile)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxPINFile+1))
 	if err != nil {
 		return "", fmt.Errorf("pin-source %s: %w", path, err)
@@ -60,4 +83,42 @@ func readPINSource(src string) (string, error) {
 		return "", fmt.Errorf("pin-source %s is empty", path)
 	}
 	return pin, nil
+}
+
+// PINSourceNotAllowedError reports a pin-source outside
+// Config.PINSourceDirs. The file was not opened.
+type PINSourceNotAllowedError struct {
+	Path    string
+	Allowed []string
+}
+
+func (e *PINSourceNotAllowedError) Error() string {
+	allowed := "none"
+	if len(e.Allowed) > 0 {
+		allowed = strings.Join(e.Allowed, ", ")
+	}
+	return fmt.Sprintf("pin-source %s is outside the allowed pin-source directories (allowed: %s); put the PIN file in one of them, or add its directory to the allowed pin-source directories", e.Path, allowed)
+}
+
+// pinSourceAllowed returns path with its symbolic links resolved when that
+// is inside one of dirs (themselves resolved). A path that does not
+// resolve is judged by its resolved parent, else as written, so a refusal
+// never tells whether a file outside exists.
+func pinSourceAllowed(path string, dirs []string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = filepath.Clean(path)
+		if dir, derr := filepath.EvalSymlinks(filepath.Dir(real)); derr == nil {
+			real = filepath.Join(dir, filepath.Base(real))
+		}
+	}
+	for _, d := range dirs {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			d = r
+		}
+		if rel, err := filepath.Rel(d, real); err == nil && filepath.IsLocal(rel) {
+			return real, nil
+		}
+	}
+	return "", &PINSourceNotAllowedError{Path: path, Allowed: dirs}
 }

@@ -35,7 +35,7 @@ func TestReadPINSource(t *testing.T) {
 		{"remote host", "file://host/etc/pin", "", "with a host"},
 	}
 	for _, tt := range tests {
-		got, err := readPINSource(tt.src)
+		got, err := readPINSource(tt.src, []string{dir})
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%s: readPINSource = %q, %v; want error %q", tt.name, got, err, tt.err)

@@ -114,14 +114,15 @@ func parseURI(raw string) (*keyURI, error) {
 	return k, nil
 }
 
-// pinFor returns the PIN for k: pin-value, else the pin-source file's
-// content, else def (the configured PIN).
-func (k *keyURI) pinFor(def string) (string, error) {
+// pinFor returns the PIN for k: pin-value, else the content of the
+// pin-source file, which must be in one of pinDirs, else def (the
+// configured PIN).
+func (k *keyURI) pinFor(def string, pinDirs []string) (string, error) {
 	switch {
 	case k.hasPIN:
 		return k.pin, nil
 	case k.pinSource != "":
-		pin, err := readPINSource(k.pinSource)
+		pin, err := readPINSource(k.pinSource, pinDirs)
 		if err != nil {
 			return "", uriError(k.raw, err.Error())
 		}

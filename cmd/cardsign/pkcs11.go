@@ -38,7 +38,10 @@ func usePKCS11(uris []string) error {
 				modules = append(modules, m)
 			}
 		}
-		cfg := pkcs11.Config{AllowedModules: modules, PIN: os.Getenv(pkcs11PINEnv)}
+		// pin-source may name any file here: the CLI reads with its user's
+		// own rights, so there is no one to guard the file from (cardsignd
+		// restricts it to pkcs11.pin_source_dirs).
+		cfg := pkcs11.Config{AllowedModules: modules, PIN: os.Getenv(pkcs11PINEnv), PINSourceDirs: []string{"/"}}
 		if len(modules) > 0 {
 			cfg.DefaultModule = modules[0]
 		}

@@ -62,6 +62,7 @@ func TestDaemonPKCS11(t *testing.T) {
 		t.Fatal("the PIN appears in a key listing or the log")
 	}
 	var signed []string
+	var lastURI string
 	for _, alg := range []string{"ES256", "ES384", "ES512", "RS256", "PS256", "EdDSA"} {
 		rot := mustCLI(t, work, "keys", "rotate", "--alg", alg, "--prepublish", "0s", "--server", d.grpc).stdout
 		fields := strings.Fields(strings.Split(rot, "\n")[1])
@@ -74,11 +75,35 @@ func TestDaemonPKCS11(t *testing.T) {
 		mustCLI(t, work, "verify", "--jwks", d.jwksURL(), out)
 		signed = append(signed, out)
 		checkNotExtractable(t, module, env, pin, label, uri)
+		lastURI = uri
 	}
 	_, body := httpGet(t, d.jwksURL())
 	writeFile(t, filepath.Join(work, "jwks.json"), string(body))
 	verifyJS(t, filepath.Join(work, "jwks.json"), signed...)
 	d.stop()
+
+	// Offline, the CLI reads the PIN from a pin-source file anywhere (the
+	// daemon restricts pin-source to pkcs11.pin_source_dirs; the CLI runs
+	// with its user's own rights).
+	pinFile := filepath.Join(work, "pin.txt")
+	if err := os.WriteFile(pinFile, []byte(pin+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sep := "?"
+	if strings.Contains(lastURI, "?") {
+		sep = "&"
+	}
+	cmd := exec.Command(cliBin, "sign", "--key", lastURI+sep+"pin-source="+pinFile, cardFile("security.json"))
+	cmd.Dir = work
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, pinEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "CARDSIGN_PKCS11_MODULE="+module)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cardsign sign --key %s with a pin-source file: %v\n%s", lastURI, err, out)
+	}
 }
 
 func readFile(t *testing.T, path string) string {

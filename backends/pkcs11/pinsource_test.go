@@ -1,0 +1,108 @@
+package pkcs11
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readPINWithin runs readPINSource in a goroutine and fails the test,
+// instead of hanging it, when it does not return within 10s.
+func readPINWithin(t *testing.T, src string, dirs []string) (string, error) {
+	t.Helper()
+	type res struct {
+		pin string
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		pin, err := readPINSource(src, dirs)
+		done <- res{pin, err}
+	}()
+	select {
+	case r := <-done:
+		return r.pin, r.err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("readPINSource(%s) did not return within 10s", src)
+		return "", nil
+	}
+}
+
+func TestPINSourceFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pin")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // release a reader stuck in open(2)
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	_, err := readPINWithin(t, fifo, []string{dir})
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("FIFO pin-source: %v", err)
+	}
+}
+
+func TestPINSourceDirs(t *testing.T) {
+	root := t.TempDir()
+	allowed, outside := filepath.Join(root, "pins"), filepath.Join(root, "elsewhere")
+	for _, d := range []string{allowed, outside} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(dir, name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const secret = "TOPSECRET-VALUE-123"
+	in := write(allowed, "pin", "1234\n")
+	out := write(outside, "secret", secret+"\n")
+	if err := os.Symlink(out, filepath.Join(allowed, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, src string
+		dirs      []string
+		want, err string
+	}{
+		{"inside", in, []string{allowed}, "1234", ""},
+		{"inside, file: URI", "file://" + in, []string{allowed}, "1234", ""},
+		{"no directories configured", in, nil, "", "outside the allowed pin-source directories (allowed: none)"},
+		{"outside", out, []string{allowed}, "", "outside the allowed pin-source directories"},
+		{"dot-dot", allowed + "/../elsewhere/secret", []string{allowed}, "", "outside the allowed pin-source directories"},
+		{"symlink pointing out", filepath.Join(allowed, "escape"), []string{allowed}, "", "outside the allowed pin-source directories"},
+		{"system file", "/etc/passwd", []string{allowed}, "", "outside the allowed pin-source directories"},
+		{"missing outside: no existence oracle", "/nonexistent/pin", []string{allowed}, "", "outside the allowed pin-source directories"},
+		{"directory", allowed, []string{root}, "", "not a regular file"},
+		{"device", "/dev/zero", []string{"/dev"}, "", "not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readPINWithin(t, tt.src, tt.dirs)
+			if tt.err == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("readPINSource = %q, %v; want %q", got, err, tt.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("readPINSource = %q, %v; want error %q", got, err, tt.err)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("error shows the file's content: %v", err)
+			}
+		})
+	}
+	if _, err := New(Config{DefaultModule: "/x/mod.so", PINSourceDirs: []string{"pins"}}); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+		t.Errorf("relative pin-source directory: %v", err)
+	}
+}

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/jwks"
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// activeFile returns the active key's kid and file path.
+func activeFile(t *testing.T, a *Authority) (kid, path string) {
+	t.Helper()
+	views, err := a.Keys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := jwks.Active(views)
+	if !ok {
+		t.Fatal("no active key")
+	}
+	return v.KID, strings.TrimPrefix(v.URI, "file:")
+}
+
+// replaceKeyFile puts another key at path, as an operator restoring the
+// wrong backup would.
+func replaceKeyFile(t *testing.T, path string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(k)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantStatus(t *testing.T, err error, code codes.Code, substrs ...string) {
+	t.Helper()
+	st := status.Convert(toStatus(discard, "req-1", err))
+	if st.Code() != code {
+		t.Fatalf("status %v %q (from %v); want %v", st.Code(), st.Message(), err, code)
+	}
+	for _, s := range substrs {
+		if !strings.Contains(st.Message(), s) {
+			t.Errorf("status message %q does not mention %q", st.Message(), s)
+		}
+	}
+}
+
+func TestReplacedKeyFileIsFailedPrecondition(t *testing.T) {
+	a, _ := newAuthority(t)
+	kid, path := activeFile(t, a)
+	replaceKeyFile(t, path)
+	// As after a restart: nothing opened yet.
+	a.mu.Lock()
+	clear(a.signers)
+	a.mu.Unlock()
+	_, err := a.signingKeys(context.Background())
+	if err == nil {
+		t.Fatal("signing keys opened a replaced key file")
+	}
+	var ke *KeyChangedError
+	if !errors.As(err, &ke) || ke.KID != kid {
+		t.Errorf("want a *KeyChangedError for %s, got %T %v", kid, err, err)
+	}
+	wantStatus(t, err, codes.FailedPrecondition, "key "+kid+": the backend's public key is not the one on record")
+	if err := a.CheckReadiness(context.Background()); err == nil || !strings.Contains(err.Error(), kid) {
+		t.Errorf("readiness with a replaced key file: %v", err)
+	}
+}
+
+func TestReadinessNoticesKeyFileGoneOrReplaced(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name   string
+		change func(t *testing.T, path string)
+		want   string
+	}{
+		{"deleted", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, "is gone"},
+		{"replaced", replaceKeyFile, "different key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _ := newAuthority(t)
+			if err := a.CheckReadiness(ctx); err != nil {
+				t.Fatalf("canary: %v", err)
+			}
+			kid, path := activeFile(t, a)
+			tt.change(t, path)
+			// The signer is still cached: signing goes on from memory, but
+			// a restart would not find the key, so readiness says so.
+			err := a.CheckReadiness(ctx)
+			if err == nil || !strings.Contains(err.Error(), kid) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("readiness after the key file was %s: %v", tt.name, err)
+			}
+			if a.Ready() == nil {
+				t.Fatal("ready")
+			}
+		})
+	}
+}
+
+func TestCreateKeyInUnusableDirIsFailedPrecondition(t *testing.T) {
+	a, dir := newAuthority(t)
+	keys := filepath.Join(dir, "keys")
+	// Root may write anywhere, so make the key directory a file: the same
+	// class of operator error as a directory the daemon cannot write.
+	if err := os.RemoveAll(keys); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.CreateKey(context.Background(), "")
+	wantStatus(t, err, codes.FailedPrecondition, "create key in "+keys, "create the directory")
+	var pe *backends.PreconditionError
+	if !errors.As(err, &pe) {
+		t.Errorf("want a *backends.PreconditionError, got %T", err)
+	}
+}
+
+func TestImportChecksKeyURI(t *testing.T) {
+	a, _ := newAuthority(t)
+	refused := errors.New("file: key file /etc/passwd is outside the allowed directories")
+	var seen []string
+	a.cfg.CheckKeyURI = func(uri string) error {
+		seen = append(seen, uri)
+		if uri == "file:/etc/passwd" {
+			return refused
+		}
+		return nil
+	}
+	_, err := a.ImportKey(context.Background(), "file:/etc/passwd", "", "")
+	if !errors.Is(err, refused) && (err == nil || !strings.Contains(err.Error(), "outside the allowed directories")) {
+		t.Fatalf("ImportKey outside: %v", err)
+	}
+	wantStatus(t, err, codes.InvalidArgument, "outside the allowed directories")
+	if len(seen) != 1 {
+		t.Errorf("CheckKeyURI saw %v", seen)
+	}
+}
