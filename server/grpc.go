@@ -27,7 +27,8 @@ func NewGRPCServer(a *Authority, log *slog.Logger, opts GRPCOptions) (*grpc.Serv
 		// The largest legal card plus room for the rest of the request.
 		opts.MaxMessageBytes = a.cfg.Limits.MaxBytes + 64<<10
 	}
-	g := &gate{log: log, opts: opts, metrics: a.metrics}
+	opts = opts.withDefaults()
+	g := &gate{log: log, opts: opts, metrics: a.metrics, refusals: newRefusalLog(log, opts.RefusalLogBurst, opts.RefusalLogInterval)}
 	so := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(g.unary),
 		grpc.ChainStreamInterceptor(g.stream),
@@ -35,9 +36,18 @@ func NewGRPCServer(a *Authority, log *slog.Logger, opts GRPCOptions) (*grpc.Serv
 		// Connections are re-established now and then, so a client whose
 		// certificate expired or whose CA was removed from the bundle
 		// does not keep an authenticated connection forever.
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: time.Hour, MaxConnectionAgeGrace: time.Minute}),
+		// MaxConnectionIdle closes connections that carry no call, so idle
+		// ones do not hold descriptors up to the connection limit.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: time.Hour, MaxConnectionAgeGrace: time.Minute,
+			MaxConnectionIdle: opts.IdleTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.MaxConcurrentStreams(256),
+		grpc.MaxConcurrentStreams(opts.MaxConcurrentStreams),
+		// Metadata is read before authentication: without a bound (gRPC's
+		// default is 16 MiB) each unauthenticated call can pin megabytes.
+		grpc.MaxHeaderListSize(opts.MaxHeaderListBytes),
+		// The gRPC default holds a connection that never completes its
+		// handshake for 120 s.
+		grpc.ConnectionTimeout(opts.HandshakeTimeout),
 		// Stop (after the shutdown timeout) still waits for running
 		// handlers, so the audit log and backends close after them.
 		grpc.WaitForHandlers(true),
@@ -207,7 +217,10 @@ func (s keyService) ImportKey(ctx context.Context, req *pb.ImportKeyRequest) (*p
 func (s keyService) RotateKey(ctx context.Context, req *pb.RotateKeyRequest) (*pb.RotateKeyResponse, error) {
 	var wait *time.Duration
 	if req.PrepublishSeconds != nil {
-		d := time.Duration(req.GetPrepublishSeconds()) * time.Second
+		d, err := prepublishFrom(req.GetPrepublishSeconds())
+		if err != nil {
+			return nil, s.fail(ctx, err)
+		}
 		wait = &d
 	}
 	v, err := s.a.RotateKey(ctx, req.GetAlg(), wait)

@@ -82,7 +82,34 @@ type GRPCOptions struct {
 	RequestTimeout time.Duration
 	// MaxMessageBytes is the largest request accepted.
 	MaxMessageBytes int
+	// MaxConcurrentStreams bounds the calls (streams) open at once on one
+	// connection; 0 is DefaultMaxStreamsPerConnection. Health Watch streams
+	// need no credentials: this bound, times the connection limits, is what
+	// keeps unauthenticated watchers from holding unbounded goroutines.
+	MaxConcurrentStreams uint32
+	// MaxHeaderListBytes bounds a call's metadata, read before
+	// authentication; 0 is DefaultMaxHeaderBytes.
+	MaxHeaderListBytes uint32
+	// HandshakeTimeout bounds connection setup (TLS and the HTTP/2
+	// preface); 0 is DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection with no call open for that long; 0
+	// is DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// RefusalLogBurst and RefusalLogInterval bound the log lines written
+	// for refused calls: the first RefusalLogBurst per reason per interval,
+	// then one summary line. Zero is the default.
+	RefusalLogBurst    int
+	RefusalLogInterval time.Duration
 }
+
+// Defaults of the connection limits shared by both listeners.
+const (
+	DefaultMaxStreamsPerConnection = 100
+	DefaultMaxHeaderBytes          = 16 << 10
+	DefaultHandshakeTimeout        = 10 * time.Second
+	DefaultIdleTimeout             = 2 * time.Minute
+)
 
 // gate runs before every call: request id, caller identity, authorization,
 // rate limit and deadline. It is shared by unary and stream calls.
@@ -90,6 +117,9 @@ type gate struct {
 	log     *slog.Logger
 	opts    GRPCOptions
 	metrics *Metrics
+	// refusals bounds the log lines of refused calls, which anyone who can
+	// connect can cause.
+	refusals *refusalLog
 }
 
 var (
@@ -186,8 +216,9 @@ func rateLimited(wait time.Duration) error {
 	return st.Err()
 }
 
-// finish logs a call and counts it.
-func (g *gate) finish(ctx context.Context, method, id, who string, start time.Time, err *error) {
+// finish logs a call and counts it. A call the gate refused (refused) is
+// logged through the refusal log's budget.
+func (g *gate) finish(ctx context.Context, method, id, who string, refused bool, start time.Time, err *error) {
 	if r := recover(); r != nil {
 		g.log.Error("panic in handler", "method", method, "request_id", id, "panic", r, "stack", string(debug.Stack()))
 		*err = status.Error(codes.Internal, "internal error (request "+id+")")
@@ -200,6 +231,10 @@ func (g *gate) finish(ctx context.Context, method, id, who string, start time.Ti
 	if code != codes.OK {
 		lvl = slog.LevelInfo
 	}
+	if refused && g.refusals != nil {
+		g.refusals.Log(ctx, lvl, code.String(), "rpc", "method", method, "request_id", id, "caller", who, "code", code.String(), "duration", time.Since(start))
+		return
+	}
 	g.log.Log(ctx, lvl, "rpc", "method", method, "request_id", id, "caller", who, "code", code.String(), "duration", time.Since(start))
 }
 
@@ -209,7 +244,7 @@ func (g *gate) finish(ctx context.Context, method, id, who string, start time.Ti
 func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	start := time.Now()
 	ctx, who, err := g.admit(ctx, info.FullMethod)
-	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, start, &err)
+	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, err != nil, start, &err)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +260,7 @@ func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	start := time.Now()
 	ctx, who, err := g.admit(ss.Context(), info.FullMethod)
-	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, start, &err)
+	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, err != nil, start, &err)
 	if err != nil {
 		return err
 	}

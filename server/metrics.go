@@ -54,6 +54,9 @@ type Metrics struct {
 	rpcs         *prometheus.CounterVec
 	canaryRuns   *prometheus.CounterVec
 	ready        prometheus.Gauge
+
+	connections        *prometheus.GaugeVec
+	connectionsRefused *prometheus.CounterVec
 }
 
 // Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry).
@@ -107,9 +110,17 @@ func NewMetrics() *Metrics {
 			Name: "cardsign_ready",
 			Help: "1 when the last readiness check passed, else 0.",
 		}),
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cardsign_connections",
+			Help: "Open connections by listener (grpc, http), counted against limits.max_connections.",
+		}, []string{"listener"}),
+		connectionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardsign_connections_refused_total",
+			Help: "Connections closed as soon as accepted, by listener and the limit they were over (total: limits.max_connections; per_ip: limits.max_connections_per_ip).",
+		}, []string{"listener", "reason"}),
 	}
 	m.reg.MustRegister(m.signatures, m.signRequests, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
-		m.rateLimited, m.rpcs, m.canaryRuns, m.ready,
+		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

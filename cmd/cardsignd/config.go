@@ -18,6 +18,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/server"
 )
 
 // Config is cardsignd's configuration: one YAML file, every field optional,
@@ -90,6 +91,19 @@ type LimitsConfig struct {
 	BackendConcurrency map[string]int `yaml:"backend_concurrency"`
 	RequestTimeout     time.Duration  `yaml:"request_timeout"`
 	MaxMessageBytes    int            `yaml:"max_message_bytes"`
+
+	// Connection limits, per listener (gRPC and HTTP each). 0 derives
+	// MaxConnections and MaxConnectionsPerIP from the open file limit.
+	MaxConnections          int           `yaml:"max_connections"`
+	MaxConnectionsPerIP     int           `yaml:"max_connections_per_ip"`
+	MaxStreamsPerConnection int           `yaml:"max_streams_per_connection"`
+	MaxHeaderBytes          int           `yaml:"max_header_bytes"`
+	HandshakeTimeout        time.Duration `yaml:"handshake_timeout"`
+	IdleTimeout             time.Duration `yaml:"idle_timeout"`
+	// Refused calls and connections are logged RefusalLogBurst at a time
+	// per reason per RefusalLogInterval, then summarized.
+	RefusalLogBurst    int           `yaml:"refusal_log_burst"`
+	RefusalLogInterval time.Duration `yaml:"refusal_log_interval"`
 }
 
 // ReadinessConfig: the periodic canary behind /readyz.
@@ -138,6 +152,9 @@ type PKCS11Config struct {
 	Token          string   `yaml:"token"`
 	PINFile        string   `yaml:"pin_file"`
 	PoolSize       int      `yaml:"pool_size"`
+	// PINSourceDirs are the directories a key URI's pin-source file may be
+	// in; empty (the default) refuses pin-source.
+	PINSourceDirs []string `yaml:"pin_source_dirs"`
 }
 
 // pinEnv carries the PKCS#11 user PIN when no pin_file is configured.
@@ -151,6 +168,10 @@ type KeysConfig struct {
 	Prepublish  time.Duration `yaml:"prepublish"`
 	RetireGrace time.Duration `yaml:"retire_grace"`
 	OnRevoke    string        `yaml:"on_revoke"`
+	// ImportDirs are the directories `keys import file:…` may read key
+	// files from, besides Dir (always allowed); symlinks are resolved
+	// before the check.
+	ImportDirs []string `yaml:"import_dirs"`
 }
 
 // SigningConfig: what goes into signatures and what cards are accepted.
@@ -203,6 +224,13 @@ func defaults() Config {
 			Rate:           100,
 			Burst:          200,
 			RequestTimeout: 30 * time.Second,
+
+			MaxStreamsPerConnection: server.DefaultMaxStreamsPerConnection,
+			MaxHeaderBytes:          server.DefaultMaxHeaderBytes,
+			HandshakeTimeout:        server.DefaultHandshakeTimeout,
+			IdleTimeout:             server.DefaultIdleTimeout,
+			RefusalLogBurst:         server.DefaultRefusalLogBurst,
+			RefusalLogInterval:      server.DefaultRefusalLogInterval,
 		},
 		Readiness: ReadinessConfig{Interval: 10 * time.Second, Timeout: 5 * time.Second},
 	}
@@ -366,6 +394,18 @@ func (c *Config) validate() error {
 	for _, m := range c.PKCS11.AllowedModules {
 		if !filepath.IsAbs(m) {
 			bad("pkcs11.allowed_modules", "%q must be an absolute path", m)
+		}
+	}
+	for i, d := range c.PKCS11.PINSourceDirs {
+		if !filepath.IsAbs(d) {
+			bad(fmt.Sprintf("pkcs11.pin_source_dirs[%d]", i), "%q must be an absolute path", d)
+		}
+	}
+	for i, d := range c.Keys.ImportDirs {
+		if !filepath.IsAbs(d) {
+			bad(fmt.Sprintf("keys.import_dirs[%d]", i), "%q must be an absolute path", d)
+		} else if filepath.Clean(d) == "/" {
+			bad(fmt.Sprintf("keys.import_dirs[%d]", i), "/ would allow importing any file the daemon can read; name the directory that holds the key files")
 		}
 	}
 	if c.PKCS11.PoolSize < 0 || c.PKCS11.PoolSize > 1024 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +42,10 @@ func TestConfigValidation(t *testing.T) {
 			[]string{"log_level", "keys.default_alg", "keys.on_revoke", "signing.jku", "signing.max_card_bytes", "audit.batch_size"}},
 		{"pkcs11 backend needs module and token", "keys:\n  backend: pkcs11\n", []string{"pkcs11.module", "pkcs11.token"}},
 		{"relative module path", "pkcs11:\n  module: libsofthsm2.so\n", []string{"absolute path"}},
+		{"key import and pin-source directories", "keys:\n  import_dirs: [/srv/keys, /run/secrets]\npkcs11:\n  pin_source_dirs: [/run/secrets]\n", nil},
+		{"relative key import and pin-source directories", "keys:\n  import_dirs: [/srv/keys, keys]\npkcs11:\n  pin_source_dirs: [pins]\n",
+			[]string{"c.yaml:2:", "keys.import_dirs[1]", "\"keys\" must be an absolute path", "pkcs11.pin_source_dirs[0]"}},
+		{"importing from anywhere", "keys:\n  import_dirs: [/]\n", []string{"keys.import_dirs[0]", "any file"}},
 		{"gcpkms backend needs a crypto key", "keys:\n  backend: gcpkms\n", []string{"gcpkms.crypto_key"}},
 		{"plaintext gRPC to a remote KMS", "gcpkms:\n  endpoint: kms.example.com:443\n  insecure: true\n  crypto_key: projects/p/locations/l/keyRings/r/cryptoKeys/k\n", []string{"gcpkms.insecure", "loopback"}},
 		{"awskms backend needs a key spec", "keys:\n  backend: awskms\n", []string{"awskms.key_spec"}},
@@ -83,5 +89,67 @@ func TestConfigValidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestConfigConnectionLimits(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		wantErr    []string
+	}{
+		{"defaults", "", nil},
+		{"all set", "limits:\n  max_connections: 100\n  max_connections_per_ip: 10\n  max_streams_per_connection: 8\n  max_header_bytes: 8192\n  handshake_timeout: 5s\n  idle_timeout: 1m\n  refusal_log_burst: 3\n  refusal_log_interval: 30s\n", nil},
+		{"out of range", "limits:\n  max_connections: -1\n  max_connections_per_ip: -2\n  max_streams_per_connection: 0\n  max_header_bytes: 100\n  handshake_timeout: 1ms\n  idle_timeout: 0s\n  refusal_log_burst: 0\n  refusal_log_interval: 10ms\n",
+			[]string{"c.yaml:2:3: limits.max_connections", "c.yaml:3:3: limits.max_connections_per_ip", "c.yaml:4:3: limits.max_streams_per_connection",
+				"c.yaml:5:3: limits.max_header_bytes", "c.yaml:6:3: limits.handshake_timeout", "c.yaml:7:3: limits.idle_timeout",
+				"c.yaml:8:3: limits.refusal_log_burst", "c.yaml:9:3: limits.refusal_log_interval"}},
+		{"per-IP above the total", "limits:\n  max_connections: 10\n  max_connections_per_ip: 20\n", []string{"c.yaml:3:3: limits.max_connections_per_ip", "more than limits.max_connections"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := loadConfig(path)
+			if err == nil {
+				err = cfg.validate()
+			}
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("valid config refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("config accepted, want an error mentioning %v", tc.wantErr)
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not mention %q:\n%v", want, err)
+				}
+			}
+		})
+	}
+}
+
+func TestConnLimitsDerivedFromFileLimit(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		nofile          uint64
+		configured      LimitsConfig
+		wantMax, wantIP int
+	}{
+		{nofile: 1024, wantMax: 384, wantIP: 64},
+		{nofile: 20000, wantMax: 4096, wantIP: 64},
+		{nofile: 256, wantMax: 16, wantIP: 16},
+		{nofile: 0, wantMax: 4096, wantIP: 64},
+		{nofile: 1024, configured: LimitsConfig{MaxConnections: 10, MaxConnectionsPerIP: 3}, wantMax: 10, wantIP: 3},
+		{nofile: 1024, configured: LimitsConfig{MaxConnections: 10}, wantMax: 10, wantIP: 10},
+	} {
+		got := connLimits(tc.configured, tc.nofile, quiet)
+		if got.Max != tc.wantMax || got.MaxPerIP != tc.wantIP {
+			t.Errorf("nofile %d, configured %+v: max %d per IP %d, want %d and %d", tc.nofile, tc.configured, got.Max, got.MaxPerIP, tc.wantMax, tc.wantIP)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/glob"
+	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/tlsreload"
 )
 
@@ -262,6 +263,41 @@ func (c *Config) validateLimits(bad reporter) {
 	}
 	if l.MaxMessageBytes < 0 || l.MaxMessageBytes > 64<<20 {
 		bad("limits.max_message_bytes", "%d must be between 0 (max_card_bytes + 64 KiB) and 64 MiB", l.MaxMessageBytes)
+	}
+	c.validateConnLimits(bad)
+}
+
+// validateConnLimits checks the connection limits; 0 for max_connections
+// and max_connections_per_ip means derived from the open file limit.
+func (c *Config) validateConnLimits(bad reporter) {
+	l := c.Limits
+	if l.MaxConnections < 0 || l.MaxConnections > maxConnectionsCeiling {
+		bad("limits.max_connections", "%d must be between 0 (derived from the open file limit) and %d", l.MaxConnections, maxConnectionsCeiling)
+	}
+	if l.MaxConnectionsPerIP < 0 {
+		bad("limits.max_connections_per_ip", "%d must not be negative (0 derives it from max_connections)", l.MaxConnectionsPerIP)
+	} else if l.MaxConnections > 0 && l.MaxConnectionsPerIP > l.MaxConnections {
+		bad("limits.max_connections_per_ip", "%d is more than limits.max_connections (%d): lower it or raise max_connections", l.MaxConnectionsPerIP, l.MaxConnections)
+	}
+	if l.MaxStreamsPerConnection < 1 || l.MaxStreamsPerConnection > 10000 {
+		bad("limits.max_streams_per_connection", "%d must be between 1 and 10000 (default %d)", l.MaxStreamsPerConnection, server.DefaultMaxStreamsPerConnection)
+	}
+	// The floor leaves room for a bearer token, a request id and gRPC's
+	// own headers.
+	if l.MaxHeaderBytes < 4<<10 || l.MaxHeaderBytes > 1<<20 {
+		bad("limits.max_header_bytes", "%d must be between 4096 and 1048576 (default %d)", l.MaxHeaderBytes, server.DefaultMaxHeaderBytes)
+	}
+	if l.HandshakeTimeout < 100*time.Millisecond || l.HandshakeTimeout > 5*time.Minute {
+		bad("limits.handshake_timeout", "%s must be between 100ms and 5m (default %s)", l.HandshakeTimeout, server.DefaultHandshakeTimeout)
+	}
+	if l.IdleTimeout < time.Second || l.IdleTimeout > 24*time.Hour {
+		bad("limits.idle_timeout", "%s must be between 1s and 24h (default %s)", l.IdleTimeout, server.DefaultIdleTimeout)
+	}
+	if l.RefusalLogBurst < 1 || l.RefusalLogBurst > 10000 {
+		bad("limits.refusal_log_burst", "%d must be between 1 and 10000 (default %d)", l.RefusalLogBurst, server.DefaultRefusalLogBurst)
+	}
+	if l.RefusalLogInterval < time.Second || l.RefusalLogInterval > time.Hour {
+		bad("limits.refusal_log_interval", "%s must be between 1s and 1h (default %s)", l.RefusalLogInterval, server.DefaultRefusalLogInterval)
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/awskms"
-	_ "github.com/cardsign/cardsign/backends/file" // file: keys
+	"github.com/cardsign/cardsign/backends/file" // file: keys (registers itself)
 	"github.com/cardsign/cardsign/backends/gcpkms"
 	"github.com/cardsign/cardsign/backends/pkcs11"
 	"github.com/cardsign/cardsign/card"
@@ -70,6 +70,9 @@ func run(args []string, stderr io.Writer) int {
 		cfg, err := loadConfig(*checkConfig)
 		if err == nil {
 			err = cfg.validate()
+		}
+		if err == nil {
+			err = cfg.reportStateDirs(stderr)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)
@@ -138,7 +141,8 @@ func openPKCS11(c PKCS11Config, log *slog.Logger) (*pkcs11.Backend, error) {
 	if len(allowed) == 0 && c.Module != "" {
 		allowed = []string{c.Module}
 	}
-	b, err := pkcs11.New(pkcs11.Config{AllowedModules: allowed, DefaultModule: c.Module, PIN: pin, Token: c.Token, PoolSize: c.PoolSize, Logger: log})
+	b, err := pkcs11.New(pkcs11.Config{AllowedModules: allowed, DefaultModule: c.Module, PIN: pin, Token: c.Token, PoolSize: c.PoolSize,
+		PINSourceDirs: c.PINSourceDirs, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("pkcs11 backend: %w", err)
 	}
@@ -147,10 +151,20 @@ func openPKCS11(c PKCS11Config, log *slog.Logger) (*pkcs11.Backend, error) {
 }
 
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	nofile, hardNofile, err := raiseFileLimit()
+	if err != nil {
+		log.Warn("could not raise the open file limit; connection limits are derived from the current one", "err", err, "nofile", nofile, "hard", hardNofile)
+	} else {
+		log.Info("open file limit", "nofile", nofile, "hard", hardNofile)
+	}
 	for _, dir := range []string{cfg.DataDir, cfg.Keys.Dir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("data directory: %w", err)
 		}
+	}
+	// MkdirAll keeps the mode of a directory that already exists.
+	if err := cfg.checkStateDirs(log); err != nil {
+		return err
 	}
 	dbPath := filepath.Join(cfg.DataDir, "cardsign.db")
 	st, err := sqlite.Open(ctx, dbPath)
@@ -197,6 +211,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}})
 		log.Info("awskms backend ready", "endpoint", cfg.AWSKMS.Endpoint, "region", cfg.AWSKMS.Region)
 	}
+	// Imported file keys must come from the key directory or a configured
+	// import directory: an import names a path, and the daemon can read
+	// files its callers cannot.
+	fileKeys, err := file.New(file.Config{AllowedDirs: append([]string{cfg.Keys.Dir}, cfg.Keys.ImportDirs...)})
+	if err != nil {
+		return fmt.Errorf("keys.import_dirs: %w", err)
+	}
 	alg, _ := jose.ParseAlg(cfg.Keys.DefaultAlg)
 	pol, _ := policy.Compile(cfg.Policy) // validate checked it
 	metrics := server.NewMetrics()
@@ -216,6 +237,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Policy:             pol,
 		BackendConcurrency: cfg.Limits.BackendConcurrency,
 		Metrics:            metrics,
+		CheckKeyURI: func(uri string) error {
+			if s, err := backends.Scheme(uri); err != nil || s != file.Scheme {
+				return nil // other backends vet their own URIs (pkcs11: pin_source_dirs)
+			}
+			return fileKeys.CheckURI(uri)
+		},
 	}, st, log)
 	if _, err := auth.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("first key: %w", err)
@@ -269,6 +296,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return fmt.Errorf("%s is not a loopback address: listening beyond this machine requires TLS (tls.cert_file, tls.key_file) and authentication (auth.tokens or auth.clients)", l.Addr())
 		}
 	}
+	// Excess connections are closed as soon as accepted, before any TLS
+	// handshake; each listener has limits of its own, so a flood of one
+	// cannot starve the other.
+	climits := connLimits(cfg.Limits, nofile, log)
+	gl = server.LimitListener(gl, "grpc", climits, metrics, log)
+	hl = server.LimitListener(hl, "http", climits, metrics, log)
+	log.Info("connection limits", "max_connections", climits.Max, "max_connections_per_ip", climits.MaxPerIP,
+		"max_streams_per_connection", cfg.Limits.MaxStreamsPerConnection, "max_header_bytes", cfg.Limits.MaxHeaderBytes,
+		"handshake_timeout", cfg.Limits.HandshakeTimeout, "idle_timeout", cfg.Limits.IdleTimeout)
 	if cfg.Keys.Prepublish < cfg.JWKS.MaxAge {
 		log.Warn("keys.prepublish is shorter than jwks.max_age: verifiers holding a cached JWKS may not know a rotated key when it starts signing",
 			"prepublish", cfg.Keys.Prepublish, "jwks_max_age", cfg.JWKS.MaxAge)
@@ -278,14 +314,23 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		RateLimit:       ratelimit.New(cfg.Limits.Rate, cfg.Limits.Burst),
 		RequestTimeout:  cfg.Limits.RequestTimeout,
 		MaxMessageBytes: cfg.Limits.MaxMessageBytes,
+
+		RefusalLogBurst:    cfg.Limits.RefusalLogBurst,
+		RefusalLogInterval: cfg.Limits.RefusalLogInterval,
 	}
+	gopts.MaxConcurrentStreams, gopts.MaxHeaderListBytes, gopts.HandshakeTimeout, gopts.IdleTimeout = grpcLimits(cfg.Limits)
 	httpSrv := &http.Server{
-		Handler:           server.NewHTTPHandler(auth, server.HTTPOptions{Stats: stats, Auth: authn}),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: server.NewHTTPHandler(auth, server.HTTPOptions{Stats: stats, Auth: authn}),
+		// ReadHeaderTimeout also bounds the TLS handshake (net/http takes
+		// the shortest of the read timeouts for it).
+		ReadHeaderTimeout: cfg.Limits.HandshakeTimeout,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		IdleTimeout:       cfg.Limits.IdleTimeout,
+		// Headers are read before /metrics authenticates anyone.
+		MaxHeaderBytes: cfg.Limits.MaxHeaderBytes,
+		HTTP2:          &http.HTTP2Config{MaxConcurrentStreams: cfg.Limits.MaxStreamsPerConnection},
+		ErrorLog:       server.NewHTTPErrorLog(log, cfg.Limits.RefusalLogBurst, cfg.Limits.RefusalLogInterval),
 	}
 	scheme := "http"
 	if reloader != nil {

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+)
+
+// These tests drive the key-file rules end to end: what `keys import`
+// may read, what its errors may say, and what the daemon does when a key
+// file goes away or changes under it.
+
+// secretContent stands for a file the daemon can read and the caller
+// cannot: no answer may show it.
+const secretContent = "TOPSECRET-VALUE-123"
+
+func dialKeys(t testing.TB, addr string) pb.KeyServiceClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pb.NewKeyServiceClient(conn)
+}
+
+// importWithin imports uri, failing (not hanging) the test when the daemon
+// does not answer within 10s.
+func importWithin(t *testing.T, c pb.KeyServiceClient, uri string) (*pb.ImportKeyResponse, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.ImportKey(ctx, &pb.ImportKeyRequest{Uri: uri})
+	if status.Code(err) == codes.DeadlineExceeded {
+		t.Fatalf("ImportKey(%s) got no answer within 10s", uri)
+	}
+	return resp, err
+}
+
+func wantCode(t *testing.T, err error, code codes.Code, substrs ...string) {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != code {
+		t.Fatalf("got %v %q; want %v", st.Code(), st.Message(), code)
+	}
+	for _, s := range substrs {
+		if !strings.Contains(st.Message(), s) {
+			t.Errorf("message %q does not mention %q", st.Message(), s)
+		}
+	}
+	for _, leak := range []string{secretContent, "TOPSECRET"} {
+		if strings.Contains(st.Message(), leak) {
+			t.Errorf("message shows file content: %q", st.Message())
+		}
+	}
+}
+
+func writeMode(t *testing.T, path, data string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func newKeyPEM(t *testing.T) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+func TestDaemonImportFIFODoesNotWedge(t *testing.T) {
+	work := t.TempDir()
+	d := startDaemon(t, filepath.Join(work, "data"))
+	fifo := filepath.Join(d.dataDir, "keys", "fifo.pem")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// If a daemon thread is stuck opening the FIFO, release it when the
+	// test ends, so a failing run does not leave the daemon wedged.
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	c := dialKeys(t, d.grpc)
+	_, err := importWithin(t, c, "file:"+fifo)
+	wantCode(t, err, codes.InvalidArgument, fifo, "not a regular file")
+	// Twice: no thread is held by the first call.
+	_, err = importWithin(t, c, "file:"+fifo)
+	wantCode(t, err, codes.InvalidArgument, "not a regular file")
+	d.stop() // SIGTERM completes (checked by stop)
+}
+
+func TestDaemonImportOnlyFromAllowedDirsAndNeverEchoes(t *testing.T) {
+	work := t.TempDir()
+	importDir := filepath.Join(work, "import")
+	outside := filepath.Join(work, "outside")
+	for _, dir := range []string{importDir, outside} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfgFile := filepath.Join(work, "cardsignd.yaml")
+	writeFile(t, cfgFile, fmt.Sprintf("keys:\n  import_dirs: [%q]\n", importDir))
+	d := startDaemon(t, filepath.Join(work, "data"), "--config", cfgFile)
+	c := dialKeys(t, d.grpc)
+
+	secretJWK := `{"kty":"` + secretContent + `","d":"AAAA"}`
+	secretPEM := "-----BEGIN " + secretContent + "-----\nAAAA\n-----END " + secretContent + "-----\n"
+	secretOut := writeMode(t, filepath.Join(outside, "secret.json"), secretJWK, 0o600)
+	good := newKeyPEM(t)
+	goodOut := writeMode(t, filepath.Join(outside, "good.pem"), good, 0o600)
+	if err := os.Symlink(goodOut, filepath.Join(importDir, "link.pem")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		want       []string
+	}{
+		// Outside the allowed directories: refused before anything is
+		// opened, whether or not the file exists or is a key.
+		{"secret file outside", secretOut, []string{"outside the allowed directories", importDir}},
+		{"key file outside", goodOut, []string{"outside the allowed directories"}},
+		{"system file", "/etc/passwd", []string{"outside the allowed directories"}},
+		{"missing file outside", filepath.Join(outside, "nope"), []string{"outside the allowed directories"}},
+		{"dot-dot out of an allowed directory", importDir + "/../outside/good.pem", []string{"outside the allowed directories"}},
+		{"symlink pointing out", filepath.Join(importDir, "link.pem"), []string{"outside the allowed directories"}},
+		// Inside: read, refused, and the content is not quoted.
+		{"unsupported kty inside", writeMode(t, filepath.Join(importDir, "kty.json"), secretJWK, 0o600), []string{"kty"}},
+		{"unknown PEM type inside", writeMode(t, filepath.Join(importDir, "pem.pem"), secretPEM, 0o600), []string{"unsupported PEM block type"}},
+		{"malformed JSON inside", writeMode(t, filepath.Join(importDir, "bad.json"), `{"kty":`+secretContent+`}`, 0o600), []string{"not valid JSON"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := importWithin(t, c, "file:"+tt.path)
+			wantCode(t, err, codes.InvalidArgument, tt.want...)
+		})
+	}
+	// A key in an import directory, and one in the key directory, import.
+	for _, p := range []string{
+		writeMode(t, filepath.Join(importDir, "good.pem"), good, 0o600),
+		writeMode(t, filepath.Join(d.dataDir, "keys", "mine.pem"), newKeyPEM(t), 0o600),
+	} {
+		if _, err := importWithin(t, c, "file:"+p); err != nil {
+			t.Errorf("import %s: %v", p, err)
+		}
+	}
+	d.stop()
+
+	// Relative directories are refused with the field named.
+	writeFile(t, cfgFile, "keys:\n  import_dirs: [keys]\npkcs11:\n  pin_source_dirs: [pins]\n")
+	r := runDaemonOnce(t, "--check-config", cfgFile)
+	if r.code == 0 || !strings.Contains(r.stderr, "keys.import_dirs[0]") || !strings.Contains(r.stderr, "pkcs11.pin_source_dirs[0]") {
+		t.Errorf("--check-config with relative directories: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// readyz polls /readyz until its status is want, for at most 15s.
+func readyz(t *testing.T, d *daemon, want int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, body := httpGet(t, "http://"+d.http+"/readyz")
+		if resp.StatusCode == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz stayed %d %s; want %d\nlog:\n%s", resp.StatusCode, body, want, d.log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// activeKey returns the active key's kid and file path.
+func activeKey(t *testing.T, c pb.KeyServiceClient) (kid, path string) {
+	t.Helper()
+	resp, err := c.ListKeys(context.Background(), &pb.ListKeysRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range resp.Keys {
+		if k.State == "active" {
+			return k.Kid, strings.TrimPrefix(k.Uri, "file:")
+		}
+	}
+	t.Fatal("no active key")
+	return "", ""
+}
+
+func TestDaemonKeyFileDeletedOrReplaced(t *testing.T) {
+	work := t.TempDir()
+	cfgFile := filepath.Join(work, "cardsignd.yaml")
+	writeFile(t, cfgFile, "readiness:\n  interval: 200ms\n")
+	data := filepath.Join(work, "data")
+	d := startDaemon(t, data, "--config", cfgFile)
+	c := dialKeys(t, d.grpc)
+	readyz(t, d, http.StatusOK)
+	kid, path := activeKey(t, c)
+	original, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Deleted: the key still signs from memory, but a restart would not
+	// find it: not ready, and the log names the key and the file.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	readyz(t, d, http.StatusServiceUnavailable)
+	if log := d.log.String(); !strings.Contains(log, kid) || !strings.Contains(log, path+" is gone") {
+		t.Errorf("the log does not name the key and its missing file:\n%s", log)
+	}
+	// Restored: ready again.
+	writeMode(t, path, string(original), 0o600)
+	readyz(t, d, http.StatusOK)
+
+	// Replaced by another key: not ready either.
+	writeMode(t, path+".new", newKeyPEM(t), 0o600)
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	readyz(t, d, http.StatusServiceUnavailable)
+	if log := d.log.String(); !strings.Contains(log, "different key") {
+		t.Errorf("the log does not say the key file holds another key:\n%s", log)
+	}
+	d.stop()
+
+	// After a restart the replaced key is refused by name: FAILED_PRECONDITION,
+	// not an internal error.
+	d = startDaemon(t, data, "--config", cfgFile)
+	card, err := os.ReadFile(cardFile("spec-sample.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = dialDaemon(t, d.grpc).SignCard(context.Background(), &pb.SignCardRequest{Card: card})
+	wantCode(t, err, codes.FailedPrecondition, "key "+kid+": the backend's public key is not the one on record")
+	d.stop()
+}
+
+func TestDaemonCreateKeyInUnusableDir(t *testing.T) {
+	work := t.TempDir()
+	d := startDaemon(t, filepath.Join(work, "data"))
+	keys := filepath.Join(d.dataDir, "keys")
+	want := []string{"file backend: create key in " + keys}
+	if os.Geteuid() == 0 {
+		// Root writes anywhere: take the directory away instead.
+		if err := os.Rename(keys, keys+".moved"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Rename(keys+".moved", keys) })
+		want = append(want, "no such file or directory", "create the directory")
+	} else {
+		if err := os.Chmod(keys, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(keys, 0o700) })
+		want = append(want, "permission denied", "make the directory writable by the daemon's user")
+	}
+	_, err := dialKeys(t, d.grpc).CreateKey(context.Background(), &pb.CreateKeyRequest{})
+	wantCode(t, err, codes.FailedPrecondition, want...)
+	d.stop()
+}
+
+// The CLI opens local keys in the user's own process: any directory, but
+// the same refusal of FIFOs and the same content-free errors.
+func TestCLILocalKeyFileRules(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.pem")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretPEM := writeMode(t, filepath.Join(dir, "secret.pem"), "-----BEGIN "+secretContent+"-----\nAAAA\n-----END "+secretContent+"-----\n", 0o600)
+	for _, tt := range []struct{ name, key, want string }{
+		{"FIFO", fifo, "not a regular file"},
+		{"unknown PEM type", secretPEM, "unsupported PEM block type"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, cliBin, "sign", "--key", "file:"+tt.key, cardFile("spec-sample.json"))
+			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("cardsign sign --key file:%s did not finish within 10s", tt.key)
+			}
+			if err == nil || !strings.Contains(string(out), tt.want) || strings.Contains(string(out), "TOPSECRET") {
+				t.Fatalf("cardsign sign: %v\n%s", err, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	stdlog "log"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults for refusal logging: enough lines to see who is knocking, few
+// enough that a flood of unauthenticated calls cannot fill the disk with
+// logs (one line per refusal was 36 MB in 10 s).
+const (
+	DefaultRefusalLogBurst    = 10
+	DefaultRefusalLogInterval = 10 * time.Second
+)
+
+// refusalLog writes the first burst refusals of each reason per interval
+// and then, at the end of the interval, one line counting the rest. It is
+// owned by its gate (or listener); there is no process-wide state.
+type refusalLog struct {
+	log      *slog.Logger
+	burst    int
+	interval time.Duration
+
+	mu      sync.Mutex
+	windows map[string]*refusalWindow // by reason: a handful of codes
+}
+
+// refusalWindow counts one reason's refusals in one interval.
+type refusalWindow struct {
+	start      time.Time
+	logged     int
+	suppressed int
+}
+
+func newRefusalLog(log *slog.Logger, burst int, interval time.Duration) *refusalLog {
+	if burst <= 0 {
+		burst = DefaultRefusalLogBurst
+	}
+	if interval <= 0 {
+		interval = DefaultRefusalLogInterval
+	}
+	return &refusalLog{log: log, burst: burst, interval: interval, windows: map[string]*refusalWindow{}}
+}
+
+// Log writes msg with args at level when the reason's budget for the
+// current interval allows, and otherwise counts it for the summary.
+func (r *refusalLog) Log(ctx context.Context, level slog.Level, reason, msg string, args ...any) {
+	now := time.Now()
+	r.mu.Lock()
+	w := r.windows[reason]
+	if w == nil || now.Sub(w.start) >= r.interval {
+		// The previous window's summary, if any, is its timer's job.
+		w = &refusalWindow{start: now}
+		r.windows[reason] = w
+	}
+	if w.logged < r.burst {
+		w.logged++
+		r.mu.Unlock()
+		r.log.Log(ctx, level, msg, args...)
+		return
+	}
+	w.suppressed++
+	first := w.suppressed == 1
+	r.mu.Unlock()
+	if first {
+		// One timer per window with suppressed lines, not a goroutine per
+		// gate: the summary comes when the interval ends even if the
+		// flood stops.
+		time.AfterFunc(w.start.Add(r.interval).Sub(now), func() { r.summarize(reason, w) })
+	}
+}
+
+func (r *refusalLog) summarize(reason string, w *refusalWindow) {
+	r.mu.Lock()
+	n, logged := w.suppressed, w.logged
+	w.suppressed = 0
+	r.mu.Unlock()
+	if n > 0 {
+		r.log.Info(fmt.Sprintf("%d more refusals in the last %s", n, r.interval),
+			"reason", reason, "count", n, "logged", logged, "interval", r.interval)
+	}
+}
+
+// NewHTTPErrorLog returns a logger for http.Server.ErrorLog. net/http writes
+// a line there for every failed TLS handshake and malformed request, which
+// anyone who can connect can cause: the lines go through a refusal log's
+// budget instead of straight to stderr.
+func NewHTTPErrorLog(log *slog.Logger, burst int, interval time.Duration) *stdlog.Logger {
+	return stdlog.New(refusalWriter{newRefusalLog(log, burst, interval)}, "", 0)
+}
+
+type refusalWriter struct{ r *refusalLog }
+
+func (w refusalWriter) Write(p []byte) (int, error) {
+	w.r.Log(context.Background(), slog.LevelWarn, "http-server", "HTTP listener error", "err", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
