@@ -47,6 +47,11 @@ func newAuthority(t *testing.T) (*Authority, string) {
 
 func activeKID(t *testing.T, a *Authority) string {
 	t.Helper()
+	return activeView(t, a).KID
+}
+
+func activeView(t *testing.T, a *Authority) jwks.View {
+	t.Helper()
 	views, err := a.Keys(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +60,7 @@ func activeKID(t *testing.T, a *Authority) string {
 	if !ok {
 		t.Fatal("no active key")
 	}
-	return v.KID
+	return v
 }
 
 func wantPrecondition(t *testing.T, err error, substr string) {

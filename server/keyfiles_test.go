@@ -2,11 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"io"
 	"log/slog"
@@ -19,7 +14,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/jwks"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -27,14 +21,7 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // activeFile returns the active key's kid and file path.
 func activeFile(t *testing.T, a *Authority) (kid, path string) {
 	t.Helper()
-	views, err := a.Keys(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, ok := jwks.Active(views)
-	if !ok {
-		t.Fatal("no active key")
-	}
+	v := activeView(t, a)
 	return v.KID, strings.TrimPrefix(v.URI, "file:")
 }
 
@@ -42,13 +29,8 @@ func activeFile(t *testing.T, a *Authority) (kid, path string) {
 // wrong backup would.
 func replaceKeyFile(t *testing.T, path string) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKCS8PrivateKey(k)
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(tmp, newKeyPEM(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

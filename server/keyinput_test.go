@@ -36,9 +36,8 @@ func wantInvalidField(t *testing.T, what string, err error, field string) {
 	t.Fatalf("%s: %v does not name the field %s", what, err, field)
 }
 
-// writeKeyFile writes a new P-256 private key into dir, as an operator would
-// before importing it.
-func writeKeyFile(t *testing.T, dir string) string {
+// newKeyPEM returns a new P-256 private key as PEM PKCS#8.
+func newKeyPEM(t *testing.T) []byte {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -48,12 +47,19 @@ func writeKeyFile(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+// writeKeyFile writes a new P-256 private key into dir, as an operator would
+// before importing it.
+func writeKeyFile(t *testing.T, dir string) string {
+	t.Helper()
 	f, err := os.CreateTemp(dir, "import-*.pem")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
+	if _, err := f.Write(newKeyPEM(t)); err != nil {
 		t.Fatal(err)
 	}
 	return f.Name()
