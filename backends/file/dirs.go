@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/internal/secretfile"
 )
 
 // Config restricts a Backend. The zero Config restricts nothing: that is
@@ -69,34 +70,10 @@ func (b Backend) resolve(path string) (string, error) {
 	if len(b.dirs) == 0 {
 		return path, nil
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", fmt.Errorf("file: key file %s: %w", path, err)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		real = abs
-		if dir, derr := filepath.EvalSymlinks(filepath.Dir(abs)); derr == nil {
-			real = filepath.Join(dir, filepath.Base(abs))
-		}
-	}
-	for _, d := range b.dirs {
-		for _, dir := range resolvedDir(d) {
-			if rel, err := filepath.Rel(dir, real); err == nil && filepath.IsLocal(rel) {
-				return real, nil
-			}
-		}
+	if real, ok := secretfile.Within(path, b.dirs); ok {
+		return real, nil
 	}
 	return "", &DirNotAllowedError{Path: path, Allowed: b.dirs}
-}
-
-// resolvedDir is d with its symbolic links resolved, or d itself when it
-// does not resolve (a directory not made yet).
-func resolvedDir(d string) []string {
-	if r, err := filepath.EvalSymlinks(d); err == nil {
-		return []string{r}
-	}
-	return []string{d}
 }
 
 // createError turns the failure to create a key file into an error that

@@ -2,14 +2,14 @@ package file
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"syscall"
 
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/internal/secretfile"
 )
 
 // Scheme is the URI scheme this backend registers.
@@ -118,51 +118,25 @@ func (e *InsecureModeError) Error() string {
 // It returns the file's FileInfo from the descriptor too, to tell later
 // whether the path still names the same file.
 func readKeyFile(path string, flags int) ([]byte, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flags, 0)
-	if err != nil {
+	f, st, err := secretfile.Open(path, flags)
+	var nr *secretfile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, nil, fmt.Errorf("file: key file %s is not a regular file (it is a %s); give the path of a key file", path, secretfile.Kind(nr.Mode))
+	case err != nil:
 		return nil, nil, fmt.Errorf("file: %w", err) // *PathError names the path
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, fmt.Errorf("file: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("file: key file %s is not a regular file (it is a %s); give the path of a key file", path, fileKind(st.Mode()))
-	}
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, nil, &InsecureModeError{Path: path, Mode: st.Mode()}
 	}
-	if st.Size() > MaxFileSize {
-		return nil, nil, fmt.Errorf("file: key file %s is %d bytes, over the %d-byte limit; a key file holds one key", path, st.Size(), MaxFileSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	data, err := secretfile.ReadAll(f, st, MaxFileSize)
+	var tl *secretfile.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return nil, nil, fmt.Errorf("file: key file %s is over the %d-byte limit; a key file holds one key", path, MaxFileSize)
+	case err != nil:
 		return nil, nil, fmt.Errorf("file: read %s: %w", path, err)
 	}
-	if len(data) > MaxFileSize {
-		clear(data)
-		return nil, nil, fmt.Errorf("file: key file %s is over the %d-byte limit; a key file holds one key", path, MaxFileSize)
-	}
 	return data, st, nil
-}
-
-// fileKind names the type of a file that is not a regular file, for
-// messages.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	}
-	return "special file"
 }

@@ -3,12 +3,12 @@ package pkcs11
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/cardsign/cardsign/backends/internal/secretfile"
 )
 
 // maxPINFile caps a pin-source file. PKCS#11 PINs are short (SoftHSM allows
@@ -52,29 +52,24 @@ func readPINSource(src string, dirs []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
-	if err != nil {
+	f, st, err := secretfile.Open(real, syscall.O_NOFOLLOW)
+	var nr *secretfile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return "", fmt.Errorf("pin-source %s is not a regular file; name a file holding the PIN", path)
+	case err != nil:
 		return "", fmt.Errorf("pin-source: %w", err) // *PathError names the path only
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("pin-source: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("pin-source %s is not a regular file; name a file holding the PIN", path)
-	}
-	if st.Size() > maxPINFile {
+	data, err := secretfile.ReadAll(f, st, maxPINFile)
+	var tl *secretfile.TooLargeError
+	switch {
+	case errors.As(err, &tl):
 		return "", fmt.Errorf("pin-source %s is over %d bytes; it does not look like a PIN file", path, maxPINFile)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxPINFile+1))
-	if err != nil {
+	case err != nil:
 		return "", fmt.Errorf("pin-source %s: %w", path, err)
 	}
 	defer clear(data)
-	if len(data) > maxPINFile {
-		return "", fmt.Errorf("pin-source %s is over %d bytes; it does not look like a PIN file", path, maxPINFile)
-	}
 	pin := string(data)
 	if p, ok := strings.CutSuffix(pin, "\n"); ok {
 		pin = strings.TrimSuffix(p, "\r")
@@ -105,20 +100,8 @@ func (e *PINSourceNotAllowedError) Error() string {
 // resolve is judged by its resolved parent, else as written, so a refusal
 // never tells whether a file outside exists.
 func pinSourceAllowed(path string, dirs []string) (string, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		real = filepath.Clean(path)
-		if dir, derr := filepath.EvalSymlinks(filepath.Dir(real)); derr == nil {
-			real = filepath.Join(dir, filepath.Base(real))
-		}
-	}
-	for _, d := range dirs {
-		if r, err := filepath.EvalSymlinks(d); err == nil {
-			d = r
-		}
-		if rel, err := filepath.Rel(d, real); err == nil && filepath.IsLocal(rel) {
-			return real, nil
-		}
+	if real, ok := secretfile.Within(path, dirs); ok {
+		return real, nil
 	}
 	return "", &PINSourceNotAllowedError{Path: path, Allowed: dirs}
 }

@@ -1,0 +1,88 @@
+package secretfile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestOpenAndReadAll(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small")
+	big := filepath.Join(dir, "big")
+	fifo := filepath.Join(dir, "fifo")
+	for path, data := range map[string]string{small: "1234\n", big: "0123456789abcdef"} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path       string
+		notRegular bool
+		tooLarge   bool
+	}{
+		{path: small},
+		{path: big, tooLarge: true},
+		{path: fifo, notRegular: true}, // must return at once, not wait for a writer
+		{path: dir, notRegular: true},
+		{path: "/dev/zero", notRegular: true},
+	}
+	for _, tc := range tests {
+		f, st, err := Open(tc.path, 0)
+		var nr *NotRegularError
+		if tc.notRegular != errors.As(err, &nr) {
+			t.Errorf("Open(%s) = %v, want NotRegularError: %v", tc.path, err, tc.notRegular)
+		}
+		if err != nil {
+			continue
+		}
+		data, err := ReadAll(f, st, 8)
+		f.Close()
+		var tl *TooLargeError
+		if tc.tooLarge != errors.As(err, &tl) {
+			t.Errorf("ReadAll(%s) = %q, %v; want TooLargeError: %v", tc.path, data, err, tc.tooLarge)
+		}
+	}
+}
+
+func TestWithin(t *testing.T) {
+	root := t.TempDir()
+	allowed := filepath.Join(root, "allowed")
+	outside := filepath.Join(root, "outside")
+	for _, d := range []string{allowed, filepath.Join(allowed, "sub"), outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(allowed, "link-out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(allowed, filepath.Join(root, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path string
+		ok   bool
+	}{
+		{filepath.Join(allowed, "k.pem"), true},
+		{filepath.Join(allowed, "sub", "k.pem"), true},
+		{filepath.Join(root, "alias", "k.pem"), true}, // through a link to the allowed directory
+		{filepath.Join(allowed, "..", "outside", "secret"), false},
+		{filepath.Join(allowed, "link-out"), false}, // a link inside pointing out
+		{filepath.Join(outside, "secret"), false},
+		{filepath.Join(outside, "missing"), false},
+	}
+	for _, tc := range tests {
+		if _, ok := Within(tc.path, []string{allowed}); ok != tc.ok {
+			t.Errorf("Within(%s) = %v, want %v", tc.path, ok, tc.ok)
+		}
+	}
+}
