@@ -18,18 +18,22 @@ const (
 	// dropped, then every empty string, array, object and null removed
 	// recursively, then RFC 8785.
 	ProfileSDK Profile = "sdk"
+	// ProfilePythonASCII is what a2a-python up to 1.1 computes: the sdk
+	// profile's tree written by Python's json.dumps (ensure_ascii, keys in
+	// code point order, Struct numbers as Python floats), not RFC 8785.
+	ProfilePythonASCII Profile = "python-ascii"
 )
 
 // Profiles lists every profile, spec first.
-func Profiles() []Profile { return []Profile{ProfileSpec, ProfileSDK} }
+func Profiles() []Profile { return []Profile{ProfileSpec, ProfileSDK, ProfilePythonASCII} }
 
 // ParseProfile reads a profile name.
 func ParseProfile(s string) (Profile, error) {
 	switch Profile(s) {
-	case ProfileSpec, ProfileSDK:
+	case ProfileSpec, ProfileSDK, ProfilePythonASCII:
 		return Profile(s), nil
 	}
-	return "", fmt.Errorf("unknown canonical profile %q (want spec or sdk)", s)
+	return "", fmt.Errorf("unknown canonical profile %q (want spec, sdk or python-ascii)", s)
 }
 
 // Canonical returns the canonical bytes of v, a card in the v1.0 shape,
@@ -40,12 +44,21 @@ func Canonical(v Value, p Profile) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p == ProfilePythonASCII {
+		return encodePython(t), nil
+	}
 	return encodeJCS(t)
 }
 
-// Forms are both canonical forms of a card, computed with one projection.
+// Forms are the canonical forms of a card.
 type Forms struct {
 	Spec, SDK []byte
+	// Python is the python-ascii form; it is the SDK bytes (the same
+	// slice) when PythonDivergences is empty.
+	Python []byte
+	// PythonDivergences lists what a2a-python ≤ 1.1 writes otherwise than
+	// RFC 8785 in the sdk tree: non-ASCII text, numbers, key order.
+	PythonDivergences []string
 	// Unknown lists the keys outside the v1.0 schema: the spec profile
 	// keeps them, the sdk profile drops them.
 	Unknown []string
@@ -72,12 +85,23 @@ func CanonicalForms(v Value) (*Forms, error) {
 	if f.Spec, err = encodeJCS(t); err != nil {
 		return nil, err
 	}
+	sdk := t
 	if f.Same() {
 		f.SDK = f.Spec
-		return f, nil
+	} else {
+		if sdk, _, err = project(v, ProfileSDK); err != nil {
+			return nil, err
+		}
+		if f.SDK, err = encodeJCS(sdk); err != nil {
+			return nil, err
+		}
 	}
-	if f.SDK, err = Canonical(v, ProfileSDK); err != nil {
-		return nil, err
+	// Where nothing is written otherwise, the python-ascii bytes are the
+	// sdk bytes by construction: only ASCII text, no numbers, one key order.
+	pythonDivergences(sdk, &Path{index: -1}, &f.PythonDivergences)
+	f.Python = f.SDK
+	if len(f.PythonDivergences) > 0 {
+		f.Python = encodePython(sdk)
 	}
 	return f, nil
 }
@@ -113,7 +137,11 @@ func empties(v Value, p *Path, out *[]string) {
 // project is Project, also returning the paths of keys outside the schema
 // that the projection kept (spec profile) or dropped (sdk profile).
 func project(v Value, p Profile) (Value, []string, error) {
-	if p != ProfileSpec && p != ProfileSDK {
+	switch p {
+	case ProfileSpec, ProfileSDK:
+	case ProfilePythonASCII:
+		p = ProfileSDK // the same tree, written otherwise
+	default:
 		return Value{}, nil, fmt.Errorf("card: unknown canonical profile %q", p)
 	}
 	if v.Kind != Object {

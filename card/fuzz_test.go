@@ -14,6 +14,12 @@ func addCardSeeds(f *testing.F) {
 	if err != nil || len(files) == 0 {
 		f.Fatalf("no seed cards: %v", err)
 	}
+	// The a2a-python vectors: non-ASCII text, Struct numbers, key order.
+	vectors, err := filepath.Glob(pythonVectors + "/*.input.json")
+	if err != nil || len(vectors) == 0 {
+		f.Fatalf("no a2a-python vectors: %v", err)
+	}
+	files = append(files, vectors...)
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -47,7 +53,8 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzCanonicalize: Load, Lint and Canonical never panic, and canonical
-// forms are fixed points: canonicalizing canonical bytes gives them back.
+// forms are fixed points: canonicalizing canonical bytes gives them back
+// (python-ascii too: Python's output, read back by Python, prints the same).
 func FuzzCanonicalize(f *testing.F) {
 	addCardSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -71,7 +78,9 @@ func FuzzCanonicalize(f *testing.F) {
 			if formsErr == nil {
 				// CanonicalForms skips the sdk pass when nothing diverges;
 				// the independent computation must agree.
-				if want := map[Profile][]byte{ProfileSpec: forms.Spec, ProfileSDK: forms.SDK}[p]; !bytes.Equal(want, out) {
+				// Likewise python-ascii is the sdk bytes when nothing is
+				// written otherwise.
+				if want := map[Profile][]byte{ProfileSpec: forms.Spec, ProfileSDK: forms.SDK, ProfilePythonASCII: forms.Python}[p]; !bytes.Equal(want, out) {
 					t.Fatalf("CanonicalForms %s = %q, Canonical = %q (divergences %v)", p, want, out, forms.Divergences)
 				}
 			}
