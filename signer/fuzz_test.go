@@ -50,7 +50,7 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		signed[string(forms.Spec)], signed[string(forms.SDK)] = true, true
+		signed[string(forms.Spec)], signed[string(forms.SDK)], signed[string(forms.Python)] = true, true, true
 	}
 	opts := VerifyOptions{Trusted: set, Limits: card.Limits{MaxBytes: 1 << 16, MaxDepth: 32}}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -77,7 +77,7 @@ func FuzzVerify(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			covered := map[card.Profile][]byte{card.ProfileSpec: forms.Spec, card.ProfileSDK: forms.SDK}[c.Profile]
+			covered := map[card.Profile][]byte{card.ProfileSpec: forms.Spec, card.ProfileSDK: forms.SDK, card.ProfilePythonASCII: forms.Python}[c.Profile]
 			if !signed[string(covered)] {
 				t.Fatalf("signature %d valid (%s) over bytes no one signed: %q", c.Index, c.Profile, covered)
 			}

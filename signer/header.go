@@ -12,7 +12,7 @@ import (
 var b64 = base64.RawURLEncoding.Strict()
 
 // ProfileHeader is the protected header parameter that marks a signature
-// over the sdk canonical profile. Without it a verifier could not tell which
+// over the sdk or python-ascii canonical profile. Without it a verifier could not tell which
 // bytes a signature covers, and a card stripped of the values only the spec
 // profile keeps (an empty mtlsSecurityScheme, a scope-less requirement)
 // would pass as spec-valid on the strength of the sdk signature. JWS
@@ -23,10 +23,10 @@ const ProfileHeader = "cardsign-profile"
 // protectedHeader serializes {"alg", "cardsign-profile"?, "jku"?, "kid",
 // "typ":"JOSE"} with sorted keys and no whitespace, so the same key and
 // options always give the same protected value. The profile is named only
-// for sdk-profile signatures: a spec-profile signature is plain A2A.
+// for sdk and python-ascii signatures: a spec-profile signature is plain A2A.
 func protectedHeader(alg jose.Alg, kid, jku string, profile card.Profile) []byte {
 	members := []card.Member{{Key: "alg", Val: card.StringValue(string(alg))}}
-	if profile == card.ProfileSDK {
+	if profile != card.ProfileSpec {
 		members = append(members, card.Member{Key: ProfileHeader, Val: card.StringValue(string(profile))})
 	}
 	if jku != "" {

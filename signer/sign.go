@@ -31,24 +31,28 @@ type Key struct {
 type Mode string
 
 const (
-	// ModeAuto signs the spec profile, and adds an sdk-profile signature
-	// when the two canonical forms differ, so every verifier finds one.
+	// ModeAuto signs the spec profile, adds an sdk-profile signature when
+	// the sdk bytes differ from the spec bytes, and a python-ascii one when
+	// those bytes differ from both, so every verifier finds one.
 	ModeAuto Mode = ""
 	ModeSpec Mode = "spec"
 	ModeSDK  Mode = "sdk"
-	// ModeBoth is ModeAuto stated explicitly.
+	// ModePythonASCII signs only the bytes a2a-python ≤ 1.1 computes.
+	ModePythonASCII Mode = "python-ascii"
+	// ModeBoth is ModeAuto stated explicitly (every profile a verifier
+	// needs, which may be three).
 	ModeBoth Mode = "both"
 )
 
 // ParseMode reads a --profile value.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case ModeSpec, ModeSDK, ModeBoth:
+	case ModeSpec, ModeSDK, ModePythonASCII, ModeBoth:
 		return Mode(s), nil
 	case "", "auto":
 		return ModeAuto, nil
 	}
-	return "", fmt.Errorf("unknown profile %q (want spec, sdk or both)", s)
+	return "", fmt.Errorf("unknown profile %q (want spec, sdk, python-ascii or both)", s)
 }
 
 // Options control Sign.
@@ -85,9 +89,16 @@ type Result struct {
 	CanonicalSHA256 [32]byte
 	Loaded          *card.Loaded
 	Warnings        []card.Finding
-	// Divergences lists the values the two profiles treat differently when
-	// the card needed one signature per profile.
+	// Divergences lists the values the spec and sdk profiles treat
+	// differently when the card needed a signature for each.
 	Divergences []string
+	// PythonDivergences lists what a2a-python ≤ 1.1 writes otherwise than
+	// RFC 8785 (non-ASCII text, numbers, key order) when the card needed a
+	// python-ascii signature for it.
+	PythonDivergences []string
+	// Portability says, for each verifier family, which signature covers
+	// the bytes it computes.
+	Portability []Support
 }
 
 // ErrNoKeys is returned when Options.Keys is empty.
@@ -126,17 +137,30 @@ func Sign(ctx context.Context, data []byte, opts Options) (*Result, error) {
 		bytes   []byte
 	}
 	var payloads []payload
-	switch {
-	case opts.Mode == ModeSpec:
+	switch opts.Mode {
+	case ModeSpec:
 		payloads = []payload{{card.ProfileSpec, forms.Spec}}
-	case opts.Mode == ModeSDK:
+	case ModeSDK:
 		payloads = []payload{{card.ProfileSDK, forms.SDK}}
-	case forms.Same():
-		payloads = []payload{{card.ProfileSpec, forms.Spec}}
+	case ModePythonASCII:
+		payloads = []payload{{card.ProfilePythonASCII, forms.Python}}
 	default:
-		payloads = []payload{{card.ProfileSpec, forms.Spec}, {card.ProfileSDK, forms.SDK}}
-		res.Divergences = forms.Divergences
+		// One signature per distinct bytes: most cards need one.
+		for _, p := range AutoProfiles(forms) {
+			payloads = append(payloads, payload{p, formBytes(forms, p)})
+			switch p {
+			case card.ProfileSDK:
+				res.Divergences = forms.Divergences
+			case card.ProfilePythonASCII:
+				res.PythonDivergences = forms.PythonDivergences
+			}
+		}
 	}
+	signed := make([]card.Profile, len(payloads))
+	for i, p := range payloads {
+		signed[i] = p.profile
+	}
+	res.Portability = Portability(forms, signed)
 
 	var sigs []card.Value
 	if opts.KeepSignatures {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,9 +73,13 @@ func TestSignModes(t *testing.T) {
 	}{
 		{"security.json", ModeAuto, []card.Profile{card.ProfileSpec}},
 		{"security.json", ModeBoth, []card.Profile{card.ProfileSpec}}, // same bytes: one signature serves both
-		{"divergent.json", ModeAuto, []card.Profile{card.ProfileSpec, card.ProfileSDK}},
+		// § and a number in params: a2a-python ≤ 1.1 computes bytes of its own.
+		{"divergent.json", ModeAuto, []card.Profile{card.ProfileSpec, card.ProfileSDK, card.ProfilePythonASCII}},
 		{"divergent.json", ModeSpec, []card.Profile{card.ProfileSpec}},
 		{"divergent.json", ModeSDK, []card.Profile{card.ProfileSDK}},
+		{"divergent.json", ModePythonASCII, []card.Profile{card.ProfilePythonASCII}},
+		// Only non-ASCII text: spec and sdk bytes are one, python-ascii another.
+		{"unicode.json", ModeAuto, []card.Profile{card.ProfileSpec, card.ProfilePythonASCII}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.card+"/"+string(tc.mode), func(t *testing.T) {
@@ -86,8 +91,14 @@ func TestSignModes(t *testing.T) {
 			for _, s := range res.Signatures {
 				got = append(got, s.Profile)
 			}
-			if len(got) != len(tc.profiles) || (len(got) > 0 && got[0] != tc.profiles[0]) || (len(got) > 1 && got[1] != tc.profiles[1]) {
+			if !slices.Equal(got, tc.profiles) {
 				t.Fatalf("profiles %v, want %v", got, tc.profiles)
+			}
+			// Whatever was signed, every verifier family is covered in auto mode.
+			for _, s := range res.Portability {
+				if tc.mode == ModeAuto && !s.Covered {
+					t.Fatalf("auto mode leaves %s uncovered: %+v", s.Verifier, res.Portability)
+				}
 			}
 			if (len(res.Divergences) > 0) != (tc.card == "divergent.json" && tc.mode == ModeAuto) {
 				t.Fatalf("divergences %v", res.Divergences)
@@ -319,7 +330,7 @@ func TestVerifySDKSignatureIsNeverSpecValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Signatures) != 2 || res.Signatures[1].Profile != card.ProfileSDK {
+	if len(res.Signatures) != 3 || res.Signatures[1].Profile != card.ProfileSDK {
 		t.Fatalf("signatures %+v", res.Signatures)
 	}
 	raw, _ := b64.DecodeString(res.Signatures[1].Protected)

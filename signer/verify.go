@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,6 +67,22 @@ type Verification struct {
 	// divergences are the values the sdk profile drops: keys outside the
 	// v1.0 schema and empty values.
 	divergences []string
+	forms       *card.Forms
+}
+
+// Portability reports, for each verifier family, whether a signature that
+// verified covers the bytes that family computes.
+func (v *Verification) Portability() []Support {
+	if v.forms == nil {
+		return nil
+	}
+	var verified []card.Profile
+	for _, c := range v.Checks {
+		if c.Valid {
+			verified = append(verified, c.Profile)
+		}
+	}
+	return Portability(v.forms, verified)
 }
 
 // Uncovered returns the parts of the card that no verified signature
@@ -112,11 +129,11 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	if err != nil {
 		return nil, err
 	}
-	payloads := map[card.Profile][]byte{card.ProfileSpec: forms.Spec, card.ProfileSDK: forms.SDK}
+	payloads := map[card.Profile][]byte{card.ProfileSpec: forms.Spec, card.ProfileSDK: forms.SDK, card.ProfilePythonASCII: forms.Python}
 
 	sigs, ok := loaded.Value.Get("signatures")
 	if !ok {
-		return &Verification{}, nil
+		return &Verification{forms: forms}, nil
 	}
 	if sigs.Kind != card.Array {
 		return nil, &card.Error{Path: "signatures", Rule: card.RuleType, Offset: -1, Reason: "must be an array of signature objects, not " + sigs.Kind.String()}
@@ -135,7 +152,7 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 		return nil, fmt.Errorf("signer: verify: %w", err)
 	}
 	v := &verifier{opts: opts, allow: allow, fetched: map[string]fetchResult{}}
-	res := &Verification{divergences: forms.Divergences}
+	res := &Verification{divergences: forms.Divergences, forms: forms}
 	for i, s := range sigs.Arr {
 		// A run bounded by a deadline stops, instead of reporting every
 		// remaining signature as failed for a reason that is not the card's.
@@ -232,9 +249,9 @@ func (v *verifier) verifyOne(ctx context.Context, s card.Value, payloads map[car
 		}
 		order = []card.Profile{opts.Profile}
 	}
-	if len(order) == 2 && bytes.Equal(payloads[order[0]], payloads[order[1]]) {
-		order = order[:1]
-	}
+	// The same bytes under several profiles are tried once, under the
+	// first of them (spec before sdk before python-ascii).
+	order = slices.CompactFunc(order, func(a, b card.Profile) bool { return bytes.Equal(payloads[a], payloads[b]) })
 	for _, p := range order {
 		err = jose.Verify(h.alg, pub, signingInput(prot.Str, payloads[p]), sig)
 		if err == nil {
