@@ -51,6 +51,20 @@ func Open(ctx context.Context, uri string, opts OpenOptions) (*Key, error) {
 	if !ok {
 		return nil, &UnknownSchemeError{Scheme: scheme, Registered: Schemes()}
 	}
+	return OpenWith(ctx, b, uri, opts)
+}
+
+// URIChecker is a Backend that can tell, without opening it, whether it
+// would accept a key URI under its configuration (allowed directories for
+// the files a URI names).
+type URIChecker interface {
+	CheckURI(uri string) error
+}
+
+// OpenWith is Open through backend b rather than the one registered for
+// uri's scheme: a daemon opens keys a caller names for import through a
+// backend restricted to the allowed directories.
+func OpenWith(ctx context.Context, b Backend, uri string, opts OpenOptions) (*Key, error) {
 	h, err := b.Open(ctx, uri)
 	if err != nil {
 		return nil, fmt.Errorf("backends: open %s: %w", Redact(uri), err)

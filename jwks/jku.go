@@ -210,6 +210,10 @@ func normalizePath(escaped string) (string, error) {
 				return "", errors.New(`path contains %5C (an encoded "\"); some servers read it as "/"`)
 			case v == '%':
 				return "", errors.New(`path contains %25 (an encoded "%"); a server that decodes twice would see other characters`)
+			case v == 0xC0 || v == 0xC1:
+				return "", fmt.Errorf("path contains %%%02X, which starts an overlong UTF-8 sequence (old servers decode %%C0%%AE as \".\")", v)
+			case v == ';':
+				return "", errors.New(`path contains %3B (an encoded ";"); servers such as Tomcat read "..;" as "..", so it has no single meaning`)
 			case v < 0x20 || v == 0x7f:
 				return "", fmt.Errorf("path contains %%%02X, an encoded control character", v)
 			case unreserved(v):
@@ -224,6 +228,13 @@ func normalizePath(escaped string) (string, error) {
 	p := b.String()
 	if strings.Contains(p, "//") {
 		return "", errors.New(`path has an empty segment ("//"); servers merge them before resolving "..", so it has no single meaning`)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		// "...", ". .", ".%20": some servers (Windows and IIS among them)
+		// trim trailing dots and spaces from a segment, reading it as "..".
+		if seg != "" && seg != "." && seg != ".." && strings.Trim(strings.ReplaceAll(seg, "%20", ""), ".") == "" {
+			return "", fmt.Errorf("path segment %q holds only dots and spaces; some servers read it as \"..\"", seg)
+		}
 	}
 	p = removeDotSegments(p)
 	if p == "" {

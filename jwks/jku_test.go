@@ -101,3 +101,24 @@ func TestJKUAllowListMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizeJKURefusesLookalikeDotSegments: spellings that some servers
+// fold into ".." after the allow-list check has passed.
+func TestNormalizeJKURefusesLookalikeDotSegments(t *testing.T) {
+	for _, raw := range []string{
+		"https://keys.example.com/good/..%3B/evil/jwks.json",
+		"https://keys.example.com/good/.../evil/jwks.json",
+		"https://keys.example.com/good/..%20/evil/jwks.json",
+		"https://keys.example.com/good/.%20./evil/jwks.json",
+		"https://keys.example.com/good/%C0%AE%C0%AE/evil/jwks.json",
+	} {
+		if u, err := NormalizeJKU(raw); err == nil {
+			t.Errorf("NormalizeJKU(%s) = %s, want it refused", raw, u)
+		}
+	}
+	for _, ok := range []string{"https://keys.example.com/good/v1.2/jwks.json", "https://keys.example.com/.well-known/jwks.json"} {
+		if _, err := NormalizeJKU(ok); err != nil {
+			t.Errorf("NormalizeJKU(%s): %v", ok, err)
+		}
+	}
+}

@@ -52,11 +52,16 @@ type Config struct {
 	BackendConcurrency map[string]int
 	// Metrics receives the authority's metrics; nil makes a private set.
 	Metrics *Metrics
-	// CheckKeyURI, when set, vets a key URI before it is opened to be
-	// recorded (ImportKey, and new keys): the daemon refuses file: paths
-	// outside its import directories, so an import cannot make it read any
-	// file it can open. Keys already on record are reopened as recorded.
-	CheckKeyURI func(uri string) error
+	// ImportBackends open the keys a caller names for import, by scheme:
+	// the file backend restricted to the key and import directories. A
+	// scheme not listed opens through its registered backend. Keys already
+	// on record reopen through the registered backends, as recorded.
+	ImportBackends map[string]backends.Backend
+	// OmitAuditHead leaves the audit head out of the revocation document,
+	// for verifiers built before it had one (they refuse an unknown member);
+	// truncation of the audit log then goes unseen by them and by
+	// cardsign audit verify.
+	OmitAuditHead bool
 }
 
 // Authority is the signing authority: it owns the key records' cache, the
@@ -225,12 +230,18 @@ func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, e
 // record opens a key URI and builds its record: the public JWK is read once,
 // here, and never fetched from the backend again.
 func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOptions) (jwks.KeyRecord, error) {
-	if a.cfg.CheckKeyURI != nil {
-		if err := a.cfg.CheckKeyURI(uri); err != nil {
-			return jwks.KeyRecord{}, err
+	open := backends.Open
+	if scheme, err := backends.Scheme(uri); err == nil {
+		if b, ok := a.cfg.ImportBackends[scheme]; ok {
+			// The restricted backend opens what it checked (the resolved
+			// path, no symbolic link swapped in since): checking first and
+			// opening through the unrestricted one would leave a window.
+			open = func(ctx context.Context, uri string, opts backends.OpenOptions) (*backends.Key, error) {
+				return backends.OpenWith(ctx, b, uri, opts)
+			}
 		}
 	}
-	k, err := backends.Open(ctx, uri, opts)
+	k, err := open(ctx, uri, opts)
 	if err != nil {
 		return jwks.KeyRecord{}, err
 	}

@@ -115,13 +115,16 @@ func (a *Authority) revocations(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := jwks.SignRevocations(ctx, jwks.Revocations{
+	body := jwks.Revocations{
 		Sequence:  docSeq,
 		IssuedAt:  now.Truncate(time.Second),
 		ExpiresAt: now.Add(ttl).Truncate(time.Second),
 		Revoked:   revoked,
-		AuditHead: &jwks.AuditHead{Seq: cur.published.Seq, Hash: cur.published.Hash},
-	}, key.Signer, key.Alg, key.KID)
+	}
+	if !a.cfg.OmitAuditHead {
+		body.AuditHead = &jwks.AuditHead{Seq: cur.published.Seq, Hash: cur.published.Hash}
+	}
+	doc, err := jwks.SignRevocations(ctx, body, key.Signer, key.Alg, key.KID)
 	if err != nil {
 		return nil, err
 	}

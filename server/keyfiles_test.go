@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/file"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -123,23 +124,30 @@ func TestCreateKeyInUnusableDirIsFailedPrecondition(t *testing.T) {
 	}
 }
 
-func TestImportChecksKeyURI(t *testing.T) {
-	a, _ := newAuthority(t)
-	refused := errors.New("file: key file /etc/passwd is outside the allowed directories")
-	var seen []string
-	a.cfg.CheckKeyURI = func(uri string) error {
-		seen = append(seen, uri)
-		if uri == "file:/etc/passwd" {
-			return refused
-		}
-		return nil
+func TestImportOpensThroughRestrictedBackend(t *testing.T) {
+	a, dir := newAuthority(t)
+	keyDir := filepath.Join(dir, "keys")
+	restricted, err := file.New(file.Config{AllowedDirs: []string{keyDir}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err := a.ImportKey(context.Background(), "file:/etc/passwd", "", "")
-	if !errors.Is(err, refused) && (err == nil || !strings.Contains(err.Error(), "outside the allowed directories")) {
-		t.Fatalf("ImportKey outside: %v", err)
+	a.cfg.ImportBackends = map[string]backends.Backend{file.Scheme: restricted}
+	ctx := context.Background()
+
+	// A key outside, and a symbolic link to it inside the key directory.
+	outside := filepath.Join(t.TempDir(), "k.pem")
+	if err := os.WriteFile(outside, newKeyPEM(t), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	wantStatus(t, err, codes.InvalidArgument, "outside the allowed directories")
-	if len(seen) != 1 {
-		t.Errorf("CheckKeyURI saw %v", seen)
+	link := filepath.Join(keyDir, "link.pem")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, uri := range []string{"file:/etc/passwd", "file:" + outside, "file:" + link} {
+		_, err := a.ImportKey(ctx, uri, "", "")
+		wantStatus(t, err, codes.InvalidArgument, "outside the allowed directories")
+	}
+	if _, err := a.ImportKey(ctx, "file:"+writeKeyFile(t, keyDir), "", ""); err != nil {
+		t.Fatalf("a key inside the key directory: %v", err)
 	}
 }

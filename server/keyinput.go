@@ -74,7 +74,10 @@ func checkReason(reason string) (string, error) {
 		known = known || code == c
 	}
 	if !known {
-		return "", &InvalidArgumentError{Field: "reason", Reason: fmt.Sprintf("must start with one of %s, optionally followed by \": \" and a note (e.g. \"key-compromise: laptop stolen\")", strings.Join(revocationReasons[:], ", "))}
+		// Free text (`--reason "key compromise"`, as scripts wrote it
+		// before the codes): kept as the note of "unspecified", so a
+		// revocation during an incident is not refused over its wording.
+		code, note, hasNote = "unspecified", reason, true
 	}
 	if !hasNote {
 		return code, nil

@@ -202,9 +202,9 @@ func notAlreadyKnown(rec jwks.KeyRecord) func([]jwks.KeyRecord) error {
 // with every key's state derived from the records the transaction read.
 func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Time, v jwks.View, all []jwks.View) (jwks.KeyRecord, error)) (jwks.View, error) {
 	defer a.recheckReadiness() // a key change can make or break readiness
-	if err := checkKID("kid", kid); err != nil {
-		return jwks.View{}, err
-	}
+	// The kid is looked up as given, not checked against today's kid rule:
+	// a key recorded before that rule must stay revocable. An unknown kid
+	// is NOT_FOUND.
 	err := a.store.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
 		// The time is taken inside the transaction, which holds the
 		// store's write lock: every audit record committed before it has
@@ -346,8 +346,17 @@ func (a *Authority) CheckBackends(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("key %s: %w", v.KID, err)
 		}
-		if _, ok := backends.Lookup(scheme); !ok {
+		b, ok := backends.Lookup(scheme)
+		if !ok {
 			return fmt.Errorf("key %s (%s) uses the %s backend, which is not configured: add its section to the config", v.KID, v.State, scheme)
+		}
+		// A key whose URI the backend's configuration no longer accepts (a
+		// pin-source outside pkcs11.pin_source_dirs) would fail at its
+		// first signature: say so now, naming the key.
+		if c, ok := b.(backends.URIChecker); ok {
+			if err := c.CheckURI(v.URI); err != nil {
+				return fmt.Errorf("key %s (%s): %w", v.KID, v.State, err)
+			}
 		}
 	}
 	return nil

@@ -110,3 +110,27 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	_, r3 := fetch()
 	wantHead(r3, 2, recs[1].Hash)
 }
+
+// TestRevocationsWithoutAuditHead: revocations.audit_head: false publishes
+// documents that verifiers built before the member can still read.
+func TestRevocationsWithoutAuditHead(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newAuthority(t)
+	a.cfg.OmitAuditHead = true
+	doc, err := a.Revocations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := a.JWKS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := jwks.Parse(set.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := jwks.VerifyRevocations(doc, keys, a.now())
+	if err != nil || r.AuditHead != nil || bytes.Contains(doc, []byte("audit_head")) {
+		t.Fatalf("document %s: head %+v, %v; want none", doc, r.AuditHead, err)
+	}
+}

@@ -73,8 +73,10 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		if err == nil || !errors.Is(err, store.ErrKeyRevoked) || attempt == maxSignAttempts {
 			return signed, err
 		}
-		for _, s := range res.Signatures {
-			a.metrics.signatures.WithLabelValues("discarded", string(s.Alg), a.backendOf(s.KID), principal).Inc()
+		if res != nil {
+			for _, s := range res.Signatures {
+				a.metrics.signatures.WithLabelValues("discarded", string(s.Alg), a.backendOf(s.KID), principal).Inc()
+			}
 		}
 		a.log.Info("a signing key was revoked while a card was being signed; signing again", "request_id", req.RequestID, "attempt", attempt)
 	}

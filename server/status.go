@@ -23,6 +23,20 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 	if err == nil {
 		return nil
 	}
+	// Messages quote what the caller sent (a kid, a path, a card's key):
+	// bounded here, whatever the branch, so no status outgrows a client's
+	// header limit.
+	st := status.Convert(statusOf(log, requestID, err))
+	if len(st.Message()) <= maxStatusMessage {
+		return st.Err()
+	}
+	p := st.Proto()
+	p.Message = truncateText(p.Message, maxStatusMessage)
+	return status.ErrorProto(p)
+}
+
+// statusOf maps err to its gRPC status; toStatus bounds its size.
+func statusOf(log *slog.Logger, requestID string, err error) error {
 	var (
 		cardErr *card.Error
 		lintErr *card.LintError

@@ -34,19 +34,9 @@ const maxPINFile = 1 << 10
 // without dropping the newline, which the token would then reject as part of
 // the PIN.
 func readPINSource(src string, dirs []string) (string, error) {
-	u, err := url.Parse(src)
+	path, err := pinSourcePath(src)
 	if err != nil {
-		return "", errors.New("pin-source is not a valid URI or path")
-	}
-	if u.Scheme != "" && u.Scheme != "file" {
-		return "", fmt.Errorf("pin-source scheme %q is not supported (want a file path or file: URI)", u.Scheme)
-	}
-	if u.Host != "" && u.Host != "localhost" {
-		return "", errors.New("pin-source file: URIs with a host are not supported")
-	}
-	path := u.Path
-	if !filepath.IsAbs(path) {
-		return "", fmt.Errorf("pin-source path %q is not absolute", path)
+		return "", err
 	}
 	real, err := pinSourceAllowed(path, dirs)
 	if err != nil {
@@ -92,7 +82,44 @@ func (e *PINSourceNotAllowedError) Error() string {
 	if len(e.Allowed) > 0 {
 		allowed = strings.Join(e.Allowed, ", ")
 	}
-	return fmt.Sprintf("pin-source %s is outside the allowed pin-source directories (allowed: %s); put the PIN file in one of them, or add its directory to the allowed pin-source directories", e.Path, allowed)
+	return fmt.Sprintf("pin-source %s is outside the allowed pin-source directories (allowed: %s); put the PIN file in one of them, or add its directory to pkcs11.pin_source_dirs", e.Path, allowed)
+}
+
+// pinSourcePath is the absolute file path a pin-source names (a path or a
+// file: URI).
+func pinSourcePath(src string) (string, error) {
+	u, err := url.Parse(src)
+	if err != nil {
+		return "", errors.New("pin-source is not a valid URI or path")
+	}
+	if u.Scheme != "" && u.Scheme != "file" {
+		return "", fmt.Errorf("pin-source scheme %q is not supported (want a file path or file: URI)", u.Scheme)
+	}
+	if u.Host != "" && u.Host != "localhost" {
+		return "", errors.New("pin-source file: URIs with a host are not supported")
+	}
+	if !filepath.IsAbs(u.Path) {
+		return "", fmt.Errorf("pin-source path %q is not absolute", u.Path)
+	}
+	return u.Path, nil
+}
+
+// CheckURI reports whether Open would accept the pin-source of a key URI
+// under b's pin-source directories, without reading the file. cardsignd
+// runs it over the keys on record at start, so a key whose PIN file lies
+// outside pkcs11.pin_source_dirs stops the start naming the key, rather
+// than failing at its first signature.
+func (b *Backend) CheckURI(uri string) error {
+	k, err := parseURI(uri)
+	if err != nil || k.hasPIN || k.pinSource == "" {
+		return err
+	}
+	path, err := pinSourcePath(k.pinSource)
+	if err != nil {
+		return uriError(uri, err.Error())
+	}
+	_, err = pinSourceAllowed(path, b.cfg.PINSourceDirs)
+	return err
 }
 
 // pinSourceAllowed returns path with its symbolic links resolved when that

@@ -106,3 +106,30 @@ func TestPINSourceDirs(t *testing.T) {
 		t.Errorf("relative pin-source directory: %v", err)
 	}
 }
+
+// TestCheckURI: the check cardsignd runs over keys on record at start says
+// which pin-source lies outside pkcs11.pin_source_dirs, without reading it.
+func TestCheckURI(t *testing.T) {
+	allowed := t.TempDir()
+	b, err := New(Config{DefaultModule: "/usr/lib/softhsm/libsofthsm2.so", PINSourceDirs: []string{allowed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tok = "pkcs11:token=t;object=k"
+	tests := []struct {
+		uri     string
+		refused string
+	}{
+		{tok, ""},                     // the configured PIN
+		{tok + "?pin-value=1234", ""}, // refused at import, never on record
+		{tok + "?pin-source=" + allowed + "/pin", ""},
+		{tok + "?pin-source=/etc/cardsign/pin", "pkcs11.pin_source_dirs"},
+		{tok + "?pin-source=relative/pin", "not absolute"},
+	}
+	for _, tc := range tests {
+		err := b.CheckURI(tc.uri)
+		if (err != nil) != (tc.refused != "") || (err != nil && !strings.Contains(err.Error(), tc.refused)) {
+			t.Errorf("CheckURI(%s) = %v, want an error naming %q", tc.uri, err, tc.refused)
+		}
+	}
+}

@@ -80,7 +80,7 @@ func auditCmd() command {
 					noHead = err.Error()
 				}
 			case err != nil:
-				fmt.Fprintf(e.stderr, "cardsign audit verify: published head: %v\n", err)
+				fmt.Fprintf(e.stderr, "cardsign audit verify: published head: %s\n", escapeText(err.Error()))
 				return exitUsage
 			}
 		}

@@ -119,7 +119,12 @@ func (c command) parse(e env, fs *flag.FlagSet, args []string) (pos []string, co
 				fmt.Fprint(e.stdout, c.help(fs))
 				return nil, exitOK, true
 			}
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\nRun 'cardsign %s --help' for usage.\n", c.name, err, c.name)
+			hint := ""
+			if strings.Contains(err.Error(), "not defined") {
+				// A kid is base64url: one in 64 starts with "-".
+				hint = "An argument that starts with '-', such as a kid, goes after '--': cardsign " + c.name + " SUBCOMMAND -- -KID.\n"
+			}
+			fmt.Fprintf(e.stderr, "cardsign %s: %v\n%sRun 'cardsign %s --help' for usage.\n", c.name, err, hint, c.name)
 			return nil, exitUsage, true
 		}
 		args = fs.Args()

@@ -189,6 +189,9 @@ type JWKSConfig struct {
 // RevocationsConfig: the signed revocation document.
 type RevocationsConfig struct {
 	TTL time.Duration `yaml:"ttl"`
+	// AuditHead puts the audit log's head in each document (default true);
+	// false only while verifiers built before it are still in use.
+	AuditHead *bool `yaml:"audit_head"`
 }
 
 // AuditConfig: group commit of audit records.

@@ -52,11 +52,11 @@ func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri s
 	writeFile(t, filepath.Join(work, "jwks.json"), string(body))
 	verifyJS(t, filepath.Join(work, "jwks.json"), out)
 
-	mustCLI(t, work, "keys", "activate", secondKID, "--server", srv)
+	mustCLI(t, work, "keys", "activate", "--", secondKID, "--server", srv)
 	if disabled(firstURI) {
 		t.Fatal("the key is disabled at the provider before it was revoked")
 	}
-	mustCLI(t, work, "keys", "revoke", firstKID, "--reason", "superseded: rotation drill", "--server", srv)
+	mustCLI(t, work, "keys", "revoke", "--", firstKID, "--reason", "superseded: rotation drill", "--server", srv)
 	if !disabled(firstURI) {
 		t.Fatalf("on_revoke: disable did not disable %s at the provider\n%s", firstURI, d.log.String())
 	}

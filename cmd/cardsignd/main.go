@@ -231,18 +231,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Limits:        card.Limits{MaxBytes: cfg.Signing.MaxCardBytes, MaxDepth: cfg.Signing.MaxCardDepth},
 		JWKSMaxAge:    cfg.JWKS.MaxAge,
 		RevocationTTL: cfg.Revocations.TTL,
+		OmitAuditHead: cfg.Revocations.AuditHead != nil && !*cfg.Revocations.AuditHead,
 		AuditBatch:    cfg.Audit.BatchSize,
 
 		DisableOnRevoke:    cfg.Keys.OnRevoke == "disable",
 		Policy:             pol,
 		BackendConcurrency: cfg.Limits.BackendConcurrency,
 		Metrics:            metrics,
-		CheckKeyURI: func(uri string) error {
-			if s, err := backends.Scheme(uri); err != nil || s != file.Scheme {
-				return nil // other backends vet their own URIs (pkcs11: pin_source_dirs)
-			}
-			return fileKeys.CheckURI(uri)
-		},
+		// pkcs11 needs no entry: its registered backend enforces
+		// pkcs11.pin_source_dirs on every open.
+		ImportBackends: map[string]backends.Backend{file.Scheme: fileKeys},
 	}, st, log)
 	if _, err := auth.Bootstrap(ctx); err != nil {
 		return fmt.Errorf("first key: %w", err)
