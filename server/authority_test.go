@@ -168,11 +168,12 @@ func TestSignCommitsAuditBeforeReturning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Signatures) != 2 || len(res.Audit) != 2 {
+	// spec, sdk and python-ascii bytes all differ for this card.
+	if len(res.Signatures) != 3 || len(res.Audit) != 3 {
 		t.Fatalf("a divergent card: %d signatures, %d audit records", len(res.Signatures), len(res.Audit))
 	}
 	recs, err := a.store.ListAudit(ctx, 0, 10)
-	if err != nil || len(recs) != 2 {
+	if err != nil || len(recs) != 3 {
 		t.Fatalf("stored audit records: %d %v", len(recs), err)
 	}
 	for i, r := range recs {

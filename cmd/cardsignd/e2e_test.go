@@ -300,19 +300,22 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(work, "jwks-stale.json"), string(body)) // a verifier's cached copy
 	signed2 := mustCLI(t, work, "sign", "--server", srv, cardFile("params.json")).stdout
-	if k := sigKIDs(t, signed2); len(k) != 2 || k[0] != first || k[1] != second {
-		t.Fatalf("during prepublication a card must carry the active and the pending signature, got %v", k)
+	// params.json has numbers in params: each key signs the spec bytes and
+	// a2a-python ≤ 1.1's bytes.
+	if k := sigKIDs(t, signed2); len(k) != 4 || k[0] != first || k[1] != first || k[2] != second || k[3] != second {
+		t.Fatalf("during prepublication a card must carry the active and the pending key's signatures, got %v", k)
 	}
 	writeFile(t, filepath.Join(work, "card2.json"), signed2)
 	mustCLI(t, work, "verify", "--all", "--jwks", d.jwksURL(), "card2.json")
 
 	// Activate: new cards use the new kid only; old cards still verify.
-	mustCLI(t, work, "keys", "activate", second, "--server", srv)
+	mustCLI(t, work, "keys", "activate", "--", second, "--server", srv)
 	if st := keyStates(t, work, srv); st[second] != "active" || st[first] != "retired" {
 		t.Fatalf("after activate: %v", st)
 	}
 	signed3 := mustCLI(t, work, "sign", "--server", srv, cardFile("unicode.json")).stdout
-	if k := sigKIDs(t, signed3); len(k) != 1 || k[0] != second {
+	// Non-ASCII text: the spec bytes and a2a-python ≤ 1.1's, both by the new key.
+	if k := sigKIDs(t, signed3); len(k) != 2 || k[0] != second || k[1] != second {
 		t.Fatalf("after activation cards must be signed by %s only, got %v", second, k)
 	}
 	writeFile(t, filepath.Join(work, "card3.json"), signed3)
@@ -320,13 +323,13 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 	mustCLI(t, work, "verify", "--jwks", d.jwksURL(), "card3.json")
 
 	// The only active key cannot be revoked without --force.
-	if r := cli(t, work, nil, "keys", "revoke", second, "--server", srv); r.code == 0 || !strings.Contains(r.stderr, "FailedPrecondition") {
+	if r := cli(t, work, nil, "keys", "revoke", "--", second, "--server", srv); r.code == 0 || !strings.Contains(r.stderr, "FailedPrecondition") {
 		t.Fatalf("revoking the only active key without --force: exit %d %s", r.code, r.stderr)
 	}
 
 	// Revoke the old key: it leaves the JWKS, the revocation document lists
 	// it, and a card signed only by it fails as revoked.
-	mustCLI(t, work, "keys", "revoke", first, "--reason", "key-compromise: laptop stolen", "--server", srv)
+	mustCLI(t, work, "keys", "revoke", "--", first, "--reason", "key-compromise: laptop stolen", "--server", srv)
 	_, body = httpGet(t, d.jwksURL())
 	if k := kids(t, body); contains(k, first) || !contains(k, second) {
 		t.Fatalf("JWKS after revocation: %v", k)
@@ -365,17 +368,17 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 		t.Fatal("ETag not stable across restart")
 	}
 	av := mustCLI(t, work, "audit", "verify", "--server", d.grpc).stdout
-	if !strings.Contains(av, "audit chain intact: 4 records") {
+	if !strings.Contains(av, "audit chain intact: 7 records") { // one per signature: 1 + 4 + 2
 		t.Fatalf("audit verify: %s", av)
 	}
 	list := mustCLI(t, work, "audit", "list", "--json", "--server", d.grpc).stdout
-	if n := strings.Count(list, "\n"); n != 4 || !strings.Contains(list, `"card_name":"Secure Agent"`) || !strings.Contains(list, `"signature":"`) {
+	if n := strings.Count(list, "\n"); n != 7 || !strings.Contains(list, `"card_name":"Secure Agent"`) || !strings.Contains(list, `"signature":"`) {
 		t.Fatalf("audit list: %s", list)
 	}
 
 	// Revoke the last active key with --force: signing stops with
 	// FAILED_PRECONDITION until a key is activated.
-	mustCLI(t, work, "keys", "revoke", second, "--force", "--reason", "unspecified: drill", "--server", d.grpc)
+	mustCLI(t, work, "keys", "revoke", "--", second, "--force", "--reason", "unspecified: drill", "--server", d.grpc)
 	if r := cli(t, work, nil, "sign", "--server", d.grpc, cardFile("security.json")); r.code == 0 || !strings.Contains(r.stderr, "FailedPrecondition") {
 		t.Fatalf("signing with no active key: exit %d %s", r.code, r.stderr)
 	}
