@@ -98,7 +98,9 @@ func CanonicalForms(v Value) (*Forms, error) {
 	}
 	// Where nothing is written otherwise, the python-ascii bytes are the
 	// sdk bytes by construction: only ASCII text, no numbers, one key order.
-	pythonDivergences(sdk, &Path{index: -1}, &f.PythonDivergences)
+	var pd divergenceList
+	pythonDivergences(sdk, &Path{index: -1}, &pd)
+	f.PythonDivergences = pd.list()
 	f.Python = f.SDK
 	if len(f.PythonDivergences) > 0 {
 		f.Python = encodePython(sdk)

@@ -1,7 +1,18 @@
 // Package card knows the A2A Agent Card: it parses card JSON strictly, maps
 // v0.3 cards to the v1.0 shape, lints them against the v1.0 schema, and
-// computes the canonical bytes that signatures cover (A2A v1.0 §8.4.1, then
-// RFC 8785), in the spec's profile and in the shipped SDKs' profile.
+// computes the canonical bytes that signatures cover, in three profiles,
+// because the shipped verifiers compute three different byte strings:
+//
+//   - spec: A2A v1.0 §8.4.1 to the letter (presence rules, then RFC 8785);
+//   - sdk: what @a2a-js/sdk ≥ 1.3 and a2a-python ≥ 1.2 compute: the same
+//     rules, keys outside the schema dropped, empty values removed
+//     recursively, then RFC 8785; a card needs it when it holds empties;
+//   - python-ascii: what a2a-python ≤ 1.1 computes: the sdk tree written by
+//     Python's json.dumps (ensure_ascii, keys by code point, Struct numbers
+//     as Python floats); a card needs it when it holds non-ASCII text,
+//     numbers in params or keys that sort differently by code point.
+//
+// CanonicalForms computes all three and says where they part ways.
 //
 // Everything here is a plain function over bytes and values: no I/O, no
 // keys, no transport.

@@ -156,15 +156,15 @@ func pyRepr(f float64) string {
 // outside printable ASCII, numbers Python prints otherwise, and objects
 // whose keys sort otherwise by code point than by UTF-16 code unit. When
 // there are none, the two encodings are the same bytes.
-func pythonDivergences(t Value, p *Path, out *[]string) {
+func pythonDivergences(t Value, p *Path, out *divergenceList) {
 	switch t.Kind {
 	case String:
 		if !printableASCII(t.Str) {
-			*out = append(*out, p.String()+" (non-ASCII text)")
+			out.add(p.String() + " (non-ASCII text)")
 		}
 	case Number:
 		if py := pythonFloat(t.Str); py != jcsNumber(t.Str) {
-			*out = append(*out, fmt.Sprintf("%s (number %s, which a2a-python writes %s)", p, t.Str, py))
+			out.add(fmt.Sprintf("%s (number %s, which a2a-python writes %s)", p, t.Str, py))
 		}
 	case Array:
 		for i, e := range t.Arr {
@@ -173,11 +173,11 @@ func pythonDivergences(t Value, p *Path, out *[]string) {
 	case Object:
 		for _, m := range t.Obj {
 			if !printableASCII(m.Key) {
-				*out = append(*out, p.Key(m.Key).String()+" (non-ASCII key)")
+				out.add(p.Key(m.Key).String() + " (non-ASCII key)")
 			}
 		}
 		if !sameKeyOrder(t.Obj) {
-			*out = append(*out, p.String()+" (keys that sort differently by code point and by UTF-16)")
+			out.add(p.String() + " (keys that sort differently by code point and by UTF-16)")
 		}
 		for _, m := range t.Obj {
 			pythonDivergences(m.Val, p.Key(m.Key), out)
@@ -195,6 +195,32 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxPythonDivergences bounds the list: a card of non-ASCII text would
+// otherwise name every one of its strings.
+const maxPythonDivergences = 20
+
+// divergenceList keeps the first maxPythonDivergences entries and counts the
+// rest.
+type divergenceList struct {
+	items []string
+	more  int
+}
+
+func (d *divergenceList) add(s string) {
+	if len(d.items) < maxPythonDivergences {
+		d.items = append(d.items, s)
+		return
+	}
+	d.more++
+}
+
+func (d *divergenceList) list() []string {
+	if d.more == 0 {
+		return d.items
+	}
+	return append(d.items, fmt.Sprintf("and %d more", d.more))
 }
 
 // jcsNumber is the RFC 8785 form of a number literal.

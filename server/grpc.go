@@ -92,8 +92,18 @@ func modeOf(p pb.Profile) (signer.Mode, error) {
 		return signer.ModeSDK, nil
 	case pb.Profile_PROFILE_BOTH:
 		return signer.ModeBoth, nil
+	case pb.Profile_PROFILE_PYTHON_ASCII:
+		return signer.ModePythonASCII, nil
 	}
 	return "", &InvalidArgumentError{Field: "profile", Reason: "unknown profile value"}
+}
+
+func portability(rows []signer.Support) []*pb.VerifierSupport {
+	out := make([]*pb.VerifierSupport, len(rows))
+	for i, r := range rows {
+		out[i] = &pb.VerifierSupport{Verifier: r.Verifier, Profile: string(r.Profile), Covered: r.Covered, CoveredBy: string(r.By), Reason: r.Reason}
+	}
+	return out
 }
 
 func findings(fs []card.Finding) []*pb.Finding {
@@ -128,11 +138,13 @@ func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (
 		return nil, s.fail(ctx, err)
 	}
 	out := &pb.SignCardResponse{
-		SignedCard:      res.Card,
-		CanonicalSha256: res.CanonicalSHA256[:],
-		Notes:           loadNotes(res.Loaded),
-		Warnings:        findings(res.Warnings),
-		Divergences:     res.Divergences,
+		SignedCard:        res.Card,
+		CanonicalSha256:   res.CanonicalSHA256[:],
+		Notes:             loadNotes(res.Loaded),
+		Warnings:          findings(res.Warnings),
+		Divergences:       res.Divergences,
+		PythonDivergences: res.PythonDivergences,
+		Portability:       portability(res.Portability),
 	}
 	for i, sig := range res.Signatures {
 		out.Signatures = append(out.Signatures, &pb.Signature{Kid: sig.KID, Alg: string(sig.Alg), Profile: string(sig.Profile), AuditSequence: res.Audit[i].Seq})
@@ -145,7 +157,7 @@ func (s signingService) VerifyCard(ctx context.Context, req *pb.VerifyCardReques
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	out := &pb.VerifyCardResponse{Valid: res.Valid(req.GetRequireAll()), Uncovered: res.Uncovered()}
+	out := &pb.VerifyCardResponse{Valid: res.Valid(req.GetRequireAll()), Uncovered: res.Uncovered(), Portability: portability(res.Portability())}
 	for _, c := range res.Checks {
 		out.Checks = append(out.Checks, &pb.SignatureCheck{Index: int32(c.Index), Kid: c.KID, Alg: c.Alg, Valid: c.Valid,
 			Profile: string(c.Profile), Reason: c.Reason, Revoked: c.Revoked})

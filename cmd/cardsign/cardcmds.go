@@ -5,8 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/signer"
 )
 
 // limitFlags registers the parser caps every card-reading command takes.
@@ -46,12 +49,12 @@ func canonicalizeCmd() command {
 	c := command{
 		name:    "canonicalize",
 		summary: "Print the canonical bytes a signature covers (A2A §8.4.1, RFC 8785), without a trailing newline.",
-		usage:   "[--profile spec|sdk] FILE|-",
+		usage:   "[--profile spec|sdk|python-ascii] FILE|-",
 		example: "  cardsign canonicalize agent-card.json | sha256sum\n  cardsign canonicalize --profile sdk - < agent-card.json",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-		profile := fs.String("profile", "spec", "canonical profile: spec (A2A §8.4.1 to the letter) or sdk (what @a2a-js/sdk and a2a-python compute)")
+		profile := fs.String("profile", "spec", "canonical profile: spec (A2A §8.4.1 to the letter), sdk (what @a2a-js/sdk and a2a-python ≥ 1.2 compute) or python-ascii (what a2a-python ≤ 1.1 computes)")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
 		if done {
@@ -122,6 +125,11 @@ func lintCmd() command {
 		if errs > 0 {
 			return exitFail
 		}
+		forms, err := card.CanonicalForms(l.Value)
+		if err != nil {
+			return reportCardError(e, c.name, err)
+		}
+		printSigningPlan(e.stdout, forms)
 		return exitOK
 	}
 	return c
@@ -157,4 +165,23 @@ func upgradeCmd() command {
 		return exitOK
 	}
 	return c
+}
+
+// printSigningPlan says which signatures signing adds to a card that passes
+// lint, why each one beyond the first, and which verifiers the signed card
+// will then satisfy.
+func printSigningPlan(w io.Writer, forms *card.Forms) {
+	profiles := signer.AutoProfiles(forms)
+	fmt.Fprintf(w, "signing adds %d signature(s):\n", len(profiles))
+	for _, p := range profiles {
+		switch p {
+		case card.ProfileSpec:
+			fmt.Fprintln(w, "  spec: A2A §8.4.1 canonical bytes")
+		case card.ProfileSDK:
+			fmt.Fprintf(w, "  sdk: for @a2a-js/sdk and a2a-python ≥1.2, which drop these: %s\n", escapeText(strings.Join(forms.Divergences, ", ")))
+		case card.ProfilePythonASCII:
+			fmt.Fprintf(w, "  python-ascii: for a2a-python ≤1.1, which writes these otherwise: %s\n", escapeText(strings.Join(forms.PythonDivergences, ", ")))
+		}
+	}
+	fmt.Fprintln(w, signer.FormatPortability("verifies after signing in: ", signer.Portability(forms, profiles)))
 }

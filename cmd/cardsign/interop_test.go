@@ -98,7 +98,7 @@ func verifyGoJOSE(t *testing.T, dir, signed string, jwksFile string) {
 		t.Fatal(err)
 	}
 	payloads := map[string][]byte{}
-	for _, p := range []string{"spec", "sdk"} {
+	for _, p := range []string{"spec", "sdk", "python-ascii"} {
 		payloads[p] = []byte(mustRun(t, dir, "canonicalize", "--profile", p, signed).stdout)
 	}
 	algs := []gojose.SignatureAlgorithm{gojose.ES256, gojose.ES384, gojose.ES512, gojose.RS256, gojose.PS256, gojose.EdDSA}

@@ -70,7 +70,7 @@ func signCmd() command {
 		name:    "sign",
 		summary: "Sign a card, offline with your keys (--key) or through cardsignd (--server), and print the signed card.",
 		usage: "(--key URI [--kid KID] [--jku URL] | --server ADDR [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE])\n" +
-			"       [--profile spec|sdk|both] [--strip-unknown] [--keep-signatures] FILE|-",
+			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] FILE|-",
 		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json\n  cardsign sign --server 127.0.0.1:7700 agent-card.json > signed.json   # or set CARDSIGN_SERVER\n" +
 			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json",
 	}
@@ -79,7 +79,7 @@ func signCmd() command {
 		var kf keyFlags
 		kf.register(fs, "(required)")
 		jku := fs.String("jku", "", "public JWKS URL to put in the protected header as a hint for verifiers (https)")
-		profile := fs.String("profile", "", "canonical profiles to sign: spec, sdk or both (default: spec, plus sdk when the two differ)")
+		profile := fs.String("profile", "", "canonical profiles to sign: spec, sdk, python-ascii, or both (the default: spec, plus sdk and python-ascii when their bytes differ from those already signed)")
 		strip := fs.Bool("strip-unknown", false, "remove keys outside the v1.0 schema (and say which) instead of refusing the card")
 		keep := fs.Bool("keep-signatures", false, "keep the card's existing signatures (default: replace them)")
 		conn := addConnFlags(fs)
@@ -137,9 +137,14 @@ func signCmd() command {
 			fmt.Fprintf(e.stderr, "cardsign %s: signing the spec and sdk profiles separately: A2A §8.4.1 keeps these empty values and the shipped verifiers (@a2a-js/sdk, a2a-python) drop them: %s\n",
 				c.name, escapeText(strings.Join(res.Divergences, ", ")))
 		}
+		if len(res.PythonDivergences) > 0 {
+			fmt.Fprintf(e.stderr, "cardsign %s: adding a python-ascii signature for a2a-python ≤1.1, which writes these otherwise than RFC 8785: %s\n",
+				c.name, escapeText(strings.Join(res.PythonDivergences, ", ")))
+		}
 		for _, s := range res.Signatures {
 			fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile)\n", c.name, signer.Printable(s.KID), s.Alg, s.Profile)
 		}
+		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, signer.FormatPortability("verifies in: ", res.Portability))
 		e.stdout.Write(res.Card)
 		return exitOK
 	}
@@ -154,6 +159,8 @@ func profileOf(m signer.Mode) pb.Profile {
 		return pb.Profile_PROFILE_SDK
 	case signer.ModeBoth:
 		return pb.Profile_PROFILE_BOTH
+	case signer.ModePythonASCII:
+		return pb.Profile_PROFILE_PYTHON_ASCII
 	}
 	return pb.Profile_PROFILE_UNSPECIFIED
 }
@@ -187,8 +194,14 @@ func (c command) remote(ctx context.Context, e env, conn *connFlags, timeout tim
 	if d := res.GetDivergences(); len(d) > 0 {
 		fmt.Fprintf(e.stderr, "cardsign %s: signed the spec and sdk profiles separately because of: %s\n", c.name, escapeText(strings.Join(d, ", ")))
 	}
+	if d := res.GetPythonDivergences(); len(d) > 0 {
+		fmt.Fprintf(e.stderr, "cardsign %s: added a python-ascii signature for a2a-python ≤1.1, which writes these otherwise than RFC 8785: %s\n", c.name, escapeText(strings.Join(d, ", ")))
+	}
 	for _, s := range res.GetSignatures() {
 		fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile), audit record %d\n", c.name, signer.Printable(s.GetKid()), signer.Printable(s.GetAlg()), signer.Printable(s.GetProfile()), s.GetAuditSequence())
+	}
+	if p := res.GetPortability(); len(p) > 0 {
+		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, escapeText(signer.FormatPortability("verifies in: ", supportOf(p))))
 	}
 	e.stdout.Write(res.GetSignedCard())
 	return exitOK
@@ -210,4 +223,13 @@ func printFindings(w io.Writer, fs []card.Finding) {
 	for _, f := range fs {
 		fmt.Fprintf(w, "  %s\n", escapeText(f.String()))
 	}
+}
+
+// supportOf reads the daemon's portability report.
+func supportOf(rows []*pb.VerifierSupport) []signer.Support {
+	out := make([]signer.Support, len(rows))
+	for i, r := range rows {
+		out[i] = signer.Support{Verifier: r.GetVerifier(), Profile: card.Profile(r.GetProfile()), Covered: r.GetCovered(), By: card.Profile(r.GetCoveredBy()), Reason: r.GetReason()}
+	}
+	return out
 }

@@ -22,15 +22,16 @@ func verifyCmd() command {
 	c := command{
 		name:    "verify",
 		summary: "Verify a signed card against a trusted JWKS; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
-		usage:   "--jwks FILE|URL [--all] [--profile spec|sdk] [--allow-jku PREFIX] [--max-signatures N] [--timeout D] [--max-time D] FILE|-",
+		usage:   "--jwks FILE|URL [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--timeout D] [--max-time D] FILE|-",
 		example: "  cardsign jwks --key file:signing-key.pem > jwks.json\n  cardsign verify --jwks jwks.json signed.json\n  signature[0] kid=3kP… alg=ES256: valid (spec profile)\n" +
+			"  verifies in: spec ✔  @a2a-js/sdk ≥1.3 ✔  a2a-python ≥1.2 ✔  a2a-python ≤1.1 ✘ (no signature over python-ascii bytes)\n" +
 			"  cardsign verify --jwks jwks.json --allow-jku https://keys.example.com/jwks/ --max-time 10s signed.json",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 		src := fs.String("jwks", "", "trusted JWKS: a file or an http(s) URL (required)")
 		all := fs.Bool("all", false, "require every signature to verify")
-		profile := fs.String("profile", "", "accept only signatures over this canonical profile (spec or sdk); default either")
+		profile := fs.String("profile", "", "accept only signatures over this canonical profile (spec, sdk or python-ascii); default any")
 		var allow stringsFlag
 		fs.Var(&allow, "allow-jku", "follow a signature's jku when its normalized URL (dot segments resolved, scheme and host lower-cased, default port dropped) is under this URL prefix, at a path-segment boundary (repeatable); default: jku is ignored")
 		timeout := fs.Duration("timeout", 10*time.Second, "timeout for each HTTP fetch (JWKS, jku, revocation document)")
@@ -123,6 +124,10 @@ func verifyCmd() command {
 				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: invalid: %s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), escapeText(ch.Reason))
 			}
 		}
+		// Which shipped verifiers would accept the card: each computes its
+		// own bytes, and a signature covers the verifiers whose bytes it
+		// signed.
+		fmt.Fprintln(e.stdout, signer.FormatPortability("verifies in: ", res.Portability()))
 		if u := res.Uncovered(); len(u) > 0 && res.Valid(false) {
 			fmt.Fprintf(e.stderr, "warning: these keys are outside the v1.0 schema and covered by no verified signature: %s\n", escapeText(strings.Join(u, ", ")))
 		}

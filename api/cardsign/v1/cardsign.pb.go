@@ -30,11 +30,15 @@ const (
 type Profile int32
 
 const (
-	// Spec, plus sdk when the two canonical forms differ.
+	// Spec, plus sdk and python-ascii when their canonical bytes differ from
+	// those already signed.
 	Profile_PROFILE_UNSPECIFIED Profile = 0
 	Profile_PROFILE_SPEC        Profile = 1
 	Profile_PROFILE_SDK         Profile = 2
-	Profile_PROFILE_BOTH        Profile = 3
+	// PROFILE_UNSPECIFIED stated explicitly.
+	Profile_PROFILE_BOTH Profile = 3
+	// Only the bytes a2a-python <= 1.1 computes.
+	Profile_PROFILE_PYTHON_ASCII Profile = 4
 )
 
 // Enum value maps for Profile.
@@ -44,12 +48,14 @@ var (
 		1: "PROFILE_SPEC",
 		2: "PROFILE_SDK",
 		3: "PROFILE_BOTH",
+		4: "PROFILE_PYTHON_ASCII",
 	}
 	Profile_value = map[string]int32{
-		"PROFILE_UNSPECIFIED": 0,
-		"PROFILE_SPEC":        1,
-		"PROFILE_SDK":         2,
-		"PROFILE_BOTH":        3,
+		"PROFILE_UNSPECIFIED":  0,
+		"PROFILE_SPEC":         1,
+		"PROFILE_SDK":          2,
+		"PROFILE_BOTH":         3,
+		"PROFILE_PYTHON_ASCII": 4,
 	}
 )
 
@@ -160,9 +166,15 @@ type SignCardResponse struct {
 	CanonicalSha256 []byte `protobuf:"bytes,3,opt,name=canonical_sha256,json=canonicalSha256,proto3" json:"canonical_sha256,omitempty"`
 	// What the v0.3 mapping changed, keys stripped, lint warnings, and why
 	// the card carries one signature per profile.
-	Notes         []string   `protobuf:"bytes,4,rep,name=notes,proto3" json:"notes,omitempty"`
-	Warnings      []*Finding `protobuf:"bytes,5,rep,name=warnings,proto3" json:"warnings,omitempty"`
-	Divergences   []string   `protobuf:"bytes,6,rep,name=divergences,proto3" json:"divergences,omitempty"`
+	Notes       []string   `protobuf:"bytes,4,rep,name=notes,proto3" json:"notes,omitempty"`
+	Warnings    []*Finding `protobuf:"bytes,5,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Divergences []string   `protobuf:"bytes,6,rep,name=divergences,proto3" json:"divergences,omitempty"`
+	// Why the card carries a python-ascii signature: the values a2a-python
+	// <= 1.1 writes otherwise than RFC 8785 (non-ASCII text, numbers, key
+	// order).
+	PythonDivergences []string `protobuf:"bytes,7,rep,name=python_divergences,json=pythonDivergences,proto3" json:"python_divergences,omitempty"`
+	// For each verifier family, whether a signature covers its bytes.
+	Portability   []*VerifierSupport `protobuf:"bytes,8,rep,name=portability,proto3" json:"portability,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -239,11 +251,106 @@ func (x *SignCardResponse) GetDivergences() []string {
 	return nil
 }
 
+func (x *SignCardResponse) GetPythonDivergences() []string {
+	if x != nil {
+		return x.PythonDivergences
+	}
+	return nil
+}
+
+func (x *SignCardResponse) GetPortability() []*VerifierSupport {
+	if x != nil {
+		return x.Portability
+	}
+	return nil
+}
+
+// Whether one family of verifiers accepts the card.
+type VerifierSupport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "spec", "@a2a-js/sdk ≥1.3", "a2a-python ≥1.2", "a2a-python ≤1.1".
+	Verifier string `protobuf:"bytes,1,opt,name=verifier,proto3" json:"verifier,omitempty"`
+	// The canonical profile whose bytes that verifier computes.
+	Profile string `protobuf:"bytes,2,opt,name=profile,proto3" json:"profile,omitempty"`
+	Covered bool   `protobuf:"varint,3,opt,name=covered,proto3" json:"covered,omitempty"`
+	// The profile of the signature that covers it, when covered.
+	CoveredBy string `protobuf:"bytes,4,opt,name=covered_by,json=coveredBy,proto3" json:"covered_by,omitempty"`
+	// Why not, when not covered.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifierSupport) Reset() {
+	*x = VerifierSupport{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifierSupport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifierSupport) ProtoMessage() {}
+
+func (x *VerifierSupport) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifierSupport.ProtoReflect.Descriptor instead.
+func (*VerifierSupport) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *VerifierSupport) GetVerifier() string {
+	if x != nil {
+		return x.Verifier
+	}
+	return ""
+}
+
+func (x *VerifierSupport) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
+func (x *VerifierSupport) GetCovered() bool {
+	if x != nil {
+		return x.Covered
+	}
+	return false
+}
+
+func (x *VerifierSupport) GetCoveredBy() string {
+	if x != nil {
+		return x.CoveredBy
+	}
+	return ""
+}
+
+func (x *VerifierSupport) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type Signature struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Kid   string                 `protobuf:"bytes,1,opt,name=kid,proto3" json:"kid,omitempty"`
 	Alg   string                 `protobuf:"bytes,2,opt,name=alg,proto3" json:"alg,omitempty"`
-	// "spec" or "sdk".
+	// "spec", "sdk" or "python-ascii".
 	Profile string `protobuf:"bytes,3,opt,name=profile,proto3" json:"profile,omitempty"`
 	// Sequence number of the audit record of this signature.
 	AuditSequence int64 `protobuf:"varint,4,opt,name=audit_sequence,json=auditSequence,proto3" json:"audit_sequence,omitempty"`
@@ -253,7 +360,7 @@ type Signature struct {
 
 func (x *Signature) Reset() {
 	*x = Signature{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[2]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -265,7 +372,7 @@ func (x *Signature) String() string {
 func (*Signature) ProtoMessage() {}
 
 func (x *Signature) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[2]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -278,7 +385,7 @@ func (x *Signature) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Signature.ProtoReflect.Descriptor instead.
 func (*Signature) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{2}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Signature) GetKid() string {
@@ -314,7 +421,8 @@ type VerifyCardRequest struct {
 	Card  []byte                 `protobuf:"bytes,1,opt,name=card,proto3" json:"card,omitempty"`
 	// Require every signature to verify.
 	RequireAll bool `protobuf:"varint,2,opt,name=require_all,json=requireAll,proto3" json:"require_all,omitempty"`
-	// "spec" or "sdk" to accept only that profile; empty for either.
+	// "spec", "sdk" or "python-ascii" to accept only that profile; empty
+	// for any.
 	Profile       string `protobuf:"bytes,3,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -322,7 +430,7 @@ type VerifyCardRequest struct {
 
 func (x *VerifyCardRequest) Reset() {
 	*x = VerifyCardRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[3]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -334,7 +442,7 @@ func (x *VerifyCardRequest) String() string {
 func (*VerifyCardRequest) ProtoMessage() {}
 
 func (x *VerifyCardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[3]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -347,7 +455,7 @@ func (x *VerifyCardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCardRequest.ProtoReflect.Descriptor instead.
 func (*VerifyCardRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{3}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *VerifyCardRequest) GetCard() []byte {
@@ -376,14 +484,16 @@ type VerifyCardResponse struct {
 	Valid  bool                   `protobuf:"varint,1,opt,name=valid,proto3" json:"valid,omitempty"`
 	Checks []*SignatureCheck      `protobuf:"bytes,2,rep,name=checks,proto3" json:"checks,omitempty"`
 	// Parts of the card no verified signature covers.
-	Uncovered     []string `protobuf:"bytes,3,rep,name=uncovered,proto3" json:"uncovered,omitempty"`
+	Uncovered []string `protobuf:"bytes,3,rep,name=uncovered,proto3" json:"uncovered,omitempty"`
+	// For each verifier family, whether a verified signature covers its bytes.
+	Portability   []*VerifierSupport `protobuf:"bytes,4,rep,name=portability,proto3" json:"portability,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VerifyCardResponse) Reset() {
 	*x = VerifyCardResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[4]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -395,7 +505,7 @@ func (x *VerifyCardResponse) String() string {
 func (*VerifyCardResponse) ProtoMessage() {}
 
 func (x *VerifyCardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[4]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -408,7 +518,7 @@ func (x *VerifyCardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCardResponse.ProtoReflect.Descriptor instead.
 func (*VerifyCardResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{4}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *VerifyCardResponse) GetValid() bool {
@@ -432,6 +542,13 @@ func (x *VerifyCardResponse) GetUncovered() []string {
 	return nil
 }
 
+func (x *VerifyCardResponse) GetPortability() []*VerifierSupport {
+	if x != nil {
+		return x.Portability
+	}
+	return nil
+}
+
 type SignatureCheck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Index         int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
@@ -447,7 +564,7 @@ type SignatureCheck struct {
 
 func (x *SignatureCheck) Reset() {
 	*x = SignatureCheck{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[5]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +576,7 @@ func (x *SignatureCheck) String() string {
 func (*SignatureCheck) ProtoMessage() {}
 
 func (x *SignatureCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[5]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +589,7 @@ func (x *SignatureCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignatureCheck.ProtoReflect.Descriptor instead.
 func (*SignatureCheck) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{5}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SignatureCheck) GetIndex() int32 {
@@ -534,7 +651,7 @@ type LintCardRequest struct {
 
 func (x *LintCardRequest) Reset() {
 	*x = LintCardRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[6]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +663,7 @@ func (x *LintCardRequest) String() string {
 func (*LintCardRequest) ProtoMessage() {}
 
 func (x *LintCardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[6]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +676,7 @@ func (x *LintCardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LintCardRequest.ProtoReflect.Descriptor instead.
 func (*LintCardRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{6}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LintCardRequest) GetCard() []byte {
@@ -589,7 +706,7 @@ type LintCardResponse struct {
 
 func (x *LintCardResponse) Reset() {
 	*x = LintCardResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[7]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +718,7 @@ func (x *LintCardResponse) String() string {
 func (*LintCardResponse) ProtoMessage() {}
 
 func (x *LintCardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[7]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +731,7 @@ func (x *LintCardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LintCardResponse.ProtoReflect.Descriptor instead.
 func (*LintCardResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{7}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LintCardResponse) GetOk() bool {
@@ -659,7 +776,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[8]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +788,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[8]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +801,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{8}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Finding) GetSeverity() string {
@@ -745,7 +862,7 @@ type Key struct {
 
 func (x *Key) Reset() {
 	*x = Key{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[9]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +874,7 @@ func (x *Key) String() string {
 func (*Key) ProtoMessage() {}
 
 func (x *Key) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[9]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +887,7 @@ func (x *Key) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Key.ProtoReflect.Descriptor instead.
 func (*Key) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{9}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Key) GetKid() string {
@@ -865,7 +982,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[10]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +994,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[10]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +1007,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{10}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{11}
 }
 
 type ListKeysResponse struct {
@@ -902,7 +1019,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[11]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -914,7 +1031,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[11]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -927,7 +1044,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{11}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListKeysResponse) GetKeys() []*Key {
@@ -947,7 +1064,7 @@ type CreateKeyRequest struct {
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[12]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1076,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[12]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1089,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{12}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateKeyRequest) GetAlg() string {
@@ -991,7 +1108,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[13]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1120,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[13]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1133,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{13}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateKeyResponse) GetKey() *Key {
@@ -1039,7 +1156,7 @@ type ImportKeyRequest struct {
 
 func (x *ImportKeyRequest) Reset() {
 	*x = ImportKeyRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[14]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1168,7 @@ func (x *ImportKeyRequest) String() string {
 func (*ImportKeyRequest) ProtoMessage() {}
 
 func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[14]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1181,7 @@ func (x *ImportKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyRequest.ProtoReflect.Descriptor instead.
 func (*ImportKeyRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{14}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ImportKeyRequest) GetUri() string {
@@ -1097,7 +1214,7 @@ type ImportKeyResponse struct {
 
 func (x *ImportKeyResponse) Reset() {
 	*x = ImportKeyResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[15]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1226,7 @@ func (x *ImportKeyResponse) String() string {
 func (*ImportKeyResponse) ProtoMessage() {}
 
 func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[15]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1239,7 @@ func (x *ImportKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportKeyResponse.ProtoReflect.Descriptor instead.
 func (*ImportKeyResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{15}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ImportKeyResponse) GetKey() *Key {
@@ -1144,7 +1261,7 @@ type RotateKeyRequest struct {
 
 func (x *RotateKeyRequest) Reset() {
 	*x = RotateKeyRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[16]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1273,7 @@ func (x *RotateKeyRequest) String() string {
 func (*RotateKeyRequest) ProtoMessage() {}
 
 func (x *RotateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[16]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1286,7 @@ func (x *RotateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{16}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RotateKeyRequest) GetAlg() string {
@@ -1195,7 +1312,7 @@ type RotateKeyResponse struct {
 
 func (x *RotateKeyResponse) Reset() {
 	*x = RotateKeyResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[17]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1207,7 +1324,7 @@ func (x *RotateKeyResponse) String() string {
 func (*RotateKeyResponse) ProtoMessage() {}
 
 func (x *RotateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[17]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1220,7 +1337,7 @@ func (x *RotateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{17}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RotateKeyResponse) GetKey() *Key {
@@ -1239,7 +1356,7 @@ type ActivateKeyRequest struct {
 
 func (x *ActivateKeyRequest) Reset() {
 	*x = ActivateKeyRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[18]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1368,7 @@ func (x *ActivateKeyRequest) String() string {
 func (*ActivateKeyRequest) ProtoMessage() {}
 
 func (x *ActivateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[18]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1381,7 @@ func (x *ActivateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateKeyRequest.ProtoReflect.Descriptor instead.
 func (*ActivateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{18}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ActivateKeyRequest) GetKid() string {
@@ -1283,7 +1400,7 @@ type ActivateKeyResponse struct {
 
 func (x *ActivateKeyResponse) Reset() {
 	*x = ActivateKeyResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[19]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1412,7 @@ func (x *ActivateKeyResponse) String() string {
 func (*ActivateKeyResponse) ProtoMessage() {}
 
 func (x *ActivateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[19]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1425,7 @@ func (x *ActivateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateKeyResponse.ProtoReflect.Descriptor instead.
 func (*ActivateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{19}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ActivateKeyResponse) GetKey() *Key {
@@ -1329,7 +1446,7 @@ type RetireKeyRequest struct {
 
 func (x *RetireKeyRequest) Reset() {
 	*x = RetireKeyRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[20]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1458,7 @@ func (x *RetireKeyRequest) String() string {
 func (*RetireKeyRequest) ProtoMessage() {}
 
 func (x *RetireKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[20]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1471,7 @@ func (x *RetireKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireKeyRequest.ProtoReflect.Descriptor instead.
 func (*RetireKeyRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{20}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RetireKeyRequest) GetKid() string {
@@ -1380,7 +1497,7 @@ type RetireKeyResponse struct {
 
 func (x *RetireKeyResponse) Reset() {
 	*x = RetireKeyResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[21]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1392,7 +1509,7 @@ func (x *RetireKeyResponse) String() string {
 func (*RetireKeyResponse) ProtoMessage() {}
 
 func (x *RetireKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[21]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1405,7 +1522,7 @@ func (x *RetireKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireKeyResponse.ProtoReflect.Descriptor instead.
 func (*RetireKeyResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{21}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RetireKeyResponse) GetKey() *Key {
@@ -1427,7 +1544,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[22]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1556,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[22]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1569,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{22}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RevokeKeyRequest) GetKid() string {
@@ -1485,7 +1602,7 @@ type RevokeKeyResponse struct {
 
 func (x *RevokeKeyResponse) Reset() {
 	*x = RevokeKeyResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[23]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1614,7 @@ func (x *RevokeKeyResponse) String() string {
 func (*RevokeKeyResponse) ProtoMessage() {}
 
 func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[23]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1627,7 @@ func (x *RevokeKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeKeyResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{23}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RevokeKeyResponse) GetKey() *Key {
@@ -1550,7 +1667,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[24]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1679,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[24]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1692,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{24}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AuditRecord) GetSequence() int64 {
@@ -1695,7 +1812,7 @@ type ListAuditRecordsRequest struct {
 
 func (x *ListAuditRecordsRequest) Reset() {
 	*x = ListAuditRecordsRequest{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[25]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1824,7 @@ func (x *ListAuditRecordsRequest) String() string {
 func (*ListAuditRecordsRequest) ProtoMessage() {}
 
 func (x *ListAuditRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[25]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1837,7 @@ func (x *ListAuditRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRecordsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{25}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListAuditRecordsRequest) GetAfterSequence() int64 {
@@ -1748,7 +1865,7 @@ type ListAuditRecordsResponse struct {
 
 func (x *ListAuditRecordsResponse) Reset() {
 	*x = ListAuditRecordsResponse{}
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[26]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1760,7 +1877,7 @@ func (x *ListAuditRecordsResponse) String() string {
 func (*ListAuditRecordsResponse) ProtoMessage() {}
 
 func (x *ListAuditRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cardsign_v1_cardsign_proto_msgTypes[26]
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1773,7 +1890,7 @@ func (x *ListAuditRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRecordsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{26}
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListAuditRecordsResponse) GetRecords() []*AuditRecord {
@@ -1799,7 +1916,7 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x04card\x18\x01 \x01(\fR\x04card\x12#\n" +
 	"\rstrip_unknown\x18\x02 \x01(\bR\fstripUnknown\x12.\n" +
 	"\aprofile\x18\x03 \x01(\x0e2\x14.cardsign.v1.ProfileR\aprofile\x12'\n" +
-	"\x0fkeep_signatures\x18\x04 \x01(\bR\x0ekeepSignatures\"\x80\x02\n" +
+	"\x0fkeep_signatures\x18\x04 \x01(\bR\x0ekeepSignatures\"\xef\x02\n" +
 	"\x10SignCardResponse\x12\x1f\n" +
 	"\vsigned_card\x18\x01 \x01(\fR\n" +
 	"signedCard\x126\n" +
@@ -1809,7 +1926,16 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x10canonical_sha256\x18\x03 \x01(\fR\x0fcanonicalSha256\x12\x14\n" +
 	"\x05notes\x18\x04 \x03(\tR\x05notes\x120\n" +
 	"\bwarnings\x18\x05 \x03(\v2\x14.cardsign.v1.FindingR\bwarnings\x12 \n" +
-	"\vdivergences\x18\x06 \x03(\tR\vdivergences\"p\n" +
+	"\vdivergences\x18\x06 \x03(\tR\vdivergences\x12-\n" +
+	"\x12python_divergences\x18\a \x03(\tR\x11pythonDivergences\x12>\n" +
+	"\vportability\x18\b \x03(\v2\x1c.cardsign.v1.VerifierSupportR\vportability\"\x98\x01\n" +
+	"\x0fVerifierSupport\x12\x1a\n" +
+	"\bverifier\x18\x01 \x01(\tR\bverifier\x12\x18\n" +
+	"\aprofile\x18\x02 \x01(\tR\aprofile\x12\x18\n" +
+	"\acovered\x18\x03 \x01(\bR\acovered\x12\x1d\n" +
+	"\n" +
+	"covered_by\x18\x04 \x01(\tR\tcoveredBy\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"p\n" +
 	"\tSignature\x12\x10\n" +
 	"\x03kid\x18\x01 \x01(\tR\x03kid\x12\x10\n" +
 	"\x03alg\x18\x02 \x01(\tR\x03alg\x12\x18\n" +
@@ -1819,11 +1945,12 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x04card\x18\x01 \x01(\fR\x04card\x12\x1f\n" +
 	"\vrequire_all\x18\x02 \x01(\bR\n" +
 	"requireAll\x12\x18\n" +
-	"\aprofile\x18\x03 \x01(\tR\aprofile\"}\n" +
+	"\aprofile\x18\x03 \x01(\tR\aprofile\"\xbd\x01\n" +
 	"\x12VerifyCardResponse\x12\x14\n" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x123\n" +
 	"\x06checks\x18\x02 \x03(\v2\x1b.cardsign.v1.SignatureCheckR\x06checks\x12\x1c\n" +
-	"\tuncovered\x18\x03 \x03(\tR\tuncovered\"\xac\x01\n" +
+	"\tuncovered\x18\x03 \x03(\tR\tuncovered\x12>\n" +
+	"\vportability\x18\x04 \x03(\v2\x1c.cardsign.v1.VerifierSupportR\vportability\"\xac\x01\n" +
 	"\x0eSignatureCheck\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x10\n" +
 	"\x03kid\x18\x02 \x01(\tR\x03kid\x12\x10\n" +
@@ -1922,12 +2049,13 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\"~\n" +
 	"\x18ListAuditRecordsResponse\x122\n" +
 	"\arecords\x18\x01 \x03(\v2\x18.cardsign.v1.AuditRecordR\arecords\x12.\n" +
-	"\x13next_after_sequence\x18\x02 \x01(\x03R\x11nextAfterSequence*W\n" +
+	"\x13next_after_sequence\x18\x02 \x01(\x03R\x11nextAfterSequence*q\n" +
 	"\aProfile\x12\x17\n" +
 	"\x13PROFILE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROFILE_SPEC\x10\x01\x12\x0f\n" +
 	"\vPROFILE_SDK\x10\x02\x12\x10\n" +
-	"\fPROFILE_BOTH\x10\x032\xf1\x01\n" +
+	"\fPROFILE_BOTH\x10\x03\x12\x18\n" +
+	"\x14PROFILE_PYTHON_ASCII\x10\x042\xf1\x01\n" +
 	"\x0eSigningService\x12G\n" +
 	"\bSignCard\x12\x1c.cardsign.v1.SignCardRequest\x1a\x1d.cardsign.v1.SignCardResponse\x12M\n" +
 	"\n" +
@@ -1958,86 +2086,89 @@ func file_cardsign_v1_cardsign_proto_rawDescGZIP() []byte {
 }
 
 var file_cardsign_v1_cardsign_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(Profile)(0),                     // 0: cardsign.v1.Profile
 	(*SignCardRequest)(nil),          // 1: cardsign.v1.SignCardRequest
 	(*SignCardResponse)(nil),         // 2: cardsign.v1.SignCardResponse
-	(*Signature)(nil),                // 3: cardsign.v1.Signature
-	(*VerifyCardRequest)(nil),        // 4: cardsign.v1.VerifyCardRequest
-	(*VerifyCardResponse)(nil),       // 5: cardsign.v1.VerifyCardResponse
-	(*SignatureCheck)(nil),           // 6: cardsign.v1.SignatureCheck
-	(*LintCardRequest)(nil),          // 7: cardsign.v1.LintCardRequest
-	(*LintCardResponse)(nil),         // 8: cardsign.v1.LintCardResponse
-	(*Finding)(nil),                  // 9: cardsign.v1.Finding
-	(*Key)(nil),                      // 10: cardsign.v1.Key
-	(*ListKeysRequest)(nil),          // 11: cardsign.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),         // 12: cardsign.v1.ListKeysResponse
-	(*CreateKeyRequest)(nil),         // 13: cardsign.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),        // 14: cardsign.v1.CreateKeyResponse
-	(*ImportKeyRequest)(nil),         // 15: cardsign.v1.ImportKeyRequest
-	(*ImportKeyResponse)(nil),        // 16: cardsign.v1.ImportKeyResponse
-	(*RotateKeyRequest)(nil),         // 17: cardsign.v1.RotateKeyRequest
-	(*RotateKeyResponse)(nil),        // 18: cardsign.v1.RotateKeyResponse
-	(*ActivateKeyRequest)(nil),       // 19: cardsign.v1.ActivateKeyRequest
-	(*ActivateKeyResponse)(nil),      // 20: cardsign.v1.ActivateKeyResponse
-	(*RetireKeyRequest)(nil),         // 21: cardsign.v1.RetireKeyRequest
-	(*RetireKeyResponse)(nil),        // 22: cardsign.v1.RetireKeyResponse
-	(*RevokeKeyRequest)(nil),         // 23: cardsign.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),        // 24: cardsign.v1.RevokeKeyResponse
-	(*AuditRecord)(nil),              // 25: cardsign.v1.AuditRecord
-	(*ListAuditRecordsRequest)(nil),  // 26: cardsign.v1.ListAuditRecordsRequest
-	(*ListAuditRecordsResponse)(nil), // 27: cardsign.v1.ListAuditRecordsResponse
-	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
+	(*VerifierSupport)(nil),          // 3: cardsign.v1.VerifierSupport
+	(*Signature)(nil),                // 4: cardsign.v1.Signature
+	(*VerifyCardRequest)(nil),        // 5: cardsign.v1.VerifyCardRequest
+	(*VerifyCardResponse)(nil),       // 6: cardsign.v1.VerifyCardResponse
+	(*SignatureCheck)(nil),           // 7: cardsign.v1.SignatureCheck
+	(*LintCardRequest)(nil),          // 8: cardsign.v1.LintCardRequest
+	(*LintCardResponse)(nil),         // 9: cardsign.v1.LintCardResponse
+	(*Finding)(nil),                  // 10: cardsign.v1.Finding
+	(*Key)(nil),                      // 11: cardsign.v1.Key
+	(*ListKeysRequest)(nil),          // 12: cardsign.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),         // 13: cardsign.v1.ListKeysResponse
+	(*CreateKeyRequest)(nil),         // 14: cardsign.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),        // 15: cardsign.v1.CreateKeyResponse
+	(*ImportKeyRequest)(nil),         // 16: cardsign.v1.ImportKeyRequest
+	(*ImportKeyResponse)(nil),        // 17: cardsign.v1.ImportKeyResponse
+	(*RotateKeyRequest)(nil),         // 18: cardsign.v1.RotateKeyRequest
+	(*RotateKeyResponse)(nil),        // 19: cardsign.v1.RotateKeyResponse
+	(*ActivateKeyRequest)(nil),       // 20: cardsign.v1.ActivateKeyRequest
+	(*ActivateKeyResponse)(nil),      // 21: cardsign.v1.ActivateKeyResponse
+	(*RetireKeyRequest)(nil),         // 22: cardsign.v1.RetireKeyRequest
+	(*RetireKeyResponse)(nil),        // 23: cardsign.v1.RetireKeyResponse
+	(*RevokeKeyRequest)(nil),         // 24: cardsign.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),        // 25: cardsign.v1.RevokeKeyResponse
+	(*AuditRecord)(nil),              // 26: cardsign.v1.AuditRecord
+	(*ListAuditRecordsRequest)(nil),  // 27: cardsign.v1.ListAuditRecordsRequest
+	(*ListAuditRecordsResponse)(nil), // 28: cardsign.v1.ListAuditRecordsResponse
+	(*timestamppb.Timestamp)(nil),    // 29: google.protobuf.Timestamp
 }
 var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	0,  // 0: cardsign.v1.SignCardRequest.profile:type_name -> cardsign.v1.Profile
-	3,  // 1: cardsign.v1.SignCardResponse.signatures:type_name -> cardsign.v1.Signature
-	9,  // 2: cardsign.v1.SignCardResponse.warnings:type_name -> cardsign.v1.Finding
-	6,  // 3: cardsign.v1.VerifyCardResponse.checks:type_name -> cardsign.v1.SignatureCheck
-	9,  // 4: cardsign.v1.LintCardResponse.findings:type_name -> cardsign.v1.Finding
-	28, // 5: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
-	28, // 6: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
-	28, // 7: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
-	28, // 8: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
-	28, // 9: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
-	28, // 10: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
-	10, // 11: cardsign.v1.ListKeysResponse.keys:type_name -> cardsign.v1.Key
-	10, // 12: cardsign.v1.CreateKeyResponse.key:type_name -> cardsign.v1.Key
-	10, // 13: cardsign.v1.ImportKeyResponse.key:type_name -> cardsign.v1.Key
-	10, // 14: cardsign.v1.RotateKeyResponse.key:type_name -> cardsign.v1.Key
-	10, // 15: cardsign.v1.ActivateKeyResponse.key:type_name -> cardsign.v1.Key
-	10, // 16: cardsign.v1.RetireKeyResponse.key:type_name -> cardsign.v1.Key
-	10, // 17: cardsign.v1.RevokeKeyResponse.key:type_name -> cardsign.v1.Key
-	28, // 18: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
-	25, // 19: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
-	1,  // 20: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
-	4,  // 21: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
-	7,  // 22: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
-	11, // 23: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
-	13, // 24: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
-	15, // 25: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
-	17, // 26: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
-	19, // 27: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
-	21, // 28: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
-	23, // 29: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
-	26, // 30: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
-	2,  // 31: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
-	5,  // 32: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
-	8,  // 33: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
-	12, // 34: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
-	14, // 35: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
-	16, // 36: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
-	18, // 37: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
-	20, // 38: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
-	22, // 39: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
-	24, // 40: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
-	27, // 41: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
-	31, // [31:42] is the sub-list for method output_type
-	20, // [20:31] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	4,  // 1: cardsign.v1.SignCardResponse.signatures:type_name -> cardsign.v1.Signature
+	10, // 2: cardsign.v1.SignCardResponse.warnings:type_name -> cardsign.v1.Finding
+	3,  // 3: cardsign.v1.SignCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
+	7,  // 4: cardsign.v1.VerifyCardResponse.checks:type_name -> cardsign.v1.SignatureCheck
+	3,  // 5: cardsign.v1.VerifyCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
+	10, // 6: cardsign.v1.LintCardResponse.findings:type_name -> cardsign.v1.Finding
+	29, // 7: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
+	29, // 8: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
+	29, // 9: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
+	29, // 10: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
+	29, // 11: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
+	29, // 12: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
+	11, // 13: cardsign.v1.ListKeysResponse.keys:type_name -> cardsign.v1.Key
+	11, // 14: cardsign.v1.CreateKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 15: cardsign.v1.ImportKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 16: cardsign.v1.RotateKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 17: cardsign.v1.ActivateKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 18: cardsign.v1.RetireKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 19: cardsign.v1.RevokeKeyResponse.key:type_name -> cardsign.v1.Key
+	29, // 20: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	26, // 21: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
+	1,  // 22: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
+	5,  // 23: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
+	8,  // 24: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
+	12, // 25: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
+	14, // 26: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
+	16, // 27: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
+	18, // 28: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
+	20, // 29: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
+	22, // 30: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
+	24, // 31: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
+	27, // 32: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
+	2,  // 33: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
+	6,  // 34: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
+	9,  // 35: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
+	13, // 36: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
+	15, // 37: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
+	17, // 38: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
+	19, // 39: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
+	21, // 40: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
+	23, // 41: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
+	25, // 42: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
+	28, // 43: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
+	33, // [33:44] is the sub-list for method output_type
+	22, // [22:33] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_cardsign_v1_cardsign_proto_init() }
@@ -2045,14 +2176,14 @@ func file_cardsign_v1_cardsign_proto_init() {
 	if File_cardsign_v1_cardsign_proto != nil {
 		return
 	}
-	file_cardsign_v1_cardsign_proto_msgTypes[16].OneofWrappers = []any{}
+	file_cardsign_v1_cardsign_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cardsign_v1_cardsign_proto_rawDesc), len(file_cardsign_v1_cardsign_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
