@@ -60,7 +60,9 @@ func TestA2APythonVectorsEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var c struct{ Signatures []struct{ Protected, Signature string } }
+			var c struct {
+				Signatures []struct{ Protected, Signature string }
+			}
 			if err := json.Unmarshal([]byte(r.stdout), &c); err != nil {
 				t.Fatal(err)
 			}
