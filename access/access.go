@@ -135,7 +135,7 @@ type Credentials struct {
 	// "" when absent.
 	Authorization string
 	// CertIdentity is the identity of a client certificate the TLS layer
-	// verified against the client CA bundle (tlsreload.Identity), "" when
+	// verified against the client CA bundle (CertificateIdentity), "" when
 	// none was presented.
 	CertIdentity string
 }

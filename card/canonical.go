@@ -2,8 +2,6 @@ package card
 
 import (
 	"fmt"
-
-	"github.com/gowebpki/jcs"
 )
 
 // Profile selects which canonical bytes a signature covers.
@@ -47,7 +45,7 @@ func Canonical(v Value, p Profile) ([]byte, error) {
 	if p == ProfilePythonASCII {
 		return encodePython(t), nil
 	}
-	return encodeJCS(t)
+	return t.JCS()
 }
 
 // Forms are the canonical forms of a card.
@@ -82,7 +80,7 @@ func CanonicalForms(v Value) (*Forms, error) {
 	}
 	f := &Forms{Unknown: unknown, Divergences: append([]string(nil), unknown...)}
 	empties(t, &Path{index: -1}, &f.Divergences)
-	if f.Spec, err = encodeJCS(t); err != nil {
+	if f.Spec, err = t.JCS(); err != nil {
 		return nil, err
 	}
 	sdk := t
@@ -92,7 +90,7 @@ func CanonicalForms(v Value) (*Forms, error) {
 		if sdk, _, err = project(v, ProfileSDK); err != nil {
 			return nil, err
 		}
-		if f.SDK, err = encodeJCS(sdk); err != nil {
+		if f.SDK, err = sdk.JCS(); err != nil {
 			return nil, err
 		}
 	}
@@ -106,16 +104,6 @@ func CanonicalForms(v Value) (*Forms, error) {
 		f.Python = encodePython(sdk)
 	}
 	return f, nil
-}
-
-func encodeJCS(t Value) ([]byte, error) {
-	out, err := jcs.Transform(t.Compact())
-	if err != nil {
-		// project only emits what Parse accepted, so this is a bug; it is
-		// still reported as a card error so callers keep serving.
-		return nil, &Error{Path: "$", Rule: RuleSyntax, Offset: -1, Reason: "RFC 8785 transform failed: " + err.Error()}
-	}
-	return out, nil
 }
 
 // empties appends the path of every empty value ("", [], {}, null) in t.

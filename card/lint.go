@@ -319,7 +319,7 @@ func camelCase(s string) string {
 }
 
 func (l *linter) url(s string, rule urlRule, binding string, p *Path) {
-	if rule == interfaceURL && binding == "GRPC" && isHostPort(s) {
+	if rule == interfaceURL && binding == "GRPC" && IsHostPort(s) {
 		return
 	}
 	fix := "use an absolute https:// URL"
@@ -349,7 +349,11 @@ func (l *linter) url(s string, rule urlRule, binding string, p *Path) {
 	}
 }
 
-func isHostPort(s string) bool {
+// IsHostPort reports whether s is a bare host:port with a port in 1..65535,
+// the form a gRPC interface url takes instead of a URL (grpc-go dials
+// "host:port"). The linter accepts it for GRPC interfaces, and the signing
+// policy (package policy) must read such a url the same way.
+func IsHostPort(s string) bool {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil || host == "" || strings.ContainsAny(host, "/?#@ ") {
 		return false

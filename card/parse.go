@@ -36,10 +36,26 @@ func (l Limits) withDefaults() Limits {
 // numbers that do not fit an IEEE-754 double, and trailing data. Every
 // refusal is an *Error naming the path and the rule.
 func Parse(data []byte, lim Limits) (Value, error) {
+	return parseObject(data, lim, "card", "an Agent Card is a JSON object")
+}
+
+// ParseObject reads one JSON object by the same rules as Parse, for the other
+// JSON documents cardsign reads where two parsers must never disagree: JWKs,
+// JWK Sets, JWS headers and envelopes, revocation documents. It is Parse
+// without the Agent Card wording in its messages; the refusals, rules and
+// paths are the same. Callers that accept larger documents than a card set
+// lim.MaxBytes.
+func ParseObject(data []byte, lim Limits) (Value, error) {
+	return parseObject(data, lim, "document", "want a JSON object")
+}
+
+// parseObject is Parse and ParseObject; noun and wantObject only word the
+// size and not-object refusals.
+func parseObject(data []byte, lim Limits, noun, wantObject string) (Value, error) {
 	lim = lim.withDefaults()
 	if len(data) > lim.MaxBytes {
 		return Value{}, &Error{Path: "$", Rule: RuleSize, Offset: -1,
-			Reason: "card is " + strconv.Itoa(len(data)) + " bytes, more than the limit of " + strconv.Itoa(lim.MaxBytes)}
+			Reason: noun + " is " + strconv.Itoa(len(data)) + " bytes, more than the limit of " + strconv.Itoa(lim.MaxBytes)}
 	}
 	p := parser{data: data, maxDepth: lim.MaxDepth}
 	p.skipSpace()
@@ -55,7 +71,7 @@ func Parse(data []byte, lim Limits) (Value, error) {
 		return Value{}, p.fail(RuleTrailingData, "data after the end of the JSON object")
 	}
 	if v.Kind != Object {
-		return Value{}, &Error{Path: "$", Rule: RuleNotObject, Offset: 0, Reason: "an Agent Card is a JSON object, not " + v.Kind.String()}
+		return Value{}, &Error{Path: "$", Rule: RuleNotObject, Offset: 0, Reason: wantObject + ", not " + v.Kind.String()}
 	}
 	return v, nil
 }

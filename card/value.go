@@ -1,5 +1,11 @@
 package card
 
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
 // Kind is the JSON type of a Value.
 type Kind uint8
 
@@ -63,6 +69,10 @@ func ObjectValue(members ...Member) Value { return Value{Kind: Object, Obj: memb
 // ArrayValue returns an Array value holding elems.
 func ArrayValue(elems ...Value) Value { return Value{Kind: Array, Arr: elems} }
 
+// IntValue returns a Number value holding i. RFC 8785 writes integers up to
+// 2^53 exactly; callers keep theirs in that range.
+func IntValue(i int64) Value { return Value{Kind: Number, Str: strconv.FormatInt(i, 10)} }
+
 // Get returns the member named key of an object.
 func (v Value) Get(key string) (Value, bool) {
 	if v.Kind != Object {
@@ -80,6 +90,39 @@ func (v Value) Get(key string) (Value, bool) {
 func (v Value) Has(key string) bool {
 	_, ok := v.Get(key)
 	return ok
+}
+
+// GetString returns the member named key of an object when it is a string;
+// ok is false when the member is absent. A member that is present but not a
+// string (null included, which encoding/json would read as "") is an error,
+// never a silent "".
+func (v Value) GetString(key string) (s string, ok bool, err error) {
+	m, ok := v.Get(key)
+	if !ok {
+		return "", false, nil
+	}
+	if m.Kind != String {
+		return "", true, fmt.Errorf("member %q is not a string (it is %s)", key, m.Kind)
+	}
+	return m.Str, true, nil
+}
+
+// ExactMembers checks that object v has exactly the named members: a missing
+// one is an error, and so is an unknown one, since a member a verifier
+// ignores is one it cannot have checked. Documents whose every member is
+// signed (revocation documents, their JWS envelope) are read this way.
+func (v Value) ExactMembers(names ...string) error {
+	for _, n := range names {
+		if !v.Has(n) {
+			return fmt.Errorf("missing member %q", n)
+		}
+	}
+	for _, m := range v.Obj {
+		if !slices.Contains(names, m.Key) {
+			return fmt.Errorf("unexpected member %q", m.Key)
+		}
+	}
+	return nil
 }
 
 // IsEmpty reports whether v is what the shipped SDK verifiers treat as

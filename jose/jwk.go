@@ -6,11 +6,12 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
 	"slices"
+
+	"github.com/cardsign/cardsign/card"
 )
 
 // JWK is a public JSON Web Key (RFC 7517) of a kind cardsign signs with: EC
@@ -117,7 +118,7 @@ func ParseJWK(data []byte) (JWK, error) {
 
 // jwkFromMembers reads the public members and checks the "alg" member names
 // a supported alg. Key validation is left to PublicKey.
-func jwkFromMembers(m map[string]json.RawMessage) (JWK, error) {
+func jwkFromMembers(m card.Value) (JWK, error) {
 	var k JWK
 	for _, f := range []struct {
 		name string
@@ -132,7 +133,7 @@ func jwkFromMembers(m map[string]json.RawMessage) (JWK, error) {
 		}
 		*f.dst = v
 	}
-	if _, ok := m["alg"]; ok {
+	if m.Has("alg") {
 		if _, err := ParseAlg(k.Alg); err != nil {
 			return JWK{}, fmt.Errorf("jose: jwk member \"alg\": %w", err)
 		}
@@ -150,7 +151,7 @@ func PrivateMembers(data []byte) ([]string, error) {
 	}
 	var found []string
 	for _, name := range privateMemberNames {
-		if _, ok := m[name]; ok {
+		if m.Has(name) {
 			found = append(found, name)
 		}
 	}

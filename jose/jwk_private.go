@@ -5,10 +5,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
+
+	"github.com/cardsign/cardsign/card"
 )
 
 // ParsePrivateJWK parses a private JWK (EC or OKP Ed25519 with "d", RSA with
@@ -32,7 +33,7 @@ func ParsePrivateJWK(data []byte) (crypto.Signer, JWK, error) {
 	if err != nil {
 		return nil, JWK{}, err
 	}
-	if _, ok := m["d"]; !ok {
+	if !m.Has("d") {
 		return nil, JWK{}, errors.New(`jose: private jwk: missing member "d": this is a public key, a private key is needed`)
 	}
 	var signer crypto.Signer
@@ -59,7 +60,7 @@ func ParsePrivateJWK(data []byte) (crypto.Signer, JWK, error) {
 
 // privateMember decodes a base64url private member. Its errors never quote
 // the value.
-func privateMember(m map[string]json.RawMessage, name string, size int) ([]byte, error) {
+func privateMember(m card.Value, name string, size int) ([]byte, error) {
 	v, err := stringMember(m, name)
 	if err != nil {
 		return nil, fmt.Errorf("jose: private jwk: %w", err)
@@ -67,7 +68,7 @@ func privateMember(m map[string]json.RawMessage, name string, size int) ([]byte,
 	return b64Member(name, v, size)
 }
 
-func ecPrivate(m map[string]json.RawMessage, pub *ecdsa.PublicKey, crv string) (*ecdsa.PrivateKey, error) {
+func ecPrivate(m card.Value, pub *ecdsa.PublicKey, crv string) (*ecdsa.PrivateKey, error) {
 	curve, alg, err := curveByName(crv)
 	if err != nil {
 		return nil, err
@@ -88,7 +89,7 @@ func ecPrivate(m map[string]json.RawMessage, pub *ecdsa.PublicKey, crv string) (
 	return priv, nil
 }
 
-func ed25519Private(m map[string]json.RawMessage, pub ed25519.PublicKey) (ed25519.PrivateKey, error) {
+func ed25519Private(m card.Value, pub ed25519.PublicKey) (ed25519.PrivateKey, error) {
 	seed, err := privateMember(m, "d", ed25519.SeedSize)
 	if err != nil {
 		return nil, err
@@ -101,13 +102,13 @@ func ed25519Private(m map[string]json.RawMessage, pub ed25519.PublicKey) (ed2551
 	return priv, nil
 }
 
-func rsaPrivate(m map[string]json.RawMessage, pub *rsa.PublicKey) (*rsa.PrivateKey, error) {
-	if _, ok := m["oth"]; ok {
+func rsaPrivate(m card.Value, pub *rsa.PublicKey) (*rsa.PrivateKey, error) {
+	if m.Has("oth") {
 		return nil, errors.New(`jose: private jwk member "oth": multi-prime RSA keys are not supported`)
 	}
 	ints := map[string]*big.Int{}
 	for _, name := range []string{"d", "p", "q", "dp", "dq", "qi"} {
-		if _, ok := m[name]; !ok {
+		if !m.Has(name) {
 			continue
 		}
 		b, err := privateMember(m, name, 0)

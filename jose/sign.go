@@ -30,7 +30,10 @@ func signerOpts(alg Alg, signingInput []byte) ([]byte, crypto.SignerOpts) {
 	if alg == PS256 {
 		// RFC 7518 §3.5: salt length equals the hash length. PSSSaltLengthAuto
 		// (Go's default for signing) would use the maximum, which verifiers
-		// that insist on the hash length (as go-jose does) reject.
+		// that insist on the hash length reject: WebCrypto verifies with an
+		// explicit saltLength, and the npm package jose (under @a2a-js/sdk)
+		// passes the hash length. go-jose would not notice: it verifies with
+		// PSSSaltLengthAuto, which accepts any salt length.
 		return digest, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: crypto.SHA256}
 	}
 	return digest, alg.Hash()

@@ -1,14 +1,11 @@
 package jwks
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -51,52 +48,25 @@ func Parse(data []byte) (Set, error) {
 	return set, nil
 }
 
-// keysArray returns the elements of the top-level "keys" array, refusing
-// what encoding/json would silently resolve (duplicate members, invalid
-// UTF-8, trailing data).
-func keysArray(data []byte) ([]json.RawMessage, error) {
-	if !utf8.Valid(data) {
-		return nil, errors.New("document is not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
+// keysArray returns the elements of the top-level "keys" array, each in its
+// compact form for jose, after reading the whole document with card's strict
+// parser (duplicate members at any depth, invalid UTF-8, lone surrogates,
+// numbers a double cannot hold and trailing data are refused, with the path).
+func keysArray(data []byte) ([][]byte, error) {
+	doc, err := jose.ParseObject(data)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("document is not a JSON object")
-	}
-	var keys []json.RawMessage
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("bad JSON: %w", err)
-		}
-		name, _ := tok.(string)
-		if seen[name] {
-			return nil, fmt.Errorf("duplicate member %q", name)
-		}
-		seen[name] = true
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("bad JSON in member %q: %w", name, err)
-		}
-		if name != "keys" {
-			continue
-		}
-		if err := json.Unmarshal(raw, &keys); err != nil || keys == nil {
-			return nil, errors.New(`member "keys" is not an array`)
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return nil, fmt.Errorf("bad JSON: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the JSON object")
-	}
-	if !seen["keys"] {
+	keys, ok := doc.Get("keys")
+	switch {
+	case !ok:
 		return nil, errors.New(`missing member "keys"`)
+	case keys.Kind != card.Array:
+		return nil, errors.New(`member "keys" is not an array`)
 	}
-	return keys, nil
+	out := make([][]byte, len(keys.Arr))
+	for i, k := range keys.Arr {
+		out[i] = k.Compact()
+	}
+	return out, nil
 }

@@ -6,16 +6,13 @@ import (
 	"crypto"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
-
+	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -75,44 +72,9 @@ func RevokedFrom(recs []KeyRecord, now time.Time) []Revocation {
 	return out
 }
 
-// revocationsJSON is the payload's JSON form; members are named as in the
-// document, and jcs puts them in RFC 8785 order.
-type revocationsJSON struct {
-	AuditHead *auditHeadJSON   `json:"audit_head,omitempty"`
-	ExpiresAt string           `json:"expires_at"`
-	IssuedAt  string           `json:"issued_at"`
-	Revoked   []revocationJSON `json:"revoked"`
-	Sequence  int64            `json:"sequence"`
-}
-
-type auditHeadJSON struct {
-	Hash string `json:"hash"`
-	Seq  int64  `json:"seq"`
-}
-
 // auditHeadHashSize is the length of AuditHead.Hash: an audit record hash
 // (SHA-256). jwks does not import package audit for it.
 const auditHeadHashSize = 32
-
-type revocationJSON struct {
-	KID       string `json:"kid"`
-	Reason    string `json:"reason"`
-	RevokedAt string `json:"revoked_at"`
-}
-
-// jwsJSON is the flattened JWS JSON serialization (RFC 7515 §7.2.2) without
-// an unprotected header: everything that matters is signed.
-type jwsJSON struct {
-	Payload   string `json:"payload"`
-	Protected string `json:"protected"`
-	Signature string `json:"signature"`
-}
-
-type protectedJSON struct {
-	Alg string `json:"alg"`
-	Kid string `json:"kid"`
-	Typ string `json:"typ"`
-}
 
 // formatTime writes t as RFC 3339 in UTC, truncated to whole seconds
 // ("2006-01-02T15:04:05Z"). Whole seconds because stores keep different
@@ -150,7 +112,8 @@ func revocationsPayload(r Revocations) ([]byte, error) {
 	}
 	revoked := slices.Clone(r.Revoked)
 	slices.SortFunc(revoked, func(a, b Revocation) int { return cmp.Compare(a.KID, b.KID) })
-	doc := revocationsJSON{ExpiresAt: expires, IssuedAt: issued, Revoked: make([]revocationJSON, 0, len(revoked)), Sequence: r.Sequence}
+	// Members are listed in RFC 8785 order already; JCS would sort them anyway.
+	var doc []card.Member
 	if h := r.AuditHead; h != nil {
 		if h.Seq < 0 || h.Seq > maxSequence {
 			return nil, fmt.Errorf("audit head sequence %d is outside 0..2^53-1", h.Seq)
@@ -158,8 +121,12 @@ func revocationsPayload(r Revocations) ([]byte, error) {
 		if len(h.Hash) != auditHeadHashSize {
 			return nil, fmt.Errorf("audit head hash is %d bytes, want %d", len(h.Hash), auditHeadHashSize)
 		}
-		doc.AuditHead = &auditHeadJSON{Hash: hex.EncodeToString(h.Hash), Seq: h.Seq}
+		doc = append(doc, card.Member{Key: "audit_head", Val: card.ObjectValue(
+			card.Member{Key: "hash", Val: card.StringValue(hex.EncodeToString(h.Hash))},
+			card.Member{Key: "seq", Val: card.IntValue(h.Seq)},
+		)})
 	}
+	entries := make([]card.Value, 0, len(revoked))
 	for i, e := range revoked {
 		if e.KID == "" {
 			return nil, errors.New("revoked entry without kid")
@@ -167,8 +134,8 @@ func revocationsPayload(r Revocations) ([]byte, error) {
 		if i > 0 && revoked[i-1].KID == e.KID {
 			return nil, fmt.Errorf("kid %q listed twice", e.KID)
 		}
-		// encoding/json would quietly replace invalid UTF-8, signing a
-		// reason other than the one given.
+		// Checked here, before JCS would refuse it too, so that the message
+		// names the entry by its kid rather than by its index after sorting.
 		if !utf8.ValidString(e.KID) || !utf8.ValidString(e.Reason) {
 			return nil, fmt.Errorf("kid %q: kid or reason is not valid UTF-8", e.KID)
 		}
@@ -176,19 +143,28 @@ func revocationsPayload(r Revocations) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kid %q: revoked_at: %w", e.KID, err)
 		}
-		doc.Revoked = append(doc.Revoked, revocationJSON{KID: e.KID, Reason: e.Reason, RevokedAt: at})
+		entries = append(entries, card.ObjectValue(
+			card.Member{Key: "kid", Val: card.StringValue(e.KID)},
+			card.Member{Key: "reason", Val: card.StringValue(e.Reason)},
+			card.Member{Key: "revoked_at", Val: card.StringValue(at)},
+		))
 	}
-	return canonicalJSON(doc)
+	doc = append(doc,
+		card.Member{Key: "expires_at", Val: card.StringValue(expires)},
+		card.Member{Key: "issued_at", Val: card.StringValue(issued)},
+		card.Member{Key: "revoked", Val: card.ArrayValue(entries...)},
+		card.Member{Key: "sequence", Val: card.IntValue(r.Sequence)},
+	)
+	return card.ObjectValue(doc...).JCS()
 }
 
-// canonicalJSON marshals v and rewrites it in RFC 8785 form (sorted members,
-// JCS string escaping, which differs from encoding/json's for <, > and &).
-func canonicalJSON(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+// stringObject returns an object of string members, in the order given.
+func stringObject(kv ...string) card.Value {
+	members := make([]card.Member, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		members = append(members, card.Member{Key: kv[i], Val: card.StringValue(kv[i+1])})
 	}
-	return jcs.Transform(b)
+	return card.ObjectValue(members...)
 }
 
 // SignRevocations serializes r as RFC 8785 JSON
@@ -213,7 +189,7 @@ func SignRevocations(ctx context.Context, r Revocations, s crypto.Signer, alg jo
 	if err != nil {
 		return nil, fmt.Errorf("jwks: sign revocations: %w", err)
 	}
-	protected, err := canonicalJSON(protectedJSON{Alg: string(alg), Kid: kid, Typ: RevocationsType})
+	protected, err := stringObject("alg", string(alg), "kid", kid, "typ", RevocationsType).JCS()
 	if err != nil {
 		return nil, fmt.Errorf("jwks: sign revocations: protected header: %w", err)
 	}
@@ -223,7 +199,9 @@ func SignRevocations(ctx context.Context, r Revocations, s crypto.Signer, alg jo
 	if err != nil {
 		return nil, fmt.Errorf("jwks: sign revocations with key %q: %w", kid, err)
 	}
-	out, err := json.Marshal(jwsJSON{Payload: p64, Protected: h64, Signature: enc.EncodeToString(sig)})
+	// The flattened JWS JSON serialization (RFC 7515 §7.2.2) without an
+	// unprotected header: everything that matters is signed.
+	out, err := stringObject("payload", p64, "protected", h64, "signature", enc.EncodeToString(sig)).JCS()
 	if err != nil {
 		return nil, fmt.Errorf("jwks: sign revocations: %w", err)
 	}
@@ -233,17 +211,16 @@ func SignRevocations(ctx context.Context, r Revocations, s crypto.Signer, alg jo
 // parseAuditHead reads the "audit_head" member as strictly as the rest of
 // the document: exactly "hash" (64 lowercase hex digits, as written) and
 // "seq" (an integer in 0..2^53-1).
-func parseAuditHead(raw json.RawMessage) (*AuditHead, error) {
-	m, err := jose.ParseObject(raw)
+func parseAuditHead(m card.Value) (*AuditHead, error) {
+	if m.Kind != card.Object {
+		return nil, fmt.Errorf("audit_head: want a JSON object, not %s", m.Kind)
+	}
+	if err := m.ExactMembers("hash", "seq"); err != nil {
+		return nil, fmt.Errorf("audit_head: %w", err)
+	}
+	seq, err := integerOf(m, "seq")
 	if err != nil {
 		return nil, fmt.Errorf("audit_head: %w", err)
-	}
-	if err := exactMembers(m, "hash", "seq"); err != nil {
-		return nil, fmt.Errorf("audit_head: %w", err)
-	}
-	seq, err := strconv.ParseInt(string(m["seq"]), 10, 64)
-	if err != nil || seq < 0 || seq > maxSequence {
-		return nil, errors.New(`audit_head: member "seq" is not an integer in 0..2^53-1`)
 	}
 	text, err := stringOf(m, "hash")
 	if err != nil {

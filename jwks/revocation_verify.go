@@ -1,12 +1,12 @@
 package jwks
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -68,7 +68,7 @@ func verifyRevocations(data []byte, keys KeyLookup, now time.Time) (Revocations,
 	if err != nil {
 		return Revocations{}, malformed("%v", err)
 	}
-	if err := exactMembers(env, "payload", "protected", "signature"); err != nil {
+	if err := env.ExactMembers("payload", "protected", "signature"); err != nil {
 		return Revocations{}, malformed("%v", err)
 	}
 	parts := map[string][]byte{}
@@ -91,7 +91,7 @@ func verifyRevocations(data []byte, keys KeyLookup, now time.Time) (Revocations,
 	}
 	// Exactly these members: in particular no "crit", whose extensions this
 	// verifier would have to understand (RFC 7515 §4.1.11).
-	if err := exactMembers(hdr, "alg", "kid", "typ"); err != nil {
+	if err := hdr.ExactMembers("alg", "kid", "typ"); err != nil {
 		return Revocations{}, malformed("protected header: %v", err)
 	}
 	var h [3]string
@@ -150,13 +150,13 @@ func parseRevocations(data []byte) (Revocations, error) {
 	var r Revocations
 	// "audit_head" is optional: documents signed before it existed lack it.
 	members := []string{"expires_at", "issued_at", "revoked", "sequence"}
-	if _, ok := m["audit_head"]; ok {
+	if head, ok := m.Get("audit_head"); ok {
 		members = append(members, "audit_head")
-		if r.AuditHead, err = parseAuditHead(m["audit_head"]); err != nil {
+		if r.AuditHead, err = parseAuditHead(head); err != nil {
 			return Revocations{}, err
 		}
 	}
-	if err := exactMembers(m, members...); err != nil {
+	if err := m.ExactMembers(members...); err != nil {
 		return Revocations{}, err
 	}
 	if r.IssuedAt, err = timeOf(m, "issued_at"); err != nil {
@@ -165,21 +165,20 @@ func parseRevocations(data []byte) (Revocations, error) {
 	if r.ExpiresAt, err = timeOf(m, "expires_at"); err != nil {
 		return Revocations{}, err
 	}
-	if r.Sequence, err = strconv.ParseInt(string(m["sequence"]), 10, 64); err != nil || r.Sequence < 0 || r.Sequence > maxSequence {
-		return Revocations{}, fmt.Errorf("member \"sequence\" is not an integer in 0..2^53-1")
+	if r.Sequence, err = integerOf(m, "sequence"); err != nil {
+		return Revocations{}, err
 	}
-	var entries []json.RawMessage
-	if err := json.Unmarshal(m["revoked"], &entries); err != nil || entries == nil {
+	entries, _ := m.Get("revoked")
+	if entries.Kind != card.Array {
 		return Revocations{}, errors.New(`member "revoked" is not an array`)
 	}
-	seen := make(map[string]bool, len(entries))
-	r.Revoked = make([]Revocation, 0, len(entries))
-	for i, raw := range entries {
-		e, err := jose.ParseObject(raw)
-		if err != nil {
-			return Revocations{}, fmt.Errorf("revoked[%d]: %w", i, err)
+	seen := make(map[string]bool, len(entries.Arr))
+	r.Revoked = make([]Revocation, 0, len(entries.Arr))
+	for i, e := range entries.Arr {
+		if e.Kind != card.Object {
+			return Revocations{}, fmt.Errorf("revoked[%d]: want a JSON object, not %s", i, e.Kind)
 		}
-		if err := exactMembers(e, "kid", "reason", "revoked_at"); err != nil {
+		if err := e.ExactMembers("kid", "reason", "revoked_at"); err != nil {
 			return Revocations{}, fmt.Errorf("revoked[%d]: %w", i, err)
 		}
 		var rev Revocation
@@ -201,8 +200,32 @@ func parseRevocations(data []byte) (Revocations, error) {
 	return r, nil
 }
 
+// stringOf decodes a member that must be a JSON string.
+func stringOf(m card.Value, name string) (string, error) {
+	s, ok, err := m.GetString(name)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("missing member %q", name)
+	}
+	return s, nil
+}
+
+// integerOf decodes a member that must be an integer in 0..2^53-1 written as
+// plain digits: RFC 8785 writes numbers as doubles, which hold integers
+// exactly only that far.
+func integerOf(m card.Value, name string) (int64, error) {
+	v, _ := m.Get(name)
+	n, err := strconv.ParseInt(v.Str, 10, 64)
+	if v.Kind != card.Number || err != nil || n < 0 || n > maxSequence {
+		return 0, fmt.Errorf("member %q is not an integer in 0..2^53-1", name)
+	}
+	return n, nil
+}
+
 // timeOf decodes an RFC 3339 time member into UTC.
-func timeOf(m map[string]json.RawMessage, name string) (time.Time, error) {
+func timeOf(m card.Value, name string) (time.Time, error) {
 	s, err := stringOf(m, name)
 	if err != nil {
 		return time.Time{}, err

@@ -383,7 +383,7 @@ func analyse(i int, iface card.Value) target {
 	}
 	raw := u.Str
 	var host string
-	if b, _ := iface.Get("protocolBinding"); b.Kind == card.String && b.Str == "GRPC" && isHostPort(raw) {
+	if b, _ := iface.Get("protocolBinding"); b.Kind == card.String && b.Str == "GRPC" && card.IsHostPort(raw) {
 		// The card linter accepts host:port for gRPC. url.Parse would read
 		// "agent.example.com:443" as scheme "agent.example.com".
 		host, _, _ = net.SplitHostPort(raw)
@@ -431,16 +431,6 @@ func analyse(i int, iface card.Value) target {
 	}
 	t.host = host
 	return t
-}
-
-// isHostPort is the card linter's test for a gRPC host:port url.
-func isHostPort(s string) bool {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil || host == "" || strings.ContainsAny(host, "/?#@ ") {
-		return false
-	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n > 0 && n < 65536
 }
 
 // quote renders untrusted text (identities, names, hosts) for a message:

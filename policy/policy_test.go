@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // iface is one supportedInterfaces entry of a test card.

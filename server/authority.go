@@ -6,15 +6,12 @@ package server
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -64,32 +61,20 @@ type Config struct {
 	OmitAuditHead bool
 }
 
-// Authority is the signing authority: it owns the key records' cache, the
-// opened signers and the audit batcher.
+// Authority is the signing authority. It orchestrates its parts: the
+// keyring (key records, opened keys), the revocation publisher, the
+// readiness prober and the audit batcher; each holds its own state.
 type Authority struct {
 	cfg     Config
 	store   store.Store
 	batcher *audit.Batcher
 	log     *slog.Logger
 	now     func() time.Time
-
 	metrics *Metrics
 
-	draining   atomic.Bool                // set at shutdown: /readyz says no while calls finish
-	readiness  atomic.Pointer[readyState] // the last periodic readiness check
-	readyEvery atomic.Int64               // WatchReadiness period plus timeout, for staleness
-	sems       map[string]chan struct{}   // concurrency slots per backend scheme
-	recheck    chan struct{}              // asks WatchReadiness for a check now
-
-	mu       sync.Mutex
-	recs     []jwks.KeyRecord            // last read from the store
-	readAt   time.Time                   // when the read that produced recs started
-	signers  map[string]*backends.Key    // opened keys by kid
-	publics  map[string]crypto.PublicKey // decoded public keys on record, by kid
-	revMu    sync.Mutex                  // serializes re-signing the revocation document
-	revDoc   []byte                      // cached signed revocation document
-	revState string                      // the revoked set and signer it was made for
-	revUntil time.Time                   // re-sign after this
+	keys        *keyring
+	revocations *revocationPublisher
+	readiness   *readiness
 }
 
 // NewAuthority wires an authority over st. Close it to flush the audit log.
@@ -100,17 +85,19 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
+	now := func() time.Time { return time.Now().UTC() }
+	keys := newKeyring(st, cfg.KeyRefresh, jwks.Policy{RetireGrace: cfg.RetireGrace},
+		newBackendLimits(cfg.BackendConcurrency, cfg.Metrics.backendSign))
 	a := &Authority{
-		cfg:     cfg,
-		store:   st,
-		batcher: audit.NewBatcher(st, cfg.AuditBatch),
-		log:     log,
-		metrics: cfg.Metrics,
-		now:     func() time.Time { return time.Now().UTC() },
-		signers: map[string]*backends.Key{},
-		publics: map[string]crypto.PublicKey{},
-		sems:    map[string]chan struct{}{},
-		recheck: make(chan struct{}, 1),
+		cfg:         cfg,
+		store:       st,
+		batcher:     audit.NewBatcher(st, cfg.AuditBatch),
+		log:         log,
+		metrics:     cfg.Metrics,
+		now:         now,
+		keys:        keys,
+		revocations: newRevocationPublisher(st, keys, now, log, cfg.RevocationTTL, cfg.OmitAuditHead),
+		readiness:   newReadiness(st, keys, now, cfg.Metrics, log),
 	}
 	a.metrics.Register(keysCollector{a: a, desc: keysDesc})
 	return a
@@ -120,81 +107,16 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 var ErrDraining = errors.New("shutting down")
 
 // Drain marks the authority as shutting down, for readiness.
-func (a *Authority) Drain() { a.draining.Store(true) }
+func (a *Authority) Drain() { a.readiness.drain() }
 
 // Close commits the audit records already queued and stops the batcher.
 func (a *Authority) Close() error { return a.batcher.Close() }
 
-func (a *Authority) policy() jwks.Policy { return jwks.Policy{RetireGrace: a.cfg.RetireGrace} }
-
-// records returns the key records, re-read from the store when the cached
-// copy is older than KeyRefresh or force is set.
-func (a *Authority) records(ctx context.Context, force bool) ([]jwks.KeyRecord, error) {
-	a.mu.Lock()
-	if !force && a.recs != nil && time.Since(a.readAt) < a.cfg.KeyRefresh {
-		recs := a.recs
-		a.mu.Unlock()
-		return recs, nil
-	}
-	a.mu.Unlock()
-	start := time.Now()
-	recs, err := a.store.ListKeys(ctx)
-	if err != nil {
-		return nil, &UnavailableError{What: "key store", Err: err}
-	}
-	a.mu.Lock()
-	// A slow read that started before a newer one (say, before a revocation
-	// and its forced refresh) must not put older records back.
-	if start.After(a.readAt) {
-		a.recs, a.readAt = recs, start
-	}
-	a.mu.Unlock()
-	return recs, nil
-}
+func (a *Authority) policy() jwks.Policy { return a.keys.policy }
 
 // views derives every key's state now.
 func (a *Authority) views(ctx context.Context) ([]jwks.View, error) {
-	recs, err := a.records(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	return jwks.Derive(a.now(), recs, a.policy()), nil
-}
-
-// ErrNoActiveKey means signing has stopped until a key is activated.
-var ErrNoActiveKey = errors.New("no active signing key: rotate or activate a key (the last active key was revoked or retired)")
-
-// open returns the opened backend key for a record, opening it once.
-func (a *Authority) open(ctx context.Context, rec jwks.KeyRecord) (*backends.Key, error) {
-	a.mu.Lock()
-	k := a.signers[rec.KID]
-	a.mu.Unlock()
-	if k != nil {
-		return k, nil
-	}
-	k, err := backends.Open(ctx, rec.URI, backends.OpenOptions{Alg: rec.Alg, KID: rec.KID})
-	if err != nil {
-		return nil, fmt.Errorf("open key %s (%s): %w", rec.KID, backends.Redact(rec.URI), err)
-	}
-	// A key replaced at its backend (another key file at the same path)
-	// opens fine but is not the published key: refuse it here, by name,
-	// rather than fail every signature with an internal error.
-	pub, err := a.storedPublic(rec)
-	if err != nil {
-		return nil, err
-	}
-	if kp, ok := k.Public().(publicKey); !ok || !kp.Equal(pub) {
-		return nil, &KeyChangedError{KID: rec.KID}
-	}
-	k = a.limit(k)
-	a.mu.Lock()
-	if prev := a.signers[rec.KID]; prev != nil {
-		k = prev
-	} else {
-		a.signers[rec.KID] = k
-	}
-	a.mu.Unlock()
-	return k, nil
+	return a.keys.views(ctx, a.now())
 }
 
 // newKey makes a key in the configured backend and returns its record,
@@ -258,7 +180,7 @@ func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOp
 // Bootstrap creates and activates a first key when the store has none: the
 // embedded default must sign out of the box.
 func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
-	recs, err := a.records(ctx, true)
+	recs, err := a.keys.records(ctx, true)
 	if err != nil {
 		return false, err
 	}
@@ -284,6 +206,24 @@ func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
 		return false, err
 	}
 	a.log.Info("created and activated the first signing key", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
-	_, err = a.records(ctx, true)
+	_, err = a.keys.records(ctx, true)
 	return true, err
 }
+
+// CheckReadiness runs one readiness check now and records its outcome: the
+// store answers and takes a write, a key is active, and every key due to
+// sign makes a signature that verifies against its published key. It is a
+// canary, not a probe: Ready reports its last outcome.
+func (a *Authority) CheckReadiness(ctx context.Context) error { return a.readiness.check(ctx) }
+
+// WatchReadiness runs CheckReadiness every interval until ctx is done, each
+// check bounded by timeout, and at once after a key changes. A failure is
+// logged when the state changes, not on every tick. notify, when set, sees
+// the readiness after every check (the gRPC health service follows it).
+func (a *Authority) WatchReadiness(ctx context.Context, interval, timeout time.Duration, notify func(error)) {
+	a.readiness.watch(ctx, interval, timeout, notify)
+}
+
+// Ready reports the last readiness check's outcome: nil when the authority
+// can sign.
+func (a *Authority) Ready() error { return a.readiness.ready() }

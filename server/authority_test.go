@@ -94,7 +94,7 @@ func TestKeyTransitionsRefuseWhatWouldSurprise(t *testing.T) {
 	wantPrecondition(t, err, "already scheduled")
 
 	// During prepublication both keys sign.
-	keys, err := a.signingKeys(ctx)
+	keys, err := a.keys.signing(ctx, a.now())
 	if err != nil || len(keys) != 2 || keys[0].KID != first || keys[1].KID != rot.KID {
 		t.Fatalf("signing keys during prepublication: %v %v", keys, err)
 	}
@@ -190,4 +190,9 @@ func TestSignCommitsAuditBeforeReturning(t *testing.T) {
 	if _, err := a.Sign(ctx, SignRequest{Card: data}); !errors.Is(err, ErrAudit) {
 		t.Fatalf("signing with the audit log closed: %v, want ErrAudit", err)
 	}
+}
+
+// setClock sets the clock of a and of its parts, for tests that move time.
+func (a *Authority) setClock(now func() time.Time) {
+	a.now, a.revocations.now, a.readiness.now = now, now, now
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
-	"github.com/cardsign/cardsign/tlsreload"
 )
 
 // HTTPOptions configures the HTTP listener's handler.
@@ -76,7 +75,7 @@ func requireRole(auth *access.Authenticator, role access.Role, h http.Handler) h
 			creds.Authorization = "invalid" // two credentials: refuse rather than pick one
 		}
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			creds.CertIdentity = tlsreload.Identity(r.TLS.VerifiedChains[0][0])
+			creds.CertIdentity = access.CertificateIdentity(r.TLS.VerifiedChains[0][0])
 		}
 		id, err := auth.Authenticate(creds)
 		if err != nil {

@@ -23,7 +23,6 @@ import (
 	"github.com/cardsign/cardsign/access"
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/ratelimit"
-	"github.com/cardsign/cardsign/tlsreload"
 )
 
 type ctxKey int
@@ -155,7 +154,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 		// A long-lived connection outlives its certificate: an expired
 		// leaf no longer identifies anyone.
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && time.Now().Before(ti.State.VerifiedChains[0][0].NotAfter) {
-			creds.CertIdentity = tlsreload.Identity(ti.State.VerifiedChains[0][0])
+			creds.CertIdentity = access.CertificateIdentity(ti.State.VerifiedChains[0][0])
 		}
 	}
 	who := access.Identity{}

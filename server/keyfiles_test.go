@@ -57,10 +57,8 @@ func TestReplacedKeyFileIsFailedPrecondition(t *testing.T) {
 	kid, path := activeFile(t, a)
 	replaceKeyFile(t, path)
 	// As after a restart: nothing opened yet.
-	a.mu.Lock()
-	clear(a.signers)
-	a.mu.Unlock()
-	_, err := a.signingKeys(context.Background())
+	a.keys.forget()
+	_, err := a.keys.signing(context.Background(), a.now())
 	if err == nil {
 		t.Fatal("signing keys opened a replaced key file")
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -50,7 +49,7 @@ func parseAlg(s string) (jose.Alg, error) {
 
 // Keys returns every key with its state now.
 func (a *Authority) Keys(ctx context.Context) ([]jwks.View, error) {
-	recs, err := a.records(ctx, true)
+	recs, err := a.keys.records(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +73,7 @@ func (a *Authority) view(ctx context.Context, kid string) (jwks.View, error) {
 // CreateKey makes a key in the configured backend, published and pending
 // until someone activates it.
 func (a *Authority) CreateKey(ctx context.Context, algName string) (jwks.View, error) {
-	defer a.recheckReadiness() // a key change can make or break readiness
+	defer a.readiness.request() // a key change can make or break readiness
 	alg, err := parseAlg(algName)
 	if err != nil {
 		return jwks.View{}, err
@@ -92,7 +91,7 @@ func (a *Authority) CreateKey(ctx context.Context, algName string) (jwks.View, e
 
 // ImportKey records an existing backend key as pending.
 func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jwks.View, error) {
-	defer a.recheckReadiness() // a key change can make or break readiness
+	defer a.readiness.request() // a key change can make or break readiness
 	if uri == "" {
 		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "a backend key URI is required"}
 	}
@@ -134,7 +133,7 @@ func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jw
 // now + prepublish, when the active key retires. Until then new cards carry
 // both signatures.
 func (a *Authority) RotateKey(ctx context.Context, algName string, prepublish *time.Duration) (jwks.View, error) {
-	defer a.recheckReadiness() // a key change can make or break readiness
+	defer a.readiness.request() // a key change can make or break readiness
 	alg, err := parseAlg(algName)
 	if err != nil {
 		return jwks.View{}, err
@@ -201,7 +200,7 @@ func notAlreadyKnown(rec jwks.KeyRecord) func([]jwks.KeyRecord) error {
 // change runs a state transition on one key inside a store transaction,
 // with every key's state derived from the records the transaction read.
 func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Time, v jwks.View, all []jwks.View) (jwks.KeyRecord, error)) (jwks.View, error) {
-	defer a.recheckReadiness() // a key change can make or break readiness
+	defer a.readiness.request() // a key change can make or break readiness
 	// The kid is looked up as given, not checked against today's kid rule:
 	// a key recorded before that rule must stay revocable. An unknown kid
 	// is NOT_FOUND.
@@ -226,7 +225,7 @@ func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Tim
 	if err != nil {
 		return jwks.View{}, err
 	}
-	a.invalidateRevocations()
+	a.revocations.invalidate()
 	return a.view(ctx, kid)
 }
 
@@ -304,8 +303,6 @@ func (a *Authority) RevokeKey(ctx context.Context, kid, reason string, force boo
 	}
 	return v, err
 }
-
-var errNoRevocationSigner = errors.New("no published key to sign the revocation document")
 
 // disableAtBackend switches a revoked key off at its provider. The
 // revocation itself is already committed and in force; a failure here is

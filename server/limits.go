@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto"
 	"io"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
@@ -16,23 +19,50 @@ import (
 // of inside the module.
 const DefaultBackendConcurrency = 64
 
+// backendLimits bounds concurrent signatures per backend scheme: one set of
+// slots shared by every key of a backend, so a slow HSM queues here, under
+// the request deadline, and not inside the module.
+type backendLimits struct {
+	sizes map[string]int // slots per scheme; "default" for the others
+	hist  *prometheus.HistogramVec
+
+	mu   sync.Mutex
+	sems map[string]chan struct{} // made on first use of a scheme
+}
+
+// newBackendLimits sizes each scheme's slots from sizes (its "default"
+// entry, then DefaultBackendConcurrency, for schemes not listed) and times
+// each signature in hist, by scheme and algorithm.
+func newBackendLimits(sizes map[string]int, hist *prometheus.HistogramVec) *backendLimits {
+	return &backendLimits{sizes: sizes, hist: hist, sems: map[string]chan struct{}{}}
+}
+
 // slots returns the semaphore bounding concurrent signatures in a backend.
-func (a *Authority) slots(scheme string) chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if s, ok := a.sems[scheme]; ok {
+func (l *backendLimits) slots(scheme string) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s, ok := l.sems[scheme]; ok {
 		return s
 	}
-	n := a.cfg.BackendConcurrency[scheme]
+	n := l.sizes[scheme]
 	if n <= 0 {
-		n = a.cfg.BackendConcurrency["default"]
+		n = l.sizes["default"]
 	}
 	if n <= 0 {
 		n = DefaultBackendConcurrency
 	}
 	s := make(chan struct{}, n)
-	a.sems[scheme] = s
+	l.sems[scheme] = s
 	return s
+}
+
+// wrap returns an opened key whose signer waits for a slot of its backend.
+func (l *backendLimits) wrap(k *backends.Key) *backends.Key {
+	scheme, _ := backends.Scheme(k.URI)
+	hist := l.hist.WithLabelValues(scheme, string(k.Alg))
+	wrapped := *k
+	wrapped.Signer = &limitedSigner{inner: k.Signer, slots: l.slots(scheme), observe: func(d time.Duration) { hist.Observe(d.Seconds()) }}
+	return &wrapped
 }
 
 // limitedSigner bounds a backend's concurrent signatures and times each one.
@@ -70,28 +100,4 @@ func (s *limitedSigner) SignContext(ctx context.Context, rand io.Reader, digest 
 	}
 	s.observe(time.Since(start))
 	return sig, err
-}
-
-// limit wraps an opened key's signer in its backend's concurrency limit.
-func (a *Authority) limit(k *backends.Key) *backends.Key {
-	scheme, _ := backends.Scheme(k.URI)
-	hist := a.metrics.backendSign.WithLabelValues(scheme, string(k.Alg))
-	wrapped := *k
-	wrapped.Signer = &limitedSigner{inner: k.Signer, slots: a.slots(scheme), observe: func(d time.Duration) { hist.Observe(d.Seconds()) }}
-	return &wrapped
-}
-
-// backendOf names the backend of an opened key, for metrics.
-func (a *Authority) backendOf(kid string) string {
-	a.mu.Lock()
-	k := a.signers[kid]
-	a.mu.Unlock()
-	if k == nil {
-		return noLabel
-	}
-	scheme, err := backends.Scheme(k.URI)
-	if err != nil {
-		return noLabel
-	}
-	return scheme
 }

@@ -2,13 +2,15 @@ package server
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/store"
 )
 
 // readyState is the outcome of the last readiness check.
@@ -28,43 +30,62 @@ var errStale = errors.New("readiness check is overdue")
 // signature of a card, and it is never returned to anyone anyway.
 const canaryInput = "cardsign readiness canary: not a card"
 
-// CheckReadiness runs one readiness check now and records its outcome: the
-// store answers (key records and the audit head), a key is active, and
-// every key due to sign makes a signature that verifies against its
-// published key. It is a canary, not a probe: /readyz reports its last
-// outcome, so a flood of probes never reaches an HSM or a KMS quota.
-func (a *Authority) CheckReadiness(ctx context.Context) error {
-	err := a.canary(ctx)
-	a.readiness.Store(&readyState{err: err, at: time.Now()})
+// readiness probes whether the authority can sign: a canary run now and
+// then, whose last outcome /readyz and the gRPC health service report, so a
+// flood of probes never reaches an HSM or a KMS quota.
+type readiness struct {
+	store   store.Store
+	keys    *keyring
+	now     func() time.Time // the clock key states are derived at
+	metrics *Metrics
+	log     *slog.Logger
+
+	draining atomic.Bool                // set at shutdown: /readyz says no while calls finish
+	last     atomic.Pointer[readyState] // the last check
+	every    atomic.Int64               // watch period plus timeout, for staleness
+	recheck  chan struct{}              // asks watch for a check now
+}
+
+func newReadiness(st store.Store, keys *keyring, now func() time.Time, m *Metrics, log *slog.Logger) *readiness {
+	return &readiness{store: st, keys: keys, now: now, metrics: m, log: log, recheck: make(chan struct{}, 1)}
+}
+
+// check runs one readiness check now and records its outcome: the store
+// answers (key records and the audit head) and takes a durable write, a key
+// is active, and every key due to sign makes a signature that verifies
+// against its published key.
+func (r *readiness) check(ctx context.Context) error {
+	err := r.canary(ctx)
+	r.last.Store(&readyState{err: err, at: time.Now()})
 	if err != nil {
-		a.metrics.canaryRuns.WithLabelValues("failed").Inc()
-		a.metrics.ready.Set(0)
+		r.metrics.canaryRuns.WithLabelValues("failed").Inc()
+		r.metrics.ready.Set(0)
 	} else {
-		a.metrics.canaryRuns.WithLabelValues("ok").Inc()
-		a.metrics.ready.Set(1)
+		r.metrics.canaryRuns.WithLabelValues("ok").Inc()
+		r.metrics.ready.Set(1)
 	}
 	return err
 }
 
-func (a *Authority) canary(ctx context.Context) error {
-	if _, err := a.records(ctx, true); err != nil {
+func (r *readiness) canary(ctx context.Context) error {
+	if _, err := r.keys.records(ctx, true); err != nil {
 		return err
 	}
-	if _, _, err := a.store.AuditHead(ctx); err != nil {
+	if _, _, err := r.store.AuditHead(ctx); err != nil {
 		return &UnavailableError{What: "audit log", Err: err}
 	}
 	// A store that reads but cannot write (a full disk, a read-only
 	// mount) would fail every audit commit: prove a durable write.
-	if _, err := a.store.NextSequence(ctx, "readiness-canary"); err != nil {
+	if _, err := r.store.NextSequence(ctx, "readiness-canary"); err != nil {
 		return &UnavailableError{What: "audit log", Err: fmt.Errorf("write: %w", err)}
 	}
-	keys, err := a.signingKeys(ctx)
+	keys, err := r.keys.signing(ctx, r.now())
 	if err != nil {
 		return err
 	}
 	for _, k := range keys {
 		// jose.Sign verifies the signature with the signer's public key;
-		// signingKeys tied that key to the published one.
+		// the keyring tied that key to the published one.
 		if pub, ok := k.Signer.Public().(publicKey); !ok || !pub.Equal(k.Public) {
 			return &KeyChangedError{KID: k.KID}
 		}
@@ -106,78 +127,64 @@ type keyHealthChecker interface {
 	Healthy(ctx context.Context) error
 }
 
-// KeyChangedError reports a key whose backend now returns another public
-// key than the one recorded (and published) when the key was created or
-// imported: the key file or backend key was replaced. Signing with it would
-// publish signatures no verifier accepts, so it is refused; an operator
-// must restore the key or rotate. It maps to FAILED_PRECONDITION.
-type KeyChangedError struct{ KID string }
-
-func (e *KeyChangedError) Error() string {
-	return "key " + e.KID + ": the backend's public key is not the one on record; the key was replaced at its backend: restore the original key, or rotate to a new key and revoke " + e.KID
-}
-
-// publicKey is what crypto public keys have in common.
-type publicKey interface{ Equal(crypto.PublicKey) bool }
-
-// WatchReadiness runs CheckReadiness every interval until ctx is done, each
-// check bounded by timeout. A failure is logged when the state changes, not
-// on every tick.
-//
-// notify, when set, sees every check's outcome (the gRPC health service
-// follows it).
-func (a *Authority) WatchReadiness(ctx context.Context, interval, timeout time.Duration, notify func(error)) {
-	a.readyEvery.Store(int64(interval + timeout))
+// watch runs check every interval until ctx is done, each check bounded by
+// timeout, and at once when asked (request). A failure is logged when the
+// state changes, not on every tick; notify, when set, sees the readiness
+// after every check.
+func (r *readiness) watch(ctx context.Context, interval, timeout time.Duration, notify func(error)) {
+	r.every.Store(int64(interval + timeout))
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last error
 	for {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		err := a.CheckReadiness(cctx)
+		err := r.check(cctx)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		if notify != nil {
-			notify(a.Ready())
+			notify(r.ready())
 		}
 		switch {
 		case err != nil && (last == nil || last.Error() != err.Error()):
-			a.log.Warn("not ready: readiness check failed", "err", err)
+			r.log.Warn("not ready: readiness check failed", "err", err)
 		case err == nil && last != nil:
-			a.log.Info("ready again")
+			r.log.Info("ready again")
 		}
 		last = err
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-a.recheck:
+		case <-r.recheck:
 		}
 	}
 }
 
-// recheckReadiness asks WatchReadiness for a check now, without waiting for
-// it: after revoking the last active key, /readyz should not say ready for
-// another interval.
-func (a *Authority) recheckReadiness() {
+// request asks watch for a check now, without waiting for it: after
+// revoking the last active key, /readyz should not say ready for another
+// interval. Requests made while one is pending make one check.
+func (r *readiness) request() {
 	select {
-	case a.recheck <- struct{}{}:
+	case r.recheck <- struct{}{}:
 	default:
 	}
 }
 
-// Ready reports the last readiness check's outcome: nil when the authority
-// can sign.
-func (a *Authority) Ready() error {
-	if a.draining.Load() {
+// drain marks the authority as shutting down.
+func (r *readiness) drain() { r.draining.Store(true) }
+
+// ready reports the last check's outcome: nil when the authority can sign.
+func (r *readiness) ready() error {
+	if r.draining.Load() {
 		return ErrDraining
 	}
-	st := a.readiness.Load()
+	st := r.last.Load()
 	if st == nil {
 		return ErrNotChecked
 	}
-	if every := time.Duration(a.readyEvery.Load()); every > 0 && time.Since(st.at) > 3*every {
+	if every := time.Duration(r.every.Load()); every > 0 && time.Since(st.at) > 3*every {
 		return errStale
 	}
 	return st.err

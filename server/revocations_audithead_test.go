@@ -23,7 +23,7 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	a, dir := newAuthority(t)
 	var clock atomic.Int64
 	clock.Store(time.Now().UTC().UnixNano())
-	a.now = func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	a.setClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
 	advance := func(d time.Duration) { clock.Add(int64(d)) }
 
 	fetch := func() ([]byte, jwks.Revocations) {
@@ -91,7 +91,7 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	if doc, _ := fetch(); !bytes.Equal(doc, doc2) {
 		t.Fatal("re-signed again although the store's head did not move")
 	}
-	a.invalidateRevocations()
+	a.revocations.invalidate()
 	_, r3 := fetch()
 	wantHead(r3, 2, recs[1].Hash)
 }
@@ -100,7 +100,7 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 // documents that verifiers built before the member can still read.
 func TestRevocationsWithoutAuditHead(t *testing.T) {
 	a, _ := newAuthority(t)
-	a.cfg.OmitAuditHead = true
+	a.revocations.omitAuditHead = true
 	if _, r := verifiedRevocations(t, a); r.AuditHead != nil {
 		t.Fatalf("document with audit_head %+v; want none", r.AuditHead)
 	}

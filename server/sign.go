@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"time"
@@ -43,42 +42,56 @@ var ErrAudit = errors.New("audit record not committed; the signature was discard
 
 // Sign signs a card with the active key and any pending key, then commits one
 // audit record per signature. It returns the signed card only once those
-// records are durable.
+// records are durable. The card is read and checked before any key is
+// opened: a malformed card is refused whatever the backends' state.
 func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, err error) {
 	start := time.Now()
 	principal := req.Identity.Principal
-	var res *signer.Result
+	var discarded *signer.Result // signatures made, then not returned
 	defer func() {
 		result := resultOf(err)
 		a.metrics.signDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
 		a.metrics.signRequests.WithLabelValues(result, principal).Inc()
-		if res == nil {
-			return
+		if signed != nil {
+			a.countSignatures("signed", signed.Result, principal)
 		}
-		// Signatures made: returned, or discarded because their audit
-		// records were not committed.
-		outcome := "signed"
-		if err != nil {
-			outcome = "discarded"
-		}
-		for _, s := range res.Signatures {
-			a.metrics.signatures.WithLabelValues(outcome, string(s.Alg), a.backendOf(s.KID), principal).Inc()
-		}
+		a.countSignatures("discarded", discarded, principal)
 	}()
-	// A key revoked while this card was being signed: the store refused the
-	// records (and so the signatures) by it. Sign again with the key list as
-	// it is now, which no longer holds the revoked key.
+
+	prepared, err := signer.Prepare(req.Card, signer.PrepareOptions{
+		Card: cardOptions(a.cfg, req.StripUnknown), Mode: req.Mode, KeepSignatures: req.KeepSignatures,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.checkPolicy(ctx, req, prepared); err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
-		signed, res, err = a.signOnce(ctx, req, attempt > 1)
-		if err == nil || !errors.Is(err, store.ErrKeyRevoked) || attempt == maxSignAttempts {
-			return signed, err
+		keys, err := a.keys.signing(ctx, a.now())
+		if err != nil {
+			return nil, err
 		}
-		if res != nil {
-			for _, s := range res.Signatures {
-				a.metrics.signatures.WithLabelValues("discarded", string(s.Alg), a.backendOf(s.KID), principal).Inc()
-			}
+		res, err := prepared.Sign(ctx, keys, a.cfg.JKU)
+		if err != nil {
+			return nil, err
 		}
+		committed, err := a.commit(ctx, a.auditRecords(req, res))
+		if err == nil {
+			return &Signed{Result: res, Audit: committed}, nil
+		}
+		// A key revoked while this card was being signed: the store refused
+		// the records (and so the signatures) by it. Sign again with the key
+		// list as it is now, which no longer holds the revoked key.
+		if !errors.Is(err, store.ErrKeyRevoked) || attempt == maxSignAttempts {
+			discarded = res
+			return nil, err
+		}
+		a.countSignatures("discarded", res, principal)
 		a.log.Info("a signing key was revoked while a card was being signed; signing again", "request_id", req.RequestID, "attempt", attempt)
+		if _, err := a.keys.records(ctx, true); err != nil {
+			return nil, err
+		}
 	}
 }
 
@@ -86,68 +99,53 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 // under it: two revocations in a row within one request are already rare.
 const maxSignAttempts = 3
 
-// signOnce signs with the signing keys as the authority sees them (re-read
-// from the store when fresh is set) and commits the audit records. On a
-// failed commit it returns the discarded signatures too, for metrics.
-func (a *Authority) signOnce(ctx context.Context, req SignRequest, fresh bool) (*Signed, *signer.Result, error) {
-	if fresh {
-		if _, err := a.records(ctx, true); err != nil {
-			return nil, nil, err
-		}
+// checkPolicy applies the signing policy to a prepared card. A refusal is
+// recorded in the audit log before it is returned.
+func (a *Authority) checkPolicy(ctx context.Context, req SignRequest, p *signer.Prepared) error {
+	if a.cfg.Policy == nil {
+		return nil
 	}
-	keys, err := a.signingKeys(ctx)
-	if err != nil {
-		return nil, nil, err
+	err := a.cfg.Policy.Check(policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames()}, p.Loaded.Value)
+	if err == nil {
+		return nil
 	}
-	var refused *audit.Record
-	res, err := signer.Sign(ctx, req.Card, signer.Options{
-		Keys:           keys,
-		JKU:            a.cfg.JKU,
-		Mode:           req.Mode,
-		KeepSignatures: req.KeepSignatures,
-		Card:           cardOptions(a.cfg, req.StripUnknown),
-		Check: func(l *card.Loaded, sum [32]byte) error {
-			if a.cfg.Policy == nil {
-				return nil
-			}
-			err := a.cfg.Policy.Check(policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames()}, l.Value)
-			if err != nil {
-				r := a.recordFor(req, l, sum)
-				r.Outcome, r.Reason = audit.OutcomeRefused, err.Error()
-				refused = &r
-			}
-			return err
-		},
-	})
-	if refused != nil {
-		return nil, nil, a.auditRefusal(ctx, *refused, err)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	recs := make([]audit.Record, len(res.Signatures))
-	for i, s := range res.Signatures {
-		recs[i] = a.recordFor(req, res.Loaded, res.CanonicalSHA256)
-		recs[i].KID, recs[i].Alg, recs[i].Profile, recs[i].Signature = s.KID, string(s.Alg), string(s.Profile), s.Value
-	}
-	committed, err := a.commit(ctx, recs)
-	if err != nil {
-		return nil, res, err
-	}
-	return &Signed{Result: res, Audit: committed}, res, nil
+	rec := a.recordFor(req, p)
+	rec.Outcome, rec.Reason = audit.OutcomeRefused, err.Error()
+	return a.auditRefusal(ctx, rec, err)
 }
 
-// recordFor starts the audit record of a request about card l.
-func (a *Authority) recordFor(req SignRequest, l *card.Loaded, sum [32]byte) audit.Record {
-	name, _ := l.Value.Get("name")
-	version, _ := l.Value.Get("version")
+// auditRecords are the records of a signed card, one per signature.
+func (a *Authority) auditRecords(req SignRequest, res *signer.Result) []audit.Record {
+	recs := make([]audit.Record, len(res.Signatures))
+	for i, s := range res.Signatures {
+		recs[i] = a.recordFor(req, res.Prepared)
+		recs[i].KID, recs[i].Alg, recs[i].Profile, recs[i].Signature = s.KID, string(s.Alg), string(s.Profile), s.Value
+	}
+	return recs
+}
+
+// countSignatures counts a result's signatures (none for nil) as returned
+// ("signed") or made and then dropped ("discarded"), by key and backend.
+func (a *Authority) countSignatures(outcome string, res *signer.Result, principal string) {
+	if res == nil {
+		return
+	}
+	for _, s := range res.Signatures {
+		a.metrics.signatures.WithLabelValues(outcome, string(s.Alg), a.keys.backendOf(s.KID), principal).Inc()
+	}
+}
+
+// recordFor starts the audit record of a request about a prepared card.
+func (a *Authority) recordFor(req SignRequest, p *signer.Prepared) audit.Record {
+	name, _ := p.Loaded.Value.Get("name")
+	version, _ := p.Loaded.Value.Get("version")
 	return audit.Record{
 		Time:            a.now(),
 		Caller:          req.Caller,
 		RequestID:       req.RequestID,
 		CardName:        name.Str,
 		CardVersion:     version.Str,
-		CanonicalSHA256: sum[:],
+		CanonicalSHA256: p.CanonicalSHA256[:],
 		Outcome:         audit.OutcomeSigned,
 	}
 }
@@ -213,34 +211,6 @@ func resultOf(err error) string {
 	return resultError
 }
 
-// signingKeys returns the active key and the keys scheduled to follow it,
-// each checked against its published public key.
-func (a *Authority) signingKeys(ctx context.Context) ([]signer.Key, error) {
-	views, err := a.views(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := jwks.Active(views); !ok {
-		return nil, ErrNoActiveKey
-	}
-	var keys []signer.Key
-	for _, v := range jwks.Signing(views) {
-		k, err := a.open(ctx, v.KeyRecord)
-		if err != nil {
-			// The key is on record and due to sign: if its backend cannot
-			// open it now (an HSM unplugged at start, a KMS outage), signing
-			// is unavailable, not broken.
-			return nil, &UnavailableError{What: "signing key " + v.KID, Err: err}
-		}
-		pub, err := a.storedPublic(v.KeyRecord)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, signer.Key{Signer: k.Signer, Alg: v.Alg, KID: v.KID, Public: pub})
-	}
-	return keys, nil
-}
-
 // Verify verifies a card against the published keys; signatures by revoked
 // keys are reported as such.
 func (a *Authority) Verify(ctx context.Context, data []byte, profile string) (*signer.Verification, error) {
@@ -273,26 +243,6 @@ func (a *Authority) Verify(ctx context.Context, data []byte, profile string) (*s
 	return signer.Verify(ctx, data, opts)
 }
 
-// documentSigner is the JOSE identity of a published key, for documents the
-// authority signs itself.
-func (a *Authority) documentSigner(ctx context.Context, views []jwks.View) (*signer.Key, error) {
-	v, ok := jwks.Active(views)
-	if !ok {
-		// With no active key (the last one revoked), the newest published
-		// key still vouches for the revocation list.
-		pub := jwks.Published(views)
-		if len(pub) == 0 {
-			return nil, ErrNoActiveKey
-		}
-		v = pub[len(pub)-1]
-	}
-	k, err := a.open(ctx, v.KeyRecord)
-	if err != nil {
-		return nil, err
-	}
-	return &signer.Key{Signer: k.Signer, Alg: v.Alg, KID: v.KID}, nil
-}
-
 func cardOptions(cfg Config, strip bool) card.Options {
 	return card.Options{Limits: cfg.Limits, StripUnknown: strip}
 }
@@ -303,24 +253,4 @@ func parseProfile(s string) (card.Profile, error) {
 		return "", &InvalidArgumentError{Field: "profile", Reason: err.Error()}
 	}
 	return p, nil
-}
-
-// storedPublic returns the decoded public key on record for a kid. Decoding
-// a JWK (base64, point validation) is done once per kid, not per signature:
-// a kid is never reused for other key material, so the result cannot change.
-func (a *Authority) storedPublic(rec jwks.KeyRecord) (crypto.PublicKey, error) {
-	a.mu.Lock()
-	pub, ok := a.publics[rec.KID]
-	a.mu.Unlock()
-	if ok {
-		return pub, nil
-	}
-	pub, err := rec.Public.PublicKey()
-	if err != nil {
-		return nil, fmt.Errorf("stored public key of %s: %w", rec.KID, err)
-	}
-	a.mu.Lock()
-	a.publics[rec.KID] = pub
-	a.mu.Unlock()
-	return pub, nil
 }

@@ -70,6 +70,18 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		// Before the unavailable cases: the key will not come back by
 		// itself, and the message names the key and what to do.
 		return status.Error(codes.FailedPrecondition, changed.Error())
+	case errors.Is(err, backends.ErrKeyDisabled):
+		// A key disabled (or pending deletion, destroyed) at its KMS or HSM:
+		// no retry helps until an operator acts. The error names the kid
+		// (the key ring and the signer wrap backend errors with it) and the
+		// provider's key.
+		log.Warn("signing key disabled at its provider", "request_id", requestID, "err", err)
+		return status.Error(codes.FailedPrecondition, "key disabled at its provider: "+err.Error()+
+			"; enable it at the provider, or rotate to a new key and revoke this one")
+	case errors.Is(err, backends.ErrKeyNotFound):
+		log.Warn("signing key not found at its provider", "request_id", requestID, "err", err)
+		return status.Error(codes.NotFound, "key not found at its provider: "+err.Error()+
+			"; restore it there, or rotate to a new key and revoke this one")
 	case errors.As(err, &bePre):
 		// The backend says what failed, where and how to fix it; admin
 		// calls (create, rotate) get it, the log too.

@@ -8,7 +8,6 @@ package signer
 import (
 	"context"
 	"crypto"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -55,7 +54,7 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown profile %q (want spec, sdk, python-ascii or both)", s)
 }
 
-// Options control Sign.
+// Options control Sign: Prepare's options, and the keys that sign.
 type Options struct {
 	Keys []Key // every key signs; the daemon passes active and pending keys
 	JKU  string
@@ -64,11 +63,6 @@ type Options struct {
 	// appended); by default they are replaced.
 	KeepSignatures bool
 	Card           card.Options
-	// Check, when set, sees the parsed, linted card and the SHA-256 of its
-	// spec-profile canonical bytes before anything is signed; an error
-	// refuses the card and is returned as is. The daemon's signing policy
-	// runs here.
-	Check func(l *card.Loaded, canonicalSHA256 [32]byte) error
 }
 
 // Signature describes one signature that Sign made.
@@ -82,95 +76,40 @@ type Signature struct {
 
 // Result is a signed card and what went into it.
 type Result struct {
+	*Prepared
 	Card       []byte // the signed card JSON, v1.0 shape, indented
 	Signatures []Signature
-	// CanonicalSHA256 is the SHA-256 of the spec-profile canonical bytes:
-	// the identity of the card's content for audit records.
-	CanonicalSHA256 [32]byte
-	Loaded          *card.Loaded
-	Warnings        []card.Finding
-	// Divergences lists the values the spec and sdk profiles treat
-	// differently when the card needed a signature for each.
-	Divergences []string
-	// PythonDivergences lists what a2a-python ≤ 1.1 writes otherwise than
-	// RFC 8785 (non-ASCII text, numbers, key order) when the card needed a
-	// python-ascii signature for it.
-	PythonDivergences []string
-	// Portability says, for each verifier family, which signature covers
-	// the bytes it computes.
-	Portability []Support
 }
 
-// ErrNoKeys is returned when Options.Keys is empty.
+// ErrNoKeys is returned when there is no key to sign with.
 var ErrNoKeys = errors.New("signer: no signing key")
 
-// Sign parses, lints and canonicalizes a card and signs it with every key in
-// opts. A card with lint errors is refused with a *card.LintError; a
-// malformed one with a *card.Error. Every signature is verified locally
-// before Sign returns.
+// Sign prepares a card (see Prepare) and signs it with every key in opts:
+// the offline path, where keys are open before the card is read.
 func Sign(ctx context.Context, data []byte, opts Options) (*Result, error) {
 	if len(opts.Keys) == 0 {
 		return nil, ErrNoKeys
 	}
-	loaded, err := card.Load(data, opts.Card)
+	p, err := Prepare(data, PrepareOptions{Card: opts.Card, Mode: opts.Mode, KeepSignatures: opts.KeepSignatures})
 	if err != nil {
 		return nil, err
 	}
-	findings := card.Lint(loaded.Value)
-	if card.HasErrors(findings) {
-		return nil, &card.LintError{Findings: findings}
-	}
-	res := &Result{Loaded: loaded, Warnings: findings}
+	return p.Sign(ctx, opts.Keys, opts.JKU)
+}
 
-	forms, err := card.CanonicalForms(loaded.Value)
-	if err != nil {
-		return nil, err
+// Sign makes one detached JWS per key and profile, jku in each protected
+// header when set, and verifies every signature locally before it returns.
+// A Prepared signs any number of times (a retry with other keys).
+func (p *Prepared) Sign(ctx context.Context, keys []Key, jku string) (*Result, error) {
+	if len(keys) == 0 {
+		return nil, ErrNoKeys
 	}
-	res.CanonicalSHA256 = sha256.Sum256(forms.Spec)
-	if opts.Check != nil {
-		if err := opts.Check(loaded, res.CanonicalSHA256); err != nil {
-			return nil, err
-		}
-	}
-	type payload struct {
-		profile card.Profile
-		bytes   []byte
-	}
-	var payloads []payload
-	switch opts.Mode {
-	case ModeSpec:
-		payloads = []payload{{card.ProfileSpec, forms.Spec}}
-	case ModeSDK:
-		payloads = []payload{{card.ProfileSDK, forms.SDK}}
-	case ModePythonASCII:
-		payloads = []payload{{card.ProfilePythonASCII, forms.Python}}
-	default:
-		// One signature per distinct bytes: most cards need one.
-		for _, p := range AutoProfiles(forms) {
-			payloads = append(payloads, payload{p, formBytes(forms, p)})
-			switch p {
-			case card.ProfileSDK:
-				res.Divergences = forms.Divergences
-			case card.ProfilePythonASCII:
-				res.PythonDivergences = forms.PythonDivergences
-			}
-		}
-	}
-	signed := make([]card.Profile, len(payloads))
-	for i, p := range payloads {
-		signed[i] = p.profile
-	}
-	res.Portability = Portability(forms, signed)
-
-	var sigs []card.Value
-	if opts.KeepSignatures {
-		if old, ok := loaded.Value.Get("signatures"); ok && old.Kind == card.Array {
-			sigs = append(sigs, old.Arr...)
-		}
-	}
-	for _, k := range opts.Keys {
-		for _, p := range payloads {
-			s, err := signOne(ctx, k, opts.JKU, p.profile, p.bytes)
+	res := &Result{Prepared: p}
+	// A fresh slice: the kept signatures are shared by every Sign call.
+	sigs := append([]card.Value(nil), p.kept...)
+	for _, k := range keys {
+		for _, pl := range p.payloads {
+			s, err := signOne(ctx, k, jku, pl.profile, pl.bytes)
 			if err != nil {
 				return nil, err
 			}
@@ -181,7 +120,7 @@ func Sign(ctx context.Context, data []byte, opts Options) (*Result, error) {
 			))
 		}
 	}
-	res.Card = withSignatures(loaded.Value, sigs).Indent()
+	res.Card = withSignatures(p.Loaded.Value, sigs).Indent()
 	return res, nil
 }
 

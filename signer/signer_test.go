@@ -411,28 +411,75 @@ func (c *countingSigner) Sign(r io.Reader, d []byte, o crypto.SignerOpts) ([]byt
 	return c.Signer.Sign(r, d, o)
 }
 
-func TestSignCheckRunsBeforeAnySignature(t *testing.T) {
+// TestPrepareSignsNothing: Prepare reads, lints and hashes a card without a
+// key, so a caller decides on it (the daemon's policy) before any signature;
+// the Prepared then signs with the identity Prepare reported.
+func TestPrepareSignsNothing(t *testing.T) {
 	k := newKey(t, jose.ES256)
 	cs := &countingSigner{Signer: k.Signer}
 	key := k.Key
 	key.Signer = cs
 	data := readCard(t, "security.json")
-	refusal := errors.New("refused by policy")
-	var seenName string
-	var seenSum [32]byte
-	_, err := Sign(context.Background(), data, Options{Keys: []Key{key}, Check: func(l *card.Loaded, sum [32]byte) error {
-		name, _ := l.Value.Get("name")
-		seenName, seenSum = name.Str, sum
-		return refusal
-	}})
-	if !errors.Is(err, refusal) || cs.n != 0 {
-		t.Fatalf("a refusing Check: err %v, %d signatures made", err, cs.n)
+	p, err := Prepare(data, PrepareOptions{})
+	if err != nil || cs.n != 0 {
+		t.Fatalf("Prepare: err %v, %d signatures made", err, cs.n)
 	}
-	res, err := Sign(context.Background(), data, Options{Keys: []Key{key}, Check: func(*card.Loaded, [32]byte) error { return nil }})
+	if name, _ := p.Loaded.Value.Get("name"); name.Str != "Secure Agent" {
+		t.Fatalf("prepared card name %q", name.Str)
+	}
+	res, err := p.Sign(context.Background(), []Key{key}, "")
 	if err != nil || cs.n != 1 {
-		t.Fatalf("an allowing Check: %v, %d signatures", err, cs.n)
+		t.Fatalf("Sign: %v, %d signatures", err, cs.n)
 	}
-	if seenName != "Secure Agent" || seenSum != res.CanonicalSHA256 {
-		t.Fatalf("Check saw name %q and a canonical hash that differs from the result's", seenName)
+	if res.CanonicalSHA256 != p.CanonicalSHA256 {
+		t.Fatal("the result's canonical hash differs from the prepared one")
+	}
+	whole, err := Sign(context.Background(), data, Options{Keys: []Key{k.Key}})
+	if err != nil || whole.CanonicalSHA256 != p.CanonicalSHA256 || len(whole.Signatures) != len(res.Signatures) {
+		t.Fatalf("Sign in one step differs from Prepare then Sign: %v", err)
+	}
+	if _, err := p.Sign(context.Background(), nil, ""); !errors.Is(err, ErrNoKeys) {
+		t.Fatalf("no keys: %v, want ErrNoKeys", err)
+	}
+}
+
+// TestPrepareRefusesBadCards: a malformed card is a *card.Error and a card
+// with lint errors a *card.LintError, with no key involved.
+func TestPrepareRefusesBadCards(t *testing.T) {
+	var ce *card.Error
+	if _, err := Prepare([]byte(`{"name":`), PrepareOptions{}); !errors.As(err, &ce) {
+		t.Fatalf("malformed card: %T %v, want *card.Error", err, err)
+	}
+	var le *card.LintError
+	if _, err := Prepare([]byte(`{"name":"x"}`), PrepareOptions{}); !errors.As(err, &le) {
+		t.Fatalf("card missing required members: %T %v, want *card.LintError", err, err)
+	}
+}
+
+// TestPreparedSignsAgainWithKeptSignatures: signing one Prepared twice (the
+// daemon's retry after a revocation) keeps the card's old signatures once
+// in each result, not once per call.
+func TestPreparedSignsAgainWithKeptSignatures(t *testing.T) {
+	k := newKey(t, jose.ES256)
+	signed, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}, Mode: ModeSpec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Prepare(signed.Card, PrepareOptions{Mode: ModeSpec, KeepSignatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		res, err := p.Sign(context.Background(), []Key{k.Key}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := card.Load(res.Card, card.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sigs, _ := l.Value.Get("signatures"); len(sigs.Arr) != 2 {
+			t.Fatalf("%d signatures in the card, want the old one and the new one", len(sigs.Arr))
+		}
 	}
 }

@@ -15,7 +15,6 @@ package tlsreload
 
 import (
 	"context"
-	"crypto"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -33,6 +32,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/pemkey"
 )
 
 // DefaultInterval is how often Watch polls when Config.Interval is zero.
@@ -269,27 +271,12 @@ func (r *Reloader) Reloads() uint64 { return r.reloads.Load() }
 // not once per poll, so the counter rises once per bad rotation.
 func (r *Reloader) Failures() uint64 { return r.failures.Load() }
 
-// Identity names the caller a verified client certificate stands for: its
-// first URI SAN (e.g. a SPIFFE ID), else its first DNS SAN, else its subject
-// CommonName; "" if none.
-func Identity(cert *x509.Certificate) string {
-	switch {
-	case cert == nil:
-		return ""
-	case len(cert.URIs) > 0 && cert.URIs[0] != nil:
-		return cert.URIs[0].String()
-	case len(cert.DNSNames) > 0:
-		return cert.DNSNames[0]
-	}
-	return cert.Subject.CommonName
-}
-
 func (r *Reloader) attrs(m *material) []any {
 	leaf := m.cert.Leaf
 	a := []any{
 		"cert_file", r.cfg.CertFile,
 		"key_file", r.cfg.KeyFile,
-		"subject", Identity(leaf),
+		"subject", access.CertificateIdentity(leaf),
 		"serial", hex.EncodeToString(leaf.SerialNumber.Bytes()),
 		"not_after", leaf.NotAfter.UTC(),
 		"chain_len", len(m.cert.Certificate),
@@ -374,13 +361,13 @@ func unwrapPath(err error) error {
 // fault; they may quote x509 parser errors but never key bytes.
 func (r *Reloader) parse(c *contents) (*material, error) {
 	now := time.Now()
-	chain, leaf, err := parseCertChain(r.cfg.CertFile, c.cert)
+	leaf, err := parseCertChain(r.cfg.CertFile, c.cert)
 	if err != nil {
 		return nil, err
 	}
 	if now.After(leaf.NotAfter) {
 		return nil, fmt.Errorf("tlsreload: cert file %s: certificate %q expired at %s",
-			r.cfg.CertFile, Identity(leaf), leaf.NotAfter.UTC().Format(time.RFC3339))
+			r.cfg.CertFile, access.CertificateIdentity(leaf), leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
 	if now.Before(leaf.NotBefore) {
 		// Clients will refuse it until then, but refusing it here would be
@@ -388,17 +375,21 @@ func (r *Reloader) parse(c *contents) (*material, error) {
 		r.log.Warn("tls certificate is not valid yet",
 			"cert_file", r.cfg.CertFile, "not_before", leaf.NotBefore.UTC())
 	}
-	key, err := parseKey(r.cfg.KeyFile, c.key)
-	if err != nil {
+	// checkKey only diagnoses: it names what is wrong with the key file
+	// (encrypted, unsupported, absent, under the wrong label), which
+	// tls.X509KeyPair's messages do not. X509KeyPair then pairs the chain
+	// with that key and checks that they match.
+	if err := checkKey(r.cfg.KeyFile, c.key); err != nil {
 		return nil, err
 	}
-	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
-	if !ok || !pub.Equal(leaf.PublicKey) {
-		return nil, fmt.Errorf("tlsreload: key file %s: private key does not match the certificate in %s",
-			r.cfg.KeyFile, r.cfg.CertFile)
+	cert, err := tls.X509KeyPair(c.cert, c.key)
+	if err != nil {
+		// Both files parsed above, so what is left is the pairing.
+		return nil, fmt.Errorf("tlsreload: key file %s: private key does not match the certificate in %s: %w",
+			r.cfg.KeyFile, r.cfg.CertFile, err)
 	}
-	cert := &tls.Certificate{Certificate: chain, PrivateKey: key, Leaf: leaf}
-	m := &material{cert: cert, certs: []tls.Certificate{*cert}, digest: c.digest()}
+	cert.Leaf = leaf // X509KeyPair sets it too, unless GODEBUG x509keypairleaf=0
+	m := &material{cert: &cert, certs: []tls.Certificate{cert}, digest: c.digest()}
 	if r.cfg.ClientCAFile != "" {
 		if m.pool, m.nCAs, err = parseCABundle(r.cfg.ClientCAFile, c.ca); err != nil {
 			return nil, err
@@ -407,12 +398,14 @@ func (r *Reloader) parse(c *contents) (*material, error) {
 	return m, nil
 }
 
-// parseCertChain returns the DER of every CERTIFICATE block in data, leaf
-// first, and the parsed leaf. Other blocks are skipped so that a combined
-// file (key and chain in one, CertFile == KeyFile) works.
-func parseCertChain(path string, data []byte) ([][]byte, *x509.Certificate, error) {
-	var chain [][]byte
+// parseCertChain parses every CERTIFICATE block in data and returns the
+// first, the leaf. Every certificate must parse (tls.X509KeyPair parses only
+// the leaf): a broken intermediate is refused here, naming it, rather than
+// served. Other blocks are skipped so that a combined file (key and chain in
+// one, CertFile == KeyFile) works.
+func parseCertChain(path string, data []byte) (*x509.Certificate, error) {
 	var leaf *x509.Certificate
+	n := 0
 	sawPEM := false
 	for rest := data; ; {
 		var b *pem.Block
@@ -425,27 +418,28 @@ func parseCertChain(path string, data []byte) ([][]byte, *x509.Certificate, erro
 		}
 		c, err := x509.ParseCertificate(b.Bytes)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tlsreload: cert file %s: certificate %d: %w", path, len(chain)+1, err)
+			return nil, fmt.Errorf("tlsreload: cert file %s: certificate %d: %w", path, n+1, err)
 		}
 		if leaf == nil {
 			leaf = c
 		}
-		chain = append(chain, b.Bytes)
+		n++
 	}
 	switch {
 	case !sawPEM:
-		return nil, nil, fmt.Errorf("tlsreload: cert file %s: no PEM data", path)
+		return nil, fmt.Errorf("tlsreload: cert file %s: no PEM data", path)
 	case leaf == nil:
-		return nil, nil, fmt.Errorf("tlsreload: cert file %s: no CERTIFICATE block", path)
+		return nil, fmt.Errorf("tlsreload: cert file %s: no CERTIFICATE block", path)
 	}
-	return chain, leaf, nil
+	return leaf, nil
 }
 
-// parseKey returns the first private key in data: PKCS#8 ("PRIVATE KEY"),
-// SEC 1 ("EC PRIVATE KEY") or PKCS#1 ("RSA PRIVATE KEY"). Other blocks (EC
-// PARAMETERS from openssl ecparam, certificates in a combined file) are
-// skipped.
-func parseKey(path string, data []byte) (crypto.Signer, error) {
+// checkKey checks that the first private key in data is one tls.X509KeyPair
+// will take and that it parses in the format its label names (pemkey):
+// PKCS#8 ("PRIVATE KEY"), SEC 1 ("EC PRIVATE KEY") or PKCS#1 ("RSA PRIVATE
+// KEY"), unencrypted. Other blocks (EC PARAMETERS from openssl ecparam,
+// certificates in a combined file) are skipped, as X509KeyPair skips them.
+func checkKey(path string, data []byte) error {
 	sawPEM, sawCert := false, false
 	for rest := data; ; {
 		var b *pem.Block
@@ -453,42 +447,38 @@ func parseKey(path string, data []byte) (crypto.Signer, error) {
 			break
 		}
 		sawPEM = true
-		var k any
-		var err error
-		switch b.Type {
-		case "PRIVATE KEY":
-			k, err = x509.ParsePKCS8PrivateKey(b.Bytes)
-		case "EC PRIVATE KEY":
-			k, err = x509.ParseECPrivateKey(b.Bytes)
-		case "RSA PRIVATE KEY":
-			k, err = x509.ParsePKCS1PrivateKey(b.Bytes)
-		case "ENCRYPTED PRIVATE KEY":
-			return nil, fmt.Errorf("tlsreload: key file %s: encrypted private keys are not supported", path)
-		case "CERTIFICATE":
+		switch {
+		case b.Type == "ENCRYPTED PRIVATE KEY":
+			return fmt.Errorf("tlsreload: key file %s: encrypted private keys are not supported", path)
+		case b.Type == "CERTIFICATE":
 			sawCert = true
 			continue
-		default:
+		case !pemkey.Supported(b.Type):
 			if strings.HasSuffix(b.Type, "PRIVATE KEY") {
-				return nil, fmt.Errorf("tlsreload: key file %s: unsupported key block %q", path, b.Type)
+				return fmt.Errorf("tlsreload: key file %s: unsupported key block %q", path, b.Type)
 			}
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("tlsreload: key file %s: %s block: %w", path, b.Type, err)
+		_, err := pemkey.Parse(b.Type, b.Bytes)
+		var fe *pemkey.FormatError
+		var cs *pemkey.CannotSignError
+		switch {
+		case errors.As(err, &fe):
+			return fmt.Errorf("tlsreload: key file %s: %s block: %w", path, b.Type, fe.Err)
+		case errors.As(err, &cs):
+			return fmt.Errorf("tlsreload: key file %s: %T cannot sign", path, cs.Key)
+		case err != nil:
+			return fmt.Errorf("tlsreload: key file %s: %w", path, err)
 		}
-		s, ok := k.(crypto.Signer)
-		if !ok {
-			return nil, fmt.Errorf("tlsreload: key file %s: %T cannot sign", path, k)
-		}
-		return s, nil
+		return nil
 	}
 	switch {
 	case !sawPEM:
-		return nil, fmt.Errorf("tlsreload: key file %s: no PEM data", path)
+		return fmt.Errorf("tlsreload: key file %s: no PEM data", path)
 	case sawCert:
-		return nil, fmt.Errorf("tlsreload: key file %s: holds a certificate but no private key", path)
+		return fmt.Errorf("tlsreload: key file %s: holds a certificate but no private key", path)
 	}
-	return nil, fmt.Errorf("tlsreload: key file %s: no PRIVATE KEY block", path)
+	return fmt.Errorf("tlsreload: key file %s: no PRIVATE KEY block", path)
 }
 
 // parseCABundle builds a pool from every CERTIFICATE block in data. Unlike

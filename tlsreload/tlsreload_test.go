@@ -7,7 +7,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,7 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/internal/testpki"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // secretDir lays files out the way Kubernetes mounts a secret: each version
@@ -88,24 +88,6 @@ func (s *secretDir) publish(certPEM, keyPEM, caPEM []byte) {
 	}
 }
 
-// syncBuffer is an io.Writer safe for a logger on another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func testLogger(w io.Writer) *slog.Logger {
 	if w == nil {
 		w = io.Discard
@@ -166,7 +148,7 @@ func serve(t *testing.T, cfg *tls.Config) string {
 				tc.SetDeadline(time.Time{})
 				id := "-"
 				if pc := tc.ConnectionState().PeerCertificates; len(pc) > 0 {
-					id = Identity(pc[0])
+					id = access.CertificateIdentity(pc[0])
 				}
 				if _, err := io.WriteString(tc, id+"\n"); err != nil {
 					return
@@ -456,7 +438,7 @@ func TestPollReportsEachBrokenStateOnce(t *testing.T) {
 	root := testpki.NewCA(t, "root")
 	cert1, key1 := root.Issue(t, testpki.ServerLeaf())
 	cert2, key2 := root.Issue(t, testpki.ServerLeaf())
-	var logs syncBuffer
+	var logs testsupport.SyncBuffer
 	sd := newSecretDir(t, cert1, key1, nil)
 	r := mustNew(t, Config{CertFile: sd.cert(), KeyFile: sd.key(), Logger: testLogger(&logs)})
 
@@ -565,7 +547,7 @@ func TestClientAuthWithoutCAFileFailsClosed(t *testing.T) {
 	serverCA := testpki.NewCA(t, "server CA")
 	srvCert, srvKey := serverCA.Issue(t, testpki.ServerLeaf())
 	certFile, keyFile := testpki.WriteFiles(t, t.TempDir(), "server", srvCert, srvKey)
-	var logs syncBuffer
+	var logs testsupport.SyncBuffer
 	r := mustNew(t, Config{CertFile: certFile, KeyFile: keyFile, Logger: testLogger(&logs)})
 
 	tests := []struct {
@@ -726,36 +708,6 @@ func TestConcurrentHandshakesDuringReload(t *testing.T) {
 	}
 }
 
-func TestIdentity(t *testing.T) {
-	u := func(s string) *url.URL {
-		v, err := url.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	tests := []struct {
-		name string
-		cert *x509.Certificate
-		want string
-	}{
-		{"URI over DNS and CN", &x509.Certificate{
-			URIs:     []*url.URL{u("spiffe://example.org/ci/team-a"), u("spiffe://example.org/other")},
-			DNSNames: []string{"a.example.org"}, Subject: subject("cn")}, "spiffe://example.org/ci/team-a"},
-		{"DNS over CN", &x509.Certificate{DNSNames: []string{"a.example.org", "b.example.org"}, Subject: subject("cn")}, "a.example.org"},
-		{"CN", &x509.Certificate{Subject: subject("cn")}, "cn"},
-		{"empty", &x509.Certificate{}, ""},
-		{"nil", nil, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Identity(tt.cert); got != tt.want {
-				t.Errorf("Identity = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestNewErrors(t *testing.T) {
 	root := testpki.NewCA(t, "root")
 	certPEM, keyPEM := root.Issue(t, testpki.ServerLeaf())
@@ -896,7 +848,7 @@ func TestKeyModeWarning(t *testing.T) {
 			if err := os.Chmod(keyFile, tt.mode); err != nil {
 				t.Fatal(err)
 			}
-			var logs syncBuffer
+			var logs testsupport.SyncBuffer
 			mustNew(t, Config{CertFile: certFile, KeyFile: keyFile, Logger: testLogger(&logs)})
 			out := logs.String()
 			warned := strings.Contains(out, "readable by group or others") && strings.Contains(out, "key_file="+keyFile)
@@ -907,5 +859,3 @@ func TestKeyModeWarning(t *testing.T) {
 		})
 	}
 }
-
-func subject(cn string) pkix.Name { return pkix.Name{CommonName: cn} }

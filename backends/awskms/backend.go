@@ -12,7 +12,9 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/cardsign/cardsign/backends"
-	"golang.org/x/time/rate"
+	"github.com/cardsign/cardsign/backends/internal/keylimit"
+	"github.com/cardsign/cardsign/backends/internal/kmsstats"
+	"github.com/cardsign/cardsign/backends/internal/retry"
 )
 
 // Scheme is the URI scheme this backend serves.
@@ -34,12 +36,15 @@ type Backend struct {
 	// no HTTP client, so that Close can drop its idle connections; nil when
 	// the configuration's client is used.
 	transport *http.Transport
-	stats     stats
-	closed    atomic.Bool
+	stats     kmsstats.Counters
+	retry     *retry.Policy
+	// limits are the per-key rate limiters, by key ARN (Open resolves
+	// aliases and key IDs to it), shared by every signer of a key.
+	limits *keylimit.Map
+	closed atomic.Bool
 
-	mu       sync.Mutex // guards the maps
-	clients  map[string]*kms.Client
-	limiters map[string]*rate.Limiter // by key ARN
+	mu      sync.Mutex // guards clients
+	clients map[string]*kms.Client
 }
 
 var (
@@ -64,12 +69,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		region:   ac.Region,
-		clients:  map[string]*kms.Client{},
-		limiters: map[string]*rate.Limiter{},
+		cfg:     cfg,
+		log:     cfg.Logger,
+		region:  ac.Region,
+		clients: map[string]*kms.Client{},
+		limits:  keylimit.New(cfg.RateLimit, burstWindow),
 	}
+	b.retry = b.retryPolicy()
 	switch hc := ac.HTTPClient.(type) {
 	case nil:
 		// The SDK's default transport (proxy from the environment, TLS 1.2+,
@@ -90,10 +96,17 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 }
 
 // newClient returns a KMS client for region with the SDK's retries turned
-// off. The SDK's standard retryer draws from a client-wide retry token
-// bucket and fails requests with "retry quota exceeded" once a burst of
-// throttling has drained it, and it neither respects our per-key rate limit
-// nor counts attempts for our metrics; retry.go does all of that instead.
+// off (aws.NopRetryer), so that each request the SDK sends is one attempt
+// of the backend's own retry loop (backends/internal/retry, driven from
+// retry.go). That loop waits on the per-key rate limit before every
+// attempt, counts attempts and throttling for the metrics, gives up early
+// when the next pause would pass the deadline, and retries CreateKey only
+// after throttling; the SDK's standard retryer does none of that, and left
+// under ours it would multiply the attempts (up to 3 of its own for each
+// of ours). Its retry quota (the client-wide token bucket that fails
+// requests with "retry quota exceeded" once throttling has drained it) is
+// not the reason: that alone could be switched off with ratelimit.None as
+// the standard retryer's RateLimiter.
 func (b *Backend) newClient(region string) *kms.Client {
 	return kms.NewFromConfig(b.awsCfg, func(o *kms.Options) {
 		o.Region = region

@@ -4,12 +4,11 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"math"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -45,7 +44,7 @@ func BenchmarkSign(b *testing.B) {
 			h := e.open(b, "awskms:///"+e.createKey(b, "ECC_NIST_P256"))
 			cs := h.Signer.(jose.ContextSigner)
 			e.fake.SetLatency(latency)
-			parallel(b, bc.p, func() error {
+			testsupport.Parallel(b, bc.p, func() error {
 				var err error
 				if bc.joseSign {
 					_, err = jose.Sign(b.Context(), h.Signer, h.Alg, input)
@@ -62,29 +61,4 @@ func BenchmarkSign(b *testing.B) {
 			b.ReportMetric(float64(s.Latency.Mean().Microseconds())/1000, "kms-ms/req")
 		})
 	}
-}
-
-// parallel runs b.N calls of op spread over p goroutines and reports the
-// rate. b.RunParallel would tie the goroutine count to GOMAXPROCS.
-func parallel(b *testing.B, p int, op func() error) {
-	var next atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	for range p {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				if err := op(); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	if err := firstErr.Load(); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sig/s")
 }

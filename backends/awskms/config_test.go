@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -111,7 +112,7 @@ func TestDefaultChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	b, err := New(t.Context(), Config{Endpoint: fake.URL(), Logger: newTestLogger(logs)})
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +206,7 @@ func TestHTTPClientPool(t *testing.T) {
 // TestSDKLogsOff: a configuration asking the SDK to log requests and
 // signing (which include the Authorization header) gets no SDK logs.
 func TestSDKLogsOff(t *testing.T) {
-	sdkLogs := &syncBuffer{}
+	sdkLogs := &testsupport.SyncBuffer{}
 	ac := staticAWSConfig()
 	ac.Logger = logging.NewStandardLogger(sdkLogs)
 	ac.ClientLogMode = aws.LogSigning | aws.LogRequest | aws.LogRequestWithBody | aws.LogResponseWithBody | aws.LogRetries

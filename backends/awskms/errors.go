@@ -28,6 +28,9 @@ func (e *KeyNotFoundError) Error() string {
 }
 func (e *KeyNotFoundError) Unwrap() error { return e.Err }
 
+// Is makes every *KeyNotFoundError match backends.ErrKeyNotFound.
+func (e *KeyNotFoundError) Is(target error) bool { return target == backends.ErrKeyNotFound }
+
 // KeyStateError reports a key that exists but cannot sign in its present
 // state: Disabled, PendingDeletion, PendingImport, Unavailable... State is
 // the KeyState KMS reported, or "" when KMS refused the request without
@@ -50,6 +53,11 @@ func (e *KeyStateError) Error() string {
 	return msg
 }
 func (e *KeyStateError) Unwrap() error { return e.Err }
+
+// Is makes every *KeyStateError match backends.ErrKeyDisabled: the key is
+// there but KMS will not sign with it until someone enables it (or cancels
+// its deletion).
+func (e *KeyStateError) Is(target error) bool { return target == backends.ErrKeyDisabled }
 
 // UnsupportedKeyError reports a key that cannot sign any JOSE alg
 // cardsign supports: a symmetric, HMAC, ML-DSA, SM2 or secp256k1 key, a key

@@ -7,13 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -24,29 +24,11 @@ const (
 	testSecretKey = "cardsign+test+secret/MUST-NOT-LEAK"
 )
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // env is a fake KMS and a backend talking to it with the real SDK client.
 type env struct {
 	fake *awskmsfake.Server
 	b    *Backend
-	logs *syncBuffer
+	logs *testsupport.SyncBuffer
 }
 
 // newEnv starts a fake with opts and a backend for cfg pointed at it, with
@@ -58,7 +40,7 @@ func newEnv(t testing.TB, cfg Config, opts awskmsfake.Options) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fake.Close() })
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	cfg.Endpoint = fake.URL()
 	if cfg.AWSConfig == nil {
 		cfg.AWSConfig = staticAWSConfig()

@@ -5,26 +5,52 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"time"
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/time/rate"
+
+	"github.com/cardsign/cardsign/backends/internal/kmsstats"
+	"github.com/cardsign/cardsign/backends/internal/retry"
 )
 
-// Backoff schedule: full jitter (a uniform pause in [0, min(backoffCap,
-// backoffBase·2^(n-1))) after the n-th failed attempt), as AWS recommends
-// for throttling, so that many signers throttled at once spread out instead
-// of retrying in lock-step.
+// Retry settings for backends/internal/retry: full jitter from 25ms, capped
+// at 2s; retryWindow bounds the retries of a call whose context has no
+// deadline (with a deadline, the deadline does).
 const (
 	backoffBase = 25 * time.Millisecond
 	backoffCap  = 2 * time.Second
-	// retryWindow bounds the retries of a call whose context has no
-	// deadline; with a deadline, the deadline does.
 	retryWindow = 30 * time.Second
+	// burstWindow sizes each key's burst: a tenth of a second's worth of
+	// requests, enough for a few cards arriving together, too little to
+	// overrun a KMS quota set at the same rate.
+	burstWindow = 100 * time.Millisecond
 )
+
+// Stats are the backend's counters since New, for the daemon's metrics.
+// They cover every KMS request the backend makes (Sign, DescribeKey,
+// GetPublicKey, CreateKey, alias updates, DisableKey). It is the one stats
+// type of the KMS backends.
+type Stats = kmsstats.Stats
+
+// Stats returns a snapshot of the counters.
+func (b *Backend) Stats() Stats { return b.stats.Snapshot() }
+
+// retryPolicy is the backend's policy for the shared retry loop.
+func (b *Backend) retryPolicy() *retry.Policy {
+	return &retry.Policy{
+		Name:      "awskms",
+		Log:       b.log,
+		Stats:     &b.stats,
+		Backoff:   retry.Backoff{Base: backoffBase, Cap: backoffCap},
+		Window:    retryWindow,
+		Describe:  errorCode,
+		Closed:    &b.closed,
+		ErrClosed: ErrClosed,
+	}
+}
 
 // call describes one KMS operation for do.
 type call struct {
@@ -37,146 +63,66 @@ type call struct {
 	idempotent bool
 }
 
-// errKind is how an attempt's error is handled.
-type errKind int
+// do runs fn, one KMS request per call, through the shared retry loop. It
+// returns nil, fn's error for a permanent failure, the context's error for
+// a cancellation, or an *UnavailableError.
+func (b *Backend) do(ctx context.Context, c call, fn func(context.Context) error) error {
+	err := b.retry.Do(ctx, retry.Call{Op: c.op, Key: c.key, Limiter: c.limiter, Classify: c.classify}, fn)
+	var gu *retry.GaveUpError
+	if errors.As(err, &gu) {
+		return &UnavailableError{Op: c.op, Key: c.key, Attempts: gu.Attempts, Err: gu.Last, Reason: gu.Reason}
+	}
+	return err
+}
 
-const (
-	permanent errKind = iota // a refusal: retrying cannot help
-	throttled                // KMS asked us to slow down
-	transient                // KMS or the network failed; a retry may succeed
-	ctxDone                  // our own context ended
-)
+// classify is the retry.Classifier of c: classify's verdict, with a
+// context error while ctx is live counted as the network's doing (a
+// timeout inside the SDK or HTTP client), and a transient failure of a
+// non-idempotent operation not repeated.
+func (c call) classify(ctx context.Context, err error) retry.Class {
+	kind := classify(err)
+	if kind == retry.Interrupted && ctx.Err() == nil {
+		kind = retry.Transient
+	}
+	if kind == retry.Transient && !c.idempotent {
+		return retry.NotRepeated
+	}
+	return kind
+}
 
 // classify sorts an SDK error. With the SDK's retryer off, this list is the
 // retry policy: KMS's documented retryable exceptions, any 5xx or 429, and
-// failures to send the request or read the response.
-func classify(err error) errKind {
+// failures to send the request or read the response. A context error is
+// Interrupted: the call's own context may have ended it.
+func classify(err error) retry.Class {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return ctxDone
+		return retry.Interrupted
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
 		case "ThrottlingException", "LimitExceededException", "TooManyRequestsException", "RequestLimitExceeded", "Throttling":
-			return throttled
+			return retry.Throttled
 		case "KMSInternalException", "DependencyTimeoutException", "KeyUnavailableException",
 			"InternalFailure", "InternalServerError", "ServiceUnavailable", "ServiceUnavailableException":
-			return transient
+			return retry.Transient
 		}
 	}
 	var status interface{ HTTPStatusCode() int }
 	if errors.As(err, &status) {
 		switch code := status.HTTPStatusCode(); {
 		case code == 429:
-			return throttled
+			return retry.Throttled
 		case code >= 500:
-			return transient
+			return retry.Transient
 		}
 	}
 	var send *smithyhttp.RequestSendError
 	var netErr net.Error
 	if errors.As(err, &send) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return transient
+		return retry.Transient
 	}
-	return permanent
-}
-
-// backoff returns the pause after the attempt-th failed attempt (1-based).
-func backoff(attempt int) time.Duration {
-	ceiling := backoffCap
-	if attempt <= 16 {
-		ceiling = min(backoffCap, backoffBase<<(attempt-1))
-	}
-	return rand.N(ceiling) + 1
-}
-
-// do runs fn, one KMS request per call, until it succeeds, fails for good,
-// or the deadline leaves no room for another attempt. Every attempt first
-// waits for c.limiter. It returns nil, fn's error for a permanent failure or
-// a cancellation, or an *UnavailableError.
-//
-// The deadline is the context's, else retryWindow from now. A pause that
-// would end past it is not taken: the call fails at once, so that a caller
-// with a short deadline hears "unavailable" early instead of at its
-// deadline.
-func (b *Backend) do(ctx context.Context, c call, fn func(context.Context) error) error {
-	deadline, hasDeadline := ctx.Deadline()
-	if !hasDeadline {
-		deadline = time.Now().Add(retryWindow)
-	}
-	unavailable := func(attempts int, last, reason error) error {
-		b.stats.failures.Add(1)
-		b.log.Warn("awskms: KMS unavailable", "op", c.op, "key", c.key, "attempts", attempts,
-			"reason", reason, "last_error", errorCode(last))
-		return &UnavailableError{Op: c.op, Key: c.key, Attempts: attempts, Err: last, Reason: reason}
-	}
-	var last error // the last transient error, for the final report
-	for attempt := 1; ; attempt++ {
-		if c.limiter != nil {
-			if err := c.limiter.Wait(ctx); err != nil {
-				if errors.Is(ctx.Err(), context.Canceled) {
-					b.stats.failures.Add(1)
-					return ctx.Err()
-				}
-				// Wait fails at once when the wait would outlast the deadline.
-				return unavailable(attempt-1, last, fmt.Errorf("client-side rate limit of %g/s per key: %w",
-					float64(c.limiter.Limit()), context.DeadlineExceeded))
-			}
-		}
-		start := time.Now()
-		err := fn(ctx)
-		b.stats.observe(time.Since(start))
-		if err == nil {
-			return nil
-		}
-		kind := classify(err)
-		if kind == ctxDone && ctx.Err() == nil {
-			// A context error while ours is live: a timeout inside the SDK
-			// or HTTP client, which is the network's doing.
-			kind = transient
-		}
-		if kind == throttled {
-			b.stats.throttled.Add(1)
-		}
-		if kind != ctxDone {
-			last = err
-		}
-		switch {
-		case kind == permanent:
-			b.stats.failures.Add(1)
-			return err
-		case ctx.Err() != nil:
-			if errors.Is(ctx.Err(), context.Canceled) {
-				b.stats.failures.Add(1) // the caller gave up; not KMS's doing
-				return err
-			}
-			return unavailable(attempt, last, ctx.Err())
-		case !c.idempotent && kind != throttled:
-			return unavailable(attempt, last, fmt.Errorf("%s is not retried after a transient error: it may have taken effect", c.op))
-		}
-
-		pause := backoff(attempt)
-		if time.Until(deadline) <= pause {
-			reason := context.DeadlineExceeded
-			if !hasDeadline {
-				reason = fmt.Errorf("gave up after the %v retry window", retryWindow)
-			}
-			return unavailable(attempt, last, fmt.Errorf("the next attempt (in %v) would start past the deadline: %w", pause.Round(time.Millisecond), reason))
-		}
-		b.log.Debug("awskms: retrying", "op", c.op, "key", c.key, "attempt", attempt, "pause", pause, "error", errorCode(err))
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			if errors.Is(ctx.Err(), context.Canceled) {
-				b.stats.failures.Add(1)
-				return ctx.Err()
-			}
-			return unavailable(attempt, last, ctx.Err())
-		case <-t.C:
-		}
-		b.stats.retries.Add(1)
-	}
+	return retry.Final
 }
 
 // errorCode is the short name of an error for logs: the KMS error code, the

@@ -13,6 +13,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/cardsign/cardsign/backends/internal/retry"
 )
 
 // httpErr is an SDK-shaped error for a KMS answer with status and code, as
@@ -30,25 +32,25 @@ func TestClassify(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want errKind
+		want retry.Class
 	}{
-		{"throttling", httpErr(400, "ThrottlingException"), throttled},
-		{"limit exceeded", httpErr(400, "LimitExceededException"), throttled},
-		{"429 without a code", httpErr(429, "UnknownError"), throttled},
-		{"internal", httpErr(500, "KMSInternalException"), transient},
-		{"internal as 503", httpErr(503, "KMSInternalException"), transient},
-		{"dependency timeout", httpErr(503, "DependencyTimeoutException"), transient},
-		{"key unavailable", httpErr(500, "KeyUnavailableException"), transient},
-		{"502 from a proxy", httpErr(502, "UnknownError"), transient},
-		{"connection refused", &smithy.OperationError{Err: &smithyhttp.RequestSendError{Err: &net.OpError{Op: "dial", Err: errors.New("refused")}}}, transient},
-		{"truncated response", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), transient},
-		{"not found", httpErr(400, "NotFoundException"), permanent},
-		{"disabled", httpErr(400, "DisabledException"), permanent},
-		{"access denied", httpErr(400, "AccessDeniedException"), permanent},
-		{"validation", httpErr(400, "ValidationException"), permanent},
-		{"bad response", &smithy.DeserializationError{Err: errors.New("bad json")}, permanent},
-		{"deadline", &smithy.OperationError{Err: &smithyhttp.RequestSendError{Err: context.DeadlineExceeded}}, ctxDone},
-		{"canceled", fmt.Errorf("x: %w", context.Canceled), ctxDone},
+		{"throttling", httpErr(400, "ThrottlingException"), retry.Throttled},
+		{"limit exceeded", httpErr(400, "LimitExceededException"), retry.Throttled},
+		{"429 without a code", httpErr(429, "UnknownError"), retry.Throttled},
+		{"internal", httpErr(500, "KMSInternalException"), retry.Transient},
+		{"internal as 503", httpErr(503, "KMSInternalException"), retry.Transient},
+		{"dependency timeout", httpErr(503, "DependencyTimeoutException"), retry.Transient},
+		{"key unavailable", httpErr(500, "KeyUnavailableException"), retry.Transient},
+		{"502 from a proxy", httpErr(502, "UnknownError"), retry.Transient},
+		{"connection refused", &smithy.OperationError{Err: &smithyhttp.RequestSendError{Err: &net.OpError{Op: "dial", Err: errors.New("refused")}}}, retry.Transient},
+		{"truncated response", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), retry.Transient},
+		{"not found", httpErr(400, "NotFoundException"), retry.Final},
+		{"disabled", httpErr(400, "DisabledException"), retry.Final},
+		{"access denied", httpErr(400, "AccessDeniedException"), retry.Final},
+		{"validation", httpErr(400, "ValidationException"), retry.Final},
+		{"bad response", &smithy.DeserializationError{Err: errors.New("bad json")}, retry.Final},
+		{"deadline", &smithy.OperationError{Err: &smithyhttp.RequestSendError{Err: context.DeadlineExceeded}}, retry.Interrupted},
+		{"canceled", fmt.Errorf("x: %w", context.Canceled), retry.Interrupted},
 	}
 	for _, tt := range tests {
 		if got := classify(tt.err); got != tt.want {
@@ -58,6 +60,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
+	backoff := (&Backend{}).retryPolicy().Backoff
 	for attempt := 1; attempt <= 70; attempt++ {
 		ceiling := backoffCap
 		if attempt <= 7 {
@@ -65,7 +68,7 @@ func TestBackoff(t *testing.T) {
 		}
 		var maxSeen time.Duration
 		for range 200 {
-			d := backoff(attempt)
+			d := backoff.Pause(attempt)
 			if d <= 0 || d > ceiling {
 				t.Fatalf("backoff(%d) = %v, want in (0, %v]", attempt, d, ceiling)
 			}

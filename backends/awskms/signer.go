@@ -42,7 +42,7 @@ func (s *signer) Sign(rand io.Reader, digest []byte, opts crypto.SignerOpts) ([]
 // signature is discarded with a *KeyIDMismatchError.
 func (s *signer) SignContext(ctx context.Context, _ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
 	if err := s.checkInput(digest, opts); err != nil {
-		s.b.stats.failures.Add(1)
+		s.b.stats.Failure()
 		return nil, s.b.fail("sign with "+s.arn, err)
 	}
 	if s.b.closed.Load() {
@@ -64,19 +64,19 @@ func (s *signer) SignContext(ctx context.Context, _ io.Reader, digest []byte, op
 		return nil, s.b.fail("sign with "+s.arn, kmsError(s.arn, err))
 	}
 	if got := aws.ToString(out.KeyId); got != s.arn {
-		s.b.stats.failures.Add(1)
+		s.b.stats.Failure()
 		s.b.log.Error("awskms: Sign response names another key; signature discarded", "key", s.arn, "response_key", got)
 		return nil, &KeyIDMismatchError{Op: "Sign", Want: s.arn, Got: got}
 	}
 	if out.SigningAlgorithm != "" && out.SigningAlgorithm != s.scheme.signing {
-		s.b.stats.failures.Add(1)
+		s.b.stats.Failure()
 		return nil, fmt.Errorf("awskms: sign with %s: response is for signing algorithm %s, not %s; discarded", s.arn, out.SigningAlgorithm, s.scheme.signing)
 	}
 	if len(out.Signature) == 0 {
-		s.b.stats.failures.Add(1)
+		s.b.stats.Failure()
 		return nil, fmt.Errorf("awskms: sign with %s: empty signature in the response", s.arn)
 	}
-	s.b.stats.signatures.Add(1)
+	s.b.stats.Signature()
 	return out.Signature, nil
 }
 

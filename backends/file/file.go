@@ -60,6 +60,9 @@ func (b Backend) Open(ctx context.Context, uri string) (backends.Handle, error) 
 		if open != path {
 			err = fmt.Errorf("%w (key file %s)", err, path)
 		}
+		if errors.Is(err, fs.ErrNotExist) {
+			err = &KeyNotFoundError{Path: path, Err: err}
+		}
 		return backends.Handle{}, err
 	}
 	defer clear(data) // best effort: fewer copies of the key in memory

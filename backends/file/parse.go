@@ -3,11 +3,6 @@ package file
 import (
 	"bytes"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -16,7 +11,9 @@ import (
 	"strings"
 
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/pemkey"
 )
 
 // parseKey turns the bytes of a key file into a Handle. Every error names the
@@ -37,19 +34,18 @@ func parseKey(path string, data []byte) (backends.Handle, error) {
 }
 
 func parseJWK(path string, data []byte) (backends.Handle, error) {
-	// encoding/json's syntax errors quote the offending character: say
-	// where instead.
-	if !json.Valid(data) {
-		var v any
-		err := json.Unmarshal(data, &v)
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return backends.Handle{}, fmt.Errorf("file: key file %s is not valid JSON (syntax error at byte %d); want a PEM private key or one private JWK object", path, se.Offset)
-		}
-		return backends.Handle{}, fmt.Errorf("file: key file %s is not valid JSON; want a PEM private key or one private JWK object", path)
-	}
 	priv, err := jose.PrivateMembers(data)
 	if err != nil {
+		// The strict parser's messages quote member names, bytes and numbers
+		// of the file: say which rule and where instead.
+		var je *card.Error
+		if errors.As(err, &je) {
+			at := ""
+			if je.Offset >= 0 {
+				at = fmt.Sprintf(" at byte %d", je.Offset)
+			}
+			return backends.Handle{}, fmt.Errorf("file: key file %s is not valid JSON (rule %s%s); want a PEM private key or one private JWK object", path, je.Rule, at)
+		}
 		return backends.Handle{}, fmt.Errorf("file: key file %s: not a private JWK: %s", path, withoutContent(err))
 	}
 	if len(priv) == 0 {
@@ -96,33 +92,29 @@ func parsePEM(path string, data []byte) (crypto.Signer, error) {
 	if key.Type == "ENCRYPTED PRIVATE KEY" || strings.Contains(key.Headers["Proc-Type"], "ENCRYPTED") {
 		return nil, fmt.Errorf("file: key file %s is encrypted; this backend reads unencrypted keys only (protect the file with mode 0600, or use a PKCS#11 or KMS backend)", path)
 	}
-	var (
-		k   any
-		err error
-	)
 	switch key.Type {
-	case "PRIVATE KEY":
-		k, err = x509.ParsePKCS8PrivateKey(key.Bytes)
-	case "EC PRIVATE KEY":
-		k, err = x509.ParseECPrivateKey(key.Bytes)
-	case "RSA PRIVATE KEY":
-		k, err = x509.ParsePKCS1PrivateKey(key.Bytes)
 	case "PUBLIC KEY", "RSA PUBLIC KEY", "EC PUBLIC KEY", "CERTIFICATE":
 		return nil, fmt.Errorf("file: key file %s holds public-only material (PEM %q); a private key is needed", path, key.Type)
-	default:
+	}
+	if !pemkey.Supported(key.Type) {
 		return nil, fmt.Errorf("file: key file %s has an unsupported PEM block type: %s; want PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY", path, pemType(key.Type))
 	}
-	if err != nil {
+	s, err := pemkey.Parse(key.Type, key.Bytes)
+	var cannotSign *pemkey.CannotSignError
+	switch {
+	case errors.As(err, &cannotSign):
+		return nil, fmt.Errorf("file: key file %s holds a %T, which cannot sign JWS", path, cannotSign.Key)
+	case err != nil:
 		// x509's errors can quote what they found (an algorithm OID):
 		// name the format expected and, when the bytes are a key of
 		// another format, that format, but nothing of the bytes.
-		return nil, fmt.Errorf("file: key file %s: the PEM %q block is not a valid key in that format%s", path, key.Type, formatHint(key.Type, key.Bytes))
+		hint := ""
+		if other := pemkey.FormatOf(key.Bytes, key.Type); other != "" {
+			hint = fmt.Sprintf(" (its bytes are a %q key: fix the label)", other)
+		}
+		return nil, fmt.Errorf("file: key file %s: the PEM %q block is not a valid key in that format%s", path, key.Type, hint)
 	}
-	switch s := k.(type) {
-	case *ecdsa.PrivateKey, *rsa.PrivateKey, ed25519.PrivateKey:
-		return s.(crypto.Signer), nil
-	}
-	return nil, fmt.Errorf("file: key file %s holds a %T, which cannot sign JWS", path, k)
+	return s, nil
 }
 
 // A key file may be any file the daemon can read, named by a caller who
@@ -145,28 +137,6 @@ func pemType(t string) string {
 		return fmt.Sprintf("%q", t)
 	}
 	return "an unknown one (not shown)"
-}
-
-// formatHint says which format a PEM block's bytes are in when that is not
-// the one its label claims, e.g. a PKCS#1 key labelled "PRIVATE KEY".
-func formatHint(label string, der []byte) string {
-	parsers := []struct {
-		label string
-		parse func([]byte) (any, error)
-	}{
-		{"PRIVATE KEY", x509.ParsePKCS8PrivateKey},
-		{"EC PRIVATE KEY", func(b []byte) (any, error) { return x509.ParseECPrivateKey(b) }},
-		{"RSA PRIVATE KEY", func(b []byte) (any, error) { return x509.ParsePKCS1PrivateKey(b) }},
-	}
-	for _, p := range parsers {
-		if p.label == label {
-			continue
-		}
-		if _, err := p.parse(der); err == nil {
-			return fmt.Sprintf(" (its bytes are a %q key: fix the label)", p.label)
-		}
-	}
-	return ""
 }
 
 // joseVocabulary is what jose errors may quote from a JWK without revealing

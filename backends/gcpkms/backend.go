@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
-	"sync"
 	"sync/atomic"
 
 	kms "cloud.google.com/go/kms/apiv1"
 	"github.com/cardsign/cardsign/backends"
-	"golang.org/x/time/rate"
+	"github.com/cardsign/cardsign/backends/internal/keylimit"
+	"github.com/cardsign/cardsign/backends/internal/kmsstats"
+	"github.com/cardsign/cardsign/backends/internal/retry"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -19,15 +19,15 @@ import (
 // Backend opens, creates and disables Cloud KMS key versions. It is safe
 // for concurrent use; one Backend (one gRPC connection) serves every key.
 type Backend struct {
-	cfg     Config
-	log     *slog.Logger
-	client  *kms.KeyManagementClient
-	backoff backoff
-	stats   counters
-	closed  atomic.Bool
-
-	mu       sync.Mutex
-	limiters map[string]*rate.Limiter // by key version name
+	cfg    Config
+	log    *slog.Logger
+	client *kms.KeyManagementClient
+	retry  *retry.Policy
+	stats  kmsstats.Counters
+	closed atomic.Bool
+	// limits are the per-key-version rate limiters, by version name,
+	// shared by everything that signs with a version through this Backend.
+	limits *keylimit.Map
 }
 
 var (
@@ -66,37 +66,15 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	// leaves one retry loop, ours (call.go), which sees every attempt,
 	// paces it with the rate limit and never waits past the deadline.
 	client.CallOptions = &kms.KeyManagementCallOptions{}
-	return &Backend{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		client:   client,
-		backoff:  defaultBackoff(),
-		limiters: map[string]*rate.Limiter{},
-	}, nil
-}
-
-// limiter returns the rate limiter of a key version, shared by everything
-// that signs with it through this Backend.
-func (b *Backend) limiter(name string) *rate.Limiter {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	l := b.limiters[name]
-	if l == nil {
-		if math.IsInf(b.cfg.RateLimit, 1) {
-			l = rate.NewLimiter(rate.Inf, 1)
-		} else {
-			// One second's worth of burst: Cloud KMS quotas are per minute,
-			// so a burst this size is harmless, and a daemon that was idle
-			// serves a sudden batch of cards at once.
-			l = rate.NewLimiter(rate.Limit(b.cfg.RateLimit), max(1, int(math.Ceil(b.cfg.RateLimit))))
-		}
-		b.limiters[name] = l
+	b := &Backend{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		client: client,
+		limits: keylimit.New(cfg.RateLimit, burstWindow),
 	}
-	return l
+	b.retry = b.retryPolicy()
+	return b, nil
 }
-
-// Stats returns the counters since New.
-func (b *Backend) Stats() Stats { return b.stats.snapshot() }
 
 // Close closes the connection to Cloud KMS. Calls afterwards, and signers
 // opened before, fail with an *UnavailableError wrapping ErrClosed.

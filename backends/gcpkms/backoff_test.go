@@ -6,7 +6,8 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
-	exact := backoff{min: minBackoff, max: maxBackoff, jitter: func(d time.Duration) time.Duration { return d }}
+	exact := (&Backend{}).retryPolicy().Backoff
+	exact.Jitter = func(d time.Duration) time.Duration { return d }
 	tests := []struct {
 		retry int
 		want  time.Duration
@@ -20,15 +21,16 @@ func TestBackoff(t *testing.T) {
 		{1000, 2 * time.Second},
 	}
 	for _, tt := range tests {
-		if got := exact.wait(tt.retry); got != tt.want {
+		// Retry n (0-based) follows the (n+1)-th failed attempt.
+		if got := exact.Pause(tt.retry + 1); got != tt.want {
 			t.Errorf("wait(%d) = %v, want %v", tt.retry, got, tt.want)
 		}
 	}
 	// Full jitter: uniform over [0, cap], so waits below half the cap are common.
-	b := defaultBackoff()
+	b := (&Backend{}).retryPolicy().Backoff
 	low := 0
 	for range 1000 {
-		w := b.wait(3)
+		w := b.Pause(4)
 		if w < 0 || w > 400*time.Millisecond {
 			t.Fatalf("wait(3) = %v, want within [0, 400ms]", w)
 		}

@@ -5,13 +5,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/kms/apiv1/kmspb"
 	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -49,39 +48,13 @@ func BenchmarkSign(b *testing.B) {
 		for _, p := range []int{1, 64} {
 			bound := float64(p) / latency.Seconds()
 			b.Run(fmt.Sprintf("%s/signer/p=%d", k.alg, p), func(b *testing.B) {
-				parallel(b, p, bound, func() error { _, err := h.Signer.Sign(nil, msg, k.hash); return err })
+				rate := testsupport.Parallel(b, p, func() error { _, err := h.Signer.Sign(nil, msg, k.hash); return err })
+				b.ReportMetric(rate/bound, "of-bound")
 			})
 			b.Run(fmt.Sprintf("%s/jose.Sign/p=%d", k.alg, p), func(b *testing.B) {
-				parallel(b, p, bound, func() error { _, err := jose.Sign(b.Context(), h.Signer, k.alg, input); return err })
+				rate := testsupport.Parallel(b, p, func() error { _, err := jose.Sign(b.Context(), h.Signer, k.alg, input); return err })
+				b.ReportMetric(rate/bound, "of-bound")
 			})
 		}
 	}
-}
-
-// parallel runs b.N calls of op over p goroutines and reports the rate and
-// its share of bound. b.RunParallel would tie the goroutine count to
-// GOMAXPROCS.
-func parallel(b *testing.B, p int, bound float64, op func() error) {
-	var next atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	for range p {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				if err := op(); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	if err := firstErr.Load(); err != nil {
-		b.Fatal(err)
-	}
-	rate := float64(b.N) / b.Elapsed().Seconds()
-	b.ReportMetric(rate, "sig/s")
-	b.ReportMetric(rate/bound, "of-bound")
 }

@@ -9,12 +9,53 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/cardsign/cardsign/backends/internal/kmsstats"
+	"github.com/cardsign/cardsign/backends/internal/retry"
 )
 
-// unboundedCallLimit bounds the retries of an operation whose context has
-// no deadline (crypto.Signer.Sign, a CLI without a timeout): an outage must
-// end in an error, not a hang.
-const unboundedCallLimit = 30 * time.Second
+// Retry pacing for backends/internal/retry: full jitter from 50ms, capped
+// at 2s. unboundedCallLimit bounds the retries of an operation whose
+// context has no deadline (crypto.Signer.Sign, a CLI without a timeout): an
+// outage must end in an error, not a hang.
+const (
+	minBackoff         = 50 * time.Millisecond
+	maxBackoff         = 2 * time.Second
+	unboundedCallLimit = 30 * time.Second
+	// burstWindow sizes each key version's burst: one second's worth.
+	// Cloud KMS quotas are per minute, so a burst this size is harmless,
+	// and a daemon that was idle serves a sudden batch of cards at once.
+	burstWindow = time.Second
+)
+
+// Stats are the backend's counters since New, for metrics. Every call to
+// Cloud KMS (sign, public key, key version reads, create, disable) counts.
+// It is the one stats type of the KMS backends.
+type Stats = kmsstats.Stats
+
+// Stats returns the counters since New.
+func (b *Backend) Stats() Stats { return b.stats.Snapshot() }
+
+// retryPolicy is the backend's policy for the shared retry loop. Each
+// attempt gets at most Config.AttemptTimeout.
+func (b *Backend) retryPolicy() *retry.Policy {
+	return &retry.Policy{
+		Name:           "gcpkms",
+		Log:            b.log,
+		Stats:          &b.stats,
+		Backoff:        retry.Backoff{Base: minBackoff, Cap: maxBackoff},
+		Window:         unboundedCallLimit,
+		AttemptTimeout: b.cfg.AttemptTimeout,
+		Describe: func(err error) string {
+			if s, ok := status.FromError(err); ok {
+				return s.Code().String()
+			}
+			return err.Error()
+		},
+		Closed:    &b.closed,
+		ErrClosed: ErrClosed,
+	}
+}
 
 // op describes one operation for call.
 type op struct {
@@ -29,125 +70,62 @@ type op struct {
 	once bool
 }
 
-// call runs attempt until it succeeds, fails for good, or the context's
-// deadline leaves no room for another try. It owns all retrying: the client
-// library's own retries are switched off (New), so every attempt is counted,
-// paced by the rate limit and bounded by the deadline here.
+// call runs attempt through the shared retry loop, which owns all
+// retrying: the client library's own retries are switched off (New), so
+// every attempt is counted, paced by the rate limit and bounded by the
+// deadline there.
 //
-// Each attempt gets at most Config.AttemptTimeout. Throttling
-// (RESOURCE_EXHAUSTED), UNAVAILABLE and DEADLINE_EXCEEDED of an attempt are
-// retried after a backoff (see backoff.go), unless the wait would pass the
-// deadline: then call gives up at once with an *UnavailableError rather than
-// sleep into a failure. A response failing its integrity checks is retried
-// once when it may have been damaged in transit. Other errors are returned
-// as they are, typed where callers branch (not found, wrong state).
+// Throttling (RESOURCE_EXHAUSTED), UNAVAILABLE and DEADLINE_EXCEEDED of an
+// attempt are retried after a backoff, unless the wait would pass the
+// deadline: then call gives up at once with an *UnavailableError rather
+// than sleep into a failure. A response failing its integrity checks is
+// retried once when it may have been damaged in transit. Other errors are
+// returned typed where callers branch (not found, wrong state).
 func (b *Backend) call(ctx context.Context, o op, attempt func(ctx context.Context) error) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, unboundedCallLimit)
-		defer cancel()
+	err := b.retry.Do(ctx, retry.Call{Op: o.what, Key: o.name, Limiter: o.limiter, Classify: o.classifier(b)}, attempt)
+	var gu *retry.GaveUpError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &gu):
+		return &UnavailableError{Op: o.what, Name: o.name, Attempts: gu.Attempts, Err: joinErrs(gu.Last, gu.Reason)}
 	}
-	var (
-		last            error
-		integrityRetry  bool
-		attempts, retry int
-	)
-	for ; ; retry++ {
-		if b.closed.Load() {
-			b.stats.failures.Add(1)
-			return &UnavailableError{Op: o.what, Name: o.name, Attempts: attempts, Err: ErrClosed}
-		}
-		if o.limiter != nil {
-			if err := o.limiter.Wait(ctx); err != nil {
-				// The limiter refuses at once when the wait would pass the
-				// deadline: our own pacing, like throttling, means "later".
-				return b.giveUp(ctx, o, attempts, last, fmt.Errorf("client-side rate limit of %v/s per key version: %w", o.limiter.Limit(), err))
-			}
-		}
-		actx, cancel := context.WithTimeout(ctx, b.cfg.AttemptTimeout)
-		start := time.Now()
-		err := attempt(actx)
-		cancel()
-		attempts++
-		code := status.Code(err)
-		b.stats.attempt(time.Since(start), retry > 0, code == codes.ResourceExhausted)
-		if err == nil {
-			if retry > 0 {
-				b.log.Debug("gcpkms: succeeded after retries", "op", o.what, "key", o.name, "attempts", attempts)
-			}
-			return nil
-		}
-		last = err
+	return b.permanent(o, err)
+}
 
+// classifier returns the retry.Classifier of one call of o. It keeps state:
+// a damaged response is retried once per call, not once per attempt.
+func (o op) classifier(b *Backend) retry.Classifier {
+	integrityRetried := false
+	return func(ctx context.Context, err error) retry.Class {
 		var ie *IntegrityError
-		switch {
-		case errors.As(err, &ie):
-			if !ie.retry || integrityRetry {
-				b.stats.failures.Add(1)
+		if errors.As(err, &ie) {
+			if !ie.retry || integrityRetried {
 				b.log.Warn("gcpkms: response failed its integrity check", "op", o.what, "key", o.name, "field", ie.Field, "err", err)
-				return err
+				return retry.Final
 			}
-			integrityRetry = true
-		case !retryable(code, o.once):
-			if ctx.Err() != nil && (code == codes.DeadlineExceeded || code == codes.Canceled) {
-				return b.giveUp(ctx, o, attempts, err, nil)
+			integrityRetried = true
+			return retry.Transient
+		}
+		code := status.Code(err)
+		if ctx.Err() != nil && (code == codes.DeadlineExceeded || code == codes.Canceled) {
+			return retry.Interrupted
+		}
+		switch code {
+		case codes.ResourceExhausted:
+			return retry.Throttled
+		case codes.Unavailable:
+			return retry.Transient
+		case codes.DeadlineExceeded:
+			// Not for an operation that must not run twice: the attempt
+			// may have taken effect.
+			if o.once {
+				return retry.Final
 			}
-			b.stats.failures.Add(1)
-			return b.permanent(o, err)
+			return retry.Transient
 		}
-		if ctx.Err() != nil {
-			return b.giveUp(ctx, o, attempts, last, nil)
-		}
-
-		wait := b.backoff.wait(retry)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
-			return b.giveUp(ctx, o, attempts, last, fmt.Errorf("the next retry, in %v, would pass the deadline", wait.Round(time.Millisecond)))
-		}
-		b.log.Debug("gcpkms: retrying", "op", o.what, "key", o.name, "code", code.String(), "attempt", attempts, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return b.giveUp(ctx, o, attempts, last, nil)
-		case <-t.C:
-		}
+		return retry.Final
 	}
-}
-
-// retryable reports whether an attempt that failed with code is worth
-// repeating. DEADLINE_EXCEEDED is not, for an operation that must not run
-// twice: the first attempt may have taken effect.
-func retryable(code codes.Code, once bool) bool {
-	switch code {
-	case codes.ResourceExhausted, codes.Unavailable:
-		return true
-	case codes.DeadlineExceeded:
-		return !once
-	}
-	return false
-}
-
-// giveUp ends an operation that ran out of time or was cancelled while
-// Cloud KMS was throttling or failing. A cancelled context is the caller's
-// decision, not an outage, and is not reported as unavailability.
-func (b *Backend) giveUp(ctx context.Context, o op, attempts int, last, why error) error {
-	b.stats.failures.Add(1)
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return fmt.Errorf("gcpkms: %s %s: %w", o.what, o.name, ctx.Err())
-	}
-	var errs []error
-	if last != nil {
-		errs = append(errs, last)
-	}
-	if why != nil {
-		errs = append(errs, why)
-	}
-	if err := ctx.Err(); err != nil {
-		errs = append(errs, err)
-	}
-	err := &UnavailableError{Op: o.what, Name: o.name, Attempts: attempts, Err: joinErrs(errs)}
-	b.log.Warn("gcpkms: giving up", "op", o.what, "key", o.name, "attempts", attempts, "err", err.Err)
-	return err
 }
 
 // permanent types a final, non-retryable error.
@@ -162,21 +140,28 @@ func (b *Backend) permanent(o op, err error) error {
 		ks *KeyStateError
 		nf *KeyNotFoundError
 		ua *UnsupportedAlgorithmError
+		ie *IntegrityError
 	)
-	if errors.As(err, &ks) || errors.As(err, &nf) || errors.As(err, &ua) {
+	if errors.As(err, &ks) || errors.As(err, &nf) || errors.As(err, &ua) || errors.As(err, &ie) {
 		return err
 	}
 	return fmt.Errorf("gcpkms: %s %s: %w", o.what, o.name, err)
 }
 
-// joinErrs chains errs into one error on one line ("a; b"), each still
-// reachable with errors.Is and errors.As.
-func joinErrs(errs []error) error {
-	switch len(errs) {
+// joinErrs chains the non-nil errs into one error on one line ("a; b"),
+// each still reachable with errors.Is and errors.As.
+func joinErrs(errs ...error) error {
+	var kept []error
+	for _, err := range errs {
+		if err != nil {
+			kept = append(kept, err)
+		}
+	}
+	switch len(kept) {
 	case 0:
 		return errors.New("no error recorded")
 	case 1:
-		return errs[0]
+		return kept[0]
 	}
-	return fmt.Errorf("%w; %w", errs[0], joinErrs(errs[1:]))
+	return fmt.Errorf("%w; %w", kept[0], joinErrs(kept[1:]...))
 }

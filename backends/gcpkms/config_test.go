@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/kms/apiv1/kmspb"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"google.golang.org/api/option"
 )
 
@@ -67,7 +68,7 @@ func TestNoCredentialsInErrors(t *testing.T) {
 	const secret = "AIzaSy-cardsign-test-secret-4c1d2e"
 	f := newFake(t, gcpkmsfake.Options{})
 	_, uri := addKey(t, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	cfg := Config{Endpoint: f.Addr(), ClientOptions: []option.ClientOption{option.WithAPIKey(secret)}}
 	cfg.Logger = newTestLogger(logs)
 	b, err := New(t.Context(), cfg)

@@ -63,6 +63,9 @@ func (e *KeyNotFoundError) Error() string {
 }
 func (e *KeyNotFoundError) Unwrap() error { return e.Err }
 
+// Is makes every *KeyNotFoundError match backends.ErrKeyNotFound.
+func (e *KeyNotFoundError) Is(target error) bool { return target == backends.ErrKeyNotFound }
+
 // KeyStateError reports a key version that cannot sign in its state:
 // DISABLED, DESTROYED, DESTROY_SCHEDULED, still PENDING_GENERATION, or
 // GENERATION_FAILED. State is "" when Cloud KMS refused a call
@@ -84,6 +87,11 @@ func (e *KeyStateError) Error() string {
 	return msg
 }
 func (e *KeyStateError) Unwrap() error { return e.Err }
+
+// Is makes every *KeyStateError match backends.ErrKeyDisabled: the version
+// exists but Cloud KMS will not sign with it in its state until someone
+// enables (or restores) it.
+func (e *KeyStateError) Is(target error) bool { return target == backends.ErrKeyDisabled }
 
 // UnsupportedAlgorithmError reports a key version (or a CryptoKey's version
 // template) whose algorithm has no JOSE alg cardsign signs with, or a key

@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/kms/apiv1/kmspb"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
+	"github.com/cardsign/cardsign/backends/internal/retry"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -211,12 +212,12 @@ func TestDeadline(t *testing.T) {
 		{"deadline shorter than the first backoff", 30 * time.Millisecond, exact, 1, 25 * time.Millisecond},
 		// 50ms wait, 2nd attempt at ~50ms; 100ms more would pass 120ms.
 		{"deadline within the second backoff", 120 * time.Millisecond, exact, 2, 100 * time.Millisecond},
-		{"random jitter", 300 * time.Millisecond, fullJitter, 0, 300 * time.Millisecond},
+		{"random jitter", 300 * time.Millisecond, retry.FullJitter, 0, 300 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b.backoff.jitter = tt.jitter
-			defer func() { b.backoff.jitter = fullJitter }()
+			b.retry.Backoff.Jitter = tt.jitter
+			defer func() { b.retry.Backoff.Jitter = retry.FullJitter }()
 			ctx, cancel := context.WithTimeout(t.Context(), tt.deadline)
 			defer cancel()
 			start := time.Now()

@@ -1,20 +1,19 @@
 package gcpkms
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"cloud.google.com/go/kms/apiv1/kmspb"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // The tests drive the real cloud.google.com/go/kms client against
@@ -69,9 +68,9 @@ func newFake(t testing.TB, opts gcpkmsfake.Options) *gcpkmsfake.Server {
 
 // newBackend connects a Backend to the fake; cfg's Endpoint, Insecure and
 // Logger are filled in. The log is returned for checks.
-func newBackend(t testing.TB, f *gcpkmsfake.Server, cfg Config) (*Backend, *syncBuffer) {
+func newBackend(t testing.TB, f *gcpkmsfake.Server, cfg Config) (*Backend, *testsupport.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	cfg.Endpoint, cfg.Insecure = f.Addr(), true
 	cfg.Logger = newTestLogger(logs)
 	b, err := New(t.Context(), cfg)
@@ -105,21 +104,3 @@ func addKey(t testing.TB, f *gcpkmsfake.Server, alg kmspb.CryptoKeyVersion_Crypt
 
 // nameOf is the resource name in a gcpkms:// URI.
 func nameOf(uri string) string { return strings.TrimPrefix(uri, Scheme+"://") }
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}

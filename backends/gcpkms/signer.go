@@ -65,6 +65,7 @@ func (s *signer) SignContext(ctx context.Context, _ io.Reader, digest []byte, op
 	if err != nil {
 		return nil, err
 	}
+	s.b.stats.Signature()
 	return sig, nil
 }
 

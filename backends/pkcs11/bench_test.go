@@ -4,12 +4,11 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/ThalesGroup/crypto11"
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	p11 "github.com/miekg/pkcs11"
 	pkcs11uri "github.com/stefanberger/go-pkcs11uri"
@@ -60,38 +59,13 @@ func BenchmarkES256(b *testing.B) {
 	input := []byte("eyJhbGciOiJFUzI1NiJ9.e30")
 	for _, p := range []int{1, 8} {
 		b.Run(fmt.Sprintf("backend/p=%d", p), func(b *testing.B) {
-			parallel(b, p, func() error { _, err := h.Signer.Sign(nil, digest[:], crypto.SHA256); return err })
+			testsupport.Parallel(b, p, func() error { _, err := h.Signer.Sign(nil, digest[:], crypto.SHA256); return err })
 		})
 		b.Run(fmt.Sprintf("crypto11/p=%d", p), func(b *testing.B) {
-			parallel(b, p, func() error { _, err := ref.Sign(nil, digest[:], crypto.SHA256); return err })
+			testsupport.Parallel(b, p, func() error { _, err := ref.Sign(nil, digest[:], crypto.SHA256); return err })
 		})
 		b.Run(fmt.Sprintf("backend+jose.Sign/p=%d", p), func(b *testing.B) {
-			parallel(b, p, func() error { _, err := jose.Sign(b.Context(), h.Signer, jose.ES256, input); return err })
+			testsupport.Parallel(b, p, func() error { _, err := jose.Sign(b.Context(), h.Signer, jose.ES256, input); return err })
 		})
 	}
-}
-
-// parallel runs b.N calls of op spread over p goroutines and reports the
-// rate. b.RunParallel would tie the goroutine count to GOMAXPROCS.
-func parallel(b *testing.B, p int, op func() error) {
-	var next atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	for range p {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				if err := op(); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	if err := firstErr.Load(); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sig/s")
 }

@@ -1,6 +1,7 @@
 package pkcs11
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 const DefaultPoolSize = 8
 
 // Config configures a Backend. The zero value is not useful: at least
-// DefaultModule or AllowedModules must be set.
+// DefaultModule or AllowedModules must be set, unless ModuleSetting is.
 type Config struct {
 	// AllowedModules are absolute paths of PKCS#11 modules a URI's
 	// module-path may name. Empty: only DefaultModule.
@@ -39,6 +40,16 @@ type Config struct {
 	// Logger receives module, token and recovery events; nil means
 	// slog.Default(). PINs are never logged.
 	Logger *slog.Logger
+	// ModuleSetting names, in the caller's own terms, where its user lists
+	// the modules that may be loaded: an environment variable for the CLI
+	// (CARDSIGN_PKCS11_MODULE), a config field for the daemon
+	// (pkcs11.allowed_modules). The backend cannot know who calls it, and
+	// an error about a module must say what to change. With it set, a
+	// Config with no module at all is accepted: the user has simply not set
+	// it yet, and each URI is refused with an error naming the module it
+	// asks for and this setting, which tells more than a failing New can.
+	// Without it, New refuses such a Config.
+	ModuleSetting string
 }
 
 // normalize checks c and returns it with defaults filled in and paths
@@ -66,7 +77,7 @@ func (c Config) normalize() (Config, error) {
 		pinDirs = append(pinDirs, filepath.Clean(d))
 	}
 	c.PINSourceDirs = pinDirs
-	if c.DefaultModule == "" && len(c.AllowedModules) == 0 {
+	if c.DefaultModule == "" && len(c.AllowedModules) == 0 && c.ModuleSetting == "" {
 		return Config{}, fmt.Errorf("pkcs11: no module configured (set the default module or the allowed modules)")
 	}
 	switch {
@@ -86,7 +97,11 @@ func (c Config) normalize() (Config, error) {
 func (c Config) resolveModule(uriPath string) (string, error) {
 	if uriPath == "" {
 		if c.DefaultModule == "" {
-			return "", &ModuleError{Path: "(none)", Err: fmt.Errorf("the URI has no module-path and no default module is configured")}
+			msg := "the URI has no module-path and no default module is configured"
+			if c.ModuleSetting != "" {
+				msg += ": set " + c.ModuleSetting
+			}
+			return "", &ModuleError{Path: "(none)", Err: errors.New(msg)}
 		}
 		return c.DefaultModule, nil
 	}
@@ -98,5 +113,5 @@ func (c Config) resolveModule(uriPath string) (string, error) {
 	if c.DefaultModule != "" && !slices.Contains(allowed, c.DefaultModule) {
 		allowed = append([]string{c.DefaultModule}, allowed...)
 	}
-	return "", &ModuleNotAllowedError{Path: p, Allowed: allowed}
+	return "", &ModuleNotAllowedError{Path: p, Allowed: allowed, Setting: c.ModuleSetting}
 }

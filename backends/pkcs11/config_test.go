@@ -68,3 +68,43 @@ func TestResolveModule(t *testing.T) {
 		}
 	}
 }
+
+// TestModuleSettingNamed: a module error names the caller's own setting and
+// the module the URI asks for, so that the user knows what to change. With
+// the setting given, a Config with no module is accepted (the user has not
+// set it yet) and each URI is refused that way instead.
+func TestModuleSettingNamed(t *testing.T) {
+	const asked = "/usr/lib/other/p11.so"
+	tests := []struct {
+		name string
+		cfg  Config
+		uri  string
+		want []string
+	}{
+		{"CLI, nothing set", Config{ModuleSetting: "CARDSIGN_PKCS11_MODULE"}, asked,
+			[]string{"module " + asked + " is not allowed (allowed: none)", "add it to CARDSIGN_PKCS11_MODULE"}},
+		{"CLI, nothing set, no module-path", Config{ModuleSetting: "CARDSIGN_PKCS11_MODULE"}, "",
+			[]string{"no module-path", "set CARDSIGN_PKCS11_MODULE"}},
+		{"CLI, another module set", Config{DefaultModule: "/lib/p11.so", AllowedModules: []string{"/lib/p11.so"}, ModuleSetting: "CARDSIGN_PKCS11_MODULE"}, asked,
+			[]string{"module " + asked + " is not allowed (allowed: /lib/p11.so)", "add it to CARDSIGN_PKCS11_MODULE"}},
+		{"daemon", Config{DefaultModule: "/lib/p11.so", AllowedModules: []string{"/lib/p11.so"}, ModuleSetting: "pkcs11.allowed_modules"}, asked,
+			[]string{"module " + asked + " is not allowed (allowed: /lib/p11.so)", "add it to pkcs11.allowed_modules"}},
+		{"no setting", Config{DefaultModule: "/lib/p11.so"}, asked,
+			[]string{"module " + asked + " is not allowed (allowed: /lib/p11.so)", "add it to the allowed modules"}},
+	}
+	for _, tt := range tests {
+		b, err := New(tt.cfg)
+		if err != nil {
+			t.Fatalf("%s: New: %v", tt.name, err)
+		}
+		_, err = b.cfg.resolveModule(tt.uri)
+		if err == nil {
+			t.Fatalf("%s: resolveModule(%q) succeeded", tt.name, tt.uri)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not contain %q", tt.name, err, w)
+			}
+		}
+	}
+}

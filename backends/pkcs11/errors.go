@@ -19,6 +19,9 @@ import (
 type ModuleNotAllowedError struct {
 	Path    string
 	Allowed []string
+	// Setting is Config.ModuleSetting: where the user adds a module, so
+	// that the message says what to change. Empty: "the allowed modules".
+	Setting string
 }
 
 func (e *ModuleNotAllowedError) Error() string {
@@ -26,7 +29,11 @@ func (e *ModuleNotAllowedError) Error() string {
 	if len(e.Allowed) > 0 {
 		allowed = strings.Join(e.Allowed, ", ")
 	}
-	return fmt.Sprintf("pkcs11: module %s is not allowed (allowed: %s); add it to the allowed modules to use it", e.Path, allowed)
+	setting := "the allowed modules"
+	if e.Setting != "" {
+		setting = e.Setting
+	}
+	return fmt.Sprintf("pkcs11: module %s is not allowed (allowed: %s); add it to %s to use it", e.Path, allowed, setting)
 }
 
 // ModuleError reports a module that cannot be used: missing file, not a
@@ -82,6 +89,9 @@ type KeyNotFoundError struct {
 func (e *KeyNotFoundError) Error() string {
 	return fmt.Sprintf("pkcs11: token %s: key %s: %s", e.Token, e.Key, e.Reason)
 }
+
+// Is makes every *KeyNotFoundError match backends.ErrKeyNotFound.
+func (e *KeyNotFoundError) Is(target error) bool { return target == backends.ErrKeyNotFound }
 
 // UnsupportedKeyError reports a key that exists but cannot sign any JOSE alg
 // cardsign supports: DSA, secp256k1, Ed448, RSA under 2048 bits, a key

@@ -1,7 +1,6 @@
 package pkcs11
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,9 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	p11 "github.com/miekg/pkcs11"
 )
 
@@ -38,32 +37,16 @@ var env struct {
 	main, reset, away, pin fixture
 }
 
-// moduleCandidates are where distributions install SoftHSM2's module.
-var moduleCandidates = []string{
-	"/usr/lib/softhsm/libsofthsm2.so",
-	"/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
-	"/usr/lib/aarch64-linux-gnu/softhsm/libsofthsm2.so",
-	"/usr/local/lib/softhsm/libsofthsm2.so",
-	"/usr/lib64/pkcs11/libsofthsm2.so",
-}
-
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
-	if p := os.Getenv("CARDSIGN_TEST_PKCS11_MODULE"); p != "" {
-		moduleCandidates = []string{p}
-	}
-	for _, p := range moduleCandidates {
-		if _, err := os.Stat(p); err == nil {
-			env.module = p
-			break
-		}
-	}
+	module, looked := testsupport.SoftHSMModule()
+	env.module = module
 	_, utilErr := exec.LookPath("softhsm2-util")
 	if env.module == "" || utilErr != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: the backends/pkcs11 tests need SoftHSM2 (module looked for at %s; softhsm2-util on PATH: %v).\n"+
-			"Run scripts/test, which installs it (apt-get install softhsm2), or set CARDSIGN_TEST_PKCS11_MODULE.\n",
-			strings.Join(moduleCandidates, ", "), utilErr == nil)
+			"Run scripts/test, which installs it (apt-get install softhsm2), or set %s.\n",
+			strings.Join(looked, ", "), utilErr == nil, testsupport.SoftHSMModuleEnv)
 		return 1
 	}
 	dir, err := os.MkdirTemp("", "cardsign-pkcs11-test-")
@@ -142,29 +125,11 @@ func allPINs() []string {
 // wrongPIN is a PIN no token has.
 const wrongPIN = "Wrong.pin-9Zk3"
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newBackend returns a Backend on the SoftHSM2 module whose logs are
 // collected; at cleanup it is closed and the logs are checked for PINs.
-func newBackend(t testing.TB, cfg Config) (*Backend, *syncBuffer) {
+func newBackend(t testing.TB, cfg Config) (*Backend, *testsupport.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	if cfg.DefaultModule == "" {
 		cfg.DefaultModule = env.module
 	}

@@ -131,7 +131,7 @@ func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, args)
-	return result{out.String(), errb.String(), code}
+	return result{Stdout: out.String(), Stderr: errb.String(), Code: code}
 }
 
 // fixture is a test CA, a card file and a 0600 token file in a temp dir.
@@ -156,8 +156,8 @@ func newFixture(t *testing.T) fixture {
 // mustNotLeak fails the test if the token appears in r's output.
 func mustNotLeak(t *testing.T, r result) {
 	t.Helper()
-	if strings.Contains(r.stdout+r.stderr, testToken) || strings.Contains(r.stdout+r.stderr, testToken[4:20]) {
-		t.Errorf("the token appears in the output:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
+	if strings.Contains(r.Stdout+r.Stderr, testToken) || strings.Contains(r.Stdout+r.Stderr, testToken[4:20]) {
+		t.Errorf("the token appears in the output:\nstdout: %s\nstderr: %s", r.Stdout, r.Stderr)
 	}
 }
 
@@ -181,8 +181,8 @@ func TestClientSendsBearerTokenOverTLS(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			r := runCLI(t, append([]string{"sign"}, append(tc.args, f.cardFile)...)...)
-			if r.code != exitOK || r.stdout != `{"name":"test"}` {
-				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			if r.Code != exitOK || r.Stdout != `{"name":"test"}` {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
 			}
 			if _, auth, _ := rec.seen(); len(auth) != 1 || auth[0] != "Bearer "+testToken {
 				t.Errorf("authorization metadata %q, want one Bearer token", auth)
@@ -201,8 +201,8 @@ func TestClientPresentsCertificate(t *testing.T) {
 	certFile, keyFile := testpki.WriteFiles(t, f.dir, "client", certPEM, keyPEM)
 
 	r := runCLI(t, "sign", "--server", addr, "--ca-file", f.caFile, "--cert-file", certFile, "--key-file", keyFile, f.cardFile)
-	if r.code != exitOK {
-		t.Fatalf("with a client certificate: exit %d\nstderr: %s", r.code, r.stderr)
+	if r.Code != exitOK {
+		t.Fatalf("with a client certificate: exit %d\nstderr: %s", r.Code, r.Stderr)
 	}
 	if _, auth, cn := rec.seen(); cn != "ci-runner" || len(auth) != 0 {
 		t.Errorf("server saw client certificate %q and authorization %q, want ci-runner and none", cn, auth)
@@ -210,19 +210,19 @@ func TestClientPresentsCertificate(t *testing.T) {
 
 	t.Setenv(certFileEnv, certFile)
 	t.Setenv(keyFileEnv, keyFile)
-	if r := runCLI(t, "sign", "--server", addr, "--ca-file", f.caFile, f.cardFile); r.code != exitOK {
-		t.Fatalf("with the client certificate from the environment: exit %d\nstderr: %s", r.code, r.stderr)
+	if r := runCLI(t, "sign", "--server", addr, "--ca-file", f.caFile, f.cardFile); r.Code != exitOK {
+		t.Fatalf("with the client certificate from the environment: exit %d\nstderr: %s", r.Code, r.Stderr)
 	}
 	t.Setenv(certFileEnv, "")
 	t.Setenv(keyFileEnv, "")
 
 	r = runCLI(t, "sign", "--server", addr, "--ca-file", f.caFile, f.cardFile)
-	if r.code == exitOK || !strings.Contains(r.stderr, "--cert-file") {
-		t.Errorf("without a client certificate: exit %d, stderr %s; want a failure that points to --cert-file", r.code, r.stderr)
+	if r.Code == exitOK || !strings.Contains(r.Stderr, "--cert-file") {
+		t.Errorf("without a client certificate: exit %d, stderr %s; want a failure that points to --cert-file", r.Code, r.Stderr)
 	}
 	r = runCLI(t, "sign", "--server", addr, "--ca-file", f.caFile, "--cert-file", certFile, f.cardFile)
-	if r.code != exitUsage || !strings.Contains(r.stderr, "--cert-file and --key-file go together") {
-		t.Errorf("--cert-file alone: exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != exitUsage || !strings.Contains(r.Stderr, "--cert-file and --key-file go together") {
+		t.Errorf("--cert-file alone: exit %d, stderr %s", r.Code, r.Stderr)
 	}
 }
 
@@ -231,9 +231,9 @@ func TestClientRejectsServerFromUnknownCA(t *testing.T) {
 	rec := &recorder{}
 	addr := serve(t, serverTLS(t, testpki.NewCA(t, "someone else's CA"), nil), rec)
 	r := runCLI(t, "sign", "--server", addr, "--ca-file", f.caFile, "--token-file", f.tokenFile, f.cardFile)
-	if r.code == exitOK || !strings.Contains(r.stderr, "certificate signed by unknown authority") ||
-		!strings.Contains(r.stderr, "hint: cardsignd's certificate did not verify: pass --ca-file") {
-		t.Errorf("exit %d, stderr %s; want a verification failure with a hint", r.code, r.stderr)
+	if r.Code == exitOK || !strings.Contains(r.Stderr, "certificate signed by unknown authority") ||
+		!strings.Contains(r.Stderr, "hint: cardsignd's certificate did not verify: pass --ca-file") {
+		t.Errorf("exit %d, stderr %s; want a verification failure with a hint", r.Code, r.Stderr)
 	}
 	if calls, _, _ := rec.seen(); calls != 0 {
 		t.Errorf("the server got %d calls through an unverified connection", calls)
@@ -258,8 +258,8 @@ func TestClientTLSWithSystemRootsRejectsTestCA(t *testing.T) {
 			t.Setenv(tlsEnv, tc.env)
 			args := append(append([]string{"sign", "--server", addr, "--token-file", f.tokenFile}, tc.args...), f.cardFile)
 			r := runCLI(t, args...)
-			if r.code == exitOK || !strings.Contains(r.stderr, "x509:") {
-				t.Errorf("exit %d, stderr %s; want a certificate verification failure", r.code, r.stderr)
+			if r.Code == exitOK || !strings.Contains(r.Stderr, "x509:") {
+				t.Errorf("exit %d, stderr %s; want a certificate verification failure", r.Code, r.Stderr)
 			}
 			mustNotLeak(t, r)
 		})
@@ -275,9 +275,9 @@ func TestClientRefusesPlaintextOffLoopback(t *testing.T) {
 	for _, addr := range []string{"192.0.2.1:7700", "cardsign.example.com:7700", "[2001:db8::1]:7700"} {
 		start := time.Now()
 		r := runCLI(t, "sign", "--server", addr, f.cardFile)
-		if r.code != exitUsage || !strings.Contains(r.stderr, "not on this machine: refusing to connect in clear text") ||
-			!strings.Contains(r.stderr, "--ca-file") || !strings.Contains(r.stderr, "--tls") {
-			t.Errorf("%s: exit %d, stderr %s", addr, r.code, r.stderr)
+		if r.Code != exitUsage || !strings.Contains(r.Stderr, "not on this machine: refusing to connect in clear text") ||
+			!strings.Contains(r.Stderr, "--ca-file") || !strings.Contains(r.Stderr, "--tls") {
+			t.Errorf("%s: exit %d, stderr %s", addr, r.Code, r.Stderr)
 		}
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("%s: refusing took %s: it must not dial", addr, d)
@@ -296,16 +296,16 @@ func TestClientTokenOverPlaintextLoopback(t *testing.T) {
 	rec := &recorder{}
 	addr := serve(t, nil, rec)
 	r := runCLI(t, "sign", "--server", addr, "--token-file", f.tokenFile, f.cardFile)
-	if r.code != exitOK {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != exitOK {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
 	if _, auth, _ := rec.seen(); len(auth) != 1 || auth[0] != "Bearer "+testToken {
 		t.Errorf("authorization metadata %q, want one Bearer token", auth)
 	}
 	// --tls=false wins over CARDSIGN_TLS.
 	t.Setenv(tlsEnv, "1")
-	if r := runCLI(t, "sign", "--server", addr, "--tls=false", f.cardFile); r.code != exitOK {
-		t.Errorf("--tls=false with %s=1: exit %d, stderr %s", tlsEnv, r.code, r.stderr)
+	if r := runCLI(t, "sign", "--server", addr, "--tls=false", f.cardFile); r.Code != exitOK {
+		t.Errorf("--tls=false with %s=1: exit %d, stderr %s", tlsEnv, r.Code, r.Stderr)
 	}
 }
 
@@ -336,8 +336,8 @@ func TestClientTokenNeverInErrors(t *testing.T) {
 				t.Setenv(tokenEnv, testToken)
 			}
 			r := runCLI(t, append(append([]string{"sign"}, args...), f.cardFile)...)
-			if r.code == exitOK || !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("exit %d, stderr %s; want an error with %q", r.code, r.stderr, tc.want)
+			if r.Code == exitOK || !strings.Contains(r.Stderr, tc.want) {
+				t.Errorf("exit %d, stderr %s; want an error with %q", r.Code, r.Stderr, tc.want)
 			}
 			mustNotLeak(t, r)
 		})
@@ -357,8 +357,8 @@ func TestClientHintsOnlyForRoleRefusals(t *testing.T) {
 	}
 	addr := serve(t, serverTLS(t, f.ca, nil), &recorder{refuse: st.Err()})
 	r := runCLI(t, "sign", "--server", addr, "--ca-file", f.caFile, "--token-file", f.tokenFile, f.cardFile)
-	if r.code != exitFail || !strings.Contains(r.stderr, "supportedInterfaces[0].url: host not allowed") || strings.Contains(r.stderr, "hint:") {
-		t.Errorf("policy refusal: exit %d, stderr %s; want the violation and no role hint", r.code, r.stderr)
+	if r.Code != exitFail || !strings.Contains(r.Stderr, "supportedInterfaces[0].url: host not allowed") || strings.Contains(r.Stderr, "hint:") {
+		t.Errorf("policy refusal: exit %d, stderr %s; want the violation and no role hint", r.Code, r.Stderr)
 	}
 }
 
@@ -368,18 +368,18 @@ func TestClientTokenFileChecks(t *testing.T) {
 	addr := serve(t, nil, rec)
 	loose := writeSecretFile(t, filepath.Join(f.dir, "loose"), testToken, 0o644)
 	r := runCLI(t, "sign", "--server", addr, "--token-file", loose, f.cardFile)
-	if r.code != exitOK || !strings.Contains(r.stderr, "warning: token file "+loose+" is readable by group or others") {
-		t.Errorf("group-readable token file: exit %d, stderr %s; want success with a warning", r.code, r.stderr)
+	if r.Code != exitOK || !strings.Contains(r.Stderr, "warning: token file "+loose+" is readable by group or others") {
+		t.Errorf("group-readable token file: exit %d, stderr %s; want success with a warning", r.Code, r.Stderr)
 	}
 	mustNotLeak(t, r)
 	empty := writeSecretFile(t, filepath.Join(f.dir, "empty"), " \n\t\n", 0o600)
 	r = runCLI(t, "sign", "--server", addr, "--token-file", empty, f.cardFile)
-	if r.code != exitUsage || !strings.Contains(r.stderr, "token file "+empty+" is empty") {
-		t.Errorf("empty token file: exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != exitUsage || !strings.Contains(r.Stderr, "token file "+empty+" is empty") {
+		t.Errorf("empty token file: exit %d, stderr %s", r.Code, r.Stderr)
 	}
 	r = runCLI(t, "sign", "--server", addr, "--token-file", filepath.Join(f.dir, "missing"), f.cardFile)
-	if r.code != exitUsage || !strings.Contains(r.stderr, "--token-file: open ") {
-		t.Errorf("missing token file: exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != exitUsage || !strings.Contains(r.Stderr, "--token-file: open ") {
+		t.Errorf("missing token file: exit %d, stderr %s", r.Code, r.Stderr)
 	}
 	if calls, _, _ := rec.seen(); calls != 1 {
 		t.Errorf("server got %d calls, want 1 (the refused token files must not reach it)", calls)
@@ -391,14 +391,14 @@ func TestClientConnFlagsOnEveryCommand(t *testing.T) {
 	for _, args := range [][]string{{"sign"}, {"keys", "list"}, {"audit", "list"}, {"bench"}} {
 		r := runCLI(t, append(args, "--help")...)
 		for _, fl := range []string{"-server", "-ca-file", "-tls", "-cert-file", "-key-file", "-server-name", "-token-file"} {
-			if !strings.Contains(r.stdout, "  "+fl+" ") && !strings.Contains(r.stdout, "  "+fl+"\n") {
-				t.Errorf("cardsign %s --help lacks %s:\n%s", strings.Join(args, " "), fl, r.stdout)
+			if !strings.Contains(r.Stdout, "  "+fl+" ") && !strings.Contains(r.Stdout, "  "+fl+"\n") {
+				t.Errorf("cardsign %s --help lacks %s:\n%s", strings.Join(args, " "), fl, r.Stdout)
 			}
 		}
 	}
 	r := runCLI(t, "sign", "--key", "file:k.pem", "--token-file", "t", "-")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "--token-file and --key exclude each other") {
-		t.Errorf("sign --key with --token-file: exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != exitUsage || !strings.Contains(r.Stderr, "--token-file and --key exclude each other") {
+		t.Errorf("sign --key with --token-file: exit %d, stderr %s", r.Code, r.Stderr)
 	}
 }
 

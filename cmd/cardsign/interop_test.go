@@ -99,7 +99,7 @@ func verifyGoJOSE(t *testing.T, dir, signed string, jwksFile string) {
 	}
 	payloads := map[string][]byte{}
 	for _, p := range []string{"spec", "sdk", "python-ascii"} {
-		payloads[p] = []byte(mustRun(t, dir, "canonicalize", "--profile", p, signed).stdout)
+		payloads[p] = []byte(mustRun(t, dir, "canonicalize", "--profile", p, signed).Stdout)
 	}
 	algs := []gojose.SignatureAlgorithm{gojose.ES256, gojose.ES384, gojose.ES512, gojose.RS256, gojose.PS256, gojose.EdDSA}
 	verified := 0
@@ -131,22 +131,22 @@ func TestInteropSignedCardsVerifyEverywhere(t *testing.T) {
 		t.Run(alg, func(t *testing.T) {
 			dir := t.TempDir()
 			mustRun(t, dir, "keygen", "--alg", alg, "--out", "key")
-			writeFile(t, filepath.Join(dir, "jwks.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:key").stdout))
+			writeFile(t, filepath.Join(dir, "jwks.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:key").Stdout))
 			var signed []string
 			for _, c := range interopCards {
 				out := "signed-" + c.file
 				args := append([]string{"sign", "--key", "file:key"}, c.extra...)
 				r := mustRun(t, dir, append(args, filepath.Join(repoRoot, "testdata", "cards", c.file))...)
-				writeFile(t, filepath.Join(dir, out), []byte(r.stdout))
-				if c.file == "divergent.json" && strings.Count(r.stdout, `"protected"`) != 3 {
-					t.Fatalf("a divergent card must carry one signature per profile (spec, sdk, python-ascii):\n%s", r.stdout)
+				writeFile(t, filepath.Join(dir, out), []byte(r.Stdout))
+				if c.file == "divergent.json" && strings.Count(r.Stdout, `"protected"`) != 3 {
+					t.Fatalf("a divergent card must carry one signature per profile (spec, sdk, python-ascii):\n%s", r.Stdout)
 				}
-				if c.file == "unicode.json" && !strings.Contains(r.stdout, "Café Übersetzer 🌍") {
-					t.Fatalf("signed card must keep non-ASCII text literal:\n%s", r.stdout)
+				if c.file == "unicode.json" && !strings.Contains(r.Stdout, "Café Übersetzer 🌍") {
+					t.Fatalf("signed card must keep non-ASCII text literal:\n%s", r.Stdout)
 				}
 				v := mustRun(t, dir, "verify", "--jwks", "jwks.json", out)
-				if !strings.Contains(v.stdout, "valid") {
-					t.Fatalf("cardsign verify %s: %s", out, v.stdout)
+				if !strings.Contains(v.Stdout, "valid") {
+					t.Fatalf("cardsign verify %s: %s", out, v.Stdout)
 				}
 				verifyGoJOSE(t, dir, out, "jwks.json")
 				signed = append(signed, filepath.Join(dir, out))
@@ -222,9 +222,9 @@ func TestTamperFailsEverywhereReorderingDoesNot(t *testing.T) {
 			dir := t.TempDir()
 			mustRun(t, dir, "keygen", "--alg", alg, "--out", "key")
 			jwksFile := filepath.Join(dir, "jwks.json")
-			writeFile(t, jwksFile, []byte(mustRun(t, dir, "jwks", "--key", "file:key").stdout))
+			writeFile(t, jwksFile, []byte(mustRun(t, dir, "jwks", "--key", "file:key").Stdout))
 			signed := filepath.Join(dir, "signed.json")
-			writeFile(t, signed, []byte(mustRun(t, dir, "sign", "--key", "file:key", filepath.Join(repoRoot, "testdata/cards/security.json")).stdout))
+			writeFile(t, signed, []byte(mustRun(t, dir, "sign", "--key", "file:key", filepath.Join(repoRoot, "testdata/cards/security.json")).Stdout))
 
 			str := card.StringValue
 			tampers := map[string]func(card.Value) card.Value{
@@ -270,8 +270,8 @@ func TestTamperFailsEverywhereReorderingDoesNot(t *testing.T) {
 				out := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
 				mutate(t, signed, out, f)
 				r := cardsign(t, dir, nil, "verify", "--jwks", jwksFile, out)
-				if r.code != exitFail || !strings.Contains(r.stdout, "invalid") {
-					t.Errorf("%s: cardsign verify exit %d, want 1\n%s", name, r.code, r.stdout)
+				if r.Code != exitFail || !strings.Contains(r.Stdout, "invalid") {
+					t.Errorf("%s: cardsign verify exit %d, want 1\n%s", name, r.Code, r.Stdout)
 				}
 				files = append(files, out)
 			}
@@ -288,8 +288,8 @@ func TestTamperFailsEverywhereReorderingDoesNot(t *testing.T) {
 			v, _ := card.Parse(raw, card.Limits{})
 			writeFile(t, compact, v.Compact())
 			for _, f := range []string{reordered, compact} {
-				if r := cardsign(t, dir, nil, "verify", "--jwks", jwksFile, f); r.code != 0 {
-					t.Errorf("%s: formatting must not break the signature: %s", filepath.Base(f), r.stdout)
+				if r := cardsign(t, dir, nil, "verify", "--jwks", jwksFile, f); r.Code != 0 {
+					t.Errorf("%s: formatting must not break the signature: %s", filepath.Base(f), r.Stdout)
 				}
 			}
 			for file, r := range verifyJS(t, jwksFile, reordered, compact) {
@@ -305,41 +305,41 @@ func TestVerifyKeySelection(t *testing.T) {
 	dir := t.TempDir()
 	mustRun(t, dir, "keygen", "--out", "a")
 	mustRun(t, dir, "keygen", "--out", "b")
-	writeFile(t, filepath.Join(dir, "jwks-b.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:b").stdout))
+	writeFile(t, filepath.Join(dir, "jwks-b.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:b").Stdout))
 	card := filepath.Join(repoRoot, "testdata/cards/interfaces.json")
-	writeFile(t, filepath.Join(dir, "signed.json"), []byte(mustRun(t, dir, "sign", "--key", "file:a", "--jku", "https://keys.example.com/jwks.json", card).stdout))
+	writeFile(t, filepath.Join(dir, "signed.json"), []byte(mustRun(t, dir, "sign", "--key", "file:a", "--jku", "https://keys.example.com/jwks.json", card).Stdout))
 
 	r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-b.json", "signed.json")
-	if r.code != exitFail || !strings.Contains(r.stdout, "not in the trusted key set") || !strings.Contains(r.stdout, "not followed") {
-		t.Fatalf("a key outside the trusted set must not verify: exit %d\n%s", r.code, r.stdout)
+	if r.Code != exitFail || !strings.Contains(r.Stdout, "not in the trusted key set") || !strings.Contains(r.Stdout, "not followed") {
+		t.Fatalf("a key outside the trusted set must not verify: exit %d\n%s", r.Code, r.Stdout)
 	}
 	// Same kid, other key material: the JWKS claims kid a but holds key b.
 	jwksB, _ := os.ReadFile(filepath.Join(dir, "jwks-b.json"))
-	kidA := strings.TrimSpace(strings.SplitN(strings.SplitN(mustRun(t, dir, "jwks", "--key", "file:a").stdout, `"kid":"`, 2)[1], `"`, 2)[0])
+	kidA := strings.TrimSpace(strings.SplitN(strings.SplitN(mustRun(t, dir, "jwks", "--key", "file:a").Stdout, `"kid":"`, 2)[1], `"`, 2)[0])
 	kidB := strings.SplitN(strings.SplitN(string(jwksB), `"kid":"`, 2)[1], `"`, 2)[0]
 	writeFile(t, filepath.Join(dir, "liar.json"), bytes.ReplaceAll(jwksB, []byte(kidB), []byte(kidA)))
 	r = cardsign(t, dir, nil, "verify", "--jwks", "liar.json", "signed.json")
-	if r.code != exitFail || !strings.Contains(r.stdout, "does not match") {
-		t.Fatalf("wrong key under the right kid must fail: exit %d\n%s", r.code, r.stdout)
+	if r.Code != exitFail || !strings.Contains(r.Stdout, "does not match") {
+		t.Fatalf("wrong key under the right kid must fail: exit %d\n%s", r.Code, r.Stdout)
 	}
 	// Two keys, --all.
-	writeFile(t, filepath.Join(dir, "jwks-ab.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:a", "--key", "file:b").stdout))
-	writeFile(t, filepath.Join(dir, "two.json"), []byte(mustRun(t, dir, "sign", "--key", "file:a", "--key", "file:b", card).stdout))
+	writeFile(t, filepath.Join(dir, "jwks-ab.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:a", "--key", "file:b").Stdout))
+	writeFile(t, filepath.Join(dir, "two.json"), []byte(mustRun(t, dir, "sign", "--key", "file:a", "--key", "file:b", card).Stdout))
 	mustRun(t, dir, "verify", "--all", "--jwks", "jwks-ab.json", "two.json")
-	writeFile(t, filepath.Join(dir, "jwks-a.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:a").stdout))
+	writeFile(t, filepath.Join(dir, "jwks-a.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:a").Stdout))
 	mustRun(t, dir, "verify", "--jwks", "jwks-a.json", "two.json")
-	if r := cardsign(t, dir, nil, "verify", "--all", "--jwks", "jwks-a.json", "two.json"); r.code != exitFail {
-		t.Fatalf("--all with one unknown key: exit %d\n%s", r.code, r.stdout)
+	if r := cardsign(t, dir, nil, "verify", "--all", "--jwks", "jwks-a.json", "two.json"); r.Code != exitFail {
+		t.Fatalf("--all with one unknown key: exit %d\n%s", r.Code, r.Stdout)
 	}
 	// Usage and input errors exit 2.
-	if r := cardsign(t, dir, nil, "verify", "signed.json"); r.code != exitUsage {
-		t.Fatalf("verify without --jwks: exit %d", r.code)
+	if r := cardsign(t, dir, nil, "verify", "signed.json"); r.Code != exitUsage {
+		t.Fatalf("verify without --jwks: exit %d", r.Code)
 	}
-	if r := cardsign(t, dir, []byte(`{"name":`), "verify", "--jwks", "jwks-a.json", "-"); r.code != exitUsage {
-		t.Fatalf("verify of malformed input: exit %d", r.code)
+	if r := cardsign(t, dir, []byte(`{"name":`), "verify", "--jwks", "jwks-a.json", "-"); r.Code != exitUsage {
+		t.Fatalf("verify of malformed input: exit %d", r.Code)
 	}
-	if r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-a.json", card); r.code != exitFail || !strings.Contains(r.stdout, "no signatures") {
-		t.Fatalf("verify of an unsigned card: exit %d %s", r.code, r.stdout)
+	if r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-a.json", card); r.Code != exitFail || !strings.Contains(r.Stdout, "no signatures") {
+		t.Fatalf("verify of an unsigned card: exit %d %s", r.Code, r.Stdout)
 	}
 }
 
@@ -347,8 +347,8 @@ func TestVerifyJWKSURLAndJKU(t *testing.T) {
 	dir := t.TempDir()
 	mustRun(t, dir, "keygen", "--out", "a")
 	mustRun(t, dir, "keygen", "--out", "b")
-	jwksA := mustRun(t, dir, "jwks", "--key", "file:a").stdout
-	writeFile(t, filepath.Join(dir, "jwks-b.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:b").stdout))
+	jwksA := mustRun(t, dir, "jwks", "--key", "file:a").Stdout
+	writeFile(t, filepath.Join(dir, "jwks-b.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:b").Stdout))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/keys/jwks.json" {
 			http.NotFound(w, r)
@@ -359,29 +359,29 @@ func TestVerifyJWKSURLAndJKU(t *testing.T) {
 	}))
 	defer srv.Close()
 	jku := srv.URL + "/keys/jwks.json"
-	writeFile(t, filepath.Join(dir, "signed.json"), []byte(mustRun(t, dir, "sign", "--key", "file:a", "--jku", jku, filepath.Join(repoRoot, "testdata/cards/params.json")).stdout))
+	writeFile(t, filepath.Join(dir, "signed.json"), []byte(mustRun(t, dir, "sign", "--key", "file:a", "--jku", jku, filepath.Join(repoRoot, "testdata/cards/params.json")).Stdout))
 
 	mustRun(t, dir, "verify", "--jwks", jku, "signed.json") // JWKS by URL
-	if r := cardsign(t, dir, nil, "verify", "--jwks", srv.URL+"/missing.json", "signed.json"); r.code != exitUsage || !strings.Contains(r.stderr, "404") {
-		t.Fatalf("a JWKS URL that answers 404: exit %d %s", r.code, r.stderr)
+	if r := cardsign(t, dir, nil, "verify", "--jwks", srv.URL+"/missing.json", "signed.json"); r.Code != exitUsage || !strings.Contains(r.Stderr, "404") {
+		t.Fatalf("a JWKS URL that answers 404: exit %d %s", r.Code, r.Stderr)
 	}
 	// jku is a hint, followed only under an allowed prefix.
-	if r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-b.json", "signed.json"); r.code != exitFail {
-		t.Fatalf("jku followed without --allow-jku: exit %d\n%s", r.code, r.stdout)
+	if r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-b.json", "signed.json"); r.Code != exitFail {
+		t.Fatalf("jku followed without --allow-jku: exit %d\n%s", r.Code, r.Stdout)
 	}
 	mustRun(t, dir, "verify", "--jwks", "jwks-b.json", "--allow-jku", srv.URL+"/keys/", "signed.json")
-	if r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-b.json", "--allow-jku", srv.URL+"/ke", "signed.json"); r.code != exitFail {
-		t.Fatalf("a prefix must match at a path boundary: exit %d\n%s", r.code, r.stdout)
+	if r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-b.json", "--allow-jku", srv.URL+"/ke", "signed.json"); r.Code != exitFail {
+		t.Fatalf("a prefix must match at a path boundary: exit %d\n%s", r.Code, r.Stdout)
 	}
-	if r := cardsign(t, dir, nil, "sign", "--key", "file:a", "--jku", "http://keys.example.com/jwks.json", filepath.Join(repoRoot, "testdata/cards/params.json")); r.code != exitUsage {
-		t.Fatalf("plain http jku for a remote host must be refused: exit %d", r.code)
+	if r := cardsign(t, dir, nil, "sign", "--key", "file:a", "--jku", "http://keys.example.com/jwks.json", filepath.Join(repoRoot, "testdata/cards/params.json")); r.Code != exitUsage {
+		t.Fatalf("plain http jku for a remote host must be refused: exit %d", r.Code)
 	}
 	// A jku under the allowed prefix that redirects elsewhere is not followed.
 	redirect := httptest.NewServer(http.RedirectHandler(jku, http.StatusFound))
 	defer redirect.Close()
-	writeFile(t, filepath.Join(dir, "redirected.json"), []byte(mustRun(t, dir, "sign", "--key", "file:a", "--jku", redirect.URL+"/jwks.json", filepath.Join(repoRoot, "testdata/cards/params.json")).stdout))
+	writeFile(t, filepath.Join(dir, "redirected.json"), []byte(mustRun(t, dir, "sign", "--key", "file:a", "--jku", redirect.URL+"/jwks.json", filepath.Join(repoRoot, "testdata/cards/params.json")).Stdout))
 	r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-b.json", "--allow-jku", redirect.URL+"/", "redirected.json")
-	if r.code != exitFail || !strings.Contains(r.stdout, "redirects are not followed") {
-		t.Fatalf("a redirecting jku must not be followed: exit %d\n%s", r.code, r.stdout)
+	if r.Code != exitFail || !strings.Contains(r.Stdout, "redirects are not followed") {
+		t.Fatalf("a redirecting jku must not be followed: exit %d\n%s", r.Code, r.Stdout)
 	}
 }

@@ -41,7 +41,7 @@ func usePKCS11(uris []string) error {
 		// pin-source may name any file here: the CLI reads with its user's
 		// own rights, so there is no one to guard the file from (cardsignd
 		// restricts it to pkcs11.pin_source_dirs).
-		cfg := pkcs11.Config{AllowedModules: modules, PIN: os.Getenv(pkcs11PINEnv), PINSourceDirs: []string{"/"}}
+		cfg := pkcs11.Config{AllowedModules: modules, PIN: os.Getenv(pkcs11PINEnv), PINSourceDirs: []string{"/"}, ModuleSetting: pkcs11ModuleEnv}
 		if len(modules) > 0 {
 			cfg.DefaultModule = modules[0]
 		}

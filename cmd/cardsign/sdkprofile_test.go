@@ -47,7 +47,7 @@ func TestSDKProfileMatchesA2AJS(t *testing.T) {
 	for _, c := range cards {
 		// Both sides read the card in the v1.0 shape.
 		f := filepath.Join(dir, "upgraded-"+filepath.Base(c))
-		writeFile(t, f, []byte(mustRun(t, dir, "upgrade", c).stdout))
+		writeFile(t, f, []byte(mustRun(t, dir, "upgrade", c).Stdout))
 		files = append(files, f)
 	}
 	cmd := exec.Command("node", append([]string{harness}, files...)...)
@@ -67,7 +67,7 @@ func TestSDKProfileMatchesA2AJS(t *testing.T) {
 			continue
 		}
 		got++
-		ours := mustRun(t, dir, "canonicalize", "--profile", "sdk", r.File).stdout
+		ours := mustRun(t, dir, "canonicalize", "--profile", "sdk", r.File).Stdout
 		if ours != r.Canonical {
 			t.Errorf("%s: sdk profile differs from @a2a-js/sdk\n ours: %s\n   js: %s", filepath.Base(r.File), ours, r.Canonical)
 		}

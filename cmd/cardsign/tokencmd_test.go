@@ -30,19 +30,19 @@ func checkTokenShape(t *testing.T, tok string) {
 
 func TestTokenNewPrintsConfigWithItsHash(t *testing.T) {
 	r := runCLI(t, "token", "new", "--name", "release-pipeline", "--roles", "signer,auditor")
-	if r.code != exitOK {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != exitOK {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
-	tok := strings.TrimSuffix(r.stdout, "\n")
+	tok := strings.TrimSuffix(r.Stdout, "\n")
 	checkTokenShape(t, tok)
 	want := "auth:\n  tokens:\n    - name: release-pipeline\n      sha256: " + sha256Hex(tok) + "\n      roles: [signer, auditor]\n"
-	if r.stderr != want {
-		t.Errorf("config snippet:\n%s\nwant:\n%s", r.stderr, want)
+	if r.Stderr != want {
+		t.Errorf("config snippet:\n%s\nwant:\n%s", r.Stderr, want)
 	}
-	if strings.Contains(r.stderr, tok) {
+	if strings.Contains(r.Stderr, tok) {
 		t.Error("the config snippet holds the token itself")
 	}
-	if again := runCLI(t, "token", "new", "--name", "x", "--roles", "admin"); again.stdout == r.stdout {
+	if again := runCLI(t, "token", "new", "--name", "x", "--roles", "admin"); again.Stdout == r.Stdout {
 		t.Error("two tokens are equal")
 	}
 }
@@ -50,8 +50,8 @@ func TestTokenNewPrintsConfigWithItsHash(t *testing.T) {
 func TestTokenNewOutFile(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "release.token")
 	r := runCLI(t, "token", "new", "--name", "ci", "--roles", "signer", "--out", out)
-	if r.code != exitOK || r.stdout != "" {
-		t.Fatalf("exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	if r.Code != exitOK || r.Stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %s", r.Code, r.Stdout, r.Stderr)
 	}
 	fi, err := os.Stat(out)
 	if err != nil {
@@ -66,16 +66,16 @@ func TestTokenNewOutFile(t *testing.T) {
 	}
 	tok := strings.TrimSuffix(string(data), "\n")
 	checkTokenShape(t, tok)
-	if !strings.Contains(r.stderr, "      sha256: "+sha256Hex(tok)+"\n") {
-		t.Errorf("config snippet does not hold the token's hash:\n%s", r.stderr)
+	if !strings.Contains(r.Stderr, "      sha256: "+sha256Hex(tok)+"\n") {
+		t.Errorf("config snippet does not hold the token's hash:\n%s", r.Stderr)
 	}
-	if h := runCLI(t, "token", "hash", out); h.code != exitOK || h.stdout != sha256Hex(tok)+"\n" {
-		t.Errorf("token hash %s: exit %d, %q, stderr %s", out, h.code, h.stdout, h.stderr)
+	if h := runCLI(t, "token", "hash", out); h.Code != exitOK || h.Stdout != sha256Hex(tok)+"\n" {
+		t.Errorf("token hash %s: exit %d, %q, stderr %s", out, h.Code, h.Stdout, h.Stderr)
 	}
 
 	again := runCLI(t, "token", "new", "--name", "ci", "--roles", "signer", "--out", out)
-	if again.code != exitUsage || !strings.Contains(again.stderr, "refusing to overwrite "+out) {
-		t.Errorf("second --out to the same file: exit %d, stderr %s", again.code, again.stderr)
+	if again.Code != exitUsage || !strings.Contains(again.Stderr, "refusing to overwrite "+out) {
+		t.Errorf("second --out to the same file: exit %d, stderr %s", again.Code, again.Stderr)
 	}
 	if after, _ := os.ReadFile(out); string(after) != string(data) {
 		t.Error("the existing token file was changed")
@@ -99,20 +99,20 @@ func TestTokenNewRefusesBadNamesAndRoles(t *testing.T) {
 		{"ok", "signer,admin,signer", `role "signer" is listed twice`},
 	} {
 		r := runCLI(t, "token", "new", "--name", tc.name, "--roles", tc.roles)
-		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
-			t.Errorf("--name %q --roles %q: exit %d, stdout %q, stderr %s; want %q", tc.name, tc.roles, r.code, r.stdout, r.stderr, tc.want)
+		if r.Code != exitUsage || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+			t.Errorf("--name %q --roles %q: exit %d, stdout %q, stderr %s; want %q", tc.name, tc.roles, r.Code, r.Stdout, r.Stderr, tc.want)
 		}
 	}
-	if r := runCLI(t, "token", "new", "--name", strings.Repeat("a", 64), "--roles", "signer,admin,auditor"); r.code != exitOK {
-		t.Errorf("64-character name and every role: exit %d, stderr %s", r.code, r.stderr)
+	if r := runCLI(t, "token", "new", "--name", strings.Repeat("a", 64), "--roles", "signer,admin,auditor"); r.Code != exitOK {
+		t.Errorf("64-character name and every role: exit %d, stderr %s", r.Code, r.Stderr)
 	}
 }
 
 func TestTokenNewQuotesNamesYAMLWouldNotReadAsStrings(t *testing.T) {
 	for name, want := range map[string]string{"ci": "ci", "123": `"123"`, "true": `"true"`, "No": `"No"`, "-x": `"-x"`, ".inf": `".inf"`, "a.b_c-d": "a.b_c-d"} {
 		r := runCLI(t, "token", "new", "--name", name, "--roles", "signer")
-		if !strings.Contains(r.stderr, "    - name: "+want+"\n") {
-			t.Errorf("--name %s: snippet\n%s\nwant name: %s", name, r.stderr, want)
+		if !strings.Contains(r.Stderr, "    - name: "+want+"\n") {
+			t.Errorf("--name %s: snippet\n%s\nwant name: %s", name, r.Stderr, want)
 		}
 	}
 }
@@ -123,22 +123,22 @@ func TestTokenHashAgreesWithSHA256(t *testing.T) {
 		file := filepath.Join(dir, "tok")
 		writeFile(t, file, []byte(content))
 		want := sha256Hex(strings.TrimSpace(content)) + "\n"
-		if r := runCLI(t, "token", "hash", file); r.code != exitOK || r.stdout != want {
-			t.Errorf("hash of file %q: exit %d, %q, want %q (stderr %s)", content, r.code, r.stdout, want, r.stderr)
+		if r := runCLI(t, "token", "hash", file); r.Code != exitOK || r.Stdout != want {
+			t.Errorf("hash of file %q: exit %d, %q, want %q (stderr %s)", content, r.Code, r.Stdout, want, r.Stderr)
 		}
 		r := cardsign(t, dir, []byte(content), "token", "hash")
-		if r.code != exitOK || r.stdout != want {
-			t.Errorf("hash of stdin %q: exit %d, %q, want %q (stderr %s)", content, r.code, r.stdout, want, r.stderr)
+		if r.Code != exitOK || r.Stdout != want {
+			t.Errorf("hash of stdin %q: exit %d, %q, want %q (stderr %s)", content, r.Code, r.Stdout, want, r.Stderr)
 		}
 	}
 	writeFile(t, filepath.Join(dir, "blank"), []byte("\n\n"))
-	if r := runCLI(t, "token", "hash", filepath.Join(dir, "blank")); r.code != exitUsage || !strings.Contains(r.stderr, "holds no token") {
-		t.Errorf("blank file: exit %d, stderr %s", r.code, r.stderr)
+	if r := runCLI(t, "token", "hash", filepath.Join(dir, "blank")); r.Code != exitUsage || !strings.Contains(r.Stderr, "holds no token") {
+		t.Errorf("blank file: exit %d, stderr %s", r.Code, r.Stderr)
 	}
-	if r := runCLI(t, "token", "hash", "a", "b"); r.code != exitUsage {
-		t.Errorf("two files: exit %d", r.code)
+	if r := runCLI(t, "token", "hash", "a", "b"); r.Code != exitUsage {
+		t.Errorf("two files: exit %d", r.Code)
 	}
-	if r := runCLI(t, "help", "token"); r.code != exitOK || !strings.Contains(r.stdout, "cardsign token new --name") {
-		t.Errorf("cardsign help token: exit %d, %s", r.code, r.stdout)
+	if r := runCLI(t, "help", "token"); r.Code != exitOK || !strings.Contains(r.Stdout, "cardsign token new --name") {
+		t.Errorf("cardsign help token: exit %d, %s", r.Code, r.Stdout)
 	}
 }

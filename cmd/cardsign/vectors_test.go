@@ -25,7 +25,7 @@ func TestA2APythonVectorsEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	mustRun(t, dir, "keygen", "--alg", "EdDSA", "--out", "key")
 	var set gojose.JSONWebKeySet
-	if err := json.Unmarshal([]byte(mustRun(t, dir, "jwks", "--key", "file:key").stdout), &set); err != nil {
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "jwks", "--key", "file:key").Stdout), &set); err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range inputs {
@@ -33,8 +33,8 @@ func TestA2APythonVectorsEndToEnd(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			signedBySDK := filepath.Join(vectors, name+".signed.json")
 			v := mustRun(t, dir, "verify", "--all", "--revocations", "none", "--jwks", filepath.Join(vectors, "jwks.json"), signedBySDK)
-			if !strings.Contains(v.stdout, "a2a-python ≤1.1 ✔") || strings.Count(v.stdout, ": valid (") != 2 {
-				t.Fatalf("cardsign verify of a2a-python's own signed card:\n%s", v.stdout)
+			if !strings.Contains(v.Stdout, "a2a-python ≤1.1 ✔") || strings.Count(v.Stdout, ": valid (") != 2 {
+				t.Fatalf("cardsign verify of a2a-python's own signed card:\n%s", v.Stdout)
 			}
 			// The v0.3 input maps to v1.0 with protocolVersion "0.3" here
 			// (DESIGN §3) and "0.3.0" in a2a-python; cardsign signs its own
@@ -47,14 +47,14 @@ func TestA2APythonVectorsEndToEnd(t *testing.T) {
 				// Its REQUIRED description is "": invalid per A2A §5.7,
 				// and verifiers disagree on it, so cardsign refuses it.
 				r := cardsign(t, dir, nil, "sign", "--key", "file:key", src)
-				if r.code != exitFail || !strings.Contains(r.stderr, "description: REQUIRED field of AgentCard is empty") {
-					t.Fatalf("want the empty REQUIRED description refused, got exit %d:\n%s", r.code, r.stderr)
+				if r.Code != exitFail || !strings.Contains(r.Stderr, "description: REQUIRED field of AgentCard is empty") {
+					t.Fatalf("want the empty REQUIRED description refused, got exit %d:\n%s", r.Code, r.Stderr)
 				}
 				return
 			}
 			r := mustRun(t, dir, "sign", "--key", "file:key", src)
-			if !strings.Contains(r.stderr, "a2a-python ≤1.1 ✔") {
-				t.Fatalf("sign does not report a2a-python ≤1.1 covered:\n%s", r.stderr)
+			if !strings.Contains(r.Stderr, "a2a-python ≤1.1 ✔") {
+				t.Fatalf("sign does not report a2a-python ≤1.1 covered:\n%s", r.Stderr)
 			}
 			want, err := os.ReadFile(filepath.Join(vectors, name+".canonical.txt"))
 			if err != nil {
@@ -63,7 +63,7 @@ func TestA2APythonVectorsEndToEnd(t *testing.T) {
 			var c struct {
 				Signatures []struct{ Protected, Signature string }
 			}
-			if err := json.Unmarshal([]byte(r.stdout), &c); err != nil {
+			if err := json.Unmarshal([]byte(r.Stdout), &c); err != nil {
 				t.Fatal(err)
 			}
 			covered := false
@@ -75,7 +75,7 @@ func TestA2APythonVectorsEndToEnd(t *testing.T) {
 				covered = covered || obj.DetachedVerify(want, set.Keys[0].Key) == nil
 			}
 			if !covered {
-				t.Fatalf("no signature of %d covers a2a-python's canonical bytes:\n%s", len(c.Signatures), r.stderr)
+				t.Fatalf("no signature of %d covers a2a-python's canonical bytes:\n%s", len(c.Signatures), r.Stderr)
 			}
 		})
 	}

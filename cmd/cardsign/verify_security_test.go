@@ -67,11 +67,11 @@ func newJKUFixture(t *testing.T) jkuFixture {
 		mustRun(t, dir, "keygen", "--out", k)
 	}
 	srv := newNormalizingServer(t, map[string]string{
-		"/good/jwks.json": mustRun(t, dir, "jwks", "--key", "file:good").stdout,
-		"/evil/jwks.json": mustRun(t, dir, "jwks", "--key", "file:evil").stdout,
+		"/good/jwks.json": mustRun(t, dir, "jwks", "--key", "file:good").Stdout,
+		"/evil/jwks.json": mustRun(t, dir, "jwks", "--key", "file:evil").Stdout,
 	})
 	trusted := filepath.Join(dir, "trusted.json")
-	writeFile(t, trusted, []byte(mustRun(t, dir, "jwks", "--key", "file:other").stdout))
+	writeFile(t, trusted, []byte(mustRun(t, dir, "jwks", "--key", "file:other").Stdout))
 	return jkuFixture{dir: dir, trusted: trusted, srv: srv}
 }
 
@@ -80,7 +80,7 @@ func newJKUFixture(t *testing.T) jkuFixture {
 func (f jkuFixture) sign(t *testing.T, key, jku string) string {
 	t.Helper()
 	out := filepath.Join(f.dir, "signed-"+key+".json")
-	writeFile(t, out, []byte(mustRun(t, f.dir, "sign", "--key", "file:"+key, "--jku", jku, filepath.Join(repoRoot, "testdata/cards/params.json")).stdout))
+	writeFile(t, out, []byte(mustRun(t, f.dir, "sign", "--key", "file:"+key, "--jku", jku, filepath.Join(repoRoot, "testdata/cards/params.json")).Stdout))
 	return out
 }
 
@@ -104,8 +104,8 @@ func TestVerifyJKUDotSegmentsCannotEscapeAllowList(t *testing.T) {
 		t.Run(tail, func(t *testing.T) {
 			signed := f.sign(t, "evil", f.srv.URL+tail)
 			r := cardsign(t, f.dir, nil, "verify", "--jwks", f.trusted, "--allow-jku", allow, signed)
-			if r.code != exitFail || strings.Contains(r.stdout, ": valid") {
-				t.Fatalf("attacker jku %s: exit %d, want %d\nstdout: %s\nstderr: %s", tail, r.code, exitFail, r.stdout, r.stderr)
+			if r.Code != exitFail || strings.Contains(r.Stdout, ": valid") {
+				t.Fatalf("attacker jku %s: exit %d, want %d\nstdout: %s\nstderr: %s", tail, r.Code, exitFail, r.Stdout, r.Stderr)
 			}
 			for _, uri := range f.srv.requests() {
 				if strings.Contains(uri, "evil") {
@@ -129,8 +129,8 @@ func TestVerifyJKUFetchesNormalizedURL(t *testing.T) {
 		before := len(f.srv.requests())
 		signed := f.sign(t, "good", tc.jku)
 		r := cardsign(t, f.dir, nil, "verify", "--jwks", f.trusted, "--allow-jku", f.srv.URL+"/good/", signed)
-		if r.code != exitOK {
-			t.Errorf("jku %s: exit %d\nstdout: %s\nstderr: %s", tc.jku, r.code, r.stdout, r.stderr)
+		if r.Code != exitOK {
+			t.Errorf("jku %s: exit %d\nstdout: %s\nstderr: %s", tc.jku, r.Code, r.Stdout, r.Stderr)
 			continue
 		}
 		got := f.srv.requests()[before:]
@@ -175,29 +175,29 @@ func TestVerifyEscapesCardSuppliedStrings(t *testing.T) {
 		return []any{s, map[string]any{"protected": base64.RawURLEncoding.EncodeToString(hdr2), "signature": s["signature"]}}
 	})
 	r := cardsign(t, f.dir, nil, "verify", "--jwks", f.trusted, "--allow-jku", f.srv.URL+"/", hostile)
-	if r.code != exitFail {
-		t.Fatalf("exit %d, want %d\n%s", r.code, exitFail, r.stdout)
+	if r.Code != exitFail {
+		t.Fatalf("exit %d, want %d\n%s", r.Code, exitFail, r.Stdout)
 	}
-	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
 	// One line per signature, then the portability line, which holds no
 	// card text.
 	if len(lines) != 3 || !strings.HasPrefix(lines[2], "verifies in: spec ✘") {
-		t.Errorf("two signatures printed as %d lines:\n%s", len(lines), r.stdout)
+		t.Errorf("two signatures printed as %d lines:\n%s", len(lines), r.Stdout)
 	}
 	for i, l := range lines[:min(len(lines), 2)] {
 		if !strings.HasPrefix(l, fmt.Sprintf("signature[%d] kid=", i)) || strings.HasPrefix(l, "signature[0] kid=good") || strings.HasSuffix(l, ": valid (spec profile)") {
 			t.Errorf("line %d is forged or out of place: %q", i, l)
 		}
 	}
-	for _, out := range []string{r.stdout, r.stderr} {
+	for _, out := range []string{r.Stdout, r.Stderr} {
 		if strings.ContainsAny(out, "\x1b\x07\u202e") {
 			t.Errorf("control characters reach the terminal: %q", out)
 		}
 	}
 	// Ordinary kids still print bare, as before.
 	r = mustRun(t, f.dir, "verify", "--jwks", f.trusted, "--allow-jku", f.srv.URL+"/good/", signed)
-	if !strings.HasPrefix(r.stdout, "signature[0] kid=") || strings.Contains(r.stdout, `kid="`) {
-		t.Errorf("a plain kid must print unquoted: %s", r.stdout)
+	if !strings.HasPrefix(r.Stdout, "signature[0] kid=") || strings.Contains(r.Stdout, `kid="`) {
+		t.Errorf("a plain kid must print unquoted: %s", r.Stdout)
 	}
 
 	// lint prints card content (paths and values) too.
@@ -205,7 +205,7 @@ func TestVerifyEscapesCardSuppliedStrings(t *testing.T) {
 	writeFile(t, odd, []byte(`{"name":"x","description":"d","version":"1","supportedInterfaces":[{"url":"https://a.example/\u001b[31m\nerror forged","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[],"x\u001b[2K\nerror y":1}`))
 	for _, args := range [][]string{{"lint", odd}, {"lint", "--strip-unknown", odd}, {"verify", "--jwks", f.trusted, odd}} {
 		r = cardsign(t, f.dir, nil, args...)
-		for _, out := range []string{r.stdout, r.stderr} {
+		for _, out := range []string{r.Stdout, r.Stderr} {
 			if strings.ContainsAny(out, "\x1b") {
 				t.Errorf("%v: escape sequence in output: %q", args, out)
 			}
@@ -236,8 +236,8 @@ func TestVerifyFetchesEachJKUOnceAndCapsSignatures(t *testing.T) {
 	}
 	before := len(f.srv.requests())
 	r := cardsign(t, f.dir, nil, "verify", "--all", "--jwks", f.trusted, "--allow-jku", f.srv.URL+"/good/", many(10))
-	if r.code != exitOK {
-		t.Fatalf("10 signatures: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r.Code != exitOK {
+		t.Fatalf("10 signatures: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if n := len(f.srv.requests()) - before; n != 1 {
 		t.Errorf("10 signatures with one jku: %d fetches, want 1", n)
@@ -245,15 +245,15 @@ func TestVerifyFetchesEachJKUOnceAndCapsSignatures(t *testing.T) {
 
 	before = len(f.srv.requests())
 	r = cardsign(t, f.dir, nil, "verify", "--jwks", f.trusted, "--allow-jku", f.srv.URL+"/good/", many(17))
-	if r.code != exitUsage || !strings.Contains(r.stderr, "signatures") || !strings.Contains(r.stderr, "16") || !strings.Contains(r.stderr, "--max-signatures") {
-		t.Errorf("17 signatures: exit %d, want %d and an error naming signatures, 16 and --max-signatures\n%s", r.code, exitUsage, r.stderr)
+	if r.Code != exitUsage || !strings.Contains(r.Stderr, "signatures") || !strings.Contains(r.Stderr, "16") || !strings.Contains(r.Stderr, "--max-signatures") {
+		t.Errorf("17 signatures: exit %d, want %d and an error naming signatures, 16 and --max-signatures\n%s", r.Code, exitUsage, r.Stderr)
 	}
 	if n := len(f.srv.requests()) - before; n != 0 {
 		t.Errorf("a card over the signature cap was still checked: %d fetches", n)
 	}
 	mustRun(t, f.dir, "verify", "--max-signatures", "17", "--jwks", f.trusted, "--allow-jku", f.srv.URL+"/good/", many(17))
-	if r := cardsign(t, f.dir, nil, "verify", "--max-signatures", "0", "--jwks", f.trusted, signed); r.code != exitUsage {
-		t.Errorf("--max-signatures 0: exit %d", r.code)
+	if r := cardsign(t, f.dir, nil, "verify", "--max-signatures", "0", "--jwks", f.trusted, signed); r.Code != exitUsage {
+		t.Errorf("--max-signatures 0: exit %d", r.Code)
 	}
 }
 
@@ -267,8 +267,8 @@ func TestVerifyMaxTimeBoundsRun(t *testing.T) {
 	card := filepath.Join(dir, "card.json")
 	writeFile(t, card, []byte(`{"name":"x"}`))
 	r := runCLI(t, "verify", "--max-time", "50ms", "--timeout", "1h", "--jwks", hang.URL+"/jwks.json", card)
-	if r.code == exitOK || !strings.Contains(r.stderr, "--max-time") {
-		t.Fatalf("exit %d, stderr %s; want a failure naming --max-time", r.code, r.stderr)
+	if r.Code == exitOK || !strings.Contains(r.Stderr, "--max-time") {
+		t.Fatalf("exit %d, stderr %s; want a failure naming --max-time", r.Code, r.Stderr)
 	}
 }
 

@@ -28,8 +28,8 @@ func TestAuditTruncationDetected(t *testing.T) {
 
 	// Intact, checked against the head the daemon publishes now.
 	r := mustCLI(t, work, "audit", "verify", "--server", d.grpc, "--jwks", d.jwksURL())
-	if !strings.Contains(r.stdout, "audit chain intact: 7 records") || !strings.Contains(r.stdout, "published head record 7 ") {
-		t.Fatalf("audit verify of an intact log against the published head:\n%s%s", r.stdout, r.stderr)
+	if !strings.Contains(r.Stdout, "audit chain intact: 7 records") || !strings.Contains(r.Stdout, "published head record 7 ") {
+		t.Fatalf("audit verify of an intact log against the published head:\n%s%s", r.Stdout, r.Stderr)
 	}
 	// A verifier's copy of the document, kept for later.
 	_, doc := httpGet(t, revURL)
@@ -45,13 +45,13 @@ func TestAuditTruncationDetected(t *testing.T) {
 
 	// Without a published head the check is not silently skipped.
 	r = mustCLI(t, work, "audit", "verify", "--server", d.grpc)
-	if !strings.Contains(r.stdout, "audit chain intact: 7 records") || !strings.Contains(r.stdout, "no published head to check against: truncation of the tail cannot be detected") {
-		t.Fatalf("audit verify without a head:\n%s%s", r.stdout, r.stderr)
+	if !strings.Contains(r.Stdout, "audit chain intact: 7 records") || !strings.Contains(r.Stdout, "no published head to check against: truncation of the tail cannot be detected") {
+		t.Fatalf("audit verify without a head:\n%s%s", r.Stdout, r.Stderr)
 	}
 	// A head whose hash differs from the log's record at that seq.
 	r = cli(t, work, nil, "audit", "verify", "--server", d.grpc, "--head", "7:"+strings.Repeat("ab", 32))
-	if r.code != 1 || !strings.Contains(r.stdout, "audit log rewritten at record 7") {
-		t.Fatalf("audit verify against a different head hash: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r.Code != 1 || !strings.Contains(r.Stdout, "audit log rewritten at record 7") {
+		t.Fatalf("audit verify against a different head hash: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
 	deleteAuditFrom(t, filepath.Join(data, "cardsign.db"), 5)
@@ -63,21 +63,21 @@ func TestAuditTruncationDetected(t *testing.T) {
 		{"--head", "7:" + head.Hash},
 	} {
 		r = cli(t, work, nil, append([]string{"audit", "verify", "--server", d.grpc}, args...)...)
-		if r.code != 1 || !truncated.MatchString(r.stdout) {
-			t.Fatalf("audit verify %s after deleting records 5..7: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		if r.Code != 1 || !truncated.MatchString(r.Stdout) {
+			t.Fatalf("audit verify %s after deleting records 5..7: exit %d\n%s%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
 		}
 	}
 
 	// The next signature gets seq 8, not a reused 5, so the gap stays.
 	mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
-	list := strings.Split(strings.TrimSpace(mustCLI(t, work, "audit", "list", "--json", "--server", d.grpc).stdout), "\n")
+	list := strings.Split(strings.TrimSpace(mustCLI(t, work, "audit", "list", "--json", "--server", d.grpc).Stdout), "\n")
 	var last struct{ Sequence int64 }
 	if err := json.Unmarshal([]byte(list[len(list)-1]), &last); err != nil || len(list) != 5 || last.Sequence != 8 {
 		t.Fatalf("after deleting records 5..7 and signing again: %d records, last seq %d (%v); want 5 records ending at seq 8", len(list), last.Sequence, err)
 	}
 	r = cli(t, work, nil, "audit", "verify", "--server", d.grpc)
-	if r.code != 1 || !strings.Contains(r.stdout, "audit chain BROKEN at record 8") {
-		t.Fatalf("audit verify with records 5..7 missing: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r.Code != 1 || !strings.Contains(r.Stdout, "audit chain BROKEN at record 8") {
+		t.Fatalf("audit verify with records 5..7 missing: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	d.stop()
 }

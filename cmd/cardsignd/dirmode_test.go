@@ -29,15 +29,15 @@ func TestDaemonRefusesWritableStateDirs(t *testing.T) {
 	mkdirMode(t, data, 0o777)
 	r := runDaemonOnce(t, "--data-dir", data, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
 	for _, want := range []string{"data_dir", data, "0777", "chmod 700 " + data} {
-		if r.code == 0 || !strings.Contains(r.stderr, want) {
-			t.Fatalf("world-writable data_dir: exit %d, want a refusal mentioning %q:\n%s", r.code, want, r.stderr)
+		if r.Code == 0 || !strings.Contains(r.Stderr, want) {
+			t.Fatalf("world-writable data_dir: exit %d, want a refusal mentioning %q:\n%s", r.Code, want, r.Stderr)
 		}
 	}
 	cfg := filepath.Join(work, "c.yaml")
 	writeFile(t, cfg, "data_dir: "+data+"\n")
 	r = runDaemonOnce(t, "--check-config", cfg)
-	if r.code == 0 || !strings.Contains(r.stderr, "chmod 700 "+data) || !strings.Contains(r.stderr, "c.yaml:1:1: data_dir") {
-		t.Fatalf("--check-config with a world-writable data_dir: exit %d\n%s", r.code, r.stderr)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "chmod 700 "+data) || !strings.Contains(r.Stderr, "c.yaml:1:1: data_dir") {
+		t.Fatalf("--check-config with a world-writable data_dir: exit %d\n%s", r.Code, r.Stderr)
 	}
 
 	keys := filepath.Join(work, "keys")
@@ -45,8 +45,8 @@ func TestDaemonRefusesWritableStateDirs(t *testing.T) {
 	cfg = filepath.Join(work, "k.yaml")
 	writeFile(t, cfg, "keys:\n  dir: "+keys+"\n")
 	r = runDaemonOnce(t, "--config", cfg, "--data-dir", filepath.Join(work, "data"), "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
-	if r.code == 0 || !strings.Contains(r.stderr, "keys.dir") || !strings.Contains(r.stderr, "0770") || !strings.Contains(r.stderr, "chmod 700 "+keys) {
-		t.Fatalf("group-writable keys.dir: exit %d\n%s", r.code, r.stderr)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "keys.dir") || !strings.Contains(r.Stderr, "0770") || !strings.Contains(r.Stderr, "chmod 700 "+keys) {
+		t.Fatalf("group-writable keys.dir: exit %d\n%s", r.Code, r.Stderr)
 	}
 
 	// Readable by others: a warning with the fix, and the daemon serves.
@@ -54,8 +54,8 @@ func TestDaemonRefusesWritableStateDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runDaemonOnce(t, "--check-config", cfg)
-	if r.code != 0 || !strings.Contains(r.stderr, "warning: keys.dir") || !strings.Contains(r.stderr, "chmod 700 "+keys) {
-		t.Fatalf("--check-config with a world-readable keys.dir: exit %d\n%s", r.code, r.stderr)
+	if r.Code != 0 || !strings.Contains(r.Stderr, "warning: keys.dir") || !strings.Contains(r.Stderr, "chmod 700 "+keys) {
+		t.Fatalf("--check-config with a world-readable keys.dir: exit %d\n%s", r.Code, r.Stderr)
 	}
 	d := startDaemon(t, filepath.Join(work, "data"), "--config", cfg)
 	if log := d.log.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "chmod 700 "+keys) {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,41 +12,25 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/internal/testbin"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // These tests start the real cardsignd binary on free loopback ports with a
 // temporary data directory and drive it with the real cardsign binary.
 
 var (
-	daemonBin, cliBin, repoRoot string
+	daemonBin, cliBin string
+	repoRoot          = testbin.RepoRoot()
 )
 
 func TestMain(m *testing.M) {
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot = filepath.Join(filepath.Dir(file), "..", "..")
-	dir, err := os.MkdirTemp("", "cardsignd-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	daemonBin, cliBin = filepath.Join(dir, "cardsignd"), filepath.Join(dir, "cardsign")
-	for bin, pkg := range map[string]string{daemonBin: ".", cliBin: "../cardsign"} {
-		build := exec.Command("go", "build", "-o", bin, pkg)
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build:", err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, map[string]*string{".": &daemonBin, "../cardsign": &cliBin})
 }
 
 // daemon is a running cardsignd.
@@ -56,21 +39,9 @@ type daemon struct {
 	dataDir    string
 	cmd        *exec.Cmd
 	grpc, http string
-	log        *syncBuffer
+	log        *testsupport.SyncBuffer
 	exited     chan error
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 var readyLine = regexp.MustCompile(`msg="cardsignd ready" grpc=(\S+) http=(\S+)`)
 
@@ -88,7 +59,7 @@ func startDaemonEnv(t testing.TB, env []string, dataDir string, extra ...string)
 	cmd := exec.Command(daemonBin, args...)
 	cmd.Env = env
 	pr, pw := io.Pipe()
-	d := &daemon{t: t, dataDir: dataDir, cmd: cmd, log: &syncBuffer{}, exited: make(chan error, 1)}
+	d := &daemon{t: t, dataDir: dataDir, cmd: cmd, log: &testsupport.SyncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = io.MultiWriter(pw, d.log)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -137,38 +108,21 @@ func (d *daemon) stop() {
 
 func (d *daemon) jwksURL() string { return "http://" + d.http + "/.well-known/jwks.json" }
 
-type result struct {
-	stdout, stderr string
-	code           int
-}
+// result is what a run of cardsign or cardsignd left: its output and exit
+// code.
+type result = testbin.Result
 
+// cli runs the cardsign binary with args in dir and returns its output and
+// exit code.
 func cli(t *testing.T, dir string, stdin []byte, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(cliBin, args...)
-	cmd.Dir = dir
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
+	return testbin.Run(t, cliBin, dir, stdin, args...)
 }
 
+// mustCLI runs cardsign and fails the test unless it exits 0.
 func mustCLI(t *testing.T, dir string, args ...string) result {
 	t.Helper()
-	r := cli(t, dir, nil, args...)
-	if r.code != 0 {
-		t.Fatalf("cardsign %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
-	}
-	return r
+	return testbin.MustRun(t, cliBin, dir, args...)
 }
 
 func cardFile(name string) string { return filepath.Join(repoRoot, "testdata", "cards", name) }
@@ -229,7 +183,7 @@ func sigKIDs(t *testing.T, signed string) []string {
 func keyStates(t *testing.T, dir, addr string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, line := range strings.Split(mustCLI(t, dir, "keys", "list", "--server", addr).stdout, "\n")[1:] {
+	for _, line := range strings.Split(mustCLI(t, dir, "keys", "list", "--server", addr).Stdout, "\n")[1:] {
 		f := strings.Fields(line)
 		if len(f) >= 3 {
 			out[f[0]] = f[2]
@@ -273,7 +227,7 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 	}
 
 	// Sign → verify against the served JWKS, with cardsign and @a2a-js/sdk.
-	signed1 := mustCLI(t, work, "sign", "--server", srv, cardFile("security.json")).stdout
+	signed1 := mustCLI(t, work, "sign", "--server", srv, cardFile("security.json")).Stdout
 	writeFile(t, filepath.Join(work, "card1.json"), signed1)
 	mustCLI(t, work, "verify", "--jwks", d.jwksURL(), "card1.json")
 	resp, body := httpGet(t, d.jwksURL())
@@ -289,7 +243,7 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 
 	// Rotate: the pending kid is published before it signs, and new cards
 	// carry both signatures.
-	rot := mustCLI(t, work, "keys", "rotate", "--prepublish", "1h", "--server", srv).stdout
+	rot := mustCLI(t, work, "keys", "rotate", "--prepublish", "1h", "--server", srv).Stdout
 	second := strings.Fields(strings.Split(rot, "\n")[1])[0]
 	if st := keyStates(t, work, srv); st[second] != "pending" || st[first] != "active" {
 		t.Fatalf("after rotate: %v", st)
@@ -299,7 +253,7 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 		t.Fatalf("JWKS during prepublication: %v", k)
 	}
 	writeFile(t, filepath.Join(work, "jwks-stale.json"), string(body)) // a verifier's cached copy
-	signed2 := mustCLI(t, work, "sign", "--server", srv, cardFile("params.json")).stdout
+	signed2 := mustCLI(t, work, "sign", "--server", srv, cardFile("params.json")).Stdout
 	// params.json has numbers in params: each key signs the spec bytes and
 	// a2a-python ≤ 1.1's bytes.
 	if k := sigKIDs(t, signed2); len(k) != 4 || k[0] != first || k[1] != first || k[2] != second || k[3] != second {
@@ -313,7 +267,7 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 	if st := keyStates(t, work, srv); st[second] != "active" || st[first] != "retired" {
 		t.Fatalf("after activate: %v", st)
 	}
-	signed3 := mustCLI(t, work, "sign", "--server", srv, cardFile("unicode.json")).stdout
+	signed3 := mustCLI(t, work, "sign", "--server", srv, cardFile("unicode.json")).Stdout
 	// Non-ASCII text: the spec bytes and a2a-python ≤ 1.1's, both by the new key.
 	if k := sigKIDs(t, signed3); len(k) != 2 || k[0] != second || k[1] != second {
 		t.Fatalf("after activation cards must be signed by %s only, got %v", second, k)
@@ -323,8 +277,8 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 	mustCLI(t, work, "verify", "--jwks", d.jwksURL(), "card3.json")
 
 	// The only active key cannot be revoked without --force.
-	if r := cli(t, work, nil, "keys", "revoke", "--", second, "--server", srv); r.code == 0 || !strings.Contains(r.stderr, "FailedPrecondition") {
-		t.Fatalf("revoking the only active key without --force: exit %d %s", r.code, r.stderr)
+	if r := cli(t, work, nil, "keys", "revoke", "--", second, "--server", srv); r.Code == 0 || !strings.Contains(r.Stderr, "FailedPrecondition") {
+		t.Fatalf("revoking the only active key without --force: exit %d %s", r.Code, r.Stderr)
 	}
 
 	// Revoke the old key: it leaves the JWKS, the revocation document lists
@@ -339,14 +293,14 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 		t.Fatalf("revocation document: %s", rev)
 	}
 	r := cli(t, work, nil, "verify", "--jwks", d.jwksURL(), "card1.json")
-	if r.code != 1 || !strings.Contains(r.stdout, "revoked") || !strings.Contains(r.stdout, "key-compromise: laptop stolen") {
-		t.Fatalf("a card signed only by a revoked key: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r.Code != 1 || !strings.Contains(r.Stdout, "revoked") || !strings.Contains(r.Stdout, "key-compromise: laptop stolen") {
+		t.Fatalf("a card signed only by a revoked key: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	// A stale copy of the JWKS that still has the revoked key does not help:
 	// the revocation document is consulted.
 	r = cli(t, work, nil, "verify", "--jwks", filepath.Join(work, "jwks-stale.json"), "--revocations", "http://"+d.http+"/.well-known/cardsign-revocations.json", "card1.json")
-	if r.code != 1 || !strings.Contains(r.stdout, "revoked") {
-		t.Fatalf("stale JWKS + revocation document: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r.Code != 1 || !strings.Contains(r.Stdout, "revoked") {
+		t.Fatalf("stale JWKS + revocation document: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	mustCLI(t, work, "verify", "--jwks", d.jwksURL(), "card3.json")
 	// card2 still verifies through its second signature.
@@ -367,11 +321,11 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 	if r, _ := httpGet(t, d.jwksURL(), "If-None-Match", resp.Header.Get("ETag")); r.StatusCode != http.StatusNotModified {
 		t.Fatal("ETag not stable across restart")
 	}
-	av := mustCLI(t, work, "audit", "verify", "--server", d.grpc).stdout
+	av := mustCLI(t, work, "audit", "verify", "--server", d.grpc).Stdout
 	if !strings.Contains(av, "audit chain intact: 7 records") { // one per signature: 1 + 4 + 2
 		t.Fatalf("audit verify: %s", av)
 	}
-	list := mustCLI(t, work, "audit", "list", "--json", "--server", d.grpc).stdout
+	list := mustCLI(t, work, "audit", "list", "--json", "--server", d.grpc).Stdout
 	if n := strings.Count(list, "\n"); n != 7 || !strings.Contains(list, `"card_name":"Secure Agent"`) || !strings.Contains(list, `"signature":"`) {
 		t.Fatalf("audit list: %s", list)
 	}
@@ -379,8 +333,8 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 	// Revoke the last active key with --force: signing stops with
 	// FAILED_PRECONDITION until a key is activated.
 	mustCLI(t, work, "keys", "revoke", "--", second, "--force", "--reason", "unspecified: drill", "--server", d.grpc)
-	if r := cli(t, work, nil, "sign", "--server", d.grpc, cardFile("security.json")); r.code == 0 || !strings.Contains(r.stderr, "FailedPrecondition") {
-		t.Fatalf("signing with no active key: exit %d %s", r.code, r.stderr)
+	if r := cli(t, work, nil, "sign", "--server", d.grpc, cardFile("security.json")); r.Code == 0 || !strings.Contains(r.Stderr, "FailedPrecondition") {
+		t.Fatalf("signing with no active key: exit %d %s", r.Code, r.Stderr)
 	}
 	// A key change triggers a readiness check at once; it runs in the
 	// background, so allow it a moment.
@@ -393,8 +347,8 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 			t.Fatalf("readyz with no active key: %d %s", r.StatusCode, body)
 		}
 	}
-	third := strings.Fields(strings.Split(mustCLI(t, work, "keys", "rotate", "--prepublish", "0s", "--server", d.grpc).stdout, "\n")[1])[0]
-	signed4 := mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json")).stdout
+	third := strings.Fields(strings.Split(mustCLI(t, work, "keys", "rotate", "--prepublish", "0s", "--server", d.grpc).Stdout, "\n")[1])[0]
+	signed4 := mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json")).Stdout
 	if k := sigKIDs(t, signed4); len(k) != 1 || k[0] != third {
 		t.Fatalf("after rotate --prepublish 0s: %v", k)
 	}

@@ -149,11 +149,11 @@ func signLoad(t *testing.T, addr string, n int, stop <-chan struct{}) func() []s
 // checking the chain.
 func auditedSignatures(t *testing.T, work, addr string) map[string]bool {
 	t.Helper()
-	if r := cli(t, work, nil, "audit", "verify", "--server", addr); r.code != 0 {
-		t.Fatalf("audit verify after restart: %s%s", r.stdout, r.stderr)
+	if r := cli(t, work, nil, "audit", "verify", "--server", addr); r.Code != 0 {
+		t.Fatalf("audit verify after restart: %s%s", r.Stdout, r.Stderr)
 	}
 	out := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(mustCLI(t, work, "audit", "list", "--json", "--server", addr).stdout), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(mustCLI(t, work, "audit", "list", "--json", "--server", addr).Stdout), "\n") {
 		var rec struct{ Signature string }
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)

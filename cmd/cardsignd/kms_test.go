@@ -26,7 +26,7 @@ func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri s
 
 	keys := func() [][]string {
 		var out [][]string
-		for _, line := range strings.Split(strings.TrimSpace(mustCLI(t, work, "keys", "list", "--server", srv).stdout), "\n")[1:] {
+		for _, line := range strings.Split(strings.TrimSpace(mustCLI(t, work, "keys", "list", "--server", srv).Stdout), "\n")[1:] {
 			out = append(out, strings.Fields(line))
 		}
 		return out
@@ -37,10 +37,10 @@ func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri s
 	}
 	firstKID, firstURI := first[0][0], first[0][len(first[0])-1]
 
-	rot := strings.Fields(strings.Split(mustCLI(t, work, "keys", "rotate", "--prepublish", "1h", "--server", srv).stdout, "\n")[1])
+	rot := strings.Fields(strings.Split(mustCLI(t, work, "keys", "rotate", "--prepublish", "1h", "--server", srv).Stdout, "\n")[1])
 	secondKID := rot[0]
 	out := filepath.Join(work, "card.json")
-	writeFile(t, out, mustCLI(t, work, "sign", "--server", srv, cardFile("security.json")).stdout)
+	writeFile(t, out, mustCLI(t, work, "sign", "--server", srv, cardFile("security.json")).Stdout)
 	if k := sigKIDs(t, readFile(t, out)); len(k) != 2 || k[0] != firstKID || k[1] != secondKID {
 		t.Fatalf("during prepublication: signatures by %v, want [%s %s]", k, firstKID, secondKID)
 	}
@@ -61,8 +61,8 @@ func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri s
 		t.Fatalf("on_revoke: disable did not disable %s at the provider\n%s", firstURI, d.log.String())
 	}
 	r := cli(t, work, nil, "verify", "--jwks", d.jwksURL(), "--profile", "spec", filepath.Join(work, "card.json"))
-	if r.code != 0 {
-		t.Fatalf("the card still carries the new key's signature: exit %d\n%s", r.code, r.stdout)
+	if r.Code != 0 {
+		t.Fatalf("the card still carries the new key's signature: exit %d\n%s", r.Code, r.Stdout)
 	}
 	d.stop()
 }

@@ -38,8 +38,8 @@ func limitsDaemon(t *testing.T, config string) *daemon {
 	work := t.TempDir()
 	cfg := filepath.Join(work, "cardsignd.yaml")
 	writeFile(t, cfg, config)
-	if r := runDaemonOnce(t, "--check-config", cfg); r.code != 0 {
-		t.Fatalf("--check-config refused the test config: %s", r.stderr)
+	if r := runDaemonOnce(t, "--check-config", cfg); r.Code != 0 {
+		t.Fatalf("--check-config refused the test config: %s", r.Stderr)
 	}
 	return startDaemon(t, filepath.Join(work, "data"), "--config", cfg)
 }

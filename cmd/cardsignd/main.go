@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,7 @@ import (
 	"github.com/cardsign/cardsign/backends/gcpkms"
 	"github.com/cardsign/cardsign/backends/pkcs11"
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/daemonconfig"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
@@ -38,7 +40,9 @@ import (
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/tlsreload"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
@@ -67,42 +71,29 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	if *checkConfig != "" {
-		cfg, err := loadConfig(*checkConfig)
-		if err == nil {
-			err = cfg.validate()
-		}
-		if err == nil {
-			err = cfg.reportStateDirs(stderr)
-		}
-		if err != nil {
+		if err := daemonconfig.Check(*checkConfig, stderr); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
 		fmt.Fprintf(stderr, "%s: ok\n", *checkConfig)
 		return 0
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := daemonconfig.Load(*configPath)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	for _, o := range []struct {
-		flag string
-		dst  *string
-	}{{*dataDir, &cfg.DataDir}, {*grpcAddr, &cfg.GRPCAddr}, {*httpAddr, &cfg.HTTPAddr}, {*logLevel, &cfg.LogLevel}} {
-		if o.flag != "" {
-			*o.dst = o.flag
-		}
-	}
+	over := daemonconfig.Overrides{DataDir: *dataDir, GRPCAddr: *grpcAddr, HTTPAddr: *httpAddr, LogLevel: *logLevel}
 	if *prepublish != "" {
 		d, err := time.ParseDuration(*prepublish)
 		if err != nil {
 			fmt.Fprintf(stderr, "--prepublish: %v\n", err)
 			return 2
 		}
-		cfg.Keys.Prepublish = d
+		over.Prepublish = &d
 	}
-	if err := cfg.validate(); err != nil {
+	cfg.Apply(over)
+	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
@@ -116,7 +107,7 @@ func run(args []string, stderr io.Writer) int {
 	return 0
 }
 
-func newLogger(cfg Config, w io.Writer) *slog.Logger {
+func newLogger(cfg daemonconfig.Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
 	opts := &slog.HandlerOptions{Level: lvl}
@@ -126,23 +117,18 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// pinEnv is the PIN's environment variable (the tests set it).
+const pinEnv = daemonconfig.PINEnv
+
 // openPKCS11 configures the pkcs11: backend. The PIN comes from pin_file or
 // the environment, never from the config file.
-func openPKCS11(c PKCS11Config, log *slog.Logger) (*pkcs11.Backend, error) {
-	pin := os.Getenv(pinEnv)
-	if c.PINFile != "" {
-		data, err := os.ReadFile(c.PINFile)
-		if err != nil {
-			return nil, fmt.Errorf("pkcs11.pin_file: %w", err)
-		}
-		pin = strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+func openPKCS11(c daemonconfig.PKCS11Config, log *slog.Logger) (*pkcs11.Backend, error) {
+	pin, err := c.PIN()
+	if err != nil {
+		return nil, err
 	}
-	allowed := c.AllowedModules
-	if len(allowed) == 0 && c.Module != "" {
-		allowed = []string{c.Module}
-	}
-	b, err := pkcs11.New(pkcs11.Config{AllowedModules: allowed, DefaultModule: c.Module, PIN: pin, Token: c.Token, PoolSize: c.PoolSize,
-		PINSourceDirs: c.PINSourceDirs, Logger: log})
+	b, err := pkcs11.New(pkcs11.Config{AllowedModules: c.Modules(), DefaultModule: c.Module, PIN: pin, Token: c.Token, PoolSize: c.PoolSize,
+		PINSourceDirs: c.PINSourceDirs, Logger: log, ModuleSetting: "pkcs11.allowed_modules"})
 	if err != nil {
 		return nil, fmt.Errorf("pkcs11 backend: %w", err)
 	}
@@ -150,77 +136,182 @@ func openPKCS11(c PKCS11Config, log *slog.Logger) (*pkcs11.Backend, error) {
 	return b, nil
 }
 
-func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+// serve runs the daemon until ctx ends or a listener fails. Each step is a
+// function of its own; the order matters: state directories before the
+// store, backends before the authority that opens keys through them, the
+// exposure rule checked again on the bound listeners, background work
+// stopped before the authority closes the audit log.
+func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error {
+	nofile := fileLimit(log)
+	st, dbPath, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stats, closeBackends, err := openBackends(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeBackends()
+	metrics := server.NewMetrics()
+	auth, pol, err := openAuthority(ctx, cfg, st, metrics, log)
+	if err != nil {
+		return err
+	}
+	authn, err := cfg.Auth.Authenticator()
+	if err != nil {
+		return err
+	}
+	reloader, err := openTLS(cfg.TLS, metrics, log)
+	if err != nil {
+		return err
+	}
+	bg := startBackground(ctx, reloader, log)
+	defer bg.stop()
+	gl, hl, err := listen(cfg, reloader != nil, authn.Enabled(), nofile, metrics, log)
+	if err != nil {
+		return err
+	}
+	if cfg.Keys.Prepublish < cfg.JWKS.MaxAge {
+		log.Warn("keys.prepublish is shorter than jwks.max_age: verifiers holding a cached JWKS may not know a rotated key when it starts signing",
+			"prepublish", cfg.Keys.Prepublish, "jwks_max_age", cfg.JWKS.MaxAge)
+	}
+	httpSrv := newHTTPServer(cfg.Limits, auth, server.HTTPOptions{Stats: stats, Auth: authn}, log)
+	gs, hs := newGRPCServer(cfg, auth, authn, reloader, log)
+	hl, scheme := httpTLS(httpSrv, hl, cfg.TLS, reloader)
+	setHealth := startReadiness(ctx, bg, auth, hs, cfg.Readiness, log)
+
+	errc := make(chan error, 2)
+	go func() { errc <- gs.Serve(gl) }()
+	go func() { errc <- httpSrv.Serve(hl) }()
+	setHealth(auth.Ready())
+
+	if !authn.Enabled() {
+		log.Warn("no authentication configured: every local caller may sign and manage keys (the embedded default; listening on loopback only)")
+	}
+	if reloader == nil {
+		log.Warn("TLS is off: plaintext on loopback only")
+	}
+	if pol.Empty() {
+		log.Info("no signing policy rules: any caller with the signer role may sign any card (require_https still applies)")
+	}
+	log.Info("cardsignd ready",
+		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
+		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
+		"tls", reloader != nil, "authentication", authn.Enabled(),
+		"data_dir", cfg.DataDir, "database", dbPath, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
+		"backends", strings.Join(backends.Schemes(), ","))
+
+	serveErr := waitForStop(ctx, errc, log)
+	if err := shutdown(bg, auth, gs, hs, httpSrv, cfg.ShutdownTimeout, log); err != nil {
+		return err
+	}
+	return serveErr
+}
+
+// fileLimit raises the open file limit as far as allowed and returns it
+// (0: unknown), for the connection limits to be derived from.
+func fileLimit(log *slog.Logger) uint64 {
 	nofile, hardNofile, err := raiseFileLimit()
 	if err != nil {
 		log.Warn("could not raise the open file limit; connection limits are derived from the current one", "err", err, "nofile", nofile, "hard", hardNofile)
 	} else {
 		log.Info("open file limit", "nofile", nofile, "hard", hardNofile)
 	}
+	return nofile
+}
+
+// openStore makes the state directories, refuses them when other users may
+// write them, and opens the database in the data directory.
+func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (st *sqlite.Store, dbPath string, err error) {
 	for _, dir := range []string{cfg.DataDir, cfg.Keys.Dir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("data directory: %w", err)
+			return nil, "", fmt.Errorf("data directory: %w", err)
 		}
 	}
 	// MkdirAll keeps the mode of a directory that already exists.
-	if err := cfg.checkStateDirs(log); err != nil {
-		return err
+	if err := cfg.CheckStateDirs(log); err != nil {
+		return nil, "", err
 	}
-	dbPath := filepath.Join(cfg.DataDir, "cardsign.db")
-	st, err := sqlite.Open(ctx, dbPath)
+	dbPath = filepath.Join(cfg.DataDir, "cardsign.db")
+	st, err = sqlite.Open(ctx, dbPath)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	defer st.Close()
-	if cfg.PKCS11.enabled() {
+	return st, dbPath, nil
+}
+
+// openBackends registers the key backends the config enables (file keys
+// register themselves) and returns their statistics for /metrics and a
+// function closing them, newest first. On error, what was opened is closed.
+func openBackends(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (stats []server.StatsSource, closeAll func(), err error) {
+	var opened []func()
+	closeOpened := func() {
+		for _, c := range slices.Backward(opened) {
+			c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeOpened()
+		}
+	}()
+	if cfg.PKCS11.Enabled() {
 		b, err := openPKCS11(cfg.PKCS11, log)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer b.Close()
+		opened = append(opened, func() { b.Close() })
 		backends.Register(pkcs11.Scheme, b)
 	}
-	var stats []server.StatsSource
-	if cfg.GCPKMS.enabled() || cfg.Keys.Backend == gcpkms.Scheme {
+	if cfg.GCPKMS.Enabled() || cfg.Keys.Backend == gcpkms.Scheme {
 		b, err := gcpkms.New(ctx, gcpkms.Config{Endpoint: cfg.GCPKMS.Endpoint, Insecure: cfg.GCPKMS.Insecure,
 			CryptoKey: cfg.GCPKMS.CryptoKey, RateLimit: cfg.GCPKMS.RateLimit, Logger: log})
 		if err != nil {
-			return fmt.Errorf("gcpkms backend: %w", err)
+			return nil, nil, fmt.Errorf("gcpkms backend: %w", err)
 		}
-		defer b.Close()
+		opened = append(opened, func() { b.Close() })
 		backends.Register(gcpkms.Scheme, b)
-		stats = append(stats, server.StatsSource{Backend: gcpkms.Scheme, Read: func() server.BackendStats {
-			s := b.Stats()
-			return server.BackendStats{Attempts: s.Attempts, Throttled: s.Throttled, Retries: s.Retries, Failures: s.Failures,
-				LatencyCount: s.Latency.Count, LatencyTotal: s.Latency.Total, LatencyMax: s.Latency.Max}
-		}})
+		stats = append(stats, kmsStats(gcpkms.Scheme, b.Stats))
 		log.Info("gcpkms backend ready", "endpoint", cfg.GCPKMS.Endpoint, "crypto_key", cfg.GCPKMS.CryptoKey)
 	}
-	if cfg.AWSKMS.enabled() || cfg.Keys.Backend == awskms.Scheme {
+	if cfg.AWSKMS.Enabled() || cfg.Keys.Backend == awskms.Scheme {
 		b, err := awskms.New(ctx, awskms.Config{Endpoint: cfg.AWSKMS.Endpoint, Region: cfg.AWSKMS.Region,
 			KeySpec: cfg.AWSKMS.KeySpec, Alias: cfg.AWSKMS.Alias, RateLimit: cfg.AWSKMS.RateLimit, Logger: log})
 		if err != nil {
-			return fmt.Errorf("awskms backend: %w", err)
+			return nil, nil, fmt.Errorf("awskms backend: %w", err)
 		}
-		defer b.Close()
+		opened = append(opened, func() { b.Close() })
 		backends.Register(awskms.Scheme, b)
-		stats = append(stats, server.StatsSource{Backend: awskms.Scheme, Read: func() server.BackendStats {
-			s := b.Stats()
-			return server.BackendStats{Attempts: s.Attempts, Throttled: s.Throttled, Retries: s.Retries, Failures: s.Failures,
-				LatencyCount: s.Latency.Count, LatencyTotal: s.Latency.Total, LatencyMax: s.Latency.Max}
-		}})
+		stats = append(stats, kmsStats(awskms.Scheme, b.Stats))
 		log.Info("awskms backend ready", "endpoint", cfg.AWSKMS.Endpoint, "region", cfg.AWSKMS.Region)
 	}
+	return stats, closeOpened, nil
+}
+
+// kmsStats is the one adapter from the KMS backends' counters to /metrics:
+// gcpkms.Stats and awskms.Stats are one type (backends/internal/kmsstats).
+func kmsStats(scheme string, read func() gcpkms.Stats) server.StatsSource {
+	return server.StatsSource{Backend: scheme, Read: func() server.BackendStats {
+		s := read()
+		return server.BackendStats{Attempts: s.Attempts, Throttled: s.Throttled, Retries: s.Retries, Failures: s.Failures,
+			LatencyCount: s.Latency.Count, LatencyTotal: s.Latency.Total, LatencyMax: s.Latency.Max}
+	}}
+}
+
+// openAuthority builds the signing authority, makes the first key on a
+// fresh store and checks that every key that may still sign has its
+// backend. It returns the compiled policy too, for the start-up summary.
+func openAuthority(ctx context.Context, cfg daemonconfig.Config, st *sqlite.Store, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
 	// Imported file keys must come from the key directory or a configured
 	// import directory: an import names a path, and the daemon can read
 	// files its callers cannot.
 	fileKeys, err := file.New(file.Config{AllowedDirs: append([]string{cfg.Keys.Dir}, cfg.Keys.ImportDirs...)})
 	if err != nil {
-		return fmt.Errorf("keys.import_dirs: %w", err)
+		return nil, nil, fmt.Errorf("keys.import_dirs: %w", err)
 	}
 	alg, _ := jose.ParseAlg(cfg.Keys.DefaultAlg)
 	pol, _ := policy.Compile(cfg.Policy) // validate checked it
-	metrics := server.NewMetrics()
 	auth := server.NewAuthority(server.Config{
 		KeyBackend:    cfg.Keys.Backend,
 		KeyDir:        cfg.Keys.Dir,
@@ -243,167 +334,190 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ImportBackends: map[string]backends.Backend{file.Scheme: fileKeys},
 	}, st, log)
 	if _, err := auth.Bootstrap(ctx); err != nil {
-		return fmt.Errorf("first key: %w", err)
+		return nil, nil, fmt.Errorf("first key: %w", err)
 	}
 	// Every key that may still sign or be disabled needs its backend: a
 	// missing section would otherwise surface only when signing fails.
 	if err := auth.CheckBackends(ctx); err != nil {
-		return err
+		return nil, nil, err
 	}
-	authn, err := authenticator(cfg.Auth)
-	if err != nil {
-		return err
-	}
+	return auth, pol, nil
+}
 
-	var reloader *tlsreload.Reloader
-	if cfg.TLS.enabled() {
-		reloader, err = tlsreload.New(tlsreload.Config{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile,
-			ClientCAFile: cfg.TLS.ClientCAFile, Interval: cfg.TLS.ReloadInterval, Logger: log})
-		if err != nil {
-			return fmt.Errorf("tls: %w", err)
-		}
-		metrics.Register(tlsCollector(reloader))
+// openTLS loads the TLS material when TLS is on (nil when off) and exports
+// its expiry and reloads as metrics.
+func openTLS(c daemonconfig.TLSConfig, metrics *server.Metrics, log *slog.Logger) (*tlsreload.Reloader, error) {
+	if !c.Enabled() {
+		return nil, nil
 	}
-	// Background work stops before the authority closes the audit log and
-	// the backends it uses.
-	bg, stopBG := context.WithCancel(ctx)
-	var bgDone sync.WaitGroup
-	defer func() { stopBG(); bgDone.Wait() }()
+	reloader, err := tlsreload.New(tlsreload.Config{CertFile: c.CertFile, KeyFile: c.KeyFile,
+		ClientCAFile: c.ClientCAFile, Interval: c.ReloadInterval, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	metrics.Register(tlsCollector(reloader))
+	return reloader, nil
+}
+
+// background is the daemon's background work (TLS file polling, SIGHUP,
+// readiness probes). It is stopped before the authority closes the audit
+// log and the backends it uses.
+type background struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startBackground starts watching the TLS files, when TLS is on, and
+// SIGHUP.
+func startBackground(ctx context.Context, reloader *tlsreload.Reloader, log *slog.Logger) *background {
+	bg := &background{}
+	bg.ctx, bg.cancel = context.WithCancel(ctx)
 	if reloader != nil {
-		bgDone.Go(func() { reloader.Watch(bg) })
+		bg.wg.Go(func() { reloader.Watch(bg.ctx) })
 	}
 	// SIGHUP is always caught: without TLS there is nothing to reload, but
 	// Go's default would end the process without draining it.
-	bgDone.Go(func() { reloadOnHUP(bg, reloader, log) })
+	bg.wg.Go(func() { reloadOnHUP(bg.ctx, reloader, log) })
+	return bg
+}
 
-	gl, err := net.Listen("tcp", cfg.GRPCAddr)
+// stop ends the background work and waits for it; calling it again is a
+// no-op.
+func (b *background) stop() {
+	b.cancel()
+	b.wg.Wait()
+}
+
+// listen binds both listeners, checks the addresses actually bound against
+// the exposure rule, and puts each behind its connection limits.
+func listen(cfg daemonconfig.Config, tlsOn, authOn bool, nofile uint64, metrics *server.Metrics, log *slog.Logger) (gl, hl net.Listener, err error) {
+	gl, err = net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
-		return fmt.Errorf("gRPC listener: %w", err)
+		return nil, nil, fmt.Errorf("gRPC listener: %w", err)
 	}
-	hl, err := net.Listen("tcp", cfg.HTTPAddr)
+	hl, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		gl.Close()
-		return fmt.Errorf("HTTP listener: %w", err)
+		return nil, nil, fmt.Errorf("HTTP listener: %w", err)
 	}
-	// A name in the config may resolve to a public address: check the
-	// addresses actually bound against the exposure rule again.
 	for _, l := range []net.Listener{gl, hl} {
-		if ap, ok := l.Addr().(*net.TCPAddr); (!ok || !ap.IP.IsLoopback()) && (reloader == nil || !authn.Enabled()) {
+		if err := daemonconfig.CheckBound(l.Addr(), tlsOn, authOn); err != nil {
 			gl.Close()
 			hl.Close()
-			return fmt.Errorf("%s is not a loopback address: listening beyond this machine requires TLS (tls.cert_file, tls.key_file) and authentication (auth.tokens or auth.clients)", l.Addr())
+			return nil, nil, err
 		}
 	}
 	// Excess connections are closed as soon as accepted, before any TLS
 	// handshake; each listener has limits of its own, so a flood of one
 	// cannot starve the other.
-	climits := connLimits(cfg.Limits, nofile, log)
+	climits := daemonconfig.ConnLimits(cfg.Limits, nofile, log)
 	gl = server.LimitListener(gl, "grpc", climits, metrics, log)
 	hl = server.LimitListener(hl, "http", climits, metrics, log)
 	log.Info("connection limits", "max_connections", climits.Max, "max_connections_per_ip", climits.MaxPerIP,
 		"max_streams_per_connection", cfg.Limits.MaxStreamsPerConnection, "max_header_bytes", cfg.Limits.MaxHeaderBytes,
 		"handshake_timeout", cfg.Limits.HandshakeTimeout, "idle_timeout", cfg.Limits.IdleTimeout)
-	if cfg.Keys.Prepublish < cfg.JWKS.MaxAge {
-		log.Warn("keys.prepublish is shorter than jwks.max_age: verifiers holding a cached JWKS may not know a rotated key when it starts signing",
-			"prepublish", cfg.Keys.Prepublish, "jwks_max_age", cfg.JWKS.MaxAge)
-	}
-	gopts := server.GRPCOptions{
-		Auth:            authn,
-		RateLimit:       ratelimit.New(cfg.Limits.Rate, cfg.Limits.Burst),
-		RequestTimeout:  cfg.Limits.RequestTimeout,
-		MaxMessageBytes: cfg.Limits.MaxMessageBytes,
+	return gl, hl, nil
+}
 
-		RefusalLogBurst:    cfg.Limits.RefusalLogBurst,
-		RefusalLogInterval: cfg.Limits.RefusalLogInterval,
-	}
-	gopts.MaxConcurrentStreams, gopts.MaxHeaderListBytes, gopts.HandshakeTimeout, gopts.IdleTimeout = grpcLimits(cfg.Limits)
-	httpSrv := &http.Server{
-		Handler: server.NewHTTPHandler(auth, server.HTTPOptions{Stats: stats, Auth: authn}),
+// newHTTPServer serves the JWKS, the revocation document, health and
+// metrics within the configured limits; TLS is added by the caller.
+func newHTTPServer(l daemonconfig.LimitsConfig, auth *server.Authority, opts server.HTTPOptions, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler: server.NewHTTPHandler(auth, opts),
 		// ReadHeaderTimeout also bounds the TLS handshake (net/http takes
 		// the shortest of the read timeouts for it).
-		ReadHeaderTimeout: cfg.Limits.HandshakeTimeout,
+		ReadHeaderTimeout: l.HandshakeTimeout,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       cfg.Limits.IdleTimeout,
+		IdleTimeout:       l.IdleTimeout,
 		// Headers are read before /metrics authenticates anyone.
-		MaxHeaderBytes: cfg.Limits.MaxHeaderBytes,
-		HTTP2:          &http.HTTP2Config{MaxConcurrentStreams: cfg.Limits.MaxStreamsPerConnection},
-		ErrorLog:       server.NewHTTPErrorLog(log, cfg.Limits.RefusalLogBurst, cfg.Limits.RefusalLogInterval),
+		MaxHeaderBytes: l.MaxHeaderBytes,
+		HTTP2:          &http.HTTP2Config{MaxConcurrentStreams: l.MaxStreamsPerConnection},
+		ErrorLog:       server.NewHTTPErrorLog(log, l.RefusalLogBurst, l.RefusalLogInterval),
 	}
-	scheme := "http"
-	if reloader != nil {
-		clientAuth := tls.NoClientCert
-		if cfg.TLS.ClientCAFile != "" {
-			clientAuth = tls.RequireAndVerifyClientCert
-			if cfg.TLS.ClientAuth == "optional" {
-				clientAuth = tls.VerifyClientCertIfGiven
-			}
-		}
-		gopts.Creds = credentials.NewTLS(reloader.ServerConfig(clientAuth, "h2"))
-		// The HTTP listener serves verifiers without certificates; a
-		// client certificate, when offered, can identify a scraper.
-		httpAuth := tls.NoClientCert
-		if cfg.TLS.ClientCAFile != "" {
-			httpAuth = tls.VerifyClientCertIfGiven
-		}
-		httpSrv.TLSConfig = reloader.ServerConfig(httpAuth, "h2", "http/1.1")
-		hl = tls.NewListener(hl, httpSrv.TLSConfig)
-		scheme = "https"
-	}
-	gs, hs := server.NewGRPCServer(auth, log, gopts)
+}
 
-	// Readiness: a first canary now, then periodically.
-	rctx, rcancel := context.WithTimeout(ctx, cfg.Readiness.Timeout)
+// newGRPCServer builds the gRPC services with their callers, rate and
+// connection limits, and TLS when it is on.
+func newGRPCServer(cfg daemonconfig.Config, auth *server.Authority, authn *access.Authenticator, reloader *tlsreload.Reloader, log *slog.Logger) (*grpc.Server, *health.Server) {
+	l := cfg.Limits
+	gopts := server.GRPCOptions{
+		Auth:            authn,
+		RateLimit:       ratelimit.New(l.Rate, l.Burst),
+		RequestTimeout:  l.RequestTimeout,
+		MaxMessageBytes: l.MaxMessageBytes,
+
+		MaxConcurrentStreams: uint32(l.MaxStreamsPerConnection),
+		MaxHeaderListBytes:   uint32(l.MaxHeaderBytes),
+		HandshakeTimeout:     l.HandshakeTimeout,
+		IdleTimeout:          l.IdleTimeout,
+		RefusalLogBurst:      l.RefusalLogBurst,
+		RefusalLogInterval:   l.RefusalLogInterval,
+	}
+	if reloader != nil {
+		grpcAuth, _ := cfg.TLS.ClientCertModes()
+		gopts.Creds = credentials.NewTLS(reloader.ServerConfig(grpcAuth, "h2"))
+	}
+	return server.NewGRPCServer(auth, log, gopts)
+}
+
+// httpTLS puts TLS on the HTTP listener when it is on and returns the
+// listener with the scheme of the JWKS address.
+func httpTLS(srv *http.Server, l net.Listener, c daemonconfig.TLSConfig, reloader *tlsreload.Reloader) (net.Listener, string) {
+	if reloader == nil {
+		return l, "http"
+	}
+	_, httpAuth := c.ClientCertModes()
+	srv.TLSConfig = reloader.ServerConfig(httpAuth, "h2", "http/1.1")
+	return tls.NewListener(l, srv.TLSConfig), "https"
+}
+
+// startReadiness runs a first readiness canary now and then periodically,
+// reporting to the gRPC health service; it returns the function that
+// sets the health status.
+func startReadiness(ctx context.Context, bg *background, auth *server.Authority, hs *health.Server, c daemonconfig.ReadinessConfig, log *slog.Logger) func(error) {
+	rctx, rcancel := context.WithTimeout(ctx, c.Timeout)
 	if err := auth.CheckReadiness(rctx); err != nil {
 		log.Warn("not ready at start: readiness check failed", "err", err)
 	}
 	rcancel()
-	health := func(err error) {
+	setHealth := func(err error) {
 		st := healthpb.HealthCheckResponse_SERVING
 		if err != nil {
 			st = healthpb.HealthCheckResponse_NOT_SERVING
 		}
 		hs.SetServingStatus("", st)
 	}
-	bgDone.Go(func() { auth.WatchReadiness(bg, cfg.Readiness.Interval, cfg.Readiness.Timeout, health) })
+	bg.wg.Go(func() { auth.WatchReadiness(bg.ctx, c.Interval, c.Timeout, setHealth) })
+	return setHealth
+}
 
-	errc := make(chan error, 2)
-	go func() { errc <- gs.Serve(gl) }()
-	go func() { errc <- httpSrv.Serve(hl) }()
-	health(auth.Ready())
-
-	if !authn.Enabled() {
-		log.Warn("no authentication configured: every local caller may sign and manage keys (the embedded default; listening on loopback only)")
-	}
-	if reloader == nil {
-		log.Warn("TLS is off: plaintext on loopback only")
-	}
-	if pol.Empty() {
-		log.Info("no signing policy rules: any caller with the signer role may sign any card (require_https still applies)")
-	}
-	log.Info("cardsignd ready",
-		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
-		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
-		"tls", reloader != nil, "authentication", authn.Enabled(),
-		"data_dir", cfg.DataDir, "database", dbPath, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
-		"backends", strings.Join(backends.Schemes(), ","))
-
-	var serveErr error
+// waitForStop returns when ctx ends (SIGTERM, SIGINT) or a listener fails,
+// with the listener's error.
+func waitForStop(ctx context.Context, errc <-chan error, log *slog.Logger) error {
 	select {
 	case <-ctx.Done():
-	case serveErr = <-errc:
-		log.Error("listener failed; shutting down", "err", serveErr)
+		return nil
+	case err := <-errc:
+		log.Error("listener failed; shutting down", "err", err)
+		return err
 	}
+}
+
+// shutdown stops in order: background work, new signatures (in-flight ones
+// finish with their audit records), gRPC (forced after timeout), HTTP,
+// then the audit log.
+func shutdown(bg *background, auth *server.Authority, gs *grpc.Server, hs *health.Server, httpSrv *http.Server, timeout time.Duration, log *slog.Logger) error {
 	log.Info("shutting down: finishing in-flight signatures and their audit records")
-	stopBG()
-	bgDone.Wait()
+	bg.stop()
 	auth.Drain()
 	hs.Shutdown()
 	done := make(chan struct{})
 	go func() { gs.GracefulStop(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(cfg.ShutdownTimeout):
+	case <-time.After(timeout):
 		log.Warn("shutdown timeout: stopping the remaining calls")
 		gs.Stop()
 	}
@@ -414,35 +528,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("audit log: %w", err)
 	}
 	log.Info("stopped")
-	return serveErr
-}
-
-// authenticator builds the token and client certificate table; validate has
-// checked every entry.
-func authenticator(c AuthConfig) (*access.Authenticator, error) {
-	var tokens []access.Token
-	for _, t := range c.Tokens {
-		h, err := access.ParseTokenHash(t.SHA256)
-		if err != nil {
-			return nil, fmt.Errorf("auth.tokens %s: %w", t.Name, err)
-		}
-		tokens = append(tokens, access.Token{Name: t.Name, SHA256: h, Roles: roles(t.Roles)})
-	}
-	var clients []access.Client
-	for _, cl := range c.Clients {
-		clients = append(clients, access.Client{Pattern: cl.Identity, Roles: roles(cl.Roles)})
-	}
-	return access.New(tokens, clients), nil
-}
-
-func roles(names []string) []access.Role {
-	out := make([]access.Role, 0, len(names))
-	for _, n := range names {
-		if r, err := access.ParseRole(n); err == nil {
-			out = append(out, r)
-		}
-	}
-	return out
+	return nil
 }
 
 // reloadOnHUP reloads the TLS files at once on SIGHUP, for operators and

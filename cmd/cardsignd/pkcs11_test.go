@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/miekg/pkcs11"
 )
 
@@ -15,16 +16,10 @@ import (
 // returns the module path and the environment that points SoftHSM at it.
 func softHSM(t *testing.T, label, pin string) (module string, env []string) {
 	t.Helper()
-	for _, m := range []string{os.Getenv("CARDSIGN_TEST_PKCS11_MODULE"), "/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so", "/usr/lib/aarch64-linux-gnu/softhsm/libsofthsm2.so"} {
-		if m != "" {
-			if _, err := os.Stat(m); err == nil {
-				module = m
-				break
-			}
-		}
-	}
+	module, looked := testsupport.SoftHSMModule()
 	if module == "" {
-		t.Fatal("SoftHSM2 is not installed: run scripts/test, which installs softhsm2")
+		t.Fatalf("SoftHSM2 is not installed (module looked for at %s): run scripts/test, which installs softhsm2, or set %s",
+			strings.Join(looked, ", "), testsupport.SoftHSMModuleEnv)
 	}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "softhsm2.conf")
@@ -54,7 +49,7 @@ func TestDaemonPKCS11(t *testing.T) {
 	d := startDaemonEnv(t, env, filepath.Join(work, "data"), "--config", cfgFile)
 
 	// The first key was generated inside the token.
-	list := mustCLI(t, work, "keys", "list", "--server", d.grpc).stdout
+	list := mustCLI(t, work, "keys", "list", "--server", d.grpc).Stdout
 	if !strings.Contains(list, "pkcs11:") || !strings.Contains(list, "active") {
 		t.Fatalf("the embedded first key must live in the token:\n%s", list)
 	}
@@ -64,11 +59,11 @@ func TestDaemonPKCS11(t *testing.T) {
 	var signed []string
 	var lastURI string
 	for _, alg := range []string{"ES256", "ES384", "ES512", "RS256", "PS256", "EdDSA"} {
-		rot := mustCLI(t, work, "keys", "rotate", "--alg", alg, "--prepublish", "0s", "--server", d.grpc).stdout
+		rot := mustCLI(t, work, "keys", "rotate", "--alg", alg, "--prepublish", "0s", "--server", d.grpc).Stdout
 		fields := strings.Fields(strings.Split(rot, "\n")[1])
 		kid, uri := fields[0], fields[len(fields)-1]
 		out := filepath.Join(work, "card-"+alg+".json")
-		writeFile(t, out, mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json")).stdout)
+		writeFile(t, out, mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json")).Stdout)
 		if k := sigKIDs(t, readFile(t, out)); len(k) != 1 || k[0] != kid {
 			t.Fatalf("%s: card signed by %v, want the new token key %s", alg, k, kid)
 		}
@@ -80,6 +75,14 @@ func TestDaemonPKCS11(t *testing.T) {
 	_, body := httpGet(t, d.jwksURL())
 	writeFile(t, filepath.Join(work, "jwks.json"), string(body))
 	verifyJS(t, filepath.Join(work, "jwks.json"), signed...)
+
+	// A module outside pkcs11.allowed_modules is refused, naming the module
+	// asked for and the setting that would allow it.
+	const other = "/usr/lib/cardsign-test/other-p11.so"
+	r := cli(t, work, nil, "keys", "import", "--server", d.grpc, "pkcs11:token="+label+";object=k?module-path="+other)
+	if r.Code == 0 || !strings.Contains(r.Stderr, other) || !strings.Contains(r.Stderr, "pkcs11.allowed_modules") {
+		t.Fatalf("import with a module that is not allowed: exit %d\n%s", r.Code, r.Stderr)
+	}
 	d.stop()
 
 	// Offline, the CLI reads the PIN from a pin-source file anywhere (the

@@ -131,8 +131,8 @@ readiness:
 `, s.pki.serverCert, s.pki.serverKey, s.pki.caFile, signerSum, adminSum, auditorSum, floodSum, limits)
 	cfgFile := filepath.Join(s.work, "cardsignd.yaml")
 	writeFile(t, cfgFile, config)
-	if r := runDaemonOnce(t, "--check-config", cfgFile); r.code != 0 {
-		t.Fatalf("--check-config refused the test config: %s", r.stderr)
+	if r := runDaemonOnce(t, "--check-config", cfgFile); r.Code != 0 {
+		t.Fatalf("--check-config refused the test config: %s", r.Stderr)
 	}
 	s.daemon = startDaemon(t, filepath.Join(s.work, "data"), "--config", cfgFile)
 	return s
@@ -268,7 +268,7 @@ func runDaemonOnce(t *testing.T, args ...string) result {
 		cmd.Process.Kill()
 		t.Fatalf("cardsignd %v did not exit within 30s: %s", args, errb.String())
 	}
-	return result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+	return result{Stdout: out.String(), Stderr: errb.String(), Code: cmd.ProcessState.ExitCode()}
 }
 
 func TestDaemonExposureRules(t *testing.T) {
@@ -276,8 +276,8 @@ func TestDaemonExposureRules(t *testing.T) {
 	// Beyond loopback without TLS and authentication: refused, saying what
 	// to configure.
 	r := runDaemonOnce(t, "--data-dir", filepath.Join(work, "data"), "--grpc-addr", "0.0.0.0:0", "--http-addr", "127.0.0.1:0")
-	if r.code == 0 || !strings.Contains(r.stderr, "grpc_addr") || !strings.Contains(r.stderr, "tls.cert_file") || !strings.Contains(r.stderr, "auth.tokens") {
-		t.Fatalf("0.0.0.0 without TLS: exit %d\n%s", r.code, r.stderr)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "grpc_addr") || !strings.Contains(r.Stderr, "tls.cert_file") || !strings.Contains(r.Stderr, "auth.tokens") {
+		t.Fatalf("0.0.0.0 without TLS: exit %d\n%s", r.Code, r.Stderr)
 	}
 	// With TLS and a token it starts, and serves.
 	p := newPKI(t)
@@ -288,11 +288,11 @@ func TestDaemonExposureRules(t *testing.T) {
 	port := d.grpc[strings.LastIndex(d.grpc, ":")+1:]
 	tokFile := filepath.Join(work, "ci.token")
 	writeFile(t, tokFile, tok)
-	if r := cli(t, work, nil, "sign", "--server", "127.0.0.1:"+port, "--ca-file", p.caFile, "--token-file", tokFile, cardFile("security.json")); r.code != 0 {
-		t.Fatalf("sign on the exposed daemon: %s", r.stderr)
+	if r := cli(t, work, nil, "sign", "--server", "127.0.0.1:"+port, "--ca-file", p.caFile, "--token-file", tokFile, cardFile("security.json")); r.Code != 0 {
+		t.Fatalf("sign on the exposed daemon: %s", r.Stderr)
 	}
-	if r := cli(t, work, nil, "sign", "--server", "127.0.0.1:"+port, "--ca-file", p.caFile, cardFile("security.json")); r.code == 0 || !strings.Contains(r.stderr, "Unauthenticated") {
-		t.Fatalf("anonymous sign on the exposed daemon: exit %d %s", r.code, r.stderr)
+	if r := cli(t, work, nil, "sign", "--server", "127.0.0.1:"+port, "--ca-file", p.caFile, cardFile("security.json")); r.Code == 0 || !strings.Contains(r.Stderr, "Unauthenticated") {
+		t.Fatalf("anonymous sign on the exposed daemon: exit %d %s", r.Code, r.Stderr)
 	}
 	d.stop()
 }
@@ -303,45 +303,45 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 
 	// Transport: no client certificate, or one from another CA, is refused
 	// at the handshake; the CLI reports it.
-	if r := cli(t, s.work, nil, "sign", "--server", s.grpc, "--ca-file", s.pki.caFile, "--token-file", s.signerFile, card); r.code == 0 {
-		t.Fatalf("signed without a client certificate: %s", r.stdout)
+	if r := cli(t, s.work, nil, "sign", "--server", s.grpc, "--ca-file", s.pki.caFile, "--token-file", s.signerFile, card); r.Code == 0 {
+		t.Fatalf("signed without a client certificate: %s", r.Stdout)
 	}
-	if r := cli(t, s.work, nil, "sign", "--server", s.grpc, "--ca-file", s.pki.caFile, "--cert-file", s.pki.strangerCert, "--key-file", s.pki.strangerKey, "--token-file", s.signerFile, card); r.code == 0 {
-		t.Fatalf("signed with a certificate from another CA: %s", r.stdout)
+	if r := cli(t, s.work, nil, "sign", "--server", s.grpc, "--ca-file", s.pki.caFile, "--cert-file", s.pki.strangerCert, "--key-file", s.pki.strangerKey, "--token-file", s.signerFile, card); r.Code == 0 {
+		t.Fatalf("signed with a certificate from another CA: %s", r.Stdout)
 	}
 	// Plaintext to a TLS listener fails too.
-	if r := cli(t, s.work, nil, "sign", "--server", s.grpc, "--token-file", s.signerFile, card); r.code == 0 {
+	if r := cli(t, s.work, nil, "sign", "--server", s.grpc, "--token-file", s.signerFile, card); r.Code == 0 {
 		t.Fatal("signed over plaintext")
 	}
 
 	// The client certificate alone identifies a signer (auth.clients).
 	signedByCert := s.cliAs(t, "", "sign", card)
-	if signedByCert.code != 0 {
-		t.Fatalf("sign with the client certificate: %s", signedByCert.stderr)
+	if signedByCert.Code != 0 {
+		t.Fatalf("sign with the client certificate: %s", signedByCert.Stderr)
 	}
 	// A signer token signs, and cannot rotate keys.
-	if r := s.cliAs(t, s.signerFile, "sign", card); r.code != 0 {
-		t.Fatalf("sign with the signer token: %s", r.stderr)
+	if r := s.cliAs(t, s.signerFile, "sign", card); r.Code != 0 {
+		t.Fatalf("sign with the signer token: %s", r.Stderr)
 	}
 	r := s.cliAs(t, s.signerFile, "keys", "rotate")
-	if r.code == 0 || !strings.Contains(r.stderr, "PermissionDenied") {
-		t.Fatalf("a signer rotated keys: exit %d %s", r.code, r.stderr)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "PermissionDenied") {
+		t.Fatalf("a signer rotated keys: exit %d %s", r.Code, r.Stderr)
 	}
-	if !strings.Contains(r.stderr, "PermissionDenied: permission denied") {
-		t.Fatalf("the daemon's refusal should be the generic one: %s", r.stderr)
+	if !strings.Contains(r.Stderr, "PermissionDenied: permission denied") {
+		t.Fatalf("the daemon's refusal should be the generic one: %s", r.Stderr)
 	}
 	// An unknown token is UNAUTHENTICATED with no hint.
 	bad := filepath.Join(s.work, "bad.token")
 	writeFile(t, bad, "cst_not_a_token")
-	if r := s.cliAs(t, bad, "sign", card); r.code == 0 || !strings.Contains(r.stderr, "Unauthenticated: authentication required") {
-		t.Fatalf("unknown token: exit %d %s", r.code, r.stderr)
+	if r := s.cliAs(t, bad, "sign", card); r.Code == 0 || !strings.Contains(r.Stderr, "Unauthenticated: authentication required") {
+		t.Fatalf("unknown token: exit %d %s", r.Code, r.Stderr)
 	}
 	// The admin can rotate, and cannot sign.
-	if r := s.cliAs(t, s.adminFile, "keys", "rotate", "--prepublish", "0s"); r.code != 0 {
-		t.Fatalf("admin rotate: %s", r.stderr)
+	if r := s.cliAs(t, s.adminFile, "keys", "rotate", "--prepublish", "0s"); r.Code != 0 {
+		t.Fatalf("admin rotate: %s", r.Stderr)
 	}
-	if r := s.cliAs(t, s.adminFile, "sign", card); r.code == 0 || !strings.Contains(r.stderr, "PermissionDenied") {
-		t.Fatalf("admin signed: exit %d %s", r.code, r.stderr)
+	if r := s.cliAs(t, s.adminFile, "sign", card); r.Code == 0 || !strings.Contains(r.Stderr, "PermissionDenied") {
+		t.Fatalf("admin signed: exit %d %s", r.Code, r.Stderr)
 	}
 
 	// Policy: a card pointing at a host outside the rule is refused, says
@@ -350,19 +350,19 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 	data, _ := os.ReadFile(card)
 	writeFile(t, evil, strings.ReplaceAll(string(data), "https://secure.example.com/a2a", "https://secure.example.com.attacker.net/a2a"))
 	r = s.cliAs(t, s.signerFile, "sign", evil)
-	if r.code == 0 || !strings.Contains(r.stderr, "PermissionDenied") || !strings.Contains(r.stderr, `rule "team-a"`) || !strings.Contains(r.stderr, "attacker.net") {
-		t.Fatalf("policy refusal: exit %d %s", r.code, r.stderr)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "PermissionDenied") || !strings.Contains(r.Stderr, `rule "team-a"`) || !strings.Contains(r.Stderr, "attacker.net") {
+		t.Fatalf("policy refusal: exit %d %s", r.Code, r.Stderr)
 	}
-	if r := s.cliAs(t, s.signerFile, "audit", "list"); r.code == 0 || !strings.Contains(r.stderr, "PermissionDenied") {
-		t.Fatalf("a signer listed the audit log: exit %d %s", r.code, r.stderr)
+	if r := s.cliAs(t, s.signerFile, "audit", "list"); r.Code == 0 || !strings.Contains(r.Stderr, "PermissionDenied") {
+		t.Fatalf("a signer listed the audit log: exit %d %s", r.Code, r.Stderr)
 	}
 	list := s.cliAs(t, s.auditorFile, "audit", "list", "--json")
-	if list.code != 0 {
-		t.Fatalf("auditor audit list: %s", list.stderr)
+	if list.Code != 0 {
+		t.Fatalf("auditor audit list: %s", list.Stderr)
 	}
 	var refused, signed int
 	callers := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(list.stdout), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(list.Stdout), "\n") {
 		var rec struct{ Outcome, Reason, Caller string }
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)
@@ -379,10 +379,10 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 		}
 	}
 	if refused != 1 || signed < 2 || !callers["cert:spiffe://example.org/ci/team-a"] || !callers["token:pipeline-a"] {
-		t.Fatalf("audit log: %d refused, %d signed, callers %v\n%s", refused, signed, callers, list.stdout)
+		t.Fatalf("audit log: %d refused, %d signed, callers %v\n%s", refused, signed, callers, list.Stdout)
 	}
-	if r := s.cliAs(t, s.auditorFile, "audit", "verify"); r.code != 0 {
-		t.Fatalf("audit verify: %s%s", r.stdout, r.stderr)
+	if r := s.cliAs(t, s.auditorFile, "audit", "verify"); r.Code != 0 {
+		t.Fatalf("audit verify: %s%s", r.Stdout, r.Stderr)
 	}
 
 	// JWKS over HTTPS; /metrics needs the auditor role.
@@ -402,8 +402,8 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 	signedLabels := map[string]string{"result": "signed", "caller": "token:pipeline-a", "alg": "ES256", "backend": "file"}
 	n0 := metric(t, before, "cardsign_signatures_total", signedLabels)
 	for range 3 {
-		if r := s.cliAs(t, s.signerFile, "sign", card); r.code != 0 {
-			t.Fatalf("sign: %s", r.stderr)
+		if r := s.cliAs(t, s.signerFile, "sign", card); r.Code != 0 {
+			t.Fatalf("sign: %s", r.Stderr)
 		}
 	}
 	_, after := s.httpsGet(t, "/metrics", s.auditorTok)
@@ -477,8 +477,8 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 	if exhausted < 15 || retry <= 0 || retry > time.Second {
 		t.Fatalf("40 calls against a burst of 20: %d RESOURCE_EXHAUSTED, retry delay %v", exhausted, retry)
 	}
-	if r := s.cliAs(t, s.signerFile, "sign", card); r.code != 0 {
-		t.Fatalf("another identity was limited too: %s", r.stderr)
+	if r := s.cliAs(t, s.signerFile, "sign", card); r.Code != 0 {
+		t.Fatalf("another identity was limited too: %s", r.Stderr)
 	}
 	_, after = s.httpsGet(t, "/metrics", s.auditorTok)
 	if v := metric(t, after, "cardsign_rate_limited_total", map[string]string{"caller": "token:flood"}); int(v) != exhausted {

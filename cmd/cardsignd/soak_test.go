@@ -197,10 +197,10 @@ func TestDaemonSoak(t *testing.T) {
 	// Every signature received, and every refusal, is in the audit log.
 	audited := map[int64]struct{ Outcome, Signature string }{}
 	list := s.cliAs(t, s.auditorFile, "audit", "list", "--json")
-	if list.code != 0 {
-		t.Fatalf("audit list: %s", list.stderr)
+	if list.Code != 0 {
+		t.Fatalf("audit list: %s", list.Stderr)
 	}
-	for _, line := range strings.Split(strings.TrimSpace(list.stdout), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(list.Stdout), "\n") {
 		var rec struct {
 			Seq       int64 `json:"sequence"`
 			Outcome   string
@@ -221,8 +221,8 @@ func TestDaemonSoak(t *testing.T) {
 			t.Fatalf("refusal %d is not audited as refused: %+v", seq, audited[seq])
 		}
 	}
-	if r := s.cliAs(t, s.auditorFile, "audit", "verify"); r.code != 0 {
-		t.Fatalf("audit verify: %s%s", r.stdout, r.stderr)
+	if r := s.cliAs(t, s.auditorFile, "audit", "verify"); r.Code != 0 {
+		t.Fatalf("audit verify: %s%s", r.Stdout, r.Stderr)
 	}
 
 	// Connections made for the load are gone; so must their goroutines be.

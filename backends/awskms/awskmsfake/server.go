@@ -196,6 +196,25 @@ func (s *Server) DisableKey(keyRef string) error {
 	return nil
 }
 
+// DeleteKey removes a key and the aliases naming it, as KMS does when the
+// waiting period of ScheduleKeyDeletion ends: every later request naming
+// it gets NotFoundException.
+func (s *Server) DeleteKey(keyRef string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, aerr := s.resolve(keyRef, false)
+	if aerr != nil {
+		return fmt.Errorf("awskmsfake: %w", aerr)
+	}
+	delete(s.keys, k.id)
+	for alias, id := range s.aliases {
+		if id == k.id {
+			delete(s.aliases, alias)
+		}
+	}
+	return nil
+}
+
 // Disabled reports whether DisableKey (the operation or the method) was
 // called for the key keyRef names: key ID, key ARN or alias.
 func (s *Server) Disabled(keyRef string) bool {

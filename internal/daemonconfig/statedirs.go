@@ -1,4 +1,4 @@
-package main
+package daemonconfig
 
 import (
 	"errors"
@@ -34,28 +34,28 @@ func (c *Config) stateDirs() []stateDir {
 // file itself). Group- or world-readable is a warning: the files inside are
 // 0600, but their names (kids) and sizes are visible. A directory that does
 // not exist yet is fine: cardsignd creates it with mode 0700.
-func checkDirModes(dirs []stateDir) (problems, warnings []problem) {
+func checkDirModes(dirs []stateDir) (problems, warnings []Problem) {
 	for _, d := range dirs {
 		fi, err := os.Stat(d.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			problems = append(problems, problem{Path: d.field, Message: fmt.Sprintf("%s: %v", d.path, err)})
+			problems = append(problems, Problem{Path: d.field, Message: fmt.Sprintf("%s: %v", d.path, err)})
 			continue
 		}
 		if !fi.IsDir() {
-			problems = append(problems, problem{Path: d.field, Message: fmt.Sprintf("%s is not a directory", d.path)})
+			problems = append(problems, Problem{Path: d.field, Message: fmt.Sprintf("%s is not a directory", d.path)})
 			continue
 		}
 		mode := fi.Mode().Perm()
 		switch {
 		case mode&0o022 != 0:
-			problems = append(problems, problem{Path: d.field, Message: fmt.Sprintf(
+			problems = append(problems, Problem{Path: d.field, Message: fmt.Sprintf(
 				"%s has mode %04o (group- or world-writable): another user could replace the database or the keys; run: chmod 700 %s",
 				d.path, mode, d.path)})
 		case mode&0o044 != 0:
-			warnings = append(warnings, problem{Path: d.field, Message: fmt.Sprintf(
+			warnings = append(warnings, Problem{Path: d.field, Message: fmt.Sprintf(
 				"%s has mode %04o (group- or world-readable): other users can list the key and database files; run: chmod 700 %s",
 				d.path, mode, d.path)})
 		}
@@ -63,28 +63,28 @@ func checkDirModes(dirs []stateDir) (problems, warnings []problem) {
 	return problems, warnings
 }
 
-// checkStateDirs is checkDirModes at start: problems stop the daemon,
+// CheckStateDirs is checkDirModes at start: problems stop the daemon,
 // warnings are logged.
-func (c *Config) checkStateDirs(log *slog.Logger) error {
+func (c *Config) CheckStateDirs(log *slog.Logger) error {
 	probs, warns := checkDirModes(c.stateDirs())
 	for _, w := range warns {
 		log.Warn("state directory is readable by other users", "field", w.Path, "problem", w.Message)
 	}
 	if len(probs) > 0 {
-		return &ConfigError{File: c.file, Problems: probs, positions: c.positions}
+		return &Error{File: c.file, Problems: probs, positions: c.positions}
 	}
 	return nil
 }
 
-// reportStateDirs is checkDirModes for --check-config: warnings are printed,
+// ReportStateDirs is checkDirModes for --check-config: warnings are printed,
 // problems returned.
-func (c *Config) reportStateDirs(w io.Writer) error {
+func (c *Config) ReportStateDirs(w io.Writer) error {
 	probs, warns := checkDirModes(c.stateDirs())
 	for _, p := range warns {
 		fmt.Fprintf(w, "warning: %s: %s\n", p.Path, p.Message)
 	}
 	if len(probs) > 0 {
-		return &ConfigError{File: c.file, Problems: probs, positions: c.positions}
+		return &Error{File: c.file, Problems: probs, positions: c.positions}
 	}
 	return nil
 }

@@ -1,4 +1,9 @@
-package main
+// Package daemonconfig is cardsignd's configuration: the YAML schema and its
+// defaults, decoding with every problem located at FILE:LINE:COL, validation
+// (the exposure rule, TLS material, callers, policy, limits), connection
+// limits derived from the open file limit, and the state-directory mode
+// checks. The daemon's main only parses flags and wires what this describes.
+package daemonconfig
 
 import (
 	"bytes"
@@ -13,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
@@ -59,7 +64,7 @@ type TLSConfig struct {
 	ReloadInterval time.Duration `yaml:"reload_interval"`
 }
 
-func (c TLSConfig) enabled() bool { return c.CertFile != "" || c.KeyFile != "" }
+func (c TLSConfig) Enabled() bool { return c.CertFile != "" || c.KeyFile != "" }
 
 // AuthConfig lists who may call: bearer tokens (by SHA-256) and client
 // certificate identities, each with roles.
@@ -68,7 +73,7 @@ type AuthConfig struct {
 	Clients []ClientConfig `yaml:"clients"`
 }
 
-func (c AuthConfig) enabled() bool { return len(c.Tokens) > 0 || len(c.Clients) > 0 }
+func (c AuthConfig) Enabled() bool { return len(c.Tokens) > 0 || len(c.Clients) > 0 }
 
 // TokenConfig is one bearer token: never the token, only its SHA-256.
 type TokenConfig struct {
@@ -132,9 +137,9 @@ type AWSKMSConfig struct {
 }
 
 // A backend section with any field set enables that backend.
-func (c GCPKMSConfig) enabled() bool { return c != GCPKMSConfig{} }
-func (c AWSKMSConfig) enabled() bool { return c != AWSKMSConfig{} }
-func (c PKCS11Config) enabled() bool { return c.Module != "" || len(c.AllowedModules) > 0 }
+func (c GCPKMSConfig) Enabled() bool { return c != GCPKMSConfig{} }
+func (c AWSKMSConfig) Enabled() bool { return c != AWSKMSConfig{} }
+func (c PKCS11Config) Enabled() bool { return c.Module != "" || len(c.AllowedModules) > 0 }
 
 // keySpecAlgs maps an AWS KMS KeySpec to the JOSE algs its keys can sign.
 var keySpecAlgs = map[string][]jose.Alg{
@@ -156,9 +161,6 @@ type PKCS11Config struct {
 	// in; empty (the default) refuses pin-source.
 	PINSourceDirs []string `yaml:"pin_source_dirs"`
 }
-
-// pinEnv carries the PKCS#11 user PIN when no pin_file is configured.
-const pinEnv = "CARDSIGN_PKCS11_PIN"
 
 // KeysConfig: where new keys are made and how they age.
 type KeysConfig struct {
@@ -199,9 +201,9 @@ type AuditConfig struct {
 	BatchSize int `yaml:"batch_size"`
 }
 
-// defaults is the embedded default: everything in ./cardsignd-data, loopback
+// Defaults is the embedded default: everything in ./cardsignd-data, loopback
 // listeners, an ES256 file key.
-func defaults() Config {
+func Defaults() Config {
 	return Config{
 		DataDir:         "./cardsignd-data",
 		GRPCAddr:        "127.0.0.1:7700",
@@ -239,11 +241,11 @@ func defaults() Config {
 	}
 }
 
-// loadConfig reads a YAML file over the defaults. Unknown fields are errors:
+// Load reads a YAML file over the defaults. Unknown fields are errors:
 // a misspelt setting must not silently keep its default. Problems found
-// while decoding are returned as a *ConfigError with their lines.
-func loadConfig(path string) (Config, error) {
-	cfg := defaults()
+// while decoding are returned as a *Error with their lines.
+func Load(path string) (Config, error) {
+	cfg := Defaults()
 	if path == "" {
 		return cfg, nil
 	}
@@ -254,7 +256,7 @@ func loadConfig(path string) (Config, error) {
 	cfg.file = path
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return cfg, &ConfigError{File: path, Problems: []problem{yamlProblem(err.Error())}}
+		return cfg, &Error{File: path, Problems: []Problem{yamlProblem(err.Error())}}
 	}
 	cfg.positions = positions(&root)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -263,16 +265,16 @@ func loadConfig(path string) (Config, error) {
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
-			return cfg, &ConfigError{File: path, Problems: []problem{yamlProblem(err.Error())}}
+			return cfg, &Error{File: path, Problems: []Problem{yamlProblem(err.Error())}}
 		}
 		// A type error leaves the other fields decoded: report these
 		// problems together with what validation finds.
-		ce := &ConfigError{File: path, positions: cfg.positions}
+		ce := &Error{File: path, positions: cfg.positions}
 		for _, e := range te.Errors {
 			ce.Problems = append(ce.Problems, yamlProblem(e))
 		}
-		if verr := cfg.validate(); verr != nil {
-			var more *ConfigError
+		if verr := cfg.Validate(); verr != nil {
+			var more *Error
 			if errors.As(verr, &more) {
 				ce.Problems = append(ce.Problems, more.Problems...)
 			}
@@ -282,12 +284,12 @@ func loadConfig(path string) (Config, error) {
 	return cfg, nil
 }
 
-// validate reports every problem, not just the first, each with its place
+// Validate reports every problem, not just the first, each with its place
 // in the config file when it came from there.
-func (c *Config) validate() error {
-	var probs []problem
+func (c *Config) Validate() error {
+	var probs []Problem
 	var bad reporter = func(path, format string, args ...any) {
-		probs = append(probs, problem{Path: path, Message: fmt.Sprintf(format, args...)})
+		probs = append(probs, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
 	if c.DataDir == "" {
 		bad("data_dir", "must not be empty")
@@ -305,10 +307,10 @@ func (c *Config) validate() error {
 		// Exposure rule: beyond this machine, only with TLS and callers
 		// who prove who they are.
 		var missing []string
-		if !c.TLS.enabled() {
+		if !c.TLS.Enabled() {
 			missing = append(missing, "TLS (tls.cert_file and tls.key_file)")
 		}
-		if !c.Auth.enabled() {
+		if !c.Auth.Enabled() {
 			missing = append(missing, "authentication (auth.tokens, or tls.client_ca_file with auth.clients)")
 		}
 		if len(missing) > 0 {
@@ -445,7 +447,7 @@ func (c *Config) validate() error {
 		bad("shutdown_timeout", "must be positive")
 	}
 	if len(probs) > 0 {
-		return &ConfigError{File: c.file, Problems: probs, positions: c.positions}
+		return &Error{File: c.file, Problems: probs, positions: c.positions}
 	}
 	if c.Keys.Dir == "" {
 		c.Keys.Dir = filepath.Join(c.DataDir, "keys")

@@ -1,4 +1,4 @@
-package main
+package daemonconfig
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/glob"
@@ -20,9 +20,9 @@ import (
 	"github.com/cardsign/cardsign/tlsreload"
 )
 
-// problem is one thing wrong with a configuration: the dotted path of the
+// Problem is one thing wrong with a configuration: the dotted path of the
 // field (keys.backend, auth.tokens[1].sha256) and what is wrong with it.
-type problem struct {
+type Problem struct {
 	Path    string
 	Message string
 	line    int // set when the problem came from the YAML decoder
@@ -31,15 +31,15 @@ type problem struct {
 // position is a line and column in the config file.
 type position struct{ line, col int }
 
-// ConfigError lists every problem of a configuration, each located in its
+// Error lists every problem of a configuration, each located in its
 // file when the field was set there.
-type ConfigError struct {
+type Error struct {
 	File      string
-	Problems  []problem
+	Problems  []Problem
 	positions map[string]position
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
 		lines[i] = e.locate(p)
@@ -50,7 +50,7 @@ func (e *ConfigError) Error() string {
 // locate renders a problem as FILE:LINE:COL: path: message, using the
 // nearest enclosing field that appears in the file; a problem with a field
 // the file does not set (a default, a flag) has no location.
-func (e *ConfigError) locate(p problem) string {
+func (e *Error) locate(p Problem) string {
 	msg := p.Message
 	if p.Path != "" {
 		msg = p.Path + ": " + msg
@@ -119,9 +119,9 @@ var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 var yamlUnknown = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
 
 // yamlProblem turns a decoder message ("line 3: field bogus not found in
-// type main.SigningConfig") into a located problem.
-func yamlProblem(msg string) problem {
-	p := problem{Message: msg}
+// type daemonconfig.SigningConfig") into a located problem.
+func yamlProblem(msg string) Problem {
+	p := Problem{Message: msg}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		p.line, _ = strconv.Atoi(m[1])
 		p.Message = m[2]
@@ -136,7 +136,7 @@ type reporter func(path, format string, args ...any)
 
 func (c *Config) validateTLS(bad reporter) {
 	t := c.TLS
-	if !t.enabled() {
+	if !t.Enabled() {
 		if t.ClientCAFile != "" {
 			bad("tls.client_ca_file", "client certificates need TLS: set tls.cert_file and tls.key_file too")
 		}

@@ -1,8 +1,7 @@
-package main
+package daemonconfig
 
 import (
 	"log/slog"
-	"time"
 
 	"github.com/cardsign/cardsign/server"
 )
@@ -23,10 +22,10 @@ const (
 	derivedMaxPerIP = 64
 )
 
-// connLimits resolves the connection limits: configured values win; zeros
+// ConnLimits resolves the connection limits: configured values win; zeros
 // are derived from the open file limit nofile, so that both listeners at
 // their limits leave fdReserve descriptors for the rest of the daemon.
-func connLimits(l LimitsConfig, nofile uint64, log *slog.Logger) server.ConnLimits {
+func ConnLimits(l LimitsConfig, nofile uint64, log *slog.Logger) server.ConnLimits {
 	out := server.ConnLimits{Max: l.MaxConnections, MaxPerIP: l.MaxConnectionsPerIP,
 		RefusalLogBurst: l.RefusalLogBurst, RefusalLogInterval: l.RefusalLogInterval}
 	if out.Max == 0 {
@@ -47,9 +46,4 @@ func connLimits(l LimitsConfig, nofile uint64, log *slog.Logger) server.ConnLimi
 			"max_connections", out.Max, "nofile", nofile, "needed", need)
 	}
 	return out
-}
-
-// grpcLimits are the gRPC listener's stream, header and timeout limits.
-func grpcLimits(l LimitsConfig) (streams, headerBytes uint32, handshake, idle time.Duration) {
-	return uint32(l.MaxStreamsPerConnection), uint32(l.MaxHeaderBytes), l.HandshakeTimeout, l.IdleTimeout
 }

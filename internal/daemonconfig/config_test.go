@@ -1,4 +1,4 @@
-package main
+package daemonconfig
 
 import (
 	"io"
@@ -10,6 +10,44 @@ import (
 
 	"github.com/cardsign/cardsign/internal/testpki"
 )
+
+// loadValidated writes yml to c.yaml in a temporary directory, then loads
+// and validates it as the daemon does at start.
+func loadValidated(t *testing.T, yml string) (cfg Config, path string, err error) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Load(path)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	return cfg, path, err
+}
+
+// wantMentions checks err mentions every one of want; with none, the config
+// must be valid and its directories made absolute.
+func wantMentions(t *testing.T, cfg Config, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("valid config refused: %v", err)
+		}
+		if !filepath.IsAbs(cfg.DataDir) || !filepath.IsAbs(cfg.Keys.Dir) {
+			t.Fatalf("data and key directories must be made absolute: %q %q", cfg.DataDir, cfg.Keys.Dir)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("config accepted, want an error mentioning %v", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not mention %q:\n%v", w, err)
+		}
+	}
+}
 
 func TestConfigValidation(t *testing.T) {
 	tests := []struct {
@@ -62,32 +100,9 @@ func TestConfigValidation(t *testing.T) {
 	_, otherKey := testpki.WriteFiles(t, t.TempDir(), "other", c2, k2)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "c.yaml")
 			yml := strings.NewReplacer("CERT", certFile, "OTHERKEY", otherKey, "KEY", keyFile).Replace(tc.yaml)
-			if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := loadConfig(path)
-			if err == nil {
-				err = cfg.validate()
-			}
-			if len(tc.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("valid config refused: %v", err)
-				}
-				if !filepath.IsAbs(cfg.DataDir) || !filepath.IsAbs(cfg.Keys.Dir) {
-					t.Fatalf("data and key directories must be made absolute: %q %q", cfg.DataDir, cfg.Keys.Dir)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("config accepted, want an error mentioning %v", tc.wantErr)
-			}
-			for _, want := range tc.wantErr {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error does not mention %q:\n%v", want, err)
-				}
-			}
+			cfg, _, err := loadValidated(t, yml)
+			wantMentions(t, cfg, err, tc.wantErr)
 		})
 	}
 }
@@ -107,28 +122,8 @@ func TestConfigConnectionLimits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "c.yaml")
-			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := loadConfig(path)
-			if err == nil {
-				err = cfg.validate()
-			}
-			if len(tc.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("valid config refused: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("config accepted, want an error mentioning %v", tc.wantErr)
-			}
-			for _, want := range tc.wantErr {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error does not mention %q:\n%v", want, err)
-				}
-			}
+			cfg, _, err := loadValidated(t, tc.yaml)
+			wantMentions(t, cfg, err, tc.wantErr)
 		})
 	}
 }
@@ -147,7 +142,7 @@ func TestConnLimitsDerivedFromFileLimit(t *testing.T) {
 		{nofile: 1024, configured: LimitsConfig{MaxConnections: 10, MaxConnectionsPerIP: 3}, wantMax: 10, wantIP: 3},
 		{nofile: 1024, configured: LimitsConfig{MaxConnections: 10}, wantMax: 10, wantIP: 10},
 	} {
-		got := connLimits(tc.configured, tc.nofile, quiet)
+		got := ConnLimits(tc.configured, tc.nofile, quiet)
 		if got.Max != tc.wantMax || got.MaxPerIP != tc.wantIP {
 			t.Errorf("nofile %d, configured %+v: max %d per IP %d, want %d and %d", tc.nofile, tc.configured, got.Max, got.MaxPerIP, tc.wantMax, tc.wantIP)
 		}

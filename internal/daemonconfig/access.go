@@ -1,0 +1,91 @@
+package daemonconfig
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/cardsign/cardsign/access"
+)
+
+// Authenticator builds the token and client certificate table; Validate has
+// checked every entry.
+func (c AuthConfig) Authenticator() (*access.Authenticator, error) {
+	var tokens []access.Token
+	for _, t := range c.Tokens {
+		h, err := access.ParseTokenHash(t.SHA256)
+		if err != nil {
+			return nil, fmt.Errorf("auth.tokens %s: %w", t.Name, err)
+		}
+		tokens = append(tokens, access.Token{Name: t.Name, SHA256: h, Roles: roles(t.Roles)})
+	}
+	var clients []access.Client
+	for _, cl := range c.Clients {
+		clients = append(clients, access.Client{Pattern: cl.Identity, Roles: roles(cl.Roles)})
+	}
+	return access.New(tokens, clients), nil
+}
+
+func roles(names []string) []access.Role {
+	out := make([]access.Role, 0, len(names))
+	for _, n := range names {
+		if r, err := access.ParseRole(n); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ClientCertModes is what each listener asks of client certificates. The gRPC
+// listener requires one once tls.client_ca_file is set (client_auth:
+// optional lets callers without one through to token authentication). The
+// HTTP listener serves verifiers without certificates; a client
+// certificate, when offered, can identify a scraper.
+func (c TLSConfig) ClientCertModes() (grpcAuth, httpAuth tls.ClientAuthType) {
+	if c.ClientCAFile == "" {
+		return tls.NoClientCert, tls.NoClientCert
+	}
+	if c.ClientAuth == "optional" {
+		return tls.VerifyClientCertIfGiven, tls.VerifyClientCertIfGiven
+	}
+	return tls.RequireAndVerifyClientCert, tls.VerifyClientCertIfGiven
+}
+
+// CheckBound applies the exposure rule to an address a listener actually
+// bound: a name in the config may resolve to a public address, which
+// Validate could not see.
+func CheckBound(addr net.Addr, tlsOn, authOn bool) error {
+	if ap, ok := addr.(*net.TCPAddr); (ok && ap.IP.IsLoopback()) || (tlsOn && authOn) {
+		return nil
+	}
+	return fmt.Errorf("%s is not a loopback address: listening beyond this machine requires TLS (tls.cert_file, tls.key_file) and authentication (auth.tokens or auth.clients)", addr)
+}
+
+// PINEnv carries the PKCS#11 user PIN when no pkcs11.pin_file is
+// configured: the PIN never comes from the config file, so the file can be
+// shared and versioned.
+const PINEnv = "CARDSIGN_PKCS11_PIN"
+
+// PIN is the PKCS#11 user PIN: pin_file's content without its line end, or
+// else the PINEnv environment variable.
+func (c PKCS11Config) PIN() (string, error) {
+	if c.PINFile == "" {
+		return os.Getenv(PINEnv), nil
+	}
+	data, err := os.ReadFile(c.PINFile)
+	if err != nil {
+		return "", fmt.Errorf("pkcs11.pin_file: %w", err)
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r"), nil
+}
+
+// Modules are the PKCS#11 modules the daemon may load: allowed_modules, or
+// module alone when that list is empty.
+func (c PKCS11Config) Modules() []string {
+	if len(c.AllowedModules) == 0 && c.Module != "" {
+		return []string{c.Module}
+	}
+	return c.AllowedModules
+}

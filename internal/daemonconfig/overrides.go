@@ -1,0 +1,43 @@
+package daemonconfig
+
+import (
+	"io"
+	"time"
+)
+
+// Overrides are settings given on the command line; they win over the
+// file. An empty field (nil Prepublish) keeps the file's value.
+type Overrides struct {
+	DataDir, GRPCAddr, HTTPAddr, LogLevel string
+	Prepublish                            *time.Duration
+}
+
+// Apply sets the overridden fields. Call Validate afterwards: a flag can
+// make a valid file invalid (a public address without TLS).
+func (c *Config) Apply(o Overrides) {
+	for _, f := range []struct {
+		value string
+		dst   *string
+	}{{o.DataDir, &c.DataDir}, {o.GRPCAddr, &c.GRPCAddr}, {o.HTTPAddr, &c.HTTPAddr}, {o.LogLevel, &c.LogLevel}} {
+		if f.value != "" {
+			*f.dst = f.value
+		}
+	}
+	if o.Prepublish != nil {
+		c.Keys.Prepublish = *o.Prepublish
+	}
+}
+
+// Check is --check-config: it loads and validates the file at path and
+// checks the state directories' modes as the daemon would at start.
+// Warnings are written to w; every problem is in the returned error.
+func Check(path string, w io.Writer) error {
+	cfg, err := Load(path)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil {
+		err = cfg.ReportStateDirs(w)
+	}
+	return err
+}

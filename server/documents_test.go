@@ -1,0 +1,36 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+)
+
+// TestRevocationPublisherCache: the document is signed once and served
+// again until something it says changes: invalidate (a key change) re-signs
+// it with the next sequence, and a revocation lists the key.
+func TestRevocationPublisherCache(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newAuthority(t)
+	doc0, r0 := verifiedRevocations(t, a)
+	if doc, _ := verifiedRevocations(t, a); !bytes.Equal(doc, doc0) {
+		t.Fatal("re-signed although nothing changed")
+	}
+	a.revocations.invalidate()
+	doc1, r1 := verifiedRevocations(t, a)
+	if bytes.Equal(doc1, doc0) || r1.Sequence <= r0.Sequence {
+		t.Fatalf("after invalidate: sequence %d after %d", r1.Sequence, r0.Sequence)
+	}
+	pending, err := a.RotateKey(ctx, "", durationPtr(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
+		t.Fatal(err)
+	}
+	_, r2 := verifiedRevocations(t, a)
+	if len(r2.Revoked) != 1 || r2.Revoked[0].KID != pending.KID || r2.Sequence <= r1.Sequence {
+		t.Fatalf("after a revocation: %+v", r2)
+	}
+}

@@ -1,0 +1,206 @@
+package server
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/store"
+)
+
+// keyring is the authority's view of its keys: the records read from the
+// store (re-read every refresh, so another replica's changes are seen), the
+// backend keys opened for them, and their decoded public keys.
+type keyring struct {
+	store   store.Store
+	refresh time.Duration
+	policy  jwks.Policy // derives each key's state from its record
+	limits  *backendLimits
+
+	mu      sync.Mutex
+	recs    []jwks.KeyRecord            // last read from the store
+	readAt  time.Time                   // when the read that produced recs started
+	signers map[string]*backends.Key    // opened keys by kid
+	publics map[string]crypto.PublicKey // decoded public keys on record, by kid
+}
+
+func newKeyring(st store.Store, refresh time.Duration, policy jwks.Policy, limits *backendLimits) *keyring {
+	return &keyring{
+		store: st, refresh: refresh, policy: policy, limits: limits,
+		signers: map[string]*backends.Key{},
+		publics: map[string]crypto.PublicKey{},
+	}
+}
+
+// records returns the key records, re-read from the store when the cached
+// copy is older than the refresh period or force is set.
+func (k *keyring) records(ctx context.Context, force bool) ([]jwks.KeyRecord, error) {
+	k.mu.Lock()
+	if !force && k.recs != nil && time.Since(k.readAt) < k.refresh {
+		recs := k.recs
+		k.mu.Unlock()
+		return recs, nil
+	}
+	k.mu.Unlock()
+	start := time.Now()
+	recs, err := k.store.ListKeys(ctx)
+	if err != nil {
+		return nil, &UnavailableError{What: "key store", Err: err}
+	}
+	k.mu.Lock()
+	// A slow read that started before a newer one (say, before a revocation
+	// and its forced refresh) must not put older records back.
+	if start.After(k.readAt) {
+		k.recs, k.readAt = recs, start
+	}
+	k.mu.Unlock()
+	return recs, nil
+}
+
+// views derives every key's state at now from the cached records.
+func (k *keyring) views(ctx context.Context, now time.Time) ([]jwks.View, error) {
+	recs, err := k.records(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	return jwks.Derive(now, recs, k.policy), nil
+}
+
+// ErrNoActiveKey means signing has stopped until a key is activated.
+var ErrNoActiveKey = errors.New("no active signing key: rotate or activate a key (the last active key was revoked or retired)")
+
+// signing opens the active key and the keys scheduled to follow it, as
+// they stand at now, each checked against its published public key.
+func (k *keyring) signing(ctx context.Context, now time.Time) ([]signer.Key, error) {
+	views, err := k.views(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := jwks.Active(views); !ok {
+		return nil, ErrNoActiveKey
+	}
+	var keys []signer.Key
+	for _, v := range jwks.Signing(views) {
+		opened, err := k.open(ctx, v.KeyRecord)
+		if err != nil {
+			// The key is on record and due to sign: if its backend cannot
+			// open it now (an HSM unplugged at start, a KMS outage), signing
+			// is unavailable, not broken.
+			return nil, &UnavailableError{What: "signing key " + v.KID, Err: err}
+		}
+		pub, err := k.public(v.KeyRecord)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, signer.Key{Signer: opened.Signer, Alg: v.Alg, KID: v.KID, Public: pub})
+	}
+	return keys, nil
+}
+
+// documentSigner is the JOSE identity of a published key, for documents the
+// authority signs itself.
+func (k *keyring) documentSigner(ctx context.Context, views []jwks.View) (*signer.Key, error) {
+	v, ok := jwks.Active(views)
+	if !ok {
+		// With no active key (the last one revoked), the newest published
+		// key still vouches for the revocation list.
+		pub := jwks.Published(views)
+		if len(pub) == 0 {
+			return nil, ErrNoActiveKey
+		}
+		v = pub[len(pub)-1]
+	}
+	opened, err := k.open(ctx, v.KeyRecord)
+	if err != nil {
+		return nil, err
+	}
+	return &signer.Key{Signer: opened.Signer, Alg: v.Alg, KID: v.KID}, nil
+}
+
+// open returns the opened backend key for a record, opening it once.
+func (k *keyring) open(ctx context.Context, rec jwks.KeyRecord) (*backends.Key, error) {
+	k.mu.Lock()
+	opened := k.signers[rec.KID]
+	k.mu.Unlock()
+	if opened != nil {
+		return opened, nil
+	}
+	opened, err := backends.Open(ctx, rec.URI, backends.OpenOptions{Alg: rec.Alg, KID: rec.KID})
+	if err != nil {
+		return nil, fmt.Errorf("open key %s (%s): %w", rec.KID, backends.Redact(rec.URI), err)
+	}
+	// A key replaced at its backend (another key file at the same path)
+	// opens fine but is not the published key: refuse it here, by name,
+	// rather than fail every signature with an internal error.
+	pub, err := k.public(rec)
+	if err != nil {
+		return nil, err
+	}
+	if kp, ok := opened.Public().(publicKey); !ok || !kp.Equal(pub) {
+		return nil, &KeyChangedError{KID: rec.KID}
+	}
+	opened = k.limits.wrap(opened)
+	k.mu.Lock()
+	if prev := k.signers[rec.KID]; prev != nil {
+		opened = prev
+	} else {
+		k.signers[rec.KID] = opened
+	}
+	k.mu.Unlock()
+	return opened, nil
+}
+
+// public returns the decoded public key on record for a kid. Decoding a JWK
+// (base64, point validation) is done once per kid, not per signature: a kid
+// is never reused for other key material, so the result cannot change.
+func (k *keyring) public(rec jwks.KeyRecord) (crypto.PublicKey, error) {
+	k.mu.Lock()
+	pub, ok := k.publics[rec.KID]
+	k.mu.Unlock()
+	if ok {
+		return pub, nil
+	}
+	pub, err := rec.Public.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("stored public key of %s: %w", rec.KID, err)
+	}
+	k.mu.Lock()
+	k.publics[rec.KID] = pub
+	k.mu.Unlock()
+	return pub, nil
+}
+
+// backendOf names the backend of an opened key, for metrics.
+func (k *keyring) backendOf(kid string) string {
+	k.mu.Lock()
+	opened := k.signers[kid]
+	k.mu.Unlock()
+	if opened == nil {
+		return noLabel
+	}
+	scheme, err := backends.Scheme(opened.URI)
+	if err != nil {
+		return noLabel
+	}
+	return scheme
+}
+
+// publicKey is what crypto public keys have in common.
+type publicKey interface{ Equal(crypto.PublicKey) bool }
+
+// KeyChangedError reports a key whose backend now returns another public
+// key than the one recorded (and published) when the key was created or
+// imported: the key file or backend key was replaced. Signing with it would
+// publish signatures no verifier accepts, so it is refused; an operator
+// must restore the key or rotate. It maps to FAILED_PRECONDITION.
+type KeyChangedError struct{ KID string }
+
+func (e *KeyChangedError) Error() string {
+	return "key " + e.KID + ": the backend's public key is not the one on record; the key was replaced at its backend: restore the original key, or rotate to a new key and revoke " + e.KID
+}
