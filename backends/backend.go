@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 
+	"github.com/cardsign/cardsign/backends/internal/kmsstats"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -45,6 +46,12 @@ var ErrUnavailable = errors.New("key backend unavailable")
 // sessions): Healthy reports whether they can sign now, for readiness.
 type HealthChecker interface {
 	Healthy(ctx context.Context) error
+}
+
+// StatsReporter is implemented by backends that count their calls to a
+// provider (the KMS backends), for /metrics.
+type StatsReporter interface {
+	Stats() kmsstats.Stats
 }
 
 // Disabler is implemented by backends that can switch a key off at the

@@ -7,10 +7,15 @@
 // message, DER to r||s, PSS salt) lives once in package jose, above the
 // backends, so a backend only has to sign what it is given.
 //
-// Backends register themselves from an init function and are linked in with
-// a blank import, the database/sql pattern:
+// A Registry maps schemes to constructors, in the manner of smallstep's
+// kms/apiv1: each backend package exports a Constructor, and the program
+// (the daemon's wiring, the CLI, a test) owns a Registry value and adds the
+// constructors it wants with their configuration. Nothing is global, so a
+// restricted and an unrestricted file backend can live side by side, and a
+// binary built without a backend (CGO_ENABLED=0 or -tags nopkcs11) adds
+// Missing(scheme, …) instead, which says what the build lacks.
 //
-//	import _ "github.com/cardsign/cardsign/backends/file"
-//
-//	key, err := backends.Open(ctx, "file:/etc/cardsign/k.pem", backends.OpenOptions{})
+//	reg := backends.NewRegistry()
+//	reg.Add(file.Scheme, file.Constructor, backends.Config{})
+//	key, err := reg.Open(ctx, "file:/etc/cardsign/k.pem", backends.OpenOptions{})
 package backends

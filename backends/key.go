@@ -37,23 +37,6 @@ type OpenOptions struct {
 	KID string   // override
 }
 
-// Open resolves uri by its scheme and settles the key's JOSE identity:
-// Alg = opts.Alg, else the backend's Handle.Alg, else jose.DefaultAlg of the
-// key; KID = opts.KID, else Handle.KID, else the RFC 7638 thumbprint. The
-// alg is checked against the key here, once, so nothing downstream can sign
-// with an alg its key cannot serve.
-func Open(ctx context.Context, uri string, opts OpenOptions) (*Key, error) {
-	scheme, err := Scheme(uri)
-	if err != nil {
-		return nil, err
-	}
-	b, ok := Lookup(scheme)
-	if !ok {
-		return nil, &UnknownSchemeError{Scheme: scheme, Registered: Schemes()}
-	}
-	return OpenWith(ctx, b, uri, opts)
-}
-
 // URIChecker is a Backend that can tell, without opening it, whether it
 // would accept a key URI under its configuration (allowed directories for
 // the files a URI names).
@@ -61,9 +44,13 @@ type URIChecker interface {
 	CheckURI(uri string) error
 }
 
-// OpenWith is Open through backend b rather than the one registered for
-// uri's scheme: a daemon opens keys a caller names for import through a
-// backend restricted to the allowed directories.
+// OpenWith opens uri with backend b and settles the key's JOSE identity:
+// Alg = opts.Alg, else the backend's Handle.Alg, else jose.DefaultAlg of the
+// key; KID = opts.KID, else Handle.KID, else the RFC 7638 thumbprint. The
+// alg is checked against the key here, once, so nothing downstream can sign
+// with an alg its key cannot serve. Registry.Open picks b by the URI's
+// scheme; a daemon opens keys a caller names for import through a backend
+// restricted to the allowed directories.
 func OpenWith(ctx context.Context, b Backend, uri string, opts OpenOptions) (*Key, error) {
 	h, err := b.Open(ctx, uri)
 	if err != nil {

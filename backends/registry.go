@@ -1,64 +1,185 @@
 package backends
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
 )
 
-// registry is the one piece of package-level mutable state: backends add
-// themselves from init functions, and anything may look them up concurrently.
-var registry struct {
-	sync.RWMutex
-	m map[string]Backend
+// Config is what a Constructor builds its backend from.
+type Config struct {
+	// Settings is the backend's own configuration value (file.Config,
+	// pkcs11.Config, gcpkms.Config, awskms.Config); nil means its zero
+	// value. A constructor refuses a value of another type.
+	Settings any
+	// Logger is for the backend's own logging; nil discards.
+	Logger *slog.Logger
 }
 
-// Register makes b the backend for URIs of the given scheme. It panics when
-// the scheme is invalid, b is nil, or the scheme is already taken: these are
-// programming errors, found the first time the binary starts.
-func Register(scheme string, b Backend) {
+// Constructor builds a backend. It is called at most once per Registry
+// entry, on first use or from Build.
+type Constructor func(ctx context.Context, cfg Config) (Backend, error)
+
+// Registry maps URI schemes to backends, each built by its constructor the
+// first time it is needed. A process owns its Registry (the daemon's
+// wiring, the CLI, a test): there is no package-level registry, so two
+// configurations of one backend can live side by side.
+type Registry struct {
+	mu      sync.Mutex
+	entries map[string]*entry
+}
+
+type entry struct {
+	ctor Constructor
+	cfg  Config
+	// done, b and err are the outcome of the one construction.
+	done bool
+	b    Backend
+	err  error
+}
+
+// NewRegistry returns an empty Registry.
+func NewRegistry() *Registry { return &Registry{entries: map[string]*entry{}} }
+
+// Add makes ctor the constructor for URIs of scheme (lower-case RFC 3986).
+// Adding a scheme twice is an error: two backends for one scheme would make
+// which one opens a key depend on the order of wiring.
+func (r *Registry) Add(scheme string, ctor Constructor, cfg Config) error {
 	if !validScheme(scheme) || scheme != strings.ToLower(scheme) {
-		panic(fmt.Sprintf("backends: Register: invalid scheme %q (want lower-case RFC 3986 scheme)", scheme))
+		return fmt.Errorf("backends: invalid scheme %q (want a lower-case RFC 3986 scheme)", scheme)
 	}
-	if b == nil {
-		panic("backends: Register: nil backend for scheme " + scheme)
+	if ctor == nil {
+		return fmt.Errorf("backends: nil constructor for scheme %s", scheme)
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.m == nil {
-		registry.m = make(map[string]Backend)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.entries[scheme]; dup {
+		return fmt.Errorf("backends: scheme %s added twice", scheme)
 	}
-	if _, dup := registry.m[scheme]; dup {
-		panic("backends: Register called twice for scheme " + scheme)
-	}
-	registry.m[scheme] = b
+	r.entries[scheme] = &entry{ctor: ctor, cfg: cfg}
+	return nil
 }
 
-// Lookup returns the backend registered for scheme. Schemes are
-// case-insensitive (RFC 3986 §3.1).
-func Lookup(scheme string) (Backend, bool) {
-	registry.RLock()
-	defer registry.RUnlock()
-	b, ok := registry.m[strings.ToLower(scheme)]
-	return b, ok
+// Backend returns the backend for scheme (case-insensitive, RFC 3986 §3.1),
+// building it on first use. A scheme nothing was added for is an
+// *UnknownSchemeError; a constructor's failure is returned on every call.
+func (r *Registry) Backend(ctx context.Context, scheme string) (Backend, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[strings.ToLower(scheme)]
+	if !ok {
+		return nil, &UnknownSchemeError{Scheme: scheme, Registered: r.schemesLocked()}
+	}
+	if !e.done {
+		// Built under the lock: construction is rare (once per scheme) and
+		// concurrent first uses must not build two (two HSM module loads).
+		e.b, e.err = e.ctor(ctx, e.cfg)
+		if e.err == nil && e.b == nil {
+			e.err = fmt.Errorf("backends: constructor for %s returned no backend", scheme)
+		}
+		e.done = true
+	}
+	return e.b, e.err
 }
 
-// Schemes returns the registered schemes, sorted.
-func Schemes() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	out := make([]string, 0, len(registry.m))
-	for s := range registry.m {
+// Build builds every backend added, so that a misconfigured one fails at
+// start rather than at its first key.
+func (r *Registry) Build(ctx context.Context) error {
+	for _, s := range r.Schemes() {
+		if _, err := r.Backend(ctx, s); err != nil {
+			return fmt.Errorf("%s backend: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// Open resolves uri with the backend for its scheme (see OpenWith).
+func (r *Registry) Open(ctx context.Context, uri string, opts OpenOptions) (*Key, error) {
+	scheme, err := Scheme(uri)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.Backend(ctx, scheme)
+	if err != nil {
+		return nil, err
+	}
+	return OpenWith(ctx, b, uri, opts)
+}
+
+// Schemes returns the schemes added, sorted.
+func (r *Registry) Schemes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.schemesLocked()
+}
+
+func (r *Registry) schemesLocked() []string {
+	out := make([]string, 0, len(r.entries))
+	for s := range r.entries {
 		out = append(out, s)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// UnknownSchemeError reports a key URI whose scheme no linked-in backend
-// handles. Registered lists the schemes that are, because the usual cause is
-// a backend that was not imported or a typo.
+// Close closes every backend built that holds resources (io.Closer: HSM
+// sessions, KMS connections), in reverse order of scheme, and returns their
+// errors joined.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	schemes := r.schemesLocked()
+	for i := len(schemes) - 1; i >= 0; i-- {
+		if c, ok := r.entries[schemes[i]].b.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Settings returns cfg.Settings as T: its zero value when nil, an error
+// naming the scheme when it is of another type (a wiring mistake).
+func Settings[T any](scheme string, cfg Config) (T, error) {
+	var zero T
+	switch s := cfg.Settings.(type) {
+	case nil:
+		return zero, nil
+	case T:
+		return s, nil
+	default:
+		return zero, fmt.Errorf("backends: %s constructor given settings of type %T, want %T", scheme, cfg.Settings, zero)
+	}
+}
+
+// NotBuiltError is a scheme whose backend this binary was built without
+// (CGO_ENABLED=0 or a build tag such as nopkcs11).
+type NotBuiltError struct {
+	Scheme string
+	How    string // how to get it: "rebuild with cgo and without -tags nopkcs11"
+}
+
+func (e *NotBuiltError) Error() string {
+	return fmt.Sprintf("backends: this build has no %s backend; %s", e.Scheme, e.How)
+}
+
+// Missing is the constructor a build without a backend adds for its scheme,
+// so a key URI or a config section naming it says what this build lacks
+// instead of "unknown scheme".
+func Missing(scheme, how string) Constructor {
+	return func(context.Context, Config) (Backend, error) {
+		return nil, &NotBuiltError{Scheme: scheme, How: how}
+	}
+}
+
+// UnknownSchemeError reports a key URI whose scheme no backend handles.
+// Registered lists the schemes that are, because the usual cause is a
+// backend left out of the configuration or a typo.
 type UnknownSchemeError struct {
 	Scheme     string
 	Registered []string
@@ -69,5 +190,5 @@ func (e *UnknownSchemeError) Error() string {
 	if len(e.Registered) > 0 {
 		reg = strings.Join(e.Registered, ", ")
 	}
-	return fmt.Sprintf("backends: no backend for scheme %q (registered: %s)", e.Scheme, reg)
+	return fmt.Sprintf("backends: no backend for scheme %q (configured: %s)", e.Scheme, reg)
 }

@@ -26,14 +26,14 @@ var errBackend = errors.New("token not present")
 
 func (failingBackend) Open(context.Context, string) (Handle, error) { return Handle{}, errBackend }
 
-func mustPanic(t *testing.T, name string, f func()) {
-	t.Helper()
-	defer func() {
-		if recover() == nil {
-			t.Errorf("%s: did not panic", name)
+// constant is a constructor that hands back b, counting its calls.
+func constant(b Backend, calls *int) Constructor {
+	return func(context.Context, Config) (Backend, error) {
+		if calls != nil {
+			*calls++
 		}
-	}()
-	f()
+		return b, nil
+	}
 }
 
 func newEC(t *testing.T) crypto.Signer {
@@ -45,22 +45,51 @@ func newEC(t *testing.T) crypto.Signer {
 	return k
 }
 
-func TestRegister(t *testing.T) {
-	Register("test-reg", fixedBackend{})
-	mustPanic(t, "duplicate", func() { Register("test-reg", fixedBackend{}) })
-	mustPanic(t, "nil backend", func() { Register("test-nil", nil) })
+func TestRegistry(t *testing.T) {
+	ctx := context.Background()
+	r := NewRegistry()
+	calls := 0
+	if err := r.Add("test-reg", constant(fixedBackend{}, &calls), Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add("test-reg", constant(fixedBackend{}, nil), Config{}); err == nil {
+		t.Error("a scheme added twice was accepted")
+	}
+	if err := r.Add("test-nil", nil, Config{}); err == nil {
+		t.Error("a nil constructor was accepted")
+	}
 	for _, bad := range []string{"", "Test-upper", "1abc", "a b", "a:b"} {
-		mustPanic(t, "scheme "+bad, func() { Register(bad, fixedBackend{}) })
+		if err := r.Add(bad, constant(fixedBackend{}, nil), Config{}); err == nil {
+			t.Errorf("scheme %q was accepted", bad)
+		}
 	}
-	if _, ok := Lookup("TEST-REG"); !ok {
-		t.Error("Lookup is not case-insensitive")
+	for range 3 {
+		if _, err := r.Backend(ctx, "TEST-REG"); err != nil {
+			t.Fatalf("Backend is not case-insensitive: %v", err)
+		}
 	}
-	if _, ok := Lookup("test-nil"); ok {
-		t.Error("a refused registration is visible")
+	if calls != 1 {
+		t.Errorf("the constructor ran %d times, want once", calls)
 	}
-	s := Schemes()
-	if !slices.Contains(s, "test-reg") || !slices.IsSorted(s) {
+	var unknown *UnknownSchemeError
+	if _, err := r.Backend(ctx, "test-nil"); !errors.As(err, &unknown) {
+		t.Errorf("a refused scheme is visible: %v", err)
+	}
+	if err := r.Add("test-built-without", Missing("test-built-without", "rebuild with it"), Config{}); err != nil {
+		t.Fatal(err)
+	}
+	var nb *NotBuiltError
+	if _, err := r.Backend(ctx, "test-built-without"); !errors.As(err, &nb) || !strings.Contains(err.Error(), "rebuild with it") {
+		t.Errorf("a backend left out of the build: %v, want a NotBuiltError saying how to get it", err)
+	}
+	if err := r.Build(ctx); !errors.As(err, &nb) || !strings.Contains(err.Error(), "test-built-without backend") {
+		t.Errorf("Build = %v, want the missing backend named", err)
+	}
+	if s := r.Schemes(); !slices.Equal(s, []string{"test-built-without", "test-reg"}) {
 		t.Errorf("Schemes() = %v", s)
+	}
+	if _, err := Settings[string]("test", Config{Settings: 42}); err == nil {
+		t.Error("settings of the wrong type were accepted")
 	}
 }
 
@@ -111,11 +140,18 @@ func TestRedact(t *testing.T) {
 func TestOpen(t *testing.T) {
 	ec := newEC(t)
 	thumb, _ := jose.Thumbprint(ec.Public())
-	Register("test-plain", fixedBackend{Handle{Signer: ec}})
-	Register("test-known", fixedBackend{Handle{Signer: ec, Alg: jose.ES256, KID: "backend-kid"}})
-	Register("test-badalg", fixedBackend{Handle{Signer: ec, Alg: jose.ES512}})
-	Register("test-nosigner", fixedBackend{})
-	Register("test-fail", failingBackend{})
+	r := NewRegistry()
+	for scheme, b := range map[string]Backend{
+		"test-plain":    fixedBackend{Handle{Signer: ec}},
+		"test-known":    fixedBackend{Handle{Signer: ec, Alg: jose.ES256, KID: "backend-kid"}},
+		"test-badalg":   fixedBackend{Handle{Signer: ec, Alg: jose.ES512}},
+		"test-nosigner": fixedBackend{},
+		"test-fail":     failingBackend{},
+	} {
+		if err := r.Add(scheme, constant(b, nil), Config{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	tests := []struct {
 		name    string
@@ -139,7 +175,7 @@ func TestOpen(t *testing.T) {
 		{name: "windows path", uri: `c:\keys\k.pem`, errHas: `no backend for scheme "c"`},
 	}
 	for _, tt := range tests {
-		k, err := Open(context.Background(), tt.uri, tt.opts)
+		k, err := r.Open(context.Background(), tt.uri, tt.opts)
 		if tt.errIs == nil && tt.errHas == "" {
 			if err != nil {
 				t.Errorf("%s: Open: %v", tt.name, err)

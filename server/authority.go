@@ -16,6 +16,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
@@ -25,6 +26,9 @@ import (
 
 // Config is what the authority needs to know beyond its store.
 type Config struct {
+	// Backends opens keys by URI scheme; nil means a registry holding only
+	// the unrestricted file backend (the embedded default, and tests).
+	Backends      *backends.Registry
 	KeyBackend    string        // scheme of the backend that makes new keys ("file")
 	KeyDir        string        // where the file backend puts new keys
 	DefaultAlg    jose.Alg      // for new keys
@@ -85,8 +89,12 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
+	if cfg.Backends == nil {
+		cfg.Backends = backends.NewRegistry()
+		_ = cfg.Backends.Add(file.Scheme, file.Constructor, backends.Config{}) // a valid scheme, added once
+	}
 	now := func() time.Time { return time.Now().UTC() }
-	keys := newKeyring(st, cfg.KeyRefresh, jwks.Policy{RetireGrace: cfg.RetireGrace},
+	keys := newKeyring(st, cfg.Backends, cfg.KeyRefresh, jwks.Policy{RetireGrace: cfg.RetireGrace},
 		newBackendLimits(cfg.BackendConcurrency, cfg.Metrics.backendSign))
 	a := &Authority{
 		cfg:         cfg,
@@ -125,9 +133,9 @@ func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, e
 	if alg == "" {
 		alg = a.cfg.DefaultAlg
 	}
-	b, ok := backends.Lookup(a.cfg.KeyBackend)
-	if !ok {
-		return jwks.KeyRecord{}, fmt.Errorf("key backend %q is not registered", a.cfg.KeyBackend)
+	b, err := a.cfg.Backends.Backend(ctx, a.cfg.KeyBackend)
+	if err != nil {
+		return jwks.KeyRecord{}, fmt.Errorf("key backend %q: %w", a.cfg.KeyBackend, err)
 	}
 	creator, ok := b.(backends.Creator)
 	if !ok {
@@ -152,7 +160,7 @@ func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, e
 // record opens a key URI and builds its record: the public JWK is read once,
 // here, and never fetched from the backend again.
 func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOptions) (jwks.KeyRecord, error) {
-	open := backends.Open
+	open := a.cfg.Backends.Open
 	if scheme, err := backends.Scheme(uri); err == nil {
 		if b, ok := a.cfg.ImportBackends[scheme]; ok {
 			// The restricted backend opens what it checked (the resolved

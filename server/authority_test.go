@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	_ "github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"

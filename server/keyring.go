@@ -18,10 +18,11 @@ import (
 // store (re-read every refresh, so another replica's changes are seen), the
 // backend keys opened for them, and their decoded public keys.
 type keyring struct {
-	store   store.Store
-	refresh time.Duration
-	policy  jwks.Policy // derives each key's state from its record
-	limits  *backendLimits
+	store    store.Store
+	backends *backends.Registry
+	refresh  time.Duration
+	policy   jwks.Policy // derives each key's state from its record
+	limits   *backendLimits
 
 	mu      sync.Mutex
 	recs    []jwks.KeyRecord            // last read from the store
@@ -30,9 +31,9 @@ type keyring struct {
 	publics map[string]crypto.PublicKey // decoded public keys on record, by kid
 }
 
-func newKeyring(st store.Store, refresh time.Duration, policy jwks.Policy, limits *backendLimits) *keyring {
+func newKeyring(st store.Store, reg *backends.Registry, refresh time.Duration, policy jwks.Policy, limits *backendLimits) *keyring {
 	return &keyring{
-		store: st, refresh: refresh, policy: policy, limits: limits,
+		store: st, backends: reg, refresh: refresh, policy: policy, limits: limits,
 		signers: map[string]*backends.Key{},
 		publics: map[string]crypto.PublicKey{},
 	}
@@ -131,7 +132,7 @@ func (k *keyring) open(ctx context.Context, rec jwks.KeyRecord) (*backends.Key, 
 	if opened != nil {
 		return opened, nil
 	}
-	opened, err := backends.Open(ctx, rec.URI, backends.OpenOptions{Alg: rec.Alg, KID: rec.KID})
+	opened, err := k.backends.Open(ctx, rec.URI, backends.OpenOptions{Alg: rec.Alg, KID: rec.KID})
 	if err != nil {
 		return nil, fmt.Errorf("open key %s (%s): %w", rec.KID, backends.Redact(rec.URI), err)
 	}

@@ -43,7 +43,7 @@ func TestKeyringRecordsCache(t *testing.T) {
 	ctx := context.Background()
 	a, _ := newAuthority(t)
 	st := &countingStore{Store: a.store}
-	k := newKeyring(st, time.Hour, a.policy(), newBackendLimits(nil, a.metrics.backendSign))
+	k := newKeyring(st, a.cfg.Backends, time.Hour, a.policy(), newBackendLimits(nil, a.metrics.backendSign))
 	for range 3 {
 		if recs, err := k.records(ctx, false); err != nil || len(recs) != 1 {
 			t.Fatalf("records: %d %v", len(recs), err)

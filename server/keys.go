@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -312,8 +313,9 @@ func (a *Authority) disableAtBackend(ctx context.Context, v jwks.View) {
 	if err != nil {
 		return
 	}
-	b, ok := backends.Lookup(scheme)
-	if !ok {
+	b, err := a.cfg.Backends.Backend(ctx, scheme)
+	if err != nil {
+		a.log.Error("on_revoke: disable: the key's backend is not available; disable the key at the provider by hand", "kid", v.KID, "backend", scheme, "err", err)
 		return
 	}
 	d, ok := b.(backends.Disabler)
@@ -343,9 +345,13 @@ func (a *Authority) CheckBackends(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("key %s: %w", v.KID, err)
 		}
-		b, ok := backends.Lookup(scheme)
-		if !ok {
+		b, err := a.cfg.Backends.Backend(ctx, scheme)
+		var unknown *backends.UnknownSchemeError
+		switch {
+		case errors.As(err, &unknown):
 			return fmt.Errorf("key %s (%s) uses the %s backend, which is not configured: add its section to the config", v.KID, v.State, scheme)
+		case err != nil:
+			return fmt.Errorf("key %s (%s): %w", v.KID, v.State, err)
 		}
 		// A key whose URI the backend's configuration no longer accepts (a
 		// pin-source outside pkcs11.pin_source_dirs) would fail at its

@@ -109,8 +109,11 @@ func (r *readiness) canary(ctx context.Context) error {
 			return &UnavailableError{What: "signing key " + k.KID, Err: fmt.Errorf("%w: canary signature: %w", backends.ErrUnavailable, err)}
 		}
 	}
-	for _, scheme := range backends.Schemes() {
-		b, _ := backends.Lookup(scheme)
+	for _, scheme := range r.keys.backends.Schemes() {
+		b, err := r.keys.backends.Backend(ctx, scheme)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", backends.ErrUnavailable, scheme, err)
+		}
 		if hc, ok := b.(backends.HealthChecker); ok {
 			if err := hc.Healthy(ctx); err != nil {
 				return fmt.Errorf("%w: %s: %v", backends.ErrUnavailable, scheme, err)

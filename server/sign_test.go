@@ -65,16 +65,12 @@ func TestBadCardIsInvalidWhileKMSIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := gcpkms.New(ctx, gcpkms.Config{Endpoint: fake.Addr(), Insecure: true, Logger: discard})
-	if err != nil {
+	a, _ := newAuthority(t)
+	if err := a.cfg.Backends.Add(gcpkms.Scheme, gcpkms.Constructor,
+		backends.Config{Settings: gcpkms.Config{Endpoint: fake.Addr(), Insecure: true, Logger: discard}}); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	// The only test in this package that registers gcpkms: the registry
-	// refuses a scheme twice.
-	backends.Register(gcpkms.Scheme, b)
-
-	a, _ := newAuthority(t)
+	defer a.cfg.Backends.Close()
 	rec, err := a.record(ctx, "gcpkms://"+version, backends.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -56,9 +56,9 @@ var (
 // no request: credentials and keys are checked when a key is opened. The
 // caller registers it for the awskms scheme:
 //
-//	b, err := awskms.New(ctx, awskms.Config{Region: "eu-west-1"})
-//	backends.Register(awskms.Scheme, b)
-//	defer b.Close()
+//	reg := backends.NewRegistry()
+//	reg.Add(awskms.Scheme, awskms.Constructor, backends.Config{Settings: awskms.Config{Region: "eu-west-1"}})
+//	defer reg.Close()
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	cfg, err := cfg.normalize()
 	if err != nil {
@@ -157,4 +157,18 @@ func (b *Backend) Close() error {
 // closedErr is the error of a call on a closed Backend.
 func (b *Backend) closedErr(op, key string) error {
 	return &UnavailableError{Op: op, Key: key, Reason: ErrClosed}
+}
+
+// Constructor builds this backend for a backends.Registry from a Config
+// whose Settings is a Config; the registry's logger is used when the
+// settings name none.
+func Constructor(ctx context.Context, cfg backends.Config) (backends.Backend, error) {
+	c, err := backends.Settings[Config](Scheme, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.Logger == nil {
+		c.Logger = cfg.Logger
+	}
+	return New(ctx, c)
 }

@@ -5,9 +5,9 @@
 // The backend needs configuration (Region, endpoint, KeySpec, alias), so it
 // is not registered from an init function; the daemon does
 //
-//	b, err := awskms.New(ctx, awskms.Config{Region: "eu-west-1", Alias: "alias/cardsign"})
-//	backends.Register(awskms.Scheme, b)
-//	defer b.Close()
+//	reg := backends.NewRegistry()
+//	reg.Add(awskms.Scheme, awskms.Constructor, backends.Config{Settings: awskms.Config{Region: "eu-west-1", Alias: "alias/cardsign"}})
+//	defer reg.Close()
 //
 // Credentials come from the standard AWS chain (environment, shared config
 // and credentials files, SSO, web identity, ECS, IMDS) unless

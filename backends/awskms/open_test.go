@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
@@ -86,14 +85,16 @@ func (a schemeAlias) Open(ctx context.Context, uri string) (backends.Handle, err
 	return a.b.Open(ctx, Scheme+strings.TrimPrefix(uri, a.scheme))
 }
 
-// TestRegistryOpen checks the backend through backends.Open, as the daemon
-// uses it: the alg comes from the backend, the kid is the thumbprint.
+// TestRegistryOpen checks the backend through a backends.Registry, as the
+// daemon uses it: the alg comes from the backend, the kid is the thumbprint.
 func TestRegistryOpen(t *testing.T) {
 	e := newEnv(t, Config{}, awskmsfake.Options{})
 	keyARN := e.createKey(t, "RSA_2048")
-	scheme := fmt.Sprintf("awskms-test-%d", time.Now().UnixNano())
-	backends.Register(scheme, schemeAlias{scheme: scheme, b: e.b})
-	k, err := backends.Open(t.Context(), scheme+":///"+keyARN+"?alg=PS256", backends.OpenOptions{})
+	reg := backends.NewRegistry()
+	if err := reg.Add(Scheme, func(context.Context, backends.Config) (backends.Backend, error) { return e.b, nil }, backends.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := reg.Open(t.Context(), Scheme+":///"+keyARN+"?alg=PS256", backends.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Package file is the key backend for private keys in local files. It
-// registers the URI scheme "file"; link it in with
+// Package file is the key backend for private keys in local files, for the
+// URI scheme "file". A program adds it to its registry:
 //
-//	import _ "github.com/cardsign/cardsign/backends/file"
+//	reg.Add(file.Scheme, file.Constructor, backends.Config{})                                            // any file (the CLI)
+//	reg.Add(file.Scheme, file.Constructor, backends.Config{Settings: file.Config{AllowedDirs: dirs}})  // only below dirs
 //
 // # URIs
 //

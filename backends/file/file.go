@@ -19,7 +19,15 @@ const Scheme = "file"
 // is about 4 KiB; anything much bigger is not a key file.
 const MaxFileSize = 64 << 10
 
-func init() { backends.Register(Scheme, Backend{}) }
+// Constructor builds a file backend for a backends.Registry from a Config
+// (nil settings: unrestricted, the CLI's backend in its user's own process).
+func Constructor(_ context.Context, cfg backends.Config) (backends.Backend, error) {
+	c, err := backends.Settings[Config](Scheme, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return New(c)
+}
 
 // Backend opens and creates keys in local files. The zero value is ready
 // and reads any file the process can; New restricts it to directories.

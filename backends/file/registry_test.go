@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/backends"
-	_ "github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -65,7 +65,7 @@ func TestRegistryOpen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k, err := backends.Open(context.Background(), tt.uri, tt.opts)
+			k, err := newRegistry(t).Open(context.Background(), tt.uri, tt.opts)
 			if tt.mismatch {
 				var km *jose.KeyMismatchError
 				if !errors.As(err, &km) {
@@ -109,9 +109,9 @@ func TestRegistryOpen(t *testing.T) {
 
 func mustLookupCreator(t *testing.T) backends.Creator {
 	t.Helper()
-	b, ok := backends.Lookup("file")
-	if !ok {
-		t.Fatal(`scheme "file" not registered`)
+	b, err := newRegistry(t).Backend(context.Background(), "file")
+	if err != nil {
+		t.Fatal(err)
 	}
 	c, ok := b.(backends.Creator)
 	if !ok {
@@ -121,17 +121,17 @@ func mustLookupCreator(t *testing.T) backends.Creator {
 }
 
 func TestRegistryErrors(t *testing.T) {
-	if !slices.Contains(backends.Schemes(), "file") {
-		t.Fatalf("Schemes() = %v, want file", backends.Schemes())
+	if s := newRegistry(t).Schemes(); !slices.Contains(s, "file") {
+		t.Fatalf("Schemes() = %v, want file", s)
 	}
-	_, err := backends.Open(context.Background(), "gcpkms://projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1", backends.OpenOptions{})
+	_, err := newRegistry(t).Open(context.Background(), "gcpkms://projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1", backends.OpenOptions{})
 	var us *backends.UnknownSchemeError
 	if !errors.As(err, &us) || us.Scheme != "gcpkms" || !strings.Contains(err.Error(), "file") {
 		t.Errorf("unknown scheme: %v", err)
 	}
 	var ue *backends.URIError
 	for _, uri := range []string{"", "/etc/key.pem", "1file:/x", "file:", "file://host/x"} {
-		if _, err := backends.Open(context.Background(), uri, backends.OpenOptions{}); !errors.As(err, &ue) {
+		if _, err := newRegistry(t).Open(context.Background(), uri, backends.OpenOptions{}); !errors.As(err, &ue) {
 			t.Errorf("Open(%q) = %v, want *backends.URIError", uri, err)
 		}
 	}
@@ -139,7 +139,17 @@ func TestRegistryErrors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "k")
 	os.WriteFile(path, []byte("x"), 0o644)
 	os.Chmod(path, 0o644)
-	if _, err := backends.Open(context.Background(), "file:"+path, backends.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := newRegistry(t).Open(context.Background(), "file:"+path, backends.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("0644 key through the registry: %v", err)
 	}
+}
+
+// newRegistry is what a program wires: the file backend by its constructor.
+func newRegistry(t *testing.T) *backends.Registry {
+	t.Helper()
+	r := backends.NewRegistry()
+	if err := r.Add(file.Scheme, file.Constructor, backends.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

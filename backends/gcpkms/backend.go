@@ -39,9 +39,9 @@ var (
 // from cfg.ClientOptions, else the standard chain; none are sent to an
 // Insecure endpoint. The caller registers it:
 //
-//	b, err := gcpkms.New(ctx, cfg)
-//	backends.Register(gcpkms.Scheme, b)
-//	defer b.Close()
+//	reg := backends.NewRegistry()
+//	reg.Add(gcpkms.Scheme, gcpkms.Constructor, backends.Config{Settings: cfg})
+//	defer reg.Close()
 func New(ctx context.Context, cfg Config) (*Backend, error) {
 	cfg, err := cfg.normalize()
 	if err != nil {
@@ -95,3 +95,17 @@ func (b *Backend) Close() error {
 // connections let a burst of signatures go out, and their answers come
 // back, in parallel. ClientOptions may override it.
 const connPoolSize = 4
+
+// Constructor builds this backend for a backends.Registry from a Config
+// whose Settings is a Config; the registry's logger is used when the
+// settings name none.
+func Constructor(ctx context.Context, cfg backends.Config) (backends.Backend, error) {
+	c, err := backends.Settings[Config](Scheme, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.Logger == nil {
+		c.Logger = cfg.Logger
+	}
+	return New(ctx, c)
+}

@@ -2,12 +2,12 @@
 // CryptoKeyVersions of ASYMMETRIC_SIGN CryptoKeys, and their private halves
 // never leave Cloud KMS (software or HSM protection alike).
 //
-// The backend needs configuration and a client connection, so it is not
-// registered from an init function; the daemon does
+// The backend needs configuration and a client connection, so the daemon
+// adds its constructor to its registry with that configuration:
 //
-//	b, err := gcpkms.New(ctx, gcpkms.Config{CryptoKey: "projects/p/locations/europe-west1/keyRings/cardsign/cryptoKeys/signing"})
-//	backends.Register(gcpkms.Scheme, b)
-//	defer b.Close()
+//	reg := backends.NewRegistry()
+//	reg.Add(gcpkms.Scheme, gcpkms.Constructor, backends.Config{Settings: gcpkms.Config{CryptoKey: "projects/p/locations/europe-west1/keyRings/cardsign/cryptoKeys/signing"}})
+//	defer reg.Close()
 //
 // Credentials come from Config.ClientOptions, else the standard chain
 // (GOOGLE_APPLICATION_CREDENTIALS, the metadata server, gcloud's ADC).

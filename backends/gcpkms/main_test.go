@@ -21,12 +21,13 @@ import (
 // loopback gRPC. Each test starts its own fake, so fault injection in one
 // cannot disturb another.
 
-// shared is a fake and a Backend registered for the gcpkms scheme for the
-// whole run (the registry takes a scheme once per process), for tests that
-// go through backends.Open. TestMain writes it; tests only read it.
+// shared is a fake and a registry holding a Backend for it, for the whole
+// run, for tests that open keys as the daemon does. TestMain writes it;
+// tests only read it.
 var shared struct {
-	fake    *gcpkmsfake.Server
-	backend *Backend
+	fake     *gcpkmsfake.Server
+	backend  *Backend
+	registry *backends.Registry
 }
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
@@ -44,8 +45,12 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer b.Close()
-	backends.Register(Scheme, b)
-	shared.fake, shared.backend = f, b
+	reg := backends.NewRegistry()
+	if err := reg.Add(Scheme, func(context.Context, backends.Config) (backends.Backend, error) { return b, nil }, backends.Config{}); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: registry:", err)
+		return 1
+	}
+	shared.fake, shared.backend, shared.registry = f, b, reg
 	return m.Run()
 }
 

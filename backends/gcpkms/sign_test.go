@@ -140,12 +140,12 @@ func TestSignOpts(t *testing.T) {
 	}
 }
 
-// TestRegistry opens a key through backends.Open, as the daemon does: the
+// TestRegistry opens a key through a backends.Registry, as the daemon does: the
 // alg from Cloud KMS, the thumbprint as kid, and a JWK that verifies.
 func TestRegistry(t *testing.T) {
 	_, uri := addKey(t, shared.fake, kmspb.CryptoKeyVersion_EC_SIGN_P384_SHA384)
 
-	k, err := backends.Open(t.Context(), uri, backends.OpenOptions{})
+	k, err := shared.registry.Open(t.Context(), uri, backends.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,12 +166,12 @@ func TestRegistry(t *testing.T) {
 		t.Error(err)
 	}
 	// The record's alg must fit the key: an override that does not is refused.
-	_, err = backends.Open(t.Context(), uri, backends.OpenOptions{Alg: jose.ES256})
+	_, err = shared.registry.Open(t.Context(), uri, backends.OpenOptions{Alg: jose.ES256})
 	var km *jose.KeyMismatchError
 	if !errors.As(err, &km) {
 		t.Errorf("ES256 override on a P-384 key: %v", err)
 	}
-	if _, err := backends.Open(context.Background(), Scheme+"://projects/p", backends.OpenOptions{}); !errors.As(err, new(*backends.URIError)) {
+	if _, err := shared.registry.Open(context.Background(), Scheme+"://projects/p", backends.OpenOptions{}); !errors.As(err, new(*backends.URIError)) {
 		t.Errorf("bad URI through the registry: %v", err)
 	}
 }

@@ -37,10 +37,11 @@ var (
 )
 
 // New returns a Backend for cfg. Modules are loaded when a URI first needs
-// them. The caller registers it for the pkcs11 scheme:
+// them. A registry builds it through Constructor:
 //
-//	b, err := pkcs11.New(cfg)
-//	backends.Register(pkcs11.Scheme, b)
+//	reg := backends.NewRegistry()
+//	reg.Add(pkcs11.Scheme, pkcs11.Constructor, backends.Config{Settings: cfg})
+//	defer reg.Close()
 func New(cfg Config) (*Backend, error) {
 	cfg, err := cfg.normalize()
 	if err != nil {
@@ -294,4 +295,18 @@ func (b *Backend) Close() error {
 	}
 	b.log.Info("pkcs11: backend closed")
 	return nil
+}
+
+// Constructor builds this backend for a backends.Registry from a Config
+// whose Settings is a Config; the registry's logger is used when the
+// settings name none.
+func Constructor(_ context.Context, cfg backends.Config) (backends.Backend, error) {
+	c, err := backends.Settings[Config](Scheme, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.Logger == nil {
+		c.Logger = cfg.Logger
+	}
+	return New(c)
 }

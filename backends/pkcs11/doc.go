@@ -2,12 +2,12 @@
 // cloud HSMs with a PKCS#11 module, and SoftHSM2. Private keys never leave
 // the token; Create generates them inside it.
 //
-// The backend needs configuration (module allow-list, PIN), so it is not
-// registered from an init function; the daemon does
+// The backend needs configuration (module allow-list, PIN), so the daemon
+// adds its constructor to its registry with that configuration:
 //
-//	b, err := pkcs11.New(pkcs11.Config{DefaultModule: "/usr/lib/softhsm/libsofthsm2.so", PIN: pin, Token: "cardsign"})
-//	backends.Register(pkcs11.Scheme, b)
-//	defer b.Close()
+//	reg := backends.NewRegistry()
+//	reg.Add(pkcs11.Scheme, pkcs11.Constructor, backends.Config{Settings: pkcs11.Config{DefaultModule: "/usr/lib/softhsm/libsofthsm2.so", PIN: pin, Token: "cardsign"}})
+//	defer reg.Close()
 //
 // # URIs (RFC 7512)
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 )
@@ -35,18 +36,18 @@ func keygenCmd() command {
 		if err != nil {
 			return c.usageError(e, "%v", err)
 		}
-		b, _ := backends.Lookup("file")
-		creator, ok := b.(backends.Creator)
-		if !ok {
-			fmt.Fprintf(e.stderr, "cardsign %s: the file backend cannot create keys\n", c.name)
-			return exitFail
-		}
-		uri, err := creator.Create(ctx, backends.CreateRequest{Alg: alg, Name: *out})
+		// keygen writes a key file: the file backend, not a registry.
+		b, err := file.New(file.Config{})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 			return exitFail
 		}
-		key, err := backends.Open(ctx, uri, backends.OpenOptions{})
+		uri, err := b.Create(ctx, backends.CreateRequest{Alg: alg, Name: *out})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+			return exitFail
+		}
+		key, err := backends.OpenWith(ctx, b, uri, backends.OpenOptions{})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 			return exitFail

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"syscall"
 
-	_ "github.com/cardsign/cardsign/backends/file" // file: keys
 	"github.com/cardsign/cardsign/card"
 )
 

@@ -42,7 +42,8 @@ func (k *keyFlags) open(ctx context.Context) ([]*backends.Key, error) {
 	if len(k.uris) > 1 && (k.kid != "" || k.alg != "") {
 		return nil, errors.New("--kid and --alg apply to a single --key")
 	}
-	if err := usePKCS11(k.uris); err != nil {
+	reg, err := keyBackends()
+	if err != nil {
 		return nil, err
 	}
 	var opts backends.OpenOptions
@@ -56,7 +57,7 @@ func (k *keyFlags) open(ctx context.Context) ([]*backends.Key, error) {
 	}
 	var keys []*backends.Key
 	for _, uri := range k.uris {
-		key, err := backends.Open(ctx, uri, opts)
+		key, err := reg.Open(ctx, uri, opts)
 		if err != nil {
 			return nil, err
 		}

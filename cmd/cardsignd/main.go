@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,10 +26,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/backends/awskms"
-	"github.com/cardsign/cardsign/backends/file" // file: keys (registers itself)
-	"github.com/cardsign/cardsign/backends/gcpkms"
-	"github.com/cardsign/cardsign/backends/pkcs11"
+	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/internal/daemonconfig"
 	"github.com/cardsign/cardsign/jose"
@@ -120,22 +116,6 @@ func newLogger(cfg daemonconfig.Config, w io.Writer) *slog.Logger {
 // pinEnv is the PIN's environment variable (the tests set it).
 const pinEnv = daemonconfig.PINEnv
 
-// openPKCS11 configures the pkcs11: backend. The PIN comes from pin_file or
-// the environment, never from the config file.
-func openPKCS11(c daemonconfig.PKCS11Config, log *slog.Logger) (*pkcs11.Backend, error) {
-	pin, err := c.PIN()
-	if err != nil {
-		return nil, err
-	}
-	b, err := pkcs11.New(pkcs11.Config{AllowedModules: c.Modules(), DefaultModule: c.Module, PIN: pin, Token: c.Token, PoolSize: c.PoolSize,
-		PINSourceDirs: c.PINSourceDirs, Logger: log, ModuleSetting: "pkcs11.allowed_modules"})
-	if err != nil {
-		return nil, fmt.Errorf("pkcs11 backend: %w", err)
-	}
-	log.Info("pkcs11 backend ready", "module", c.Module, "token", c.Token)
-	return b, nil
-}
-
 // serve runs the daemon until ctx ends or a listener fails. Each step is a
 // function of its own; the order matters: state directories before the
 // store, backends before the authority that opens keys through them, the
@@ -148,13 +128,13 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		return err
 	}
 	defer st.Close()
-	stats, closeBackends, err := openBackends(ctx, cfg, log)
+	reg, stats, err := openBackends(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer closeBackends()
+	defer reg.Close()
 	metrics := server.NewMetrics()
-	auth, pol, err := openAuthority(ctx, cfg, st, metrics, log)
+	auth, pol, err := openAuthority(ctx, cfg, st, reg, metrics, log)
 	if err != nil {
 		return err
 	}
@@ -200,7 +180,7 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
 		"tls", reloader != nil, "authentication", authn.Enabled(),
 		"data_dir", cfg.DataDir, "database", dbPath, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
-		"backends", strings.Join(backends.Schemes(), ","))
+		"backends", strings.Join(reg.Schemes(), ","))
 
 	serveErr := waitForStop(ctx, errc, log)
 	if err := shutdown(bg, auth, gs, hs, httpSrv, cfg.ShutdownTimeout, log); err != nil {
@@ -241,59 +221,58 @@ func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (
 	return st, dbPath, nil
 }
 
-// openBackends registers the key backends the config enables (file keys
-// register themselves) and returns their statistics for /metrics and a
-// function closing them, newest first. On error, what was opened is closed.
-func openBackends(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (stats []server.StatsSource, closeAll func(), err error) {
-	var opened []func()
-	closeOpened := func() {
-		for _, c := range slices.Backward(opened) {
-			c()
-		}
-	}
+// openBackends builds the registry of key backends the config enables:
+// file keys always; pkcs11, gcpkms and awskms when configured (or chosen for
+// new keys). Each is built here, so a broken section stops the start. A
+// build without one of them (CGO_ENABLED=0, -tags nopkcs11/nogcpkms/noawskms)
+// adds a constructor that says so.
+func openBackends(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (reg *backends.Registry, stats []server.StatsSource, err error) {
+	reg = backends.NewRegistry()
 	defer func() {
 		if err != nil {
-			closeOpened()
+			reg.Close()
 		}
 	}()
+	// Keys on record reopen through the unrestricted file backend: their
+	// URIs were vetted when they were recorded (see ImportBackends).
+	if err := reg.Add(file.Scheme, file.Constructor, backends.Config{Logger: log}); err != nil {
+		return nil, nil, err
+	}
 	if cfg.PKCS11.Enabled() {
-		b, err := openPKCS11(cfg.PKCS11, log)
+		if err := addPKCS11(reg, cfg.PKCS11, log); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.GCPKMS.Enabled() || cfg.Keys.Backend == "gcpkms" {
+		if err := addGCPKMS(reg, cfg.GCPKMS, log); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.AWSKMS.Enabled() || cfg.Keys.Backend == "awskms" {
+		if err := addAWSKMS(reg, cfg.AWSKMS, log); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := reg.Build(ctx); err != nil {
+		return nil, nil, err
+	}
+	for _, scheme := range reg.Schemes() {
+		b, err := reg.Backend(ctx, scheme)
 		if err != nil {
 			return nil, nil, err
 		}
-		opened = append(opened, func() { b.Close() })
-		backends.Register(pkcs11.Scheme, b)
-	}
-	if cfg.GCPKMS.Enabled() || cfg.Keys.Backend == gcpkms.Scheme {
-		b, err := gcpkms.New(ctx, gcpkms.Config{Endpoint: cfg.GCPKMS.Endpoint, Insecure: cfg.GCPKMS.Insecure,
-			CryptoKey: cfg.GCPKMS.CryptoKey, RateLimit: cfg.GCPKMS.RateLimit, Logger: log})
-		if err != nil {
-			return nil, nil, fmt.Errorf("gcpkms backend: %w", err)
+		if sr, ok := b.(backends.StatsReporter); ok {
+			stats = append(stats, kmsStats(scheme, sr))
 		}
-		opened = append(opened, func() { b.Close() })
-		backends.Register(gcpkms.Scheme, b)
-		stats = append(stats, kmsStats(gcpkms.Scheme, b.Stats))
-		log.Info("gcpkms backend ready", "endpoint", cfg.GCPKMS.Endpoint, "crypto_key", cfg.GCPKMS.CryptoKey)
+		log.Info("key backend ready", "backend", scheme)
 	}
-	if cfg.AWSKMS.Enabled() || cfg.Keys.Backend == awskms.Scheme {
-		b, err := awskms.New(ctx, awskms.Config{Endpoint: cfg.AWSKMS.Endpoint, Region: cfg.AWSKMS.Region,
-			KeySpec: cfg.AWSKMS.KeySpec, Alias: cfg.AWSKMS.Alias, RateLimit: cfg.AWSKMS.RateLimit, Logger: log})
-		if err != nil {
-			return nil, nil, fmt.Errorf("awskms backend: %w", err)
-		}
-		opened = append(opened, func() { b.Close() })
-		backends.Register(awskms.Scheme, b)
-		stats = append(stats, kmsStats(awskms.Scheme, b.Stats))
-		log.Info("awskms backend ready", "endpoint", cfg.AWSKMS.Endpoint, "region", cfg.AWSKMS.Region)
-	}
-	return stats, closeOpened, nil
+	return reg, stats, nil
 }
 
-// kmsStats is the one adapter from the KMS backends' counters to /metrics:
-// gcpkms.Stats and awskms.Stats are one type (backends/internal/kmsstats).
-func kmsStats(scheme string, read func() gcpkms.Stats) server.StatsSource {
+// kmsStats is the one adapter from the KMS backends' counters to /metrics.
+func kmsStats(scheme string, sr backends.StatsReporter) server.StatsSource {
 	return server.StatsSource{Backend: scheme, Read: func() server.BackendStats {
-		s := read()
+		s := sr.Stats()
 		return server.BackendStats{Attempts: s.Attempts, Throttled: s.Throttled, Retries: s.Retries, Failures: s.Failures,
 			LatencyCount: s.Latency.Count, LatencyTotal: s.Latency.Total, LatencyMax: s.Latency.Max}
 	}}
@@ -302,7 +281,7 @@ func kmsStats(scheme string, read func() gcpkms.Stats) server.StatsSource {
 // openAuthority builds the signing authority, makes the first key on a
 // fresh store and checks that every key that may still sign has its
 // backend. It returns the compiled policy too, for the start-up summary.
-func openAuthority(ctx context.Context, cfg daemonconfig.Config, st *sqlite.Store, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
+func openAuthority(ctx context.Context, cfg daemonconfig.Config, st *sqlite.Store, reg *backends.Registry, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
 	// Imported file keys must come from the key directory or a configured
 	// import directory: an import names a path, and the daemon can read
 	// files its callers cannot.
@@ -313,6 +292,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st *sqlite.Stor
 	alg, _ := jose.ParseAlg(cfg.Keys.DefaultAlg)
 	pol, _ := policy.Compile(cfg.Policy) // validate checked it
 	auth := server.NewAuthority(server.Config{
+		Backends:      reg,
 		KeyBackend:    cfg.Keys.Backend,
 		KeyDir:        cfg.Keys.Dir,
 		DefaultAlg:    alg,

@@ -1,0 +1,17 @@
+//go:build !noawskms
+
+package main
+
+import (
+	"log/slog"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/awskms"
+	"github.com/cardsign/cardsign/internal/daemonconfig"
+)
+
+func addAWSKMS(reg *backends.Registry, c daemonconfig.AWSKMSConfig, log *slog.Logger) error {
+	log.Info("awskms backend configured", "endpoint", c.Endpoint, "region", c.Region)
+	return reg.Add(awskms.Scheme, awskms.Constructor, backends.Config{Logger: log, Settings: awskms.Config{
+		Endpoint: c.Endpoint, Region: c.Region, KeySpec: c.KeySpec, Alias: c.Alias, RateLimit: c.RateLimit, Logger: log}})
+}

@@ -1,0 +1,14 @@
+//go:build noawskms
+
+package main
+
+import (
+	"log/slog"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/internal/daemonconfig"
+)
+
+func addAWSKMS(reg *backends.Registry, _ daemonconfig.AWSKMSConfig, _ *slog.Logger) error {
+	return reg.Add("awskms", backends.Missing("awskms", "rebuild cardsignd without -tags noawskms"), backends.Config{})
+}

@@ -1,0 +1,14 @@
+//go:build nogcpkms
+
+package main
+
+import (
+	"log/slog"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/internal/daemonconfig"
+)
+
+func addGCPKMS(reg *backends.Registry, _ daemonconfig.GCPKMSConfig, _ *slog.Logger) error {
+	return reg.Add("gcpkms", backends.Missing("gcpkms", "rebuild cardsignd without -tags nogcpkms"), backends.Config{})
+}
