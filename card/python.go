@@ -28,13 +28,8 @@ func encodePython(t Value) []byte {
 
 func appendPython(b []byte, v Value) []byte {
 	switch v.Kind {
-	case Null:
-		return append(b, "null"...)
-	case Bool:
-		if v.Bool {
-			return append(b, "true"...)
-		}
-		return append(b, "false"...)
+	case Null, Bool:
+		return appendValue(b, v, "", "") // written alike by every profile
 	case Number:
 		return append(b, pythonFloat(v.Str)...)
 	case String:

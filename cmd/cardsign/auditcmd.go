@@ -29,12 +29,8 @@ func auditCmd() command {
 			"  cardsign audit verify --head 7:5be1…",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
-		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprint(e.stdout, c.help(nil))
-			if len(args) == 0 {
-				return exitUsage
-			}
-			return exitOK
+		if code, done := c.subcommandHelp(e, args); done {
+			return code
 		}
 		sub := args[0]
 		fs := flag.NewFlagSet(c.name+" "+sub, flag.ContinueOnError)

@@ -25,12 +25,8 @@ func keysCmd() command {
 			"  cardsign keys list --server cardsign.internal:7700 --ca-file ca.pem --cert-file admin.pem --key-file admin-key.pem\n  cardsign keys revoke 3kP… --reason \"key-compromise: laptop stolen\"",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
-		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprint(e.stdout, c.help(nil))
-			if len(args) == 0 {
-				return exitUsage
-			}
-			return exitOK
+		if code, done := c.subcommandHelp(e, args); done {
+			return code
 		}
 		sub := args[0]
 		fs := flag.NewFlagSet(c.name+" "+sub, flag.ContinueOnError)

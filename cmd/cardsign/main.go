@@ -135,6 +135,19 @@ func (c command) parse(e env, fs *flag.FlagSet, args []string) (pos []string, co
 	}
 }
 
+// subcommandHelp handles a command with subcommands called with none (usage,
+// exit 2) or with -h/--help (usage, exit 0); done says whether it did.
+func (c command) subcommandHelp(e env, args []string) (code int, done bool) {
+	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" {
+		return 0, false
+	}
+	fmt.Fprint(e.stdout, c.help(nil))
+	if len(args) == 0 {
+		return exitUsage, true
+	}
+	return exitOK, true
+}
+
 // usageError prints a usage problem and returns exitUsage.
 func (c command) usageError(e env, format string, args ...any) int {
 	fmt.Fprintf(e.stderr, "cardsign %s: %s\nRun 'cardsign %s --help' for usage.\n", c.name, fmt.Sprintf(format, args...), c.name)

@@ -36,12 +36,8 @@ func tokenCmd() command {
 			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
-		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprint(e.stdout, c.help(nil))
-			if len(args) == 0 {
-				return exitUsage
-			}
-			return exitOK
+		if code, done := c.subcommandHelp(e, args); done {
+			return code
 		}
 		switch args[0] {
 		case "new":
