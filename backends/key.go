@@ -2,34 +2,12 @@ package backends
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/signer"
 )
-
-// Key is an opened key: the signer plus its JOSE identity.
-type Key struct {
-	// URI is the key URI as given to Open. It may carry secrets (a PKCS#11
-	// PIN); use Redact before showing it.
-	URI    string
-	Signer crypto.Signer
-	Alg    jose.Alg
-	KID    string
-}
-
-// Public returns the key's public key.
-func (k *Key) Public() crypto.PublicKey { return k.Signer.Public() }
-
-// JWK returns the key's public JWK, with its kid and alg.
-func (k *Key) JWK() (jose.JWK, error) {
-	j, err := jose.NewJWK(k.Public(), k.KID, k.Alg)
-	if err != nil {
-		return jose.JWK{}, fmt.Errorf("backends: key %s: %w", Redact(k.URI), err)
-	}
-	return j, nil
-}
 
 // OpenOptions overrides what the backend knows about a key.
 type OpenOptions struct {
@@ -51,13 +29,13 @@ type URIChecker interface {
 // with an alg its key cannot serve. Registry.Open picks b by the URI's
 // scheme; a daemon opens keys a caller names for import through a backend
 // restricted to the allowed directories.
-func OpenWith(ctx context.Context, b Backend, uri string, opts OpenOptions) (*Key, error) {
+func OpenWith(ctx context.Context, b Backend, uri string, opts OpenOptions) (signer.Key, error) {
 	h, err := b.Open(ctx, uri)
 	if err != nil {
-		return nil, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
+		return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
 	}
 	if h.Signer == nil {
-		return nil, fmt.Errorf("backends: open %s: %w", Redact(uri), errors.New("backend returned no signer"))
+		return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri), errors.New("backend returned no signer"))
 	}
 	pub := h.Signer.Public()
 
@@ -66,7 +44,7 @@ func OpenWith(ctx context.Context, b Backend, uri string, opts OpenOptions) (*Ke
 	// for the daemon is the one on record: signing with another would fail
 	// at the provider or, worse, publish a JWK that lies.
 	if opts.Alg != "" && h.Alg != "" && opts.Alg != h.Alg {
-		return nil, fmt.Errorf("backends: open %s: %w", Redact(uri),
+		return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri),
 			&jose.KeyMismatchError{Alg: opts.Alg, KeyType: jose.KeyType(pub), Reason: "the key itself is for " + string(h.Alg)})
 	}
 	alg := opts.Alg
@@ -75,11 +53,11 @@ func OpenWith(ctx context.Context, b Backend, uri string, opts OpenOptions) (*Ke
 	}
 	if alg == "" {
 		if alg, err = jose.DefaultAlg(pub); err != nil {
-			return nil, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
+			return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
 		}
 	}
 	if err := jose.CheckKey(alg, pub); err != nil {
-		return nil, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
+		return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
 	}
 
 	kid := opts.KID
@@ -88,8 +66,8 @@ func OpenWith(ctx context.Context, b Backend, uri string, opts OpenOptions) (*Ke
 	}
 	if kid == "" {
 		if kid, err = jose.Thumbprint(pub); err != nil {
-			return nil, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
+			return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
 		}
 	}
-	return &Key{URI: uri, Signer: h.Signer, Alg: alg, KID: kid}, nil
+	return signer.Key{Signer: h.Signer, Alg: alg, KID: kid}, nil
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/cardsign/cardsign/signer"
 )
 
 // Config is what a Constructor builds its backend from.
@@ -99,14 +101,14 @@ func (r *Registry) Build(ctx context.Context) error {
 }
 
 // Open resolves uri with the backend for its scheme (see OpenWith).
-func (r *Registry) Open(ctx context.Context, uri string, opts OpenOptions) (*Key, error) {
+func (r *Registry) Open(ctx context.Context, uri string, opts OpenOptions) (signer.Key, error) {
 	scheme, err := Scheme(uri)
 	if err != nil {
-		return nil, err
+		return signer.Key{}, err
 	}
 	b, err := r.Backend(ctx, scheme)
 	if err != nil {
-		return nil, err
+		return signer.Key{}, err
 	}
 	return OpenWith(ctx, b, uri, opts)
 }

@@ -181,7 +181,7 @@ func TestOpen(t *testing.T) {
 				t.Errorf("%s: Open: %v", tt.name, err)
 				continue
 			}
-			if k.Alg != tt.wantAlg || k.KID != tt.wantKID || k.URI != tt.uri || k.Public() == nil {
+			if k.Alg != tt.wantAlg || k.KID != tt.wantKID || k.Signer.Public() == nil {
 				t.Errorf("%s: Key = %+v, want alg %q kid %q", tt.name, k, tt.wantAlg, tt.wantKID)
 			}
 			continue
@@ -199,18 +199,5 @@ func TestOpen(t *testing.T) {
 		if strings.Contains(err.Error(), "1234") {
 			t.Errorf("%s: err leaks the PIN: %v", tt.name, err)
 		}
-	}
-}
-
-func TestKeyJWK(t *testing.T) {
-	ec := newEC(t)
-	k := &Key{URI: "x:y", Signer: ec, Alg: jose.ES256, KID: "kid-1"}
-	j, err := k.JWK()
-	if err != nil || j.Kid != "kid-1" || j.Alg != "ES256" || j.Kty != "EC" {
-		t.Errorf("JWK = %+v, %v", j, err)
-	}
-	k.Alg = jose.RS256
-	if _, err := k.JWK(); err == nil {
-		t.Error("JWK with a mismatched alg succeeded")
 	}
 }

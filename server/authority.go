@@ -21,6 +21,7 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -166,7 +167,7 @@ func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOp
 			// The restricted backend opens what it checked (the resolved
 			// path, no symbolic link swapped in since): checking first and
 			// opening through the unrestricted one would leave a window.
-			open = func(ctx context.Context, uri string, opts backends.OpenOptions) (*backends.Key, error) {
+			open = func(ctx context.Context, uri string, opts backends.OpenOptions) (signer.Key, error) {
 				return backends.OpenWith(ctx, b, uri, opts)
 			}
 		}

@@ -27,14 +27,14 @@ type keyring struct {
 	mu      sync.Mutex
 	recs    []jwks.KeyRecord            // last read from the store
 	readAt  time.Time                   // when the read that produced recs started
-	signers map[string]*backends.Key    // opened keys by kid
+	signers map[string]*openedKey       // opened keys by kid
 	publics map[string]crypto.PublicKey // decoded public keys on record, by kid
 }
 
 func newKeyring(st store.Store, reg *backends.Registry, refresh time.Duration, policy jwks.Policy, limits *backendLimits) *keyring {
 	return &keyring{
 		store: st, backends: reg, refresh: refresh, policy: policy, limits: limits,
-		signers: map[string]*backends.Key{},
+		signers: map[string]*openedKey{},
 		publics: map[string]crypto.PublicKey{},
 	}
 }
@@ -99,7 +99,9 @@ func (k *keyring) signing(ctx context.Context, now time.Time) ([]signer.Key, err
 		if err != nil {
 			return nil, err
 		}
-		keys = append(keys, signer.Key{Signer: opened.Signer, Alg: v.Alg, KID: v.KID, Public: pub})
+		key := opened.key
+		key.Public = pub
+		keys = append(keys, key)
 	}
 	return keys, nil
 }
@@ -121,20 +123,32 @@ func (k *keyring) documentSigner(ctx context.Context, views []jwks.View) (*signe
 	if err != nil {
 		return nil, err
 	}
-	return &signer.Key{Signer: opened.Signer, Alg: v.Alg, KID: v.KID}, nil
+	key := opened.key
+	return &key, nil
+}
+
+// openedKey is a key opened through its backend, with the backend's scheme
+// (for its concurrency slots and the metrics).
+type openedKey struct {
+	key    signer.Key
+	scheme string
 }
 
 // open returns the opened backend key for a record, opening it once.
-func (k *keyring) open(ctx context.Context, rec jwks.KeyRecord) (*backends.Key, error) {
+func (k *keyring) open(ctx context.Context, rec jwks.KeyRecord) (*openedKey, error) {
 	k.mu.Lock()
 	opened := k.signers[rec.KID]
 	k.mu.Unlock()
 	if opened != nil {
 		return opened, nil
 	}
-	opened, err := k.backends.Open(ctx, rec.URI, backends.OpenOptions{Alg: rec.Alg, KID: rec.KID})
+	key, err := k.backends.Open(ctx, rec.URI, backends.OpenOptions{Alg: rec.Alg, KID: rec.KID})
 	if err != nil {
 		return nil, fmt.Errorf("open key %s (%s): %w", rec.KID, backends.Redact(rec.URI), err)
+	}
+	scheme, err := backends.Scheme(rec.URI)
+	if err != nil {
+		return nil, err
 	}
 	// A key replaced at its backend (another key file at the same path)
 	// opens fine but is not the published key: refuse it here, by name,
@@ -143,10 +157,10 @@ func (k *keyring) open(ctx context.Context, rec jwks.KeyRecord) (*backends.Key, 
 	if err != nil {
 		return nil, err
 	}
-	if kp, ok := opened.Public().(publicKey); !ok || !kp.Equal(pub) {
+	if kp, ok := key.Signer.Public().(publicKey); !ok || !kp.Equal(pub) {
 		return nil, &KeyChangedError{KID: rec.KID}
 	}
-	opened = k.limits.wrap(opened)
+	opened = &openedKey{key: k.limits.wrap(key, scheme), scheme: scheme}
 	k.mu.Lock()
 	if prev := k.signers[rec.KID]; prev != nil {
 		opened = prev
@@ -185,11 +199,7 @@ func (k *keyring) backendOf(kid string) string {
 	if opened == nil {
 		return noLabel
 	}
-	scheme, err := backends.Scheme(opened.URI)
-	if err != nil {
-		return noLabel
-	}
-	return scheme
+	return opened.scheme
 }
 
 // publicKey is what crypto public keys have in common.

@@ -100,8 +100,8 @@ func TestKeyringOpensOnce(t *testing.T) {
 	if err != nil || again != first {
 		t.Fatalf("second open: %v, same key %v", err, again == first)
 	}
-	if _, ok := first.Signer.(*limitedSigner); !ok {
-		t.Fatalf("opened signer %T is not limited", first.Signer)
+	if _, ok := first.key.Signer.(*limitedSigner); !ok {
+		t.Fatalf("opened signer %T is not limited", first.key.Signer)
 	}
 	if got := a.keys.backendOf(v.KID); got != "file" {
 		t.Fatalf("backend of an opened file key: %q", got)

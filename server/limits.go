@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/signer"
 )
 
 // DefaultBackendConcurrency is how many signatures one key backend makes at
@@ -57,12 +57,10 @@ func (l *backendLimits) slots(scheme string) chan struct{} {
 }
 
 // wrap returns an opened key whose signer waits for a slot of its backend.
-func (l *backendLimits) wrap(k *backends.Key) *backends.Key {
-	scheme, _ := backends.Scheme(k.URI)
+func (l *backendLimits) wrap(k signer.Key, scheme string) signer.Key {
 	hist := l.hist.WithLabelValues(scheme, string(k.Alg))
-	wrapped := *k
-	wrapped.Signer = &limitedSigner{inner: k.Signer, slots: l.slots(scheme), observe: func(d time.Duration) { hist.Observe(d.Seconds()) }}
-	return &wrapped
+	k.Signer = &limitedSigner{inner: k.Signer, slots: l.slots(scheme), observe: func(d time.Duration) { hist.Observe(d.Seconds()) }}
+	return k
 }
 
 // limitedSigner bounds a backend's concurrent signatures and times each one.

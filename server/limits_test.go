@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/signer"
 )
 
 // slowSigner records how many signatures run at once.
@@ -90,8 +90,8 @@ func TestBackendLimitsSlots(t *testing.T) {
 	}
 
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	k := &backends.Key{Signer: key, Alg: jose.ES256, KID: "k", URI: "pkcs11:token=t;object=k"}
-	w := l.wrap(k)
+	k := signer.Key{Signer: key, Alg: jose.ES256, KID: "k"}
+	w := l.wrap(k, "pkcs11")
 	ls, ok := w.Signer.(*limitedSigner)
 	if !ok || ls.inner != crypto.Signer(key) || ls.slots != l.slots("pkcs11") || w.KID != "k" || k.Signer != crypto.Signer(key) {
 		t.Fatalf("wrapped key: %+v", w)

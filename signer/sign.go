@@ -26,6 +26,15 @@ type Key struct {
 	Public crypto.PublicKey
 }
 
+// JWK returns the public JWK of the key's signer, with its kid and alg.
+func (k Key) JWK() (jose.JWK, error) {
+	j, err := jose.NewJWK(k.Signer.Public(), k.KID, k.Alg)
+	if err != nil {
+		return jose.JWK{}, fmt.Errorf("signer: key %s: %w", k.KID, err)
+	}
+	return j, nil
+}
+
 // Mode chooses the canonical profiles that signatures cover.
 type Mode string
 

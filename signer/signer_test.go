@@ -483,3 +483,16 @@ func TestPreparedSignsAgainWithKeptSignatures(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyJWK(t *testing.T) {
+	k := newKey(t, jose.ES256).Key
+	k.KID = "kid-1"
+	j, err := k.JWK()
+	if err != nil || j.Kid != "kid-1" || j.Alg != "ES256" || j.Kty != "EC" {
+		t.Errorf("JWK = %+v, %v", j, err)
+	}
+	k.Alg = jose.RS256
+	if _, err := k.JWK(); err == nil {
+		t.Error("JWK with a mismatched alg succeeded")
+	}
+}

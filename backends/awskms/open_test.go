@@ -98,7 +98,7 @@ func TestRegistryOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	thumb, _ := jose.Thumbprint(k.Public())
+	thumb, _ := jose.Thumbprint(k.Signer.Public())
 	if k.Alg != jose.PS256 || k.KID != thumb {
 		t.Errorf("Key alg %q kid %q, want PS256 and %q", k.Alg, k.KID, thumb)
 	}

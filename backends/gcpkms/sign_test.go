@@ -149,7 +149,7 @@ func TestRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	thumb, _ := jose.Thumbprint(k.Public())
+	thumb, _ := jose.Thumbprint(k.Signer.Public())
 	if k.Alg != jose.ES384 || k.KID != thumb {
 		t.Errorf("Key alg %q kid %q, want ES384 and %q", k.Alg, k.KID, thumb)
 	}

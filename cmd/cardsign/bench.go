@@ -77,7 +77,7 @@ func benchCmd() command {
 				fmt.Fprintf(e.stderr, "cardsign bench: --compare-key: %v\n", err)
 				return exitUsage
 			}
-			local = signer.Key{Signer: keys[0].Signer, Alg: keys[0].Alg, KID: keys[0].KID}
+			local = keys[0]
 		} else {
 			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 			if err != nil {

@@ -35,7 +35,7 @@ func (k *keyFlags) register(fs *flag.FlagSet, what string) {
 }
 
 // open opens every --key through the backend registry.
-func (k *keyFlags) open(ctx context.Context) ([]*backends.Key, error) {
+func (k *keyFlags) open(ctx context.Context) ([]signer.Key, error) {
 	if len(k.uris) == 0 {
 		return nil, errors.New("--key is required")
 	}
@@ -55,7 +55,7 @@ func (k *keyFlags) open(ctx context.Context) ([]*backends.Key, error) {
 		}
 		opts.Alg = a
 	}
-	var keys []*backends.Key
+	var keys []signer.Key
 	for _, uri := range k.uris {
 		key, err := reg.Open(ctx, uri, opts)
 		if err != nil {
@@ -123,9 +123,7 @@ func signCmd() command {
 		}
 		opts := signer.Options{JKU: *jku, Mode: mode, KeepSignatures: *keep,
 			Card: card.Options{Limits: *lim, StripUnknown: *strip}}
-		for _, k := range keys {
-			opts.Keys = append(opts.Keys, signer.Key{Signer: k.Signer, Alg: k.Alg, KID: k.KID})
-		}
+		opts.Keys = keys
 		res, err := signer.Sign(ctx, data, opts)
 		if err != nil {
 			return reportSignError(e, c.name, err)
