@@ -73,18 +73,6 @@ func TestOpenSign(t *testing.T) {
 	}
 }
 
-// schemeAlias serves another scheme with a Backend, so that a test can
-// register it under a name of its own: the registry is process-wide and
-// refuses a second registration, which -count=N would otherwise make.
-type schemeAlias struct {
-	scheme string
-	b      *Backend
-}
-
-func (a schemeAlias) Open(ctx context.Context, uri string) (backends.Handle, error) {
-	return a.b.Open(ctx, Scheme+strings.TrimPrefix(uri, a.scheme))
-}
-
 // TestRegistryOpen checks the backend through a backends.Registry, as the
 // daemon uses it: the alg comes from the backend, the kid is the thumbprint.
 func TestRegistryOpen(t *testing.T) {
