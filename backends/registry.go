@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -19,8 +18,6 @@ type Config struct {
 	// pkcs11.Config, gcpkms.Config, awskms.Config); nil means its zero
 	// value. A constructor refuses a value of another type.
 	Settings any
-	// Logger is for the backend's own logging; nil discards.
-	Logger *slog.Logger
 }
 
 // Constructor builds a backend. It is called at most once per Registry

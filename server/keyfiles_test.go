@@ -15,6 +15,7 @@ import (
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -31,7 +32,7 @@ func activeFile(t *testing.T, a *Authority) (kid, path string) {
 func replaceKeyFile(t *testing.T, path string) {
 	t.Helper()
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, newKeyPEM(t), 0o600); err != nil {
+	if err := os.WriteFile(tmp, testsupport.NewKeyPEM(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -134,7 +135,7 @@ func TestImportOpensThroughRestrictedBackend(t *testing.T) {
 
 	// A key outside, and a symbolic link to it inside the key directory.
 	outside := filepath.Join(t.TempDir(), "k.pem")
-	if err := os.WriteFile(outside, newKeyPEM(t), 0o600); err != nil {
+	if err := os.WriteFile(outside, testsupport.NewKeyPEM(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(keyDir, "link.pem")

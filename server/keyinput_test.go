@@ -2,11 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +15,7 @@ import (
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // wantInvalidField fails unless err is INVALID_ARGUMENT naming field.
@@ -37,20 +33,6 @@ func wantInvalidField(t *testing.T, what string, err error, field string) {
 	t.Fatalf("%s: %v does not name the field %s", what, err, field)
 }
 
-// newKeyPEM returns a new P-256 private key as PEM PKCS#8.
-func newKeyPEM(t *testing.T) []byte {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-}
-
 // writeKeyFile writes a new P-256 private key into dir, as an operator would
 // before importing it.
 func writeKeyFile(t *testing.T, dir string) string {
@@ -60,7 +42,7 @@ func writeKeyFile(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.Write(newKeyPEM(t)); err != nil {
+	if _, err := f.Write(testsupport.NewKeyPEM(t)); err != nil {
 		t.Fatal(err)
 	}
 	return f.Name()

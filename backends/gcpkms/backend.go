@@ -97,15 +97,11 @@ func (b *Backend) Close() error {
 const connPoolSize = 4
 
 // Constructor builds this backend for a backends.Registry from a Config
-// whose Settings is a Config; the registry's logger is used when the
-// settings name none.
+// whose Settings is a Config.
 func Constructor(ctx context.Context, cfg backends.Config) (backends.Backend, error) {
 	c, err := backends.Settings[Config](Scheme, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if c.Logger == nil {
-		c.Logger = cfg.Logger
 	}
 	return New(ctx, c)
 }

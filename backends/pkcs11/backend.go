@@ -298,15 +298,11 @@ func (b *Backend) Close() error {
 }
 
 // Constructor builds this backend for a backends.Registry from a Config
-// whose Settings is a Config; the registry's logger is used when the
-// settings name none.
+// whose Settings is a Config.
 func Constructor(_ context.Context, cfg backends.Config) (backends.Backend, error) {
 	c, err := backends.Settings[Config](Scheme, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if c.Logger == nil {
-		c.Logger = cfg.Logger
 	}
 	return New(c)
 }

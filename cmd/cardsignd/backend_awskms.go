@@ -12,6 +12,6 @@ import (
 
 func addAWSKMS(reg *backends.Registry, c daemonconfig.AWSKMSConfig, log *slog.Logger) error {
 	log.Info("awskms backend configured", "endpoint", c.Endpoint, "region", c.Region)
-	return reg.Add(awskms.Scheme, awskms.Constructor, backends.Config{Logger: log, Settings: awskms.Config{
+	return reg.Add(awskms.Scheme, awskms.Constructor, backends.Config{Settings: awskms.Config{
 		Endpoint: c.Endpoint, Region: c.Region, KeySpec: c.KeySpec, Alias: c.Alias, RateLimit: c.RateLimit, Logger: log}})
 }

@@ -12,6 +12,6 @@ import (
 
 func addGCPKMS(reg *backends.Registry, c daemonconfig.GCPKMSConfig, log *slog.Logger) error {
 	log.Info("gcpkms backend configured", "endpoint", c.Endpoint, "crypto_key", c.CryptoKey)
-	return reg.Add(gcpkms.Scheme, gcpkms.Constructor, backends.Config{Logger: log, Settings: gcpkms.Config{
+	return reg.Add(gcpkms.Scheme, gcpkms.Constructor, backends.Config{Settings: gcpkms.Config{
 		Endpoint: c.Endpoint, Insecure: c.Insecure, CryptoKey: c.CryptoKey, RateLimit: c.RateLimit, Logger: log}})
 }

@@ -18,7 +18,7 @@ func addPKCS11(reg *backends.Registry, c daemonconfig.PKCS11Config, log *slog.Lo
 		return err
 	}
 	log.Info("pkcs11 backend configured", "module", c.Module, "token", c.Token)
-	return reg.Add(pkcs11.Scheme, pkcs11.Constructor, backends.Config{Logger: log, Settings: pkcs11.Config{
+	return reg.Add(pkcs11.Scheme, pkcs11.Constructor, backends.Config{Settings: pkcs11.Config{
 		AllowedModules: c.Modules(), DefaultModule: c.Module, PIN: pin, Token: c.Token, PoolSize: c.PoolSize,
 		PINSourceDirs: c.PINSourceDirs, Logger: log, ModuleSetting: "pkcs11.allowed_modules"}})
 }

@@ -2,11 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // These tests drive the key-file rules end to end: what `keys import`
@@ -85,19 +81,6 @@ func writeMode(t *testing.T, path, data string, mode os.FileMode) string {
 	return path
 }
 
-func newKeyPEM(t *testing.T) string {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
-}
-
 func TestDaemonImportFIFODoesNotWedge(t *testing.T) {
 	work := t.TempDir()
 	d := startDaemon(t, filepath.Join(work, "data"))
@@ -138,7 +121,7 @@ func TestDaemonImportOnlyFromAllowedDirsAndNeverEchoes(t *testing.T) {
 	secretJWK := `{"kty":"` + secretContent + `","d":"AAAA"}`
 	secretPEM := "-----BEGIN " + secretContent + "-----\nAAAA\n-----END " + secretContent + "-----\n"
 	secretOut := writeMode(t, filepath.Join(outside, "secret.json"), secretJWK, 0o600)
-	good := newKeyPEM(t)
+	good := string(testsupport.NewKeyPEM(t))
 	goodOut := writeMode(t, filepath.Join(outside, "good.pem"), good, 0o600)
 	if err := os.Symlink(goodOut, filepath.Join(importDir, "link.pem")); err != nil {
 		t.Fatal(err)
@@ -169,7 +152,7 @@ func TestDaemonImportOnlyFromAllowedDirsAndNeverEchoes(t *testing.T) {
 	// A key in an import directory, and one in the key directory, import.
 	for _, p := range []string{
 		writeMode(t, filepath.Join(importDir, "good.pem"), good, 0o600),
-		writeMode(t, filepath.Join(d.dataDir, "keys", "mine.pem"), newKeyPEM(t), 0o600),
+		writeMode(t, filepath.Join(d.dataDir, "keys", "mine.pem"), string(testsupport.NewKeyPEM(t)), 0o600),
 	} {
 		if _, err := importWithin(t, c, "file:"+p); err != nil {
 			t.Errorf("import %s: %v", p, err)
@@ -245,7 +228,7 @@ func TestDaemonKeyFileDeletedOrReplaced(t *testing.T) {
 	readyz(t, d, http.StatusOK)
 
 	// Replaced by another key: not ready either.
-	writeMode(t, path+".new", newKeyPEM(t), 0o600)
+	writeMode(t, path+".new", string(testsupport.NewKeyPEM(t)), 0o600)
 	if err := os.Rename(path+".new", path); err != nil {
 		t.Fatal(err)
 	}

@@ -235,7 +235,7 @@ func openBackends(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger
 	}()
 	// Keys on record reopen through the unrestricted file backend: their
 	// URIs were vetted when they were recorded (see ImportBackends).
-	if err := reg.Add(file.Scheme, file.Constructor, backends.Config{Logger: log}); err != nil {
+	if err := reg.Add(file.Scheme, file.Constructor, backends.Config{}); err != nil {
 		return nil, nil, err
 	}
 	if cfg.PKCS11.Enabled() {

@@ -9,6 +9,11 @@ package testsupport
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -90,4 +95,19 @@ func SoftHSMModule() (module string, looked []string) {
 		}
 	}
 	return "", looked
+}
+
+// NewKeyPEM returns a new P-256 private key as PEM PKCS#8, as an operator
+// would write a key file to import.
+func NewKeyPEM(t testing.TB) []byte {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }
