@@ -64,6 +64,13 @@ type Config struct {
 	// truncation of the audit log then goes unseen by them and by
 	// cardsign audit verify.
 	OmitAuditHead bool
+	// Replica names this process among the replicas sharing the store (in
+	// the duties lease and the logs); empty: host/pid/random.
+	Replica string
+	// ClockSkew is added to the host clock before the store clock's offset
+	// is measured: a host whose clock is wrong, for tests. Times the
+	// authority takes come from the store's clock whatever it is.
+	ClockSkew time.Duration
 }
 
 // Authority is the signing authority. It orchestrates its parts: the
@@ -80,6 +87,9 @@ type Authority struct {
 	keys        *keyring
 	revocations *revocationPublisher
 	readiness   *readiness
+	clock       *clock
+	duties      *duties
+	poke        chan struct{} // asks RunDuties for a round now
 }
 
 // NewAuthority wires an authority over st. Close it to flush the audit log.
@@ -94,9 +104,14 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		cfg.Backends = backends.NewRegistry()
 		_ = cfg.Backends.Add(file.Scheme, file.Constructor, backends.Config{}) // a valid scheme, added once
 	}
-	now := func() time.Time { return time.Now().UTC() }
+	if cfg.Replica == "" {
+		cfg.Replica = defaultHolder()
+	}
+	clk := newClock(st, cfg.ClockSkew)
+	now := clk.now
 	keys := newKeyring(st, cfg.Backends, cfg.KeyRefresh, jwks.Policy{RetireGrace: cfg.RetireGrace},
 		newBackendLimits(cfg.BackendConcurrency, cfg.Metrics.backendSign))
+	d := newDuties(st, cfg.Replica, clk, log)
 	a := &Authority{
 		cfg:         cfg,
 		store:       st,
@@ -105,8 +120,11 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		metrics:     cfg.Metrics,
 		now:         now,
 		keys:        keys,
-		revocations: newRevocationPublisher(st, keys, now, log, cfg.RevocationTTL, cfg.OmitAuditHead),
+		revocations: newRevocationPublisher(st, keys, d, now, log, cfg.RevocationTTL, cfg.KeyRefresh, cfg.OmitAuditHead),
 		readiness:   newReadiness(st, keys, now, cfg.Metrics, log),
+		clock:       clk,
+		duties:      d,
+		poke:        make(chan struct{}, 1),
 	}
 	a.metrics.Register(keysCollector{a: a, desc: keysDesc})
 	return a
@@ -129,7 +147,9 @@ func (a *Authority) views(ctx context.Context) ([]jwks.View, error) {
 }
 
 // newKey makes a key in the configured backend and returns its record,
-// published now and not yet scheduled to sign.
+// published now and not yet scheduled to sign. Callers run it inside
+// store.MakeKey, under the key-set lock, so a replica that loses a race
+// (another replica's rotation committed first) never makes a key at all.
 func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, error) {
 	if alg == "" {
 		alg = a.cfg.DefaultAlg
@@ -155,7 +175,35 @@ func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, e
 	if err != nil {
 		return jwks.KeyRecord{}, fmt.Errorf("create %s key: %w", alg, err)
 	}
-	return a.record(ctx, uri, backends.OpenOptions{Alg: alg})
+	rec, err := a.record(ctx, uri, backends.OpenOptions{Alg: alg})
+	if err != nil {
+		// Made but unreadable: not recorded, so say where it is.
+		a.log.Error("a key was made at its backend but could not be opened; it is not recorded: delete it there", "uri", backends.Redact(uri), "err", err)
+	}
+	return rec, err
+}
+
+// makeKey makes a new key under the store's key-set lock: check sees every
+// key on record first and may refuse, so no backend key is made then.
+func (a *Authority) makeKey(ctx context.Context, alg jose.Alg, check func(now time.Time, existing []jwks.KeyRecord) error, adjust func(*jwks.KeyRecord)) (jwks.KeyRecord, error) {
+	return a.store.MakeKey(ctx, func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error) {
+		if check != nil {
+			if err := check(a.now(), existing); err != nil {
+				return jwks.KeyRecord{}, err
+			}
+		}
+		rec, err := a.newKey(ctx, alg)
+		if err != nil {
+			return jwks.KeyRecord{}, err
+		}
+		if err := notAlreadyKnown(rec)(existing); err != nil {
+			return jwks.KeyRecord{}, err
+		}
+		if adjust != nil {
+			adjust(&rec)
+		}
+		return rec, nil
+	})
 }
 
 // record opens a key URI and builds its record: the public JWK is read once,
@@ -186,9 +234,13 @@ func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOp
 	return jwks.KeyRecord{KID: k.KID, URI: uri, Alg: k.Alg, Public: pub, CreatedAt: now, PublishAt: now}, nil
 }
 
-// Bootstrap creates and activates a first key when the store has none: the
-// embedded default must sign out of the box.
+// Bootstrap measures the store clock's offset and creates and activates a
+// first key when the store has none: the embedded default must sign out of
+// the box. Replicas starting together on an empty store make one key.
 func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
+	if err := a.clock.sync(ctx); err != nil {
+		return false, &UnavailableError{What: "store clock", Err: err}
+	}
 	recs, err := a.keys.records(ctx, true)
 	if err != nil {
 		return false, err
@@ -196,28 +248,28 @@ func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
 	if len(recs) > 0 {
 		return false, nil
 	}
-	rec, err := a.newKey(ctx, a.cfg.DefaultAlg)
-	if err != nil {
-		return false, err
-	}
-	at := rec.CreatedAt
-	rec.ActivateAt = &at
-	if err := a.store.CreateKey(ctx, rec, func(existing []jwks.KeyRecord) error {
+	rec, err := a.makeKey(ctx, a.cfg.DefaultAlg, func(_ time.Time, existing []jwks.KeyRecord) error {
 		if len(existing) > 0 {
-			return &PreconditionError{Reason: "another process created the first key"}
+			return errAlreadyBootstrapped
 		}
 		return nil
-	}); err != nil {
-		var pe *PreconditionError
-		if errors.As(err, &pe) {
-			return false, nil
-		}
+	}, func(rec *jwks.KeyRecord) {
+		at := rec.CreatedAt
+		rec.ActivateAt = &at
+	})
+	if errors.Is(err, errAlreadyBootstrapped) {
+		return false, nil
+	}
+	if err != nil {
 		return false, err
 	}
 	a.log.Info("created and activated the first signing key", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
 	_, err = a.keys.records(ctx, true)
 	return true, err
 }
+
+// errAlreadyBootstrapped: another replica made the first key.
+var errAlreadyBootstrapped = errors.New("another process created the first key")
 
 // CheckReadiness runs one readiness check now and records its outcome: the
 // store answers and takes a write, a key is active, and every key due to

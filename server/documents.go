@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,41 +55,59 @@ func (a *Authority) Revocations(ctx context.Context) ([]byte, error) {
 
 var errNoRevocationSigner = errors.New("no published key to sign the revocation document")
 
-// revocationPublisher signs the revocation document and keeps the last one,
-// with what it was made from, so that fetches do not each cost a signature.
+// revocationsDoc is the revocation document's name in the store.
+const revocationsDoc = "revocations"
+
+// revocationPublisher keeps the signed revocation document in the store,
+// where every replica reads it: the replica holding the duties lease signs
+// it (once per change, with the next sequence number of the cluster), the
+// others serve the stored bytes, so every replica serves the same document.
 type revocationPublisher struct {
-	store store.Store
-	keys  *keyring
-	now   func() time.Time
-	log   *slog.Logger
-	ttl   time.Duration
+	store   store.Store
+	keys    *keyring
+	duties  *duties
+	now     func() time.Time
+	log     *slog.Logger
+	ttl     time.Duration
+	refresh time.Duration // how long a read of the stored document is reused
 	// omitAuditHead leaves the audit head out, for verifiers built before
 	// the document had one.
 	omitAuditHead bool
 
-	// signing serializes re-signing, so sequence numbers served by this
-	// process only ever grow; mu guards the cache alone, so invalidating it
-	// never waits for a signature.
+	// signing serializes re-signing in this process; mu guards the cache
+	// alone, so forgetting it never waits for a signature.
 	signing sync.Mutex
 	mu      sync.Mutex
-	doc     []byte          // cached signed document; nil after invalidate
-	state   revocationState // what the last document was made from
-	signed  bool            // a document was signed: state holds the head last published
-	until   time.Time       // re-sign after this
+	cached  *storedRevocations // last read from (or written to) the store; nil: read again
+	readAt  time.Time
+	// forgotAt: a change was announced then; a read started before it is
+	// not kept.
+	forgotAt time.Time
 }
 
-func newRevocationPublisher(st store.Store, keys *keyring, now func() time.Time, log *slog.Logger, ttl time.Duration, omitAuditHead bool) *revocationPublisher {
-	return &revocationPublisher{store: st, keys: keys, now: now, log: log, ttl: ttl, omitAuditHead: omitAuditHead}
+// storedRevocations is the stored document with what it was made from.
+type storedRevocations struct {
+	doc   store.Document
+	state revocationState
+}
+
+func newRevocationPublisher(st store.Store, keys *keyring, d *duties, now func() time.Time, log *slog.Logger, ttl, refresh time.Duration, omitAuditHead bool) *revocationPublisher {
+	return &revocationPublisher{store: st, keys: keys, duties: d, now: now, log: log, ttl: ttl, refresh: refresh, omitAuditHead: omitAuditHead}
 }
 
 // document returns the signed revocation document. It is re-signed, with
 // the next sequence number, when the revoked set or the signing key changes,
 // when half its lifetime has passed, so a cached copy never expires in a
-// client's hands while the daemon runs, and when the audit head it carries
-// is behind the log's and the document is revocationHeadRefresh old.
+// client's hands, and when the audit head it carries is behind the log's and
+// the document is revocationHeadRefresh old. Only the holder of the duties
+// lease re-signs; another replica serves the stored document while it is
+// valid, the holder bringing it up to date within a lease renewal (at once
+// for a key change it is told of).
 func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
-	p.signing.Lock()
-	defer p.signing.Unlock()
+	prev, err := p.stored(ctx)
+	if err != nil {
+		return nil, err
+	}
 	recs, err := p.keys.records(ctx, false)
 	if err != nil {
 		return nil, err
@@ -96,88 +115,151 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 	now := p.now()
 	views := jwks.Derive(now, recs, p.keys.policy)
 	revoked := jwks.RevokedFrom(recs, now)
-	key, err := p.keys.documentSigner(ctx, views)
+	signerView, err := documentSignerView(views)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoRevocationSigner, err)
 	}
 	var set strings.Builder
-	set.WriteString(key.KID)
+	set.WriteString(signerView.KID)
 	for _, r := range revoked {
 		set.WriteString("|" + r.KID)
 	}
 	seq, hash, err := p.store.AuditHead(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("audit head for the revocation document: %w", err)
+		return nil, &UnavailableError{What: "audit log", Err: fmt.Errorf("audit head for the revocation document: %w", err)}
 	}
 	storeHead := audit.Head{Seq: seq, Hash: hash}
-	cur := revocationState{set: set.String(), published: storeHead, store: storeHead}
-	p.mu.Lock()
-	cachedDoc, prev, havePrev, until := p.doc, p.state, p.signed, p.until
-	p.mu.Unlock()
-	// The state outlives invalidate, so the head last published is
-	// remembered as long as the process runs.
-	//
+	cur := revocationState{Set: set.String(), Published: storeHead, Store: storeHead}
 	// The store's head is a high-water mark and never goes back; when it
-	// does, the database was edited or swapped under this process. Keep
-	// publishing the head already published, so auditors holding it or
-	// fetching a new document still catch the loss.
-	wentBack := havePrev && headBehind(storeHead, prev.published)
+	// does, the database was edited or swapped. Keep publishing the head
+	// already published, so auditors holding it or fetching a new document
+	// still catch the loss.
+	wentBack := prev != nil && headBehind(storeHead, prev.state.Published)
 	if wentBack {
-		cur.published = prev.published
+		cur.Published = prev.state.Published
 	}
-	if havePrev && cachedDoc != nil && prev.set == cur.set && now.Before(until) {
-		issued := until.Add(-p.ttl / 2)
+	if prev != nil && prev.state.Set == cur.Set && now.Before(prev.state.RefreshAt) {
 		switch {
-		case headEqual(prev.store, cur.store): // the log did not move
-			return cachedDoc, nil
-		case !wentBack && now.Before(issued.Add(revocationHeadRefresh)):
-			return cachedDoc, nil
+		case headEqual(prev.state.Store, cur.Store): // the log did not move
+			return prev.doc.Body, nil
+		case !wentBack && now.Before(prev.state.IssuedAt.Add(revocationHeadRefresh)):
+			return prev.doc.Body, nil
 		}
 	}
+
+	p.signing.Lock()
+	defer p.signing.Unlock()
+	lease, leader, err := p.duties.held(ctx)
+	if err != nil || !leader {
+		// Another replica signs it (or the lease is in doubt): serve what
+		// is stored while it is valid.
+		if prev != nil && now.Before(prev.state.ExpiresAt) {
+			return prev.doc.Body, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("the replica holding the duties lease (%s) has not signed it yet", lease.Holder)
+		}
+		return nil, &UnavailableError{What: "revocation document", Err: err}
+	}
 	if wentBack {
-		// Logged when the store's head changes, not at every fetch: the
-		// state below records the store head this was seen at.
 		p.log.Error("audit log head went back: the database was edited or replaced outside cardsignd; "+
 			"the revocation document keeps the head already published. Restore the database from a backup and run cardsign audit verify",
-			"published_seq", prev.published.Seq, "published_hash", hex.EncodeToString(prev.published.Hash),
+			"published_seq", prev.state.Published.Seq, "published_hash", hex.EncodeToString(prev.state.Published.Hash),
 			"store_seq", storeHead.Seq, "store_hash", hex.EncodeToString(storeHead.Hash))
 	}
-
-	docSeq, err := p.store.NextSequence(ctx, "revocations")
+	key, err := p.keys.open(ctx, signerView.KeyRecord)
 	if err != nil {
-		return nil, fmt.Errorf("revocation document sequence: %w", err)
+		return nil, fmt.Errorf("%w: %v", errNoRevocationSigner, err)
 	}
-	body := jwks.Revocations{
-		Sequence:  docSeq,
-		IssuedAt:  now.Truncate(time.Second),
-		ExpiresAt: now.Add(p.ttl).Truncate(time.Second),
-		Revoked:   revoked,
+	docSeq, err := p.store.NextSequence(ctx, revocationsDoc)
+	if err != nil {
+		return nil, &UnavailableError{What: "revocation document sequence", Err: err}
 	}
+	// A document copied from another store (cardsignd store copy) may be
+	// ahead of this store's counter.
+	if prev != nil && docSeq <= prev.doc.Seq {
+		docSeq = prev.doc.Seq + 1
+	}
+	cur.IssuedAt = now.Truncate(time.Second)
+	cur.ExpiresAt = now.Add(p.ttl).Truncate(time.Second)
+	cur.RefreshAt = now.Add(p.ttl / 2)
+	body := jwks.Revocations{Sequence: docSeq, IssuedAt: cur.IssuedAt, ExpiresAt: cur.ExpiresAt, Revoked: revoked}
 	if !p.omitAuditHead {
-		body.AuditHead = &jwks.AuditHead{Seq: cur.published.Seq, Hash: cur.published.Hash}
+		body.AuditHead = &jwks.AuditHead{Seq: cur.Published.Seq, Hash: cur.Published.Hash}
 	}
-	doc, err := jwks.SignRevocations(ctx, body, key.Signer, key.Alg, key.KID)
+	signed, err := jwks.SignRevocations(ctx, body, key.key.Signer, key.key.Alg, key.key.KID)
 	if err != nil {
 		return nil, err
 	}
+	meta, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	doc := store.Document{Name: revocationsDoc, Seq: docSeq, Body: signed, Meta: meta}
+	if err := p.store.PutDocument(ctx, lease, doc); err != nil {
+		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrStaleDocument) {
+			// Another replica took over and signed: serve its document.
+			p.forget()
+			if prev, rerr := p.stored(ctx); rerr == nil && prev != nil && now.Before(prev.state.ExpiresAt) {
+				return prev.doc.Body, nil
+			}
+		}
+		return nil, &UnavailableError{What: "revocation document", Err: err}
+	}
 	p.mu.Lock()
-	p.doc, p.state, p.signed, p.until = doc, cur, true, now.Add(p.ttl/2)
+	p.cached, p.readAt = &storedRevocations{doc: doc, state: cur}, time.Now()
 	p.mu.Unlock()
-	return doc, nil
+	return signed, nil
 }
 
-// invalidate makes the next document call re-sign.
-func (p *revocationPublisher) invalidate() {
+// stored returns the stored document (nil when there is none), read again
+// when the last read is older than the refresh period or was forgotten.
+func (p *revocationPublisher) stored(ctx context.Context) (*storedRevocations, error) {
 	p.mu.Lock()
-	p.doc = nil
+	cached, readAt := p.cached, p.readAt
+	p.mu.Unlock()
+	if cached != nil && time.Since(readAt) < p.refresh {
+		return cached, nil
+	}
+	start := time.Now()
+	doc, err := p.store.Document(ctx, revocationsDoc)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &UnavailableError{What: "revocation document", Err: err}
+	}
+	s := &storedRevocations{doc: doc}
+	if err := json.Unmarshal(doc.Meta, &s.state); err != nil {
+		// Written by this code only; unreadable means edited by hand.
+		// Treat it as due for re-signing.
+		p.log.Warn("stored revocation document has unreadable metadata; re-signing it", "seq", doc.Seq, "err", err)
+		s.state = revocationState{}
+	}
+	p.mu.Lock()
+	if start.After(p.readAt) && start.After(p.forgotAt) {
+		p.cached, p.readAt = s, start
+	}
+	p.mu.Unlock()
+	return s, nil
+}
+
+// forget makes the next document call read the stored document again
+// (and re-sign it when due).
+func (p *revocationPublisher) forget() {
+	p.mu.Lock()
+	p.cached, p.forgotAt = nil, time.Now()
 	p.mu.Unlock()
 }
 
-// revocationState is what the cached revocation document was made from.
+// revocationState is what a stored revocation document was made from.
 type revocationState struct {
-	set       string     // the signer's kid and the revoked kids
-	published audit.Head // the audit head the document carries
-	store     audit.Head // the store's audit head when it was signed (lower than published if the store's went back)
+	Set       string     `json:"set"`       // the signer's kid and the revoked kids
+	Published audit.Head `json:"published"` // the audit head the document carries
+	Store     audit.Head `json:"store"`     // the store's audit head when it was signed (lower than Published if the store's went back)
+	IssuedAt  time.Time  `json:"issued_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	RefreshAt time.Time  `json:"refresh_at"` // re-signed from then on: half its lifetime
 }
 
 func headEqual(a, b audit.Head) bool { return a.Seq == b.Seq && bytes.Equal(a.Hash, b.Hash) }

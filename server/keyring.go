@@ -27,6 +27,9 @@ type keyring struct {
 	mu      sync.Mutex
 	recs    []jwks.KeyRecord            // last read from the store
 	readAt  time.Time                   // when the read that produced recs started
+	// staleAt: a change was announced then; a read that started before it
+	// is not reused.
+	staleAt time.Time
 	signers map[string]*openedKey       // opened keys by kid
 	publics map[string]crypto.PublicKey // decoded public keys on record, by kid
 }
@@ -43,7 +46,7 @@ func newKeyring(st store.Store, reg *backends.Registry, refresh time.Duration, p
 // copy is older than the refresh period or force is set.
 func (k *keyring) records(ctx context.Context, force bool) ([]jwks.KeyRecord, error) {
 	k.mu.Lock()
-	if !force && k.recs != nil && time.Since(k.readAt) < k.refresh {
+	if !force && k.recs != nil && time.Since(k.readAt) < k.refresh && k.readAt.After(k.staleAt) {
 		recs := k.recs
 		k.mu.Unlock()
 		return recs, nil
@@ -106,25 +109,26 @@ func (k *keyring) signing(ctx context.Context, now time.Time) ([]signer.Key, err
 	return keys, nil
 }
 
-// documentSigner is the JOSE identity of a published key, for documents the
-// authority signs itself.
-func (k *keyring) documentSigner(ctx context.Context, views []jwks.View) (*signer.Key, error) {
-	v, ok := jwks.Active(views)
-	if !ok {
-		// With no active key (the last one revoked), the newest published
-		// key still vouches for the revocation list.
-		pub := jwks.Published(views)
-		if len(pub) == 0 {
-			return nil, ErrNoActiveKey
-		}
-		v = pub[len(pub)-1]
+// documentSignerView is the key that signs documents the authority issues
+// itself: the active key, or, with no active key (the last one revoked), the
+// newest published key, which still vouches for the revocation list.
+func documentSignerView(views []jwks.View) (jwks.View, error) {
+	if v, ok := jwks.Active(views); ok {
+		return v, nil
 	}
-	opened, err := k.open(ctx, v.KeyRecord)
-	if err != nil {
-		return nil, err
+	pub := jwks.Published(views)
+	if len(pub) == 0 {
+		return jwks.View{}, ErrNoActiveKey
 	}
-	key := opened.key
-	return &key, nil
+	return pub[len(pub)-1], nil
+}
+
+// invalidate makes the next read go to the store: another replica changed
+// a key.
+func (k *keyring) invalidate() {
+	k.mu.Lock()
+	k.staleAt = time.Now()
+	k.mu.Unlock()
 }
 
 // openedKey is a key opened through its backend, with the backend's scheme

@@ -129,7 +129,7 @@ func TestKeyringWithoutKeys(t *testing.T) {
 	if _, err := a.keys.signing(ctx, a.now()); !errors.Is(err, ErrNoActiveKey) {
 		t.Fatalf("signing keys with the only key revoked: %v", err)
 	}
-	if _, err := a.keys.documentSigner(ctx, nil); !errors.Is(err, ErrNoActiveKey) {
+	if _, err := documentSignerView(nil); !errors.Is(err, ErrNoActiveKey) {
 		t.Fatalf("document signer with nothing published: %v", err)
 	}
 }

@@ -79,11 +79,8 @@ func (a *Authority) CreateKey(ctx context.Context, algName string) (jwks.View, e
 	if err != nil {
 		return jwks.View{}, err
 	}
-	rec, err := a.newKey(ctx, alg)
+	rec, err := a.makeKey(ctx, alg, nil, nil)
 	if err != nil {
-		return jwks.View{}, err
-	}
-	if err := a.store.CreateKey(ctx, rec, notAlreadyKnown(rec)); err != nil {
 		return jwks.View{}, err
 	}
 	a.log.Info("key created", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
@@ -146,30 +143,19 @@ func (a *Authority) RotateKey(ctx context.Context, algName string, prepublish *t
 		}
 		wait = *prepublish
 	}
-	// Fail early, before a key is made in the backend; the check inside the
-	// store transaction below is the one that counts across replicas.
-	views, err := a.Keys(ctx)
+	// The check runs under the store's key-set lock, before a key is
+	// made: of several replicas asked to rotate at once, one makes a key
+	// and the others are refused without making one.
+	rec, err := a.makeKey(ctx, alg, func(now time.Time, existing []jwks.KeyRecord) error {
+		return noScheduledRotation(now, jwks.Derive(now, existing, a.policy()))
+	}, func(rec *jwks.KeyRecord) {
+		at := rec.CreatedAt.Add(wait)
+		rec.ActivateAt = &at
+	})
 	if err != nil {
 		return jwks.View{}, err
 	}
-	if err := noScheduledRotation(a.now(), views); err != nil {
-		return jwks.View{}, err
-	}
-	rec, err := a.newKey(ctx, alg)
-	if err != nil {
-		return jwks.View{}, err
-	}
-	at := rec.CreatedAt.Add(wait)
-	rec.ActivateAt = &at
-	known := notAlreadyKnown(rec)
-	if err := a.store.CreateKey(ctx, rec, func(existing []jwks.KeyRecord) error {
-		if err := known(existing); err != nil {
-			return err
-		}
-		return noScheduledRotation(rec.CreatedAt, jwks.Derive(rec.CreatedAt, existing, a.policy()))
-	}); err != nil {
-		return jwks.View{}, err
-	}
+	at := *rec.ActivateAt
 	a.log.Info("key rotation scheduled", "kid", rec.KID, "alg", rec.Alg, "activate_at", at)
 	return a.view(ctx, rec.KID)
 }
@@ -226,7 +212,8 @@ func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Tim
 	if err != nil {
 		return jwks.View{}, err
 	}
-	a.revocations.invalidate()
+	a.revocations.forget()
+	a.pokeDuties()
 	return a.view(ctx, kid)
 }
 

@@ -91,7 +91,7 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	if doc, _ := fetch(); !bytes.Equal(doc, doc2) {
 		t.Fatal("re-signed again although the store's head did not move")
 	}
-	a.revocations.invalidate()
+	a.revocations.forget()
 	_, r3 := fetch()
 	wantHead(r3, 2, recs[1].Hash)
 }

@@ -93,6 +93,9 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, store.ErrExists):
 		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		log.Warn("store unavailable", "request_id", requestID, "err", err)
+		return status.Error(codes.Unavailable, "store unavailable; retry later (request "+requestID+")")
 	case errors.Is(err, backends.ErrUnavailable):
 		log.Warn("key backend unavailable", "request_id", requestID, "err", err)
 		return status.Error(codes.Unavailable, "key backend unavailable; retry later (request "+requestID+")")

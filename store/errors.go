@@ -25,4 +25,16 @@ var (
 	// ErrImmutable: an update tried to change a KID, CreatedAt, Public, URI
 	// or Alg, which are fixed when a key is created.
 	ErrImmutable = errors.New("store: immutable key field changed")
+	// ErrUnavailable: the store cannot be reached now (connection lost,
+	// server shutting down or restarting); the operation may be retried.
+	// Nothing was committed unless the error says otherwise.
+	ErrUnavailable = errors.New("store: unavailable")
+	// ErrLeaseHeld: another holder holds the lease, unexpired.
+	ErrLeaseHeld = errors.New("store: lease held by another holder")
+	// ErrLeaseLost: a fenced write's lease expired or changed hands; the
+	// writer is no longer the one entitled to write.
+	ErrLeaseLost = errors.New("store: lease lost")
+	// ErrStaleDocument: a document's Seq is not greater than the stored
+	// one's.
+	ErrStaleDocument = errors.New("store: document sequence not newer than the stored one")
 )

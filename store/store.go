@@ -1,13 +1,15 @@
-// Package store is cardsign's durable state: key records and the audit log.
+// Package store is cardsign's durable state: key records, the audit log,
+// leases and the documents replicas share.
 //
 // Callers depend on the Store interface only. SQLite (package store/sqlite)
-// implements it now; a PostgreSQL implementation can follow without touching
-// callers, and package store/storetest checks any implementation against the
+// is the embedded default; PostgreSQL (package store/postgres) serves
+// several replicas; package store/storetest checks both against the
 // contract below.
 package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
@@ -23,6 +25,17 @@ type Store interface {
 	// most one scheduled rotation" and "never bring back a revoked key" hold
 	// across replicas.
 	CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(existing []jwks.KeyRecord) error) error
+
+	// MakeKey is CreateKey for a record that costs something to make (a
+	// new key at an HSM or KMS): make runs inside the transaction that
+	// holds the key-set lock, after every existing record was read, and
+	// either refuses (its error is returned as is, nothing is written) or
+	// returns the record to insert. Two processes calling MakeKey at once
+	// run make one after the other, each seeing the other's record, so a
+	// lost race ("a rotation is already scheduled") never leaves a key
+	// made at a backend without a record. make is called at most once per
+	// MakeKey call; a record with a KID that exists fails with ErrExists.
+	MakeKey(ctx context.Context, make func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error)) (jwks.KeyRecord, error)
 
 	// UpdateKeys runs fn over every key record inside one transaction and
 	// writes back the records fn returns (matched by KID; records fn leaves
@@ -61,5 +74,83 @@ type Store interface {
 	// counter (the revocation document's sequence).
 	NextSequence(ctx context.Context, name string) (int64, error)
 
+	// Now is the store's clock: the database server's for a shared store.
+	// Replicas take times that other replicas compare (activation,
+	// revocation, lease expiry) from it, not from their own clocks.
+	Now(ctx context.Context) (time.Time, error)
+
+	Leases
+	Documents
+
 	Close() error
+}
+
+// Leases are named, expiring leases on the store's clock, held by one
+// holder at a time: duties done once per cluster run under one, and the
+// writes they make are fenced by its epoch (see Documents.PutDocument), so
+// a holder that paused past its lease's expiry cannot write.
+type Leases interface {
+	// AcquireLease takes the lease name for holder until the store's now +
+	// ttl, or renews it when holder already holds it unexpired. Taking a
+	// lease that is free or expired increments its Epoch; renewing keeps
+	// it. When another holder's lease is unexpired, it returns that lease
+	// and an error wrapping ErrLeaseHeld.
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (Lease, error)
+
+	// ReleaseLease expires l now when it is still held as l (same holder
+	// and epoch), so another holder can take it without waiting for the
+	// TTL; otherwise it does nothing.
+	ReleaseLease(ctx context.Context, l Lease) error
+}
+
+// Lease is a lease as the store granted it.
+type Lease struct {
+	Name    string
+	Holder  string
+	Epoch   int64     // 1 for the first holder; grows by one each time the lease is taken anew
+	Expires time.Time // on the store's clock
+}
+
+// Documents are signed documents stored once and served by every replica
+// (the revocation document): one replica signs, every replica serves the
+// same bytes.
+type Documents interface {
+	// Document returns the stored document name, or an error wrapping
+	// ErrNotFound when none was stored.
+	Document(ctx context.Context, name string) (Document, error)
+
+	// PutDocument replaces the document doc.Name, in a transaction that
+	// checks fence is still held, unexpired, with its epoch (else
+	// ErrLeaseLost) and that doc.Seq is greater than the stored
+	// document's (else ErrStaleDocument); nothing is written on either
+	// error. UpdatedAt is set by the store, on its clock.
+	PutDocument(ctx context.Context, fence Lease, doc Document) error
+}
+
+// Document is a stored document: its name, its sequence number (it only
+// grows), the bytes served, and what its writer needs to decide when to
+// replace it (opaque to the store).
+type Document struct {
+	Name      string
+	Seq       int64
+	Body      []byte
+	Meta      []byte
+	UpdatedAt time.Time
+}
+
+// Topics a Watcher reports.
+const (
+	TopicKeys      = "keys"      // a key record was created or changed
+	TopicDocuments = "documents" // a document was stored
+)
+
+// Watcher is a Store that announces changes committed by other processes
+// (PostgreSQL: LISTEN/NOTIFY). Callers still re-read periodically: an
+// announcement can be lost with its connection.
+type Watcher interface {
+	// Watch calls fn with a topic after a change to it was committed, and
+	// with "" after (re)connecting, when announcements may have been
+	// missed. It blocks until ctx is done, reconnecting as needed, and
+	// returns ctx's error.
+	Watch(ctx context.Context, fn func(topic string)) error
 }

@@ -89,43 +89,28 @@ func (r keyRow) record() (jwks.KeyRecord, error) {
 // CreateKey stores a new key record; an existing kid, even a revoked one,
 // fails with store.ErrExists.
 func (s *Store) CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(existing []jwks.KeyRecord) error) error {
+	_, err := s.MakeKey(ctx, store.Checked(rec, check))
+	return err
+}
+
+// insertKey checks rec and inserts it; a taken kid fails with
+// store.ErrExists.
+func insertKey(ctx context.Context, tx *sql.Tx, rec jwks.KeyRecord) error {
 	r, err := encodeKey(rec)
 	if err != nil {
-		return fmt.Errorf("store: create key %s: %w", rec.KID, err)
-	}
-	var checkErr error
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		// Checked inside the write transaction, so no other writer can
-		// create the kid between the check and the insert.
-		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM keys WHERE kid = ?)`, r.kid).Scan(&exists); err != nil {
-			return err
-		}
-		if exists {
-			return store.ErrExists
-		}
-		if check != nil {
-			existing, err := listKeys(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if err := check(existing); err != nil {
-				checkErr = err
-				return err
-			}
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.kid, r.uri, r.alg, r.jwk, r.createdAt, r.publishAt,
-			r.activateAt, r.retireAt, r.expireAt, r.revokedAt, r.revokeReason)
 		return err
-	})
-	if checkErr != nil {
-		return checkErr // as is: the caller's refusal, not the store's
 	}
-	if err != nil {
-		return fmt.Errorf("store: create key %s: %w", rec.KID, err)
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM keys WHERE kid = ?)`, r.kid).Scan(&exists); err != nil {
+		return err
 	}
-	return nil
+	if exists {
+		return store.ErrExists
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.kid, r.uri, r.alg, r.jwk, r.createdAt, r.publishAt,
+		r.activateAt, r.retireAt, r.expireAt, r.revokedAt, r.revokeReason)
+	return err
 }
 
 // ListKeys returns every key record, ordered by CreatedAt, then KID.

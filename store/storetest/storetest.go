@@ -1,6 +1,6 @@
 // Package storetest checks a store.Store implementation against the
-// contract documented on store.Store. SQLite runs it now; a PostgreSQL store
-// runs the same suite.
+// contract documented on store.Store. SQLite and PostgreSQL run the same
+// suite.
 package storetest
 
 import (
@@ -55,6 +55,12 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"AuditRefusedRecord", testAuditRefusedRecord},
 		{"AuditRefusedRecordRevokedKeys", testAuditRefusedRevoked},
 		{"AuditInvalidOutcome", testAuditInvalidOutcome},
+		{"MakeKey", testMakeKey},
+		{"MakeKeyRaceMakesOne", testMakeKeyRace},
+		{"Now", testNow},
+		{"Leases", testLeases},
+		{"LeaseRaceOneHolder", testLeaseRace},
+		{"Documents", testDocuments},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

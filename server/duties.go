@@ -1,0 +1,196 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cardsign/cardsign/store"
+)
+
+// Duties done once per cluster (re-signing the revocation document) run
+// under one lease on the store's clock. The holder renews it every
+// leaseRenew; when it stops (killed, partitioned, paused), another replica
+// takes it leaseTTL after its last renewal, at the next epoch, and every
+// write a duty makes is fenced by that epoch (store.PutDocument), so a
+// former holder that wakes up cannot overwrite its successor's work.
+const (
+	dutiesLease = "duties"
+	leaseTTL    = 15 * time.Second
+	leaseRenew  = 5 * time.Second
+	// leaseSpare is the time a held lease must have left for a duty to
+	// start under it without renewing first.
+	leaseSpare = leaseTTL - leaseRenew
+)
+
+// duties tracks this process's hold on the duties lease.
+type duties struct {
+	store  store.Store
+	holder string
+	clock  *clock
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	lease store.Lease // the lease as last granted to this process
+	have  bool        // lease is this process's (until lease.Expires)
+	other string      // the holder last seen, when another
+}
+
+func newDuties(st store.Store, holder string, c *clock, log *slog.Logger) *duties {
+	return &duties{store: st, holder: holder, clock: c, log: log}
+}
+
+// defaultHolder names this process among the replicas: host, pid and a
+// random suffix, so a restarted process is a new holder.
+func defaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "cardsignd"
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:]) // crypto/rand.Read does not fail
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(rnd[:]))
+}
+
+// held returns the lease when this process holds it with time to spare,
+// renewing or taking it first when needed. ok is false when another replica
+// holds it; lease is then that replica's.
+func (d *duties) held(ctx context.Context) (lease store.Lease, ok bool, err error) {
+	d.mu.Lock()
+	l, have := d.lease, d.have
+	d.mu.Unlock()
+	if have && d.clock.now().Add(leaseSpare).Before(l.Expires) {
+		return l, true, nil
+	}
+	return d.acquire(ctx)
+}
+
+// acquire takes or renews the lease now.
+func (d *duties) acquire(ctx context.Context) (store.Lease, bool, error) {
+	l, err := d.store.AcquireLease(ctx, dutiesLease, d.holder, leaseTTL)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case errors.Is(err, store.ErrLeaseHeld):
+		if d.have || d.other != l.Holder {
+			d.log.Info("another replica holds the duties lease", "holder", l.Holder, "epoch", l.Epoch, "expires", l.Expires)
+		}
+		d.have, d.other = false, l.Holder
+		return l, false, nil
+	case err != nil:
+		// Unknown: the lease may have lapsed. Duties wait for the next
+		// renewal; the fence refuses a write made under a lapsed lease.
+		return store.Lease{}, false, err
+	}
+	if !d.have || d.lease.Epoch != l.Epoch {
+		d.log.Info("this replica holds the duties lease", "holder", d.holder, "epoch", l.Epoch)
+	}
+	d.lease, d.have, d.other = l, true, ""
+	return l, true, nil
+}
+
+// release gives the lease up, so another replica takes over at once rather
+// than after leaseTTL.
+func (d *duties) release(ctx context.Context) {
+	d.mu.Lock()
+	l, have := d.lease, d.have
+	d.have = false
+	d.mu.Unlock()
+	if !have {
+		return
+	}
+	if err := d.store.ReleaseLease(ctx, l); err != nil {
+		d.log.Warn("could not release the duties lease; another replica takes it when it expires", "err", err, "expires", l.Expires)
+	}
+}
+
+// RunDuties runs until ctx is done: it keeps the store clock's offset
+// measured, holds (or waits for) the duties lease, re-signs the revocation
+// document when this process holds the lease and the document is due, and
+// follows changes other replicas announce (store.Watcher), so that a key
+// revoked on another replica stops signing and publishing here at once
+// rather than at the next periodic re-read.
+func (a *Authority) RunDuties(ctx context.Context) {
+	if w, ok := a.store.(store.Watcher); ok {
+		go func() {
+			if err := w.Watch(ctx, a.changed); err != nil && ctx.Err() == nil {
+				a.log.Error("store change notifications stopped; changes by other replicas are seen at the periodic re-read", "err", err)
+			}
+		}()
+	}
+	tick := time.NewTicker(leaseRenew)
+	defer tick.Stop()
+	var lastErr string
+	for {
+		err := a.dutyRound(ctx)
+		switch {
+		case err != nil && err.Error() != lastErr && ctx.Err() == nil:
+			a.log.Warn("cluster duties: round failed; retrying", "err", err, "every", leaseRenew)
+		case err == nil && lastErr != "":
+			a.log.Info("cluster duties: recovered")
+		}
+		lastErr = ""
+		if err != nil {
+			lastErr = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			// A short, fresh context: ctx is done, and the release is worth
+			// a try so another replica takes over at once.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			a.duties.release(rctx)
+			cancel()
+			return
+		case <-tick.C:
+		case <-a.poke:
+		}
+	}
+}
+
+// dutyRound syncs the clock, renews or takes the lease, and, as its holder,
+// brings the revocation document up to date.
+func (a *Authority) dutyRound(ctx context.Context) error {
+	if err := a.clock.sync(ctx); err != nil {
+		return fmt.Errorf("store clock: %w", err)
+	}
+	_, leader, err := a.duties.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("duties lease: %w", err)
+	}
+	if !leader {
+		return nil
+	}
+	if _, err := a.revocations.document(ctx); err != nil {
+		return fmt.Errorf("revocation document: %w", err)
+	}
+	return nil
+}
+
+// changed follows a change another process committed to the store.
+func (a *Authority) changed(topic string) {
+	switch topic {
+	case store.TopicDocuments:
+		a.revocations.forget()
+		return
+	default: // keys, or "" after a reconnect: anything may have changed
+		a.keys.invalidate()
+		a.revocations.forget()
+		a.readiness.request()
+	}
+	a.pokeDuties()
+}
+
+// pokeDuties asks RunDuties for a round now: a key changed, and the
+// revocation document may be due.
+func (a *Authority) pokeDuties() {
+	select {
+	case a.poke <- struct{}{}:
+	default:
+	}
+}
