@@ -55,12 +55,14 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 	return ms, nil
 }
 
-// migrate applies, in order, each migration the database lacks, each in its
-// own write transaction together with its schema_migrations row, so a failed
-// migration leaves no trace and two processes opening a new file at once
-// apply it exactly once. A database whose schema is newer than this binary
-// knows is refused: writing to it could break invariants the newer schema
-// relies on.
+// migrate applies, in order, every migration the database lacks, all in
+// one write transaction together with their schema_migrations rows, so a
+// failed migration leaves no trace, two processes opening a new file at once
+// apply them exactly once, and a new file costs one durable commit rather
+// than one per migration (several processes opening a new file at once each
+// wait for the others' commits). A database whose schema is newer than this
+// binary knows is refused: writing to it could break invariants the newer
+// schema relies on.
 func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 	ms, err := loadMigrations(fsys)
 	if err != nil {
@@ -72,31 +74,38 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 	) STRICT`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	var current int
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	current, err := schemaVersion(ctx, s.db, len(ms))
+	if err != nil || current == len(ms) {
+		return err
 	}
-	if current > len(ms) {
-		return fmt.Errorf("migrate: database schema version %d is newer than this cardsign supports (%d)", current, len(ms))
-	}
-	for _, m := range ms[current:] {
-		err := s.write(ctx, func(tx *sql.Tx) error {
-			var done bool
-			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, m.version).Scan(&done); err != nil {
-				return err
-			}
-			if done { // another process got here first
-				return nil
-			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.version, time.Now().UnixNano())
-			return err
-		})
+	return s.write(ctx, func(tx *sql.Tx) error {
+		// Read again under the write lock: another process may have
+		// applied some or all of them since.
+		current, err := schemaVersion(ctx, tx, len(ms))
 		if err != nil {
-			return fmt.Errorf("migrate: %s: %w", m.name, err)
+			return err
 		}
+		for _, m := range ms[current:] {
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migrate: %s: %w", m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.version, time.Now().UnixNano()); err != nil {
+				return fmt.Errorf("migrate: %s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// schemaVersion returns the highest applied migration, refusing one newer
+// than known.
+func schemaVersion(ctx context.Context, q rowQuerier, known int) (int, error) {
+	var current int
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
 	}
-	return nil
+	if current > known {
+		return 0, fmt.Errorf("migrate: database schema version %d is newer than this cardsign supports (%d): upgrade cardsignd", current, known)
+	}
+	return current, nil
 }

@@ -140,7 +140,10 @@ func testNow(t *testing.T, open Opener) {
 func testLeases(t *testing.T, open Opener) {
 	s1, s2 := mustOpen(t, open), mustOpen(t, open)
 	ctx := t.Context()
-	const ttl = 400 * time.Millisecond
+	// Long enough never to lapse while the test runs on a loaded machine;
+	// expiry is tested with a lease renewed to a short TTL and waited out.
+	const ttl = time.Minute
+	const short = 200 * time.Millisecond
 	a, err := s1.AcquireLease(ctx, "duties", "a", ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -173,38 +176,45 @@ func testLeases(t *testing.T, open Opener) {
 	if renewed.Epoch != 1 || renewed.Expires.Before(a.Expires) {
 		t.Fatalf("renewal %+v, want epoch 1 and a later expiry than %s", renewed, a.Expires)
 	}
-	// Past its expiry on the store's clock, another holder takes it at the
-	// next epoch, and the first holder's fenced writes fail.
-	waitPast(t, s1, renewed.Expires)
+
+	// Release: the holder's frees it at once; b takes it at the next epoch.
+	if err := s1.ReleaseLease(ctx, renewed); err != nil {
+		t.Fatal(err)
+	}
 	b, err := s2.AcquireLease(ctx, "duties", "b", ttl)
 	if err != nil {
-		t.Fatalf("taking an expired lease: %v", err)
+		t.Fatalf("taking a released lease: %v", err)
 	}
 	if b.Holder != "b" || b.Epoch != 2 {
 		t.Fatalf("taken lease %+v, want b at epoch 2", b)
 	}
-	if _, err := s1.AcquireLease(ctx, "duties", "a", ttl); !errors.Is(err, store.ErrLeaseHeld) {
-		t.Fatalf("former holder re-acquiring: %v, want ErrLeaseHeld", err)
-	}
-	// Release: a stale release does nothing; the holder's frees it at once.
+	// A stale release (a's, epoch 1) does nothing.
 	if err := s1.ReleaseLease(ctx, renewed); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s1.AcquireLease(ctx, "duties", "a", ttl); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Fatalf("after a stale release: %v, want the lease still held by b", err)
 	}
-	if err := s2.ReleaseLease(ctx, b); err != nil {
-		t.Fatal(err)
+
+	// Expiry on the store's clock: b renews to a short TTL and stops; past
+	// it, a takes the lease at the next epoch and b's fenced writes fail.
+	bShort, err := s2.AcquireLease(ctx, "duties", "b", short)
+	if err != nil || bShort.Epoch != 2 {
+		t.Fatalf("renewal to a short TTL: %+v, %v", bShort, err)
 	}
-	a3, err := s1.AcquireLease(ctx, "duties", "a", ttl)
+	waitPast(t, s1, bShort.Expires)
+	a3, err := s1.AcquireLease(ctx, "duties", "a", short)
 	if err != nil {
-		t.Fatalf("after release: %v", err)
+		t.Fatalf("taking an expired lease: %v", err)
 	}
-	if a3.Epoch != 3 {
-		t.Fatalf("lease taken after release at epoch %d, want 3", a3.Epoch)
+	if a3.Holder != "a" || a3.Epoch != 3 {
+		t.Fatalf("expired lease taken as %+v, want a at epoch 3", a3)
 	}
-	// A holder whose lease expired and was not taken by anyone gets it
-	// back at a new epoch: writes fenced by the old epoch stay refused.
+	if err := s2.PutDocument(ctx, bShort, store.Document{Name: "d", Seq: 1, Body: []byte("x")}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("write fenced by the expired holder's epoch: %v, want ErrLeaseLost", err)
+	}
+	// A holder whose own lease expired gets it back at a new epoch: writes
+	// fenced by the old epoch stay refused.
 	waitPast(t, s1, a3.Expires)
 	a4, err := s1.AcquireLease(ctx, "duties", "a", ttl)
 	if err != nil {
@@ -215,6 +225,9 @@ func testLeases(t *testing.T, open Opener) {
 	}
 	if err := s1.PutDocument(ctx, a3, store.Document{Name: "d", Seq: 1, Body: []byte("x")}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("write fenced by an expired epoch: %v, want ErrLeaseLost", err)
+	}
+	if err := s1.PutDocument(ctx, a4, store.Document{Name: "d", Seq: 1, Body: []byte("x")}); err != nil {
+		t.Fatalf("write fenced by the current epoch: %v", err)
 	}
 }
 
