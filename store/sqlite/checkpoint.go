@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -47,17 +48,37 @@ func (s *Store) checkpoint(ctx context.Context) error {
 }
 
 // checkpointAtOpen checkpoints before the store is used. Another process
-// reading the database is not an error (its own checkpoints will catch up);
-// no space to checkpoint into is, naming the volume to free.
+// reading or writing the database is not an error (its own checkpoints will
+// catch up), and is not waited for: a TRUNCATE checkpoint holds the writer
+// lock while it waits for readers, so several processes opening one file at
+// once, each checkpointing with the busy timeout, kept each other waiting
+// past it. No space to checkpoint into is an error, naming the volume to
+// free.
 func (s *Store) checkpointAtOpen(ctx context.Context) error {
-	err := s.checkpoint(ctx)
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return err
+	}
+	var busy, frames, done int
+	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done)
+	// The connection goes back to the pool: restore what dsnParams set.
+	if _, rerr := conn.ExecContext(ctx, "PRAGMA busy_timeout = 5000"); rerr != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // drop it rather than pool it without a timeout
+		if err == nil {
+			return rerr
+		}
+	}
 	switch {
-	case err == nil, errors.Is(err, errCheckpointBusy), isBusy(err):
+	case err == nil, isBusy(err):
 		return nil
 	case isFull(err):
-		return fmt.Errorf("%w: no space to checkpoint the WAL; free space on the volume holding %s", err, filepath.Dir(s.path))
+		return fmt.Errorf("checkpoint WAL: %w: no space to checkpoint the WAL; free space on the volume holding %s", err, filepath.Dir(s.path))
 	}
-	return err
+	return fmt.Errorf("checkpoint WAL: %w", err)
 }
 
 // writeFreeingWAL is write, except that a write failing for lack of space
