@@ -9,6 +9,7 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
 )
 
 // HTTPOptions configures the HTTP listener's handler.
@@ -48,11 +49,15 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 				reason = "readiness check overdue"
 			case errors.Is(err, ErrNoActiveKey):
 				reason = "no active signing key"
+			case errors.Is(err, store.ErrUnavailable):
+				// The database (PostgreSQL down or restarting): say so, not
+				// "key backend", whichever read failed first.
+				reason = "store unavailable"
 			case errors.Is(err, backends.ErrUnavailable), errors.As(err, new(*UnavailableError)):
 				reason = "key backend unavailable"
 				var ue *UnavailableError
-				if errors.As(err, &ue) && ue.What == "audit log" {
-					reason = "audit log unavailable"
+				if errors.As(err, &ue) && (ue.What == "audit log" || ue.What == "key store") {
+					reason = ue.What + " unavailable"
 				}
 			}
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": reason})

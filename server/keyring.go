@@ -24,9 +24,9 @@ type keyring struct {
 	policy   jwks.Policy // derives each key's state from its record
 	limits   *backendLimits
 
-	mu      sync.Mutex
-	recs    []jwks.KeyRecord            // last read from the store
-	readAt  time.Time                   // when the read that produced recs started
+	mu     sync.Mutex
+	recs   []jwks.KeyRecord // last read from the store
+	readAt time.Time        // when the read that produced recs started
 	// staleAt: a change was announced then; a read that started before it
 	// is not reused.
 	staleAt time.Time
