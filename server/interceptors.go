@@ -227,7 +227,9 @@ func (g *gate) finish(ctx context.Context, method, id, who string, refused bool,
 		g.metrics.rpcs.WithLabelValues(method, code.String()).Inc()
 	}
 	lvl := slog.LevelDebug
-	if code != codes.OK {
+	// A health Watch ends Canceled whenever a client of several replicas
+	// closes its connection: that is routine, not worth an INFO line.
+	if code != codes.OK && !(isHealth(method) && code == codes.Canceled) {
 		lvl = slog.LevelInfo
 	}
 	if refused && g.refusals != nil {

@@ -24,6 +24,7 @@ func benchCmd() command {
 		summary: "Load-test cardsignd's SignCard and compare with in-process ES256 signing of the same card.",
 		usage:   "[--concurrency N] [--duration D] [--card FILE] [--compare-key URI] " + connUsage,
 		example: "  cardsign bench --server 127.0.0.1:7700 --concurrency 32 --duration 20s\n" +
+			"  cardsign bench --server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700 --ca-file ca.pem --token-file signer.token   # three replicas\n" +
 			"  cardsign bench --server cardsign.internal:7700 --ca-file ca.pem --token-file signer.token\n  CARDSIGN_PKCS11_MODULE=/usr/lib/softhsm/libsofthsm2.so CARDSIGN_PKCS11_PIN=1234 \\\n    cardsign bench --server 127.0.0.1:7700 --compare-key 'pkcs11:token=cardsign;object=k1'",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {

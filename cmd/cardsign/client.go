@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ const (
 )
 
 // connUsage is the connection flags in a command's usage line.
-const connUsage = "[--server ADDR] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE]"
+const connUsage = "[--server ADDR[,ADDR...]] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE]"
 
 // maxTokenFile caps what is read of a token file: a token is one word.
 const maxTokenFile = 16 << 10
@@ -66,12 +67,14 @@ type connFlags struct {
 // addConnFlags registers the connection flags on fs.
 func addConnFlags(fs *flag.FlagSet) *connFlags {
 	cf := &connFlags{cmd: fs.Name()}
-	fs.StringVar(&cf.server, "server", "", "cardsignd address HOST:PORT (default $"+serverEnv+")")
+	fs.StringVar(&cf.server, "server", "", "cardsignd address HOST:PORT, or the addresses of several replicas separated by commas "+
+		"(e.g. cs1.internal:7700,cs2.internal:7700,cs3.internal:7700), balanced over those ready and failed over; "+
+		"a name that resolves to several addresses is balanced the same way (default $"+serverEnv+")")
 	fs.StringVar(&cf.caFile, "ca-file", "", "PEM CA certificates to verify cardsignd's certificate with; turns TLS on (default $"+caFileEnv+")")
 	fs.Var(&cf.tls, "tls", "connect with TLS; without --ca-file, cardsignd's certificate is verified against the system roots (default on when $"+tlsEnv+" is 1 or true)")
 	fs.StringVar(&cf.certFile, "cert-file", "", "PEM client certificate for mutual TLS, with --key-file; turns TLS on (default $"+certFileEnv+")")
 	fs.StringVar(&cf.keyFile, "key-file", "", "PEM private key of --cert-file (default $"+keyFileEnv+")")
-	fs.StringVar(&cf.serverName, "server-name", "", "name to verify cardsignd's certificate against (default the host of --server)")
+	fs.StringVar(&cf.serverName, "server-name", "", "name to verify cardsignd's certificate against, for every address of --server (default the host of each address)")
 	fs.StringVar(&cf.tokenFile, "token-file", "", "file holding a bearer token to send on every call (default: the token in $"+tokenEnv+")")
 	return cf
 }
@@ -114,24 +117,28 @@ func orEnv(flagValue, name string) string {
 	return os.Getenv(name)
 }
 
-// hostOf returns the host of HOST:PORT, or addr itself without a port.
-func hostOf(addr string) string {
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		return host
+// servers reads --server, or $CARDSIGN_SERVER when it is not given.
+func (cf *connFlags) servers() (servers, error) {
+	value, source := cf.server, "--server"
+	if value == "" {
+		value, source = os.Getenv(serverEnv), "$"+serverEnv
 	}
-	return strings.Trim(addr, "[]")
+	if strings.TrimSpace(value) == "" {
+		return nil, errors.New("no server: pass --server HOST:PORT (or HOST:PORT,HOST:PORT,... for several replicas) or set " + serverEnv)
+	}
+	return parseServers(value, source)
 }
 
 // dial connects to cardsignd: with TLS when any TLS flag is set, in clear
-// text only to a server on this machine. A bearer token, if any, goes with
-// every call and never in clear text over the network.
+// text only to servers on this machine. A bearer token, if any, goes with
+// every call and never in clear text over the network. With several
+// replicas (servers.go), calls are balanced over the ready ones.
 func dial(e env, cf *connFlags, timeout time.Duration) (*client, error) {
-	addr := serverAddr(cf.server)
-	if addr == "" {
-		return nil, errors.New("no server: pass --server HOST:PORT or set " + serverEnv)
+	list, err := cf.servers()
+	if err != nil {
+		return nil, err
 	}
-	host := hostOf(addr)
-	creds, err := cf.transport(addr, host)
+	creds, err := cf.transport(list)
 	if err != nil {
 		return nil, err
 	}
@@ -142,11 +149,12 @@ func dial(e env, cf *connFlags, timeout time.Duration) (*client, error) {
 		return nil, err
 	}
 	if tok != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: tok, secure: !plaintextOK(host)}))
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: tok, secure: !list.local()}))
 	}
-	conn, err := grpc.NewClient(addr, opts...)
+	target, more := list.target(cf.serverName)
+	conn, err := grpc.NewClient(target, append(opts, more...)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+		return nil, fmt.Errorf("connect to %s: %w", list, err)
 	}
 	return &client{conn: conn, signing: pb.NewSigningServiceClient(conn), keys: pb.NewKeyServiceClient(conn),
 		audit: pb.NewAuditServiceClient(conn), timeout: timeout}, nil
@@ -167,9 +175,9 @@ func (cf *connFlags) tlsWanted() (bool, error) {
 	}
 }
 
-// transport returns TLS credentials, or plaintext ones for a loopback
-// server when no TLS flag is set.
-func (cf *connFlags) transport(addr, host string) (credentials.TransportCredentials, error) {
+// transport returns TLS credentials, or plaintext ones for loopback
+// servers when no TLS flag is set.
+func (cf *connFlags) transport(list servers) (credentials.TransportCredentials, error) {
 	caFile, certFile, keyFile := orEnv(cf.caFile, caFileEnv), orEnv(cf.certFile, certFileEnv), orEnv(cf.keyFile, keyFileEnv)
 	on, err := cf.tlsWanted()
 	if err != nil {
@@ -179,14 +187,19 @@ func (cf *connFlags) transport(addr, host string) (credentials.TransportCredenti
 		if cf.serverName != "" {
 			return nil, errors.New("--server-name applies to TLS only: pass --ca-file FILE or --tls")
 		}
-		if !plaintextOK(host) {
-			return nil, fmt.Errorf("server %s is not on this machine: refusing to connect in clear text; pass --ca-file FILE (or --tls to trust the system roots) to connect with TLS", addr)
+		for _, s := range list {
+			if !plaintextOK(s.host) {
+				return nil, fmt.Errorf("server %s is not on this machine: refusing to connect in clear text; pass --ca-file FILE (or --tls to trust the system roots) to connect with TLS", s.addr)
+			}
 		}
 		return insecure.NewCredentials(), nil
 	}
+	// One name for the whole connection: --server-name, or the host of a
+	// single address. The addresses of a list carry their own names
+	// (servers.target), which the TLS handshake uses.
 	name := cf.serverName
-	if name == "" {
-		name = host
+	if name == "" && len(list) == 1 {
+		name = list[0].host
 	}
 	cfg, err := tlsConfig(caFile, certFile, keyFile, name)
 	if err != nil {
@@ -318,7 +331,7 @@ func describe(err error) string {
 	var b strings.Builder
 	// A status message and its violations quote the card or the key
 	// that caused them: escaped, so they cannot write to the terminal.
-	fmt.Fprintf(&b, "%s: %s", st.Code(), escapeText(st.Message()))
+	fmt.Fprintf(&b, "%s: %s", st.Code(), escapeText(tidyRetried(st.Message())))
 	for _, d := range st.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
 			for _, v := range br.GetFieldViolations() {
@@ -330,6 +343,19 @@ func describe(err error) string {
 		fmt.Fprintf(&b, "\n  hint: %s", h)
 	}
 	return b.String()
+}
+
+// retriedMessage is how gRPC words a call that its retry policy gave up
+// on: the last attempt's status, wrapped.
+var retriedMessage = regexp.MustCompile(`^max retries exhausted: failed after (\d+) attempts: rpc error: code = \w+ desc = `)
+
+// tidyRetried puts the last attempt's own message first: "connection
+// error: … (after 4 attempts)".
+func tidyRetried(msg string) string {
+	if m := retriedMessage.FindStringSubmatch(msg); m != nil {
+		return msg[len(m[0]):] + " (after " + m[1] + " attempts)"
+	}
+	return msg
 }
 
 // hint says what the user can change after a refusal. The daemon gives no
@@ -370,6 +396,10 @@ func connHint(msg string) string {
 		return "the server did not answer with TLS: check that cardsignd serves TLS on this address"
 	case strings.Contains(msg, "server preface"):
 		return "the server may expect TLS: pass --ca-file FILE or --tls"
+	case strings.Contains(msg, "health check failed"):
+		return "cardsignd answered but reports NOT_SERVING (not ready to sign) at every address of --server that could be reached: see each replica's /readyz and log"
+	case strings.Contains(msg, "no such host") || strings.Contains(msg, "produced zero addresses"):
+		return "a name in --server does not resolve: check it, or pass the replicas' addresses as HOST:PORT,HOST:PORT"
 	case strings.Contains(msg, "broken pipe") || strings.Contains(msg, "connection reset"):
 		// With TLS 1.3 a server's refusal of the client certificate
 		// often shows only as a closed connection.

@@ -88,6 +88,9 @@ func topUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "sign --server, keys, audit and bench talk to cardsignd: --server HOST:PORT, or several replicas")
+	fmt.Fprintln(w, "separated by commas (--server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700), balanced and failed over.")
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'cardsign COMMAND --help' for a command's flags and an example.")
 }
 

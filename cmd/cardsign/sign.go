@@ -70,10 +70,11 @@ func signCmd() command {
 	c := command{
 		name:    "sign",
 		summary: "Sign a card, offline with your keys (--key) or through cardsignd (--server), and print the signed card.",
-		usage: "(--key URI [--kid KID] [--jku URL] | --server ADDR [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE])\n" +
+		usage: "(--key URI [--kid KID] [--jku URL] | --server ADDR[,ADDR...] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE])\n" +
 			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] FILE|-",
 		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json\n  cardsign sign --server 127.0.0.1:7700 agent-card.json > signed.json   # or set CARDSIGN_SERVER\n" +
-			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json",
+			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json\n" +
+			"  cardsign sign --server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json   # three replicas: balanced, failed over",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
@@ -84,7 +85,7 @@ func signCmd() command {
 		strip := fs.Bool("strip-unknown", false, "remove keys outside the v1.0 schema (and say which) instead of refusing the card")
 		keep := fs.Bool("keep-signatures", false, "keep the card's existing signatures (default: replace them)")
 		conn := addConnFlags(fs)
-		fs.Lookup("server").Usage = "sign through cardsignd at this address (default $" + serverEnv + " when no --key is given)"
+		fs.Lookup("server").Usage = "sign through cardsignd at this address HOST:PORT, or through several replicas: HOST:PORT,HOST:PORT,... (balanced over the ready ones, failed over; default $" + serverEnv + " when no --key is given)"
 		timeout := fs.Duration("timeout", 30*time.Second, "deadline of the signing call to cardsignd")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
