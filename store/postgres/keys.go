@@ -1,0 +1,348 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
+)
+
+const keyColumns = `kid, uri, alg, public_jwk, created_at, publish_at, activate_at, retire_at, expire_at, revoked_at, revoke_reason`
+
+// Times are stored as BIGINT unix nanoseconds UTC, as in the SQLite store:
+// exact, ordered, comparable in SQL. That covers the years 1678 to 2262;
+// times outside (the zero time.Time among them) are refused rather than
+// silently changed.
+
+func toNanos(t time.Time) (int64, error) {
+	n := t.UnixNano()
+	if !time.Unix(0, n).Equal(t) {
+		return 0, fmt.Errorf("time %s is outside the storable range (years 1678-2262)", t)
+	}
+	return n, nil
+}
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func toNullNanos(t *time.Time) (*int64, error) {
+	if t == nil {
+		return nil, nil
+	}
+	n, err := toNanos(*t)
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+func fromNullNanos(n *int64) *time.Time {
+	if n == nil {
+		return nil
+	}
+	t := fromNanos(*n)
+	return &t
+}
+
+// keyRow is a KeyRecord in column form.
+type keyRow struct {
+	kid, uri, alg, jwk                        string
+	createdAt, publishAt                      int64
+	activateAt, retireAt, expireAt, revokedAt *int64
+	revokeReason                              string
+}
+
+// encodeKey checks rec can be stored and read back unchanged, and converts it.
+func encodeKey(rec jwks.KeyRecord) (keyRow, error) {
+	if rec.KID == "" {
+		return keyRow{}, errors.New("empty kid")
+	}
+	if rec.URI == "" {
+		return keyRow{}, errors.New("empty uri")
+	}
+	if _, err := jose.ParseAlg(string(rec.Alg)); err != nil {
+		return keyRow{}, err
+	}
+	jwk, err := rec.Public.MarshalJSON()
+	if err != nil {
+		return keyRow{}, fmt.Errorf("public key: %w", err)
+	}
+	// Refuse now what ListKeys could not parse later: one bad row would
+	// make every key unreadable.
+	if _, err := jose.ParseJWK(jwk); err != nil {
+		return keyRow{}, fmt.Errorf("public key: %w", err)
+	}
+	r := keyRow{kid: rec.KID, uri: rec.URI, alg: string(rec.Alg), jwk: string(jwk), revokeReason: rec.RevokeReason}
+	if r.createdAt, err = toNanos(rec.CreatedAt); err != nil {
+		return keyRow{}, fmt.Errorf("created_at: %w", err)
+	}
+	if r.publishAt, err = toNanos(rec.PublishAt); err != nil {
+		return keyRow{}, fmt.Errorf("publish_at: %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		src  *time.Time
+		dst  **int64
+	}{
+		{"activate_at", rec.ActivateAt, &r.activateAt},
+		{"retire_at", rec.RetireAt, &r.retireAt},
+		{"expire_at", rec.ExpireAt, &r.expireAt},
+		{"revoked_at", rec.RevokedAt, &r.revokedAt},
+	} {
+		if *f.dst, err = toNullNanos(f.src); err != nil {
+			return keyRow{}, fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	// PostgreSQL text holds no NUL byte; refuse it here with a clear
+	// message rather than as an encoding error from the server.
+	for _, s := range []string{r.kid, r.uri, r.revokeReason} {
+		if strings.IndexByte(s, 0) >= 0 {
+			return keyRow{}, errors.New("a kid, uri or revoke reason holds a NUL byte")
+		}
+	}
+	return r, nil
+}
+
+func (r keyRow) record() (jwks.KeyRecord, error) {
+	pub, err := jose.ParseJWK([]byte(r.jwk))
+	if err != nil {
+		return jwks.KeyRecord{}, fmt.Errorf("key %s: public key: %w", r.kid, err)
+	}
+	return jwks.KeyRecord{
+		KID:          r.kid,
+		URI:          r.uri,
+		Alg:          jose.Alg(r.alg),
+		Public:       pub,
+		CreatedAt:    fromNanos(r.createdAt),
+		PublishAt:    fromNanos(r.publishAt),
+		ActivateAt:   fromNullNanos(r.activateAt),
+		RetireAt:     fromNullNanos(r.retireAt),
+		ExpireAt:     fromNullNanos(r.expireAt),
+		RevokedAt:    fromNullNanos(r.revokedAt),
+		RevokeReason: r.revokeReason,
+	}, nil
+}
+
+// lockKeySet takes the key-set lock: the one row of keyset_lock, FOR UPDATE,
+// held until the transaction ends. Every key-set change takes it before
+// reading the keys, so they run one at a time across every replica.
+func lockKeySet(ctx context.Context, tx pgx.Tx) error {
+	var id int
+	err := tx.QueryRow(ctx, `SELECT id FROM keyset_lock WHERE id = 1 FOR UPDATE`).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errors.New("the keyset_lock row is missing: the database was edited outside cardsign; " +
+			"restore it with INSERT INTO keyset_lock (id) VALUES (1)")
+	}
+	if err != nil {
+		return fmt.Errorf("key-set lock: %w", err)
+	}
+	return nil
+}
+
+// insertKey inserts r; a taken kid fails with store.ErrExists. The caller
+// holds the key-set lock, so the check and the insert cannot interleave with
+// another writer; the primary key would catch it anyway.
+func insertKey(ctx context.Context, tx pgx.Tx, r keyRow) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM keys WHERE kid = $1)`, r.kid).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return store.ErrExists
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		r.kid, r.uri, r.alg, r.jwk, r.createdAt, r.publishAt,
+		r.activateAt, r.retireAt, r.expireAt, r.revokedAt, r.revokeReason)
+	if isUniqueViolation(err, "keys_pkey") {
+		return store.ErrExists
+	}
+	if err != nil {
+		return err
+	}
+	return notify(ctx, tx, store.TopicKeys)
+}
+
+// CreateKey stores a new key record; an existing kid, even a revoked one,
+// fails with store.ErrExists. check sees every record under the key-set
+// lock.
+func (s *Store) CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(existing []jwks.KeyRecord) error) error {
+	r, err := encodeKey(rec)
+	if err != nil {
+		return fmt.Errorf("store: create key %s: %w", rec.KID, err)
+	}
+	var checkErr error
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockKeySet(ctx, tx); err != nil {
+			return err
+		}
+		if check != nil {
+			existing, err := listKeys(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if err := check(existing); err != nil {
+				checkErr = err
+				return err
+			}
+		}
+		return insertKey(ctx, tx, r)
+	})
+	if checkErr != nil {
+		return checkErr // as is: the caller's refusal, not the store's
+	}
+	return wrap(ctx, "create key "+rec.KID, err)
+}
+
+// MakeKey runs make under the key-set lock, after reading every record, and
+// stores the record it returns; see store.Store. Two replicas rotating at
+// once run make one after the other, and the second sees the first's key.
+func (s *Store) MakeKey(ctx context.Context, make func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error)) (jwks.KeyRecord, error) {
+	var made jwks.KeyRecord
+	var makeErr error
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockKeySet(ctx, tx); err != nil {
+			return err
+		}
+		existing, err := listKeys(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if made, err = make(ctx, existing); err != nil {
+			makeErr = err
+			return err
+		}
+		r, err := encodeKey(made)
+		if err != nil {
+			return fmt.Errorf("made key %s: %w", made.KID, err)
+		}
+		return insertKey(ctx, tx, r)
+	})
+	if makeErr != nil {
+		return jwks.KeyRecord{}, makeErr // as is: the caller's refusal
+	}
+	if err != nil {
+		return jwks.KeyRecord{}, wrap(ctx, "make key", err)
+	}
+	return normalizeKey(made), nil
+}
+
+// normalizeKey returns rec as ListKeys would read it back: times in UTC.
+func normalizeKey(rec jwks.KeyRecord) jwks.KeyRecord {
+	utc := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		u := t.UTC()
+		return &u
+	}
+	rec.CreatedAt, rec.PublishAt = rec.CreatedAt.UTC(), rec.PublishAt.UTC()
+	rec.ActivateAt, rec.RetireAt, rec.ExpireAt, rec.RevokedAt = utc(rec.ActivateAt), utc(rec.RetireAt), utc(rec.ExpireAt), utc(rec.RevokedAt)
+	return rec
+}
+
+// ListKeys returns every key record, ordered by CreatedAt, then KID.
+func (s *Store) ListKeys(ctx context.Context) ([]jwks.KeyRecord, error) {
+	recs, err := listKeys(ctx, s.pool)
+	if err != nil {
+		return nil, wrap(ctx, "list keys", err)
+	}
+	return recs, nil
+}
+
+// querier is what listKeys needs of a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// listKeys orders kids bytewise (COLLATE "C"), as SQLite and Go do, whatever
+// the database's collation.
+func listKeys(ctx context.Context, q querier) ([]jwks.KeyRecord, error) {
+	rows, err := q.Query(ctx, `SELECT `+keyColumns+` FROM keys ORDER BY created_at, kid COLLATE "C"`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var recs []jwks.KeyRecord
+	for rows.Next() {
+		var r keyRow
+		if err := rows.Scan(&r.kid, &r.uri, &r.alg, &r.jwk, &r.createdAt, &r.publishAt,
+			&r.activateAt, &r.retireAt, &r.expireAt, &r.revokedAt, &r.revokeReason); err != nil {
+			return nil, err
+		}
+		rec, err := r.record()
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	return recs, rows.Err()
+}
+
+// UpdateKeys runs fn over every key record under the key-set lock and
+// writes back the records it returns; see store.Store.
+func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error {
+	var fnErr error
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockKeySet(ctx, tx); err != nil {
+			return err
+		}
+		recs, err := listKeys(ctx, tx)
+		if err != nil {
+			return err
+		}
+		old := make(map[string]jwks.KeyRecord, len(recs))
+		for _, r := range recs {
+			old[r.KID] = r
+		}
+		updated, err := fn(recs)
+		if err != nil {
+			fnErr = err
+			return err
+		}
+		rows := make([]keyRow, 0, len(updated))
+		seen := make(map[string]bool, len(updated))
+		for _, u := range updated {
+			o, ok := old[u.KID]
+			if !ok {
+				return fmt.Errorf("key %s: %w", u.KID, store.ErrNotFound)
+			}
+			if seen[u.KID] {
+				return fmt.Errorf("key %s returned twice", u.KID)
+			}
+			seen[u.KID] = true
+			if err := store.CheckUpdate(o, u); err != nil {
+				return err
+			}
+			r, err := encodeKey(u)
+			if err != nil {
+				return fmt.Errorf("key %s: %w", u.KID, err)
+			}
+			rows = append(rows, r)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		// Row locks in kid order, the order AppendAudit takes its FOR SHARE
+		// locks on the same rows, so the two never wait for each other in
+		// a cycle.
+		slices.SortFunc(rows, func(a, b keyRow) int { return strings.Compare(a.kid, b.kid) })
+		b := &pgx.Batch{}
+		for _, r := range rows {
+			b.Queue(`UPDATE keys SET publish_at = $1, activate_at = $2, retire_at = $3, expire_at = $4, revoked_at = $5, revoke_reason = $6 WHERE kid = $7`,
+				r.publishAt, r.activateAt, r.retireAt, r.expireAt, r.revokedAt, r.revokeReason, r.kid)
+		}
+		b.Queue(`SELECT pg_notify('cardsign', $1)`, store.TopicKeys)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if fnErr != nil {
+		return fnErr // as is, unwrapped: the caller's error, not the store's
+	}
+	return wrap(ctx, "update keys", err)
+}
