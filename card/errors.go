@@ -23,6 +23,7 @@ const (
 	RuleV03           = "v0.3-mapping"
 	RuleBinding       = "protocol-binding"
 	RuleProfileDiffer = "profile-divergence"
+	RuleNUL           = "nul-character"
 	// RuleTooManyFindings counts the findings past MaxFindings.
 	RuleTooManyFindings = "too-many-findings"
 )

@@ -111,6 +111,15 @@ func Lint(v Value) []Finding {
 		return l.findings
 	}
 	l.message(v, cardSchema, &Path{index: -1})
+	// The card's name and version go into the audit log, whose PostgreSQL
+	// store cannot hold U+0000 in text (nor can many consumers of card
+	// names): refuse it here, naming the field, rather than fail the
+	// audit commit after signing.
+	for _, name := range []string{"name", "version"} {
+		if f, ok := v.Get(name); ok && f.Kind == String && strings.ContainsRune(f.Str, 0) {
+			l.add(SeverityError, (&Path{index: -1}).Key(name), RuleNUL, "contains U+0000 (NUL), which the audit log cannot record", "remove the \\u0000 escape from "+name)
+		}
+	}
 	return l.done()
 }
 

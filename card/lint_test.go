@@ -228,3 +228,23 @@ func TestLintFindingsAreBounded(t *testing.T) {
 		t.Fatalf("LintError.Error is %d bytes and must list 10 errors, count the rest and say findings were dropped: %.300s…", len(msg), msg)
 	}
 }
+
+func TestLintRefusesNULInAuditedFields(t *testing.T) {
+	for _, field := range []string{"name", "version"} {
+		raw := `{"name":"A","description":"d","supportedInterfaces":[{"url":"https://a.example","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`
+		raw = strings.Replace(raw, `"`+field+`":"`, `"`+field+`":"x\u0000`, 1)
+		v, err := ParseObject([]byte(raw), Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Finding
+		for _, f := range Lint(v) {
+			if f.Rule == RuleNUL {
+				got = append(got, f)
+			}
+		}
+		if len(got) != 1 || got[0].Path != field || got[0].Severity != SeverityError {
+			t.Fatalf("%s with U+0000: findings %+v, want one %s error at %s", field, got, RuleNUL, field)
+		}
+	}
+}
