@@ -34,6 +34,8 @@ import (
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/ratelimit"
 	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/tlsreload"
 	"google.golang.org/grpc"
@@ -43,10 +45,13 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return runCommand(args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("cardsignd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config file (every field optional; see README)")
@@ -57,7 +62,8 @@ func run(args []string, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides log_level)")
 	prepublish := fs.String("prepublish", "", "how long a rotated key is published before it signs, e.g. 1h or 0s (overrides keys.prepublish)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: cardsignd [flags]\n\nWith no flags, keeps everything in ./cardsignd-data, creates and activates an ES256 key on first start,\nand serves gRPC on 127.0.0.1:7700 and HTTP on 127.0.0.1:7701.\n\nFlags:\n")
+		fmt.Fprint(stderr, topUsage)
+		fmt.Fprintf(stderr, "\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -89,6 +95,10 @@ func run(args []string, stderr io.Writer) int {
 		over.Prepublish = &d
 	}
 	cfg.Apply(over)
+	if err := cfg.ApplyEnv(os.Getenv); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -123,7 +133,7 @@ const pinEnv = daemonconfig.PINEnv
 // stopped before the authority closes the audit log.
 func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error {
 	nofile := fileLimit(log)
-	st, dbPath, err := openStore(ctx, cfg, log)
+	st, database, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -146,7 +156,7 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	bg := startBackground(ctx, reloader, log)
+	bg := startBackground(ctx, auth, reloader, log)
 	defer bg.stop()
 	gl, hl, err := listen(cfg, reloader != nil, authn.Enabled(), nofile, metrics, log)
 	if err != nil {
@@ -175,12 +185,17 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	if pol.Empty() {
 		log.Info("no signing policy rules: any caller with the signer role may sign any card (require_https still applies)")
 	}
-	log.Info("cardsignd ready",
+	summary := []any{
 		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
-		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
+		"jwks", scheme + "://" + hl.Addr().String() + jwks.JWKSPath,
 		"tls", reloader != nil, "authentication", authn.Enabled(),
-		"data_dir", cfg.DataDir, "database", dbPath, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
-		"backends", strings.Join(reg.Schemes(), ","))
+		"data_dir", cfg.DataDir, "database", database, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
+		"backends", strings.Join(reg.Schemes(), ","),
+	}
+	if cfg.Replica != "" {
+		summary = append(summary, "replica", cfg.Replica)
+	}
+	log.Info("cardsignd ready", summary...)
 
 	serveErr := waitForStop(ctx, errc, log)
 	if err := shutdown(bg, auth, gs, hs, httpSrv, cfg.ShutdownTimeout, log); err != nil {
@@ -202,8 +217,11 @@ func fileLimit(log *slog.Logger) uint64 {
 }
 
 // openStore makes the state directories, refuses them when other users may
-// write them, and opens the database in the data directory.
-func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (st *sqlite.Store, dbPath string, err error) {
+// write them, and opens the store: the PostgreSQL database of store.url
+// (migrated to this binary's schema), or else the SQLite database in the
+// data directory. database names it for the start-up summary: the SQLite
+// file, or the URL without its password.
+func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (st store.Store, database string, err error) {
 	for _, dir := range []string{cfg.DataDir, cfg.Keys.Dir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("data directory: %w", err)
@@ -213,12 +231,56 @@ func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (
 	if err := cfg.CheckStateDirs(log); err != nil {
 		return nil, "", err
 	}
-	dbPath = filepath.Join(cfg.DataDir, "cardsign.db")
-	st, err = sqlite.Open(ctx, dbPath)
+	if cfg.Store.Postgres() {
+		cfg.WarnStore(log)
+		database = cfg.Store.Redacted()
+		pg, err := postgres.Open(ctx, cfg.Store.PostgresConfig(log.With("database", database)))
+		if err != nil {
+			return nil, "", err // names the redacted URL
+		}
+		if err := usableCopy(ctx, pg, cfg.DataDir, database); err != nil {
+			pg.Close()
+			return nil, "", err
+		}
+		return pg, database, nil
+	}
+	database = filepath.Join(cfg.DataDir, sqliteFile)
+	lite, err := sqlite.Open(ctx, database)
 	if err != nil {
 		return nil, "", err
 	}
-	return st, dbPath, nil
+	return lite, database, nil
+}
+
+// sqliteFile is the embedded database's name in the data directory.
+const sqliteFile = "cardsign.db"
+
+// usableCopy refuses to start on a PostgreSQL database that `cardsignd
+// store copy` is copying into and has not verified (a part-copy lacks the
+// revoked keys and the end of the audit log), and on an empty one when the
+// data directory still holds the embedded database: store.url was set
+// without the copy, and starting would make a new first key and leave the
+// keys and audit log on record behind.
+func usableCopy(ctx context.Context, st store.Store, dataDir, database string) error {
+	marker, err := st.Document(ctx, copyMarker)
+	switch {
+	case err == nil && string(marker.Body) != copyComplete:
+		return fmt.Errorf("a cardsignd store copy into %s has not finished (its copy is %q): run it again with --allow-non-empty "+
+			"until it says the copy is verified, then start cardsignd", database, marker.Body)
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	lite := filepath.Join(dataDir, sqliteFile)
+	if _, err := os.Stat(lite); err != nil {
+		return nil
+	}
+	keys, err := st.ListKeys(ctx)
+	if err != nil || len(keys) > 0 {
+		return err
+	}
+	return fmt.Errorf("store.url names an empty database (%s) but the data directory holds the embedded database %s: "+
+		"copy it first (cardsignd store copy --from %s --to URL), or, to start afresh on PostgreSQL, move %s out of the data directory",
+		database, lite, lite, lite)
 }
 
 // openBackends builds the registry of key backends the config enables:
@@ -281,7 +343,7 @@ func kmsStats(scheme string, sr backends.StatsReporter) server.StatsSource {
 // openAuthority builds the signing authority, makes the first key on a
 // fresh store and checks that every key that may still sign has its
 // backend. It returns the compiled policy too, for the start-up summary.
-func openAuthority(ctx context.Context, cfg daemonconfig.Config, st *sqlite.Store, reg *backends.Registry, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
+func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store, reg *backends.Registry, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
 	// Imported file keys must come from the key directory or a configured
 	// import directory: an import names a path, and the daemon can read
 	// files its callers cannot.
@@ -312,7 +374,16 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st *sqlite.Stor
 		// pkcs11 needs no entry: its registered backend enforces
 		// pkcs11.pin_source_dirs on every open.
 		ImportBackends: map[string]backends.Backend{file.Scheme: fileKeys},
+		Replica:        cfg.Replica,
+		ClockSkew:      cfg.ClockSkew,
 	}, st, log)
+	if cfg.ClockSkew != 0 {
+		log.Warn(daemonconfig.ClockSkewEnv+" is set: this process takes its host clock to be off by this much (a test knob)", "clock_skew", cfg.ClockSkew)
+	}
+	// Bootstrap makes a key only when the store has none: a replica joining
+	// a store with keys never makes one of its own, and one that cannot
+	// open a key on record says so instead (readiness fails, and signing is
+	// refused naming the key).
 	if _, err := auth.Bootstrap(ctx); err != nil {
 		return nil, nil, fmt.Errorf("first key: %w", err)
 	}
@@ -340,19 +411,23 @@ func openTLS(c daemonconfig.TLSConfig, metrics *server.Metrics, log *slog.Logger
 }
 
 // background is the daemon's background work (TLS file polling, SIGHUP,
-// readiness probes). It is stopped before the authority closes the audit
-// log and the backends it uses.
+// readiness probes, the cluster duties). It is stopped before the authority
+// closes the audit log and the backends it uses.
 type background struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// startBackground starts watching the TLS files, when TLS is on, and
-// SIGHUP.
-func startBackground(ctx context.Context, reloader *tlsreload.Reloader, log *slog.Logger) *background {
+// startBackground starts the cluster duties (the duties lease, the
+// revocation document, following other replicas' changes), watching the TLS
+// files when TLS is on, and SIGHUP.
+func startBackground(ctx context.Context, auth *server.Authority, reloader *tlsreload.Reloader, log *slog.Logger) *background {
 	bg := &background{}
 	bg.ctx, bg.cancel = context.WithCancel(ctx)
+	// Stopped with the rest, before the authority closes: it releases the
+	// duties lease on its way out, so another replica takes over at once.
+	bg.wg.Go(func() { auth.RunDuties(bg.ctx) })
 	if reloader != nil {
 		bg.wg.Go(func() { reloader.Watch(bg.ctx) })
 	}

@@ -48,6 +48,14 @@ type Config struct {
 	Policy          policy.Config     `yaml:"policy"`
 	Limits          LimitsConfig      `yaml:"limits"`
 	Readiness       ReadinessConfig   `yaml:"readiness"`
+	Store           StoreConfig       `yaml:"store"`
+	// Replica names this process among the replicas sharing a store, in
+	// the logs and the duties lease; empty: host/pid/random.
+	Replica string `yaml:"replica"`
+
+	// ClockSkew is not in the file: ApplyEnv reads it from ClockSkewEnv
+	// (a test knob).
+	ClockSkew time.Duration `yaml:"-"`
 
 	// file and positions locate problems in the file the config came from.
 	file      string
@@ -238,6 +246,7 @@ func Defaults() Config {
 			RefusalLogInterval:      server.DefaultRefusalLogInterval,
 		},
 		Readiness: ReadinessConfig{Interval: 10 * time.Second, Timeout: 5 * time.Second},
+		Store:     StoreConfig{MaxConns: DefaultStoreMaxConns},
 	}
 }
 
@@ -330,6 +339,7 @@ func (c *Config) Validate() error {
 	}
 	c.validatePolicyCallers(bad)
 	c.validateLimits(bad)
+	c.validateStore(bad)
 	if c.Readiness.Interval < 100*time.Millisecond {
 		bad("readiness.interval", "%s is shorter than 100ms", c.Readiness.Interval)
 	}

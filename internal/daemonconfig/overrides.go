@@ -1,6 +1,7 @@
 package daemonconfig
 
 import (
+	"context"
 	"io"
 	"time"
 )
@@ -29,8 +30,10 @@ func (c *Config) Apply(o Overrides) {
 }
 
 // Check is --check-config: it loads and validates the file at path and
-// checks the state directories' modes as the daemon would at start.
-// Warnings are written to w; every problem is in the returned error.
+// checks the state directories' modes as the daemon would at start. With
+// store.url, it then connects to the database (within a few seconds) and
+// reports what it found, without applying migrations. Warnings are written
+// to w; every problem is in the returned error.
 func Check(path string, w io.Writer) error {
 	cfg, err := Load(path)
 	if err == nil {
@@ -38,6 +41,14 @@ func Check(path string, w io.Writer) error {
 	}
 	if err == nil {
 		err = cfg.ReportStateDirs(w)
+	}
+	if err == nil {
+		cfg.reportStoreWarnings(w)
+		if cfg.Store.Postgres() {
+			if e := cfg.checkStoreConnection(context.Background(), w); e != nil {
+				err = e
+			}
+		}
 	}
 	return err
 }

@@ -1,0 +1,631 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/postgres"
+	"github.com/cardsign/cardsign/store/sqlite"
+)
+
+// topUsage is cardsignd's usage, listing its commands.
+const topUsage = `Usage: cardsignd [flags]
+       cardsignd store copy --from PATH --to URL [--password-file FILE] [--allow-non-empty]
+       cardsignd help
+
+With no flags, keeps everything in ./cardsignd-data, creates and activates an ES256 key on first start,
+and serves gRPC on 127.0.0.1:7700 and HTTP on 127.0.0.1:7701.
+
+Commands:
+  store copy   copy the embedded SQLite database (keys, audit log, revocation document) to an empty
+               PostgreSQL database and verify the copy: the way up from the embedded default
+  help         this text
+`
+
+// runCommand runs a command (an argument that is not a flag comes first).
+func runCommand(args []string, stdout, stderr io.Writer) int {
+	switch args[0] {
+	case "help":
+		fmt.Fprint(stdout, topUsage)
+		fmt.Fprintln(stdout, "\nRun 'cardsignd -h' for the daemon's flags and 'cardsignd store copy -h' for the copy's.")
+		return 0
+	case "store":
+		if len(args) < 2 || args[1] != "copy" {
+			fmt.Fprintf(stderr, "cardsignd store: want a subcommand: copy\n\n%s", topUsage)
+			return 2
+		}
+		return runStoreCopy(args[2:], stderr)
+	}
+	fmt.Fprintf(stderr, "cardsignd: unknown command %q\n\n%s", args[0], topUsage)
+	return 2
+}
+
+const storeCopyUsage = `Usage: cardsignd store copy --from PATH --to URL [--password-file FILE] [--allow-non-empty] [--batch N]
+
+Copies the embedded SQLite database to a PostgreSQL database: every key record as it is, the whole
+audit log in order (its hashes come out identical), and the signed revocation document. Then it
+verifies the copy: the destination's audit chain, its head against the source's, and the key records.
+
+Stop cardsignd before copying: records it writes during the copy are not copied (the final head
+comparison says so). The destination must be empty; --allow-non-empty resumes an interrupted copy
+(the destination's keys and audit log must be a part of the source's). The destination's schema is
+migrated first.
+
+Example:
+  cardsignd store copy --from /var/lib/cardsignd/cardsign.db \
+      --to 'postgres://cardsign@db.example.com/cardsign?sslmode=verify-full' \
+      --password-file /etc/cardsignd/db-password
+
+Flags:
+`
+
+// runStoreCopy is `cardsignd store copy`.
+func runStoreCopy(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cardsignd store copy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "the SQLite database to copy: its file (cardsign.db) or the data directory holding it")
+	to := fs.String("to", "", "the PostgreSQL database to copy to: a postgres:// URL (a password in it shows in ps: prefer --password-file or PGPASSFILE)")
+	passwordFile := fs.String("password-file", "", "file holding the destination's password (mode 0600), as store.password_file")
+	allowNonEmpty := fs.Bool("allow-non-empty", false, "resume an interrupted copy: the destination's keys and audit log must be a part of the source's")
+	batch := fs.Int("batch", defaultCopyBatch, "audit records per transaction")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, storeCopyUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "cardsignd store copy: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := checkCopyArgs(*from, *to, *batch); err != nil {
+		fmt.Fprintf(stderr, "cardsignd store copy: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	src, dst, srcPath, err := openCopyStores(ctx, *from, *to, *passwordFile, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "cardsignd store copy: %v\n", err)
+		return 1
+	}
+	defer src.Close()
+	defer dst.Close()
+	c := &copier{src: src, dst: dst, out: stderr, batch: *batch, srcName: srcPath, dstName: postgres.Redact(*to)}
+	if err := c.run(ctx, *allowNonEmpty); err != nil {
+		fmt.Fprintf(stderr, "cardsignd store copy: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// checkCopyArgs refuses what store copy does not do before anything is
+// opened: it copies SQLite to PostgreSQL, the way up from the embedded
+// default, and nothing else.
+func checkCopyArgs(from, to string, batch int) error {
+	switch {
+	case from == "" || to == "":
+		return errors.New("--from (the SQLite database) and --to (a postgres:// URL) are both required")
+	case postgres.IsURL(from):
+		return errors.New("--from is a PostgreSQL URL: store copy copies the embedded SQLite database (its file or data directory) to PostgreSQL, nothing else")
+	case !postgres.IsURL(to):
+		return errors.New("--to must be a postgres:// or postgresql:// URL: store copy copies the embedded SQLite database to PostgreSQL, nothing else")
+	case batch < 1 || batch > 10000:
+		return fmt.Errorf("--batch %d must be between 1 and 10000", batch)
+	}
+	return nil
+}
+
+// openCopyStores opens the source (an existing SQLite file: opening a
+// missing one would create an empty database) and the destination (migrated
+// to this binary's schema).
+func openCopyStores(ctx context.Context, from, to, passwordFile string, log *slog.Logger) (src, dst store.Store, srcPath string, err error) {
+	srcPath = from
+	fi, err := os.Stat(srcPath)
+	if err == nil && fi.IsDir() {
+		srcPath = filepath.Join(srcPath, sqliteFile)
+		fi, err = os.Stat(srcPath)
+	}
+	switch {
+	case err != nil:
+		return nil, nil, "", fmt.Errorf("--from: %w", err)
+	case !fi.Mode().IsRegular():
+		return nil, nil, "", fmt.Errorf("--from: %s is not a file", srcPath)
+	}
+	lite, err := sqlite.Open(ctx, srcPath)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("source: %w", err)
+	}
+	pg, err := postgres.Open(ctx, postgres.Config{URL: to, PasswordFile: passwordFile, MaxConns: 4, Log: log})
+	if err != nil {
+		lite.Close()
+		return nil, nil, "", fmt.Errorf("destination: %w", err)
+	}
+	return lite, pg, srcPath, nil
+}
+
+const (
+	// defaultCopyBatch is how many audit records one destination
+	// transaction appends.
+	defaultCopyBatch = 500
+	// copyProgressEvery: a progress line on stderr every this many
+	// audit records.
+	copyProgressEvery = 10000
+	// copyHolder holds the destination's duties lease while the copy
+	// stores a document, fencing out any replica's writes.
+	copyHolder = "store-copy"
+	// dutiesLease is the lease the daemon's cluster duties run under
+	// (server's dutiesLease).
+	dutiesLease = "duties"
+)
+
+// copyMarker is the document store copy keeps at the destination: "in
+// progress" from before the first record is written until the copy is
+// verified, then "complete". cardsignd refuses to start on a database whose
+// copy is in progress: a part-copy lacks the revoked keys and the end of the
+// audit log.
+const (
+	copyMarker     = "store-copy"
+	copyInProgress = "in progress"
+	copyComplete   = "complete"
+)
+
+// copiedDocuments are the stored documents a copy carries over: the signed
+// revocation document (server's revocationsDoc), so its sequence never goes
+// back for the verifiers that saw it.
+var copiedDocuments = []string{"revocations"}
+
+// copier copies one store into another through the store.Store interface
+// only, then verifies the copy.
+type copier struct {
+	src, dst         store.Store
+	out              io.Writer // progress and the outcome
+	batch            int
+	srcName, dstName string // for messages; dstName without its password
+
+	start         time.Time
+	keysCopied    int
+	recordsCopied int64
+}
+
+// errNotEmpty: the destination holds records and --allow-non-empty was not
+// given.
+var errNotEmpty = errors.New("the destination is not empty")
+
+// run copies and verifies. The order keeps the store's rules: key records
+// that are not revoked first, then the audit log (a store refuses to append
+// a record by a key it knows as revoked, whatever the record's time, and
+// every record by a revoked key precedes its revocation), then the revoked
+// key records as they are, then later changes to any record (a resumed copy
+// of a source that changed), then the documents. From before the first
+// write until the copy is verified, the destination is marked as a copy in
+// progress (copyMarker), which cardsignd refuses to start on.
+func (c *copier) run(ctx context.Context, allowNonEmpty bool) error {
+	c.start = time.Now()
+	if err := c.sourceIdle(ctx); err != nil {
+		return err
+	}
+	srcKeys, err := c.src.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if len(srcKeys) == 0 {
+		return fmt.Errorf("the source %s has no key records: is it the data directory of a cardsignd that ran?", c.srcName)
+	}
+	dstKeys, err := c.dst.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("destination: %w", err)
+	}
+	dstSeq, dstHash, err := c.dst.AuditHead(ctx)
+	if err != nil {
+		return fmt.Errorf("destination: %w", err)
+	}
+	if len(dstKeys) > 0 || dstSeq > 0 {
+		if !allowNonEmpty {
+			return fmt.Errorf("%w: %s holds %s and %s; store copy writes to an empty database only "+
+				"(to resume a copy that was interrupted, run it again with --allow-non-empty)",
+				errNotEmpty, c.dstName, count(int64(len(dstKeys)), "key record"), count(dstSeq, "audit record"))
+		}
+		if err := c.checkPart(ctx, srcKeys, dstKeys, dstSeq, dstHash); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.out, "store copy: resuming: the destination holds %d of the source's %s and its audit log up to record %d\n",
+			len(dstKeys), count(int64(len(srcKeys)), "key record"), dstSeq)
+	}
+	if err := c.mark(ctx, copyInProgress); err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, k := range dstKeys {
+		have[k.KID] = true
+	}
+	if err := c.copyKeys(ctx, srcKeys, have, false); err != nil {
+		return err
+	}
+	if err := c.copyAudit(ctx, dstSeq, dstHash, 0); err != nil {
+		return err
+	}
+	if err := c.copyKeys(ctx, srcKeys, have, true); err != nil {
+		return err
+	}
+	if err := c.syncKeys(ctx); err != nil {
+		return err
+	}
+	docs, err := c.copyDocuments(ctx)
+	if err != nil {
+		return err
+	}
+	took := time.Since(c.start)
+	fmt.Fprintf(c.out, "store copy: copied %s and %s from %s to %s in %s (%s)\n",
+		count(int64(c.keysCopied), "key record"), count(c.recordsCopied, "audit record"), c.srcName, c.dstName, took.Round(time.Millisecond), rate(c.recordsCopied, took))
+	if err := c.verify(ctx, docs); err != nil {
+		return err
+	}
+	return c.mark(ctx, copyComplete)
+}
+
+// mark records the copy's state at the destination (copyMarker).
+func (c *copier) mark(ctx context.Context, state string) error {
+	seq := int64(1)
+	prev, err := c.dst.Document(ctx, copyMarker)
+	switch {
+	case err == nil:
+		seq = prev.Seq + 1
+	case !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("destination: %w", err)
+	}
+	return c.underLease(ctx, func(l store.Lease) error {
+		if err := c.dst.PutDocument(ctx, l, store.Document{Name: copyMarker, Seq: seq, Body: []byte(state)}); err != nil {
+			return fmt.Errorf("destination: marking the copy %s: %w", state, err)
+		}
+		return nil
+	})
+}
+
+// underLease runs fn holding the destination's duties lease, which fences
+// PutDocument: a cardsignd running on the destination holds it, and the
+// copy refuses to go on beside it.
+func (c *copier) underLease(ctx context.Context, fn func(store.Lease) error) error {
+	lease, err := c.dst.AcquireLease(ctx, dutiesLease, copyHolder, 30*time.Second)
+	if errors.Is(err, store.ErrLeaseHeld) {
+		return fmt.Errorf("destination: %s holds the duties lease: a cardsignd is running on the destination; stop it, then run the copy again with --allow-non-empty", lease.Holder)
+	}
+	if err != nil {
+		return fmt.Errorf("destination: duties lease: %w", err)
+	}
+	err = fn(lease)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if rerr := c.dst.ReleaseLease(rctx, lease); rerr != nil {
+		fmt.Fprintf(c.out, "store copy: warning: could not release the destination's duties lease (it expires in 30s): %v\n", rerr)
+	}
+	return err
+}
+
+// sourceIdle refuses a source a cardsignd is running on: a running daemon
+// holds the duties lease (renewing it every few seconds) and goes on
+// appending records the copy would miss. Taking the lease for a moment and
+// giving it back tells.
+func (c *copier) sourceIdle(ctx context.Context) error {
+	l, err := c.src.AcquireLease(ctx, dutiesLease, copyHolder, time.Second)
+	if errors.Is(err, store.ErrLeaseHeld) {
+		return fmt.Errorf("a cardsignd (%s) is running on the source %s: it holds the duties lease until %s; stop it before copying "+
+			"(a cardsignd that was killed holds it until then: run the copy again after that)", l.Holder, c.srcName, l.Expires.Format(time.RFC3339))
+	}
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if err := c.src.ReleaseLease(ctx, l); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	return nil
+}
+
+// checkPart accepts a non-empty destination only when it is a part of the
+// source: each of its keys is the source's (same kid and immutable fields),
+// and its audit log ends at a record of the source's, with the same hash.
+func (c *copier) checkPart(ctx context.Context, srcKeys, dstKeys []jwks.KeyRecord, dstSeq int64, dstHash []byte) error {
+	src := map[string]jwks.KeyRecord{}
+	for _, k := range srcKeys {
+		src[k.KID] = k
+	}
+	notPart := func(format string, args ...any) error {
+		return fmt.Errorf("the destination %s is not a part-copy of %s, refusing to mix two histories: %s", c.dstName, c.srcName, fmt.Sprintf(format, args...))
+	}
+	for _, d := range dstKeys {
+		s, ok := src[d.KID]
+		switch {
+		case !ok:
+			return notPart("its key %s is not in the source (did a cardsignd start on it and make a key of its own?)", d.KID)
+		case s.URI != d.URI || s.Alg != d.Alg || s.Public != d.Public || !s.CreatedAt.Equal(d.CreatedAt):
+			return notPart("its key %s differs from the source's (uri, alg, public key or creation time)", d.KID)
+		case d.RevokedAt != nil && s.RevokedAt == nil:
+			return notPart("its key %s is revoked, the source's is not", d.KID)
+		}
+	}
+	if dstSeq == 0 {
+		return nil
+	}
+	recs, err := c.src.ListAudit(ctx, dstSeq-1, 1)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if len(recs) == 0 || recs[0].Seq != dstSeq || !bytes.Equal(recs[0].Hash, dstHash) {
+		return notPart("its audit log ends at %s, which is not a record of the source's audit log", audit.Head{Seq: dstSeq, Hash: dstHash})
+	}
+	return nil
+}
+
+// copyKeys creates the source's key records the destination lacks, as they
+// are: those not revoked (revoked false), or the revoked ones.
+func (c *copier) copyKeys(ctx context.Context, srcKeys []jwks.KeyRecord, have map[string]bool, revoked bool) error {
+	for _, k := range srcKeys {
+		if have[k.KID] || (k.RevokedAt != nil) != revoked {
+			continue
+		}
+		if err := c.dst.CreateKey(ctx, k, nil); err != nil {
+			return fmt.Errorf("destination: key %s: %w", k.KID, err)
+		}
+		have[k.KID] = true
+		c.keysCopied++
+	}
+	return nil
+}
+
+// copyAudit appends the source's audit records after seq (whose hash is
+// prev) to the destination, batch by batch, until the source has no more or
+// limit records were copied (0: no limit). Each source batch is verified
+// before it is appended and each appended record must come back with the
+// source's seq and hash: the destination chains from the same head, so the
+// hashes are identical, or the source is broken.
+func (c *copier) copyAudit(ctx context.Context, seq int64, prev []byte, limit int64) error {
+	var copied int64
+	next := int64(copyProgressEvery)
+	for limit == 0 || copied < limit {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("interrupted after audit record %d (%v): run the copy again with --allow-non-empty to resume", seq, err)
+		}
+		n := c.batch
+		if limit > 0 {
+			n = int(min(int64(n), limit-copied))
+		}
+		recs, err := c.src.ListAudit(ctx, seq, n)
+		if err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		if recs[0].Seq != seq+1 {
+			return fmt.Errorf("the source's audit log has no record %d (the next is %d): records were deleted; run cardsign audit verify against it", seq+1, recs[0].Seq)
+		}
+		if err := audit.VerifyChain(prev, recs); err != nil {
+			return fmt.Errorf("the source's audit log does not verify (%v); nothing after record %d was copied", err, seq)
+		}
+		out, err := c.dst.AppendAudit(ctx, recs)
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("interrupted at audit record %d (%v): run the copy again with --allow-non-empty to resume", recs[0].Seq, ctx.Err())
+		}
+		if err != nil {
+			return fmt.Errorf("destination: audit records %d to %d: %w", recs[0].Seq, recs[len(recs)-1].Seq, err)
+		}
+		for i, r := range out {
+			if r.Seq != recs[i].Seq || !bytes.Equal(r.Hash, recs[i].Hash) {
+				return fmt.Errorf("destination: audit record %d was stored as %s, want %s: the destination's log is not the source's",
+					recs[i].Seq, audit.Head{Seq: r.Seq, Hash: r.Hash}, audit.Head{Seq: recs[i].Seq, Hash: recs[i].Hash})
+			}
+		}
+		last := out[len(out)-1]
+		seq, prev = last.Seq, last.Hash
+		copied += int64(len(out))
+		c.recordsCopied += int64(len(out))
+		if c.recordsCopied >= next {
+			fmt.Fprintf(c.out, "store copy: %d audit records copied (up to record %d, %s)\n", c.recordsCopied, seq, rate(c.recordsCopied, time.Since(c.start)))
+			next += copyProgressEvery
+		}
+	}
+	return nil
+}
+
+// syncKeys brings the destination's key records to the source's where a
+// mutable field differs (a part-copy of a source that changed since: a key
+// activated, retired or revoked). The store refuses what a key's history
+// forbids (undoing a revocation).
+func (c *copier) syncKeys(ctx context.Context) error {
+	srcKeys, err := c.src.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	src := map[string]jwks.KeyRecord{}
+	for _, k := range srcKeys {
+		src[k.KID] = k
+	}
+	err = c.dst.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+		var changed []jwks.KeyRecord
+		for _, r := range recs {
+			if s, ok := src[r.KID]; ok && !sameKey(s, r) {
+				changed = append(changed, s)
+			}
+		}
+		return changed, nil
+	})
+	if err != nil {
+		return fmt.Errorf("destination: updating key records to the source's: %w", err)
+	}
+	return nil
+}
+
+// copyDocuments stores the source's documents at the destination under the
+// duties lease (PutDocument is fenced by it), unless the destination has
+// the same or a later one. It returns the source's documents' sequences.
+func (c *copier) copyDocuments(ctx context.Context) (map[string]int64, error) {
+	seqs := map[string]int64{}
+	for _, name := range copiedDocuments {
+		doc, err := c.src.Document(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("source: %w", err)
+		}
+		seqs[name] = doc.Seq
+		have, err := c.dst.Document(ctx, name)
+		switch {
+		case err == nil && have.Seq >= doc.Seq:
+			continue // copied before (or re-signed there since)
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return nil, fmt.Errorf("destination: %w", err)
+		}
+		err = c.underLease(ctx, func(l store.Lease) error {
+			if err := c.dst.PutDocument(ctx, l, store.Document{Name: doc.Name, Seq: doc.Seq, Body: doc.Body, Meta: doc.Meta}); err != nil {
+				return fmt.Errorf("destination: document %s: %w", name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return seqs, nil
+}
+
+// verify checks the copy: the destination's whole audit chain, its head
+// against the source's (read again now), the key records field by field,
+// and the documents' sequences.
+func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
+	var n, seq int64
+	prev := audit.Genesis()
+	for {
+		recs, err := c.dst.ListAudit(ctx, seq, 1000)
+		if err != nil {
+			return fmt.Errorf("verify: destination: %w", err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		if recs[0].Seq != seq+1 {
+			return fmt.Errorf("verify: the destination's audit log has no record %d", seq+1)
+		}
+		if err := audit.VerifyChain(prev, recs); err != nil {
+			return fmt.Errorf("verify: the destination's audit log: %w", err)
+		}
+		n += int64(len(recs))
+		last := recs[len(recs)-1]
+		seq, prev = last.Seq, last.Hash
+	}
+	srcSeq, srcHash, err := c.src.AuditHead(ctx)
+	if err != nil {
+		return fmt.Errorf("verify: source: %w", err)
+	}
+	dstSeq, dstHash, err := c.dst.AuditHead(ctx)
+	if err != nil {
+		return fmt.Errorf("verify: destination: %w", err)
+	}
+	srcHead, dstHead := audit.Head{Seq: srcSeq, Hash: srcHash}, audit.Head{Seq: dstSeq, Hash: dstHash}
+	switch {
+	case dstSeq != seq || !bytes.Equal(dstHash, prev):
+		return fmt.Errorf("verify: the destination's audit head %s is not its last record %s", dstHead, audit.Head{Seq: seq, Hash: prev})
+	case srcSeq > dstSeq:
+		return fmt.Errorf("verify: the source's audit head is %s but the copy ends at %s: records were appended to the source during the copy "+
+			"(stop cardsignd, then run the copy again with --allow-non-empty), or the source's last records were deleted (run cardsign audit verify against it)",
+			srcHead, dstHead)
+	case srcSeq != dstSeq || !bytes.Equal(srcHash, dstHash):
+		return fmt.Errorf("verify: the source's audit head %s differs from the destination's %s", srcHead, dstHead)
+	}
+	srcKeys, err := c.src.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("verify: source: %w", err)
+	}
+	dstKeys, err := c.dst.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("verify: destination: %w", err)
+	}
+	if kid, ok := sameKeys(srcKeys, dstKeys); !ok {
+		return fmt.Errorf("verify: the key records differ (first at %s): a cardsignd changed a key during the copy? stop it and run the copy again with --allow-non-empty", kid)
+	}
+	var docNote string
+	for _, name := range copiedDocuments {
+		want, ok := docs[name]
+		if !ok {
+			continue
+		}
+		d, err := c.dst.Document(ctx, name)
+		if err != nil {
+			return fmt.Errorf("verify: destination: document %s: %w", name, err)
+		}
+		if d.Seq < want {
+			return fmt.Errorf("verify: the destination's %s document has sequence %d, the source's %d", name, d.Seq, want)
+		}
+		docNote += fmt.Sprintf(", %s sequence %d", documentLabel(name), d.Seq)
+	}
+	fmt.Fprintf(c.out, "store copy: verified %s: audit chain intact (%s, head %s), audit head equals the source's, key records equal the source's (%d)%s\n",
+		c.dstName, count(n, "record"), dstHead, len(dstKeys), docNote)
+	return nil
+}
+
+// sameKeys reports whether a and b hold the same records (ListKeys order),
+// or the first kid that differs.
+func sameKeys(a, b []jwks.KeyRecord) (string, bool) {
+	for i := range max(len(a), len(b)) {
+		switch {
+		case i >= len(a):
+			return b[i].KID, false
+		case i >= len(b):
+			return a[i].KID, false
+		case !sameKey(a[i], b[i]):
+			return a[i].KID, false
+		}
+	}
+	return "", true
+}
+
+// sameKey compares every field, times by instant.
+func sameKey(a, b jwks.KeyRecord) bool {
+	eqp := func(x, y *time.Time) bool { return (x == nil) == (y == nil) && (x == nil || x.Equal(*y)) }
+	return a.KID == b.KID && a.URI == b.URI && a.Alg == b.Alg && a.Public == b.Public &&
+		a.CreatedAt.Equal(b.CreatedAt) && a.PublishAt.Equal(b.PublishAt) &&
+		eqp(a.ActivateAt, b.ActivateAt) && eqp(a.RetireAt, b.RetireAt) && eqp(a.ExpireAt, b.ExpireAt) &&
+		eqp(a.RevokedAt, b.RevokedAt) && a.RevokeReason == b.RevokeReason
+}
+
+// count renders n things: "1 key record", "2 key records".
+func count(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// documentLabel names a stored document for people.
+func documentLabel(name string) string {
+	if name == "revocations" {
+		return "revocation document"
+	}
+	return "document " + name
+}
+
+// rate renders records per second.
+func rate(n int64, d time.Duration) string {
+	if d <= 0 {
+		return fmt.Sprintf("%d records", n)
+	}
+	return fmt.Sprintf("%.0f records/s", float64(n)/d.Seconds())
+}

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/store/postgres"
+)
+
+// cardsignd on PostgreSQL: --check-config of the store section, the way up
+// from the embedded default (store copy, then the daemon on the copy), and
+// a replica that cannot open the keys on record.
+
+// pgParts splits a database URL into the URL without its password and the
+// password.
+func pgParts(t *testing.T, raw string) (bare, password string) {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	password, _ = u.User.Password()
+	u.User = url.User(u.User.Username())
+	return u.String(), password
+}
+
+// noLeak fails the test when out shows secret.
+func noLeak(t *testing.T, what, out, secret string) {
+	t.Helper()
+	if secret != "" && strings.Contains(out, secret) {
+		t.Errorf("%s shows the database password:\n%s", what, out)
+	}
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestCheckConfigStore(t *testing.T) {
+	raw := newPGDatabase(t)
+	bare, pw := pgParts(t, raw)
+	work := t.TempDir()
+	private := writeMode(t, filepath.Join(work, "pw"), pw+"\n", 0o600)
+	readable := writeMode(t, filepath.Join(work, "pw-readable"), pw+"\n", 0o644)
+	u, _ := url.Parse(raw)
+	u.Host = fmt.Sprintf("127.0.0.1:%d", closedPort(t))
+	unreachable := u.String()
+	storeYAML := func(url, passwordFile string) string {
+		y := fmt.Sprintf("store:\n  url: %q\n", url)
+		if passwordFile != "" {
+			y += fmt.Sprintf("  password_file: %q\n", passwordFile)
+		}
+		return y
+	}
+	for _, tc := range []struct {
+		name, yaml string
+		code       int
+		want       []string
+	}{
+		{"password file", storeYAML(bare, private), 0, []string{"store.url: connected to " + bare, ": ok"}},
+		{"password in the URL", storeYAML(raw, ""), 0, []string{"warning: store.url: carries a password", "connected to " + postgres.Redact(raw)}},
+		{"unreachable", storeYAML(unreachable, ""), 1, []string{"c.yaml:2:3: store.url: cannot connect to " + postgres.Redact(unreachable)}},
+		{"not PostgreSQL", "store:\n  url: mysql://cardsign:hunter2@db.example.com/cardsign\n", 1, []string{`c.yaml:2:3: store.url: scheme "mysql" is not postgres or postgresql`}},
+		{"readable password file", storeYAML(bare, readable), 1, []string{"c.yaml:3:3: store.password_file: " + readable + " has mode 0644", "chmod 600 " + readable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "c.yaml")
+			writeFile(t, cfg, tc.yaml)
+			r := runDaemonOnce(t, "--check-config", cfg)
+			if r.Code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", r.Code, tc.code, r.Stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.Stderr, w) {
+					t.Errorf("output does not say %q:\n%s", w, r.Stderr)
+				}
+			}
+			noLeak(t, "--check-config", r.Stderr, pw)
+			noLeak(t, "--check-config", r.Stderr, "hunter2")
+		})
+	}
+	// What --check-config refuses, the daemon refuses at start.
+	cfg := filepath.Join(work, "readable.yaml")
+	writeFile(t, cfg, storeYAML(bare, readable))
+	r := runDaemonOnce(t, "--config", cfg, "--data-dir", filepath.Join(work, "data"), "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "has mode 0644") {
+		t.Fatalf("start with a readable password file: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+// TestStoreCopyToPostgres is the way up from the embedded default: a daemon
+// on SQLite signs, rotates and revokes; store copy moves its state to
+// PostgreSQL (refusing a non-empty destination, resuming an interrupted
+// copy); a daemon on the copy, in the same data directory, serves the same
+// JWKS bytes, a revocation document whose sequence did not go back, and an
+// audit log that verifies.
+func TestStoreCopyToPostgres(t *testing.T) {
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	d := startDaemon(t, data)
+	var first string
+	for kid := range keyStates(t, work, d.grpc) {
+		first = kid
+	}
+	for range 3 {
+		mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
+	}
+	rot := mustCLI(t, work, "keys", "rotate", "--prepublish", "0s", "--server", d.grpc).Stdout
+	second := strings.Fields(strings.Split(rot, "\n")[1])[0]
+	mustCLI(t, work, "keys", "revoke", "--", first, "--reason", "superseded: moving to PostgreSQL", "--server", d.grpc)
+	mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
+	const records = 4
+	revURL := func(d *daemon) string { return "http://" + d.http + "/.well-known/cardsign-revocations.json" }
+	_, jwksBefore := httpGet(t, d.jwksURL())
+	_, revBefore := httpGet(t, revURL(d))
+	var seqBefore int64
+	payload(t, revBefore, "sequence", &seqBefore)
+	raw := newPGDatabase(t)
+	bare, pw := pgParts(t, raw)
+	pwFile := writeMode(t, filepath.Join(work, "db-password"), pw+"\n", 0o600)
+	cfg := filepath.Join(work, "pg.yaml")
+	writeFile(t, cfg, fmt.Sprintf("store:\n  url: %q\n  password_file: %q\nreplica: copied-1\n", bare, pwFile))
+	// Not while the daemon runs: the copy would miss what it writes.
+	if r := runDaemonOnce(t, "store", "copy", "--from", data, "--to", raw); r.Code != 1 || !strings.Contains(r.Stderr, "is running on the source") {
+		t.Fatalf("store copy from a source in use: exit %d\n%s", r.Code, r.Stderr)
+	}
+	d.stop()
+	// store.url set without the copy: refused, not a fresh start beside the
+	// keys and audit log on record.
+	r := runDaemonOnce(t, "--config", cfg, "--data-dir", data, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "cardsignd store copy --from "+filepath.Join(data, "cardsign.db")) {
+		t.Fatalf("start on an empty PostgreSQL database beside an SQLite one: exit %d\n%s", r.Code, r.Stderr)
+	}
+
+	r = runDaemonOnce(t, "store", "copy", "--from", data, "--to", bare, "--password-file", pwFile)
+	if r.Code != 0 || !strings.Contains(r.Stderr, fmt.Sprintf("copied 2 key records and %d audit records", records)) ||
+		!strings.Contains(r.Stderr, fmt.Sprintf("verified %s: audit chain intact (%d records", bare, records)) {
+		t.Fatalf("store copy: exit %d\n%s", r.Code, r.Stderr)
+	}
+	// Again, onto the copy: refused, saying how to resume.
+	r = runDaemonOnce(t, "store", "copy", "--from", data, "--to", raw)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "the destination is not empty") || !strings.Contains(r.Stderr, "--allow-non-empty") {
+		t.Fatalf("store copy onto a non-empty destination: exit %d\n%s", r.Code, r.Stderr)
+	}
+	noLeak(t, "store copy", r.Stderr, pw)
+
+	// An interrupted copy (the keys not revoked and the first two audit
+	// records, as a copy stopped there leaves them) is resumed.
+	raw2 := newPGDatabase(t)
+	partialCopy(t, data, raw2, 2)
+	// No daemon on a part-copy.
+	cfg2 := filepath.Join(work, "pg2.yaml")
+	writeFile(t, cfg2, fmt.Sprintf("store:\n  url: %q\n", raw2))
+	r = runDaemonOnce(t, "--config", cfg2, "--data-dir", filepath.Join(work, "data2"), "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "store copy into") || !strings.Contains(r.Stderr, "has not finished") {
+		t.Fatalf("start on a part-copy: exit %d\n%s", r.Code, r.Stderr)
+	}
+	r = runDaemonOnce(t, "store", "copy", "--from", filepath.Join(data, "cardsign.db"), "--to", raw2, "--allow-non-empty")
+	if r.Code != 0 || !strings.Contains(r.Stderr, "resuming") || !strings.Contains(r.Stderr, fmt.Sprintf("copied 1 key record and %d audit records", records-2)) ||
+		!strings.Contains(r.Stderr, "verified") {
+		t.Fatalf("resuming an interrupted copy: exit %d\n%s", r.Code, r.Stderr)
+	}
+
+	// The daemon on the copy, in the same data directory.
+	p := startDaemon(t, data, "--config", cfg)
+	if _, jwksAfter := httpGet(t, p.jwksURL()); !bytes.Equal(jwksBefore, jwksAfter) {
+		t.Errorf("JWKS changed across the copy:\n%s\n%s", jwksBefore, jwksAfter)
+	}
+	resp, revAfter := httpGet(t, revURL(p))
+	var seqAfter int64
+	payload(t, revAfter, "sequence", &seqAfter)
+	if resp.StatusCode != http.StatusOK || seqAfter < seqBefore {
+		t.Errorf("revocation document after the copy: status %d, sequence %d; before the copy %d", resp.StatusCode, seqAfter, seqBefore)
+	}
+	av := mustCLI(t, work, "audit", "verify", "--server", p.grpc, "--jwks", p.jwksURL()).Stdout
+	if !strings.Contains(av, fmt.Sprintf("audit chain intact: %d records", records)) {
+		t.Errorf("audit verify on PostgreSQL: %s", av)
+	}
+	if k := sigKIDs(t, mustCLI(t, work, "sign", "--server", p.grpc, cardFile("security.json")).Stdout); len(k) != 1 || k[0] != second {
+		t.Errorf("signed on PostgreSQL by %v, want %s", k, second)
+	}
+	if av := mustCLI(t, work, "audit", "verify", "--server", p.grpc).Stdout; !strings.Contains(av, fmt.Sprintf("audit chain intact: %d records", records+1)) {
+		t.Errorf("audit verify after signing on PostgreSQL: %s", av)
+	}
+	p.stop()
+	if !strings.Contains(p.log.String(), bare) || !strings.Contains(p.log.String(), "replica=copied-1") {
+		t.Errorf("the start-up summary does not name the database and the replica:\n%s", p.log.String())
+	}
+	noLeak(t, "the daemon's log", p.log.String(), pw)
+
+	// The destination went on past the source: not an interrupted copy.
+	r = runDaemonOnce(t, "store", "copy", "--from", data, "--to", raw, "--allow-non-empty")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "is not a part-copy") {
+		t.Fatalf("resuming onto a destination that went on: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+// partialCopy leaves at the database at to what a copy from the data
+// directory from interrupted after n audit records leaves.
+func partialCopy(t *testing.T, from, to string, n int64) {
+	t.Helper()
+	ctx := t.Context()
+	src, dst, srcPath, err := openCopyStores(ctx, from, to, "", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	defer dst.Close()
+	c := &copier{src: src, dst: dst, out: io.Discard, batch: 1, srcName: srcPath, dstName: "partial"}
+	keys, err := src.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.mark(ctx, copyInProgress); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.copyKeys(ctx, keys, map[string]bool{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.copyAudit(ctx, 0, audit.Genesis(), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReplicaCannotOpenKeysMakesNone: a replica joining a store whose key
+// files it cannot reach (keys.dir not on storage the replicas share) says
+// so, signs nothing and makes no key of its own; it serves the same JWKS and
+// revocation document as the replica that can, and recovers without a
+// restart once the files are there.
+func TestReplicaCannotOpenKeysMakesNone(t *testing.T) {
+	raw := newPGDatabase(t)
+	work := t.TempDir()
+	config := func(name, keys string) string {
+		path := filepath.Join(work, name+".yaml")
+		writeFile(t, path, fmt.Sprintf("store:\n  url: %q\nreplica: %s\nkeys:\n  dir: %q\nreadiness:\n  interval: 200ms\n", raw, name, keys))
+		return path
+	}
+	keysA, keysB := filepath.Join(work, "keys-a"), filepath.Join(work, "keys-b")
+	a := startDaemon(t, filepath.Join(work, "data-a"), "--config", config("a", keysA))
+	states := keyStates(t, work, a.grpc)
+	if len(states) != 1 {
+		t.Fatalf("first replica on an empty database: keys %v, want one", states)
+	}
+	var kid string
+	for kid = range states {
+	}
+	// B cannot reach A's key files.
+	if err := os.Rename(keysA, keysA+".away"); err != nil {
+		t.Fatal(err)
+	}
+	b := startDaemon(t, filepath.Join(work, "data-b"), "--config", config("b", keysB))
+	readyz(t, b, http.StatusServiceUnavailable)
+	if _, body := httpGet(t, "http://"+b.http+"/readyz"); !strings.Contains(string(body), "key backend unavailable") {
+		t.Errorf("/readyz of the replica without key files: %s", body)
+	}
+	if !strings.Contains(b.log.String(), "open key "+kid) {
+		t.Errorf("the log does not name the key that cannot be opened (%s):\n%s", kid, b.log.String())
+	}
+	// The status code is the server's mapping of a key file not found
+	// (NOT_FOUND today); what matters here is that nothing is signed and
+	// the key is named.
+	if r := cli(t, work, nil, "sign", "--server", b.grpc, cardFile("security.json")); r.Code == 0 || !strings.Contains(r.Stderr, kid) {
+		t.Errorf("signing on the replica without key files: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if st := keyStates(t, work, b.grpc); len(st) != 1 || st[kid] != "active" {
+		t.Errorf("keys after the second replica started: %v, want only %s", st, kid)
+	}
+	if files, _ := os.ReadDir(keysB); len(files) != 0 {
+		t.Errorf("the second replica made key files: %v", files)
+	}
+	// Every replica serves the same bytes.
+	revPath := "/.well-known/cardsign-revocations.json"
+	for _, path := range []string{"/.well-known/jwks.json", revPath} {
+		_, fromA := httpGet(t, "http://"+a.http+path)
+		_, fromB := httpGet(t, "http://"+b.http+path)
+		if !bytes.Equal(fromA, fromB) {
+			t.Errorf("%s differs between the replicas:\n%s\n%s", path, fromA, fromB)
+		}
+	}
+	// The key files back: B signs with the key on record, without a restart.
+	if err := os.Rename(keysA+".away", keysA); err != nil {
+		t.Fatal(err)
+	}
+	readyz(t, b, http.StatusOK)
+	if k := sigKIDs(t, mustCLI(t, work, "sign", "--server", b.grpc, cardFile("security.json")).Stdout); len(k) != 1 || k[0] != kid {
+		t.Errorf("signed by %v, want %s", k, kid)
+	}
+	a.stop()
+	b.stop()
+}
