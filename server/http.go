@@ -53,6 +53,8 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 				// The database (PostgreSQL down or restarting): say so, not
 				// "key backend", whichever read failed first.
 				reason = "store unavailable"
+			case errors.As(err, new(*KeyUnavailableError)):
+				reason = "signing key cannot be opened"
 			case errors.Is(err, backends.ErrUnavailable), errors.As(err, new(*UnavailableError)):
 				reason = "key backend unavailable"
 				var ue *UnavailableError

@@ -94,9 +94,11 @@ func (k *keyring) signing(ctx context.Context, now time.Time) ([]signer.Key, err
 		opened, err := k.open(ctx, v.KeyRecord)
 		if err != nil {
 			// The key is on record and due to sign: if its backend cannot
-			// open it now (an HSM unplugged at start, a KMS outage), signing
-			// is unavailable, not broken.
-			return nil, &UnavailableError{What: "signing key " + v.KID, Err: err}
+			// open it here and now (an HSM unplugged at start, a KMS outage,
+			// a key directory this replica does not share), signing is
+			// unavailable on this replica, not broken: a client of several
+			// replicas retries on another.
+			return nil, &KeyUnavailableError{KID: v.KID, Err: err}
 		}
 		pub, err := k.public(v.KeyRecord)
 		if err != nil {
@@ -219,3 +221,19 @@ type KeyChangedError struct{ KID string }
 func (e *KeyChangedError) Error() string {
 	return "key " + e.KID + ": the backend's public key is not the one on record; the key was replaced at its backend: restore the original key, or rotate to a new key and revoke " + e.KID
 }
+
+// KeyUnavailableError is a key on record and due to sign that this process
+// cannot open: whatever the backend's reason (a key file missing here, a
+// KMS outage), it maps to UNAVAILABLE, so that a client of several replicas
+// tries another, which may have the key; the message says which key and
+// why, and /readyz says this replica is not ready.
+type KeyUnavailableError struct {
+	KID string
+	Err error
+}
+
+func (e *KeyUnavailableError) Error() string {
+	return "signing key " + e.KID + " cannot be opened here: " + e.Err.Error()
+}
+
+func (e *KeyUnavailableError) Unwrap() error { return e.Err }

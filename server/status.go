@@ -46,6 +46,7 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		unErr   *UnavailableError
 		refused *RefusedError
 		changed *KeyChangedError
+		keyUn   *KeyUnavailableError
 		bePre   *backends.PreconditionError
 	)
 	switch {
@@ -70,6 +71,11 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		// Before the unavailable cases: the key will not come back by
 		// itself, and the message names the key and what to do.
 		return status.Error(codes.FailedPrecondition, changed.Error())
+	case errors.As(err, &keyUn):
+		// Before the provider's own verdicts (not found, disabled): the key
+		// could not even be opened on this replica, and another may hold it.
+		log.Warn("signing key cannot be opened", "request_id", requestID, "kid", keyUn.KID, "err", keyUn.Err)
+		return status.Error(codes.Unavailable, keyUn.Error()+"; another replica may sign: retry; on this one, restore access to the key (see /readyz and the log)")
 	case errors.Is(err, backends.ErrKeyDisabled):
 		// A key disabled (or pending deletion, destroyed) at its KMS or HSM:
 		// no retry helps until an operator acts. The error names the kid
