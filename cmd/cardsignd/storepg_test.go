@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store/postgres"
 )
@@ -74,7 +76,7 @@ func TestCheckConfigStore(t *testing.T) {
 		code       int
 		want       []string
 	}{
-		{"password file", storeYAML(bare, private), 0, []string{"store.url: connected to " + bare, ": ok"}},
+		{"password file", storeYAML(bare, private), 0, []string{"store.url: connected to " + bare, "schema empty: cardsignd creates the schema", ": ok"}},
 		{"password in the URL", storeYAML(raw, ""), 0, []string{"warning: store.url: carries a password", "connected to " + postgres.Redact(raw)}},
 		{"unreachable", storeYAML(unreachable, ""), 1, []string{"c.yaml:2:3: store.url: cannot connect to " + postgres.Redact(unreachable)}},
 		{"not PostgreSQL", "store:\n  url: mysql://cardsign:hunter2@db.example.com/cardsign\n", 1, []string{`c.yaml:2:3: store.url: scheme "mysql" is not postgres or postgresql`}},
@@ -96,6 +98,29 @@ func TestCheckConfigStore(t *testing.T) {
 			noLeak(t, "--check-config", r.Stderr, "hunter2")
 		})
 	}
+	// A database migrated by a newer cardsignd: refused, before any start.
+	t.Run("newer schema", func(t *testing.T) {
+		ctx := t.Context()
+		st, err := postgres.Open(ctx, postgres.Config{URL: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		conn, err := pgx.Connect(ctx, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `INSERT INTO cardsign_schema_version (version_id, is_applied) VALUES (999, true)`); err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(t.TempDir(), "c.yaml")
+		writeFile(t, cfg, storeYAML(raw, ""))
+		r := runDaemonOnce(t, "--check-config", cfg)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "schema version 999 is newer than this cardsignd supports") {
+			t.Fatalf("--check-config of a newer schema: exit %d\n%s", r.Code, r.Stderr)
+		}
+	})
 	// What --check-config refuses, the daemon refuses at start.
 	cfg := filepath.Join(work, "readable.yaml")
 	writeFile(t, cfg, storeYAML(bare, readable))

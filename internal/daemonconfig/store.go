@@ -236,7 +236,8 @@ const storeConnectTimeout = 5 * time.Second
 
 // checkStoreConnection is --check-config's look at the database of
 // store.url: it connects (with the password file applied) within
-// storeConnectTimeout and runs a query, applying no migration. Lines for
+// storeConnectTimeout, runs a query and reports the schema version (a
+// newer one than this binary's is a problem), applying no migration. Lines for
 // the operator go to w; a failure is a problem at store.url.
 func (c *Config) checkStoreConnection(ctx context.Context, w io.Writer) *Error {
 	where := c.Store.Redacted()
@@ -266,7 +267,14 @@ func (c *Config) checkStoreConnection(ctx context.Context, w io.Writer) *Error {
 	if err := conn.Exec(ctx, "SELECT 1").Close(); err != nil {
 		return problem("connected to %s, but a query failed: %s", where, redactErr(err, c.Store.URL))
 	}
-	fmt.Fprintf(w, "store.url: connected to %s (PostgreSQL %s); schema migrations are applied when cardsignd starts\n",
-		where, conn.ParameterStatus("server_version"))
+	schema, err := postgres.CheckSchema(ctx, c.Store.PostgresConfig(nil))
+	if err != nil {
+		return problem("connected to %s, but reading its schema version failed: %s", where, redactErr(err, c.Store.URL))
+	}
+	if schema.Refused() {
+		return problem("%s: schema %s", where, schema)
+	}
+	fmt.Fprintf(w, "store.url: connected to %s (PostgreSQL %s); schema %s\n",
+		where, conn.ParameterStatus("server_version"), schema)
 	return nil
 }
