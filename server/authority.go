@@ -130,6 +130,10 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	return a
 }
 
+// Replica is this process's name among the replicas (Config.Replica, or
+// the host/pid/random name given when it was empty).
+func (a *Authority) Replica() string { return a.cfg.Replica }
+
 // ErrDraining: the daemon is shutting down.
 var ErrDraining = errors.New("shutting down")
 

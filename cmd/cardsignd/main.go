@@ -190,10 +190,7 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		"jwks", scheme + "://" + hl.Addr().String() + jwks.JWKSPath,
 		"tls", reloader != nil, "authentication", authn.Enabled(),
 		"data_dir", cfg.DataDir, "database", database, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
-		"backends", strings.Join(reg.Schemes(), ","),
-	}
-	if cfg.Replica != "" {
-		summary = append(summary, "replica", cfg.Replica)
+		"backends", strings.Join(reg.Schemes(), ","), "replica", auth.Replica(),
 	}
 	log.Info("cardsignd ready", summary...)
 
