@@ -40,21 +40,7 @@ func (c StoreConfig) Redacted() string { return postgres.Redact(c.URL) }
 
 // URLHasPassword reports whether URL carries a password itself (it then sits
 // in the config file, which is worth a warning).
-func (c StoreConfig) URLHasPassword() bool {
-	u, err := url.Parse(c.URL)
-	if err != nil {
-		return false
-	}
-	if _, ok := u.User.Password(); ok {
-		return true
-	}
-	for k := range u.Query() {
-		if strings.EqualFold(k, "password") {
-			return true
-		}
-	}
-	return false
-}
+func (c StoreConfig) URLHasPassword() bool { return postgres.HasPassword(c.URL) }
 
 // PostgresConfig is what postgres.Open takes.
 func (c StoreConfig) PostgresConfig(log *slog.Logger) postgres.Config {

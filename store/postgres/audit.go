@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -57,35 +56,21 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	out := make([]audit.Record, len(recs))
-	times := make([]int64, len(recs))
+	out, times, err := store.PrepareAudit(recs)
+	if err != nil {
+		return nil, err
+	}
 	var kids []string
-	for i, r := range recs {
-		n, err := toNanos(r.Time)
-		if err != nil {
-			return nil, fmt.Errorf("store: append audit record %d: time: %w", i, err)
-		}
-		if len(r.CanonicalSHA256) != 32 {
-			return nil, fmt.Errorf("store: append audit record %d: canonical SHA-256 is %d bytes, want 32", i, len(r.CanonicalSHA256))
-		}
-		if err := r.CheckOutcome(); err != nil {
-			return nil, fmt.Errorf("store: append audit record %d: %w", i, err)
-		}
+	for i, r := range out {
 		if err := checkText(r); err != nil {
 			return nil, fmt.Errorf("store: append audit record %d: %w", i, err)
 		}
-		if r.Outcome == "" {
-			r.Outcome = audit.OutcomeSigned
-		}
-		r.Time, times[i] = fromNanos(n), n
-		r.CanonicalSHA256 = bytes.Clone(r.CanonicalSHA256)
-		out[i] = r
 		// Refused records sign nothing and have no kid: not checked.
 		if !r.Refused() && !slices.Contains(kids, r.KID) {
 			kids = append(kids, r.KID)
 		}
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var seq int64
 		var prev []byte
 		err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE`).Scan(&seq, &prev)
@@ -243,7 +228,7 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason); err != nil {
 			return nil, wrap(ctx, fmt.Sprintf("list audit after %d", afterSeq), err)
 		}
-		r.Time = fromNanos(t)
+		r.Time = store.FromNanos(t)
 		recs = append(recs, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -17,26 +17,14 @@ import (
 
 const keyColumns = `kid, uri, alg, public_jwk, created_at, publish_at, activate_at, retire_at, expire_at, revoked_at, revoke_reason`
 
-// Times are stored as BIGINT unix nanoseconds UTC, as in the SQLite store:
-// exact, ordered, comparable in SQL. That covers the years 1678 to 2262;
-// times outside (the zero time.Time among them) are refused rather than
-// silently changed.
-
-func toNanos(t time.Time) (int64, error) {
-	n := t.UnixNano()
-	if !time.Unix(0, n).Equal(t) {
-		return 0, fmt.Errorf("time %s is outside the storable range (years 1678-2262)", t)
-	}
-	return n, nil
-}
-
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+// Times are stored as BIGINT unix nanoseconds UTC (store.Nanos), as in the
+// SQLite store; these are the nullable columns' forms.
 
 func toNullNanos(t *time.Time) (*int64, error) {
 	if t == nil {
 		return nil, nil
 	}
-	n, err := toNanos(*t)
+	n, err := store.Nanos(*t)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +35,7 @@ func fromNullNanos(n *int64) *time.Time {
 	if n == nil {
 		return nil
 	}
-	t := fromNanos(*n)
+	t := store.FromNanos(*n)
 	return &t
 }
 
@@ -61,29 +49,15 @@ type keyRow struct {
 
 // encodeKey checks rec can be stored and read back unchanged, and converts it.
 func encodeKey(rec jwks.KeyRecord) (keyRow, error) {
-	if rec.KID == "" {
-		return keyRow{}, errors.New("empty kid")
-	}
-	if rec.URI == "" {
-		return keyRow{}, errors.New("empty uri")
-	}
-	if _, err := jose.ParseAlg(string(rec.Alg)); err != nil {
+	jwk, err := store.KeyJWK(rec)
+	if err != nil {
 		return keyRow{}, err
 	}
-	jwk, err := rec.Public.MarshalJSON()
-	if err != nil {
-		return keyRow{}, fmt.Errorf("public key: %w", err)
-	}
-	// Refuse now what ListKeys could not parse later: one bad row would
-	// make every key unreadable.
-	if _, err := jose.ParseJWK(jwk); err != nil {
-		return keyRow{}, fmt.Errorf("public key: %w", err)
-	}
 	r := keyRow{kid: rec.KID, uri: rec.URI, alg: string(rec.Alg), jwk: string(jwk), revokeReason: rec.RevokeReason}
-	if r.createdAt, err = toNanos(rec.CreatedAt); err != nil {
+	if r.createdAt, err = store.Nanos(rec.CreatedAt); err != nil {
 		return keyRow{}, fmt.Errorf("created_at: %w", err)
 	}
-	if r.publishAt, err = toNanos(rec.PublishAt); err != nil {
+	if r.publishAt, err = store.Nanos(rec.PublishAt); err != nil {
 		return keyRow{}, fmt.Errorf("publish_at: %w", err)
 	}
 	for _, f := range []struct {
@@ -120,8 +94,8 @@ func (r keyRow) record() (jwks.KeyRecord, error) {
 		URI:          r.uri,
 		Alg:          jose.Alg(r.alg),
 		Public:       pub,
-		CreatedAt:    fromNanos(r.createdAt),
-		PublishAt:    fromNanos(r.publishAt),
+		CreatedAt:    store.FromNanos(r.createdAt),
+		PublishAt:    store.FromNanos(r.publishAt),
 		ActivateAt:   fromNullNanos(r.activateAt),
 		RetireAt:     fromNullNanos(r.retireAt),
 		ExpireAt:     fromNullNanos(r.expireAt),

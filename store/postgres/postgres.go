@@ -127,7 +127,7 @@ func parseConfig(cfg Config) (*pgxpool.Config, error) {
 	}
 	var password string
 	if cfg.PasswordFile != "" {
-		if hasPassword(cfg.URL) {
+		if HasPassword(cfg.URL) {
 			return nil, fmt.Errorf("the URL carries a password and password_file %s gives one too: keep the password in one place (the file)", cfg.PasswordFile)
 		}
 		var err error
@@ -244,8 +244,8 @@ func Redact(s string) string {
 	return u.String()
 }
 
-// hasPassword reports whether the URL or DSN s carries a password itself.
-func hasPassword(s string) bool {
+// HasPassword reports whether the URL or DSN s carries a password itself.
+func HasPassword(s string) bool {
 	if !IsURL(s) {
 		for _, m := range dsnPassword.FindAllStringSubmatch(s, -1) {
 			if m[1] == "" { // password=, not sslpassword=

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -26,25 +25,9 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	out := make([]audit.Record, len(recs))
-	times := make([]int64, len(recs))
-	for i, r := range recs {
-		n, err := toNanos(r.Time)
-		if err != nil {
-			return nil, fmt.Errorf("store: append audit record %d: time: %w", i, err)
-		}
-		if len(r.CanonicalSHA256) != 32 {
-			return nil, fmt.Errorf("store: append audit record %d: canonical SHA-256 is %d bytes, want 32", i, len(r.CanonicalSHA256))
-		}
-		if err := r.CheckOutcome(); err != nil {
-			return nil, fmt.Errorf("store: append audit record %d: %w", i, err)
-		}
-		if r.Outcome == "" {
-			r.Outcome = audit.OutcomeSigned
-		}
-		r.Time, times[i] = fromNanos(n), n
-		r.CanonicalSHA256 = bytes.Clone(r.CanonicalSHA256)
-		out[i] = r
+	out, times, err := store.PrepareAudit(recs)
+	if err != nil {
+		return nil, err
 	}
 	appendTx := func(tx *sql.Tx) error {
 		// The head read and the inserts share one BEGIN IMMEDIATE
@@ -76,7 +59,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		return nil
 	}
 	// On a full volume, truncating the WAL may give back the space.
-	err := s.writeFreeingWAL(ctx, appendTx)
+	err = s.writeFreeingWAL(ctx, appendTx)
 	if err != nil {
 		return nil, fmt.Errorf("store: append %d audit records: %w", len(recs), err)
 	}
@@ -135,7 +118,7 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason); err != nil {
 			return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
 		}
-		r.Time = fromNanos(t)
+		r.Time = store.FromNanos(t)
 		recs = append(recs, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -24,29 +23,15 @@ type keyRow struct {
 
 // encodeKey checks rec can be stored and read back unchanged, and converts it.
 func encodeKey(rec jwks.KeyRecord) (keyRow, error) {
-	if rec.KID == "" {
-		return keyRow{}, errors.New("empty kid")
-	}
-	if rec.URI == "" {
-		return keyRow{}, errors.New("empty uri")
-	}
-	if _, err := jose.ParseAlg(string(rec.Alg)); err != nil {
+	jwk, err := store.KeyJWK(rec)
+	if err != nil {
 		return keyRow{}, err
 	}
-	jwk, err := rec.Public.MarshalJSON()
-	if err != nil {
-		return keyRow{}, fmt.Errorf("public key: %w", err)
-	}
-	// Refuse now what ListKeys could not parse later: one bad row would
-	// make every key unreadable.
-	if _, err := jose.ParseJWK(jwk); err != nil {
-		return keyRow{}, fmt.Errorf("public key: %w", err)
-	}
 	r := keyRow{kid: rec.KID, uri: rec.URI, alg: string(rec.Alg), jwk: string(jwk), revokeReason: rec.RevokeReason}
-	if r.createdAt, err = toNanos(rec.CreatedAt); err != nil {
+	if r.createdAt, err = store.Nanos(rec.CreatedAt); err != nil {
 		return keyRow{}, fmt.Errorf("created_at: %w", err)
 	}
-	if r.publishAt, err = toNanos(rec.PublishAt); err != nil {
+	if r.publishAt, err = store.Nanos(rec.PublishAt); err != nil {
 		return keyRow{}, fmt.Errorf("publish_at: %w", err)
 	}
 	for _, f := range []struct {
@@ -76,8 +61,8 @@ func (r keyRow) record() (jwks.KeyRecord, error) {
 		URI:          r.uri,
 		Alg:          jose.Alg(r.alg),
 		Public:       pub,
-		CreatedAt:    fromNanos(r.createdAt),
-		PublishAt:    fromNanos(r.publishAt),
+		CreatedAt:    store.FromNanos(r.createdAt),
+		PublishAt:    store.FromNanos(r.publishAt),
 		ActivateAt:   fromNullNanos(r.activateAt),
 		RetireAt:     fromNullNanos(r.retireAt),
 		ExpireAt:     fromNullNanos(r.expireAt),

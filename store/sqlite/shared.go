@@ -105,7 +105,7 @@ type leaseRow struct {
 }
 
 func (r leaseRow) lease(name string) store.Lease {
-	return store.Lease{Name: name, Holder: r.holder, Epoch: r.epoch, Expires: fromNanos(r.expires)}
+	return store.Lease{Name: name, Holder: r.holder, Epoch: r.epoch, Expires: store.FromNanos(r.expires)}
 }
 
 func readLease(ctx context.Context, q rowQuerier, name string) (leaseRow, bool, error) {
@@ -128,7 +128,7 @@ func (s *Store) Document(ctx context.Context, name string) (store.Document, erro
 	if err != nil {
 		return store.Document{}, fmt.Errorf("store: document %q: %w", name, err)
 	}
-	d.UpdatedAt = fromNanos(updated)
+	d.UpdatedAt = store.FromNanos(updated)
 	return d, nil
 }
 
