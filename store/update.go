@@ -34,3 +34,28 @@ func CheckUpdate(old, updated jwks.KeyRecord) error {
 	}
 	return fmt.Errorf("key %s: %w: %s", old.KID, ErrImmutable, field)
 }
+
+// CheckUpdates reports whether UpdateKeys may write updated over recs (every
+// record as stored): each updated record must name a stored kid (else
+// ErrNotFound), once, and pass CheckUpdate against it.
+func CheckUpdates(recs, updated []jwks.KeyRecord) error {
+	old := make(map[string]jwks.KeyRecord, len(recs))
+	for _, r := range recs {
+		old[r.KID] = r
+	}
+	seen := make(map[string]bool, len(updated))
+	for _, u := range updated {
+		o, ok := old[u.KID]
+		if !ok {
+			return fmt.Errorf("key %s: %w", u.KID, ErrNotFound)
+		}
+		if seen[u.KID] {
+			return fmt.Errorf("key %s returned twice", u.KID)
+		}
+		seen[u.KID] = true
+		if err := CheckUpdate(o, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cardsign/cardsign/jose"
@@ -143,28 +144,16 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 		if err != nil {
 			return err
 		}
-		old := make(map[string]jwks.KeyRecord, len(recs))
-		for _, r := range recs {
-			old[r.KID] = r
-		}
+		stored := slices.Clone(recs) // fn may change recs in place
 		updated, err := fn(recs)
 		if err != nil {
 			fnErr = err
 			return err
 		}
-		seen := make(map[string]bool, len(updated))
+		if err := store.CheckUpdates(stored, updated); err != nil {
+			return err
+		}
 		for _, u := range updated {
-			o, ok := old[u.KID]
-			if !ok {
-				return fmt.Errorf("key %s: %w", u.KID, store.ErrNotFound)
-			}
-			if seen[u.KID] {
-				return fmt.Errorf("key %s returned twice", u.KID)
-			}
-			seen[u.KID] = true
-			if err := store.CheckUpdate(o, u); err != nil {
-				return err
-			}
 			r, err := encodeKey(u)
 			if err != nil {
 				return fmt.Errorf("key %s: %w", u.KID, err)
