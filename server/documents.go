@@ -83,6 +83,12 @@ type revocationPublisher struct {
 	// forgotAt: a change was announced then; a read started before it is
 	// not kept.
 	forgotAt time.Time
+	// maxSeq and maxHead are the highest document sequence and audit head
+	// this process has seen published: a database restored from a backup
+	// takes its stored document and counter back with it, and must not
+	// take the published ones back too.
+	maxSeq  int64
+	maxHead audit.Head
 }
 
 // storedRevocations is the stored document with what it was made from.
@@ -104,51 +110,18 @@ func newRevocationPublisher(st store.Store, keys *keyring, d *duties, now func()
 // valid, the holder bringing it up to date within a lease renewal (at once
 // for a key change it is told of).
 func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
-	prev, err := p.stored(ctx)
-	if err != nil {
-		return nil, err
+	d, err := p.assess(ctx)
+	if err != nil || !d.due {
+		return d.body(), err
 	}
-	recs, err := p.keys.records(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	now := p.now()
-	views := jwks.Derive(now, recs, p.keys.policy)
-	revoked := jwks.RevokedFrom(recs, now)
-	signerView, err := documentSignerView(views)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoRevocationSigner, err)
-	}
-	var set strings.Builder
-	set.WriteString(signerView.KID)
-	for _, r := range revoked {
-		set.WriteString("|" + r.KID)
-	}
-	seq, hash, err := p.store.AuditHead(ctx)
-	if err != nil {
-		return nil, &UnavailableError{What: "audit log", Err: fmt.Errorf("audit head for the revocation document: %w", err)}
-	}
-	storeHead := audit.Head{Seq: seq, Hash: hash}
-	cur := revocationState{Set: set.String(), Published: storeHead, Store: storeHead}
-	// The store's head is a high-water mark and never goes back; when it
-	// does, the database was edited or swapped. Keep publishing the head
-	// already published, so auditors holding it or fetching a new document
-	// still catch the loss.
-	wentBack := prev != nil && headBehind(storeHead, prev.state.Published)
-	if wentBack {
-		cur.Published = prev.state.Published
-	}
-	if prev != nil && prev.state.Set == cur.Set && now.Before(prev.state.RefreshAt) {
-		switch {
-		case headEqual(prev.state.Store, cur.Store): // the log did not move
-			return prev.doc.Body, nil
-		case !wentBack && now.Before(prev.state.IssuedAt.Add(revocationHeadRefresh)):
-			return prev.doc.Body, nil
-		}
-	}
-
 	p.signing.Lock()
 	defer p.signing.Unlock()
+	// Another call may have signed while this one waited: decide again,
+	// so that one change costs one signature however many fetch at once.
+	if d, err = p.assess(ctx); err != nil || !d.due {
+		return d.body(), err
+	}
+	prev, cur, now := d.prev, d.cur, d.now
 	lease, leader, err := p.duties.held(ctx)
 	if err != nil || !leader {
 		// Another replica signs it (or the lease is in doubt): serve what
@@ -161,29 +134,35 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 		}
 		return nil, &UnavailableError{What: "revocation document", Err: err}
 	}
-	if wentBack {
+	if d.wentBack {
 		p.log.Error("audit log head went back: the database was edited or replaced outside cardsignd; "+
 			"the revocation document keeps the head already published. Restore the database from a backup and run cardsign audit verify",
-			"published_seq", prev.state.Published.Seq, "published_hash", hex.EncodeToString(prev.state.Published.Hash),
-			"store_seq", storeHead.Seq, "store_hash", hex.EncodeToString(storeHead.Hash))
+			"published_seq", cur.Published.Seq, "published_hash", hex.EncodeToString(cur.Published.Hash),
+			"store_seq", cur.Store.Seq, "store_hash", hex.EncodeToString(cur.Store.Hash))
 	}
-	key, err := p.keys.open(ctx, signerView.KeyRecord)
+	key, err := p.keys.open(ctx, d.signer.KeyRecord)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoRevocationSigner, err)
+		return nil, fmt.Errorf("%w: %w", errNoRevocationSigner, &KeyUnavailableError{KID: d.signer.KID, Err: err})
 	}
 	docSeq, err := p.store.NextSequence(ctx, revocationsDoc)
 	if err != nil {
 		return nil, &UnavailableError{What: "revocation document sequence", Err: err}
 	}
-	// A document copied from another store (cardsignd store copy) may be
-	// ahead of this store's counter.
-	if prev != nil && docSeq <= prev.doc.Seq {
-		docSeq = prev.doc.Seq + 1
+	// Never below what was stored (a document copied from another store
+	// may be ahead of this store's counter) nor what this process already
+	// published (a database restored from a backup takes its counter
+	// back with it).
+	p.mu.Lock()
+	floor := p.maxSeq
+	p.mu.Unlock()
+	if prev != nil {
+		floor = max(floor, prev.doc.Seq)
 	}
+	docSeq = max(docSeq, floor+1)
 	cur.IssuedAt = now.Truncate(time.Second)
 	cur.ExpiresAt = now.Add(p.ttl).Truncate(time.Second)
 	cur.RefreshAt = now.Add(p.ttl / 2)
-	body := jwks.Revocations{Sequence: docSeq, IssuedAt: cur.IssuedAt, ExpiresAt: cur.ExpiresAt, Revoked: revoked}
+	body := jwks.Revocations{Sequence: docSeq, IssuedAt: cur.IssuedAt, ExpiresAt: cur.ExpiresAt, Revoked: d.revoked}
 	if !p.omitAuditHead {
 		body.AuditHead = &jwks.AuditHead{Seq: cur.Published.Seq, Hash: cur.Published.Hash}
 	}
@@ -209,7 +188,103 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 	p.mu.Lock()
 	p.cached, p.readAt = &storedRevocations{doc: doc, state: cur}, time.Now()
 	p.mu.Unlock()
+	p.remember(doc.Seq, cur.Published)
 	return signed, nil
+}
+
+// revocationDecision is what assess found: whether the stored document is
+// due for re-signing, and what a new one would say.
+type revocationDecision struct {
+	due      bool
+	prev     *storedRevocations // nil: none stored
+	cur      revocationState    // what a document signed now says (times unset)
+	wentBack bool               // the store's audit head is behind the published one
+	signer   jwks.View
+	revoked  []jwks.Revocation
+	now      time.Time
+}
+
+// body is the stored document's bytes, when there is one to serve.
+func (d revocationDecision) body() []byte {
+	if d.prev == nil {
+		return nil
+	}
+	return d.prev.doc.Body
+}
+
+// assess compares the stored document with the key records and audit head
+// now.
+func (p *revocationPublisher) assess(ctx context.Context) (revocationDecision, error) {
+	prev, err := p.stored(ctx)
+	if err != nil {
+		return revocationDecision{}, err
+	}
+	if prev != nil {
+		p.remember(prev.doc.Seq, prev.state.Published)
+	}
+	recs, err := p.keys.records(ctx, false)
+	if err != nil {
+		return revocationDecision{}, err
+	}
+	d := revocationDecision{prev: prev, now: p.now()}
+	views := jwks.Derive(d.now, recs, p.keys.policy)
+	d.revoked = jwks.RevokedFrom(recs, d.now)
+	if d.signer, err = documentSignerView(views); err != nil {
+		return revocationDecision{}, fmt.Errorf("%w: %v", errNoRevocationSigner, err)
+	}
+	var set strings.Builder
+	set.WriteString(d.signer.KID)
+	for _, r := range d.revoked {
+		set.WriteString("|" + r.KID)
+	}
+	seq, hash, err := p.store.AuditHead(ctx)
+	if err != nil {
+		return revocationDecision{}, &UnavailableError{What: "audit log", Err: fmt.Errorf("audit head for the revocation document: %w", err)}
+	}
+	storeHead := audit.Head{Seq: seq, Hash: hash}
+	d.cur = revocationState{Set: set.String(), Published: storeHead, Store: storeHead}
+	// The store's head is a high-water mark and never goes back; when it
+	// does, the database was edited, swapped or restored from a backup.
+	// Keep publishing the highest head already published (by this process
+	// or, as stored, by another), so auditors holding it or fetching a new
+	// document still catch the loss.
+	p.mu.Lock()
+	published := p.maxHead
+	p.mu.Unlock()
+	if d.wentBack = published.Hash != nil && headBehind(storeHead, published); d.wentBack {
+		d.cur.Published = published
+	}
+	d.due = true
+	// A stored document that carries less than this process published
+	// (the database restored from a backup) is due at once.
+	restored := d.wentBack && headBehind(prev.stateOrZero().Published, d.cur.Published)
+	if prev != nil && prev.state.Set == d.cur.Set && d.now.Before(prev.state.RefreshAt) && !restored {
+		switch {
+		case headEqual(prev.state.Store, d.cur.Store): // the log did not move
+			d.due = false
+		case !d.wentBack && d.now.Before(prev.state.IssuedAt.Add(revocationHeadRefresh)):
+			d.due = false
+		}
+	}
+	return d, nil
+}
+
+// remember raises the process's high-water marks of the document sequence
+// and the audit head published, which outlive the database they came from.
+func (p *revocationPublisher) remember(seq int64, head audit.Head) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.maxSeq = max(p.maxSeq, seq)
+	if p.maxHead.Hash == nil || head.Seq > p.maxHead.Seq {
+		p.maxHead = head
+	}
+}
+
+func (s *storedRevocations) stateOrZero() revocationState {
+	if s == nil {
+		return revocationState{}
+	}
+	return s.state
 }
 
 // stored returns the stored document (nil when there is none), read again

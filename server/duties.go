@@ -36,10 +36,16 @@ type duties struct {
 	clock  *clock
 	log    *slog.Logger
 
-	mu    sync.Mutex
-	lease store.Lease // the lease as last granted to this process
-	have  bool        // lease is this process's (until lease.Expires)
-	other string      // the holder last seen, when another
+	mu        sync.Mutex
+	lease     store.Lease // the lease as last granted to this process, or another's as last seen
+	have      bool        // lease is this process's (until lease.Expires)
+	other     string      // the holder last seen, when another
+	checkedAt time.Time   // when another holder was last seen
+	// yieldUntil: this process gave the lease up because it cannot do the
+	// duties (it cannot open the signing key); it does not take the lease
+	// again before then, so a replica that can takes it.
+	yieldUntil time.Time
+	failures   int // duty rounds in a row that failed under the lease
 }
 
 func newDuties(st store.Store, holder string, c *clock, log *slog.Logger) *duties {
@@ -68,11 +74,25 @@ func (d *duties) held(ctx context.Context) (lease store.Lease, ok bool, err erro
 	if have && d.clock.now().Add(leaseSpare).Before(l.Expires) {
 		return l, true, nil
 	}
+	// Another replica held it a moment ago: do not ask the database again
+	// at every fetch (each ask is a write to the lease row).
+	d.mu.Lock()
+	recent := !have && d.other != "" && time.Since(d.checkedAt) < time.Second
+	d.mu.Unlock()
+	if recent {
+		return l, false, nil
+	}
 	return d.acquire(ctx)
 }
 
 // acquire takes or renews the lease now.
 func (d *duties) acquire(ctx context.Context) (store.Lease, bool, error) {
+	d.mu.Lock()
+	yielding := time.Now().Before(d.yieldUntil)
+	d.mu.Unlock()
+	if yielding {
+		return store.Lease{}, false, nil
+	}
 	l, err := d.store.AcquireLease(ctx, dutiesLease, d.holder, leaseTTL)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -81,7 +101,7 @@ func (d *duties) acquire(ctx context.Context) (store.Lease, bool, error) {
 		if d.have || d.other != l.Holder {
 			d.log.Info("another replica holds the duties lease", "holder", l.Holder, "epoch", l.Epoch, "expires", l.Expires)
 		}
-		d.have, d.other = false, l.Holder
+		d.lease, d.have, d.other, d.checkedAt = l, false, l.Holder, time.Now()
 		return l, false, nil
 	case err != nil:
 		// Unknown: the lease may have lapsed. Duties wait for the next
@@ -167,9 +187,53 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 		return nil
 	}
 	if _, err := a.revocations.document(ctx); err != nil {
+		if a.duties.failed(ctx, err) {
+			return fmt.Errorf("revocation document: %w; gave the duties lease up for %s so that a replica that can sign takes it", err, yieldFor)
+		}
 		return fmt.Errorf("revocation document: %w", err)
 	}
+	a.duties.succeeded()
 	return nil
+}
+
+// yieldAfter duty rounds in a row that cannot sign (the key cannot be
+// opened here), the holder gives the lease up for yieldFor: holding it
+// would keep every replica's revocation document from following key
+// changes, and its expiry from being renewed by one that can sign.
+const (
+	yieldAfter = 3
+	yieldFor   = 3 * leaseTTL
+)
+
+// failed counts a duty round that failed under the lease, and gives the
+// lease up when the cause is this process's (it cannot open the signing
+// key) and it persisted for yieldAfter rounds. It reports whether it did.
+func (d *duties) failed(ctx context.Context, err error) bool {
+	if !errors.As(err, new(*KeyUnavailableError)) {
+		return false // the store, or anything every replica would hit alike
+	}
+	d.mu.Lock()
+	d.failures++
+	yield := d.failures >= yieldAfter
+	if yield {
+		d.failures = 0
+	}
+	d.mu.Unlock()
+	if !yield {
+		return false
+	}
+	d.release(ctx)
+	d.mu.Lock()
+	d.yieldUntil = time.Now().Add(yieldFor)
+	d.mu.Unlock()
+	d.log.Warn("this replica cannot sign the revocation document; giving the duties lease to another replica", "err", err, "for", yieldFor)
+	return true
+}
+
+func (d *duties) succeeded() {
+	d.mu.Lock()
+	d.failures = 0
+	d.mu.Unlock()
 }
 
 // changed follows a change another process committed to the store.

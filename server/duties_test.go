@@ -2,13 +2,19 @@ package server
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"database/sql"
 	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
@@ -126,4 +132,137 @@ func TestClockSkewUsesStoreClock(t *testing.T) {
 			t.Fatalf("replica %s already signs with a key that activates in 10 s", name)
 		}
 	}
+}
+
+// TestRevocationDocumentSignedOncePerChange: after one revocation, twenty
+// fetches at once cost one signature: the sequence moves by one, and every
+// fetch gets the same bytes.
+func TestRevocationDocumentSignedOncePerChange(t *testing.T) {
+	ctx := t.Context()
+	a, _ := newAuthority(t)
+	_, before := verifiedRevocations(t, a)
+	pending, err := a.RotateKey(ctx, "", durationPtr(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
+		t.Fatal(err)
+	}
+	docs := make([][]byte, 20)
+	var wg sync.WaitGroup
+	for i := range docs {
+		wg.Go(func() {
+			doc, err := a.Revocations(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			docs[i] = doc
+		})
+	}
+	wg.Wait()
+	for _, d := range docs[1:] {
+		if !bytes.Equal(d, docs[0]) {
+			t.Fatal("concurrent fetches after one change got different documents")
+		}
+	}
+	_, after := verifiedRevocations(t, a)
+	if after.Sequence != before.Sequence+1 || len(after.Revoked) != 1 {
+		t.Fatalf("one revocation and 20 fetches: sequence %d → %d (want one signature), revoked %v", before.Sequence, after.Sequence, after.Revoked)
+	}
+}
+
+// TestRevocationDocumentSurvivesDatabaseRestore: the whole database put
+// back to an earlier state (audit log, head, stored document, sequence
+// counter, as a backup restore does) takes neither the published audit head
+// nor the document sequence back.
+func TestRevocationDocumentSurvivesDatabaseRestore(t *testing.T) {
+	ctx := t.Context()
+	a, dir := newAuthority(t)
+	var clock atomic.Int64
+	clock.Store(time.Now().UTC().UnixNano())
+	a.setClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
+	_, r0 := verifiedRevocations(t, a)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "cardsign.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The "backup": the stored document and the counter as they are now.
+	var docSeq, counter int64
+	var body, meta []byte
+	if err := db.QueryRowContext(ctx, `SELECT seq, body, meta FROM documents WHERE name = 'revocations'`).Scan(&docSeq, &body, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT value FROM sequences WHERE name = 'revocations'`).Scan(&counter); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		sum := sha256.Sum256([]byte{byte(i)})
+		if _, err := a.store.AppendAudit(ctx, []audit.Record{{Time: a.now(), Caller: "t", CanonicalSHA256: sum[:], Signature: "s"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Add(int64(revocationHeadRefresh))
+	_, r1 := verifiedRevocations(t, a)
+	if r1.AuditHead.Seq != 3 || r1.Sequence <= r0.Sequence {
+		t.Fatalf("after three records: %+v", r1)
+	}
+	for _, q := range []string{
+		`DROP TRIGGER audit_no_delete`, `DROP TRIGGER audit_head_forward_only`,
+		`DELETE FROM audit`, `UPDATE audit_head SET seq = 0, hash = zeroblob(32)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE documents SET seq = ?, body = ?, meta = ? WHERE name = 'revocations'`, docSeq, body, meta); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE sequences SET value = ? WHERE name = 'revocations'`, counter); err != nil {
+		t.Fatal(err)
+	}
+	a.changed(store.TopicDocuments)
+	_, r2 := verifiedRevocations(t, a)
+	if r2.AuditHead.Seq != 3 || r2.Sequence <= r1.Sequence {
+		t.Fatalf("after the restore: sequence %d (published %d before), audit head %d (published 3 before)", r2.Sequence, r1.Sequence, r2.AuditHead.Seq)
+	}
+}
+
+// TestDutiesLeaseYieldedByReplicaThatCannotSign: a lease holder that
+// cannot open the signing key gives the lease up after a few rounds, and
+// does not take it back while a replica that can sign holds it.
+func TestDutiesLeaseYieldedByReplicaThatCannotSign(t *testing.T) {
+	ctx := t.Context()
+	good, dir := newAuthority(t)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "cardsign.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	// No backend at all: every key on record fails to open here.
+	bad := NewAuthority(Config{Backends: backends.NewRegistry(), RevocationTTL: time.Hour, Replica: "bad"}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(func() { bad.Close() })
+	for round := 1; round <= yieldAfter; round++ {
+		err := bad.dutyRound(ctx)
+		if err == nil || !errors.As(err, new(*KeyUnavailableError)) {
+			t.Fatalf("round %d of a replica that cannot open the key: %v", round, err)
+		}
+		_, held, _ := bad.duties.held(ctx)
+		if want := round < yieldAfter; held != want {
+			t.Fatalf("after round %d the replica that cannot sign holds the lease: %v, want %v", round, held, want)
+		}
+	}
+	if err := good.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, held, _ := good.duties.held(ctx); !held {
+		t.Fatal("the replica that can sign did not take the yielded lease")
+	}
+	if err := bad.dutyRound(ctx); err != nil {
+		t.Fatalf("a yielding replica's round: %v", err)
+	}
+	if _, held, _ := bad.duties.held(ctx); held {
+		t.Fatal("the replica that cannot sign took the lease back")
+	}
+	verifiedRevocations(t, good)
 }
