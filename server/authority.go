@@ -190,7 +190,8 @@ func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, e
 // makeKey makes a new key under the store's key-set lock: check sees every
 // key on record first and may refuse, so no backend key is made then.
 func (a *Authority) makeKey(ctx context.Context, alg jose.Alg, check func(now time.Time, existing []jwks.KeyRecord) error, adjust func(*jwks.KeyRecord)) (jwks.KeyRecord, error) {
-	return a.store.MakeKey(ctx, func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error) {
+	var made string // the URI of a key made at its backend
+	rec, err := a.store.MakeKey(ctx, func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error) {
 		if check != nil {
 			if err := check(a.now(), existing); err != nil {
 				return jwks.KeyRecord{}, err
@@ -200,6 +201,7 @@ func (a *Authority) makeKey(ctx context.Context, alg jose.Alg, check func(now ti
 		if err != nil {
 			return jwks.KeyRecord{}, err
 		}
+		made = rec.URI
 		if err := notAlreadyKnown(rec)(existing); err != nil {
 			return jwks.KeyRecord{}, err
 		}
@@ -208,6 +210,14 @@ func (a *Authority) makeKey(ctx context.Context, alg jose.Alg, check func(now ti
 		}
 		return rec, nil
 	})
+	if err != nil && made != "" {
+		// Made, then not recorded (the store went away at the commit, or
+		// the transaction timed out): nobody will use the key, and an
+		// operator must know it exists.
+		a.log.Error("a key was made at its backend but its record was not committed: delete it there, or import it",
+			"uri", backends.Redact(made), "err", err)
+	}
+	return rec, err
 }
 
 // record opens a key URI and builds its record: the public JWK is read once,

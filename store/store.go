@@ -138,6 +138,17 @@ type Document struct {
 	UpdatedAt time.Time
 }
 
+// Counters is a Store whose named counters (NextSequence) can be read and
+// raised without taking a value: what copying a store needs, so that a
+// counter never goes back across the copy.
+type Counters interface {
+	// Counter returns the counter's current value: the last NextSequence
+	// returned, 0 when it was never used.
+	Counter(ctx context.Context, name string) (int64, error)
+	// RaiseCounter sets the counter to atLeast when it is below it.
+	RaiseCounter(ctx context.Context, name string, atLeast int64) error
+}
+
 // Topics a Watcher reports.
 const (
 	TopicKeys      = "keys"      // a key record was created or changed

@@ -479,6 +479,14 @@ func (c *copier) syncKeys(ctx context.Context) error {
 func (c *copier) copyDocuments(ctx context.Context) (map[string]int64, error) {
 	seqs := map[string]int64{}
 	for _, name := range copiedDocuments {
+		// The document's counter first: a source last run by a cardsignd
+		// that kept no stored document still numbered the ones it served,
+		// and the destination must go on above them.
+		counter, err := c.copyCounter(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		seqs[name] = counter
 		doc, err := c.src.Document(ctx, name)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -486,7 +494,7 @@ func (c *copier) copyDocuments(ctx context.Context) (map[string]int64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("source: %w", err)
 		}
-		seqs[name] = doc.Seq
+		seqs[name] = max(counter, doc.Seq)
 		have, err := c.dst.Document(ctx, name)
 		switch {
 		case err == nil && have.Seq >= doc.Seq:
@@ -505,6 +513,24 @@ func (c *copier) copyDocuments(ctx context.Context) (map[string]int64, error) {
 		}
 	}
 	return seqs, nil
+}
+
+// copyCounter raises the destination's counter name to the source's and
+// returns the source's value.
+func (c *copier) copyCounter(ctx context.Context, name string) (int64, error) {
+	src, ok := c.src.(store.Counters)
+	dst, ok2 := c.dst.(store.Counters)
+	if !ok || !ok2 {
+		return 0, fmt.Errorf("the stores cannot copy their %s counter (%T, %T)", name, c.src, c.dst)
+	}
+	v, err := src.Counter(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("source: %w", err)
+	}
+	if err := dst.RaiseCounter(ctx, name, v); err != nil {
+		return 0, fmt.Errorf("destination: %w", err)
+	}
+	return v, nil
 }
 
 // verify checks the copy: the destination's whole audit chain, its head
@@ -567,14 +593,24 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 		if !ok {
 			continue
 		}
-		d, err := c.dst.Document(ctx, name)
-		if err != nil {
+		var have int64
+		switch d, err := c.dst.Document(ctx, name); {
+		case err == nil:
+			have = d.Seq
+		case !errors.Is(err, store.ErrNotFound):
 			return fmt.Errorf("verify: destination: document %s: %w", name, err)
 		}
-		if d.Seq < want {
-			return fmt.Errorf("verify: the destination's %s document has sequence %d, the source's %d", name, d.Seq, want)
+		if dst, ok := c.dst.(store.Counters); ok {
+			v, err := dst.Counter(ctx, name)
+			if err != nil {
+				return fmt.Errorf("verify: destination: %w", err)
+			}
+			have = max(have, v)
 		}
-		docNote += fmt.Sprintf(", %s sequence %d", documentLabel(name), d.Seq)
+		if have < want {
+			return fmt.Errorf("verify: the destination's %s sequence is %d, the source's %d", documentLabel(name), have, want)
+		}
+		docNote += fmt.Sprintf(", %s sequence %d", documentLabel(name), have)
 	}
 	fmt.Fprintf(c.out, "store copy: verified %s: audit chain intact (%s, head %s), audit head equals the source's, key records equal the source's (%d)%s\n",
 		c.dstName, count(n, "record"), dstHead, len(dstKeys), docNote)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -177,7 +178,7 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	r = runDaemonOnce(t, "store", "copy", "--from", data, "--to", bare, "--password-file", pwFile)
 	if r.Code != 0 || !strings.Contains(r.Stderr, fmt.Sprintf("copied 2 key records and %d audit records", records)) ||
 		!strings.Contains(r.Stderr, fmt.Sprintf("verified %s: audit chain intact (%d records", bare, records)) {
-		t.Fatalf("store copy: exit %d\n%s", r.Code, r.Stderr)
+		t.Fatalf("store copy: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	// Again, onto the copy: refused, saying how to resume.
 	r = runDaemonOnce(t, "store", "copy", "--from", data, "--to", raw)
@@ -328,4 +329,39 @@ func TestReplicaCannotOpenKeysMakesNone(t *testing.T) {
 	}
 	a.stop()
 	b.stop()
+}
+
+// TestStoreCopyKeepsRevocationCounter: a source last run by a cardsignd that
+// kept no stored revocation document (before several replicas) still
+// numbered the documents it served; the copy carries the counter, so the
+// first document on PostgreSQL goes on above them.
+func TestStoreCopyKeepsRevocationCounter(t *testing.T) {
+	ctx := t.Context()
+	data := filepath.Join(t.TempDir(), "data")
+	startDaemon(t, data).stop()
+	// What a cardsignd before stored documents leaves: a counter, no
+	// document.
+	srcPath := filepath.Join(data, "cardsign.db")
+	db, err := sql.Open("sqlite", "file:"+srcPath+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DELETE FROM documents`, `INSERT INTO sequences (name, value) VALUES ('revocations', 7) ON CONFLICT (name) DO UPDATE SET value = 7`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	raw := newPGDatabase(t)
+	if r := runDaemonOnce(t, "store", "copy", "--from", srcPath, "--to", raw); r.Code != 0 || !strings.Contains(r.Stderr, "sequence 7") {
+		t.Fatalf("store copy: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	dst, err := postgres.Open(ctx, postgres.Config{URL: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if v, err := dst.NextSequence(ctx, "revocations"); err != nil || v != 8 {
+		t.Fatalf("the destination's next revocation sequence: %d, %v; want 8", v, err)
+	}
 }

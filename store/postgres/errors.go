@@ -50,7 +50,9 @@ func unavailable(err error) bool {
 		case pe.Code == "57P01", // admin_shutdown: pg_ctl stop -m fast, or the backend terminated
 			pe.Code == "57P02", // crash_shutdown: another backend crashed, every session is reset
 			pe.Code == "57P03", // cannot_connect_now: the server is starting up or shutting down
-			pe.Code == "53300": // too_many_connections
+			pe.Code == "53300", // too_many_connections
+			pe.Code == "25P03", // idle_in_transaction_session_timeout: the session was ended under a slow step
+			pe.Code == "25006": // read_only_sql_transaction: a standby (after a failover) until the URL reaches the primary
 			return true
 		}
 		return false // any other server error is an answer, not an outage

@@ -267,6 +267,14 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 		if err := lockKeySet(ctx, tx); err != nil {
 			return err
 		}
+		// The audit head too, before fn takes its time (a revocation's
+		// revoked_at): appends wait, so every record committed before the
+		// change has an earlier time, as on SQLite, where one write lock
+		// covers both. The order (key set, audit head, key rows) never
+		// reverses that of an append (audit head, key rows).
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM audit_head WHERE id = 1 FOR UPDATE`); err != nil {
+			return fmt.Errorf("audit head lock: %w", err)
+		}
 		recs, err := listKeys(ctx, tx)
 		if err != nil {
 			return err

@@ -11,6 +11,8 @@ import (
 	"github.com/cardsign/cardsign/store"
 )
 
+var _ store.Counters = (*Store)(nil)
+
 // NextSequence returns the next value (1, 2, …) of the durable counter name.
 // One statement: ON CONFLICT DO UPDATE locks the counter's row, so
 // concurrent callers get consecutive values, each once.
@@ -26,6 +28,32 @@ func (s *Store) NextSequence(ctx context.Context, name string) (int64, error) {
 		return 0, wrap(ctx, fmt.Sprintf("next sequence %q", name), err)
 	}
 	return v, nil
+}
+
+// Counter returns the counter's current value (0: never used).
+func (s *Store) Counter(ctx context.Context, name string) (int64, error) {
+	var v int64
+	err := s.pool.QueryRow(ctx, `SELECT value FROM sequences WHERE name = $1`, name).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, wrap(ctx, fmt.Sprintf("counter %q", name), err)
+	}
+	return v, nil
+}
+
+// RaiseCounter sets the counter to atLeast when it is below it.
+func (s *Store) RaiseCounter(ctx context.Context, name string, atLeast int64) error {
+	if name == "" {
+		return errors.New("store: raise counter: empty name")
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO sequences (name, value) VALUES ($1, $2)
+		ON CONFLICT (name) DO UPDATE SET value = greatest(sequences.value, excluded.value)`, name, atLeast)
+	if err != nil {
+		return wrap(ctx, fmt.Sprintf("raise counter %q", name), err)
+	}
+	return nil
 }
 
 // Now returns the database server's clock (clock_timestamp(): the time of

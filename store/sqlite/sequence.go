@@ -5,7 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/cardsign/cardsign/store"
 )
+
+var _ store.Counters = (*Store)(nil)
 
 // NextSequence returns the next value (1, 2, …) of the durable counter name.
 func (s *Store) NextSequence(ctx context.Context, name string) (int64, error) {
@@ -22,4 +26,33 @@ func (s *Store) NextSequence(ctx context.Context, name string) (int64, error) {
 		return 0, fmt.Errorf("store: next sequence %q: %w", name, err)
 	}
 	return v, nil
+}
+
+// Counter returns the counter's current value (0: never used).
+func (s *Store) Counter(ctx context.Context, name string) (int64, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM sequences WHERE name = ?`, name).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: counter %q: %w", name, err)
+	}
+	return v, nil
+}
+
+// RaiseCounter sets the counter to atLeast when it is below it.
+func (s *Store) RaiseCounter(ctx context.Context, name string, atLeast int64) error {
+	if name == "" {
+		return errors.New("store: raise counter: empty name")
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO sequences (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)`, name, atLeast)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: raise counter %q: %w", name, err)
+	}
+	return nil
 }

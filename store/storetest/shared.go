@@ -341,3 +341,37 @@ func testDocuments(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 }
+
+// testCounters: a store that lets its counters be read and raised (for
+// copying it) keeps NextSequence consistent with them.
+func testCounters(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	c, ok := s.(store.Counters)
+	if !ok {
+		t.Fatalf("%T does not implement store.Counters", s)
+	}
+	ctx := t.Context()
+	if v, err := c.Counter(ctx, "docs"); err != nil || v != 0 {
+		t.Fatalf("unused counter: %d, %v", v, err)
+	}
+	if _, err := s.NextSequence(ctx, "docs"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Counter(ctx, "docs"); err != nil || v != 1 {
+		t.Fatalf("counter after one NextSequence: %d, %v", v, err)
+	}
+	for _, raise := range []int64{40, 7} { // raising to less does nothing
+		if err := c.RaiseCounter(ctx, "docs", raise); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := s.NextSequence(ctx, "docs"); err != nil || v != 41 {
+		t.Fatalf("NextSequence after raising to 40: %d, %v", v, err)
+	}
+	if err := c.RaiseCounter(ctx, "fresh", 5); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.NextSequence(ctx, "fresh"); err != nil || v != 6 {
+		t.Fatalf("NextSequence of a counter raised before its first use: %d, %v", v, err)
+	}
+}

@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"Leases", testLeases},
 		{"LeaseRaceOneHolder", testLeaseRace},
 		{"Documents", testDocuments},
+		{"Counters", testCounters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
