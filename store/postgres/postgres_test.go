@@ -264,7 +264,7 @@ func TestWatch(t *testing.T) {
 	// failover would: Watch reconnects and says announcements may have
 	// been missed.
 	if err := cluster.SuperExec(t.Context(), "postgres",
-		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN cardsign'`); err != nil {
+		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cardsign-listen'`); err != nil {
 		t.Fatal(err)
 	}
 	next("")
