@@ -13,12 +13,12 @@ import (
 // a release pipeline would.
 
 var (
-	cardsignBin string
-	repoRoot    = testbin.RepoRoot()
+	cardsignBin, daemonBin string
+	repoRoot               = testbin.RepoRoot()
 )
 
 func TestMain(m *testing.M) {
-	testbin.Main(m, map[string]*string{".": &cardsignBin})
+	testbin.Main(m, map[string]*string{".": &cardsignBin, "../cardsignd": &daemonBin})
 }
 
 // result is what a run of cardsign left: its output and exit code.

@@ -439,17 +439,6 @@ type replica struct {
 
 var replicaReady = regexp.MustCompile(`msg="cardsignd ready" grpc=(\S+) http=(\S+)`)
 
-// buildDaemon builds cardsignd into dir.
-func buildDaemon(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "cardsignd")
-	out, err := exec.Command("go", "build", "-o", bin, "../cardsignd").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building cardsignd: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // startReplica starts cardsignd on free loopback ports and waits until it
 // says where it listens, then reads its active key.
 func startReplica(t *testing.T, bin, name string) *replica {
@@ -597,7 +586,7 @@ func cliSign(t *testing.T, list, card string) string {
 // tells which one signed) and signs through --server A,B,C.
 func TestReplicas(t *testing.T) {
 	clearConnEnv(t)
-	bin := buildDaemon(t, t.TempDir())
+	bin := daemonBin
 	a, b, c := startReplica(t, bin, "A"), startReplica(t, bin, "B"), startReplica(t, bin, "C")
 	reps := []*replica{a, b, c}
 	t.Cleanup(func() {
