@@ -294,7 +294,7 @@ func (r *Reloader) checkKeyMode(mode fs.FileMode) {
 	if runtime.GOOS == "windows" || mode.Perm()&0o044 == 0 {
 		return
 	}
-	r.log.Warn("tls key file is readable by group or others; restrict it to the server's user (chmod 600, or defaultMode: 0400 for a Kubernetes secret)",
+	r.log.Warn("tls key file is readable by group or others; restrict it to the server's user (chmod 600; a Kubernetes Secret volume read by a non-root pod is 0440 with fsGroup: then keep that group the pod's alone)",
 		"key_file", r.cfg.KeyFile, "mode", mode.Perm().String())
 }
 
