@@ -193,8 +193,10 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		"backends", strings.Join(reg.Schemes(), ","), "replica", auth.Replica(),
 	}
 	log.Info("cardsignd ready", summary...)
+	sdReady(log, gl.Addr(), hl.Addr())
 
 	serveErr := waitForStop(ctx, errc, log)
+	sdStopping(log)
 	if err := shutdown(bg, auth, gs, hs, httpSrv, cfg.ShutdownTimeout, log); err != nil {
 		return err
 	}
@@ -594,19 +596,26 @@ func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if r == nil {
-				log.Info("SIGHUP: TLS is off; nothing to reload")
-				continue
-			}
-			changed, err := r.Reload()
-			if err != nil {
-				log.Warn("SIGHUP: TLS reload failed; still serving the previous certificate", "err", err)
-				continue
-			}
-			if !changed { // a change is logged by the reloader itself
-				log.Info("SIGHUP: TLS files unchanged", "not_after", r.Leaf().NotAfter)
-			}
+			sdReloading(log)
+			reloadTLS(r, log)
+			sdReloaded(log)
 		}
+	}
+}
+
+// reloadTLS is one SIGHUP's reload.
+func reloadTLS(r *tlsreload.Reloader, log *slog.Logger) {
+	if r == nil {
+		log.Info("SIGHUP: TLS is off; nothing to reload")
+		return
+	}
+	changed, err := r.Reload()
+	if err != nil {
+		log.Warn("SIGHUP: TLS reload failed; still serving the previous certificate", "err", err)
+		return
+	}
+	if !changed { // a change is logged by the reloader itself
+		log.Info("SIGHUP: TLS files unchanged", "not_after", r.Leaf().NotAfter)
 	}
 }
 

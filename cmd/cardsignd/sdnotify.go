@@ -1,0 +1,177 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// The service manager notification protocol of sd_notify(3), without
+// libsystemd: one datagram per state change, KEY=VALUE lines, sent to the
+// AF_UNIX socket named by NOTIFY_SOCKET (a path, or an abstract socket
+// written @NAME). Under Type=notify systemd starts ordering dependent units
+// at READY=1, holds `systemctl reload` between RELOADING=1 and READY=1
+// (Type=notify-reload, systemd 253 and newer), and shows STATUS= in
+// `systemctl status`. Without NOTIFY_SOCKET nothing is sent.
+
+// notifySocketEnv names the service manager's socket.
+const notifySocketEnv = "NOTIFY_SOCKET"
+
+// notifyTimeout bounds one send: a service manager that does not read its
+// socket must not hold up start, reload or shutdown.
+const notifyTimeout = 2 * time.Second
+
+// systemd is this process's notifier, made from NOTIFY_SOCKET at first use.
+var systemd = sync.OnceValue(func() *sdNotifier { return newSDNotifier(os.Getenv(notifySocketEnv)) })
+
+// sdReady tells the service manager that both listeners are serving.
+func sdReady(log *slog.Logger, grpcAddr, httpAddr net.Addr) {
+	systemd().ready(log, fmt.Sprintf("serving gRPC on %s, HTTP on %s", grpcAddr, httpAddr))
+}
+
+// sdReloading tells it that a SIGHUP reload has begun; sdReloaded, that it
+// is over (whatever its outcome: a failed TLS reload keeps serving the
+// previous material, and says so in the log).
+func sdReloading(log *slog.Logger) { systemd().reloading(log) }
+func sdReloaded(log *slog.Logger)  { systemd().reloaded(log) }
+
+// sdStopping tells it that the drain has begun.
+func sdStopping(log *slog.Logger) { systemd().stopping(log) }
+
+// sdState is where the notifier is in the protocol. It keeps the messages
+// in an order systemd accepts whatever the signals' timing: no reload
+// before the first READY=1, no READY=1 after STOPPING=1.
+type sdState int
+
+const (
+	sdStarting sdState = iota
+	sdServing
+	sdReloadingState
+	sdStoppingState
+)
+
+// sdNotifier sends state changes to one notification socket. Sends are
+// serialized (a reload's READY=1 never overtakes its RELOADING=1). A failed
+// send is logged once, never fatal: cardsignd serves the same without a
+// service manager.
+type sdNotifier struct {
+	addr    string // NOTIFY_SOCKET; empty: not under a service manager
+	timeout time.Duration
+
+	mu     sync.Mutex
+	state  sdState
+	status string // the serving status, sent again after each reload
+	warned bool   // a failed send was logged; later ones are not
+}
+
+func newSDNotifier(addr string) *sdNotifier {
+	return &sdNotifier{addr: addr, timeout: notifyTimeout}
+}
+
+func (n *sdNotifier) ready(log *slog.Logger, status string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state != sdStarting {
+		return
+	}
+	n.state, n.status = sdServing, oneLine(status)
+	n.send(log, "READY=1\nSTATUS="+n.status+"\nMAINPID="+strconv.Itoa(os.Getpid()))
+}
+
+func (n *sdNotifier) reloading(log *slog.Logger) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state != sdServing {
+		return
+	}
+	n.state = sdReloadingState
+	msg := "RELOADING=1\nSTATUS=reloading the TLS files (SIGHUP)"
+	// MONOTONIC_USEC lets systemd tell this reload from an earlier one.
+	if usec, ok := monotonicUsec(); ok {
+		msg += "\nMONOTONIC_USEC=" + strconv.FormatUint(usec, 10)
+	}
+	n.send(log, msg)
+}
+
+func (n *sdNotifier) reloaded(log *slog.Logger) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state != sdReloadingState {
+		return
+	}
+	n.state = sdServing
+	n.send(log, "READY=1\nSTATUS="+n.status)
+}
+
+func (n *sdNotifier) stopping(log *slog.Logger) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state == sdStoppingState {
+		return
+	}
+	n.state = sdStoppingState
+	n.send(log, "STOPPING=1\nSTATUS=stopping: finishing in-flight signatures and their audit records")
+}
+
+// send writes one message; n.mu is held.
+func (n *sdNotifier) send(log *slog.Logger, msg string) {
+	if n.addr == "" {
+		return
+	}
+	if err := n.write(msg); err != nil && !n.warned {
+		n.warned = true
+		log.Warn("cannot notify the service manager; serving without it (later failures are not logged)",
+			"socket", n.addr, "err", err)
+	}
+}
+
+func (n *sdNotifier) write(msg string) error {
+	// systemd 254 and newer may also name a vsock address (vsock:CID:PORT),
+	// for a virtual machine's manager; cardsignd supports the two forms a
+	// service's manager uses.
+	if !strings.HasPrefix(n.addr, "/") && !strings.HasPrefix(n.addr, "@") {
+		return fmt.Errorf("%s=%q is neither an absolute path nor an abstract socket (@NAME)", notifySocketEnv, n.addr)
+	}
+	// A leading @ is an abstract socket: the net package turns it into the
+	// leading NUL byte the kernel expects.
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: n.addr, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetWriteDeadline(time.Now().Add(n.timeout)); err != nil {
+		return err
+	}
+	_, err = conn.Write([]byte(msg))
+	return err
+}
+
+// oneLine keeps a STATUS= value on its line: a newline would start another
+// assignment.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}
+
+// clockMonotonic is CLOCK_MONOTONIC in the Linux ABI.
+const clockMonotonic = 1
+
+// monotonicUsec reads CLOCK_MONOTONIC, the clock of MONOTONIC_USEC, in
+// microseconds. Go's time package keeps its monotonic readings relative to
+// the process start, so the clock is read directly; ok is false if it
+// cannot be (the field is then left out).
+func monotonicUsec() (usec uint64, ok bool) {
+	var ts syscall.Timespec
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockMonotonic, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		return 0, false
+	}
+	return uint64(ts.Sec)*1e6 + uint64(ts.Nsec)/1e3, true
+}
