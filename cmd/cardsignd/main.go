@@ -156,7 +156,8 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	bg := startBackground(ctx, auth, reloader, log)
+	sd := serviceNotifier()
+	bg := startBackground(ctx, auth, reloader, sd, log)
 	defer bg.stop()
 	gl, hl, err := listen(cfg, reloader != nil, authn.Enabled(), nofile, metrics, log)
 	if err != nil {
@@ -193,10 +194,10 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		"backends", strings.Join(reg.Schemes(), ","), "replica", auth.Replica(),
 	}
 	log.Info("cardsignd ready", summary...)
-	sdReady(log, gl.Addr(), hl.Addr())
+	sd.notifyReady(log, gl.Addr(), hl.Addr())
 
 	serveErr := waitForStop(ctx, errc, log)
-	sdStopping(log)
+	sd.notifyStopping(log)
 	if err := shutdown(bg, auth, gs, hs, httpSrv, cfg.ShutdownTimeout, log); err != nil {
 		return err
 	}
@@ -421,7 +422,7 @@ type background struct {
 // startBackground starts the cluster duties (the duties lease, the
 // revocation document, following other replicas' changes), watching the TLS
 // files when TLS is on, and SIGHUP.
-func startBackground(ctx context.Context, auth *server.Authority, reloader *tlsreload.Reloader, log *slog.Logger) *background {
+func startBackground(ctx context.Context, auth *server.Authority, reloader *tlsreload.Reloader, sd *sdNotifier, log *slog.Logger) *background {
 	bg := &background{}
 	bg.ctx, bg.cancel = context.WithCancel(ctx)
 	// Stopped with the rest, before the authority closes: it releases the
@@ -432,7 +433,7 @@ func startBackground(ctx context.Context, auth *server.Authority, reloader *tlsr
 	}
 	// SIGHUP is always caught: without TLS there is nothing to reload, but
 	// Go's default would end the process without draining it.
-	bg.wg.Go(func() { reloadOnHUP(bg.ctx, reloader, log) })
+	bg.wg.Go(func() { reloadOnHUP(bg.ctx, reloader, sd, log) })
 	return bg
 }
 
@@ -587,7 +588,7 @@ func shutdown(bg *background, auth *server.Authority, gs *grpc.Server, hs *healt
 
 // reloadOnHUP reloads the TLS files at once on SIGHUP, for operators and
 // tools (cert-manager hooks) that would rather not wait for the next poll.
-func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, log *slog.Logger) {
+func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, sd *sdNotifier, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -596,9 +597,9 @@ func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			sdReloading(log)
+			sd.notifyReloading(log)
 			reloadTLS(r, log)
-			sdReloaded(log)
+			sd.notifyReloaded(log)
 		}
 	}
 }

@@ -30,22 +30,22 @@ const notifySocketEnv = "NOTIFY_SOCKET"
 // socket must not hold up start, reload or shutdown.
 const notifyTimeout = 2 * time.Second
 
-// systemd is this process's notifier, made from NOTIFY_SOCKET at first use.
-var systemd = sync.OnceValue(func() *sdNotifier { return newSDNotifier(os.Getenv(notifySocketEnv)) })
+// serviceNotifier is this process's notifier, made from NOTIFY_SOCKET.
+func serviceNotifier() *sdNotifier { return newSDNotifier(os.Getenv(notifySocketEnv)) }
 
-// sdReady tells the service manager that both listeners are serving.
-func sdReady(log *slog.Logger, grpcAddr, httpAddr net.Addr) {
-	systemd().ready(log, fmt.Sprintf("serving gRPC on %s, HTTP on %s", grpcAddr, httpAddr))
+// notifyReady tells the service manager that both listeners are serving.
+func (n *sdNotifier) notifyReady(log *slog.Logger, grpcAddr, httpAddr net.Addr) {
+	n.ready(log, fmt.Sprintf("serving gRPC on %s, HTTP on %s", grpcAddr, httpAddr))
 }
 
-// sdReloading tells it that a SIGHUP reload has begun; sdReloaded, that it
-// is over (whatever its outcome: a failed TLS reload keeps serving the
-// previous material, and says so in the log).
-func sdReloading(log *slog.Logger) { systemd().reloading(log) }
-func sdReloaded(log *slog.Logger)  { systemd().reloaded(log) }
+// notifyReloading tells it that a SIGHUP reload has begun; notifyReloaded,
+// that it is over (whatever its outcome: a failed TLS reload keeps serving
+// the previous material, and says so in the log).
+func (n *sdNotifier) notifyReloading(log *slog.Logger) { n.reloading(log) }
+func (n *sdNotifier) notifyReloaded(log *slog.Logger)  { n.reloaded(log) }
 
-// sdStopping tells it that the drain has begun.
-func sdStopping(log *slog.Logger) { systemd().stopping(log) }
+// notifyStopping tells it that the drain has begun.
+func (n *sdNotifier) notifyStopping(log *slog.Logger) { n.stopping(log) }
 
 // sdState is where the notifier is in the protocol. It keeps the messages
 // in an order systemd accepts whatever the signals' timing: no reload

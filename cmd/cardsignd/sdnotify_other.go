@@ -10,7 +10,11 @@ import (
 // Service manager notifications (sdnotify.go) are systemd's, on Linux
 // only: elsewhere they are no-ops.
 
-func sdReady(*slog.Logger, net.Addr, net.Addr) {}
-func sdReloading(*slog.Logger)                 {}
-func sdReloaded(*slog.Logger)                  {}
-func sdStopping(*slog.Logger)                  {}
+type sdNotifier struct{}
+
+func serviceNotifier() *sdNotifier { return &sdNotifier{} }
+
+func (*sdNotifier) notifyReady(*slog.Logger, net.Addr, net.Addr) {}
+func (*sdNotifier) notifyReloading(*slog.Logger)                 {}
+func (*sdNotifier) notifyReloaded(*slog.Logger)                  {}
+func (*sdNotifier) notifyStopping(*slog.Logger)                  {}
