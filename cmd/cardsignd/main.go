@@ -289,10 +289,13 @@ func usableCopy(ctx context.Context, st store.Store, dataDir, database string) e
 // build without one of them (CGO_ENABLED=0, -tags nopkcs11/nogcpkms/noawskms)
 // adds a constructor that says so.
 func openBackends(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (reg *backends.Registry, stats []server.StatsSource, err error) {
-	reg = backends.NewRegistry()
+	// The deferred Close holds its own reference: the error returns below
+	// set the named result to nil before it runs.
+	r := backends.NewRegistry()
+	reg = r
 	defer func() {
 		if err != nil {
-			reg.Close()
+			r.Close()
 		}
 	}()
 	// Keys on record reopen through the unrestricted file backend: their
