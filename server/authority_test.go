@@ -18,7 +18,7 @@ import (
 	"github.com/cardsign/cardsign/store/sqlite"
 )
 
-func newAuthority(t *testing.T) (*Authority, string) {
+func newAuthority(t testing.TB) (*Authority, string) {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
