@@ -1,7 +1,9 @@
 package card
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 )
 
 // Profile selects which canonical bytes a signature covers.
@@ -38,6 +40,14 @@ func ParseProfile(s string) (Profile, error) {
 // under profile p. It fails with an *Error when a field has the wrong JSON
 // type: presence rules are defined over typed fields.
 func Canonical(v Value, p Profile) ([]byte, error) {
+	switch p {
+	case ProfileSpec, ProfileSDK, ProfilePythonASCII:
+		// One walk writes the spec bytes, and says whether the other
+		// profiles would write the same.
+		if spec, clean, ok := canonicalSpec(v); ok && (clean || p == ProfileSpec) {
+			return spec, nil
+		}
+	}
 	t, _, err := project(v, p)
 	if err != nil {
 		return nil, err
@@ -69,30 +79,39 @@ type Forms struct {
 // Same reports whether one signature serves both profiles.
 func (f *Forms) Same() bool { return len(f.Divergences) == 0 }
 
-// CanonicalForms computes the spec and sdk canonical bytes of v. When nothing
-// diverges the sdk bytes are the spec bytes by construction (dropping
-// nothing from a tree that holds no empties and no unknown keys), so the
-// second RFC 8785 pass is skipped.
+// CanonicalForms computes the canonical forms of v. One walk writes the spec
+// bytes straight from v and tells whether the sdk and python-ascii profiles
+// would write the very same bytes (no empty value, no key outside the
+// schema, no oneof with two members, no "__proto__" name, no number, only
+// printable ASCII): then the three forms are one slice, and that is most
+// cards. Otherwise the profiles are projected apart and compared.
 func CanonicalForms(v Value) (*Forms, error) {
+	spec, clean, ok := canonicalSpec(v)
+	if ok && clean {
+		return &Forms{Spec: spec, SDK: spec, Python: spec}, nil
+	}
 	t, unknown, err := project(v, ProfileSpec)
 	if err != nil {
 		return nil, err
 	}
 	f := &Forms{Unknown: unknown, Divergences: append([]string(nil), unknown...)}
 	empties(t, &Path{index: -1}, &f.Divergences)
-	if f.Spec, err = t.JCS(); err != nil {
+	if ok {
+		f.Spec = spec
+	} else if f.Spec, err = t.JCS(); err != nil {
 		return nil, err
 	}
-	sdk := t
-	if f.Same() {
+	pr := projector{dropUnknown: true}
+	sdk, err := pr.sdk(v)
+	if err != nil {
+		return nil, err
+	}
+	f.Divergences = append(f.Divergences, pr.dropped...)
+	if f.SDK, err = sdk.JCS(); err != nil {
+		return nil, err
+	}
+	if bytes.Equal(f.SDK, f.Spec) {
 		f.SDK = f.Spec
-	} else {
-		if sdk, _, err = project(v, ProfileSDK); err != nil {
-			return nil, err
-		}
-		if f.SDK, err = sdk.JCS(); err != nil {
-			return nil, err
-		}
 	}
 	// Where nothing is written otherwise, the python-ascii bytes are the
 	// sdk bytes by construction: only ASCII text, no numbers, one key order.
@@ -115,6 +134,14 @@ func empties(v Value, p *Path, out *[]string) {
 	switch v.Kind {
 	case Object:
 		for _, m := range v.Obj {
+			if m.Key == "__proto__" {
+				// cleanEmpty drops it whatever it holds; in a message it
+				// is also a key outside the schema, listed already.
+				if at := p.Key(m.Key).String(); !slices.Contains(*out, at) {
+					*out = append(*out, at+` (a "__proto__" key)`)
+				}
+				continue
+			}
 			empties(m.Val, p.Key(m.Key), out)
 		}
 	case Array:
@@ -138,23 +165,40 @@ func project(v Value, p Profile) (Value, []string, error) {
 		return Value{}, nil, &Error{Path: "$", Rule: RuleNotObject, Offset: -1, Reason: "an Agent Card is a JSON object, not " + v.Kind.String()}
 	}
 	pr := projector{dropUnknown: p == ProfileSDK}
+	if p == ProfileSDK {
+		t, err := pr.sdk(v)
+		return t, pr.unknown, err
+	}
 	t, err := pr.presence(v, cardSchema, true)
 	if err != nil {
 		return Value{}, nil, err
 	}
-	if p == ProfileSDK {
-		t = dropEmpty(t)
-		if t.Kind == Null {
-			t = Value{Kind: Object, Obj: []Member{}}
-		}
-	}
 	return t, pr.unknown, nil
+}
+
+// sdk is the sdk profile's tree of card v (an object); pr.dropUnknown is set.
+func (pr *projector) sdk(v Value) (Value, error) {
+	if v.Kind != Object {
+		return Value{}, &Error{Path: "$", Rule: RuleNotObject, Offset: -1, Reason: "an Agent Card is a JSON object, not " + v.Kind.String()}
+	}
+	t, err := pr.presence(v, cardSchema, true)
+	if err != nil {
+		return Value{}, err
+	}
+	t = dropEmpty(t)
+	if t.Kind == Null {
+		t = Value{Kind: Object, Obj: []Member{}}
+	}
+	return t, nil
 }
 
 type projector struct {
 	dropUnknown bool
 	unknown     []string
-	path        pathStack
+	// dropped lists the oneof members the sdk profile drops because an
+	// earlier member of their group is set.
+	dropped []string
+	path    pathStack
 }
 
 // presence returns object v, a message m, with §8.4.1 rule 1 applied to each
@@ -182,6 +226,7 @@ func (pr *projector) presence(v Value, m *message, top bool) (Value, error) {
 			// The SDKs read the first member of a oneof, in declaration
 			// order, and ignore the rest.
 			keep = false
+			pr.dropped = append(pr.dropped, pr.path.String()+" (a second member of its oneof)")
 		default:
 			keep, val, err = pr.member(f, mem.Val)
 		}

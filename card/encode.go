@@ -3,8 +3,6 @@ package card
 import (
 	"strings"
 	"unicode/utf8"
-
-	"github.com/gowebpki/jcs"
 )
 
 // Compact returns v as JSON without insignificant whitespace, members in
@@ -13,26 +11,8 @@ func (v Value) Compact() []byte { return appendValue(nil, v, "", "") }
 
 // Indent returns v as JSON indented by two spaces per level, with a final
 // newline: the form in which cardsign prints cards for people and files.
-func (v Value) Indent() []byte { return append(appendValue(nil, v, "\n", "  "), '\n') }
-
-// JCS returns v in its RFC 8785 form: members sorted by UTF-16 code units, no
-// whitespace, numbers in ECMAScript form, minimal string escaping. It is the
-// one canonical writer: card signatures, JWK bytes (whose stability keeps
-// JWKS ETags and RFC 7638 thumbprints fixed) and revocation documents all use
-// it. A string that is not valid UTF-8 is refused with its path rather than
-// written: encoding/json would replace it and sign other text than was given.
-func (v Value) JCS() ([]byte, error) {
-	if err := checkUTF8(v, &pathStack{}); err != nil {
-		return nil, err
-	}
-	out, err := jcs.Transform(v.Compact())
-	if err != nil {
-		// Compact writes valid JSON with valid strings, and Parse only keeps
-		// numbers a double can hold, so this is a bug; it is still an *Error
-		// so that callers keep serving.
-		return nil, &Error{Path: "$", Rule: RuleSyntax, Offset: -1, Reason: "RFC 8785 transform failed: " + err.Error()}
-	}
-	return out, nil
+func (v Value) Indent() []byte {
+	return append(appendValue(make([]byte, 0, 4096), v, "\n", "  "), '\n')
 }
 
 // checkUTF8 finds the first key or string of v that is not valid UTF-8.

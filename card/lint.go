@@ -186,7 +186,7 @@ func (l *linter) message(v Value, m *message, p *Path) {
 		switch {
 		case !ok:
 			l.add(SeverityError, fp, RuleRequired, "REQUIRED field of "+m.name+" is missing", "add "+f.name)
-		case f.kind != kindMessage && dropEmpty(val).Kind == Null:
+		case f.kind != kindMessage && allEmpty(val):
 			// Empty, or holding only empties (tags: [""]) that the shipped
 			// verifiers drop, taking the REQUIRED field with them.
 			if fits, _ := fits(f, val); fits {
@@ -424,4 +424,30 @@ func strip(v Value, m *message, p *Path, removed *[]string) Value {
 		out = append(out, mem)
 	}
 	return Value{Kind: Object, Obj: out}
+}
+
+// allEmpty reports whether dropEmpty(v) is Null (v is empty or holds only
+// empties and "__proto__" members) without building the cleaned copy.
+func allEmpty(v Value) bool {
+	switch v.Kind {
+	case Null:
+		return true
+	case String:
+		return v.Str == ""
+	case Array:
+		for _, e := range v.Arr {
+			if !allEmpty(e) {
+				return false
+			}
+		}
+		return true
+	case Object:
+		for _, m := range v.Obj {
+			if m.Key != "__proto__" && !allEmpty(m.Val) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

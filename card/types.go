@@ -7,6 +7,9 @@ import "fmt"
 // "unset", and a card that says null where it means "absent" is a card
 // whose author's intent lint cannot know.
 func fits(f *field, v Value) (ok bool, want string) {
+	if kindFits(f, v) {
+		return true, "" // the description is built only for a refusal
+	}
 	switch f.kind {
 	case kindString:
 		return v.Kind == String, "a string"
