@@ -1,9 +1,6 @@
 package audit
 
-import (
-	"bytes"
-	"fmt"
-)
+import "fmt"
 
 // ChainError reports the first record at which a chain fails to verify.
 type ChainError struct {
@@ -28,25 +25,11 @@ func (e *ChainError) Error() string {
 // refused as a Hash mismatch or an invalid outcome; a reordered pair as a seq
 // gap or a PrevHash mismatch.
 func VerifyChain(prev []byte, recs []Record) error {
-	for i, r := range recs {
-		switch {
-		case r.Seq < 1:
-			return &ChainError{Seq: r.Seq, Reason: "seq is not positive"}
-		case i > 0 && r.Seq != recs[i-1].Seq+1:
-			return &ChainError{Seq: r.Seq, Reason: fmt.Sprintf("seq gap: want seq %d after %d", recs[i-1].Seq+1, recs[i-1].Seq)}
-		case r.Seq == 1 && !bytes.Equal(r.PrevHash, Genesis()):
-			return &ChainError{Seq: r.Seq, Reason: "prev hash mismatch: seq 1 does not start from the genesis hash"}
-		case !bytes.Equal(r.PrevHash, prev):
-			return &ChainError{Seq: r.Seq, Reason: fmt.Sprintf("prev hash mismatch: record has %x, previous hash is %x", r.PrevHash, prev)}
+	v := NewChainVerifier(prev, nil)
+	for _, r := range recs {
+		if err := v.Add(r); err != nil {
+			return err
 		}
-		if p := r.outcomeProblem(); p != "" {
-			return &ChainError{Seq: r.Seq, Reason: "invalid record: " + p}
-		}
-		want := r.ComputeHash(prev)
-		if !bytes.Equal(r.Hash, want) {
-			return &ChainError{Seq: r.Seq, Reason: fmt.Sprintf("hash mismatch: record has %x, contents hash to %x", r.Hash, want)}
-		}
-		prev = r.Hash
 	}
 	return nil
 }

@@ -284,22 +284,44 @@ func AuditRecordPB(r audit.Record) *pb.AuditRecord {
 }
 
 func (s auditService) ListAuditRecords(ctx context.Context, req *pb.ListAuditRecordsRequest) (*pb.ListAuditRecordsResponse, error) {
+	// The default and largest page_size (in records, as the API says), and
+	// the size at which a page ends early.
+	const (
+		defaultAuditPage  = 1000
+		maxAuditPage      = 10000
+		maxAuditPageBytes = 3 << 20
+	)
 	size := int(req.GetPageSize())
 	switch {
 	case size < 0:
 		return nil, s.fail(ctx, &InvalidArgumentError{Field: "page_size", Reason: "must not be negative"})
 	case size == 0:
-		size = 1000
-	case size > 10000:
-		size = 10000
+		size = defaultAuditPage
+	case size > maxAuditPage:
+		size = maxAuditPage
 	}
+	// One page and no more: the store reads at most size rows, by the
+	// primary key on seq (WHERE seq > after ORDER BY seq LIMIT size), so a
+	// page costs the same at seq 10 as at seq 10,000,000 and memory is
+	// bounded whatever the size of the log.
 	recs, err := s.a.store.ListAudit(ctx, req.GetAfterSequence(), size)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	out := &pb.ListAuditRecordsResponse{}
-	for _, r := range recs {
+	out := &pb.ListAuditRecordsResponse{Records: make([]*pb.AuditRecord, 0, len(recs))}
+	n := 0
+	for i, r := range recs {
 		out.Records = append(out.Records, AuditRecordPB(r))
+		// A page stops short of gRPC's default 4 MiB receive limit, should
+		// records be large (long reasons, say): the client goes on from the
+		// last one sent. The sum of the fields' lengths, plus room for tags,
+		// lengths, numbers and the time, bounds the encoded size.
+		n += 96 + len(r.Caller) + len(r.RequestID) + len(r.CardName) + len(r.CardVersion) + len(r.CanonicalSHA256) +
+			len(r.KID) + len(r.Alg) + len(r.Profile) + len(r.Signature) + len(r.Outcome) + len(r.Reason) + len(r.PrevHash) + len(r.Hash)
+		if n >= maxAuditPageBytes && i < len(recs)-1 {
+			out.NextAfterSequence = r.Seq
+			return out, nil
+		}
 	}
 	if len(recs) == size {
 		out.NextAfterSequence = recs[len(recs)-1].Seq

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"iter"
 	"net/http"
 	"strings"
 	"time"
@@ -86,86 +89,110 @@ func auditCmd() command {
 			return exitUsage
 		}
 		defer cl.close()
-		if sub == "verify" {
-			*after, *limit = 0, 0
-		}
-		// Walk the log page by page; verify keeps only the previous hash.
-		prev := audit.Genesis()
-		count, next := 0, *after
-		// For the published head: the last seq seen, and the hash of the
-		// record at the head's seq.
-		var lastSeq int64
-		var atHead []byte
-		for {
-			cctx, cancel := cl.ctx(ctx)
-			page := int32(1000)
-			if *limit > 0 && *limit-count < int(page) {
-				page = int32(*limit - count)
+		if sub == "list" {
+			// Lines go out page by page as they arrive: nothing but the
+			// page being printed is held.
+			out := bufio.NewWriterSize(e.stdout, 64<<10)
+			for r, err := range auditRecords(ctx, cl, *after, *limit) {
+				if err != nil {
+					out.Flush()
+					fmt.Fprintf(e.stderr, "cardsign audit %s: %s\n", sub, describe(err))
+					return exitFail
+				}
+				printRecord(out, r, *asJSON)
 			}
-			res, err := cl.audit.ListAuditRecords(cctx, &pb.ListAuditRecordsRequest{AfterSequence: next, PageSize: page})
-			cancel()
+			if err := out.Flush(); err != nil {
+				fmt.Fprintf(e.stderr, "cardsign audit %s: %v\n", sub, err)
+				return exitFail
+			}
+			return exitOK
+		}
+		// verify: the whole log from seq 1, checked record by record as
+		// the pages arrive; the verifier keeps only the previous hash and,
+		// for the published head, the hash of the record at its seq.
+		var head *audit.Head
+		if published != nil {
+			head = &published.head
+		}
+		v := audit.NewChainVerifier(audit.Genesis(), head)
+		for r, err := range auditRecords(ctx, cl, 0, 0) {
 			if err != nil {
 				fmt.Fprintf(e.stderr, "cardsign audit %s: %s\n", sub, describe(err))
 				return exitFail
 			}
-			recs := make([]audit.Record, len(res.GetRecords()))
-			for i, r := range res.GetRecords() {
-				recs[i] = recordOf(r)
-			}
-			if sub == "verify" {
-				if err := audit.VerifyChain(prev, recs); err != nil {
-					var ce *audit.ChainError
-					if errors.As(err, &ce) {
-						fmt.Fprintf(e.stdout, "audit chain BROKEN at record %d: %s\n", ce.Seq, ce.Reason)
-					} else {
-						fmt.Fprintf(e.stdout, "audit chain BROKEN: %v\n", err)
-					}
-					return exitFail
+			if err := v.Add(r); err != nil {
+				var ce *audit.ChainError
+				if errors.As(err, &ce) {
+					fmt.Fprintf(e.stdout, "audit chain BROKEN at record %d: %s\n", ce.Seq, ce.Reason)
+				} else {
+					fmt.Fprintf(e.stdout, "audit chain BROKEN: %v\n", err)
 				}
-				if len(recs) > 0 {
-					prev = recs[len(recs)-1].Hash
-					lastSeq = recs[len(recs)-1].Seq
-				}
-				if published != nil {
-					for _, r := range recs {
-						if r.Seq == published.head.Seq {
-							atHead = r.Hash
-						}
-					}
-				}
-			} else {
-				for _, r := range recs {
-					printRecord(e, r, *asJSON)
-				}
-			}
-			count += len(recs)
-			next = res.GetNextAfterSequence()
-			if next == 0 || (*limit > 0 && count >= *limit) {
-				break
-			}
-		}
-		if sub == "verify" && published != nil {
-			if err := published.head.Check(lastSeq, atHead); err != nil {
-				fmt.Fprintf(e.stdout, "%v\nhead published by %s\nthe log was edited outside cardsignd: restore the database from a backup and find out who could write to it\n", err, published.from)
 				return exitFail
 			}
 		}
-		if sub == "verify" {
-			fmt.Fprintf(e.stdout, "audit chain intact: %d records, head %s\n", count, hex.EncodeToString(prev))
-			if noHead != "" {
-				fmt.Fprintf(e.stdout, "note: no published head to check against: truncation of the tail cannot be detected (%s)\n", noHead)
+		if err := v.Finish(); err != nil {
+			fmt.Fprintf(e.stdout, "%v\nhead published by %s\nthe log was edited outside cardsignd: restore the database from a backup and find out who could write to it\n", err, published.from)
+			return exitFail
+		}
+		_, last := v.Last()
+		fmt.Fprintf(e.stdout, "audit chain intact: %d records, head %s\n", v.Count(), hex.EncodeToString(last))
+		if noHead != "" {
+			fmt.Fprintf(e.stdout, "note: no published head to check against: truncation of the tail cannot be detected (%s)\n", noHead)
+		}
+		if published != nil {
+			for _, n := range published.note {
+				fmt.Fprintf(e.stdout, "note: %s\n", n)
 			}
-			if published != nil {
-				for _, n := range published.note {
-					fmt.Fprintf(e.stdout, "note: %s\n", n)
-				}
-				fmt.Fprintf(e.stdout, "checked against the published head record %d (hash %s) from %s: the log holds it\n",
-					published.head.Seq, hex.EncodeToString(published.head.Hash), published.from)
-			}
+			fmt.Fprintf(e.stdout, "checked against the published head record %d (hash %s) from %s: the log holds it\n",
+				published.head.Seq, hex.EncodeToString(published.head.Hash), published.from)
 		}
 		return exitOK
 	}
 	return c
+}
+
+// auditPageSize is the page size audit list and verify ask for: the
+// server's default, well under gRPC's 4 MiB message limit (records are a few
+// hundred bytes).
+const auditPageSize = 1000
+
+// auditRecords yields the records with a sequence number above after, at
+// most limit of them (0: all), fetching them page by page with
+// ListAuditRecords (after_sequence, page_size) as the loop consumes them:
+// it holds one page at a time, whatever the size of the log. A failed call,
+// or a server whose next page would not move forward, ends it with an error.
+func auditRecords(ctx context.Context, cl *client, after int64, limit int) iter.Seq2[audit.Record, error] {
+	return func(yield func(audit.Record, error) bool) {
+		count, next := 0, after
+		for {
+			page := int32(auditPageSize)
+			if limit > 0 && limit-count < int(page) {
+				page = int32(limit - count)
+			}
+			cctx, cancel := cl.ctx(ctx)
+			res, err := cl.audit.ListAuditRecords(cctx, &pb.ListAuditRecordsRequest{AfterSequence: next, PageSize: page})
+			cancel()
+			if err != nil {
+				yield(audit.Record{}, err)
+				return
+			}
+			for _, r := range res.GetRecords() {
+				if !yield(recordOf(r), nil) {
+					return
+				}
+				count++
+			}
+			n := res.GetNextAfterSequence()
+			switch {
+			case n == 0 || (limit > 0 && count >= limit):
+				return
+			case n <= next || len(res.GetRecords()) == 0:
+				yield(audit.Record{}, fmt.Errorf("the server's next page (after sequence %d) does not move past sequence %d", n, next))
+				return
+			}
+			next = n
+		}
+	}
 }
 
 func recordOf(r *pb.AuditRecord) audit.Record {
@@ -183,7 +210,7 @@ func recordOf(r *pb.AuditRecord) audit.Record {
 // "refused". Fields empty by definition are left out: a signed record's
 // reason; a refused record's kid, alg, profile and signature (in the text
 // form only). Anything a record does carry is printed.
-func printRecord(e env, r audit.Record, asJSON bool) {
+func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 	outcome := r.Outcome
 	if outcome == "" {
 		outcome = audit.OutcomeSigned
@@ -200,7 +227,7 @@ func printRecord(e env, r audit.Record, asJSON bool) {
 			m["reason"] = r.Reason
 		}
 		b, _ := json.Marshal(m)
-		fmt.Fprintf(e.stdout, "%s\n", b)
+		fmt.Fprintf(w, "%s\n", b)
 		return
 	}
 	var line strings.Builder
@@ -214,5 +241,5 @@ func printRecord(e env, r audit.Record, asJSON bool) {
 		fmt.Fprintf(&line, " kid=%s alg=%s profile=%s signature=%s", r.KID, r.Alg, r.Profile, r.Signature)
 	}
 	fmt.Fprintf(&line, " prev=%s hash=%s\n", hex.EncodeToString(r.PrevHash), hex.EncodeToString(r.Hash))
-	fmt.Fprint(e.stdout, line.String())
+	fmt.Fprint(w, line.String())
 }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/store/sqlite"
+)
+
+// BenchmarkScaleStartup measures cardsignd's start-up, from exec to its
+// "cardsignd ready" line, on an empty data directory and on one whose
+// SQLite audit log holds CARDSIGN_SCALE_RECORDS records (default
+// 1,000,000, written with the store library in batches of 10,000). Each
+// data directory is started once first (that start makes the first key),
+// then timed over 5 starts. Run it once:
+//
+//	go test -run '^$' -bench ScaleStartup -benchtime 1x ./cmd/cardsignd/
+func BenchmarkScaleStartup(b *testing.B) {
+	large := 1_000_000
+	if v := os.Getenv("CARDSIGN_SCALE_RECORDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("CARDSIGN_SCALE_RECORDS=%q: want a number of records", v)
+		}
+		large = n
+	}
+	for _, n := range []int{0, large} {
+		data := filepath.Join(b.TempDir(), "data")
+		if err := os.Mkdir(data, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if n > 0 {
+			took := fillDaemonLog(b, filepath.Join(data, sqliteFile), n)
+			b.Logf("records=%d: filled in %s", n, took.Round(time.Millisecond))
+		}
+		startDaemonEnv(b, nil, data, "--log-level", "info").stop() // makes the first key
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			var all []time.Duration
+			for b.Loop() {
+				for range 5 {
+					t0 := time.Now()
+					d := startDaemonEnv(b, nil, data, "--log-level", "info")
+					all = append(all, time.Since(t0))
+					d.stop()
+				}
+			}
+			slices.Sort(all)
+			b.ReportMetric(float64(all[len(all)/2])/float64(time.Millisecond), "p50-ms-to-ready")
+			b.ReportMetric(float64(all[len(all)-1])/float64(time.Millisecond), "max-ms-to-ready")
+		})
+	}
+}
+
+// fillDaemonLog appends n signed-card records of realistic size to the
+// SQLite database at path.
+func fillDaemonLog(b *testing.B, path string, n int) time.Duration {
+	b.Helper()
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now()
+	sig := strings.Repeat("x", 200)
+	batch := make([]audit.Record, 0, 10_000)
+	for done := 0; done < n; {
+		batch = batch[:0]
+		for i := range min(cap(batch), n-done) {
+			batch = append(batch, audit.Record{
+				Time: time.Now(), Caller: "spiffe://example.org/ci", RequestID: fmt.Sprintf("req-%d", done+i),
+				CardName: "Recipe Agent", CardVersion: "1.0.0", CanonicalSHA256: bytes.Repeat([]byte{byte(i)}, 32),
+				KID: "filler-key", Alg: "ES256", Profile: "spec", Signature: sig,
+			})
+		}
+		if _, err := st.AppendAudit(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+		done += len(batch)
+	}
+	return time.Since(start)
+}
