@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -30,6 +33,114 @@ func (a *Authority) JWKS(ctx context.Context) (jwks.Document, error) {
 		a.log.Error("JWKS not served", "err", err)
 	}
 	return doc, err
+}
+
+// documentHandlers serve the published documents from pre-rendered bytes
+// and headers (jwks.CachedHandler): a request reads an atomic pointer, the
+// versions of what the document was rendered from and the clock, and
+// writes; nothing is rendered, hashed or formatted per request.
+type documentHandlers struct {
+	jwks        *jwks.CachedHandler
+	revocations *jwks.CachedHandler
+}
+
+// newDocumentHandlers makes the JWKS and revocation document handlers, each
+// counting its requests by status.
+func (a *Authority) newDocumentHandlers() documentHandlers {
+	now := func() time.Time { return a.now() } // a.now as it is at each call (tests move it)
+	return documentHandlers{
+		jwks: jwks.NewCachedHandler(jwks.CacheOptions{
+			What:    "JWKS",
+			Render:  a.renderJWKS,
+			Version: a.keys.version.Load,
+			Now:     now,
+			Observe: a.countDocumentRequest("jwks"),
+		}),
+		revocations: jwks.NewCachedHandler(jwks.CacheOptions{
+			What:    "revocation document",
+			Render:  a.renderRevocations,
+			Version: a.revocationsVersion,
+			Now:     now,
+			Observe: a.countDocumentRequest("revocations"),
+		}),
+	}
+}
+
+// renderJWKS renders the JWKS for serving until the first of: the next
+// scheduled key transition (the set may gain or lose a key then), and the
+// moment the key records it was rendered from are due for their periodic
+// re-read (so another replica's change is seen even without a
+// notification). A change to the records before then (a revocation here,
+// a notification from another replica, any re-read) moves the keyring's
+// version, and the next request renders again.
+//
+// Cache-Control's max-age is what is left until the next transition from
+// the end of that period, so however late in it the rendition is served,
+// no cache keeps the set past the transition.
+func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
+	now := a.now()
+	recs, err := a.keys.records(ctx, false)
+	if err != nil {
+		a.log.Error("JWKS not served", "err", err)
+		return jwks.Rendition{}, err
+	}
+	readAt := a.keys.readTime()
+	doc, err := jwks.Render(now, recs, a.policy(), a.cfg.JWKSMaxAge)
+	if err != nil {
+		a.log.Error("JWKS not served", "err", err)
+		return jwks.Rendition{}, err
+	}
+	until := now.Add(max(a.keys.refresh-time.Since(readAt), 0))
+	maxAge := max(a.cfg.JWKSMaxAge, 0)
+	if next, ok := jwks.NextTransition(now, recs, a.policy()); ok {
+		if next.Before(until) {
+			until = next
+		}
+		maxAge = min(maxAge, next.Sub(until))
+	}
+	return jwks.Rendition{
+		Static: jwks.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwks.CacheControl(maxAge)),
+		Until:  until,
+	}, nil
+}
+
+// renderRevocations prepares the revocation document for serving until the
+// next periodic re-read of what it is made from, or until a change: a key
+// record (the keyring's version), or the document forgotten or re-signed
+// here (the publisher's changes, which follow another replica's re-signing
+// by its notification). The publisher's own re-signing rules are untouched:
+// each render asks it, and the duty round keeps asking.
+func (a *Authority) renderRevocations(ctx context.Context) (jwks.Rendition, error) {
+	now := a.now()
+	body, err := a.Revocations(ctx)
+	if err != nil {
+		return jwks.Rendition{}, err
+	}
+	return jwks.Rendition{Static: jwks.NewRevocationStatic(body), Until: now.Add(a.keys.refresh)}, nil
+}
+
+// revocationsVersion moves whenever the key records or the revocation
+// document may have changed.
+func (a *Authority) revocationsVersion() uint64 {
+	return a.keys.version.Load() + a.revocations.changes.Load()
+}
+
+// countDocumentRequest counts a published document's requests by status,
+// so a dashboard shows how many verifiers revalidate (304) versus download.
+// The usual statuses' counters are looked up once.
+func (a *Authority) countDocumentRequest(doc string) func(code int) {
+	ok := a.metrics.jwksRequests.WithLabelValues(doc, "200")
+	notModified := a.metrics.jwksRequests.WithLabelValues(doc, "304")
+	return func(code int) {
+		switch code {
+		case http.StatusOK:
+			ok.Inc()
+		case http.StatusNotModified:
+			notModified.Inc()
+		default:
+			a.metrics.jwksRequests.WithLabelValues(doc, strconv.Itoa(code)).Inc()
+		}
+	}
 }
 
 // revocationHeadRefresh is how long a revocation document is served after
@@ -89,6 +200,11 @@ type revocationPublisher struct {
 	// take the published ones back too.
 	maxSeq  int64
 	maxHead audit.Head
+
+	// changes grows when the cached document is forgotten or replaced by
+	// one signed here: the pre-rendered copy served over HTTP is then out
+	// of date (documentHandlers).
+	changes atomic.Uint64
 }
 
 // storedRevocations is the stored document with what it was made from.
@@ -188,6 +304,7 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 	p.mu.Lock()
 	p.cached, p.readAt = &storedRevocations{doc: doc, state: cur}, time.Now()
 	p.mu.Unlock()
+	p.changes.Add(1)
 	p.remember(doc.Seq, cur.Published)
 	return signed, nil
 }
@@ -325,6 +442,7 @@ func (p *revocationPublisher) forget() {
 	p.mu.Lock()
 	p.cached, p.forgotAt = nil, time.Now()
 	p.mu.Unlock()
+	p.changes.Add(1)
 }
 
 // revocationState is what a stored revocation document was made from.

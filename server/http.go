@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
@@ -30,8 +29,9 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	a.metrics.Register(backendCollector{sources: opts.Stats})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", requireRole(opts.Auth, access.RoleAuditor, a.metrics.Handler()))
-	mux.Handle(jwks.JWKSPath, a.countRequests("jwks", jwks.Handler(a.JWKS)))
-	mux.Handle(jwks.RevocationsPath, a.countRequests("revocations", jwks.RevocationHandler(a.Revocations)))
+	docs := a.newDocumentHandlers()
+	mux.Handle(jwks.JWKSPath, docs.jwks)
+	mux.Handle(jwks.RevocationsPath, docs.revocations)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
@@ -95,27 +95,6 @@ func requireRole(auth *access.Authenticator, role access.Role, h http.Handler) h
 			return
 		}
 		h.ServeHTTP(w, r)
-	})
-}
-
-// statusRecorder remembers the status code a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	s.code = code
-	s.ResponseWriter.WriteHeader(code)
-}
-
-// countRequests counts requests for a published document by status, so a
-// dashboard shows how many verifiers revalidate (304) versus download.
-func (a *Authority) countRequests(doc string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-		h.ServeHTTP(rec, r)
-		a.metrics.jwksRequests.WithLabelValues(doc, strconv.Itoa(rec.code)).Inc()
 	})
 }
 

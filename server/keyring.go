@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cardsign/cardsign/backends"
@@ -32,6 +33,10 @@ type keyring struct {
 	staleAt time.Time
 	signers map[string]*openedKey       // opened keys by kid
 	publics map[string]crypto.PublicKey // decoded public keys on record, by kid
+	// version grows whenever recs are replaced or a change is announced:
+	// what was derived from the records at an older version (the
+	// pre-rendered JWKS) is out of date.
+	version atomic.Uint64
 }
 
 func newKeyring(st store.Store, reg *backends.Registry, refresh time.Duration, policy jwks.Policy, limits *backendLimits) *keyring {
@@ -62,6 +67,7 @@ func (k *keyring) records(ctx context.Context, force bool) ([]jwks.KeyRecord, er
 	// and its forced refresh) must not put older records back.
 	if start.After(k.readAt) {
 		k.recs, k.readAt = recs, start
+		k.version.Add(1)
 	}
 	k.mu.Unlock()
 	return recs, nil
@@ -131,6 +137,14 @@ func (k *keyring) invalidate() {
 	k.mu.Lock()
 	k.staleAt = time.Now()
 	k.mu.Unlock()
+	k.version.Add(1)
+}
+
+// readTime is when the read that produced the cached records started.
+func (k *keyring) readTime() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.readAt
 }
 
 // openedKey is a key opened through its backend, with the backend's scheme
