@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/store/storetest"
 )
 
 // BenchmarkScaleStartup measures cardsignd's start-up, from exec to its
@@ -69,22 +67,5 @@ func fillDaemonLog(b *testing.B, path string, n int) time.Duration {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	start := time.Now()
-	sig := strings.Repeat("x", 200)
-	batch := make([]audit.Record, 0, 10_000)
-	for done := 0; done < n; {
-		batch = batch[:0]
-		for i := range min(cap(batch), n-done) {
-			batch = append(batch, audit.Record{
-				Time: time.Now(), Caller: "spiffe://example.org/ci", RequestID: fmt.Sprintf("req-%d", done+i),
-				CardName: "Recipe Agent", CardVersion: "1.0.0", CanonicalSHA256: bytes.Repeat([]byte{byte(i)}, 32),
-				KID: "filler-key", Alg: "ES256", Profile: "spec", Signature: sig,
-			})
-		}
-		if _, err := st.AppendAudit(context.Background(), batch); err != nil {
-			b.Fatal(err)
-		}
-		done += len(batch)
-	}
-	return time.Since(start)
+	return storetest.FillAudit(b, st, n, "filler-key")
 }
