@@ -33,17 +33,17 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		// The head read and the inserts share one BEGIN IMMEDIATE
 		// transaction: no other writer, in this process or another, can
 		// append in between.
-		if err := refuseRevoked(ctx, tx, out); err != nil {
+		if err := s.prepare(ctx); err != nil {
 			return err
 		}
-		seq, prev, err := auditHead(ctx, tx)
+		if err := refuseRevoked(ctx, tx.StmtContext(ctx, s.stmts.revokedAt), out); err != nil {
+			return err
+		}
+		seq, prev, err := scanHead(tx.StmtContext(ctx, s.stmts.head).QueryRowContext(ctx))
 		if err != nil {
 			return err
 		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (`+auditAllColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
+		stmt := tx.StmtContext(ctx, s.stmts.insert)
 		defer stmt.Close()
 		for i := range out {
 			r := &out[i]
@@ -77,7 +77,7 @@ func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
 	return seq, hash, nil
 }
 
-// rowQuerier is what auditHead needs of *sql.DB and *sql.Tx.
+// rowQuerier is what several reads need of *sql.DB and *sql.Tx.
 type rowQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
@@ -85,10 +85,15 @@ type rowQuerier interface {
 // auditHead reads the high-water mark of migration 3, not the audit table's
 // last row: after records were deleted from the end of the log, appends must
 // go on from the last seq ever used, never reuse it, so the gap shows.
-func auditHead(ctx context.Context, q rowQuerier) (int64, []byte, error) {
+func auditHead(ctx context.Context, db *sql.DB) (int64, []byte, error) {
+	return scanHead(db.QueryRowContext(ctx, selectHead))
+}
+
+// scanHead reads the row of selectHead.
+func scanHead(row *sql.Row) (int64, []byte, error) {
 	var seq int64
 	var hash []byte
-	err := q.QueryRowContext(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&seq, &hash)
+	err := row.Scan(&seq, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil, errors.New("the audit_head row is missing: the database was edited outside cardsign " +
 			"(the row is never deleted, so sequence numbers are never reused); restore the database from a backup")
@@ -136,19 +141,20 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 // up to a second old; this check makes sure no signature by a revoked key is
 // returned. Records of kids the store does not know are not checked, nor
 // are refused records: they record no signature and have no kid.
-func refuseRevoked(ctx context.Context, tx *sql.Tx, recs []audit.Record) error {
-	revokedAt := map[string]sql.NullInt64{}
+func refuseRevoked(ctx context.Context, revokedAt *sql.Stmt, recs []audit.Record) error {
+	defer revokedAt.Close()
+	kids := map[string]sql.NullInt64{}
 	for _, r := range recs {
 		if r.Refused() {
 			continue
 		}
-		at, seen := revokedAt[r.KID]
+		at, seen := kids[r.KID]
 		if !seen {
-			err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM keys WHERE kid = ?`, r.KID).Scan(&at)
+			err := revokedAt.QueryRowContext(ctx, r.KID).Scan(&at)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
-			revokedAt[r.KID] = at
+			kids[r.KID] = at
 		}
 		if at.Valid {
 			return fmt.Errorf("%w: %s", store.ErrKeyRevoked, r.KID)

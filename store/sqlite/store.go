@@ -49,6 +49,10 @@ type Store struct {
 	writeSlot chan struct{}
 	// path is the database file, named in errors that ask for disk space.
 	path string
+	// stmts are the audit append path's prepared statements, prepared at
+	// the first append (tests open stores on older schemas) and only
+	// under writeSlot.
+	stmts statements
 }
 
 var _ store.Store = (*Store)(nil)
@@ -143,7 +147,12 @@ func (s *Store) checkPragmas(ctx context.Context) error {
 
 // Close closes the database. Committed data is already durable.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	// The statements belong to writers: wait for the one in flight.
+	s.writeSlot <- struct{}{}
+	stmtsErr := s.stmts.close()
+	s.stmts = statements{}
+	<-s.writeSlot
+	if err := errors.Join(stmtsErr, s.db.Close()); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil
