@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -470,5 +471,128 @@ func TestBatcherRejectedRecord(t *testing.T) {
 	slices.Sort(got[1:]) // a and c queued in whatever order their goroutines ran
 	if fmt.Sprint(got) != "[first a c]" {
 		t.Fatalf("store holds %v, want [first a c]", got)
+	}
+}
+
+// TestBatcherExpect: a queued record waits for records announced by Expect
+// (they share its transaction), never longer than maxWait, and not at all
+// once every announcement is withdrawn or when nothing was announced.
+func TestBatcherExpect(t *testing.T) {
+	commitAsync := func(b *Batcher, id string) chan error {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := b.Commit(context.Background(), []Record{rec(id)})
+			errc <- err
+		}()
+		return errc
+	}
+	t.Run("announced record joins the transaction", func(t *testing.T) {
+		m := &memCommitter{}
+		b := NewBatcher(m, 0)
+		defer b.Close()
+		b.maxWait = time.Hour // only the announced record ends the wait
+		e := b.Expect()
+		errc := commitAsync(b, "a")
+		waitFor(t, "a queued", func() bool { return queued(b) == 1 })
+		time.Sleep(20 * time.Millisecond)
+		if _, txns := m.snapshot(); txns != 0 {
+			t.Fatalf("%d transactions while an announced record was on its way, want 0", txns)
+		}
+		if _, err := e.Commit(context.Background(), []Record{rec("b")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		recs, txns := m.snapshot()
+		if txns != 1 || len(recs) != 2 {
+			t.Fatalf("%d transactions for %d records, want 1 for 2", txns, len(recs))
+		}
+		e.Done() // after Commit: no effect
+		if b.expected != 0 {
+			t.Fatalf("expected = %d after Commit and Done, want 0", b.expected)
+		}
+	})
+	t.Run("wait is bounded by maxWait", func(t *testing.T) {
+		m := &memCommitter{}
+		b := NewBatcher(m, 0)
+		defer b.Close()
+		b.maxWait = 50 * time.Millisecond
+		e := b.Expect()
+		defer e.Done()
+		start := time.Now()
+		if _, err := b.Commit(context.Background(), []Record{rec("a")}); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < b.maxWait || d > 5*time.Second {
+			t.Fatalf("committed after %v, want between maxWait (%v) and 5s", d, b.maxWait)
+		}
+	})
+	t.Run("Done ends the wait", func(t *testing.T) {
+		m := &memCommitter{}
+		b := NewBatcher(m, 0)
+		defer b.Close()
+		b.maxWait = time.Hour
+		e := b.Expect()
+		errc := commitAsync(b, "a")
+		waitFor(t, "a queued", func() bool { return queued(b) == 1 })
+		e.Done()
+		e.Done() // twice: withdrawn once
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("record still waiting after the announcement was withdrawn")
+		}
+		if b.expected != 0 {
+			t.Fatalf("expected = %d, want 0", b.expected)
+		}
+	})
+	t.Run("full batch does not wait", func(t *testing.T) {
+		m := &memCommitter{}
+		b := NewBatcher(m, 2)
+		defer b.Close()
+		b.maxWait = time.Hour
+		e := b.Expect()
+		defer e.Done()
+		if _, err := b.Commit(context.Background(), []Record{rec("a"), rec("b")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("nothing announced, no wait", func(t *testing.T) {
+		m := &memCommitter{}
+		b := NewBatcher(m, 0)
+		defer b.Close()
+		b.maxWait = time.Hour
+		if _, err := b.Commit(context.Background(), []Record{rec("a")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestBatcherGroupsOnOneCPU: with one CPU, calls that are ready to run queue
+// their records before the next transaction starts, rather than each waking
+// the loop into a transaction of its own.
+func TestBatcherGroupsOnOneCPU(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const callers = 32
+	m := &memCommitter{}
+	b := NewBatcher(m, 0)
+	defer b.Close()
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.Commit(context.Background(), []Record{rec(fmt.Sprint(i))}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if _, txns := m.snapshot(); txns > 4 {
+		t.Fatalf("%d callers ready at once took %d transactions, want at most 4", callers, txns)
 	}
 }

@@ -58,6 +58,11 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		a.countSignatures("discarded", discarded, principal)
 	}()
 
+	// Announced before the work, so that audit transactions starting
+	// meanwhile wait for this card's records and commit them together.
+	expected := a.batcher.Expect()
+	defer expected.Done()
+
 	prepared, err := signer.Prepare(req.Card, signer.PrepareOptions{
 		Card: cardOptions(a.cfg, req.StripUnknown), Mode: req.Mode, KeepSignatures: req.KeepSignatures,
 	})
@@ -76,7 +81,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		if err != nil {
 			return nil, err
 		}
-		committed, err := a.commit(ctx, a.auditRecords(req, res))
+		committed, err := a.commit(ctx, expected, a.auditRecords(req, res))
 		if err == nil {
 			return &Signed{Result: res, Audit: committed}, nil
 		}
@@ -150,10 +155,17 @@ func (a *Authority) recordFor(req SignRequest, p *signer.Prepared) audit.Record 
 	}
 }
 
-// commit hands records to the audit log and waits until they are durable.
-func (a *Authority) commit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
+// commit hands records to the audit log and waits until they are durable;
+// expected (nil when not announced) is their announcement, which it ends.
+func (a *Authority) commit(ctx context.Context, expected *audit.Expected, recs []audit.Record) ([]audit.Record, error) {
 	start := time.Now()
-	committed, err := a.batcher.Commit(ctx, recs)
+	var committed []audit.Record
+	var err error
+	if expected != nil {
+		committed, err = expected.Commit(ctx, recs)
+	} else {
+		committed, err = a.batcher.Commit(ctx, recs)
+	}
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr // the caller gave up while the record waited
@@ -185,7 +197,7 @@ func (a *Authority) auditRefusal(ctx context.Context, rec audit.Record, refusal 
 	if !errors.As(refusal, &pr) {
 		return refusal
 	}
-	committed, err := a.commit(ctx, []audit.Record{rec})
+	committed, err := a.commit(ctx, nil, []audit.Record{rec})
 	if err != nil {
 		a.log.Error("policy refusal not recorded in the audit log", "caller", rec.Caller, "request_id", rec.RequestID, "refusal", pr.Error(), "err", err)
 		return &RefusedError{Refusal: pr, AuditErr: err}
