@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,7 +46,23 @@ import (
 )
 
 func main() {
+	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// defaultGCPercent is the garbage collector's target unless GOGC is set. The
+// live heap of a signing daemon is small and nearly all garbage is short-lived
+// request data, so Go's default (100) collects very often: under load that
+// cost ≈ 12% of the CPU per signed card, for a few tens of MiB of memory
+// saved (README, Benchmarks).
+const defaultGCPercent = 400
+
+// tuneGC applies defaultGCPercent when the operator did not choose (GOGC in
+// the environment, "off" included, always wins; so does GOMEMLIMIT).
+func tuneGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
