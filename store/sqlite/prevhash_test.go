@@ -1,0 +1,111 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/cardsign/cardsign/audit"
+)
+
+// TestMigrateAuditWithoutPrevHashIndex: migration 5 rebuilds the audit table
+// without the prev_hash index and keeps every row byte for byte, the same
+// triggers as a new database, and a chain that verifies and goes on.
+func TestMigrateAuditWithoutPrevHashIndex(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "cardsign.db")
+	old, err := open(ctx, path, migrationsUpTo(t, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := record("refused")
+	refused.Outcome, refused.Reason = audit.OutcomeRefused, "policy: name not allowed"
+	refused.KID, refused.Alg, refused.Profile, refused.Signature = "", "", "", ""
+	for _, batch := range [][]audit.Record{{record("a"), record("b")}, {refused}, {record("c")}} {
+		if _, err := old.AppendAudit(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := dumpAudit(t, old.db)
+	if idx := auditIndexes(t, old.db); len(idx) != 1 {
+		t.Fatalf("indexes on audit before migration 5: %v, want the prev_hash autoindex", idx)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openT(t, path)
+	if after := dumpAudit(t, s.db); !slices.Equal(after, before) {
+		t.Fatalf("rows changed by the migration:\nbefore %q\nafter  %q", before, after)
+	}
+	if idx := auditIndexes(t, s.db); len(idx) != 0 {
+		t.Fatalf("indexes on audit after migration 5: %v, want none", idx)
+	}
+	fresh := openT(t, filepath.Join(t.TempDir(), "fresh.db"))
+	if got, want := auditTriggers(t, s.db), auditTriggers(t, fresh.db); !slices.Equal(got, want) {
+		t.Fatalf("triggers after migration:\n%q\nwant those of a new database:\n%q", got, want)
+	}
+	if _, err := s.AppendAudit(ctx, []audit.Record{record("d")}); err != nil {
+		t.Fatal(err)
+	}
+	recs := listAllT(t, s)
+	if len(recs) != 5 {
+		t.Fatalf("%d records, want 5", len(recs))
+	}
+	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
+		t.Fatal(err)
+	}
+	// The guards hold on the rebuilt table.
+	for _, q := range []string{
+		`UPDATE audit SET caller = 'x' WHERE seq = 1`,
+		`DELETE FROM audit WHERE seq = 5`,
+		fmt.Sprintf(`INSERT INTO audit (%s) SELECT %s FROM audit WHERE seq = 5`, auditAllColumns, auditAllColumns),
+	} {
+		if _, err := s.db.ExecContext(ctx, q); err == nil {
+			t.Errorf("%s: succeeded on the migrated table", q)
+		}
+	}
+}
+
+// dumpAudit renders every audit row, every column, in seq order.
+func dumpAudit(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	return queryStrings(t, db, `SELECT quote(seq)||','||quote(time)||','||quote(caller)||','||quote(request_id)||','||
+		quote(card_name)||','||quote(card_version)||','||quote(canonical_sha256)||','||quote(kid)||','||quote(alg)||','||
+		quote(profile)||','||quote(signature)||','||quote(prev_hash)||','||quote(hash)||','||quote(outcome)||','||quote(reason)
+		FROM audit ORDER BY seq`)
+}
+
+func auditIndexes(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	return queryStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit' ORDER BY name`)
+}
+
+func auditTriggers(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	return queryStrings(t, db, `SELECT name||': '||sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit' ORDER BY name`)
+}
+
+func queryStrings(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
