@@ -1,6 +1,7 @@
 package jose
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -56,14 +57,17 @@ func Sign(ctx context.Context, s crypto.Signer, alg Alg, signingInput []byte) ([
 		return nil, fmt.Errorf("jose: sign: %w", err)
 	}
 	msg, opts := signerOpts(alg, signingInput)
+	// The backend gets a copy: the check below is against the digest
+	// computed here, whatever a backend does with the buffer it is given.
+	toSign := bytes.Clone(msg)
 	var (
 		sig []byte
 		err error
 	)
 	if cs, ok := s.(ContextSigner); ok {
-		sig, err = cs.SignContext(ctx, rand.Reader, msg, opts)
+		sig, err = cs.SignContext(ctx, rand.Reader, toSign, opts)
 	} else {
-		sig, err = s.Sign(rand.Reader, msg, opts)
+		sig, err = s.Sign(rand.Reader, toSign, opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jose: sign %s with %s key: %w", alg, KeyType(pub), err)
@@ -73,7 +77,7 @@ func Sign(ctx context.Context, s crypto.Signer, alg Alg, signingInput []byte) ([
 			return nil, fmt.Errorf("jose: sign %s: %w", alg, err)
 		}
 	}
-	if err := Verify(alg, pub, signingInput, sig); err != nil {
+	if err := verifyMessage(alg, pub, msg, sig); err != nil {
 		return nil, &VerifyError{Alg: alg, KeyType: KeyType(pub), Err: err}
 	}
 	return sig, nil

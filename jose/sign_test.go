@@ -133,6 +133,17 @@ func (garbageSigner) Sign(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) 
 	return []byte{1, 2, 3}, nil
 }
 
+// scribblingSigner overwrites the digest it is handed, then signs what it
+// wrote there: a signature valid for other bytes.
+type scribblingSigner struct{ *ecdsa.PrivateKey }
+
+func (s scribblingSigner) Sign(r io.Reader, d []byte, opts crypto.SignerOpts) ([]byte, error) {
+	for i := range d {
+		d[i] ^= 0xff
+	}
+	return s.PrivateKey.Sign(r, d, opts)
+}
+
 // autoSaltSigner ignores the requested PSS salt length: what a careless
 // backend might do.
 type autoSaltSigner struct{ *rsa.PrivateKey }
@@ -164,6 +175,7 @@ func TestSignSigners(t *testing.T) {
 		{name: "unsupported alg", signer: p256, alg: "HS256", wantIs: ErrUnsupportedAlg, wantErr: true},
 		{name: "signer error", signer: failingSigner{p256}, alg: ES256, wantIs: errHSM, wantErr: true},
 		{name: "garbage output", signer: garbageSigner{p256}, alg: ES256, wantErr: true},
+		{name: "signer that overwrites the digest", signer: scribblingSigner{p256}, alg: ES256, wantVerify: true, wantErr: true},
 		{name: "cancelled context", ctx: cancelled, signer: p256, alg: ES256, wantIs: context.Canceled, wantErr: true},
 		{name: "nil signer", signer: nil, alg: ES256, wantErr: true},
 	}

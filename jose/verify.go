@@ -18,20 +18,25 @@ func Verify(alg Alg, pub crypto.PublicKey, signingInput, sig []byte) error {
 	if err := CheckKey(alg, pub); err != nil {
 		return fmt.Errorf("jose: verify: %w", err)
 	}
-	switch alg {
-	case EdDSA:
+	msg, _ := signerOpts(alg, signingInput)
+	return verifyMessage(alg, pub, msg, sig)
+}
+
+// verifyMessage verifies sig over msg as signerOpts returns it (the digest
+// of the signing input, or the input itself for EdDSA); pub has passed
+// CheckKey for alg. Sign calls it with the digest it signed, so the signing
+// input is hashed once.
+func verifyMessage(alg Alg, pub crypto.PublicKey, msg, sig []byte) error {
+	if alg == EdDSA {
 		if len(sig) != ed25519.SignatureSize {
 			return fmt.Errorf("%w: EdDSA signature is %d bytes, want %d", ErrSignatureInvalid, len(sig), ed25519.SignatureSize)
 		}
-		if !ed25519.Verify(pub.(ed25519.PublicKey), signingInput, sig) {
+		if !ed25519.Verify(pub.(ed25519.PublicKey), msg, sig) {
 			return ErrSignatureInvalid
 		}
 		return nil
 	}
-
-	h := alg.Hash().New()
-	h.Write(signingInput)
-	digest := h.Sum(nil)
+	digest := msg
 
 	switch alg {
 	case ES256, ES384, ES512:
