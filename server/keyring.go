@@ -180,6 +180,7 @@ func (k *keyring) open(ctx context.Context, rec jwks.KeyRecord) (*openedKey, err
 	if kp, ok := key.Signer.Public().(publicKey); !ok || !kp.Equal(pub) {
 		return nil, &KeyChangedError{KID: rec.KID}
 	}
+	key.Headers = &signer.HeaderCache{}
 	opened = &openedKey{key: k.limits.wrap(key, scheme), scheme: scheme}
 	k.mu.Lock()
 	if prev := k.signers[rec.KID]; prev != nil {

@@ -2,6 +2,7 @@ package signer
 
 import (
 	"encoding/base64"
+	"sync"
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
@@ -44,4 +45,33 @@ func signingInput(protectedB64 string, payload []byte) []byte {
 	in = append(in, protectedB64...)
 	in = append(in, '.')
 	return b64.AppendEncode(in, payload)
+}
+
+// HeaderCache keeps the base64url protected headers a key signs with, so a
+// key that signs many cards builds each header once (per jku and profile).
+// The zero value is ready; it is safe for concurrent use. Entries are keyed by
+// alg and kid as well, so a cache shared by mistake between keys is only
+// less useful, never wrong.
+type HeaderCache struct {
+	m sync.Map // headerKey → string
+}
+
+type headerKey struct {
+	alg      jose.Alg
+	kid, jku string
+	profile  card.Profile
+}
+
+// protected returns b64url(protectedHeader(...)), from c when it has it.
+func (c *HeaderCache) protected(alg jose.Alg, kid, jku string, profile card.Profile) string {
+	if c == nil {
+		return b64.EncodeToString(protectedHeader(alg, kid, jku, profile))
+	}
+	k := headerKey{alg: alg, kid: kid, jku: jku, profile: profile}
+	if v, ok := c.m.Load(k); ok {
+		return v.(string)
+	}
+	h := b64.EncodeToString(protectedHeader(alg, kid, jku, profile))
+	c.m.Store(k, h)
+	return h
 }

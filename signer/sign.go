@@ -24,6 +24,9 @@ type Key struct {
 	// JWKS). When set, a backend whose signer reports another key is
 	// refused, so every signature is checked against the published key.
 	Public crypto.PublicKey
+	// Headers, when set, keeps the protected headers this key has built,
+	// for a caller that signs many cards with the same key (the daemon).
+	Headers *HeaderCache
 }
 
 // JWK returns the public JWK of the key's signer, with its kid and alg.
@@ -150,7 +153,7 @@ func signOne(ctx context.Context, k Key, jku string, profile card.Profile, paylo
 			return Signature{}, fmt.Errorf("signer: key %s: the backend's public key is not the one on record", k.KID)
 		}
 	}
-	protected := b64.EncodeToString(protectedHeader(k.Alg, k.KID, jku, profile))
+	protected := k.Headers.protected(k.Alg, k.KID, jku, profile)
 	sig, err := jose.Sign(ctx, k.Signer, k.Alg, signingInput(protected, payload))
 	if err != nil {
 		return Signature{}, fmt.Errorf("signer: sign with %s: %w", k.KID, err)
