@@ -49,6 +49,7 @@ const (
 	MethodNone  Method = "none"  // no authentication configured (loopback only)
 	MethodToken Method = "token" // a bearer token
 	MethodCert  Method = "cert"  // a verified client certificate
+	MethodOIDC  Method = "oidc"  // an OIDC identity token from a trusted issuer
 )
 
 // Identity is an authenticated caller.
@@ -64,6 +65,13 @@ type Identity struct {
 	// configuration, so metrics labelled with it cannot be made to grow
 	// without bound by a CA issuing many identities.
 	Principal string
+	// Claims are an OIDC caller's token claims, flattened (nested objects as
+	// dotted names), for signing policy rules over claims; nil otherwise.
+	Claims map[string]string
+	// Provenance is what an OIDC caller's token says about the pipeline run
+	// (issuer, subject, repository, ref, sha, run id, ...), recorded with
+	// each signature; nil otherwise.
+	Provenance map[string]string
 }
 
 // Has reports whether the identity holds role r.

@@ -37,6 +37,11 @@ type Record struct {
 	Signature       string // base64url JWS signature
 	Outcome         string // OutcomeSigned ("" means the same) or OutcomeRefused
 	Reason          string // refused: which rule refused and why; empty when signed
+	// Provenance is what the caller's OIDC identity token said about the
+	// pipeline run that asked (issuer, subject, repository, ref, sha, run
+	// id, ...), in the encoding of EncodeProvenance; "" for a caller who
+	// authenticated otherwise.
+	Provenance string
 	PrevHash        []byte // Hash of record Seq-1; Genesis() for Seq 1
 	Hash            []byte
 }
@@ -112,6 +117,14 @@ func Genesis() []byte { return make([]byte, HashSize) }
 //
 //  13. Outcome (the ASCII string "refused"), 14. Reason (UTF-8 as given)
 //
+// A record with a Provenance (a caller that authenticated with an OIDC
+// identity token) has two more fields after those, whatever its outcome:
+//
+//  the ASCII string "provenance", then Provenance (UTF-8 as stored)
+//
+// so field 13 is "refused" or "provenance" and no encoding of one kind of
+// record equals one of another.
+//
 // Fields 9 to 12 are written for a refused record too; they are empty in a
 // valid one, so each is 4 zero bytes.
 //
@@ -137,8 +150,15 @@ func (r Record) ComputeHash(prev []byte) []byte {
 		writeField(h, []byte(r.Outcome))
 		writeField(h, []byte(r.Reason))
 	}
+	if r.Provenance != "" {
+		writeField(h, []byte(provenanceField))
+		writeField(h, []byte(r.Provenance))
+	}
 	return h.Sum(nil)
 }
+
+// provenanceField tags the provenance fields of the hash encoding.
+const provenanceField = "provenance"
 
 // writeField writes len(b) as 4 bytes big-endian, then b. hash.Hash writes
 // never fail.

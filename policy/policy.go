@@ -51,6 +51,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -93,6 +94,11 @@ type Rule struct {
 	CardNames    []string `yaml:"card_names"`    // glob patterns over the card's name; required ("*" for any)
 	Hosts        []string `yaml:"hosts"`         // host patterns for every supportedInterfaces[].url; required ("*" for any)
 	RequireHTTPS *bool    `yaml:"require_https"` // overrides the policy-wide default for this rule
+	// Claims are glob patterns over the caller's OIDC token claims (flattened:
+	// "repository", "ref", "kubernetes.io.namespace"): every one must match,
+	// or the rule refuses, naming the claim. A caller without claims (a
+	// static token or certificate) fails every claim.
+	Claims map[string]string `yaml:"claims"`
 }
 
 // Problem is one configuration error. Path is relative to the policy
@@ -117,7 +123,11 @@ type rule struct {
 	hostsText    string // the configured host patterns, for refusals
 	namesText    string // the configured card_names, for refusals
 	requireHTTPS bool
+	claims       []claimPattern // sorted by claim name, so refusals are deterministic
 }
+
+// claimPattern is one entry of Rule.Claims.
+type claimPattern struct{ name, pattern string }
 
 // Compile validates cfg and returns the policy, or every problem found (not
 // just the first) and a nil policy.
@@ -177,6 +187,16 @@ func Compile(cfg Config) (*Policy, []Problem) {
 		if r.RequireHTTPS != nil {
 			https = *r.RequireHTTPS
 		}
+		var claims []claimPattern
+		for _, name := range slices.Sorted(maps.Keys(r.Claims)) {
+			if msg := checkGlob(name); msg != "" {
+				add(at+".claims", "claim name %s", msg)
+			}
+			if msg := checkGlob(r.Claims[name]); msg != "" {
+				add(fmt.Sprintf("%s.claims.%s", at, name), "claim pattern %s", msg)
+			}
+			claims = append(claims, claimPattern{name: name, pattern: r.Claims[name]})
+		}
 		p.rules = append(p.rules, rule{
 			name:         r.Name,
 			identities:   slices.Clone(r.Identities),
@@ -186,6 +206,7 @@ func Compile(cfg Config) (*Policy, []Problem) {
 			hostsText:    fmt.Sprint(r.Hosts),
 			namesText:    fmt.Sprint(r.CardNames),
 			requireHTTPS: https,
+			claims:       claims,
 		})
 	}
 	if len(probs) > 0 {
@@ -216,8 +237,10 @@ func (p *Policy) Empty() bool { return p == nil || len(p.rules) == 0 }
 
 // Caller is who asks for a signature.
 type Caller struct {
-	Identity string   // as cardsignd names callers: "token:NAME", "cert:IDENTITY" (a SPIFFE ID, DNS name or CN), or "anonymous"
+	Identity string   // as cardsignd names callers: "token:NAME", "cert:IDENTITY" (a SPIFFE ID, DNS name or CN), "oidc:ISSUER#SUBJECT", or "anonymous"
 	Roles    []string // roles the caller holds
+	// Claims are an OIDC caller's token claims, flattened; nil for others.
+	Claims map[string]string
 }
 
 // Refusal is a card the policy does not let the caller sign.
@@ -260,7 +283,10 @@ func (p *Policy) Check(caller Caller, v card.Value) error {
 		if !r.appliesTo(caller) {
 			continue
 		}
-		ref := r.check(v, targets)
+		ref := r.checkClaims(caller)
+		if ref == nil {
+			ref = r.check(v, targets)
+		}
 		if ref == nil {
 			return nil
 		}
@@ -294,6 +320,26 @@ func (r *rule) appliesTo(c Caller) bool {
 		}
 	}
 	return false
+}
+
+// checkClaims returns why r refuses the caller's claims, or nil when every
+// claim the rule requires matches (or it requires none).
+func (r *rule) checkClaims(c Caller) *Refusal {
+	for _, cp := range r.claims {
+		refuse := func(format string, args ...any) *Refusal {
+			return &Refusal{Rule: r.name, Path: "claim " + cp.name, Reason: fmt.Sprintf(format, args...)}
+		}
+		got, ok := c.Claims[cp.name]
+		switch {
+		case c.Claims == nil:
+			return refuse("caller %s has no token claims (only OIDC identity tokens carry them); the rule requires %s %s", quote(c.Identity), cp.name, quote(cp.pattern))
+		case !ok:
+			return refuse("the caller's token has no %s claim; the rule requires %s", cp.name, quote(cp.pattern))
+		case !glob.Match(cp.pattern, got):
+			return refuse("%s %s does not match %s", cp.name, quote(got), quote(cp.pattern))
+		}
+	}
+	return nil
 }
 
 // check returns why r refuses the card, or nil when it allows it.

@@ -146,6 +146,9 @@ func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (
 		PythonDivergences: res.PythonDivergences,
 		Portability:       portability(res.Portability),
 	}
+	if len(res.Audit) > 0 {
+		out.Provenance = provenancePB(res.Audit[0].Provenance)
+	}
 	for i, sig := range res.Signatures {
 		out.Signatures = append(out.Signatures, &pb.Signature{Kid: sig.KID, Alg: string(sig.Alg), Profile: string(sig.Profile), AuditSequence: res.Audit[i].Seq})
 	}
@@ -279,8 +282,16 @@ func AuditRecordPB(r audit.Record) *pb.AuditRecord {
 		Sequence: r.Seq, Time: timestamppb.New(r.Time), Caller: r.Caller, RequestId: r.RequestID,
 		CardName: r.CardName, CardVersion: r.CardVersion, CanonicalSha256: r.CanonicalSHA256,
 		Kid: r.KID, Alg: r.Alg, Profile: r.Profile, Signature: r.Signature, PrevHash: r.PrevHash, Hash: r.Hash,
-		Outcome: r.Outcome, Reason: r.Reason,
+		Outcome: r.Outcome, Reason: r.Reason, Provenance: provenancePB(r.Provenance),
 	}
+}
+
+// provenancePB decodes a stored provenance for the wire. Stores accept only
+// audit.EncodeProvenance's text, so it decodes; if it somehow did not, the
+// record goes out without it and its hash shows the difference.
+func provenancePB(s string) map[string]string {
+	p, _ := audit.DecodeProvenance(s)
+	return p
 }
 
 func (s auditService) ListAuditRecords(ctx context.Context, req *pb.ListAuditRecordsRequest) (*pb.ListAuditRecordsResponse, error) {

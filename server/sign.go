@@ -110,7 +110,7 @@ func (a *Authority) checkPolicy(ctx context.Context, req SignRequest, p *signer.
 	if a.cfg.Policy == nil {
 		return nil
 	}
-	err := a.cfg.Policy.Check(policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames()}, p.Loaded.Value)
+	err := a.cfg.Policy.Check(policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames(), Claims: req.Identity.Claims}, p.Loaded.Value)
 	if err == nil {
 		return nil
 	}
@@ -152,6 +152,7 @@ func (a *Authority) recordFor(req SignRequest, p *signer.Prepared) audit.Record 
 		CardVersion:     version.Str,
 		CanonicalSHA256: p.CanonicalSHA256[:],
 		Outcome:         audit.OutcomeSigned,
+		Provenance:      audit.EncodeProvenance(req.Identity.Provenance),
 	}
 }
 

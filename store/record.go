@@ -74,9 +74,29 @@ func PrepareAudit(recs []audit.Record) ([]audit.Record, []int64, error) {
 		if r.Outcome == "" {
 			r.Outcome = audit.OutcomeSigned
 		}
+		if err := checkProvenance(r.Provenance); err != nil {
+			return nil, nil, fmt.Errorf("store: append audit record %d: %w", i, err)
+		}
 		r.Time, times[i] = FromNanos(n), n
 		r.CanonicalSHA256 = bytes.Clone(r.CanonicalSHA256)
 		out[i] = r
 	}
 	return out, times, nil
+}
+
+// checkProvenance refuses a Provenance that audit.EncodeProvenance would not
+// have written: it is hashed as stored, so only one text per set of claims
+// may exist.
+func checkProvenance(s string) error {
+	if s == "" {
+		return nil
+	}
+	p, err := audit.DecodeProvenance(s)
+	if err != nil {
+		return err
+	}
+	if len(p) == 0 || audit.EncodeProvenance(p) != s {
+		return errors.New("provenance is not in the encoding of audit.EncodeProvenance")
+	}
+	return nil
 }

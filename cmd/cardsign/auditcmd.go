@@ -200,7 +200,7 @@ func recordOf(r *pb.AuditRecord) audit.Record {
 		Seq: r.GetSequence(), Time: r.GetTime().AsTime().UTC(), Caller: r.GetCaller(), RequestID: r.GetRequestId(),
 		CardName: r.GetCardName(), CardVersion: r.GetCardVersion(), CanonicalSHA256: r.GetCanonicalSha256(),
 		KID: r.GetKid(), Alg: r.GetAlg(), Profile: r.GetProfile(), Signature: r.GetSignature(),
-		Outcome: r.GetOutcome(), Reason: r.GetReason(),
+		Outcome: r.GetOutcome(), Reason: r.GetReason(), Provenance: audit.EncodeProvenance(r.GetProvenance()),
 		PrevHash: r.GetPrevHash(), Hash: r.GetHash(),
 	}
 }
@@ -226,6 +226,9 @@ func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 		if showReason {
 			m["reason"] = r.Reason
 		}
+		if p, err := audit.DecodeProvenance(r.Provenance); err == nil && p != nil {
+			m["provenance"] = p
+		}
 		b, _ := json.Marshal(m)
 		fmt.Fprintf(w, "%s\n", b)
 		return
@@ -237,6 +240,10 @@ func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 	}
 	fmt.Fprintf(&line, " caller=%s request=%s card=%q version=%q sha256=%s",
 		r.Caller, r.RequestID, r.CardName, r.CardVersion, hex.EncodeToString(r.CanonicalSHA256))
+	if r.Provenance != "" {
+		// The JSON text as hashed: one token, whatever the claims hold.
+		fmt.Fprintf(&line, " provenance=%s", r.Provenance)
+	}
 	if !r.Refused() || r.KID != "" || r.Alg != "" || r.Profile != "" || r.Signature != "" {
 		fmt.Fprintf(&line, " kid=%s alg=%s profile=%s signature=%s", r.KID, r.Alg, r.Profile, r.Signature)
 	}

@@ -14,14 +14,14 @@ import (
 	"github.com/cardsign/cardsign/store"
 )
 
-const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash, outcome, reason`
+const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash, outcome, reason, provenance`
 
 // insertAudit inserts a whole batch with one statement, one array per
 // column: one round trip whatever the batch size, and one run of the
 // statement trigger that checks the rows extend audit_head and advances it.
 const insertAudit = `INSERT INTO audit (` + auditColumns + `)
 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
-	$8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[], $14::text[], $15::text[])`
+	$8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[], $14::text[], $15::text[], $16::text[])`
 
 // lockKeysShared locks the key rows of a batch's kids FOR SHARE, in the
 // bytewise kid order UpdateKeys updates them in (no lock cycle), and says
@@ -149,7 +149,7 @@ func checkText(r audit.Record) error {
 	for _, f := range []struct{ name, v string }{
 		{"caller", r.Caller}, {"request id", r.RequestID}, {"card name", r.CardName}, {"card version", r.CardVersion},
 		{"kid", r.KID}, {"alg", r.Alg}, {"profile", r.Profile}, {"signature", r.Signature},
-		{"outcome", r.Outcome}, {"reason", r.Reason},
+		{"outcome", r.Outcome}, {"reason", r.Reason}, {"provenance", r.Provenance},
 	} {
 		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
 			return fmt.Errorf("%s is not UTF-8 text without NUL bytes", f.name)
@@ -161,7 +161,7 @@ func checkText(r audit.Record) error {
 // auditCols holds a batch column by column, for insertAudit's arrays.
 type auditCols struct {
 	seq, time                                                                         []int64
-	caller, requestID, cardName, cardVersion, kid, alg, profile, sig, outcome, reason []string
+	caller, requestID, cardName, cardVersion, kid, alg, profile, sig, outcome, reason, provenance []string
 	canonical, prevHash, hash                                                         [][]byte
 }
 
@@ -170,7 +170,7 @@ func newAuditCols(n int) *auditCols {
 		seq: make([]int64, 0, n), time: make([]int64, 0, n),
 		caller: make([]string, 0, n), requestID: make([]string, 0, n), cardName: make([]string, 0, n),
 		cardVersion: make([]string, 0, n), kid: make([]string, 0, n), alg: make([]string, 0, n),
-		profile: make([]string, 0, n), sig: make([]string, 0, n), outcome: make([]string, 0, n), reason: make([]string, 0, n),
+		profile: make([]string, 0, n), sig: make([]string, 0, n), outcome: make([]string, 0, n), reason: make([]string, 0, n), provenance: make([]string, 0, n),
 		canonical: make([][]byte, 0, n), prevHash: make([][]byte, 0, n), hash: make([][]byte, 0, n),
 	}
 }
@@ -183,12 +183,13 @@ func (c *auditCols) add(r *audit.Record, t int64) {
 	c.kid, c.alg, c.profile, c.sig = append(c.kid, r.KID), append(c.alg, r.Alg), append(c.profile, r.Profile), append(c.sig, r.Signature)
 	c.prevHash, c.hash = append(c.prevHash, r.PrevHash), append(c.hash, r.Hash)
 	c.outcome, c.reason = append(c.outcome, r.Outcome), append(c.reason, r.Reason)
+	c.provenance = append(c.provenance, r.Provenance)
 }
 
 // args are insertAudit's arguments, in auditColumns order.
 func (c *auditCols) args() []any {
 	return []any{c.seq, c.time, c.caller, c.requestID, c.cardName, c.cardVersion, c.canonical,
-		c.kid, c.alg, c.profile, c.sig, c.prevHash, c.hash, c.outcome, c.reason}
+		c.kid, c.alg, c.profile, c.sig, c.prevHash, c.hash, c.outcome, c.reason, c.provenance}
 }
 
 // AuditHead returns the Seq and Hash of the last audit record ever appended
@@ -225,7 +226,7 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 		var r audit.Record
 		var t int64
 		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason); err != nil {
+			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance); err != nil {
 			return nil, wrap(ctx, fmt.Sprintf("list audit after %d", afterSeq), err)
 		}
 		r.Time = store.FromNanos(t)

@@ -13,8 +13,9 @@ import (
 // auditColumns are the columns of migration 1, which every audit row has.
 const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash`
 
-// auditAllColumns adds the outcome columns of migration 2.
-const auditAllColumns = auditColumns + `, outcome, reason`
+// auditAllColumns adds the outcome columns of migration 2 and the provenance
+// of migration 6.
+const auditAllColumns = auditColumns + `, outcome, reason, provenance`
 
 // AppendAudit appends recs in one durable transaction, chaining them from the
 // current head, and returns them as stored. Any Seq, PrevHash or Hash the
@@ -51,7 +52,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			r.PrevHash = prev
 			r.Hash = r.ComputeHash(prev)
 			if _, err := stmt.ExecContext(ctx, r.Seq, times[i], r.Caller, r.RequestID, r.CardName, r.CardVersion,
-				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason); err != nil {
+				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance); err != nil {
 				return fmt.Errorf("seq %d: %w", r.Seq, err)
 			}
 			prev = r.Hash
@@ -120,7 +121,7 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]aud
 		var r audit.Record
 		var t int64
 		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason); err != nil {
+			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance); err != nil {
 			return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
 		}
 		r.Time = store.FromNanos(t)

@@ -131,7 +131,7 @@ func TestSchemaGuardsOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := out[0].Hash
-	insert := `INSERT INTO audit (` + auditAllColumns + `) VALUES (2, 0, '', '', '', '', zeroblob(32), ?, '', '', ?, ?, randomblob(32), ?, ?)`
+	insert := `INSERT INTO audit (` + auditColumns + `, outcome, reason) VALUES (2, 0, '', '', '', '', zeroblob(32), ?, '', '', ?, ?, randomblob(32), ?, ?)`
 	tests := []struct {
 		name                      string
 		kid, sig, outcome, reason string

@@ -24,8 +24,18 @@ func TestMigrateAuditWithoutPrevHashIndex(t *testing.T) {
 	refused := record("refused")
 	refused.Outcome, refused.Reason = audit.OutcomeRefused, "policy: name not allowed"
 	refused.KID, refused.Alg, refused.Profile, refused.Signature = "", "", "", ""
-	for _, batch := range [][]audit.Record{{record("a"), record("b")}, {refused}, {record("c")}} {
-		if _, err := old.AppendAudit(ctx, batch); err != nil {
+	prev := audit.Genesis()
+	for i, r := range []audit.Record{record("a"), record("b"), refused, record("c")} {
+		// Schema 4's columns: the store's own insert names migration 6's.
+		r.Seq, r.PrevHash = int64(i+1), prev
+		if r.Outcome == "" {
+			r.Outcome = audit.OutcomeSigned
+		}
+		r.Hash = r.ComputeHash(prev)
+		prev = r.Hash
+		if _, err := old.db.ExecContext(ctx, `INSERT INTO audit (`+auditColumns+`, outcome, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Seq, r.Time.UnixNano(), r.Caller, r.RequestID, r.CardName, r.CardVersion, r.CanonicalSHA256,
+			r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 const (
 	selectHead      = `SELECT seq, hash FROM audit_head WHERE id = 1`
 	selectRevokedAt = `SELECT revoked_at FROM keys WHERE kid = ?`
-	insertAudit     = `INSERT INTO audit (` + auditAllColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertAudit     = `INSERT INTO audit (` + auditAllColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // statements are the append path's statements, prepared once and kept on each

@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"AuditRefusedRecord", testAuditRefusedRecord},
 		{"AuditRefusedRecordRevokedKeys", testAuditRefusedRevoked},
 		{"AuditInvalidOutcome", testAuditInvalidOutcome},
+		{"AuditProvenance", testAuditProvenance},
 		{"MakeKey", testMakeKey},
 		{"MakeKeyRaceMakesOne", testMakeKeyRace},
 		{"Now", testNow},
@@ -442,7 +443,7 @@ func equalRecords(a, b audit.Record) bool {
 		a.CardName == b.CardName && a.CardVersion == b.CardVersion &&
 		bytes.Equal(a.CanonicalSHA256, b.CanonicalSHA256) && a.KID == b.KID && a.Alg == b.Alg &&
 		a.Profile == b.Profile && a.Signature == b.Signature &&
-		outcome(a) == outcome(b) && a.Reason == b.Reason &&
+		outcome(a) == outcome(b) && a.Reason == b.Reason && a.Provenance == b.Provenance &&
 		bytes.Equal(a.PrevHash, b.PrevHash) && bytes.Equal(a.Hash, b.Hash)
 }
 
@@ -989,5 +990,46 @@ func testAuditDeletedTailSeqNotReused(t *testing.T, open Opener, del DeleteAudit
 	}
 	if seq, hash, err := s.AuditHead(ctx); err != nil || seq != 8 || !bytes.Equal(hash, next[0].Hash) {
 		t.Fatalf("AuditHead = %d, %x, %v; want 8, %x", seq, hash, err, next[0].Hash)
+	}
+}
+
+// testAuditProvenance: a record's provenance is stored and returned as given,
+// covered by its hash, and a provenance in any other encoding than
+// audit.EncodeProvenance's is refused with nothing written.
+func testAuditProvenance(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	signed := newRecord("oidc", 1)
+	signed.Provenance = audit.EncodeProvenance(map[string]string{
+		"iss": "https://token.actions.githubusercontent.com", "sub": "repo:acme/payments:ref:refs/tags/v1.2.0",
+		"repository": "acme/payments", "run_id": "42", "note": "ünïcode <&> \"quoted\"",
+	})
+	refused := newRecord("refused", 2)
+	refused.KID, refused.Alg, refused.Profile, refused.Signature = "", "", "", ""
+	refused.Outcome, refused.Reason = audit.OutcomeRefused, "policy: claim repository"
+	refused.Provenance = signed.Provenance
+	out, err := s.AppendAudit(ctx, []audit.Record{signed, refused, newRecord("token", 3)})
+	if err != nil {
+		t.Fatalf("AppendAudit: %v", err)
+	}
+	stored := listAll(t, s)
+	if !slices.EqualFunc(stored, out, equalRecords) {
+		t.Fatalf("stored %+v\nreturned %+v", stored, out)
+	}
+	if stored[0].Provenance != signed.Provenance || stored[2].Provenance != "" {
+		t.Fatalf("provenance stored as %q and %q", stored[0].Provenance, stored[2].Provenance)
+	}
+	if err := audit.VerifyChain(audit.Genesis(), stored); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{"b":"1","a":"2"}`, `{"a": "1"}`, `{}`, `{"a":1}`, `not json`} {
+		r := newRecord("bad", 4)
+		r.Provenance = bad
+		if _, err := s.AppendAudit(ctx, []audit.Record{r}); err == nil {
+			t.Errorf("provenance %s accepted", bad)
+		}
+	}
+	if got := listAll(t, s); len(got) != 3 {
+		t.Fatalf("%d records after refused appends, want 3", len(got))
 	}
 }

@@ -174,7 +174,11 @@ type SignCardResponse struct {
 	// order).
 	PythonDivergences []string `protobuf:"bytes,7,rep,name=python_divergences,json=pythonDivergences,proto3" json:"python_divergences,omitempty"`
 	// For each verifier family, whether a signature covers its bytes.
-	Portability   []*VerifierSupport `protobuf:"bytes,8,rep,name=portability,proto3" json:"portability,omitempty"`
+	Portability []*VerifierSupport `protobuf:"bytes,8,rep,name=portability,proto3" json:"portability,omitempty"`
+	// The caller's provenance as recorded in the audit log (see
+	// AuditRecord.provenance); empty unless the caller authenticated with an
+	// OIDC identity token.
+	Provenance    map[string]string `protobuf:"bytes,9,rep,name=provenance,proto3" json:"provenance,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -261,6 +265,13 @@ func (x *SignCardResponse) GetPythonDivergences() []string {
 func (x *SignCardResponse) GetPortability() []*VerifierSupport {
 	if x != nil {
 		return x.Portability
+	}
+	return nil
+}
+
+func (x *SignCardResponse) GetProvenance() map[string]string {
+	if x != nil {
+		return x.Provenance
 	}
 	return nil
 }
@@ -1660,7 +1671,13 @@ type AuditRecord struct {
 	Outcome string `protobuf:"bytes,14,opt,name=outcome,proto3" json:"outcome,omitempty"`
 	// For a refused record, which rule refused the request and why; empty for
 	// a signed record.
-	Reason        string `protobuf:"bytes,15,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,15,opt,name=reason,proto3" json:"reason,omitempty"`
+	// For a caller that authenticated with an OIDC identity token, what the
+	// token said about the pipeline run that asked: "iss", "sub" and the
+	// claims that name it (repository, ref, sha, workflow, run_id, ...).
+	// Covered by the record's hash (as the JSON text audit.EncodeProvenance
+	// writes: sorted keys, no HTML escaping); empty for other callers.
+	Provenance    map[string]string `protobuf:"bytes,16,rep,name=provenance,proto3" json:"provenance,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1800,6 +1817,13 @@ func (x *AuditRecord) GetReason() string {
 	return ""
 }
 
+func (x *AuditRecord) GetProvenance() map[string]string {
+	if x != nil {
+		return x.Provenance
+	}
+	return nil
+}
+
 type ListAuditRecordsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Records with a sequence greater than this.
@@ -1916,7 +1940,7 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x04card\x18\x01 \x01(\fR\x04card\x12#\n" +
 	"\rstrip_unknown\x18\x02 \x01(\bR\fstripUnknown\x12.\n" +
 	"\aprofile\x18\x03 \x01(\x0e2\x14.cardsign.v1.ProfileR\aprofile\x12'\n" +
-	"\x0fkeep_signatures\x18\x04 \x01(\bR\x0ekeepSignatures\"\xef\x02\n" +
+	"\x0fkeep_signatures\x18\x04 \x01(\bR\x0ekeepSignatures\"\xfd\x03\n" +
 	"\x10SignCardResponse\x12\x1f\n" +
 	"\vsigned_card\x18\x01 \x01(\fR\n" +
 	"signedCard\x126\n" +
@@ -1928,7 +1952,13 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\bwarnings\x18\x05 \x03(\v2\x14.cardsign.v1.FindingR\bwarnings\x12 \n" +
 	"\vdivergences\x18\x06 \x03(\tR\vdivergences\x12-\n" +
 	"\x12python_divergences\x18\a \x03(\tR\x11pythonDivergences\x12>\n" +
-	"\vportability\x18\b \x03(\v2\x1c.cardsign.v1.VerifierSupportR\vportability\"\x98\x01\n" +
+	"\vportability\x18\b \x03(\v2\x1c.cardsign.v1.VerifierSupportR\vportability\x12M\n" +
+	"\n" +
+	"provenance\x18\t \x03(\v2-.cardsign.v1.SignCardResponse.ProvenanceEntryR\n" +
+	"provenance\x1a=\n" +
+	"\x0fProvenanceEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x98\x01\n" +
 	"\x0fVerifierSupport\x12\x1a\n" +
 	"\bverifier\x18\x01 \x01(\tR\bverifier\x12\x18\n" +
 	"\aprofile\x18\x02 \x01(\tR\aprofile\x12\x18\n" +
@@ -2025,7 +2055,7 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05force\x18\x03 \x01(\bR\x05force\"7\n" +
 	"\x11RevokeKeyResponse\x12\"\n" +
-	"\x03key\x18\x01 \x01(\v2\x10.cardsign.v1.KeyR\x03key\"\xba\x03\n" +
+	"\x03key\x18\x01 \x01(\v2\x10.cardsign.v1.KeyR\x03key\"\xc3\x04\n" +
 	"\vAuditRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
@@ -2043,7 +2073,13 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\tprev_hash\x18\f \x01(\fR\bprevHash\x12\x12\n" +
 	"\x04hash\x18\r \x01(\fR\x04hash\x12\x18\n" +
 	"\aoutcome\x18\x0e \x01(\tR\aoutcome\x12\x16\n" +
-	"\x06reason\x18\x0f \x01(\tR\x06reason\"]\n" +
+	"\x06reason\x18\x0f \x01(\tR\x06reason\x12H\n" +
+	"\n" +
+	"provenance\x18\x10 \x03(\v2(.cardsign.v1.AuditRecord.ProvenanceEntryR\n" +
+	"provenance\x1a=\n" +
+	"\x0fProvenanceEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"]\n" +
 	"\x17ListAuditRecordsRequest\x12%\n" +
 	"\x0eafter_sequence\x18\x01 \x01(\x03R\rafterSequence\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\"~\n" +
@@ -2086,7 +2122,7 @@ func file_cardsign_v1_cardsign_proto_rawDescGZIP() []byte {
 }
 
 var file_cardsign_v1_cardsign_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(Profile)(0),                     // 0: cardsign.v1.Profile
 	(*SignCardRequest)(nil),          // 1: cardsign.v1.SignCardRequest
@@ -2117,58 +2153,62 @@ var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(*AuditRecord)(nil),              // 26: cardsign.v1.AuditRecord
 	(*ListAuditRecordsRequest)(nil),  // 27: cardsign.v1.ListAuditRecordsRequest
 	(*ListAuditRecordsResponse)(nil), // 28: cardsign.v1.ListAuditRecordsResponse
-	(*timestamppb.Timestamp)(nil),    // 29: google.protobuf.Timestamp
+	nil,                              // 29: cardsign.v1.SignCardResponse.ProvenanceEntry
+	nil,                              // 30: cardsign.v1.AuditRecord.ProvenanceEntry
+	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
 }
 var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	0,  // 0: cardsign.v1.SignCardRequest.profile:type_name -> cardsign.v1.Profile
 	4,  // 1: cardsign.v1.SignCardResponse.signatures:type_name -> cardsign.v1.Signature
 	10, // 2: cardsign.v1.SignCardResponse.warnings:type_name -> cardsign.v1.Finding
 	3,  // 3: cardsign.v1.SignCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
-	7,  // 4: cardsign.v1.VerifyCardResponse.checks:type_name -> cardsign.v1.SignatureCheck
-	3,  // 5: cardsign.v1.VerifyCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
-	10, // 6: cardsign.v1.LintCardResponse.findings:type_name -> cardsign.v1.Finding
-	29, // 7: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
-	29, // 8: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
-	29, // 9: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
-	29, // 10: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
-	29, // 11: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
-	29, // 12: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
-	11, // 13: cardsign.v1.ListKeysResponse.keys:type_name -> cardsign.v1.Key
-	11, // 14: cardsign.v1.CreateKeyResponse.key:type_name -> cardsign.v1.Key
-	11, // 15: cardsign.v1.ImportKeyResponse.key:type_name -> cardsign.v1.Key
-	11, // 16: cardsign.v1.RotateKeyResponse.key:type_name -> cardsign.v1.Key
-	11, // 17: cardsign.v1.ActivateKeyResponse.key:type_name -> cardsign.v1.Key
-	11, // 18: cardsign.v1.RetireKeyResponse.key:type_name -> cardsign.v1.Key
-	11, // 19: cardsign.v1.RevokeKeyResponse.key:type_name -> cardsign.v1.Key
-	29, // 20: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
-	26, // 21: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
-	1,  // 22: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
-	5,  // 23: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
-	8,  // 24: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
-	12, // 25: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
-	14, // 26: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
-	16, // 27: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
-	18, // 28: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
-	20, // 29: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
-	22, // 30: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
-	24, // 31: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
-	27, // 32: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
-	2,  // 33: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
-	6,  // 34: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
-	9,  // 35: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
-	13, // 36: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
-	15, // 37: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
-	17, // 38: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
-	19, // 39: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
-	21, // 40: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
-	23, // 41: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
-	25, // 42: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
-	28, // 43: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
-	33, // [33:44] is the sub-list for method output_type
-	22, // [22:33] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	29, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
+	7,  // 5: cardsign.v1.VerifyCardResponse.checks:type_name -> cardsign.v1.SignatureCheck
+	3,  // 6: cardsign.v1.VerifyCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
+	10, // 7: cardsign.v1.LintCardResponse.findings:type_name -> cardsign.v1.Finding
+	31, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
+	31, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
+	31, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
+	31, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
+	31, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
+	31, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
+	11, // 14: cardsign.v1.ListKeysResponse.keys:type_name -> cardsign.v1.Key
+	11, // 15: cardsign.v1.CreateKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 16: cardsign.v1.ImportKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 17: cardsign.v1.RotateKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 18: cardsign.v1.ActivateKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 19: cardsign.v1.RetireKeyResponse.key:type_name -> cardsign.v1.Key
+	11, // 20: cardsign.v1.RevokeKeyResponse.key:type_name -> cardsign.v1.Key
+	31, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	30, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
+	26, // 23: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
+	1,  // 24: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
+	5,  // 25: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
+	8,  // 26: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
+	12, // 27: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
+	14, // 28: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
+	16, // 29: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
+	18, // 30: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
+	20, // 31: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
+	22, // 32: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
+	24, // 33: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
+	27, // 34: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
+	2,  // 35: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
+	6,  // 36: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
+	9,  // 37: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
+	13, // 38: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
+	15, // 39: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
+	17, // 40: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
+	19, // 41: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
+	21, // 42: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
+	23, // 43: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
+	25, // 44: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
+	28, // 45: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
+	35, // [35:46] is the sub-list for method output_type
+	24, // [24:35] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_cardsign_v1_cardsign_proto_init() }
@@ -2183,7 +2223,7 @@ func file_cardsign_v1_cardsign_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cardsign_v1_cardsign_proto_rawDesc), len(file_cardsign_v1_cardsign_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
