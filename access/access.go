@@ -9,6 +9,7 @@
 package access
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cardsign/cardsign/access/oidc"
 	"github.com/cardsign/cardsign/glob"
 )
 
@@ -123,8 +125,9 @@ var ErrUnauthenticated = errors.New("authentication required")
 
 // Authenticator turns presented credentials into an Identity.
 type Authenticator struct {
-	tokens  []Token
-	clients []Client
+	tokens   []Token
+	clients  []Client
+	idTokens *oidc.Verifier
 }
 
 // New returns an authenticator over the configured tokens and certificate
@@ -134,8 +137,33 @@ func New(tokens []Token, clients []Client) *Authenticator {
 	return &Authenticator{tokens: tokens, clients: clients}
 }
 
+// WithIDTokens returns a copy of a that also accepts OIDC identity tokens
+// verified by v (release pipelines: GitHub Actions, GitLab CI, Kubernetes).
+func (a *Authenticator) WithIDTokens(v *oidc.Verifier) *Authenticator {
+	b := *a
+	b.idTokens = v
+	return &b
+}
+
 // Enabled reports whether callers must authenticate.
-func (a *Authenticator) Enabled() bool { return len(a.tokens) > 0 || len(a.clients) > 0 }
+func (a *Authenticator) Enabled() bool {
+	return len(a.tokens) > 0 || len(a.clients) > 0 || a.idTokens != nil
+}
+
+// IDTokenError is an identity token the verifier refused. It matches
+// ErrUnauthenticated; Reason is the verifier's stable label (oidc.Reason*),
+// which the caller may be told: it says which check failed, never anything
+// the token holds.
+type IDTokenError struct {
+	Reason string
+	Err    error
+}
+
+func (e *IDTokenError) Error() string { return "identity token refused: " + e.Reason }
+func (e *IDTokenError) Unwrap() error { return e.Err }
+
+// Is makes an IDTokenError match ErrUnauthenticated.
+func (e *IDTokenError) Is(target error) bool { return target == ErrUnauthenticated }
 
 // Credentials is what a caller presented.
 type Credentials struct {
@@ -150,9 +178,11 @@ type Credentials struct {
 
 // Authenticate returns the caller's identity. A bearer token, when sent,
 // names the caller (a pipeline on a machine whose certificate many jobs
-// share); otherwise a verified client certificate does. Authenticating
-// never reveals which part failed.
-func (a *Authenticator) Authenticate(c Credentials) (Identity, error) {
+// share): a configured token, or else an OIDC identity token from a trusted
+// issuer; otherwise a verified client certificate does. A static token's
+// failure reveals nothing; a refused identity token is an *IDTokenError
+// naming the check that failed.
+func (a *Authenticator) Authenticate(ctx context.Context, c Credentials) (Identity, error) {
 	if !a.Enabled() {
 		return Anonymous, nil
 	}
@@ -163,6 +193,9 @@ func (a *Authenticator) Authenticate(c Credentials) (Identity, error) {
 		}
 		if t, ok := a.lookup(tok); ok {
 			return Identity{Name: "token:" + t.Name, Method: MethodToken, Roles: t.Roles, Principal: "token:" + t.Name}, nil
+		}
+		if a.idTokens != nil && oidc.LooksLikeJWT(tok) {
+			return a.idToken(ctx, tok)
 		}
 		return Identity{}, ErrUnauthenticated
 	}
@@ -188,6 +221,31 @@ func (a *Authenticator) Authenticate(c Credentials) (Identity, error) {
 		}
 	}
 	return Identity{}, ErrUnauthenticated
+}
+
+// idToken verifies an OIDC identity token. The identity is
+// "oidc:ISSUER#SUBJECT" (an issuer URL has no fragment, so the '#' cannot be
+// forged into it); the principal, a metrics label, is "oidc:ISSUER", which
+// the configuration bounds.
+func (a *Authenticator) idToken(ctx context.Context, raw string) (Identity, error) {
+	t, err := a.idTokens.Verify(ctx, raw)
+	if err != nil {
+		reason := "invalid"
+		if oe, ok := errors.AsType[*oidc.Error](err); ok {
+			reason = oe.Reason
+		}
+		return Identity{}, &IDTokenError{Reason: reason, Err: err}
+	}
+	var granted []Role
+	for _, r := range t.Roles {
+		if role, err := ParseRole(r); err == nil && !slices.Contains(granted, role) {
+			granted = append(granted, role)
+		}
+	}
+	return Identity{
+		Name: "oidc:" + t.Issuer + "#" + t.Subject, Method: MethodOIDC, Roles: granted, Principal: "oidc:" + t.Issuer,
+		Claims: t.Claims, Provenance: t.Provenance(),
+	}, nil
 }
 
 // lookup compares the presented token's hash with every configured hash in

@@ -45,7 +45,7 @@ func TestAuthenticate(t *testing.T) {
 		{"unknown cert", Credentials{CertIdentity: "spiffe://other.org/ci/x"}, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id, err := a.Authenticate(tc.creds)
+			id, err := a.Authenticate(t.Context(), tc.creds)
 			if tc.want == "" {
 				if !errors.Is(err, ErrUnauthenticated) || err.Error() != "authentication required" {
 					t.Fatalf("got %+v, %v; want the one generic refusal", id, err)
@@ -68,7 +68,7 @@ func TestAuthenticateOff(t *testing.T) {
 	if a.Enabled() {
 		t.Fatal("enabled with nothing configured")
 	}
-	id, err := a.Authenticate(Credentials{Authorization: "Bearer anything"})
+	id, err := a.Authenticate(t.Context(), Credentials{Authorization: "Bearer anything"})
 	if err != nil || id.Name != "anonymous" || !id.Has(RoleAdmin) || !id.Has(RoleSigner) || !id.Has(RoleAuditor) {
 		t.Fatalf("got %+v, %v", id, err)
 	}

@@ -42,8 +42,8 @@ type Record struct {
 	// id, ...), in the encoding of EncodeProvenance; "" for a caller who
 	// authenticated otherwise.
 	Provenance string
-	PrevHash        []byte // Hash of record Seq-1; Genesis() for Seq 1
-	Hash            []byte
+	PrevHash   []byte // Hash of record Seq-1; Genesis() for Seq 1
+	Hash       []byte
 }
 
 // Refused reports whether r records a refused request.
@@ -120,7 +120,7 @@ func Genesis() []byte { return make([]byte, HashSize) }
 // A record with a Provenance (a caller that authenticated with an OIDC
 // identity token) has two more fields after those, whatever its outcome:
 //
-//  the ASCII string "provenance", then Provenance (UTF-8 as stored)
+//	the ASCII string "provenance", then Provenance (UTF-8 as stored)
 //
 // so field 13 is "refused" or "provenance" and no encoding of one kind of
 // record equals one of another.

@@ -84,7 +84,7 @@ func requireRole(auth *access.Authenticator, role access.Role, h http.Handler) h
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 			creds.CertIdentity = access.CertificateIdentity(r.TLS.VerifiedChains[0][0])
 		}
-		id, err := auth.Authenticate(creds)
+		id, err := auth.Authenticate(r.Context(), creds)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cardsignd"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)

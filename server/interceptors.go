@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -163,7 +164,14 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 		who = access.Anonymous
 	} else {
 		var err error
-		if who, err = auth.Authenticate(creds); err != nil {
+		if who, err = auth.Authenticate(ctx, creds); err != nil {
+			g.metrics.authFailed(creds, err)
+			if e, ok := errors.AsType[*access.IDTokenError](err); ok {
+				// The pipeline holding the token may learn which check
+				// failed (expired, audience, ...): it says nothing the
+				// token does not.
+				return ctx, "", status.Error(codes.Unauthenticated, e.Error())
+			}
 			return ctx, "", errUnauthenticated
 		}
 	}

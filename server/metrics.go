@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/jwks"
 )
 
@@ -57,6 +59,7 @@ type Metrics struct {
 
 	connections        *prometheus.GaugeVec
 	connectionsRefused *prometheus.CounterVec
+	authFailures       *prometheus.CounterVec
 }
 
 // Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry).
@@ -118,9 +121,13 @@ func NewMetrics() *Metrics {
 			Name: "cardsign_connections_refused_total",
 			Help: "Connections closed as soon as accepted, by listener and the limit they were over (total: limits.max_connections; per_ip: limits.max_connections_per_ip).",
 		}, []string{"listener", "reason"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardsign_auth_failures_total",
+			Help: "Calls refused as unauthenticated, by credential (token: a bearer that is no configured token and no identity token; oidc: an identity token; cert; none) and reason (for oidc, the verifier's check: expired, audience, unknown_kid, alg, ...; else \"unknown\").",
+		}, []string{"method", "reason"}),
 	}
 	m.reg.MustRegister(m.signatures, m.signRequests, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
-		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused,
+		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused, m.authFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -197,4 +204,24 @@ func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.latCount, float64(s.LatencyCount))
 		ch <- prometheus.MustNewConstMetric(d.latMax, prometheus.GaugeValue, s.LatencyMax.Seconds(), src.Backend)
 	}
+}
+
+// authFailed counts a refused authentication: an identity token by the
+// verifier's reason, anything else by what was presented.
+func (m *Metrics) authFailed(creds access.Credentials, err error) {
+	if m == nil {
+		return
+	}
+	if e, ok := errors.AsType[*access.IDTokenError](err); ok {
+		m.authFailures.WithLabelValues("oidc", e.Reason).Inc()
+		return
+	}
+	method := "none"
+	switch {
+	case creds.Authorization != "":
+		method = "token"
+	case creds.CertIdentity != "":
+		method = "cert"
+	}
+	m.authFailures.WithLabelValues(method, "unknown").Inc()
 }

@@ -37,7 +37,7 @@ const (
 )
 
 // connUsage is the connection flags in a command's usage line.
-const connUsage = "[--server ADDR[,ADDR...]] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE]"
+const connUsage = "[--server ADDR[,ADDR...]] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE | --id-token FILE|- | --id-token-env NAME] [--id-token-audience AUD]"
 
 // maxTokenFile caps what is read of a token file: a token is one word.
 const maxTokenFile = 16 << 10
@@ -62,6 +62,7 @@ type connFlags struct {
 	serverName string
 	tokenFile  string
 	tls        optBool
+	idt        idTokenFlags
 }
 
 // addConnFlags registers the connection flags on fs.
@@ -76,6 +77,10 @@ func addConnFlags(fs *flag.FlagSet) *connFlags {
 	fs.StringVar(&cf.keyFile, "key-file", "", "PEM private key of --cert-file (default $"+keyFileEnv+")")
 	fs.StringVar(&cf.serverName, "server-name", "", "name to verify cardsignd's certificate against, for every address of --server (default the host of each address)")
 	fs.StringVar(&cf.tokenFile, "token-file", "", "file holding a bearer token to send on every call (default: the token in $"+tokenEnv+")")
+	fs.StringVar(&cf.idt.file, "id-token", "", "file holding an OIDC identity token (a pipeline's), or - for standard input; sent instead of a bearer token "+
+		"(default: $"+idTokenEnv+", GitHub Actions' token endpoint, $"+idTokenFileEnv+", or "+defaultProjectedToken+", when no bearer token is given)")
+	fs.StringVar(&cf.idt.envName, "id-token-env", "", "name of the variable holding the OIDC identity token (GitLab CI: the name under id_tokens:)")
+	fs.StringVar(&cf.idt.audience, "id-token-audience", "", "audience to request from GitHub Actions (default $"+idTokenAudienceEnv+", else "+defaultIDTokenAudience+")")
 	return cf
 }
 
@@ -85,7 +90,7 @@ func connFlagsGiven(fs *flag.FlagSet) []string {
 	var given []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "server", "ca-file", "tls", "cert-file", "key-file", "server-name", "token-file":
+		case "server", "ca-file", "tls", "cert-file", "key-file", "server-name", "token-file", "id-token", "id-token-env", "id-token-audience":
 			given = append(given, f.Name)
 		}
 	})
@@ -244,20 +249,30 @@ func loadRoots(caFile string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// token returns the bearer token of --token-file or $CARDSIGN_TOKEN, "" if
-// neither is set. Errors name where the token came from, never the token.
+// token returns the credential sent as the bearer on every call: the token of
+// --token-file, an identity token named by --id-token or --id-token-env, the
+// token in $CARDSIGN_TOKEN, or else an identity token the environment offers
+// (idTokenFlags.idToken); "" when there is none. Errors name where the
+// token came from, never the token.
 func (cf *connFlags) token(e env) (string, error) {
-	if cf.tokenFile != "" {
+	explicitID := cf.idt.file != "" || cf.idt.envName != ""
+	switch {
+	case cf.tokenFile != "" && explicitID:
+		return "", errors.New("--token-file and --id-token/--id-token-env both name a credential: give one")
+	case cf.tokenFile != "":
 		return readTokenFile(e, cf.cmd, cf.tokenFile)
+	case explicitID:
+		c, err := cf.idt.idToken(context.Background(), e)
+		return c.token, err
 	}
-	tok := strings.TrimSpace(os.Getenv(tokenEnv))
-	if tok == "" {
-		return "", nil
+	if tok := strings.TrimSpace(os.Getenv(tokenEnv)); tok != "" {
+		if err := checkToken(tok); err != nil {
+			return "", fmt.Errorf("$%s: %v", tokenEnv, err)
+		}
+		return tok, nil
 	}
-	if err := checkToken(tok); err != nil {
-		return "", fmt.Errorf("$%s: %v", tokenEnv, err)
-	}
-	return tok, nil
+	c, err := cf.idt.idToken(context.Background(), e)
+	return c.token, err
 }
 
 // readTokenFile reads a token file, warning when others may read it too.

@@ -103,6 +103,9 @@ func signCmd() command {
 				return c.usageError(e, "--jku must be an absolute https URL (http only for loopback hosts), got %q", *jku)
 			}
 		}
+		if len(pos) == 1 && pos[0] == "-" && conn.idt.file == "-" {
+			return c.usageError(e, "%v", errIDTokenAndStdin)
+		}
 		data, code, ok := c.oneInput(e, pos, lim)
 		if !ok {
 			return code

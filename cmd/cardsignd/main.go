@@ -165,7 +165,7 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	authn, err := cfg.Auth.Authenticator()
+	authn, err := cfg.Auth.Authenticator(ctx, log)
 	if err != nil {
 		return err
 	}

@@ -1,18 +1,43 @@
 package daemonconfig
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/access/oidc"
 )
 
-// Authenticator builds the token and client certificate table; Validate has
-// checked every entry.
-func (c AuthConfig) Authenticator() (*access.Authenticator, error) {
+// Verifier returns the auth.oidc verifier, nil when no issuer is configured.
+// It fetches nothing: an issuer that is down does not stop the daemon.
+func (c OIDCConfig) Verifier(ctx context.Context, log *slog.Logger) (*oidc.Verifier, error) {
+	if len(c.Issuers) == 0 {
+		return nil, nil
+	}
+	return oidc.New(ctx, c.config(), oidc.Options{Logger: log})
+}
+
+// config is c in the verifier's terms.
+func (c OIDCConfig) config() oidc.Config {
+	cfg := oidc.Config{ClockSkew: c.ClockSkew, MaxTokenBytes: c.MaxTokenBytes}
+	for _, is := range c.Issuers {
+		cfg.Issuers = append(cfg.Issuers, oidc.IssuerConfig{Issuer: is.Issuer, Audience: is.Audience, Algorithms: is.Algorithms,
+			SubjectClaim: is.SubjectClaim, Claims: is.Claims, CAFile: is.CAFile})
+	}
+	for _, r := range c.Rules {
+		cfg.Rules = append(cfg.Rules, oidc.RoleRule{Issuer: r.Issuer, Claims: r.Claims, Roles: r.Roles})
+	}
+	return cfg
+}
+
+// Authenticator builds the token and client certificate table, and the OIDC
+// verifier when auth.oidc names issuers; Validate has checked every entry.
+func (c AuthConfig) Authenticator(ctx context.Context, log *slog.Logger) (*access.Authenticator, error) {
 	var tokens []access.Token
 	for _, t := range c.Tokens {
 		h, err := access.ParseTokenHash(t.SHA256)
@@ -25,7 +50,15 @@ func (c AuthConfig) Authenticator() (*access.Authenticator, error) {
 	for _, cl := range c.Clients {
 		clients = append(clients, access.Client{Pattern: cl.Identity, Roles: roles(cl.Roles)})
 	}
-	return access.New(tokens, clients), nil
+	a := access.New(tokens, clients)
+	v, err := c.OIDC.Verifier(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
+		a = a.WithIDTokens(v)
+	}
+	return a, nil
 }
 
 func roles(names []string) []access.Role {

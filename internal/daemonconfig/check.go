@@ -230,6 +230,15 @@ func (c *Config) validateAuth(bad reporter) {
 	if len(c.Auth.Clients) > 0 && c.TLS.ClientCAFile == "" {
 		bad("auth.clients", "client certificate identities need tls.client_ca_file to verify certificates against")
 	}
+	if len(c.Auth.OIDC.Issuers) > 0 || len(c.Auth.OIDC.Rules) > 0 {
+		for _, p := range c.Auth.OIDC.config().Validate() {
+			path, msg, ok := strings.Cut(p, ": ")
+			if !ok {
+				path, msg = "auth.oidc", p
+			}
+			bad(path, "%s", msg)
+		}
+	}
 }
 
 func (c *Config) validateLimits(bad reporter) {
@@ -314,14 +323,17 @@ func (c *Config) validatePolicyCallers(bad reporter) {
 			p := fmt.Sprintf("policy.rules[%d].identities[%d]", i, j)
 			name, isToken := strings.CutPrefix(id, "token:")
 			switch {
-			case id == "anonymous" || id == "*" || strings.HasPrefix(id, "cert:"):
+			case id == "anonymous" || id == "*" || strings.HasPrefix(id, "cert:") || strings.HasPrefix(id, "oidc:"):
 			case isToken:
 				if !strings.ContainsAny(name, "*?") && !tokens[name] {
 					bad(p, "no token named %q in auth.tokens", name)
 				}
 			default:
-				bad(p, "%q names no caller: identities are token:NAME (auth.tokens) or cert:IDENTITY (a client certificate), e.g. %q", id, "cert:"+id)
+				bad(p, "%q names no caller: identities are token:NAME (auth.tokens), cert:IDENTITY (a client certificate) or oidc:ISSUER#SUBJECT (an identity token, auth.oidc), e.g. %q", id, "cert:"+id)
 			}
+		}
+		if len(r.Claims) > 0 && len(c.Auth.OIDC.Issuers) == 0 {
+			bad(fmt.Sprintf("policy.rules[%d].claims", i), "only identity tokens carry claims, and auth.oidc names no issuer: the rule refuses every caller")
 		}
 		if len(r.Identities) == 0 && len(r.Roles) > 0 && !slices.Contains(r.Roles, string(access.RoleSigner)) {
 			bad(fmt.Sprintf("policy.rules[%d].roles", i), "only callers with the signer role may sign: a rule for %v alone never applies", r.Roles)

@@ -79,9 +79,39 @@ func (c TLSConfig) Enabled() bool { return c.CertFile != "" || c.KeyFile != "" }
 type AuthConfig struct {
 	Tokens  []TokenConfig  `yaml:"tokens"`
 	Clients []ClientConfig `yaml:"clients"`
+	OIDC    OIDCConfig     `yaml:"oidc"`
 }
 
-func (c AuthConfig) Enabled() bool { return len(c.Tokens) > 0 || len(c.Clients) > 0 }
+func (c AuthConfig) Enabled() bool {
+	return len(c.Tokens) > 0 || len(c.Clients) > 0 || len(c.OIDC.Issuers) > 0
+}
+
+// OIDCConfig is auth.oidc: the issuers whose identity tokens release
+// pipelines present, and the rules that grant roles by their claims (see
+// package access/oidc).
+type OIDCConfig struct {
+	Issuers       []OIDCIssuerConfig `yaml:"issuers"`
+	Rules         []OIDCRuleConfig   `yaml:"rules"`
+	ClockSkew     time.Duration      `yaml:"clock_skew"`
+	MaxTokenBytes int                `yaml:"max_token_bytes"`
+}
+
+// OIDCIssuerConfig is one trusted issuer.
+type OIDCIssuerConfig struct {
+	Issuer       string            `yaml:"issuer"`
+	Audience     string            `yaml:"audience"`
+	Algorithms   []string          `yaml:"algorithms"`
+	SubjectClaim string            `yaml:"subject_claim"`
+	Claims       map[string]string `yaml:"claims"`
+	CAFile       string            `yaml:"ca_file"`
+}
+
+// OIDCRuleConfig grants roles to the tokens of one issuer whose claims match.
+type OIDCRuleConfig struct {
+	Issuer string            `yaml:"issuer"`
+	Claims map[string]string `yaml:"claims"`
+	Roles  []string          `yaml:"roles"`
+}
 
 // TokenConfig is one bearer token: never the token, only its SHA-256.
 type TokenConfig struct {

@@ -84,14 +84,14 @@ func TestAuthenticator(t *testing.T) {
 		Tokens:  []TokenConfig{{Name: "ci", SHA256: strings.Repeat("ab", 32), Roles: []string{"signer", "admin"}}},
 		Clients: []ClientConfig{{Identity: "spiffe://example.org/*", Roles: []string{"auditor"}}},
 	}
-	a, err := c.Authenticator()
+	a, err := c.Authenticator(t.Context(), nil)
 	if err != nil || !a.Enabled() {
 		t.Fatalf("authenticator %v, %v", a, err)
 	}
-	if _, err := (AuthConfig{Tokens: []TokenConfig{{Name: "bad", SHA256: "nothex"}}}).Authenticator(); err == nil || !strings.HasPrefix(err.Error(), "auth.tokens bad: ") {
+	if _, err := (AuthConfig{Tokens: []TokenConfig{{Name: "bad", SHA256: "nothex"}}}).Authenticator(t.Context(), nil); err == nil || !strings.HasPrefix(err.Error(), "auth.tokens bad: ") {
 		t.Errorf("bad hash: %v", err)
 	}
-	if a, _ := (AuthConfig{}).Authenticator(); a.Enabled() {
+	if a, _ := (AuthConfig{}).Authenticator(t.Context(), nil); a.Enabled() {
 		t.Error("no tokens and no clients must mean authentication off")
 	}
 	if got := roles([]string{"signer", "root", "auditor"}); len(got) != 2 || got[0] != access.RoleSigner || got[1] != access.RoleAuditor {

@@ -160,9 +160,9 @@ func checkText(r audit.Record) error {
 
 // auditCols holds a batch column by column, for insertAudit's arrays.
 type auditCols struct {
-	seq, time                                                                         []int64
+	seq, time                                                                                     []int64
 	caller, requestID, cardName, cardVersion, kid, alg, profile, sig, outcome, reason, provenance []string
-	canonical, prevHash, hash                                                         [][]byte
+	canonical, prevHash, hash                                                                     [][]byte
 }
 
 func newAuditCols(n int) *auditCols {

@@ -1,0 +1,228 @@
+package oidc
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// LooksLikeJWT reports whether a bearer value has the shape of a compact JWS:
+// three dot-separated base64url segments, the first starting with "eyJ" (the
+// encoding of `{"`). It is a cheap routing test, not a check: a value that
+// passes goes to Verify rather than to the static token table. Static tokens
+// minted by cardsign never contain a dot.
+func LooksLikeJWT(bearer string) bool {
+	if !strings.HasPrefix(bearer, "eyJ") || strings.Count(bearer, ".") != 2 {
+		return false
+	}
+	for i := 0; i < len(bearer); i++ {
+		if c := bearer[i]; c != '.' && !isBase64URL(c) {
+			return false
+		}
+	}
+	h, rest, _ := strings.Cut(bearer, ".")
+	p, _, _ := strings.Cut(rest, ".")
+	return h != "" && p != ""
+}
+
+func isBase64URL(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// maxJSONDepth bounds nesting in a header or claim set. Real ID tokens nest
+// three levels (Kubernetes); the cap keeps a hostile token from making the
+// recursive parser and the flattener go deep.
+const maxJSONDepth = 16
+
+// header is what we read from a JOSE header.
+type header struct {
+	alg string
+	kid string
+}
+
+// parsed is a token that passed the structural checks, signature unchecked.
+type parsed struct {
+	header header
+	claims map[string]any
+}
+
+// parse runs the checks that need neither configuration nor keys: shape,
+// encoding, strict JSON, alg family and crit. Its errors say which segment
+// failed but never quote it.
+func parse(raw string) (*parsed, *Error) {
+	switch n := strings.Count(raw, "."); {
+	case n == 4:
+		return nil, refuse(ReasonJWE, "an encrypted token (JWE, five segments) is not an identity token we accept")
+	case n != 2:
+		return nil, refuse(ReasonMalformed, "a compact JWS has 3 segments, not %d", n+1)
+	}
+	segs := strings.SplitN(raw, ".", 3)
+
+	hb, err := decodeSegment(segs[0])
+	if err != nil {
+		return nil, refuse(ReasonMalformed, "header: %v", err)
+	}
+	// Header names are compared case-insensitively for duplicates: JSON
+	// decoders disagree on case folding ("alg" vs "Alg"), and a header that
+	// reads differently to us and to the signature library must not pass.
+	hdr, err := parseObject(hb, true)
+	if err != nil {
+		return nil, jsonRefusal("header", err)
+	}
+	if _, ok := hdr["crit"]; ok {
+		return nil, refuse(ReasonCrit, `header has "crit": no JWS extension is understood here`)
+	}
+	var h header
+	alg, ok := hdr["alg"].(string)
+	switch {
+	case !ok:
+		return nil, refuse(ReasonAlg, `header has no "alg" string`)
+	case !isAsymmetric(alg):
+		// Before any issuer lookup or network: "none" and HMAC are never
+		// acceptable, whoever the token claims to come from.
+		return nil, refuse(ReasonAlg, "algorithm %s is not an allowed asymmetric signature algorithm", safeLabel(alg))
+	}
+	h.alg = alg
+	if v, present := hdr["kid"]; present {
+		if h.kid, ok = v.(string); !ok {
+			return nil, refuse(ReasonMalformed, `header "kid" is not a string`)
+		}
+	}
+
+	pb, err := decodeSegment(segs[1])
+	if err != nil {
+		return nil, refuse(ReasonMalformed, "claims: %v", err)
+	}
+	claims, err := parseObject(pb, false)
+	if err != nil {
+		return nil, jsonRefusal("claims", err)
+	}
+	if _, err := decodeSegment(segs[2]); err != nil {
+		return nil, refuse(ReasonMalformed, "signature: %v", err)
+	}
+	return &parsed{header: h, claims: claims}, nil
+}
+
+func isAsymmetric(alg string) bool { return slices.Contains(asymmetricAlgorithms, alg) }
+
+// safeLabel returns s quoted when it is a short printable ASCII word (an
+// algorithm name worth logging) and a placeholder otherwise, so that a
+// hostile header cannot put arbitrary text into logs.
+func safeLabel(s string) string {
+	if len(s) == 0 || len(s) > 16 {
+		return "(unprintable)"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e {
+			return "(unprintable)"
+		}
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// decodeSegment decodes unpadded base64url strictly: padding, the standard
+// alphabet, line breaks and non-zero trailing bits are all refused, so that
+// one token has exactly one encoding.
+func decodeSegment(s string) ([]byte, error) {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return nil, errors.New("not base64url without padding")
+	}
+	return b, nil
+}
+
+var errDuplicate = errors.New("duplicate name")
+
+func jsonRefusal(what string, err error) *Error {
+	if errors.Is(err, errDuplicate) {
+		return refuse(ReasonDuplicateKey, "%s: %v", what, err)
+	}
+	return refuse(ReasonMalformed, "%s: %v", what, err)
+}
+
+// parseObject decodes a JSON object strictly: a name twice in any object is
+// an error (encoding/json would keep the last one, and another parser the
+// first, so a signed token could mean two things), as is anything after the
+// object. Numbers stay json.Number, so large integers keep their digits.
+func parseObject(b []byte, foldCase bool) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	v, err := parseValue(dec, 0, foldCase)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON object")
+	}
+	return obj, nil
+}
+
+func parseValue(dec *json.Decoder, depth int, foldCase bool) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, errors.New("invalid JSON")
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil // string, json.Number, bool or nil
+	}
+	if depth >= maxJSONDepth {
+		return nil, fmt.Errorf("JSON nested deeper than %d", maxJSONDepth)
+	}
+	switch d {
+	case '{':
+		obj := map[string]any{}
+		var folded map[string]bool
+		if foldCase {
+			folded = map[string]bool{}
+		}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, errors.New("invalid JSON")
+			}
+			k, ok := kt.(string) // the decoder returns only strings in name position; checked anyway
+			if !ok {
+				return nil, errors.New("invalid JSON")
+			}
+			if _, dup := obj[k]; dup {
+				return nil, errDuplicate
+			}
+			if foldCase {
+				if folded[strings.ToLower(k)] {
+					return nil, errDuplicate
+				}
+				folded[strings.ToLower(k)] = true
+			}
+			if obj[k], err = parseValue(dec, depth+1, foldCase); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // '}'
+			return nil, errors.New("invalid JSON")
+		}
+		return obj, nil
+	default: // '['
+		arr := []any{}
+		for dec.More() {
+			v, err := parseValue(dec, depth+1, foldCase)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return nil, errors.New("invalid JSON")
+		}
+		return arr, nil
+	}
+}
