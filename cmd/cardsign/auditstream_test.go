@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
@@ -19,7 +17,6 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store/sqlite"
 )
 
@@ -61,46 +58,7 @@ func fillAuditLog(t *testing.T, path string, n, big int) {
 // database) on free loopback ports and returns its gRPC address.
 func startDaemonOn(t *testing.T, dataDir string) string {
 	t.Helper()
-	config := filepath.Join(filepath.Dir(dataDir), "cardsignd.yaml")
-	writeFile(t, config, []byte("limits:\n  rate: 0\n"))
-	cmd := exec.Command(daemonBin, "--config", config, "--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
-	pr, pw := io.Pipe()
-	log := &testsupport.SyncBuffer{}
-	cmd.Stderr = io.MultiWriter(pw, log)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); pw.Close(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := replicaReady.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case ready <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case addr := <-ready:
-		return addr
-	case <-exited:
-		t.Fatalf("cardsignd exited before it was ready\n%s", log.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("cardsignd not ready after 60s\n%s", log.String())
-	}
-	return ""
+	return runDaemon(t, daemonBin, dataDir, "limits:\n  rate: 0\n").grpc
 }
 
 // peakLiveHeap runs fn and returns the largest live heap (as of each

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/internal/oidctest"
-	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // paymentsCard is the card acme/payments' pipeline releases.
@@ -28,55 +25,6 @@ const paymentsCard = `{
   "skills": [{"id": "pay", "name": "Pay", "description": "Takes a payment", "tags": ["payments"]}]
 }`
 
-// startOIDCDaemon starts cardsignd with config and returns its gRPC and HTTP
-// addresses.
-func startOIDCDaemon(t *testing.T, dir, config string) (grpcAddr, httpAddr string) {
-	t.Helper()
-	cfg := filepath.Join(dir, "cardsignd.yaml")
-	writeFile(t, cfg, []byte(config))
-	cmd := exec.Command(daemonBin, "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
-	pr, pw := io.Pipe()
-	log := &testsupport.SyncBuffer{}
-	cmd.Stderr = io.MultiWriter(pw, log)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); pw.Close(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("cardsignd log:\n%s", log.String())
-		}
-	})
-	ready := make(chan [2]string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := replicaReady.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case ready <- [2]string{m[1], m[2]}:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case a := <-ready:
-		return a[0], a[1]
-	case <-exited:
-		t.Fatalf("cardsignd exited before it was ready\n%s", log.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("cardsignd not ready after 60s\n%s", log.String())
-	}
-	return "", ""
-}
-
 // TestOIDCPipelineSigns is a release pipeline signing with its own identity:
 // cardsign obtains a GitHub Actions identity token from the (stand-in) token
 // endpoint, cardsignd verifies it against a real HTTPS issuer, its claims
@@ -84,7 +32,7 @@ func startOIDCDaemon(t *testing.T, dir, config string) (grpcAddr, httpAddr strin
 func TestOIDCPipelineSigns(t *testing.T) {
 	is := oidctest.New(t)
 	dir := t.TempDir()
-	grpcAddr, httpAddr := startOIDCDaemon(t, dir, fmt.Sprintf(`limits:
+	d := runDaemon(t, daemonBin, filepath.Join(dir, "data"), fmt.Sprintf(`limits:
   rate: 0
 auth:
   oidc:
@@ -105,6 +53,7 @@ policy:
       hosts: [payments.example.com]
       claims: {repository: acme/payments, ref: "refs/tags/v*"}
 `, is.URL, is.CAFile))
+	grpcAddr, httpAddr := d.grpc, d.http
 	cardFile := filepath.Join(dir, "card.json")
 	writeFile(t, cardFile, []byte(paymentsCard))
 

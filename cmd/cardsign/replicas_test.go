@@ -429,42 +429,45 @@ func serveDNS(t *testing.T, name string, ips ...netip.Addr) string {
 
 // replica is a cardsignd process with its own data directory and key.
 type replica struct {
-	name       string
-	cmd        *exec.Cmd
-	grpc, http string
-	kid        string // its active key
-	log        *testsupport.SyncBuffer
-	exited     chan struct{}
+	*daemonProcess
+	name string
+	kid  string // its active key
 }
 
 var replicaReady = regexp.MustCompile(`msg="cardsignd ready" grpc=(\S+) http=(\S+)`)
 
-// startReplica starts cardsignd on free loopback ports and waits until it
-// says where it listens, then reads its active key.
-func startReplica(t *testing.T, bin, name string) *replica {
+// daemonProcess is a cardsignd a test started.
+type daemonProcess struct {
+	cmd        *exec.Cmd
+	grpc, http string // where it listens
+	log        *testsupport.SyncBuffer
+	exited     chan struct{}
+}
+
+// runDaemon starts bin on free loopback ports with config (YAML, written
+// beside dataDir) and dataDir, waits until it logs where it listens, and
+// kills it when the test ends (showing its log if the test failed).
+func runDaemon(t *testing.T, bin, dataDir, config string) *daemonProcess {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	// No per-caller rate limit: every call of the test comes from one
-	// anonymous caller, and cardsign bench sends as fast as it can.
-	config := filepath.Join(dir, "cardsignd.yaml")
-	writeFile(t, config, []byte("limits:\n  rate: 0\n"))
-	cmd := exec.Command(bin, "--config", config, "--data-dir", filepath.Join(dir, "data"), "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+	cfg := filepath.Join(filepath.Dir(dataDir), "cardsignd.yaml")
+	writeFile(t, cfg, []byte(config))
+	cmd := exec.Command(bin, "--config", cfg, "--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
 	pr, pw := io.Pipe()
-	r := &replica{name: name, cmd: cmd, log: &testsupport.SyncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = io.MultiWriter(pw, r.log)
+	d := &daemonProcess{cmd: cmd, log: &testsupport.SyncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = io.MultiWriter(pw, d.log)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { cmd.Wait(); pw.Close(); close(r.exited) }()
+	go func() { cmd.Wait(); pw.Close(); close(d.exited) }()
 	t.Cleanup(func() {
 		select {
-		case <-r.exited:
+		case <-d.exited:
 		default:
 			cmd.Process.Kill()
-			<-r.exited
+			<-d.exited
+		}
+		if t.Failed() {
+			t.Logf("cardsignd log (%s):\n%s", dataDir, d.log.String())
 		}
 	})
 	ready := make(chan [2]string, 1)
@@ -481,12 +484,26 @@ func startReplica(t *testing.T, bin, name string) *replica {
 	}()
 	select {
 	case a := <-ready:
-		r.grpc, r.http = a[0], a[1]
-	case <-r.exited:
-		t.Fatalf("cardsignd %s exited before it was ready\n%s", name, r.log.String())
+		d.grpc, d.http = a[0], a[1]
+	case <-d.exited:
+		t.Fatalf("cardsignd exited before it was ready\n%s", d.log.String())
 	case <-time.After(60 * time.Second):
-		t.Fatalf("cardsignd %s not ready after 60s\n%s", name, r.log.String())
+		t.Fatalf("cardsignd not ready after 60s\n%s", d.log.String())
 	}
+	return d
+}
+
+// startReplica starts cardsignd on free loopback ports and waits until it
+// says where it listens, then reads its active key.
+func startReplica(t *testing.T, bin, name string) *replica {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// No per-caller rate limit: every call of the test comes from one
+	// anonymous caller, and cardsign bench sends as fast as it can.
+	r := &replica{daemonProcess: runDaemon(t, bin, filepath.Join(dir, "data"), "limits:\n  rate: 0\n"), name: name}
 	cl := dialOne(t, r.grpc)
 	ctx, cancel := cl.ctx(context.Background())
 	defer cancel()
