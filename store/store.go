@@ -81,6 +81,7 @@ type Store interface {
 
 	Leases
 	Documents
+	Agents
 
 	Close() error
 }

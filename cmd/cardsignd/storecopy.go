@@ -273,6 +273,9 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool) error {
 	if err != nil {
 		return err
 	}
+	if err := c.copyAgents(ctx); err != nil {
+		return err
+	}
 	took := time.Since(c.start)
 	fmt.Fprintf(c.out, "store copy: copied %s and %s from %s to %s in %s (%s)\n",
 		count(int64(c.keysCopied), "key record"), count(c.recordsCopied, "audit record"), c.srcName, c.dstName, took.Round(time.Millisecond), rate(c.recordsCopied, took))
@@ -280,6 +283,50 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool) error {
 		return err
 	}
 	return c.mark(ctx, copyComplete)
+}
+
+// copyAgents copies the card registry: every kept version of every agent,
+// with its version number, oldest first, checked byte for byte after.
+func (c *copier) copyAgents(ctx context.Context) error {
+	imp, ok := c.dst.(store.AgentImporter)
+	if !ok {
+		return fmt.Errorf("destination %s cannot take agent cards as they are", c.dstName)
+	}
+	agents, versions := 0, 0
+	for after := ""; ; {
+		page, err := c.src.ListAgents(ctx, after, 500)
+		if err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, a := range page {
+			hist, err := c.src.AgentHistory(ctx, a.ID)
+			if err != nil {
+				return fmt.Errorf("source: %w", err)
+			}
+			for i := len(hist) - 1; i >= 0; i-- {
+				if err := imp.ImportAgentCard(ctx, hist[i]); err != nil {
+					return fmt.Errorf("destination: %w", err)
+				}
+				got, err := c.dst.AgentCard(ctx, hist[i].ID, hist[i].Version)
+				if err != nil {
+					return fmt.Errorf("destination: %w", err)
+				}
+				if !bytes.Equal(got.Signed, hist[i].Signed) || !bytes.Equal(got.Input, hist[i].Input) || got.Visibility != hist[i].Visibility {
+					return fmt.Errorf("destination: agent %s version %d differs from the source's", got.ID, got.Version)
+				}
+				versions++
+			}
+			agents++
+			after = a.ID
+		}
+	}
+	if agents > 0 {
+		fmt.Fprintf(c.out, "store copy: copied the registry: %s, %s\n", count(int64(agents), "agent"), count(int64(versions), "card version"))
+	}
+	return nil
 }
 
 // mark records the copy's state at the destination (copyMarker).

@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
+	"github.com/cardsign/cardsign/store/sqlite"
 )
 
 // cardsignd on PostgreSQL: --check-config of the store section, the way up
@@ -363,5 +365,53 @@ func TestStoreCopyKeepsRevocationCounter(t *testing.T) {
 	defer dst.Close()
 	if v, err := dst.NextSequence(ctx, "revocations"); err != nil || v != 8 {
 		t.Fatalf("the destination's next revocation sequence: %d, %v; want 8", v, err)
+	}
+}
+
+// TestStoreCopyRegistry: store copy takes the card registry along, every
+// kept version with its number, and the destination goes on numbering after
+// them.
+func TestStoreCopyRegistry(t *testing.T) {
+	ctx := t.Context()
+	data := filepath.Join(t.TempDir(), "data")
+	startDaemon(t, data).stop()
+	srcPath := filepath.Join(data, "cardsign.db")
+	src, err := sqlite.Open(ctx, srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := func(id string, n int) store.AgentCard {
+		sum := make([]byte, 32)
+		sum[0] = byte(n)
+		return store.AgentCard{ID: id, Visibility: store.Public, Input: []byte(fmt.Sprintf(`{"v":%d}`, n)), Options: []byte(`{}`),
+			Signed: []byte(fmt.Sprintf(`{"v":%d,"signatures":[]}`, n)), CanonicalSHA256: sum, KIDs: []string{"k"}, Caller: "token:ci", AuditSeq: int64(n)}
+	}
+	for n := 1; n <= 3; n++ {
+		if _, err := src.PutAgentCard(ctx, card("payments", n), 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := src.PutAgentCard(ctx, card("billing", 9), 0); err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	raw := newPGDatabase(t)
+	if r := runDaemonOnce(t, "store", "copy", "--from", srcPath, "--to", raw); r.Code != 0 || !strings.Contains(r.Stderr, "copied the registry: 2 agents, 3 card versions") {
+		t.Fatalf("store copy: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	dst, err := postgres.Open(ctx, postgres.Config{URL: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	hist, err := dst.AgentHistory(ctx, "payments")
+	if err != nil || len(hist) != 2 || hist[0].Version != 3 || hist[1].Version != 2 || string(hist[0].Signed) != `{"v":3,"signatures":[]}` {
+		t.Fatalf("payments on the destination: %+v, %v", hist, err)
+	}
+	if b, err := dst.AgentCard(ctx, "billing", 0); err != nil || b.Version != 1 || b.Visibility != store.Public || b.Caller != "token:ci" {
+		t.Fatalf("billing on the destination: %+v, %v", b, err)
+	}
+	if next, err := dst.PutAgentCard(ctx, card("payments", 4), 0); err != nil || next.Version != 4 {
+		t.Fatalf("the next version on the destination: %d, %v; want 4", next.Version, err)
 	}
 }

@@ -56,6 +56,8 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"AuditRefusedRecordRevokedKeys", testAuditRefusedRevoked},
 		{"AuditInvalidOutcome", testAuditInvalidOutcome},
 		{"AuditProvenance", testAuditProvenance},
+		{"Agents", testAgents},
+		{"AgentsConcurrentPuts", testAgentsConcurrent},
 		{"MakeKey", testMakeKey},
 		{"MakeKeyRaceMakesOne", testMakeKeyRace},
 		{"Now", testNow},

@@ -1,0 +1,169 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cardsign/cardsign/store"
+)
+
+const agentCardColumns = `c.id, c.version, c.visibility, c.input, c.options, c.signed, c.canonical_sha256, c.kids, c.caller, c.audit_seq, c.stored_at`
+
+// PutAgentCard stores c as its agent's next version (see store.Agents). The
+// agent's row is locked for the transaction, so concurrent puts for one
+// agent (two replicas) take consecutive versions.
+func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
+	if err := store.CheckAgentCard(c); err != nil {
+		return store.AgentCard{}, fmt.Errorf("store: put agent card: %w", err)
+	}
+	for _, f := range []string{c.ID, c.Caller} {
+		if !validText(f) {
+			return store.AgentCard{}, fmt.Errorf("store: put agent card %s: the caller is not UTF-8 text without NUL bytes", c.ID)
+		}
+	}
+	kids := c.KIDs
+	if kids == nil {
+		kids = []string{}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO agents AS a (id, last_version) VALUES ($1, 1)
+			ON CONFLICT (id) DO UPDATE SET last_version = a.last_version + 1
+			RETURNING last_version`, c.ID).Scan(&c.Version)
+		if err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `INSERT INTO agent_cards (id, version, visibility, input, options, signed, canonical_sha256, kids, caller, audit_seq, stored_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, clock_timestamp()) RETURNING stored_at`,
+			c.ID, c.Version, string(c.Visibility), c.Input, nonNilBytes(c.Options), c.Signed, c.CanonicalSHA256, kids, c.Caller, c.AuditSeq).Scan(&c.StoredAt)
+		if err != nil {
+			return err
+		}
+		if keep > 0 {
+			_, err = tx.Exec(ctx, `DELETE FROM agent_cards WHERE id = $1 AND version <= $2`, c.ID, c.Version-int64(keep))
+		}
+		return err
+	})
+	if err != nil {
+		return store.AgentCard{}, wrap(ctx, "put agent card "+c.ID, err)
+	}
+	c.StoredAt = c.StoredAt.UTC()
+	return c, nil
+}
+
+// ImportAgentCard stores c as it is (see store.AgentImporter).
+func (s *Store) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
+	if err := store.CheckAgentCard(c); err != nil {
+		return fmt.Errorf("store: import agent card: %w", err)
+	}
+	if c.Version < 1 || !validText(c.Caller) {
+		return fmt.Errorf("store: import agent card %s: version %d or caller invalid", c.ID, c.Version)
+	}
+	kids := c.KIDs
+	if kids == nil {
+		kids = []string{}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO agents AS a (id, last_version) VALUES ($1, $2)
+			ON CONFLICT (id) DO UPDATE SET last_version = greatest(a.last_version, EXCLUDED.last_version)`, c.ID, c.Version); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO agent_cards (id, version, visibility, input, options, signed, canonical_sha256, kids, caller, audit_seq, stored_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id, version) DO NOTHING`,
+			c.ID, c.Version, string(c.Visibility), c.Input, nonNilBytes(c.Options), c.Signed, c.CanonicalSHA256, kids, c.Caller, c.AuditSeq, c.StoredAt)
+		return err
+	})
+	return wrap(ctx, fmt.Sprintf("import agent card %s version %d", c.ID, c.Version), err)
+}
+
+// AgentCard returns version v of agent id, its newest when v is 0.
+func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
+	q := `SELECT ` + agentCardColumns + ` FROM agent_cards c WHERE c.id = $1 AND c.version = $2`
+	args := []any{id, v}
+	if v == 0 {
+		q = `SELECT ` + agentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`
+		args = args[:1]
+	}
+	cards, err := s.queryAgentCards(ctx, q, args...)
+	if err == nil && len(cards) == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.AgentCard{}, wrap(ctx, fmt.Sprintf("agent %s version %d", id, v), err)
+	}
+	return cards[0], nil
+}
+
+// ListAgents returns the newest version of the agents after after, by ID.
+func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
+	var lim *int64 // NULL: LIMIT ALL
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
+		WHERE c.id > $1 ORDER BY c.id COLLATE "C" LIMIT $2`, after, lim)
+	if err != nil {
+		return nil, wrap(ctx, fmt.Sprintf("list agents after %q", after), err)
+	}
+	return cards, nil
+}
+
+// AgentHistory returns the kept versions of agent id, newest first.
+func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
+	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c WHERE c.id = $1 ORDER BY c.version DESC`, id)
+	if err == nil && len(cards) == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, wrap(ctx, "agent "+id+" history", err)
+	}
+	return cards, nil
+}
+
+// RemoveAgent deletes every version of agent id; its counter stays.
+func (s *Store) RemoveAgent(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM agent_cards WHERE id = $1`, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrNotFound
+	}
+	return wrap(ctx, "remove agent "+id, err)
+}
+
+func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]store.AgentCard, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.AgentCard
+	for rows.Next() {
+		var c store.AgentCard
+		var vis string
+		var stored time.Time
+		if err := rows.Scan(&c.ID, &c.Version, &vis, &c.Input, &c.Options, &c.Signed, &c.CanonicalSHA256, &c.KIDs, &c.Caller, &c.AuditSeq, &stored); err != nil {
+			return nil, err
+		}
+		c.Visibility = store.Visibility(vis)
+		c.StoredAt = stored.UTC()
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func nonNilBytes(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return bytes.Clone(b)
+}
+
+// validText is what a text column takes: UTF-8 without NUL bytes.
+func validText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}

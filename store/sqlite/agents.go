@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cardsign/cardsign/store"
+)
+
+const agentCardColumns = `c.id, c.version, c.visibility, c.input, c.options, c.signed, c.canonical_sha256, c.kids, c.caller, c.audit_seq, c.stored_at`
+
+// PutAgentCard stores c as its agent's next version (see store.Agents).
+func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
+	if err := store.CheckAgentCard(c); err != nil {
+		return store.AgentCard{}, fmt.Errorf("store: put agent card: %w", err)
+	}
+	kids, err := json.Marshal(nonNilStrings(c.KIDs))
+	if err != nil {
+		return store.AgentCard{}, fmt.Errorf("store: put agent card %s: %w", c.ID, err)
+	}
+	err = s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
+		var last int64
+		err := tx.QueryRowContext(ctx, `SELECT last_version FROM agents WHERE id = ?`, c.ID).Scan(&last)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		c.Version = last + 1
+		now := time.Now()
+		c.StoredAt = store.FromNanos(now.UnixNano())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agents (id, last_version) VALUES (?, ?)
+			ON CONFLICT (id) DO UPDATE SET last_version = excluded.last_version`, c.ID, c.Version); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_cards (id, version, visibility, input, options, signed, canonical_sha256, kids, caller, audit_seq, stored_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Version, string(c.Visibility), nonNil(c.Input), nonNil(c.Options), nonNil(c.Signed), nonNil(c.CanonicalSHA256),
+			string(kids), c.Caller, c.AuditSeq, now.UnixNano()); err != nil {
+			return err
+		}
+		if keep > 0 {
+			_, err := tx.ExecContext(ctx, `DELETE FROM agent_cards WHERE id = ? AND version <= ?`, c.ID, c.Version-int64(keep))
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return store.AgentCard{}, fmt.Errorf("store: put agent card %s: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// AgentCard returns version v of agent id, its newest when v is 0.
+func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
+	q := `SELECT ` + agentCardColumns + ` FROM agent_cards c WHERE c.id = ? AND c.version = ?`
+	args := []any{id, v}
+	if v == 0 {
+		q = `SELECT ` + agentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`
+		args = args[:1]
+	}
+	cards, err := s.queryAgentCards(ctx, q, args...)
+	if err == nil && len(cards) == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.AgentCard{}, fmt.Errorf("store: agent %s version %d: %w", id, v, err)
+	}
+	return cards[0], nil
+}
+
+// ListAgents returns the newest version of the agents after after, by ID.
+func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
+		WHERE c.id > ? ORDER BY c.id LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list agents after %q: %w", after, err)
+	}
+	return cards, nil
+}
+
+// AgentHistory returns the kept versions of agent id, newest first.
+func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
+	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c WHERE c.id = ? ORDER BY c.version DESC`, id)
+	if err == nil && len(cards) == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: agent %s history: %w", id, err)
+	}
+	return cards, nil
+}
+
+// RemoveAgent deletes every version of agent id; its counter stays.
+func (s *Store) RemoveAgent(ctx context.Context, id string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM agent_cards WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: remove agent %s: %w", id, err)
+	}
+	return nil
+}
+
+func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]store.AgentCard, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.AgentCard
+	for rows.Next() {
+		var c store.AgentCard
+		var vis, kids string
+		var stored int64
+		if err := rows.Scan(&c.ID, &c.Version, &vis, &c.Input, &c.Options, &c.Signed, &c.CanonicalSHA256, &kids, &c.Caller, &c.AuditSeq, &stored); err != nil {
+			return nil, err
+		}
+		c.Visibility = store.Visibility(vis)
+		if err := json.Unmarshal([]byte(kids), &c.KIDs); err != nil {
+			return nil, fmt.Errorf("agent %s version %d: kids: %w", c.ID, c.Version, err)
+		}
+		c.StoredAt = store.FromNanos(stored)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,156 @@
+package storetest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/cardsign/cardsign/store"
+)
+
+func agentCard(id string, n int) store.AgentCard {
+	sum := sha256.Sum256([]byte(fmt.Sprint(id, n)))
+	return store.AgentCard{
+		ID: id, Visibility: store.Private,
+		Input:           []byte(fmt.Sprintf(`{"name":"%s","version":"1.%d.0"}`, id, n)),
+		Options:         []byte(`{"strip_unknown":true}`),
+		Signed:          []byte(fmt.Sprintf(`{"name":"%s","version":"1.%d.0","signatures":[]}`, id, n)),
+		CanonicalSHA256: sum[:], KIDs: []string{"k1", "k2"}, Caller: "token:ci", AuditSeq: int64(n),
+	}
+}
+
+func sameAgentCard(a, b store.AgentCard) bool {
+	return a.ID == b.ID && a.Version == b.Version && a.Visibility == b.Visibility && bytes.Equal(a.Input, b.Input) &&
+		bytes.Equal(a.Options, b.Options) && bytes.Equal(a.Signed, b.Signed) && bytes.Equal(a.CanonicalSHA256, b.CanonicalSHA256) &&
+		slices.Equal(a.KIDs, b.KIDs) && a.Caller == b.Caller && a.AuditSeq == b.AuditSeq && a.StoredAt.Equal(b.StoredAt)
+}
+
+func versions(cards []store.AgentCard) []int64 {
+	out := make([]int64, len(cards))
+	for i, c := range cards {
+		out[i] = c.Version
+	}
+	return out
+}
+
+// testAgents: versions grow by one per put, older ones beyond keep are
+// dropped, the newest is what AgentCard(id, 0) and ListAgents return, and a
+// removed agent starts again after its last version.
+func testAgents(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	var last store.AgentCard
+	for n := 1; n <= 3; n++ {
+		c, err := s.PutAgentCard(ctx, agentCard("payments", n), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Version != int64(n) || c.StoredAt.IsZero() {
+			t.Fatalf("put %d: version %d, stored at %v", n, c.Version, c.StoredAt)
+		}
+		last = c
+	}
+	got, err := s.AgentCard(ctx, "payments", 0)
+	if err != nil || !sameAgentCard(got, last) {
+		t.Fatalf("newest = %+v, %v; want %+v", got, err, last)
+	}
+	if v2, err := s.AgentCard(ctx, "payments", 2); err != nil || v2.Version != 2 {
+		t.Fatalf("version 2: %+v, %v", v2, err)
+	}
+	if _, err := s.AgentCard(ctx, "payments", 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("version 1 beyond keep 2: err = %v, want ErrNotFound", err)
+	}
+	hist, err := s.AgentHistory(ctx, "payments")
+	if err != nil || !slices.Equal(versions(hist), []int64{3, 2}) {
+		t.Fatalf("history = %v, %v; want versions 3, 2", versions(hist), err)
+	}
+	pub := agentCard("billing", 1)
+	pub.Visibility = store.Public
+	pub.KIDs = nil
+	if _, err := s.PutAgentCard(ctx, pub, 0); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListAgents(ctx, "", 0)
+	if err != nil || len(list) != 2 || list[0].ID != "billing" || list[1].ID != "payments" || list[1].Version != 3 ||
+		list[0].Visibility != store.Public || len(list[0].KIDs) != 0 {
+		t.Fatalf("ListAgents = %+v, %v", list, err)
+	}
+	if page, err := s.ListAgents(ctx, "billing", 1); err != nil || len(page) != 1 || page[0].ID != "payments" {
+		t.Fatalf("ListAgents after billing = %+v, %v", page, err)
+	}
+
+	if err := s.RemoveAgent(ctx, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AgentCard(ctx, "payments", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("removed agent: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.AgentHistory(ctx, "payments"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("removed agent's history: err = %v, want ErrNotFound", err)
+	}
+	if err := s.RemoveAgent(ctx, "payments"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("removing again: err = %v, want ErrNotFound", err)
+	}
+	again, err := s.PutAgentCard(ctx, agentCard("payments", 4), 2)
+	if err != nil || again.Version != 4 {
+		t.Fatalf("put after remove: version %d, %v; want 4 (versions are never reused)", again.Version, err)
+	}
+
+	for name, c := range map[string]store.AgentCard{
+		"empty id":      func() store.AgentCard { c := agentCard("x", 1); c.ID = ""; return c }(),
+		"upper case id": func() store.AgentCard { c := agentCard("x", 1); c.ID = "Payments"; return c }(),
+		"slash in id":   func() store.AgentCard { c := agentCard("x", 1); c.ID = "a/b"; return c }(),
+		"visibility":    func() store.AgentCard { c := agentCard("x", 1); c.Visibility = "secret"; return c }(),
+		"no signed":     func() store.AgentCard { c := agentCard("x", 1); c.Signed = nil; return c }(),
+		"short sha":     func() store.AgentCard { c := agentCard("x", 1); c.CanonicalSHA256 = []byte{1}; return c }(),
+	} {
+		if _, err := s.PutAgentCard(ctx, c, 0); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := s.AgentCard(ctx, "x", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused put left agent x behind: %v", err)
+	}
+}
+
+// testAgentsConcurrent: puts for one agent through two handles at once take
+// consecutive versions, none lost or repeated.
+func testAgentsConcurrent(t *testing.T, open Opener) {
+	a, b := mustOpen(t, open), mustOpen(t, open)
+	ctx := t.Context()
+	const each = 10
+	var mu sync.Mutex
+	var got []int64
+	var wg sync.WaitGroup
+	for _, s := range []store.Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range each {
+				c, err := s.PutAgentCard(ctx, agentCard("shared", n), 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				got = append(got, c.Version)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(got)
+	for i, v := range got {
+		if v != int64(i+1) {
+			t.Fatalf("versions %v: want 1..%d, each once", got, 2*each)
+		}
+	}
+	hist, err := a.AgentHistory(ctx, "shared")
+	if err != nil || len(hist) != 2*each {
+		t.Fatalf("history holds %d versions, %v; want %d", len(hist), err, 2*each)
+	}
+}
