@@ -31,17 +31,18 @@ const (
 	RoleSigner  Role = "signer"  // SignCard, VerifyCard, LintCard
 	RoleAdmin   Role = "admin"   // key operations
 	RoleAuditor Role = "auditor" // audit listing, key listing, /metrics
+	RoleReader  Role = "reader"  // reading private cards of the registry
 )
 
 // Roles lists every role, for validation and documentation.
-var roles = []Role{RoleSigner, RoleAdmin, RoleAuditor}
+var roles = []Role{RoleSigner, RoleAdmin, RoleAuditor, RoleReader}
 
 // ParseRole accepts one of the role names.
 func ParseRole(s string) (Role, error) {
 	if slices.Contains(roles, Role(s)) {
 		return Role(s), nil
 	}
-	return "", fmt.Errorf("unknown role %q (signer, admin or auditor)", s)
+	return "", fmt.Errorf("unknown role %q (signer, admin, auditor or reader)", s)
 }
 
 // Method says how an identity was proven.

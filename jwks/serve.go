@@ -126,7 +126,7 @@ func (s *Static) serve(w http.ResponseWriter, r *http.Request) int {
 	h["Access-Control-Expose-Headers"] = hdrExposeETag
 	h["Etag"] = s.hETag
 	h["Cache-Control"] = s.hCacheControl
-	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagListMatches(inm, s.etag) {
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && ETagListMatches(inm, s.etag) {
 		// RFC 9110 §15.4.5: a 304 repeats ETag and Cache-Control, no body.
 		w.WriteHeader(http.StatusNotModified)
 		return http.StatusNotModified
@@ -141,13 +141,13 @@ func (s *Static) serve(w http.ResponseWriter, r *http.Request) int {
 	return http.StatusOK
 }
 
-// etagListMatches reports whether an If-None-Match field (possibly several
+// ETagListMatches reports whether an If-None-Match field (possibly several
 // header lines, each a comma-separated list, or "*") names etag. It uses the
 // weak comparison RFC 9110 §13.1.2 prescribes for If-None-Match: W/"x"
 // matches "x". Our tags are strong and change with every byte, so a weak tag
 // sent back (some proxies weaken tags when they compress) still names exactly
 // this body.
-func etagListMatches(fields []string, etag string) bool {
+func ETagListMatches(fields []string, etag string) bool {
 	for _, f := range fields {
 		if f == etag {
 			return true // the common case: one line, our tag

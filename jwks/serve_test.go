@@ -46,8 +46,8 @@ func TestETagListMatches(t *testing.T) {
 		{"empty", []string{""}, false},
 	}
 	for _, tt := range tests {
-		if got := etagListMatches(tt.fields, tag); got != tt.want {
-			t.Errorf("%s: etagListMatches(%q) = %v, want %v", tt.name, tt.fields, got, tt.want)
+		if got := ETagListMatches(tt.fields, tag); got != tt.want {
+			t.Errorf("%s: ETagListMatches(%q) = %v, want %v", tt.name, tt.fields, got, tt.want)
 		}
 	}
 }

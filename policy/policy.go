@@ -73,7 +73,7 @@ const RequireHTTPSRule = "require_https"
 // naming a misspelt role is a configuration error rather than dead.
 func knownRole(s string) bool {
 	switch s {
-	case "signer", "admin", "auditor":
+	case "signer", "admin", "auditor", "reader":
 		return true
 	}
 	return false
@@ -160,7 +160,7 @@ func Compile(cfg Config) (*Policy, []Problem) {
 		}
 		for j, s := range r.Roles {
 			if !knownRole(s) {
-				add(fmt.Sprintf("%s.roles[%d]", at, j), "unknown role %q (roles are signer, admin, auditor)", s)
+				add(fmt.Sprintf("%s.roles[%d]", at, j), "unknown role %q (roles are signer, admin, auditor, reader)", s)
 			}
 		}
 		if len(r.CardNames) == 0 {

@@ -40,6 +40,9 @@ type Config struct {
 	JWKSMaxAge    time.Duration
 	RevocationTTL time.Duration
 	AuditBatch    int
+	// RegistryKeep is how many versions of each agent's card the registry
+	// keeps; 0 means DefaultRegistryKeep.
+	RegistryKeep int
 	// KeyRefresh is how often key records are re-read from the store, so
 	// that a change made by another replica is seen.
 	KeyRefresh time.Duration

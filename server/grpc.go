@@ -18,6 +18,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/store"
 )
 
 // NewGRPCServer returns a gRPC server with the signing, key and audit
@@ -58,6 +59,7 @@ func NewGRPCServer(a *Authority, log *slog.Logger, opts GRPCOptions) (*grpc.Serv
 	s := grpc.NewServer(so...)
 	svc := &services{a: a, log: log}
 	pb.RegisterSigningServiceServer(s, signingService{services: svc})
+	pb.RegisterAgentServiceServer(s, agentService{services: svc})
 	pb.RegisterKeyServiceServer(s, keyService{services: svc})
 	pb.RegisterAuditServiceServer(s, auditService{services: svc})
 	hs := health.NewServer()
@@ -130,10 +132,20 @@ func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	res, err := s.a.Sign(ctx, SignRequest{
+	sreq := SignRequest{
 		Card: req.GetCard(), StripUnknown: req.GetStripUnknown(), Mode: mode, KeepSignatures: req.GetKeepSignatures(),
 		Caller: caller(ctx), Identity: identity(ctx), RequestID: requestID(ctx),
-	})
+	}
+	if req.GetRegister() || req.GetAgentId() != "" || req.GetVisibility() != "" {
+		reg := &Registration{AgentID: req.GetAgentId()}
+		if req.GetVisibility() != "" {
+			if reg.Visibility, err = store.ParseVisibility(req.GetVisibility()); err != nil {
+				return nil, s.fail(ctx, &InvalidArgumentError{Field: "visibility", Reason: err.Error()})
+			}
+		}
+		sreq.Registration = reg
+	}
+	res, err := s.a.Sign(ctx, sreq)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -148,6 +160,9 @@ func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (
 	}
 	if len(res.Audit) > 0 {
 		out.Provenance = provenancePB(res.Audit[0].Provenance)
+	}
+	if res.Agent != nil {
+		out.AgentId, out.AgentVersion = res.Agent.ID, res.Agent.Version
 	}
 	for i, sig := range res.Signatures {
 		out.Signatures = append(out.Signatures, &pb.Signature{Kid: sig.KID, Alg: string(sig.Alg), Profile: string(sig.Profile), AuditSequence: res.Audit[i].Seq})
@@ -338,4 +353,73 @@ func (s auditService) ListAuditRecords(ctx context.Context, req *pb.ListAuditRec
 		out.NextAfterSequence = recs[len(recs)-1].Seq
 	}
 	return out, nil
+}
+
+// agentService is the card registry's API.
+type agentService struct {
+	pb.UnimplementedAgentServiceServer
+	*services
+}
+
+var _ pb.AgentServiceServer = agentService{}
+
+// agentCardPB converts a registry entry for the wire, with the card bytes or
+// without (listings).
+func agentCardPB(c store.AgentCard, withCard bool) *pb.AgentCard {
+	out := &pb.AgentCard{AgentId: c.ID, Version: c.Version, Visibility: string(c.Visibility), CanonicalSha256: c.CanonicalSHA256,
+		Kids: c.KIDs, Caller: c.Caller, AuditSequence: c.AuditSeq, StoredAt: timestamppb.New(c.StoredAt)}
+	if withCard {
+		out.SignedCard = c.Signed
+	}
+	return out
+}
+
+func (s agentService) GetAgentCard(ctx context.Context, req *pb.GetAgentCardRequest) (*pb.GetAgentCardResponse, error) {
+	c, err := s.a.AgentCard(ctx, req.GetAgentId(), req.GetVersion())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &pb.GetAgentCardResponse{Card: agentCardPB(c, true)}, nil
+}
+
+func (s agentService) ListAgents(ctx context.Context, req *pb.ListAgentsRequest) (*pb.ListAgentsResponse, error) {
+	const defaultPage, maxPage = 1000, 10000
+	page := int(req.GetPageSize())
+	switch {
+	case page <= 0:
+		page = defaultPage
+	case page > maxPage:
+		page = maxPage
+	}
+	cards, err := s.a.ListAgents(ctx, req.GetAfterAgentId(), page)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &pb.ListAgentsResponse{}
+	for _, c := range cards {
+		out.Agents = append(out.Agents, agentCardPB(c, false))
+	}
+	if len(cards) == page {
+		out.NextAfterAgentId = cards[len(cards)-1].ID
+	}
+	return out, nil
+}
+
+func (s agentService) AgentHistory(ctx context.Context, req *pb.AgentHistoryRequest) (*pb.AgentHistoryResponse, error) {
+	cards, err := s.a.AgentHistory(ctx, req.GetAgentId())
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	out := &pb.AgentHistoryResponse{}
+	for _, c := range cards {
+		out.Versions = append(out.Versions, agentCardPB(c, false))
+	}
+	return out, nil
+}
+
+func (s agentService) RemoveAgent(ctx context.Context, req *pb.RemoveAgentRequest) (*pb.RemoveAgentResponse, error) {
+	if err := s.a.RemoveAgent(ctx, req.GetAgentId(), caller(ctx)); err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &pb.RemoveAgentResponse{}, nil
 }

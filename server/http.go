@@ -32,6 +32,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	docs := a.newDocumentHandlers()
 	mux.Handle(jwks.JWKSPath, docs.jwks)
 	mux.Handle(jwks.RevocationsPath, docs.revocations)
+	mux.Handle("GET "+AgentCardPath, a.agentCardHandler(opts.Auth))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})

@@ -66,6 +66,10 @@ var methodRoles = map[string][]access.Role{
 	pb.KeyService_RetireKey_FullMethodName:          {access.RoleAdmin},
 	pb.KeyService_RevokeKey_FullMethodName:          {access.RoleAdmin},
 	pb.AuditService_ListAuditRecords_FullMethodName: {access.RoleAuditor},
+	pb.AgentService_GetAgentCard_FullMethodName:     {access.RoleReader, access.RoleAuditor, access.RoleAdmin},
+	pb.AgentService_ListAgents_FullMethodName:       {access.RoleReader, access.RoleAuditor, access.RoleAdmin},
+	pb.AgentService_AgentHistory_FullMethodName:     {access.RoleReader, access.RoleAuditor, access.RoleAdmin},
+	pb.AgentService_RemoveAgent_FullMethodName:      {access.RoleAdmin},
 }
 
 // GRPCOptions are the gRPC listener's security and limits.

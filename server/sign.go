@@ -27,13 +27,17 @@ type SignRequest struct {
 	Caller    string
 	Identity  access.Identity
 	RequestID string
+	// Registration, when set, keeps the signed card in the registry as its
+	// agent's newest version.
+	Registration *Registration
 }
 
 // Signed is a signed card with its committed audit records, in the order of
-// its signatures.
+// its signatures, and its registry entry when it was registered.
 type Signed struct {
 	*signer.Result
 	Audit []audit.Record
+	Agent *store.AgentCard
 }
 
 // ErrAudit wraps a failure to commit audit records: the signature was made
@@ -69,6 +73,12 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	if err != nil {
 		return nil, err
 	}
+	id := ""
+	if req.Registration != nil {
+		if id, err = agentID(req.Registration, prepared.Loaded.Value); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.checkPolicy(ctx, req, prepared); err != nil {
 		return nil, err
 	}
@@ -83,7 +93,18 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		}
 		committed, err := a.commit(ctx, expected, a.auditRecords(req, res))
 		if err == nil {
-			return &Signed{Result: res, Audit: committed}, nil
+			signed := &Signed{Result: res, Audit: committed}
+			if req.Registration != nil {
+				ac, err := a.register(ctx, id, req, res, committed)
+				if err != nil {
+					// Audited but not returned: the caller retries, and a
+					// retry is one more audited signature.
+					discarded = res
+					return nil, &NotRegisteredError{AuditSeq: committed[0].Seq, Err: err}
+				}
+				signed.Agent = &ac
+			}
+			return signed, nil
 		}
 		// A key revoked while this card was being signed: the store refused
 		// the records (and so the signatures) by it. Sign again with the key

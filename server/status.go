@@ -48,8 +48,16 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		changed *KeyChangedError
 		keyUn   *KeyUnavailableError
 		bePre   *backends.PreconditionError
+		regErr  *RegistrationError
+		notReg  *NotRegisteredError
 	)
 	switch {
+	case errors.As(err, &regErr):
+		return withBadRequest(codes.InvalidArgument, regErr.Error(),
+			&errdetails.BadRequest_FieldViolation{Field: "agent_id", Description: regErr.Reason})
+	case errors.As(err, &notReg):
+		log.Error("signed card not registered", "request_id", requestID, "audit_seq", notReg.AuditSeq, "err", notReg.Err)
+		return status.Error(codes.Unavailable, fmt.Sprintf("the card was signed (audit record %d) but the registry could not store it; retry (request %s)", notReg.AuditSeq, requestID))
 	case errors.As(err, &refused):
 		// The one refusal that explains itself: the caller is allowed to
 		// sign, this card is not, and the rule says how to fix it.

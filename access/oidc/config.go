@@ -48,7 +48,7 @@ var asymmetricAlgorithms = []string{
 
 // The roles a RoleRule may grant. They mirror package access's roles, which
 // this package must not import (access uses this package).
-var knownRoles = []string{"signer", "admin", "auditor"}
+var knownRoles = []string{"signer", "admin", "auditor", "reader"}
 
 // IssuerConfig is one trusted issuer.
 type IssuerConfig struct {
@@ -85,7 +85,7 @@ type RoleRule struct {
 	// one is required, so that no rule grants a role to every token of a
 	// shared issuer.
 	Claims map[string]string
-	// Roles granted: "signer", "admin", "auditor".
+	// Roles granted: "signer", "admin", "auditor", "reader".
 	Roles []string
 }
 
@@ -161,11 +161,11 @@ func (c Config) Validate() []string {
 		}
 		probs = append(probs, checkClaims(p+".claims", r.Claims)...)
 		if len(r.Roles) == 0 {
-			add(p+".roles", "required (signer, admin or auditor)")
+			add(p+".roles", "required (signer, admin, auditor or reader)")
 		}
 		for j, role := range r.Roles {
 			if !slices.Contains(knownRoles, role) {
-				add(fmt.Sprintf("%s.roles[%d]", p, j), "unknown role %q (signer, admin or auditor)", role)
+				add(fmt.Sprintf("%s.roles[%d]", p, j), "unknown role %q (signer, admin, auditor or reader)", role)
 			}
 		}
 	}

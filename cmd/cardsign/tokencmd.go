@@ -29,7 +29,7 @@ func tokenCmd() command {
 	c := command{
 		name:    "token",
 		summary: "Make a bearer token for cardsignd and print the config entry that grants it roles, or hash an existing token.",
-		usage:   "new --name NAME --roles ROLE[,ROLE...] [--out FILE] | hash [FILE|-]   (roles: signer, admin, auditor)",
+		usage:   "new --name NAME --roles ROLE[,ROLE...] [--out FILE] | hash [FILE|-]   (roles: signer, admin, auditor, reader)",
 		example: "  cardsign token new --name release-pipeline --roles signer --out release.token\n" +
 			"  cardsign token new --name ops --roles admin,auditor > ops.token\n" +
 			"  cardsign token hash release.token\n" +

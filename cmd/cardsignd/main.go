@@ -386,6 +386,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		RevocationTTL: cfg.Revocations.TTL,
 		OmitAuditHead: cfg.Revocations.AuditHead != nil && !*cfg.Revocations.AuditHead,
 		AuditBatch:    cfg.Audit.BatchSize,
+		RegistryKeep:  cfg.Registry.Keep,
 
 		DisableOnRevoke:    cfg.Keys.OnRevoke == "disable",
 		Policy:             pol,

@@ -185,7 +185,7 @@ var tokenName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 func validateRoles(bad reporter, path string, roles []string) {
 	if len(roles) == 0 {
-		bad(path, "needs at least one role (signer, admin, auditor)")
+		bad(path, "needs at least one role (signer, admin, auditor, reader)")
 	}
 	seen := map[string]bool{}
 	for i, r := range roles {

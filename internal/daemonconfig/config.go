@@ -40,6 +40,7 @@ type Config struct {
 	JWKS            JWKSConfig        `yaml:"jwks"`
 	Revocations     RevocationsConfig `yaml:"revocations"`
 	Audit           AuditConfig       `yaml:"audit"`
+	Registry        RegistryConfig    `yaml:"registry"`
 	PKCS11          PKCS11Config      `yaml:"pkcs11"`
 	GCPKMS          GCPKMSConfig      `yaml:"gcpkms"`
 	AWSKMS          AWSKMSConfig      `yaml:"awskms"`
@@ -239,6 +240,12 @@ type AuditConfig struct {
 	BatchSize int `yaml:"batch_size"`
 }
 
+// RegistryConfig is the card registry's: how many versions of each agent's
+// card are kept (0: server.DefaultRegistryKeep).
+type RegistryConfig struct {
+	Keep int `yaml:"keep"`
+}
+
 // Defaults is the embedded default: everything in ./cardsignd-data, loopback
 // listeners, an ES256 file key.
 func Defaults() Config {
@@ -369,6 +376,9 @@ func (c *Config) Validate() error {
 	}
 	c.validatePolicyCallers(bad)
 	c.validateLimits(bad)
+	if c.Registry.Keep < 0 || c.Registry.Keep > 10000 {
+		bad("registry.keep", "%d must be between 1 and 10000 (0 or unset: %d)", c.Registry.Keep, server.DefaultRegistryKeep)
+	}
 	c.validateStore(bad)
 	if c.Readiness.Interval < 100*time.Millisecond {
 		bad("readiness.interval", "%s is shorter than 100ms", c.Readiness.Interval)

@@ -95,8 +95,17 @@ type SignCardRequest struct {
 	Profile      Profile `protobuf:"varint,3,opt,name=profile,proto3,enum=cardsign.v1.Profile" json:"profile,omitempty"`
 	// Keep the card's existing signatures (default: replace them).
 	KeepSignatures bool `protobuf:"varint,4,opt,name=keep_signatures,json=keepSignatures,proto3" json:"keep_signatures,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Register the signed card in the registry as this agent's newest
+	// version (1-128 of a-z 0-9 . - _). Empty with register: derived from the
+	// card's first supportedInterfaces url (its host, then its path, lower
+	// case, other characters as '-').
+	AgentId  string `protobuf:"bytes,5,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Register bool   `protobuf:"varint,6,opt,name=register,proto3" json:"register,omitempty"`
+	// "public" (served to anyone) or "private" (callers with the reader
+	// role); empty: private for a new agent, unchanged for a known one.
+	Visibility    string `protobuf:"bytes,7,opt,name=visibility,proto3" json:"visibility,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SignCardRequest) Reset() {
@@ -157,6 +166,27 @@ func (x *SignCardRequest) GetKeepSignatures() bool {
 	return false
 }
 
+func (x *SignCardRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *SignCardRequest) GetRegister() bool {
+	if x != nil {
+		return x.Register
+	}
+	return false
+}
+
+func (x *SignCardRequest) GetVisibility() string {
+	if x != nil {
+		return x.Visibility
+	}
+	return ""
+}
+
 type SignCardResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The signed card, v1.0 shape, JSON.
@@ -178,7 +208,10 @@ type SignCardResponse struct {
 	// The caller's provenance as recorded in the audit log (see
 	// AuditRecord.provenance); empty unless the caller authenticated with an
 	// OIDC identity token.
-	Provenance    map[string]string `protobuf:"bytes,9,rep,name=provenance,proto3" json:"provenance,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Provenance map[string]string `protobuf:"bytes,9,rep,name=provenance,proto3" json:"provenance,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// When the card was registered: its agent and version.
+	AgentId       string `protobuf:"bytes,10,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	AgentVersion  int64  `protobuf:"varint,11,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -274,6 +307,20 @@ func (x *SignCardResponse) GetProvenance() map[string]string {
 		return x.Provenance
 	}
 	return nil
+}
+
+func (x *SignCardResponse) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *SignCardResponse) GetAgentVersion() int64 {
+	if x != nil {
+		return x.AgentVersion
+	}
+	return 0
 }
 
 // Whether one family of verifiers accepts the card.
@@ -1931,16 +1978,506 @@ func (x *ListAuditRecordsResponse) GetNextAfterSequence() int64 {
 	return 0
 }
 
+type AgentCard struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Version int64                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// "public" or "private".
+	Visibility string `protobuf:"bytes,3,opt,name=visibility,proto3" json:"visibility,omitempty"`
+	// The signed card as served (left out of listings).
+	SignedCard      []byte `protobuf:"bytes,4,opt,name=signed_card,json=signedCard,proto3" json:"signed_card,omitempty"`
+	CanonicalSha256 []byte `protobuf:"bytes,5,opt,name=canonical_sha256,json=canonicalSha256,proto3" json:"canonical_sha256,omitempty"`
+	// The keys whose signatures the card carries.
+	Kids []string `protobuf:"bytes,6,rep,name=kids,proto3" json:"kids,omitempty"`
+	// Who signed this version, and the audit record of its first signature.
+	Caller        string                 `protobuf:"bytes,7,opt,name=caller,proto3" json:"caller,omitempty"`
+	AuditSequence int64                  `protobuf:"varint,8,opt,name=audit_sequence,json=auditSequence,proto3" json:"audit_sequence,omitempty"`
+	StoredAt      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=stored_at,json=storedAt,proto3" json:"stored_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentCard) Reset() {
+	*x = AgentCard{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentCard) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentCard) ProtoMessage() {}
+
+func (x *AgentCard) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentCard.ProtoReflect.Descriptor instead.
+func (*AgentCard) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *AgentCard) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *AgentCard) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *AgentCard) GetVisibility() string {
+	if x != nil {
+		return x.Visibility
+	}
+	return ""
+}
+
+func (x *AgentCard) GetSignedCard() []byte {
+	if x != nil {
+		return x.SignedCard
+	}
+	return nil
+}
+
+func (x *AgentCard) GetCanonicalSha256() []byte {
+	if x != nil {
+		return x.CanonicalSha256
+	}
+	return nil
+}
+
+func (x *AgentCard) GetKids() []string {
+	if x != nil {
+		return x.Kids
+	}
+	return nil
+}
+
+func (x *AgentCard) GetCaller() string {
+	if x != nil {
+		return x.Caller
+	}
+	return ""
+}
+
+func (x *AgentCard) GetAuditSequence() int64 {
+	if x != nil {
+		return x.AuditSequence
+	}
+	return 0
+}
+
+func (x *AgentCard) GetStoredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StoredAt
+	}
+	return nil
+}
+
+type GetAgentCardRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// 0: the newest.
+	Version       int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAgentCardRequest) Reset() {
+	*x = GetAgentCardRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAgentCardRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAgentCardRequest) ProtoMessage() {}
+
+func (x *GetAgentCardRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAgentCardRequest.ProtoReflect.Descriptor instead.
+func (*GetAgentCardRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GetAgentCardRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *GetAgentCardRequest) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+type ListAgentsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Agents with an id after this one, in id order.
+	AfterAgentId string `protobuf:"bytes,1,opt,name=after_agent_id,json=afterAgentId,proto3" json:"after_agent_id,omitempty"`
+	// At most this many (default 1000, at most 10000).
+	PageSize      int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentsRequest) Reset() {
+	*x = ListAgentsRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentsRequest) ProtoMessage() {}
+
+func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
+func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListAgentsRequest) GetAfterAgentId() string {
+	if x != nil {
+		return x.AfterAgentId
+	}
+	return ""
+}
+
+func (x *ListAgentsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type ListAgentsResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Agents []*AgentCard           `protobuf:"bytes,1,rep,name=agents,proto3" json:"agents,omitempty"`
+	// Pass as after_agent_id for the next page; empty on the last.
+	NextAfterAgentId string `protobuf:"bytes,2,opt,name=next_after_agent_id,json=nextAfterAgentId,proto3" json:"next_after_agent_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ListAgentsResponse) Reset() {
+	*x = ListAgentsResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentsResponse) ProtoMessage() {}
+
+func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
+func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListAgentsResponse) GetAgents() []*AgentCard {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+func (x *ListAgentsResponse) GetNextAfterAgentId() string {
+	if x != nil {
+		return x.NextAfterAgentId
+	}
+	return ""
+}
+
+type GetAgentCardResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Card          *AgentCard             `protobuf:"bytes,1,opt,name=card,proto3" json:"card,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAgentCardResponse) Reset() {
+	*x = GetAgentCardResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAgentCardResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAgentCardResponse) ProtoMessage() {}
+
+func (x *GetAgentCardResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAgentCardResponse.ProtoReflect.Descriptor instead.
+func (*GetAgentCardResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *GetAgentCardResponse) GetCard() *AgentCard {
+	if x != nil {
+		return x.Card
+	}
+	return nil
+}
+
+type AgentHistoryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentHistoryRequest) Reset() {
+	*x = AgentHistoryRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentHistoryRequest) ProtoMessage() {}
+
+func (x *AgentHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentHistoryRequest.ProtoReflect.Descriptor instead.
+func (*AgentHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *AgentHistoryRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+type AgentHistoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first, without the card bytes.
+	Versions      []*AgentCard `protobuf:"bytes,1,rep,name=versions,proto3" json:"versions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentHistoryResponse) Reset() {
+	*x = AgentHistoryResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentHistoryResponse) ProtoMessage() {}
+
+func (x *AgentHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentHistoryResponse.ProtoReflect.Descriptor instead.
+func (*AgentHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *AgentHistoryResponse) GetVersions() []*AgentCard {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+type RemoveAgentRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveAgentRequest) Reset() {
+	*x = RemoveAgentRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveAgentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveAgentRequest) ProtoMessage() {}
+
+func (x *RemoveAgentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveAgentRequest.ProtoReflect.Descriptor instead.
+func (*RemoveAgentRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RemoveAgentRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+type RemoveAgentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveAgentResponse) Reset() {
+	*x = RemoveAgentResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveAgentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveAgentResponse) ProtoMessage() {}
+
+func (x *RemoveAgentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveAgentResponse.ProtoReflect.Descriptor instead.
+func (*RemoveAgentResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{36}
+}
+
 var File_cardsign_v1_cardsign_proto protoreflect.FileDescriptor
 
 const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\n" +
-	"\x1acardsign/v1/cardsign.proto\x12\vcardsign.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\x01\n" +
+	"\x1acardsign/v1/cardsign.proto\x12\vcardsign.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfa\x01\n" +
 	"\x0fSignCardRequest\x12\x12\n" +
 	"\x04card\x18\x01 \x01(\fR\x04card\x12#\n" +
 	"\rstrip_unknown\x18\x02 \x01(\bR\fstripUnknown\x12.\n" +
 	"\aprofile\x18\x03 \x01(\x0e2\x14.cardsign.v1.ProfileR\aprofile\x12'\n" +
-	"\x0fkeep_signatures\x18\x04 \x01(\bR\x0ekeepSignatures\"\xfd\x03\n" +
+	"\x0fkeep_signatures\x18\x04 \x01(\bR\x0ekeepSignatures\x12\x19\n" +
+	"\bagent_id\x18\x05 \x01(\tR\aagentId\x12\x1a\n" +
+	"\bregister\x18\x06 \x01(\bR\bregister\x12\x1e\n" +
+	"\n" +
+	"visibility\x18\a \x01(\tR\n" +
+	"visibility\"\xbd\x04\n" +
 	"\x10SignCardResponse\x12\x1f\n" +
 	"\vsigned_card\x18\x01 \x01(\fR\n" +
 	"signedCard\x126\n" +
@@ -1955,7 +2492,10 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\vportability\x18\b \x03(\v2\x1c.cardsign.v1.VerifierSupportR\vportability\x12M\n" +
 	"\n" +
 	"provenance\x18\t \x03(\v2-.cardsign.v1.SignCardResponse.ProvenanceEntryR\n" +
-	"provenance\x1a=\n" +
+	"provenance\x12\x19\n" +
+	"\bagent_id\x18\n" +
+	" \x01(\tR\aagentId\x12#\n" +
+	"\ragent_version\x18\v \x01(\x03R\fagentVersion\x1a=\n" +
 	"\x0fProvenanceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x98\x01\n" +
@@ -2085,7 +2625,38 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\"~\n" +
 	"\x18ListAuditRecordsResponse\x122\n" +
 	"\arecords\x18\x01 \x03(\v2\x18.cardsign.v1.AuditRecordR\arecords\x12.\n" +
-	"\x13next_after_sequence\x18\x02 \x01(\x03R\x11nextAfterSequence*q\n" +
+	"\x13next_after_sequence\x18\x02 \x01(\x03R\x11nextAfterSequence\"\xb8\x02\n" +
+	"\tAgentCard\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x1e\n" +
+	"\n" +
+	"visibility\x18\x03 \x01(\tR\n" +
+	"visibility\x12\x1f\n" +
+	"\vsigned_card\x18\x04 \x01(\fR\n" +
+	"signedCard\x12)\n" +
+	"\x10canonical_sha256\x18\x05 \x01(\fR\x0fcanonicalSha256\x12\x12\n" +
+	"\x04kids\x18\x06 \x03(\tR\x04kids\x12\x16\n" +
+	"\x06caller\x18\a \x01(\tR\x06caller\x12%\n" +
+	"\x0eaudit_sequence\x18\b \x01(\x03R\rauditSequence\x127\n" +
+	"\tstored_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bstoredAt\"J\n" +
+	"\x13GetAgentCardRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\"V\n" +
+	"\x11ListAgentsRequest\x12$\n" +
+	"\x0eafter_agent_id\x18\x01 \x01(\tR\fafterAgentId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\"s\n" +
+	"\x12ListAgentsResponse\x12.\n" +
+	"\x06agents\x18\x01 \x03(\v2\x16.cardsign.v1.AgentCardR\x06agents\x12-\n" +
+	"\x13next_after_agent_id\x18\x02 \x01(\tR\x10nextAfterAgentId\"B\n" +
+	"\x14GetAgentCardResponse\x12*\n" +
+	"\x04card\x18\x01 \x01(\v2\x16.cardsign.v1.AgentCardR\x04card\"0\n" +
+	"\x13AgentHistoryRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\"J\n" +
+	"\x14AgentHistoryResponse\x122\n" +
+	"\bversions\x18\x01 \x03(\v2\x16.cardsign.v1.AgentCardR\bversions\"/\n" +
+	"\x12RemoveAgentRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\"\x15\n" +
+	"\x13RemoveAgentResponse*q\n" +
 	"\aProfile\x12\x17\n" +
 	"\x13PROFILE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROFILE_SPEC\x10\x01\x12\x0f\n" +
@@ -2107,7 +2678,13 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\tRetireKey\x12\x1d.cardsign.v1.RetireKeyRequest\x1a\x1e.cardsign.v1.RetireKeyResponse\x12J\n" +
 	"\tRevokeKey\x12\x1d.cardsign.v1.RevokeKeyRequest\x1a\x1e.cardsign.v1.RevokeKeyResponse2o\n" +
 	"\fAuditService\x12_\n" +
-	"\x10ListAuditRecords\x12$.cardsign.v1.ListAuditRecordsRequest\x1a%.cardsign.v1.ListAuditRecordsResponseB9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
+	"\x10ListAuditRecords\x12$.cardsign.v1.ListAuditRecordsRequest\x1a%.cardsign.v1.ListAuditRecordsResponse2\xd9\x02\n" +
+	"\fAgentService\x12S\n" +
+	"\fGetAgentCard\x12 .cardsign.v1.GetAgentCardRequest\x1a!.cardsign.v1.GetAgentCardResponse\x12M\n" +
+	"\n" +
+	"ListAgents\x12\x1e.cardsign.v1.ListAgentsRequest\x1a\x1f.cardsign.v1.ListAgentsResponse\x12S\n" +
+	"\fAgentHistory\x12 .cardsign.v1.AgentHistoryRequest\x1a!.cardsign.v1.AgentHistoryResponse\x12P\n" +
+	"\vRemoveAgent\x12\x1f.cardsign.v1.RemoveAgentRequest\x1a .cardsign.v1.RemoveAgentResponseB9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
 
 var (
 	file_cardsign_v1_cardsign_proto_rawDescOnce sync.Once
@@ -2122,7 +2699,7 @@ func file_cardsign_v1_cardsign_proto_rawDescGZIP() []byte {
 }
 
 var file_cardsign_v1_cardsign_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(Profile)(0),                     // 0: cardsign.v1.Profile
 	(*SignCardRequest)(nil),          // 1: cardsign.v1.SignCardRequest
@@ -2153,25 +2730,34 @@ var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(*AuditRecord)(nil),              // 26: cardsign.v1.AuditRecord
 	(*ListAuditRecordsRequest)(nil),  // 27: cardsign.v1.ListAuditRecordsRequest
 	(*ListAuditRecordsResponse)(nil), // 28: cardsign.v1.ListAuditRecordsResponse
-	nil,                              // 29: cardsign.v1.SignCardResponse.ProvenanceEntry
-	nil,                              // 30: cardsign.v1.AuditRecord.ProvenanceEntry
-	(*timestamppb.Timestamp)(nil),    // 31: google.protobuf.Timestamp
+	(*AgentCard)(nil),                // 29: cardsign.v1.AgentCard
+	(*GetAgentCardRequest)(nil),      // 30: cardsign.v1.GetAgentCardRequest
+	(*ListAgentsRequest)(nil),        // 31: cardsign.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),       // 32: cardsign.v1.ListAgentsResponse
+	(*GetAgentCardResponse)(nil),     // 33: cardsign.v1.GetAgentCardResponse
+	(*AgentHistoryRequest)(nil),      // 34: cardsign.v1.AgentHistoryRequest
+	(*AgentHistoryResponse)(nil),     // 35: cardsign.v1.AgentHistoryResponse
+	(*RemoveAgentRequest)(nil),       // 36: cardsign.v1.RemoveAgentRequest
+	(*RemoveAgentResponse)(nil),      // 37: cardsign.v1.RemoveAgentResponse
+	nil,                              // 38: cardsign.v1.SignCardResponse.ProvenanceEntry
+	nil,                              // 39: cardsign.v1.AuditRecord.ProvenanceEntry
+	(*timestamppb.Timestamp)(nil),    // 40: google.protobuf.Timestamp
 }
 var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	0,  // 0: cardsign.v1.SignCardRequest.profile:type_name -> cardsign.v1.Profile
 	4,  // 1: cardsign.v1.SignCardResponse.signatures:type_name -> cardsign.v1.Signature
 	10, // 2: cardsign.v1.SignCardResponse.warnings:type_name -> cardsign.v1.Finding
 	3,  // 3: cardsign.v1.SignCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
-	29, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
+	38, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
 	7,  // 5: cardsign.v1.VerifyCardResponse.checks:type_name -> cardsign.v1.SignatureCheck
 	3,  // 6: cardsign.v1.VerifyCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
 	10, // 7: cardsign.v1.LintCardResponse.findings:type_name -> cardsign.v1.Finding
-	31, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
-	31, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
-	31, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
-	31, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
-	31, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
-	31, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
+	40, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
+	40, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
+	40, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
+	40, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
+	40, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
+	40, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
 	11, // 14: cardsign.v1.ListKeysResponse.keys:type_name -> cardsign.v1.Key
 	11, // 15: cardsign.v1.CreateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 16: cardsign.v1.ImportKeyResponse.key:type_name -> cardsign.v1.Key
@@ -2179,36 +2765,48 @@ var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	11, // 18: cardsign.v1.ActivateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 19: cardsign.v1.RetireKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 20: cardsign.v1.RevokeKeyResponse.key:type_name -> cardsign.v1.Key
-	31, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
-	30, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
+	40, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	39, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
 	26, // 23: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
-	1,  // 24: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
-	5,  // 25: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
-	8,  // 26: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
-	12, // 27: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
-	14, // 28: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
-	16, // 29: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
-	18, // 30: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
-	20, // 31: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
-	22, // 32: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
-	24, // 33: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
-	27, // 34: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
-	2,  // 35: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
-	6,  // 36: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
-	9,  // 37: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
-	13, // 38: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
-	15, // 39: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
-	17, // 40: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
-	19, // 41: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
-	21, // 42: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
-	23, // 43: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
-	25, // 44: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
-	28, // 45: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
-	35, // [35:46] is the sub-list for method output_type
-	24, // [24:35] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	40, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
+	29, // 25: cardsign.v1.ListAgentsResponse.agents:type_name -> cardsign.v1.AgentCard
+	29, // 26: cardsign.v1.GetAgentCardResponse.card:type_name -> cardsign.v1.AgentCard
+	29, // 27: cardsign.v1.AgentHistoryResponse.versions:type_name -> cardsign.v1.AgentCard
+	1,  // 28: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
+	5,  // 29: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
+	8,  // 30: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
+	12, // 31: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
+	14, // 32: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
+	16, // 33: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
+	18, // 34: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
+	20, // 35: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
+	22, // 36: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
+	24, // 37: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
+	27, // 38: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
+	30, // 39: cardsign.v1.AgentService.GetAgentCard:input_type -> cardsign.v1.GetAgentCardRequest
+	31, // 40: cardsign.v1.AgentService.ListAgents:input_type -> cardsign.v1.ListAgentsRequest
+	34, // 41: cardsign.v1.AgentService.AgentHistory:input_type -> cardsign.v1.AgentHistoryRequest
+	36, // 42: cardsign.v1.AgentService.RemoveAgent:input_type -> cardsign.v1.RemoveAgentRequest
+	2,  // 43: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
+	6,  // 44: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
+	9,  // 45: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
+	13, // 46: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
+	15, // 47: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
+	17, // 48: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
+	19, // 49: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
+	21, // 50: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
+	23, // 51: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
+	25, // 52: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
+	28, // 53: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
+	33, // 54: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
+	32, // 55: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
+	35, // 56: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
+	37, // 57: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
+	43, // [43:58] is the sub-list for method output_type
+	28, // [28:43] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_cardsign_v1_cardsign_proto_init() }
@@ -2223,9 +2821,9 @@ func file_cardsign_v1_cardsign_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cardsign_v1_cardsign_proto_rawDesc), len(file_cardsign_v1_cardsign_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   39,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   4,
 		},
 		GoTypes:           file_cardsign_v1_cardsign_proto_goTypes,
 		DependencyIndexes: file_cardsign_v1_cardsign_proto_depIdxs,

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/store"
+)
+
+// DefaultRegistryKeep is how many versions of an agent's card the registry
+// keeps when the configuration does not say (registry.keep).
+const DefaultRegistryKeep = 20
+
+// Registration asks Sign to keep the signed card in the registry.
+type Registration struct {
+	// AgentID names the agent; empty: derived from the card (DeriveAgentID).
+	AgentID string
+	// Visibility of the agent's card; empty keeps a known agent's and makes
+	// a new one private.
+	Visibility store.Visibility
+}
+
+// RegistrationError is a registration the request asked for that cannot be
+// made (a bad agent id, none derivable): the card is refused before it is
+// signed.
+type RegistrationError struct{ Reason string }
+
+func (e *RegistrationError) Error() string { return "registry: " + e.Reason }
+
+// NotRegisteredError is a card signed and audited but not stored in the
+// registry (the store failed): the caller holds a valid signed card, and
+// may retry to register it.
+type NotRegisteredError struct {
+	AuditSeq int64
+	Err      error
+}
+
+func (e *NotRegisteredError) Error() string {
+	return fmt.Sprintf("the card was signed (audit record %d) but not registered: %v", e.AuditSeq, e.Err)
+}
+func (e *NotRegisteredError) Unwrap() error { return e.Err }
+
+// signOptions are how a registered card was signed, kept with it so that it
+// can be signed again the same way.
+type signOptions struct {
+	StripUnknown   bool   `json:"strip_unknown,omitempty"`
+	Profile        string `json:"profile,omitempty"`
+	KeepSignatures bool   `json:"keep_signatures,omitempty"`
+}
+
+// agentID returns the agent a registration names, checked, before anything
+// is signed.
+func agentID(reg *Registration, v card.Value) (string, error) {
+	id := reg.AgentID
+	if id == "" {
+		var err error
+		if id, err = DeriveAgentID(v); err != nil {
+			return "", &RegistrationError{Reason: err.Error()}
+		}
+	}
+	if err := store.CheckAgentID(id); err != nil {
+		return "", &RegistrationError{Reason: fmt.Sprintf("%q: %v", id, err)}
+	}
+	return id, nil
+}
+
+// DeriveAgentID names an agent after the card's first supportedInterfaces
+// url: its host, then its path, lower case, every run of characters other
+// than a-z 0-9 . _ turned into one '-', cut to store.MaxAgentIDLength.
+// "https://Payments.example.com/a2a/v1" gives "payments.example.com-a2a-v1".
+// The port is left out: one agent may move between ports.
+func DeriveAgentID(v card.Value) (string, error) {
+	ifaces, _ := v.Get("supportedInterfaces")
+	if ifaces.Kind != card.Array || len(ifaces.Arr) == 0 {
+		return "", errors.New("no agent id given and the card has no supportedInterfaces to derive one from: pass one")
+	}
+	raw, _ := ifaces.Arr[0].Get("url")
+	u, err := url.Parse(raw.Str)
+	if err != nil || u.Hostname() == "" {
+		return "", errors.New("no agent id given and supportedInterfaces[0].url has no host to derive one from: pass one")
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(u.Hostname() + u.EscapedPath()) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	id := strings.TrimRight(b.String(), "-.")
+	if len(id) > store.MaxAgentIDLength {
+		id = strings.TrimRight(id[:store.MaxAgentIDLength], "-.")
+	}
+	return id, nil
+}
+
+// register keeps a signed card as its agent's newest version.
+func (a *Authority) register(ctx context.Context, id string, req SignRequest, res *signer.Result, committed []audit.Record) (store.AgentCard, error) {
+	vis := req.Registration.Visibility
+	if vis == "" {
+		vis = store.Private
+		if prev, err := a.store.AgentCard(ctx, id, 0); err == nil {
+			vis = prev.Visibility
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return store.AgentCard{}, err
+		}
+	}
+	opts, err := json.Marshal(signOptions{StripUnknown: req.StripUnknown, Profile: string(req.Mode), KeepSignatures: req.KeepSignatures})
+	if err != nil {
+		return store.AgentCard{}, err
+	}
+	var kids []string
+	for _, s := range res.Signatures {
+		if !slices.Contains(kids, s.KID) {
+			kids = append(kids, s.KID)
+		}
+	}
+	return a.store.PutAgentCard(ctx, store.AgentCard{
+		ID: id, Visibility: vis, Input: req.Card, Options: opts, Signed: res.Card,
+		CanonicalSHA256: res.CanonicalSHA256[:], KIDs: kids, Caller: req.Caller, AuditSeq: committed[0].Seq,
+	}, a.registryKeep())
+}
+
+func (a *Authority) registryKeep() int {
+	if a.cfg.RegistryKeep > 0 {
+		return a.cfg.RegistryKeep
+	}
+	return DefaultRegistryKeep
+}
+
+// AgentCard returns version v of agent id's card (0: the newest).
+func (a *Authority) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
+	if err := store.CheckAgentID(id); err != nil {
+		return store.AgentCard{}, &RegistrationError{Reason: fmt.Sprintf("%q: %v", id, err)}
+	}
+	return a.store.AgentCard(ctx, id, v)
+}
+
+// ListAgents returns the newest card of up to limit agents after after.
+func (a *Authority) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
+	return a.store.ListAgents(ctx, after, limit)
+}
+
+// AgentHistory returns the kept versions of agent id, newest first.
+func (a *Authority) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
+	if err := store.CheckAgentID(id); err != nil {
+		return nil, &RegistrationError{Reason: fmt.Sprintf("%q: %v", id, err)}
+	}
+	return a.store.AgentHistory(ctx, id)
+}
+
+// RemoveAgent deletes every version of agent id from the registry.
+func (a *Authority) RemoveAgent(ctx context.Context, id, caller string) error {
+	if err := store.CheckAgentID(id); err != nil {
+		return &RegistrationError{Reason: fmt.Sprintf("%q: %v", id, err)}
+	}
+	if err := a.store.RemoveAgent(ctx, id); err != nil {
+		return err
+	}
+	a.log.Info("agent removed from the registry", "agent", id, "caller", caller)
+	return nil
+}

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
+)
+
+// AgentCardPath serves each registered agent's newest signed card.
+const AgentCardPath = "/agents/{id}/agent-card.json"
+
+// readerRoles may read a private card, over HTTP as over gRPC.
+var readerRoles = []access.Role{access.RoleReader, access.RoleAuditor, access.RoleAdmin}
+
+// agentCardHandler serves GET /agents/{id}/agent-card.json: a public card to
+// anyone, a private one to a caller with a reader role. A private card
+// answers a caller without one as if it did not exist (404), so agent ids
+// cannot be probed. The ETag follows the signed bytes (a re-signed card is a
+// new entity); a public card may be cached as long as the JWKS, a private one
+// is revalidated every time.
+func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
+	notFound := func(w http.ResponseWriter) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such agent card"})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if store.CheckAgentID(id) != nil {
+			notFound(w)
+			return
+		}
+		c, err := a.store.AgentCard(r.Context(), id, 0)
+		if errors.Is(err, store.ErrNotFound) {
+			notFound(w)
+			return
+		}
+		if err != nil {
+			a.log.Warn("registry read failed", "agent", id, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
+			return
+		}
+		cacheControl := "public, max-age=" + strconv.Itoa(int(a.cfg.JWKSMaxAge.Seconds()))
+		if c.Visibility != store.Public {
+			if !mayRead(r, auth) {
+				notFound(w)
+				return
+			}
+			cacheControl = "private, no-cache"
+		}
+		sum := sha256.Sum256(c.Signed)
+		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		h := w.Header()
+		h.Set("ETag", etag)
+		h.Set("Cache-Control", cacheControl)
+		if c.Visibility != store.Public {
+			h.Set("Vary", "Authorization")
+		}
+		if jwks.ETagListMatches(r.Header["If-None-Match"], etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(c.Signed)))
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(c.Signed)
+		}
+	})
+}
+
+// mayRead reports whether the request's credentials hold a reader role (any
+// caller when authentication is off: loopback only).
+func mayRead(r *http.Request, auth *access.Authenticator) bool {
+	if auth == nil || !auth.Enabled() {
+		return true
+	}
+	creds := access.Credentials{Authorization: r.Header.Get("Authorization")}
+	if len(r.Header.Values("Authorization")) > 1 {
+		return false
+	}
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		creds.CertIdentity = access.CertificateIdentity(r.TLS.VerifiedChains[0][0])
+	}
+	id, err := auth.Authenticate(r.Context(), creds)
+	if err != nil {
+		return false
+	}
+	for _, role := range readerRoles {
+		if id.Has(role) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,170 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testbin"
+	"github.com/cardsign/cardsign/store"
+)
+
+func registryCard(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "security.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDeriveAgentID(t *testing.T) {
+	for _, tt := range []struct{ url, want, err string }{
+		{"https://secure.example.com/a2a", "secure.example.com-a2a", ""},
+		{"https://Payments.Example.com:8443/a2a/v1/", "payments.example.com-a2a-v1", ""},
+		{"https://agent.example.com", "agent.example.com", ""},
+		{"https://agent.example.com/", "agent.example.com", ""},
+		{"https://agent.example.com/a%20b/ü", "agent.example.com-a-20b-c3-bc", ""},
+		{"https://" + strings.Repeat("a", 200) + ".com/x", strings.Repeat("a", 128), ""},
+		{"grpc.example.com:443", "", "no host"},
+	} {
+		v, err := card.Parse([]byte(`{"supportedInterfaces":[{"url":"`+tt.url+`"}]}`), card.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DeriveAgentID(v)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: %q, %v; want an error saying %q", tt.url, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s: %q, %v; want %q", tt.url, got, err, tt.want)
+		}
+		if err == nil && store.CheckAgentID(got) != nil {
+			t.Errorf("%s: derived id %q is not a valid agent id", tt.url, got)
+		}
+	}
+	if _, err := DeriveAgentID(card.Value{Kind: card.Object}); err == nil {
+		t.Error("a card without interfaces derived an id")
+	}
+}
+
+// TestSignRegisters: a card signed with a registration is the agent's newest
+// version, with the signed bytes returned to the caller; visibility is kept
+// across versions unless changed; a bad agent id refuses the card before
+// anything is signed.
+func TestSignRegisters(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.Background()
+	req := SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "r1",
+		Registration: &Registration{Visibility: store.Public}}
+	first, err := a.Sign(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Agent == nil || first.Agent.ID != "secure.example.com-a2a" || first.Agent.Version != 1 || first.Agent.Visibility != store.Public {
+		t.Fatalf("registered as %+v", first.Agent)
+	}
+	if !bytes.Equal(first.Agent.Signed, first.Card) || first.Agent.AuditSeq != first.Audit[0].Seq || first.Agent.KIDs[0] != activeKID(t, a) {
+		t.Fatalf("the registry holds %+v for a card signed as %s (audit %d)", first.Agent, first.Card, first.Audit[0].Seq)
+	}
+	req.Registration = &Registration{} // visibility unchanged
+	second, err := a.Sign(ctx, req)
+	if err != nil || second.Agent.Version != 2 || second.Agent.Visibility != store.Public {
+		t.Fatalf("second version: %+v, %v", second.Agent, err)
+	}
+	got, err := a.AgentCard(ctx, "secure.example.com-a2a", 0)
+	if err != nil || !bytes.Equal(got.Signed, second.Card) {
+		t.Fatalf("newest card: %+v, %v", got, err)
+	}
+	if unregistered, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", RequestID: "r3"}); err != nil || unregistered.Agent != nil {
+		t.Fatalf("a card signed without registration: %+v, %v", unregistered.Agent, err)
+	}
+	if h, _ := a.AgentHistory(ctx, "secure.example.com-a2a"); len(h) != 2 {
+		t.Fatalf("history holds %d versions after an unregistered signature, want 2", len(h))
+	}
+	seq, _, _ := a.store.AuditHead(ctx)
+	_, err = a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", RequestID: "r4", Registration: &Registration{AgentID: "Bad/Id"}})
+	var re *RegistrationError
+	if !errors.As(err, &re) {
+		t.Fatalf("a bad agent id: err = %v, want a RegistrationError", err)
+	}
+	if after, _, _ := a.store.AuditHead(ctx); after != seq {
+		t.Fatalf("a card refused for its agent id was signed anyway (audit head %d → %d)", seq, after)
+	}
+}
+
+// TestAgentCardHTTP: a public card is served to anyone with an ETag and 304;
+// a private one only to a reader, and as a 404 to anyone else.
+func TestAgentCardHTTP(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.Background()
+	sign := func(id string, vis store.Visibility) []byte {
+		t.Helper()
+		s, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", RequestID: id, Registration: &Registration{AgentID: id, Visibility: vis}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Card
+	}
+	pub := sign("public-agent", store.Public)
+	sign("private-agent", store.Private)
+	readerTok, signerTok := "reader-token-0123456789", "signer-token-0123456789"
+	auth := access.New([]access.Token{
+		{Name: "reader", SHA256: sha(readerTok), Roles: []access.Role{access.RoleReader}},
+		{Name: "signer", SHA256: sha(signerTok), Roles: []access.Role{access.RoleSigner}},
+	}, nil)
+	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{Auth: auth}))
+	defer srv.Close()
+	get := func(path, token, inm string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if inm != "" {
+			req.Header.Set("If-None-Match", inm)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp, b.Bytes()
+	}
+	resp, body := get("/agents/public-agent/agent-card.json", "", "")
+	if resp.StatusCode != 200 || !bytes.Equal(body, pub) || resp.Header.Get("Cache-Control") != "public, max-age=3600" || resp.Header.Get("ETag") == "" {
+		t.Fatalf("public card: %d %s %v", resp.StatusCode, body, resp.Header)
+	}
+	if r304, b := get("/agents/public-agent/agent-card.json", "", resp.Header.Get("ETag")); r304.StatusCode != 304 || len(b) != 0 {
+		t.Fatalf("If-None-Match: %d, %d bytes", r304.StatusCode, len(b))
+	}
+	for _, tc := range []struct{ name, token string }{{"no credentials", ""}, {"signer only", signerTok}, {"wrong token", "nope-nope-nope"}} {
+		if r, _ := get("/agents/private-agent/agent-card.json", tc.token, ""); r.StatusCode != 404 {
+			t.Errorf("private card, %s: %d, want 404", tc.name, r.StatusCode)
+		}
+	}
+	if r, b := get("/agents/private-agent/agent-card.json", readerTok, ""); r.StatusCode != 200 || len(b) == 0 || r.Header.Get("Cache-Control") != "private, no-cache" {
+		t.Fatalf("private card to a reader: %d %v", r.StatusCode, r.Header)
+	}
+	for _, path := range []string{"/agents/missing/agent-card.json", "/agents/Bad..Id/agent-card.json", "/agents/../agent-card.json"} {
+		if r, _ := get(path, readerTok, ""); r.StatusCode != 404 {
+			t.Errorf("%s: %d, want 404", path, r.StatusCode)
+		}
+	}
+}
+
+func sha(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
