@@ -48,6 +48,7 @@ type client struct {
 	signing pb.SigningServiceClient
 	keys    pb.KeyServiceClient
 	audit   pb.AuditServiceClient
+	agents  pb.AgentServiceClient
 	timeout time.Duration
 }
 
@@ -162,7 +163,7 @@ func dial(e env, cf *connFlags, timeout time.Duration) (*client, error) {
 		return nil, fmt.Errorf("connect to %s: %w", list, err)
 	}
 	return &client{conn: conn, signing: pb.NewSigningServiceClient(conn), keys: pb.NewKeyServiceClient(conn),
-		audit: pb.NewAuditServiceClient(conn), timeout: timeout}, nil
+		audit: pb.NewAuditServiceClient(conn), agents: pb.NewAgentServiceClient(conn), timeout: timeout}, nil
 }
 
 // tlsWanted reports whether a TLS flag or variable is set.

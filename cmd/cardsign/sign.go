@@ -71,10 +71,11 @@ func signCmd() command {
 		name:    "sign",
 		summary: "Sign a card, offline with your keys (--key) or through cardsignd (--server), and print the signed card.",
 		usage: "(--key URI [--kid KID] [--jku URL] | --server ADDR[,ADDR...] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE])\n" +
-			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] FILE|-",
+			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] [--register [--agent ID] [--visibility public|private]] FILE|-",
 		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json\n  cardsign sign --server 127.0.0.1:7700 agent-card.json > signed.json   # or set CARDSIGN_SERVER\n" +
 			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json\n" +
-			"  cardsign sign --server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json   # three replicas: balanced, failed over",
+			"  cardsign sign --server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json   # three replicas: balanced, failed over\n" +
+			"  cardsign sign --server cardsign.internal:7700 --tls --register --agent payments --visibility public agent-card.json > signed.json   # kept in the registry",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
@@ -84,6 +85,9 @@ func signCmd() command {
 		profile := fs.String("profile", "", "canonical profiles to sign: spec, sdk, python-ascii, or both (the default: spec, plus sdk and python-ascii when their bytes differ from those already signed)")
 		strip := fs.Bool("strip-unknown", false, "remove keys outside the v1.0 schema (and say which) instead of refusing the card")
 		keep := fs.Bool("keep-signatures", false, "keep the card's existing signatures (default: replace them)")
+		register := fs.Bool("register", false, "keep the signed card in cardsignd's registry as its agent's newest version (--server only)")
+		agent := fs.String("agent", "", "with --register: the agent's id (1-128 of a-z 0-9 . - _; default: derived by cardsignd from the card's first interface URL)")
+		visibility := fs.String("visibility", "", "with --register: public (served to anyone) or private (readers only); default: private for a new agent, unchanged for a known one")
 		conn := addConnFlags(fs)
 		fs.Lookup("server").Usage = "sign through cardsignd at this address HOST:PORT, or through several replicas: HOST:PORT,HOST:PORT,... (balanced over the ready ones, failed over; default $" + serverEnv + " when no --key is given)"
 		timeout := fs.Duration("timeout", 30*time.Second, "deadline of the signing call to cardsignd")
@@ -118,7 +122,14 @@ func signCmd() command {
 			if *jku != "" || kf.kid != "" || kf.alg != "" {
 				return c.usageError(e, "--jku, --kid and --alg are the daemon's configuration when signing through --server")
 			}
-			return c.remote(ctx, e, conn, *timeout, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep})
+			if !*register && (*agent != "" || *visibility != "") {
+				return c.usageError(e, "--agent and --visibility go with --register")
+			}
+			return c.remote(ctx, e, conn, *timeout, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep,
+				Register: *register, AgentId: *agent, Visibility: *visibility})
+		}
+		if *register || *agent != "" || *visibility != "" {
+			return c.usageError(e, "--register, --agent and --visibility need --server: the registry is cardsignd's")
 		}
 		keys, err := kf.open(ctx)
 		if err != nil {
@@ -205,6 +216,9 @@ func (c command) remote(ctx context.Context, e env, conn *connFlags, timeout tim
 	}
 	if p := res.GetPortability(); len(p) > 0 {
 		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, escapeText(signer.FormatPortability("verifies in: ", supportOf(p))))
+	}
+	if id := res.GetAgentId(); id != "" {
+		fmt.Fprintf(e.stderr, "cardsign %s: registered as agent %s, version %d\n", c.name, signer.Printable(id), res.GetAgentVersion())
 	}
 	e.stdout.Write(res.GetSignedCard())
 	return exitOK
