@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -93,6 +94,9 @@ type Authority struct {
 	clock       *clock
 	duties      *duties
 	poke        chan struct{} // asks RunDuties for a round now
+
+	resignMu sync.Mutex
+	resignSt resignState
 }
 
 // NewAuthority wires an authority over st. Close it to flush the audit log.

@@ -193,6 +193,11 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 		return fmt.Errorf("revocation document: %w", err)
 	}
 	a.duties.succeeded()
+	// The registry's re-signing failing does not give the lease up: the
+	// key signs (the revocation document just did), a card does not.
+	if err := a.resignRegistry(ctx); err != nil {
+		return err
+	}
 	return nil
 }
 

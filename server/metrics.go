@@ -60,6 +60,8 @@ type Metrics struct {
 	connections        *prometheus.GaugeVec
 	connectionsRefused *prometheus.CounterVec
 	authFailures       *prometheus.CounterVec
+	registryResigns    *prometheus.CounterVec
+	registryStale      prometheus.Gauge
 }
 
 // Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry).
@@ -125,9 +127,17 @@ func NewMetrics() *Metrics {
 			Name: "cardsign_auth_failures_total",
 			Help: "Calls refused as unauthenticated, by credential (token: a bearer that is no configured token and no identity token; oidc: an identity token; cert; none) and reason (for oidc, the verifier's check: expired, audience, unknown_kid, alg, ...; else \"unknown\").",
 		}, []string{"method", "reason"}),
+		registryResigns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardsign_registry_resigns_total",
+			Help: "Registered cards signed again by the registry after a key event, by result (resigned, failed: retried at the next duty round).",
+		}, []string{"result"}),
+		registryStale: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cardsign_registry_stale_cards",
+			Help: "Registered cards not carrying signatures by exactly the current signing keys after the last re-signing round (alert when above 0 for long).",
+		}),
 	}
 	m.reg.MustRegister(m.signatures, m.signRequests, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
-		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused, m.authFailures,
+		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused, m.authFailures, m.registryResigns, m.registryStale,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -18,7 +18,9 @@ import (
 	"github.com/cardsign/cardsign/store"
 )
 
-func registryCard(t *testing.T) []byte {
+func registryCard(t *testing.T) []byte { return registryCardB(t) }
+
+func registryCardB(t testing.TB) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "security.json"))
 	if err != nil {

@@ -1,0 +1,225 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/store"
+)
+
+// ResignCaller is the caller named in the audit records of re-signatures the
+// registry makes on key events.
+const ResignCaller = "cardsignd/resign"
+
+// resignFullPass is how often the re-signing duty reads every registered
+// card even when the signing keys did not change: a card registered by a
+// replica that had not yet seen a key change carries the old keys.
+const resignFullPass = time.Minute
+
+// resignPage is how many registered cards the duty reads at a time, and
+// resignWorkers how many it signs at once.
+const (
+	resignPage    = 200
+	resignWorkers = 16
+)
+
+// resignState is the re-signing duty's memory between rounds (the duty
+// holder's only; a new holder starts with a full pass).
+type resignState struct {
+	kids     string    // the signing keys of the last pass that left nothing to do
+	passedAt time.Time // when that pass ended
+}
+
+// resignRegistry is the registry's cluster duty: every live registered card
+// must carry signatures by exactly the keys that sign now (the active key,
+// and a pending one so that verifiers holding either find theirs). A card
+// that does not (a key became pending, was activated, retired or revoked)
+// is signed again from its stored input and options, audited as
+// ResignCaller with the reason, and stored as the agent's next version. A
+// retired key that live cards still carry (their re-signing failed) stays
+// published: its expiry is pushed RetireGrace ahead at each round, so the
+// retirement clock starts once the last of them is re-signed. It is
+// restartable: a card is judged by what it carries, so a pass cut short
+// leaves the rest for the next round; a card whose audit records are
+// committed is registered whatever happens to the pass's context, so only a
+// process killed between the two signs a card (at most resignWorkers cards)
+// twice.
+func (a *Authority) resignRegistry(ctx context.Context) error {
+	now := a.now()
+	keys, err := a.keys.signing(ctx, now)
+	if err != nil {
+		return err
+	}
+	want := make([]string, len(keys))
+	for i, k := range keys {
+		want[i] = k.KID
+	}
+	slices.Sort(want)
+	wantText := strings.Join(want, ",")
+	a.resignMu.Lock()
+	st := a.resignSt
+	a.resignMu.Unlock()
+	if st.kids == wantText && time.Since(st.passedAt) < resignFullPass {
+		return nil
+	}
+	var failed []error
+	stale, resigned := 0, 0
+	carried := map[string]bool{} // kids still carried by cards not re-signed
+	for after := ""; ; {
+		page, err := a.store.ListAgents(ctx, after, resignPage)
+		if err != nil {
+			return fmt.Errorf("registry: %w", err)
+		}
+		// The cards of a page are signed concurrently: each waits for its
+		// audit record to be durable, and concurrent ones share commits.
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, resignWorkers)
+		for _, c := range page {
+			after = c.ID
+			have := slices.Sorted(slices.Values(c.KIDs))
+			if slices.Equal(have, want) {
+				continue
+			}
+			stale++
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				err := a.resign(ctx, c, want)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = append(failed, fmt.Errorf("agent %s: %w", c.ID, err))
+					a.metrics.registryResigns.WithLabelValues("failed").Inc()
+					for _, k := range c.KIDs {
+						carried[k] = true
+					}
+					return
+				}
+				resigned++
+				a.metrics.registryResigns.WithLabelValues("resigned").Inc()
+			}()
+		}
+		wg.Wait()
+		if len(page) < resignPage {
+			break
+		}
+	}
+	a.metrics.registryStale.Set(float64(stale - resigned))
+	if resigned > 0 {
+		a.log.Info("registry: re-signed cards for the current signing keys", "cards", resigned, "kids", wantText)
+	}
+	if err := a.holdRetiredKeys(ctx, carried); err != nil {
+		failed = append(failed, err)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("registry: %d of %d cards not re-signed (retried every round): %w", len(failed), stale, errors.Join(failed...))
+	}
+	a.resignMu.Lock()
+	a.resignSt = resignState{kids: wantText, passedAt: time.Now()}
+	a.resignMu.Unlock()
+	return nil
+}
+
+// resign signs one registered card again, as its agent's next version.
+func (a *Authority) resign(ctx context.Context, c store.AgentCard, want []string) error {
+	var opts signOptions
+	if len(c.Options) > 0 {
+		if err := json.Unmarshal(c.Options, &opts); err != nil {
+			return fmt.Errorf("stored sign options: %w", err)
+		}
+	}
+	_, err := a.Sign(ctx, SignRequest{
+		Card: c.Input, StripUnknown: opts.StripUnknown, Mode: signer.Mode(opts.Profile), KeepSignatures: opts.KeepSignatures,
+		Caller:       ResignCaller,
+		Identity:     access.Identity{Name: ResignCaller, Principal: ResignCaller},
+		RequestID:    resignReason(c, want),
+		Registration: &Registration{AgentID: c.ID, Visibility: c.Visibility},
+		resign:       true,
+	})
+	return err
+}
+
+// resignReason is the audit record's request id of a re-signature: the
+// agent, the version it replaces and the keys added and dropped, e.g.
+// "resign.payments.v3.add.k2.drop.k1" (a request id is 1–128 of
+// [A-Za-z0-9._-], so it shows on one line of audit list).
+func resignReason(c store.AgentCard, want []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "resign.%s.v%d", c.ID, c.Version)
+	for _, k := range want {
+		if !slices.Contains(c.KIDs, k) {
+			b.WriteString(".add." + k)
+		}
+	}
+	for _, k := range c.KIDs {
+		if !slices.Contains(want, k) {
+			b.WriteString(".drop." + k)
+		}
+	}
+	out := []byte(b.String())
+	for i, ch := range out {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-') {
+			out[i] = '-'
+		}
+	}
+	if len(out) > 128 {
+		out = out[:128]
+	}
+	return string(out)
+}
+
+// holdRetiredKeys keeps a retired key published while live cards still
+// carry it: its expiry is set RetireGrace ahead once less than half the
+// grace is left.
+func (a *Authority) holdRetiredKeys(ctx context.Context, carried map[string]bool) error {
+	if len(carried) == 0 {
+		return nil
+	}
+	grace := a.cfg.RetireGrace
+	if grace <= 0 {
+		return nil
+	}
+	now := a.now()
+	views, err := a.keys.views(ctx, now)
+	if err != nil {
+		return err
+	}
+	hold := map[string]bool{}
+	for _, v := range views {
+		if carried[v.KID] && v.State == jwks.StateRetired && v.ExpiresAt != nil && v.ExpiresAt.Sub(now) < grace/2 {
+			hold[v.KID] = true
+		}
+	}
+	if len(hold) == 0 {
+		return nil
+	}
+	until := now.Add(grace)
+	err = a.store.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+		var out []jwks.KeyRecord
+		for _, r := range recs {
+			if hold[r.KID] && r.RevokedAt == nil && (r.ExpireAt == nil || r.ExpireAt.Before(until)) {
+				r.ExpireAt = &until
+				out = append(out, r)
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return fmt.Errorf("registry: keeping retired keys published: %w", err)
+	}
+	a.log.Warn("registry: retired keys kept published: live cards still carry them (their re-signing failed)", "kids", slices.Sorted(maps.Keys(hold)), "until", until)
+	a.keys.invalidate()
+	return nil
+}

@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/store/sqlite"
+)
+
+// registerAgents signs the security card for each agent id, registered.
+func registerAgents(t *testing.T, a *Authority, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := a.Sign(context.Background(), SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"},
+			RequestID: "reg-" + id, Registration: &Registration{AgentID: id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkRegistry requires every registered card to carry exactly kids and to
+// verify against the authority's published keys.
+func checkRegistry(t *testing.T, a *Authority, step string, kids ...string) {
+	t.Helper()
+	ctx := context.Background()
+	cards, err := a.ListAgents(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(kids)
+	for _, c := range cards {
+		if got := slices.Sorted(slices.Values(c.KIDs)); !slices.Equal(got, kids) {
+			t.Errorf("%s: agent %s version %d carries %v, want %v", step, c.ID, c.Version, got, kids)
+		}
+		v, err := a.Verify(ctx, c.Signed, "")
+		if err != nil || !v.Valid(true) {
+			t.Errorf("%s: agent %s version %d does not verify against the published keys: %v %+v", step, c.ID, c.Version, err, v)
+		}
+	}
+}
+
+// TestResignOnKeyEvents: registered cards follow the signing keys through a
+// rotation (active + pending), the activation (the new key alone) and the
+// revocation of a pending key, each re-signature audited as the registry's
+// with its reason.
+func TestResignOnKeyEvents(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.Background()
+	k1 := activeKID(t, a)
+	registerAgents(t, a, "alpha", "beta", "gamma")
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRegistry(t, a, "start", k1)
+
+	hour := time.Hour
+	k2v, err := a.RotateKey(ctx, "", &hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2 := k2v.KID
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRegistry(t, a, "rotation (k2 pending)", k1, k2)
+
+	if _, err := a.ActivateKey(ctx, k2); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRegistry(t, a, "activation of k2", k2)
+
+	k3v, err := a.RotateKey(ctx, "", &hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRegistry(t, a, "rotation (k3 pending)", k2, k3v.KID)
+	if _, err := a.RevokeKey(ctx, k3v.KID, "compromised in a test", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRegistry(t, a, "revocation of k3", k2)
+
+	// Every version is audited; the re-signatures as the registry's, with
+	// the agent, the version replaced and the keys added and dropped.
+	hist, err := a.AgentHistory(ctx, "beta")
+	if err != nil || len(hist) != 5 {
+		t.Fatalf("beta has %d versions, %v; want 5 (registered, +k2, k2 alone, +k3, -k3)", len(hist), err)
+	}
+	recs, err := a.store.ListAudit(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, r := range recs {
+		if r.Caller == ResignCaller && strings.HasPrefix(r.RequestID, "resign.beta.") {
+			reasons = append(reasons, r.RequestID)
+		}
+	}
+	for _, want := range []string{"resign.beta.v1.add." + k2, "resign.beta.v2.drop." + k1, "resign.beta.v3.add." + k3v.KID, "resign.beta.v4.drop." + k3v.KID} {
+		if !slices.Contains(reasons, want) {
+			t.Errorf("no audit record %q among the registry's re-signatures of beta: %v", want, reasons)
+		}
+	}
+	// Nothing to do: the next round signs nothing.
+	before, _, _ := a.store.AuditHead(ctx)
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after, _, _ := a.store.AuditHead(ctx); after != before {
+		t.Fatalf("a round with nothing to re-sign wrote %d audit records", after-before)
+	}
+}
+
+// TestResignIgnoresPolicy: the registry re-signs a card its caller was
+// allowed to register, whatever the policy says about the registry itself.
+func TestResignIgnoresPolicy(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.Background()
+	registerAgents(t, a, "alpha")
+	pol, probs := policy.Compile(policy.Config{Rules: []policy.Rule{{Name: "ci-only", Identities: []string{"token:ci"}, CardNames: []string{"*"}, Hosts: []string{"*"}}}})
+	if probs != nil {
+		t.Fatal(probs)
+	}
+	a.cfg.Policy = pol
+	hour := time.Hour
+	if _, err := a.RotateKey(ctx, "", &hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatalf("the registry's re-signature was refused: %v", err)
+	}
+	if c, _ := a.AgentCard(ctx, "alpha", 0); len(c.KIDs) != 2 {
+		t.Fatalf("alpha carries %v after the rotation", c.KIDs)
+	}
+}
+
+// TestResignHoldsRetiredKey: a retired key that a live card still carries
+// (its re-signing fails) stays published past its grace, and the failure is
+// reported.
+func TestResignHoldsRetiredKey(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const grace = 2 * time.Second
+	a := NewAuthority(Config{
+		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
+		Prepublish: time.Hour, RetireGrace: grace, Limits: card.Limits{},
+		JWKSMaxAge: time.Second, RevocationTTL: time.Hour, AuditBatch: 64,
+	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(func() { a.Close() })
+	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := a.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k1 := activeKID(t, a)
+	registerAgents(t, a, "alpha")
+	// A card that cannot be signed again: its stored options are broken.
+	c, _ := a.AgentCard(ctx, "alpha", 0)
+	c.Options = []byte("{broken")
+	if _, err := st.PutAgentCard(ctx, c, 0); err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Hour
+	k2, err := a.RotateKey(ctx, "", &hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ActivateKey(ctx, k2.KID); err != nil {
+		t.Fatal(err)
+	}
+	retired := time.Now()
+	deadline := retired.Add(3 * grace)
+	for time.Now().Before(deadline) {
+		if err := a.dutyRound(ctx); err == nil || !strings.Contains(err.Error(), "agent alpha") {
+			t.Fatalf("duty round with a card that cannot be re-signed: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	views, err := a.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range views {
+		if v.KID == k1 && v.State != jwks.StateRetired {
+			t.Fatalf("k1 is %s %v after its grace, while a live card still carries it; want retired (published)", v.State, time.Since(retired))
+		}
+	}
+	if c, _ := a.AgentCard(ctx, "alpha", 0); !slices.Contains(c.KIDs, k1) {
+		t.Fatalf("alpha carries %v", c.KIDs)
+	}
+}
+
+// TestResignResumes: a re-signing pass cut short (the holder crashed or lost
+// its context) leaves the rest to the next round, which finishes without
+// signing a card again (only a card cut between its audit record and its
+// registry write can be signed twice).
+func TestResignResumes(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.Background()
+	const n = 60
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "agent-" + strings.Repeat("0", 3-len(itoa(i))) + itoa(i)
+	}
+	registerAgents(t, a, ids...)
+	k1 := activeKID(t, a)
+	hour := time.Hour
+	k2, err := a.RotateKey(ctx, "", &hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _, _ := a.store.AuditHead(ctx)
+	cut, cancel := context.WithCancel(ctx)
+	go func() {
+		for cut.Err() == nil {
+			if seq, _, _ := a.store.AuditHead(ctx); seq >= start+20 {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	if err := a.resignRegistry(cut); err == nil {
+		t.Fatal("a pass cut short reported success")
+	}
+	cancel()
+	mid, _, _ := a.store.AuditHead(ctx)
+	// Two signatures (k1 and k2), so two audit records, per card.
+	if mid-start >= 2*n {
+		t.Fatalf("the pass was not cut short (%d audit records)", mid-start)
+	}
+	if err := a.resignRegistry(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRegistry(t, a, "after resuming", k1, k2.KID)
+	end, _, _ := a.store.AuditHead(ctx)
+	if recs := end - start; recs < 2*n || recs > 2*n+2 {
+		t.Fatalf("%d audit records for re-signing %d cards; want %d (one card more at most, cut mid-write)", recs, n, 2*n)
+	}
+	for _, id := range ids {
+		if h, _ := a.AgentHistory(ctx, id); len(h) != 2 {
+			t.Errorf("agent %s has %d versions, want 2", id, len(h))
+		}
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
