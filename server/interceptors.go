@@ -171,6 +171,11 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 		if who, err = auth.Authenticate(ctx, creds); err != nil {
 			g.metrics.authFailed(creds, err)
 			if e, ok := errors.AsType[*access.IDTokenError](err); ok {
+				// The verifier's detail (never the token or a claim value)
+				// goes to the log, bounded like every refusal anyone can cause.
+				if g.refusals != nil {
+					g.refusals.Log(ctx, slog.LevelInfo, "oidc", "identity token refused", "reason", e.Reason, "detail", fmt.Sprint(e.Err))
+				}
 				// The pipeline holding the token may learn which check
 				// failed (expired, audience, ...): it says nothing the
 				// token does not.

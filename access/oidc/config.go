@@ -183,7 +183,9 @@ func checkIssuerURL(s string) string {
 		return fmt.Sprintf("%q is not a URL", s)
 	case u.Scheme != "https":
 		return fmt.Sprintf("%q must be an https URL: keys fetched over plain HTTP could be replaced on the way", s)
-	case u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
+	case u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || strings.ContainsAny(s, "?#"):
+		// A bare trailing '?' or '#' parses as empty; it is refused too,
+		// since "oidc:ISSUER#SUBJECT" identities rely on no '#' in ISSUER.
 		return fmt.Sprintf("%q must be https://HOST[/PATH], with no user, query or fragment", s)
 	}
 	return ""

@@ -241,8 +241,9 @@ func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 	fmt.Fprintf(&line, " caller=%s request=%s card=%q version=%q sha256=%s",
 		r.Caller, r.RequestID, r.CardName, r.CardVersion, hex.EncodeToString(r.CanonicalSHA256))
 	if r.Provenance != "" {
-		// The JSON text as hashed: one token, whatever the claims hold.
-		fmt.Fprintf(&line, " provenance=%s", r.Provenance)
+		// The JSON text as hashed, escaped like everything a caller can
+		// put on a terminal (a workflow name with spaces or controls).
+		fmt.Fprintf(&line, " provenance=%s", escapeText(r.Provenance))
 	}
 	if !r.Refused() || r.KID != "" || r.Alg != "" || r.Profile != "" || r.Signature != "" {
 		fmt.Fprintf(&line, " kid=%s alg=%s profile=%s signature=%s", r.KID, r.Alg, r.Profile, r.Signature)

@@ -81,7 +81,7 @@ func addConnFlags(fs *flag.FlagSet) *connFlags {
 	fs.StringVar(&cf.idt.file, "id-token", "", "file holding an OIDC identity token (a pipeline's), or - for standard input; sent instead of a bearer token "+
 		"(default: $"+idTokenEnv+", GitHub Actions' token endpoint, $"+idTokenFileEnv+", or "+defaultProjectedToken+", when no bearer token is given)")
 	fs.StringVar(&cf.idt.envName, "id-token-env", "", "name of the variable holding the OIDC identity token (GitLab CI: the name under id_tokens:)")
-	fs.StringVar(&cf.idt.audience, "id-token-audience", "", "audience to request from GitHub Actions (default $"+idTokenAudienceEnv+", else "+defaultIDTokenAudience+")")
+	fs.StringVar(&cf.idt.audience, "id-token-audience", "", "audience to request from GitHub Actions: the one cardsignd's auth.oidc issuer expects, e.g. its URL; giving it (or $"+idTokenAudienceEnv+") turns the request on")
 	return cf
 }
 
@@ -271,6 +271,12 @@ func (cf *connFlags) token(e env) (string, error) {
 			return "", fmt.Errorf("$%s: %v", tokenEnv, err)
 		}
 		return tok, nil
+	}
+	if orEnv(cf.certFile, certFileEnv) != "" {
+		// A client certificate is this caller's credential: an identity
+		// token lying around (a job that may mint them for other uses)
+		// would be sent instead, and the daemon prefers the bearer.
+		return "", nil
 	}
 	c, err := cf.idt.idToken(context.Background(), e)
 	return c.token, err

@@ -24,10 +24,10 @@ const (
 	// service-account token).
 	idTokenFileEnv = "CARDSIGN_ID_TOKEN_FILE"
 	// idTokenAudienceEnv is the audience requested from GitHub Actions.
+	// There is no default: a token is good at every cardsignd whose issuer
+	// configuration names its audience, so each deployment names its own
+	// (its URL), and setting it is what turns the request on.
 	idTokenAudienceEnv = "CARDSIGN_ID_TOKEN_AUDIENCE"
-	// defaultIDTokenAudience is that audience when none is given: the
-	// default of cardsignd's auth.oidc issuers' audience in the examples.
-	defaultIDTokenAudience = "cardsign"
 	// defaultProjectedToken is where the Kubernetes examples project the
 	// token; read when it exists and nothing else supplied a token.
 	defaultProjectedToken = "/var/run/secrets/tokens/cardsign"
@@ -54,9 +54,11 @@ type credential struct {
 }
 
 // idToken finds the caller's OIDC identity token: --id-token, the variable
-// --id-token-env names, $CARDSIGN_ID_TOKEN, GitHub Actions' token endpoint,
-// $CARDSIGN_ID_TOKEN_FILE, then the Kubernetes projected path. It returns a
-// zero credential when there is none. Errors name the source, never a token.
+// --id-token-env names, $CARDSIGN_ID_TOKEN, GitHub Actions' token endpoint
+// (only when an audience is given: many jobs may mint tokens for other
+// purposes), $CARDSIGN_ID_TOKEN_FILE, then the Kubernetes projected path. It
+// returns a zero credential when there is none. Errors name the source, never
+// a token.
 func (f *idTokenFlags) idToken(ctx context.Context, e env) (credential, error) {
 	switch {
 	case f.file == "-":
@@ -75,11 +77,7 @@ func (f *idTokenFlags) idToken(ctx context.Context, e env) (credential, error) {
 	if v := strings.TrimSpace(os.Getenv(idTokenEnv)); v != "" {
 		return credential{v, "$" + idTokenEnv}, checkIDToken(v, "$"+idTokenEnv)
 	}
-	if reqURL := os.Getenv(actionsRequestURLEnv); reqURL != "" {
-		aud := orEnv(f.audience, idTokenAudienceEnv)
-		if aud == "" {
-			aud = defaultIDTokenAudience
-		}
+	if reqURL, aud := os.Getenv(actionsRequestURLEnv), orEnv(f.audience, idTokenAudienceEnv); reqURL != "" && aud != "" {
 		tok, err := githubIDToken(ctx, reqURL, os.Getenv(actionsRequestTokenEnv), aud)
 		return credential{tok, "GitHub Actions (audience " + aud + ")"}, err
 	}
@@ -161,7 +159,14 @@ func githubIDToken(ctx context.Context, reqURL, reqToken, audience string) (stri
 	}
 	req.Header.Set("Authorization", "Bearer "+reqToken)
 	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	// A redirect to another scheme would carry the request token in clear.
+	client := &http.Client{CheckRedirect: func(r *http.Request, via []*http.Request) error {
+		if r.URL.Scheme != u.Scheme || len(via) >= 5 {
+			return fmt.Errorf("redirect to %s refused", r.URL.Scheme+"://"+r.URL.Host)
+		}
+		return nil
+	}}
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("%s: request to %s: %w", what, u.Host, err)
 	}

@@ -84,13 +84,22 @@ func TestGitHubIDToken(t *testing.T) {
 		}
 	}
 
-	// Through connFlags.token, as in a workflow with id-token: write.
+	// Through connFlags.token, as in a workflow with id-token: write: only
+	// with an audience (many jobs may mint tokens for other uses), and not
+	// when a client certificate is the caller's credential.
 	clearIDTokenEnv(t)
 	t.Setenv(actionsRequestURLEnv, url)
 	t.Setenv(actionsRequestTokenEnv, reqToken)
 	cf := &connFlags{cmd: "sign"}
+	if got, err := cf.token(env{}); err != nil || got != "" {
+		t.Fatalf("token() in GitHub Actions without an audience = %q, %v; want none", got, err)
+	}
+	t.Setenv(idTokenAudienceEnv, "https://cardsign.example.com")
 	if got, err := cf.token(env{}); err != nil || got != fakeJWT {
 		t.Fatalf("token() in GitHub Actions = %q, %v", got, err)
+	}
+	if got, err := (&connFlags{cmd: "sign", certFile: "client.pem"}).token(env{}); err != nil || got != "" {
+		t.Fatalf("token() with a client certificate = %q, %v; want none (the certificate is the credential)", got, err)
 	}
 	// A bearer token in $CARDSIGN_TOKEN still wins.
 	t.Setenv(tokenEnv, "static-token")

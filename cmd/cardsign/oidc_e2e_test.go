@@ -64,6 +64,7 @@ policy:
 		t.Setenv(k, v)
 	}
 	t.Setenv("SSL_CERT_FILE", is.CAFile) // the stand-in endpoint's TLS
+	t.Setenv(idTokenAudienceEnv, "cardsign")
 	requestToken := is.ActionsRequestToken()
 
 	signed := cardsign(t, dir, nil, "sign", "--server", grpcAddr, cardFile)

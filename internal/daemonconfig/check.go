@@ -335,6 +335,12 @@ func (c *Config) validatePolicyCallers(bad reporter) {
 		if len(r.Claims) > 0 && len(c.Auth.OIDC.Issuers) == 0 {
 			bad(fmt.Sprintf("policy.rules[%d].claims", i), "only identity tokens carry claims, and auth.oidc names no issuer: the rule refuses every caller")
 		}
+		if _, pinned := r.Claims["iss"]; len(r.Claims) > 0 && len(c.Auth.OIDC.Issuers) > 1 && !pinned {
+			// Claim names are shared across platforms (ref, sha,
+			// environment): without iss, a token of another issuer meets
+			// the rule.
+			bad(fmt.Sprintf("policy.rules[%d].claims", i), "auth.oidc names %d issuers and this rule's claims do not name one: add iss: ISSUER, or tokens of every issuer can meet them", len(c.Auth.OIDC.Issuers))
+		}
 		if len(r.Identities) == 0 && len(r.Roles) > 0 && !slices.Contains(r.Roles, string(access.RoleSigner)) {
 			bad(fmt.Sprintf("policy.rules[%d].roles", i), "only callers with the signer role may sign: a rule for %v alone never applies", r.Roles)
 		}
