@@ -619,3 +619,23 @@ func fetchActionsToken(t *testing.T, is *oidctest.Issuer, reqURL, reqToken, aud 
 	}
 	return body.Value
 }
+
+// TestRolesScopedToIssuer: a rule grants roles to its own issuer's tokens
+// only; another issuer's token with claims that match it gets none.
+func TestRolesScopedToIssuer(t *testing.T) {
+	f := newFixture(t, nil)
+	// GitHub-shaped claims, matching the GitHub rules, from the Kubernetes
+	// issuer (any issuer can put any claim in its tokens).
+	tok, err := f.v.Verify(context.Background(), f.k8s.Mint(oidctest.GitHubClaims(audience)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Issuer != f.k8s.URL || len(tok.Roles) != 0 {
+		t.Fatalf("a %s token with GitHub-shaped claims got roles %v; want none (the GitHub rules are %s's)", tok.Issuer, tok.Roles, f.gh.URL)
+	}
+	// The same claims from GitHub's issuer do get them.
+	tok, err = f.v.Verify(context.Background(), f.gh.Mint(oidctest.GitHubClaims(audience)))
+	if err != nil || len(tok.Roles) == 0 {
+		t.Fatalf("the GitHub token: roles %v, %v", tok.Roles, err)
+	}
+}
