@@ -37,6 +37,11 @@ type Config struct {
 	Prepublish    time.Duration // RotateKey: how long a new key is published before it signs
 	RetireGrace   time.Duration // how long a retired key stays published
 	JKU           string        // put in every signature's protected header when set
+	// Lifetime, when positive, puts iat and exp in every signature's
+	// protected header; the registry signs a registered card again once
+	// RefreshAt (a fraction, default DefaultRefreshAt) of it has passed.
+	Lifetime  time.Duration
+	RefreshAt float64
 	Limits        card.Limits
 	JWKSMaxAge    time.Duration
 	RevocationTTL time.Duration

@@ -21,6 +21,23 @@ import (
 // registry makes on key events.
 const ResignCaller = "cardsignd/resign"
 
+// DefaultRefreshAt is the fraction of signing.lifetime after which the
+// registry signs a card again when the configuration does not say.
+const DefaultRefreshAt = 0.5
+
+// refreshAfter is how long after it was signed a registered card is signed
+// again to stay fresh; 0 without a lifetime.
+func (a *Authority) refreshAfter() time.Duration {
+	if a.cfg.Lifetime <= 0 {
+		return 0
+	}
+	f := a.cfg.RefreshAt
+	if f <= 0 || f >= 1 {
+		f = DefaultRefreshAt
+	}
+	return time.Duration(float64(a.cfg.Lifetime) * f)
+}
+
 // resignFullPass is how often the re-signing duty reads every registered
 // card even when the signing keys did not change: a card registered by a
 // replica that had not yet seen a key change carries the old keys.
@@ -73,7 +90,7 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 		return nil
 	}
 	var failed []error
-	stale, resigned := 0, 0
+	staleCards, resigned := 0, 0
 	carried := map[string]bool{} // kids still carried by cards not re-signed
 	for after := ""; ; {
 		page, err := a.store.ListAgents(ctx, after, resignPage)
@@ -88,10 +105,12 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 		for _, c := range page {
 			after = c.ID
 			have := slices.Sorted(slices.Values(c.KIDs))
-			if slices.Equal(have, want) {
+			refresh := a.refreshAfter()
+			stale := refresh > 0 && !c.StoredAt.Add(refresh).After(now)
+			if slices.Equal(have, want) && !stale {
 				continue
 			}
-			stale++
+			staleCards++
 			sem <- struct{}{}
 			wg.Add(1)
 			go func() {
@@ -116,7 +135,7 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 			break
 		}
 	}
-	a.metrics.registryStale.Set(float64(stale - resigned))
+	a.metrics.registryStale.Set(float64(staleCards - resigned))
 	if resigned > 0 {
 		a.log.Info("registry: re-signed cards for the current signing keys", "cards", resigned, "kids", wantText)
 	}
@@ -124,7 +143,7 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 		failed = append(failed, err)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("registry: %d of %d cards not re-signed (retried every round): %w", len(failed), stale, errors.Join(failed...))
+		return fmt.Errorf("registry: %d of %d cards not re-signed (retried every round): %w", len(failed), staleCards, errors.Join(failed...))
 	}
 	a.resignMu.Lock()
 	a.resignSt = resignState{kids: wantText, passedAt: time.Now()}
@@ -163,10 +182,18 @@ func resignReason(c store.AgentCard, want []string) string {
 			b.WriteString(".add." + k)
 		}
 	}
+	changed := false
+	for _, k := range want {
+		changed = changed || !slices.Contains(c.KIDs, k)
+	}
 	for _, k := range c.KIDs {
 		if !slices.Contains(want, k) {
 			b.WriteString(".drop." + k)
+			changed = true
 		}
+	}
+	if !changed {
+		b.WriteString(".refresh") // the same keys, before its signatures expire
 	}
 	out := []byte(b.String())
 	for i, ch := range out {

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -272,3 +275,58 @@ func TestResignResumes(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestResignRefreshes: with a signature lifetime, every signature carries
+// exp, and a registered card older than refresh_at of the lifetime is
+// signed again with the same keys before it expires.
+func TestResignRefreshes(t *testing.T) {
+	a, dir := newAuthority(t)
+	a.cfg.Lifetime, a.cfg.RefreshAt = time.Hour, 0.5
+	ctx := context.Background()
+	registerAgents(t, a, "alpha", "beta")
+	first, _ := a.AgentCard(ctx, "alpha", 0)
+	var signed struct {
+		Signatures []struct{ Protected string } `json:"signatures"`
+	}
+	if err := json.Unmarshal(first.Signed, &signed); err != nil || len(signed.Signatures) == 0 {
+		t.Fatalf("signed card: %v", err)
+	}
+	hdr, _ := base64.RawURLEncoding.DecodeString(signed.Signatures[0].Protected)
+	if !strings.Contains(string(hdr), `"exp":`) || !strings.Contains(string(hdr), `"iat":`) {
+		t.Fatalf("protected header %s has no iat/exp with signing.lifetime set", hdr)
+	}
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := a.AgentCard(ctx, "alpha", 0); c.Version != 1 {
+		t.Fatalf("a fresh card was signed again (version %d)", c.Version)
+	}
+	// alpha's version was stored 31 minutes ago (behind the store's back).
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "cardsign.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE agent_cards SET stored_at = ? WHERE id = 'alpha'`, time.Now().Add(-31*time.Minute).UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	a.resignMu.Lock()
+	a.resignSt = resignState{} // as after a minute: a full pass
+	a.resignMu.Unlock()
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	alpha, _ := a.AgentCard(ctx, "alpha", 0)
+	beta, _ := a.AgentCard(ctx, "beta", 0)
+	if alpha.Version != 2 || beta.Version != 1 {
+		t.Fatalf("after the refresh: alpha version %d (want 2), beta version %d (want 1)", alpha.Version, beta.Version)
+	}
+	recs, _ := a.store.ListAudit(ctx, 0, 0)
+	if last := recs[len(recs)-1]; last.Caller != ResignCaller || last.RequestID != "resign.alpha.v1.refresh" {
+		t.Fatalf("the refresh's audit record: %s %s", last.Caller, last.RequestID)
+	}
+	v, err := a.Verify(ctx, alpha.Signed, "")
+	if err != nil || !v.Valid(true) {
+		t.Fatalf("the refreshed card does not verify: %v %+v", err, v)
+	}
+}

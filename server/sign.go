@@ -91,7 +91,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		if err != nil {
 			return nil, err
 		}
-		res, err := prepared.Sign(ctx, keys, a.cfg.JKU)
+		res, err := prepared.SignWith(ctx, keys, signer.SignOptions{JKU: a.cfg.JKU, Lifetime: a.cfg.Lifetime, Now: a.now()})
 		if err != nil {
 			return nil, err
 		}

@@ -26,9 +26,18 @@ const ProfileHeader = "cardsign-profile"
 // options always give the same protected value. The profile is named only
 // for sdk and python-ascii signatures: a spec-profile signature is plain A2A.
 func protectedHeader(alg jose.Alg, kid, jku string, profile card.Profile) []byte {
+	return protectedHeaderAt(alg, kid, jku, profile, 0, 0)
+}
+
+// protectedHeaderAt is protectedHeader with a signature lifetime: iat and exp
+// (NumericDate, RFC 7519 §2) in sorted key order, when exp is not 0.
+func protectedHeaderAt(alg jose.Alg, kid, jku string, profile card.Profile, iat, exp int64) []byte {
 	members := []card.Member{{Key: "alg", Val: card.StringValue(string(alg))}}
 	if profile != card.ProfileSpec {
 		members = append(members, card.Member{Key: ProfileHeader, Val: card.StringValue(string(profile))})
+	}
+	if exp != 0 {
+		members = append(members, card.Member{Key: "exp", Val: card.IntValue(exp)}, card.Member{Key: "iat", Val: card.IntValue(iat)})
 	}
 	if jku != "" {
 		members = append(members, card.Member{Key: "jku", Val: card.StringValue(jku)})

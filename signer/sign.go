@@ -10,6 +10,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
@@ -75,6 +76,9 @@ type Options struct {
 	// appended); by default they are replaced.
 	KeepSignatures bool
 	Card           card.Options
+	// Lifetime, when positive, puts iat and exp in every signature's
+	// protected header (SignOptions).
+	Lifetime time.Duration
 }
 
 // Signature describes one signature that Sign made.
@@ -106,22 +110,39 @@ func Sign(ctx context.Context, data []byte, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.Sign(ctx, opts.Keys, opts.JKU)
+	return p.SignWith(ctx, opts.Keys, SignOptions{JKU: opts.JKU, Lifetime: opts.Lifetime})
+}
+
+// SignOptions are what a signature carries besides its key: the jku hint,
+// and with a Lifetime, iat (Now) and exp (Now + Lifetime) in the protected
+// header, after which verifiers refuse it.
+type SignOptions struct {
+	JKU      string
+	Lifetime time.Duration
+	Now      time.Time // default time.Now()
 }
 
 // Sign makes one detached JWS per key and profile, jku in each protected
 // header when set, and verifies every signature locally before it returns.
 // A Prepared signs any number of times (a retry with other keys).
 func (p *Prepared) Sign(ctx context.Context, keys []Key, jku string) (*Result, error) {
+	return p.SignWith(ctx, keys, SignOptions{JKU: jku})
+}
+
+// SignWith is Sign with every option.
+func (p *Prepared) SignWith(ctx context.Context, keys []Key, o SignOptions) (*Result, error) {
 	if len(keys) == 0 {
 		return nil, ErrNoKeys
+	}
+	if o.Lifetime > 0 && o.Now.IsZero() {
+		o.Now = time.Now()
 	}
 	res := &Result{Prepared: p}
 	// A fresh slice: the kept signatures are shared by every Sign call.
 	sigs := append([]card.Value(nil), p.kept...)
 	for _, k := range keys {
 		for _, pl := range p.payloads {
-			s, err := signOne(ctx, k, jku, pl.profile, pl.bytes)
+			s, err := signOne(ctx, k, o, pl.profile, pl.bytes)
 			if err != nil {
 				return nil, err
 			}
@@ -139,7 +160,7 @@ func (p *Prepared) Sign(ctx context.Context, keys []Key, jku string) (*Result, e
 // publicKey is what crypto public keys have in common.
 type publicKey interface{ Equal(crypto.PublicKey) bool }
 
-func signOne(ctx context.Context, k Key, jku string, profile card.Profile, payload []byte) (Signature, error) {
+func signOne(ctx context.Context, k Key, o SignOptions, profile card.Profile, payload []byte) (Signature, error) {
 	if k.Signer == nil {
 		return Signature{}, fmt.Errorf("signer: key %s has no signer", k.KID)
 	}
@@ -153,7 +174,13 @@ func signOne(ctx context.Context, k Key, jku string, profile card.Profile, paylo
 			return Signature{}, fmt.Errorf("signer: key %s: the backend's public key is not the one on record", k.KID)
 		}
 	}
-	protected := k.Headers.protected(k.Alg, k.KID, jku, profile)
+	var protected string
+	if o.Lifetime > 0 {
+		// iat and exp differ per signature: no header to cache.
+		protected = b64.EncodeToString(protectedHeaderAt(k.Alg, k.KID, o.JKU, profile, o.Now.Unix(), o.Now.Add(o.Lifetime).Unix()))
+	} else {
+		protected = k.Headers.protected(k.Alg, k.KID, o.JKU, profile)
+	}
 	sig, err := jose.Sign(ctx, k.Signer, k.Alg, signingInput(protected, payload))
 	if err != nil {
 		return Signature{}, fmt.Errorf("signer: sign with %s: %w", k.KID, err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
@@ -38,7 +39,16 @@ type VerifyOptions struct {
 	// MaxSignatures caps the signatures of one card; a card with more is
 	// refused before any is checked. 0 means DefaultMaxSignatures.
 	MaxSignatures int
+	// Now is the time a signature's exp and iat are checked against
+	// (default time.Now), with ClockSkew of leeway (0: DefaultClockSkew;
+	// negative: none).
+	Now       func() time.Time
+	ClockSkew time.Duration
 }
+
+// DefaultClockSkew is the leeway for a signature's exp and iat when
+// VerifyOptions does not set one.
+const DefaultClockSkew = time.Minute
 
 // DefaultMaxSignatures is the signature cap when VerifyOptions does not set
 // one. A card carries one signature per key and profile, two keys during a
@@ -206,6 +216,9 @@ func (v *verifier) verifyOne(ctx context.Context, s card.Value, payloads map[car
 			return fmt.Errorf("key %s is revoked: %s", Printable(h.kid), reason)
 		}
 	}
+	if err := checkLifetime(h, opts); err != nil {
+		return err
+	}
 	if unprot, ok := s.Get("header"); ok {
 		if unprot.Kind != card.Object {
 			return errors.New("header must be an object")
@@ -337,12 +350,13 @@ func Printable(s string) string {
 }
 
 type header struct {
-	alg     jose.Alg
-	algName string
-	kid     string
-	jku     string
-	profile card.Profile
-	names   map[string]bool
+	alg      jose.Alg
+	algName  string
+	kid      string
+	jku      string
+	profile  card.Profile
+	names    map[string]bool
+	iat, exp *time.Time // a signature lifetime, when the header has one
 }
 
 // parseHeader decodes and checks a protected header. It goes through the
@@ -395,6 +409,20 @@ func parseHeader(protected string) (header, error) {
 			if h.profile, err = card.ParseProfile(p); err != nil {
 				return header{}, fmt.Errorf("protected header %s: %v", ProfileHeader, err)
 			}
+		case "exp", "iat":
+			if m.Val.Kind != card.Number {
+				return header{}, fmt.Errorf("protected header %q must be a number (seconds since 1970, RFC 7519 NumericDate)", m.Key)
+			}
+			f, err := strconv.ParseFloat(m.Val.Str, 64)
+			if err != nil || f < 0 || f > 1<<40 {
+				return header{}, fmt.Errorf("protected header %q is not a NumericDate", m.Key)
+			}
+			t := time.Unix(int64(f), 0).UTC()
+			if m.Key == "exp" {
+				h.exp = &t
+			} else {
+				h.iat = &t
+			}
 		case "crit":
 			return header{}, errors.New("protected header has crit: no critical extension is supported")
 		case "b64":
@@ -411,4 +439,30 @@ func parseHeader(protected string) (header, error) {
 		return header{}, err
 	}
 	return h, nil
+}
+
+// checkLifetime refuses a signature past its exp, or issued (iat) in the
+// future, beyond the clock skew.
+func checkLifetime(h header, opts VerifyOptions) error {
+	if h.exp == nil && h.iat == nil {
+		return nil
+	}
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	skew := opts.ClockSkew
+	switch {
+	case skew == 0:
+		skew = DefaultClockSkew
+	case skew < 0:
+		skew = 0
+	}
+	if h.exp != nil && now.After(h.exp.Add(skew)) {
+		return fmt.Errorf("signature expired at %s (exp in its protected header; clock skew allowed %s)", h.exp.Format(time.RFC3339), skew)
+	}
+	if h.iat != nil && h.iat.After(now.Add(skew)) {
+		return fmt.Errorf("signature issued in the future, at %s (iat in its protected header; clock skew allowed %s)", h.iat.Format(time.RFC3339), skew)
+	}
+	return nil
 }

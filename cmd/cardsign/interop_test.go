@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	gojose "github.com/go-jose/go-jose/v4"
 
@@ -383,5 +384,38 @@ func TestVerifyJWKSURLAndJKU(t *testing.T) {
 	r := cardsign(t, dir, nil, "verify", "--jwks", "jwks-b.json", "--allow-jku", redirect.URL+"/", "redirected.json")
 	if r.Code != exitFail || !strings.Contains(r.Stdout, "redirects are not followed") {
 		t.Fatalf("a redirecting jku must not be followed: exit %d\n%s", r.Code, r.Stdout)
+	}
+}
+
+// TestInteropLifetime: signatures with iat and exp in their protected header
+// still verify with @a2a-js/sdk and go-jose (extra protected members, like
+// the profile marker), and cardsign verify refuses one past its exp.
+func TestInteropLifetime(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "keygen", "--alg", "ES256", "--out", "key")
+	writeFile(t, filepath.Join(dir, "jwks.json"), []byte(mustRun(t, dir, "jwks", "--key", "file:key").Stdout))
+	for _, c := range []struct{ file, lifetime string }{{"security.json", "168h"}, {"divergent.json", "168h"}, {"short.json", "1s"}} {
+		src := c.file
+		if src == "short.json" {
+			src = "security.json"
+		}
+		r := mustRun(t, dir, "sign", "--key", "file:key", "--lifetime", c.lifetime, filepath.Join(repoRoot, "testdata", "cards", src))
+		writeFile(t, filepath.Join(dir, "signed-"+c.file), []byte(r.Stdout))
+	}
+	for _, f := range []string{"signed-security.json", "signed-divergent.json"} {
+		if v := mustRun(t, dir, "verify", "--jwks", "jwks.json", f); !strings.Contains(v.Stdout, "valid") {
+			t.Fatalf("cardsign verify %s: %s", f, v.Stdout)
+		}
+		verifyGoJOSE(t, dir, f, "jwks.json")
+	}
+	for file, r := range verifyJS(t, filepath.Join(dir, "jwks.json"), filepath.Join(dir, "signed-security.json"), filepath.Join(dir, "signed-divergent.json")) {
+		if !r.OK {
+			t.Errorf("@a2a-js/sdk rejects %s with iat/exp in its protected header: %s", filepath.Base(file), r.Error)
+		}
+	}
+	time.Sleep(2100 * time.Millisecond)
+	v := cardsign(t, dir, nil, "verify", "--jwks", "jwks.json", "--clock-skew", "0s", "signed-short.json")
+	if v.Code == 0 || !strings.Contains(v.Stdout+v.Stderr, "signature expired at") {
+		t.Fatalf("an expired signature: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
 	}
 }

@@ -85,6 +85,7 @@ func signCmd() command {
 		profile := fs.String("profile", "", "canonical profiles to sign: spec, sdk, python-ascii, or both (the default: spec, plus sdk and python-ascii when their bytes differ from those already signed)")
 		strip := fs.Bool("strip-unknown", false, "remove keys outside the v1.0 schema (and say which) instead of refusing the card")
 		keep := fs.Bool("keep-signatures", false, "keep the card's existing signatures (default: replace them)")
+		lifetime := fs.Duration("lifetime", 0, "with --key: put iat and exp (now + this, e.g. 168h) in every signature's protected header; verifiers refuse it after exp (cardsignd: signing.lifetime)")
 		register := fs.Bool("register", false, "keep the signed card in cardsignd's registry as its agent's newest version (--server only)")
 		agent := fs.String("agent", "", "with --register: the agent's id (1-128 of a-z 0-9 . - _; default: derived by cardsignd from the card's first interface URL)")
 		visibility := fs.String("visibility", "", "with --register: public (served to anyone) or private (readers only); default: private for a new agent, unchanged for a known one")
@@ -119,8 +120,8 @@ func signCmd() command {
 			return c.usageError(e, "--%s and --key exclude each other: the daemon signs with its own keys", given[0])
 		}
 		if (len(given) > 0 || serverAddr(conn.server) != "") && len(kf.uris) == 0 {
-			if *jku != "" || kf.kid != "" || kf.alg != "" {
-				return c.usageError(e, "--jku, --kid and --alg are the daemon's configuration when signing through --server")
+			if *jku != "" || kf.kid != "" || kf.alg != "" || *lifetime != 0 {
+				return c.usageError(e, "--jku, --kid, --alg and --lifetime are the daemon's configuration when signing through --server")
 			}
 			if !*register && (*agent != "" || *visibility != "") {
 				return c.usageError(e, "--agent and --visibility go with --register")
@@ -136,7 +137,10 @@ func signCmd() command {
 			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 			return exitUsage
 		}
-		opts := signer.Options{JKU: *jku, Mode: mode, KeepSignatures: *keep,
+		if *lifetime < 0 {
+			return c.usageError(e, "--lifetime must be positive, got %s", *lifetime)
+		}
+		opts := signer.Options{JKU: *jku, Mode: mode, KeepSignatures: *keep, Lifetime: *lifetime,
 			Card: card.Options{Limits: *lim, StripUnknown: *strip}}
 		opts.Keys = keys
 		res, err := signer.Sign(ctx, data, opts)

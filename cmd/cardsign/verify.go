@@ -22,7 +22,7 @@ func verifyCmd() command {
 	c := command{
 		name:    "verify",
 		summary: "Verify a signed card against a trusted JWKS; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
-		usage:   "--jwks FILE|URL [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--timeout D] [--max-time D] FILE|-",
+		usage:   "--jwks FILE|URL [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-",
 		example: "  cardsign jwks --key file:signing-key.pem > jwks.json\n  cardsign verify --jwks jwks.json signed.json\n  signature[0] kid=3kP… alg=ES256: valid (spec profile)\n" +
 			"  verifies in: spec ✔  @a2a-js/sdk ≥1.3 ✔  a2a-python ≥1.2 ✔  a2a-python ≤1.1 ✘ (no signature over python-ascii bytes)\n" +
 			"  cardsign verify --jwks jwks.json --allow-jku https://keys.example.com/jwks/ --max-time 10s signed.json",
@@ -37,6 +37,7 @@ func verifyCmd() command {
 		timeout := fs.Duration("timeout", 10*time.Second, "timeout for each HTTP fetch (JWKS, jku, revocation document)")
 		maxTime := fs.Duration("max-time", 30*time.Second, "bound on the whole verification, fetches included")
 		maxSigs := fs.Int("max-signatures", signer.DefaultMaxSignatures, "refuse a card with more signatures than this")
+		skew := fs.Duration("clock-skew", signer.DefaultClockSkew, "leeway for a signature's exp and iat (a signature past exp + this is refused)")
 		revSrc := fs.String("revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
@@ -45,6 +46,9 @@ func verifyCmd() command {
 		}
 		if *src == "" {
 			return c.usageError(e, "--jwks is required: verification only trusts keys you name")
+		}
+		if *skew < 0 || *skew > time.Hour {
+			return c.usageError(e, "--clock-skew must be between 0s and 1h, got %s", *skew)
 		}
 		if *maxSigs <= 0 {
 			return c.usageError(e, "--max-signatures must be positive, got %d", *maxSigs)
@@ -104,6 +108,7 @@ func verifyCmd() command {
 			Profile:       p,
 			Limits:        *lim,
 			MaxSignatures: *maxSigs,
+			ClockSkew:     skewOption(*skew),
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -240,4 +245,13 @@ func escapeText(s string) string {
 		s = s[size:]
 	}
 	return b.String()
+}
+
+// skewOption turns --clock-skew into VerifyOptions.ClockSkew, where 0 means
+// the default and a negative value none.
+func skewOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -220,6 +220,11 @@ type SigningConfig struct {
 	JKU          string `yaml:"jku"`
 	MaxCardBytes int    `yaml:"max_card_bytes"`
 	MaxCardDepth int    `yaml:"max_card_depth"`
+	// Lifetime, when set, puts iat and exp in every signature's protected
+	// header; RefreshAt is the fraction of it after which the registry signs
+	// a registered card again (default 0.5).
+	Lifetime  time.Duration `yaml:"lifetime"`
+	RefreshAt float64       `yaml:"refresh_at"`
 }
 
 // JWKSConfig: how the published key set is cached by clients.
@@ -474,6 +479,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Keys.RetireGrace < 0 {
 		bad("keys.retire_grace", "must not be negative")
+	}
+	if c.Signing.Lifetime < 0 || (c.Signing.Lifetime > 0 && c.Signing.Lifetime < 10*time.Minute) {
+		bad("signing.lifetime", "%s must be at least 10m (0 or unset: signatures without exp)", c.Signing.Lifetime)
+	}
+	if c.Signing.RefreshAt < 0 || c.Signing.RefreshAt >= 1 {
+		bad("signing.refresh_at", "%g must be a fraction of signing.lifetime in (0, 1) (0 or unset: 0.5)", c.Signing.RefreshAt)
 	}
 	if c.Signing.JKU != "" && !strings.HasPrefix(c.Signing.JKU, "https://") {
 		bad("signing.jku", "%q must be an https URL", c.Signing.JKU)
