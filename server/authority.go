@@ -30,18 +30,18 @@ import (
 type Config struct {
 	// Backends opens keys by URI scheme; nil means a registry holding only
 	// the unrestricted file backend (the embedded default, and tests).
-	Backends      *backends.Registry
-	KeyBackend    string        // scheme of the backend that makes new keys ("file")
-	KeyDir        string        // where the file backend puts new keys
-	DefaultAlg    jose.Alg      // for new keys
-	Prepublish    time.Duration // RotateKey: how long a new key is published before it signs
-	RetireGrace   time.Duration // how long a retired key stays published
-	JKU           string        // put in every signature's protected header when set
+	Backends    *backends.Registry
+	KeyBackend  string        // scheme of the backend that makes new keys ("file")
+	KeyDir      string        // where the file backend puts new keys
+	DefaultAlg  jose.Alg      // for new keys
+	Prepublish  time.Duration // RotateKey: how long a new key is published before it signs
+	RetireGrace time.Duration // how long a retired key stays published
+	JKU         string        // put in every signature's protected header when set
 	// Lifetime, when positive, puts iat and exp in every signature's
 	// protected header; the registry signs a registered card again once
 	// RefreshAt (a fraction, default DefaultRefreshAt) of it has passed.
-	Lifetime  time.Duration
-	RefreshAt float64
+	Lifetime      time.Duration
+	RefreshAt     float64
 	Limits        card.Limits
 	JWKSMaxAge    time.Duration
 	RevocationTTL time.Duration
