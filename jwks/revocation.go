@@ -1,6 +1,7 @@
 package jwks
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto"
@@ -48,6 +49,20 @@ type Revocations struct {
 	ExpiresAt time.Time
 	Revoked   []Revocation
 	AuditHead *AuditHead
+	// Cards are single cards revoked (by the SHA-256 of their spec-profile
+	// canonical bytes) while their keys stay good: "revoked_cards", present
+	// only when there is one, so documents without any are as before.
+	Cards []CardRevocation
+}
+
+// CardRevocation is one entry of "revoked_cards": a card a verifier refuses
+// whatever key signed it.
+type CardRevocation struct {
+	CanonicalSHA256 []byte // 32 bytes; written in lowercase hex
+	AgentID         string
+	Version         int64
+	RevokedAt       time.Time
+	Reason          string
 }
 
 // AuditHead is the "audit_head" member of the revocation document: the Seq
@@ -153,9 +168,46 @@ func revocationsPayload(r Revocations) ([]byte, error) {
 		card.Member{Key: "expires_at", Val: card.StringValue(expires)},
 		card.Member{Key: "issued_at", Val: card.StringValue(issued)},
 		card.Member{Key: "revoked", Val: card.ArrayValue(entries...)},
-		card.Member{Key: "sequence", Val: card.IntValue(r.Sequence)},
 	)
+	if len(r.Cards) > 0 {
+		cards, err := cardEntries(r.Cards)
+		if err != nil {
+			return nil, err
+		}
+		doc = append(doc, card.Member{Key: "revoked_cards", Val: card.ArrayValue(cards...)})
+	}
+	doc = append(doc, card.Member{Key: "sequence", Val: card.IntValue(r.Sequence)})
 	return card.ObjectValue(doc...).JCS()
+}
+
+// cardEntries renders "revoked_cards", sorted by canonical SHA-256.
+func cardEntries(cards []CardRevocation) ([]card.Value, error) {
+	sorted := slices.Clone(cards)
+	slices.SortFunc(sorted, func(a, b CardRevocation) int { return bytes.Compare(a.CanonicalSHA256, b.CanonicalSHA256) })
+	out := make([]card.Value, 0, len(sorted))
+	for i, c := range sorted {
+		if len(c.CanonicalSHA256) != 32 {
+			return nil, fmt.Errorf("revoked card %q: canonical SHA-256 is %d bytes, want 32", c.AgentID, len(c.CanonicalSHA256))
+		}
+		if i > 0 && bytes.Equal(sorted[i-1].CanonicalSHA256, c.CanonicalSHA256) {
+			return nil, fmt.Errorf("revoked card %x listed twice", c.CanonicalSHA256)
+		}
+		if !utf8.ValidString(c.AgentID) || !utf8.ValidString(c.Reason) || c.Version < 0 || c.Version > maxSequence {
+			return nil, fmt.Errorf("revoked card %x: agent id, version or reason invalid", c.CanonicalSHA256)
+		}
+		at, err := formatTime(c.RevokedAt)
+		if err != nil {
+			return nil, fmt.Errorf("revoked card %x: revoked_at: %w", c.CanonicalSHA256, err)
+		}
+		out = append(out, card.ObjectValue(
+			card.Member{Key: "agent_id", Val: card.StringValue(c.AgentID)},
+			card.Member{Key: "canonical_sha256", Val: card.StringValue(hex.EncodeToString(c.CanonicalSHA256))},
+			card.Member{Key: "reason", Val: card.StringValue(c.Reason)},
+			card.Member{Key: "revoked_at", Val: card.StringValue(at)},
+			card.Member{Key: "version", Val: card.IntValue(c.Version)},
+		))
+	}
+	return out, nil
 }
 
 // stringObject returns an object of string members, in the order given.
@@ -169,9 +221,11 @@ func stringObject(kv ...string) card.Value {
 
 // SignRevocations serializes r as RFC 8785 JSON
 //
-//	{"audit_head":{"hash","seq"},"expires_at","issued_at","revoked":[{"kid","reason","revoked_at"}],"sequence"}
+//	{"audit_head":{"hash","seq"},"expires_at","issued_at","revoked":[{"kid","reason","revoked_at"}],
+//	 "revoked_cards":[{"agent_id","canonical_sha256","reason","revoked_at","version"}],"sequence"}
 //
-// ("audit_head" only when r.AuditHead is set: hash in lowercase hex)
+// ("audit_head" only when r.AuditHead is set: hash in lowercase hex;
+// "revoked_cards" only when r.Cards is not empty, sorted by canonical_sha256)
 // with times in RFC 3339 UTC at whole-second precision (see formatTime) and
 // entries sorted by kid, and signs it with s as a flattened JWS JSON object
 // {"payload","protected","signature"} whose protected header is

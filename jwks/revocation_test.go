@@ -1,6 +1,7 @@
 package jwks
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"encoding/base64"
@@ -306,4 +307,66 @@ func TestRevocationHandler(t *testing.T) {
 	check(t, "PUT", h, http.MethodPut, nil, response{405, map[string]string{"Allow": "GET, HEAD"}, "method not allowed\n"})
 	fail = true
 	check(t, "source error", h, http.MethodGet, nil, response{503, map[string]string{"ETag": ""}, "revocation document temporarily unavailable\n"})
+}
+
+// TestRevocationsCards: revoked cards round-trip sorted by canonical SHA-256
+// under "revoked_cards", a document without any has no such member, and a
+// malformed entry is refused on either side.
+func TestRevocationsCards(t *testing.T) {
+	ec, _, _ := testKeys(t)
+	keys := Set{Keys: []jose.JWK{mustJWK(t, ec, "ec", jose.ES256)}}
+	r := sampleRevocations()
+	plain, err := SignRevocations(context.Background(), r, ec, jose.ES256, "ec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(payloadOf(t, plain), "revoked_cards") {
+		t.Fatal("a document without revoked cards has a revoked_cards member")
+	}
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	hi, lo := bytes.Repeat([]byte{0xbb}, 32), bytes.Repeat([]byte{0xaa}, 32)
+	r.Cards = []CardRevocation{
+		{CanonicalSHA256: hi, AgentID: "payments", Version: 3, RevokedAt: at, Reason: "leaked"},
+		{CanonicalSHA256: lo, AgentID: "billing", Version: 1, RevokedAt: at, Reason: "decommissioned"},
+	}
+	doc, err := SignRevocations(context.Background(), r, ec, jose.ES256, "ec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := VerifyRevocations(doc, keys, r.ExpiresAt.Add(-time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Cards) != 2 || !bytes.Equal(got.Cards[0].CanonicalSHA256, lo) || got.Cards[1].AgentID != "payments" || got.Cards[1].Version != 3 || got.Cards[1].Reason != "leaked" {
+		t.Fatalf("cards = %+v", got.Cards)
+	}
+	if p := payloadOf(t, doc); !strings.Contains(p, `"revoked_cards":[{"agent_id":"billing","canonical_sha256":"aaaa`) {
+		t.Fatalf("payload %s", p)
+	}
+	for name, c := range map[string]CardRevocation{
+		"short hash": {CanonicalSHA256: []byte{1}, RevokedAt: at},
+		"no time":    {CanonicalSHA256: lo},
+	} {
+		r.Cards = []CardRevocation{c}
+		if _, err := SignRevocations(context.Background(), r, ec, jose.ES256, "ec"); err == nil {
+			t.Errorf("%s: signed", name)
+		}
+	}
+	r.Cards = []CardRevocation{{CanonicalSHA256: lo, RevokedAt: at}, {CanonicalSHA256: lo, RevokedAt: at}}
+	if _, err := SignRevocations(context.Background(), r, ec, jose.ES256, "ec"); err == nil {
+		t.Error("a card listed twice was signed")
+	}
+}
+
+func payloadOf(t *testing.T, doc []byte) string {
+	t.Helper()
+	var env struct{ Payload string }
+	if err := json.Unmarshal(doc, &env); err != nil {
+		t.Fatal(err)
+	}
+	p, err := base64.RawURLEncoding.DecodeString(env.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(p)
 }

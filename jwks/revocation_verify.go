@@ -1,6 +1,7 @@
 package jwks
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -156,6 +157,12 @@ func parseRevocations(data []byte) (Revocations, error) {
 			return Revocations{}, err
 		}
 	}
+	if cards, ok := m.Get("revoked_cards"); ok {
+		members = append(members, "revoked_cards")
+		if r.Cards, err = parseCardRevocations(cards); err != nil {
+			return Revocations{}, err
+		}
+	}
 	if err := m.ExactMembers(members...); err != nil {
 		return Revocations{}, err
 	}
@@ -198,6 +205,50 @@ func parseRevocations(data []byte) (Revocations, error) {
 		r.Revoked = append(r.Revoked, rev)
 	}
 	return r, nil
+}
+
+// parseCardRevocations reads "revoked_cards": objects with every member, a
+// 32-byte hex SHA-256 each, none twice.
+func parseCardRevocations(v card.Value) ([]CardRevocation, error) {
+	if v.Kind != card.Array {
+		return nil, errors.New(`member "revoked_cards" is not an array`)
+	}
+	seen := make(map[string]bool, len(v.Arr))
+	out := make([]CardRevocation, 0, len(v.Arr))
+	for i, e := range v.Arr {
+		if e.Kind != card.Object {
+			return nil, fmt.Errorf("revoked_cards[%d]: want a JSON object, not %s", i, e.Kind)
+		}
+		if err := e.ExactMembers("agent_id", "canonical_sha256", "reason", "revoked_at", "version"); err != nil {
+			return nil, fmt.Errorf("revoked_cards[%d]: %w", i, err)
+		}
+		var c CardRevocation
+		sum, err := stringOf(e, "canonical_sha256")
+		if err == nil {
+			c.CanonicalSHA256, err = hex.DecodeString(sum)
+		}
+		if err != nil || len(c.CanonicalSHA256) != 32 || sum != hex.EncodeToString(c.CanonicalSHA256) {
+			return nil, fmt.Errorf("revoked_cards[%d]: canonical_sha256 is not 64 lowercase hex digits", i)
+		}
+		if seen[sum] {
+			return nil, fmt.Errorf("revoked_cards[%d]: card %s listed twice", i, sum)
+		}
+		seen[sum] = true
+		if c.AgentID, err = stringOf(e, "agent_id"); err != nil {
+			return nil, fmt.Errorf("revoked_cards[%d]: %w", i, err)
+		}
+		if c.Reason, err = stringOf(e, "reason"); err != nil {
+			return nil, fmt.Errorf("revoked_cards[%d]: %w", i, err)
+		}
+		if c.Version, err = integerOf(e, "version"); err != nil {
+			return nil, fmt.Errorf("revoked_cards[%d]: %w", i, err)
+		}
+		if c.RevokedAt, err = timeOf(e, "revoked_at"); err != nil {
+			return nil, fmt.Errorf("revoked_cards[%d]: %w", i, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // stringOf decodes a member that must be a JSON string.
