@@ -34,6 +34,25 @@ type Agents interface {
 	// RemoveAgent deletes every version of agent id (an error wrapping
 	// ErrNotFound when it has none). Its version counter is kept.
 	RemoveAgent(ctx context.Context, id string) error
+
+	// RevokeCard records a single card as revoked, by the SHA-256 of its
+	// canonical bytes, with the agent and version it was registered as,
+	// at the store's now. Revoking a card already revoked keeps the first
+	// record and returns it. Revocations outlive the registry's versions
+	// and the agent itself.
+	RevokeCard(ctx context.Context, c CardRevocation) (CardRevocation, error)
+
+	// RevokedCards lists every revoked card, by canonical SHA-256.
+	RevokedCards(ctx context.Context) ([]CardRevocation, error)
+}
+
+// CardRevocation is a single card revoked while its keys stay good.
+type CardRevocation struct {
+	CanonicalSHA256 []byte
+	AgentID         string
+	Version         int64
+	Reason          string
+	RevokedAt       time.Time
 }
 
 // AgentImporter is a Store that takes agent cards as they are, versions and
@@ -43,6 +62,9 @@ type AgentImporter interface {
 	// agent's version counter to at least c.Version. A version already
 	// stored is left as it is, so an interrupted copy can run again.
 	ImportAgentCard(ctx context.Context, c AgentCard) error
+	// ImportCardRevocation stores c with its RevokedAt; one already stored
+	// is left as it is.
+	ImportCardRevocation(ctx context.Context, c CardRevocation) error
 }
 
 // Visibility says who may read an agent's card from the registry.

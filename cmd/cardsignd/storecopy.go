@@ -323,8 +323,21 @@ func (c *copier) copyAgents(ctx context.Context) error {
 			after = a.ID
 		}
 	}
-	if agents > 0 {
-		fmt.Fprintf(c.out, "store copy: copied the registry: %s, %s\n", count(int64(agents), "agent"), count(int64(versions), "card version"))
+	revoked, err := c.src.RevokedCards(ctx)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	for _, r := range revoked {
+		if err := imp.ImportCardRevocation(ctx, r); err != nil {
+			return fmt.Errorf("destination: %w", err)
+		}
+	}
+	if got, err := c.dst.RevokedCards(ctx); err != nil || len(got) != len(revoked) {
+		return fmt.Errorf("destination: %d revoked cards after the copy, the source has %d (%v)", len(got), len(revoked), err)
+	}
+	if agents > 0 || len(revoked) > 0 {
+		fmt.Fprintf(c.out, "store copy: copied the registry: %s, %s, %s\n", count(int64(agents), "agent"), count(int64(versions), "card version"),
+			count(int64(len(revoked)), "revoked card"))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -394,9 +395,13 @@ func TestStoreCopyRegistry(t *testing.T) {
 	if _, err := src.PutAgentCard(ctx, card("billing", 9), 0); err != nil {
 		t.Fatal(err)
 	}
+	rev, err := src.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: card("payments", 1).CanonicalSHA256, AgentID: "payments", Version: 1, Reason: "leaked"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	src.Close()
 	raw := newPGDatabase(t)
-	if r := runDaemonOnce(t, "store", "copy", "--from", srcPath, "--to", raw); r.Code != 0 || !strings.Contains(r.Stderr, "copied the registry: 2 agents, 3 card versions") {
+	if r := runDaemonOnce(t, "store", "copy", "--from", srcPath, "--to", raw); r.Code != 0 || !strings.Contains(r.Stderr, "copied the registry: 2 agents, 3 card versions, 1 revoked card") {
 		t.Fatalf("store copy: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	dst, err := postgres.Open(ctx, postgres.Config{URL: raw})
@@ -410,6 +415,9 @@ func TestStoreCopyRegistry(t *testing.T) {
 	}
 	if b, err := dst.AgentCard(ctx, "billing", 0); err != nil || b.Version != 1 || b.Visibility != store.Public || b.Caller != "token:ci" {
 		t.Fatalf("billing on the destination: %+v, %v", b, err)
+	}
+	if revs, err := dst.RevokedCards(ctx); err != nil || len(revs) != 1 || revs[0].Reason != "leaked" || !revs[0].RevokedAt.Equal(rev.RevokedAt.Truncate(time.Microsecond)) {
+		t.Fatalf("revoked cards on the destination: %+v, %v (source %+v)", revs, err, rev)
 	}
 	if next, err := dst.PutAgentCard(ctx, card("payments", 4), 0); err != nil || next.Version != 4 {
 		t.Fatalf("the next version on the destination: %d, %v; want 4", next.Version, err)

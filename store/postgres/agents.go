@@ -167,3 +167,61 @@ func nonNilBytes(b []byte) []byte {
 func validText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
+
+// RevokeCard records a card revocation (see store.Agents).
+func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation) (store.CardRevocation, error) {
+	if len(c.CanonicalSHA256) != 32 {
+		return store.CardRevocation{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
+	}
+	if !validText(c.AgentID) || !validText(c.Reason) {
+		return store.CardRevocation{}, fmt.Errorf("store: revoke card %x: agent id or reason is not UTF-8 text without NUL bytes", c.CanonicalSHA256)
+	}
+	var out store.CardRevocation
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)
+			VALUES ($1, $2, $3, $4, clock_timestamp()) ON CONFLICT (canonical_sha256) DO NOTHING`,
+			c.CanonicalSHA256, c.AgentID, c.Version, c.Reason); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards WHERE canonical_sha256 = $1`,
+			c.CanonicalSHA256).Scan(&out.CanonicalSHA256, &out.AgentID, &out.Version, &out.Reason, &out.RevokedAt)
+	})
+	if err != nil {
+		return store.CardRevocation{}, wrap(ctx, fmt.Sprintf("revoke card %x", c.CanonicalSHA256), err)
+	}
+	out.RevokedAt = out.RevokedAt.UTC()
+	return out, nil
+}
+
+// RevokedCards lists every revoked card.
+func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
+	rows, err := s.pool.Query(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards ORDER BY canonical_sha256`)
+	if err != nil {
+		return nil, wrap(ctx, "revoked cards", err)
+	}
+	defer rows.Close()
+	var out []store.CardRevocation
+	for rows.Next() {
+		var c store.CardRevocation
+		if err := rows.Scan(&c.CanonicalSHA256, &c.AgentID, &c.Version, &c.Reason, &c.RevokedAt); err != nil {
+			return nil, wrap(ctx, "revoked cards", err)
+		}
+		c.RevokedAt = c.RevokedAt.UTC()
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, "revoked cards", err)
+	}
+	return out, nil
+}
+
+// ImportCardRevocation stores c as it is (see store.AgentImporter).
+func (s *Store) ImportCardRevocation(ctx context.Context, c store.CardRevocation) error {
+	if len(c.CanonicalSHA256) != 32 || c.RevokedAt.IsZero() || !validText(c.AgentID) || !validText(c.Reason) {
+		return fmt.Errorf("store: import card revocation %x: invalid", c.CanonicalSHA256)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (canonical_sha256) DO NOTHING`,
+		c.CanonicalSHA256, c.AgentID, c.Version, c.Reason, c.RevokedAt)
+	return wrap(ctx, fmt.Sprintf("import card revocation %x", c.CanonicalSHA256), err)
+}

@@ -146,3 +146,50 @@ func nonNilStrings(s []string) []string {
 	}
 	return s
 }
+
+// RevokeCard records a card revocation (see store.Agents).
+func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation) (store.CardRevocation, error) {
+	if len(c.CanonicalSHA256) != 32 {
+		return store.CardRevocation{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
+	}
+	var out store.CardRevocation
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_sha256) DO NOTHING`,
+			nonNil(c.CanonicalSHA256), c.AgentID, c.Version, c.Reason, time.Now().UnixNano()); err != nil {
+			return err
+		}
+		var at int64
+		err := tx.QueryRowContext(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards WHERE canonical_sha256 = ?`,
+			c.CanonicalSHA256).Scan(&out.CanonicalSHA256, &out.AgentID, &out.Version, &out.Reason, &at)
+		out.RevokedAt = store.FromNanos(at)
+		return err
+	})
+	if err != nil {
+		return store.CardRevocation{}, fmt.Errorf("store: revoke card %x: %w", c.CanonicalSHA256, err)
+	}
+	return out, nil
+}
+
+// RevokedCards lists every revoked card.
+func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards ORDER BY canonical_sha256`)
+	if err != nil {
+		return nil, fmt.Errorf("store: revoked cards: %w", err)
+	}
+	defer rows.Close()
+	var out []store.CardRevocation
+	for rows.Next() {
+		var c store.CardRevocation
+		var at int64
+		if err := rows.Scan(&c.CanonicalSHA256, &c.AgentID, &c.Version, &c.Reason, &at); err != nil {
+			return nil, fmt.Errorf("store: revoked cards: %w", err)
+		}
+		c.RevokedAt = store.FromNanos(at)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: revoked cards: %w", err)
+	}
+	return out, nil
+}

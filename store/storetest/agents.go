@@ -154,3 +154,52 @@ func testAgentsConcurrent(t *testing.T, open Opener) {
 		t.Fatalf("history holds %d versions, %v; want %d", len(hist), err, 2*each)
 	}
 }
+
+// testRevokedCards: a card revocation is stored once (a second keeps the
+// first), listed by canonical SHA-256, and outlives the agent it names.
+func testRevokedCards(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	if got, err := s.RevokedCards(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("RevokedCards on an empty store = %v, %v", got, err)
+	}
+	c, err := s.PutAgentCard(ctx, agentCard("payments", 1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.ID, Version: c.Version, Reason: "leaked"})
+	if err != nil || first.RevokedAt.IsZero() || first.Reason != "leaked" {
+		t.Fatalf("RevokeCard = %+v, %v", first, err)
+	}
+	again, err := s.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.ID, Version: c.Version, Reason: "other"})
+	if err != nil || again.Reason != "leaked" || !again.RevokedAt.Equal(first.RevokedAt) {
+		t.Fatalf("revoking again = %+v, %v; want the first revocation kept", again, err)
+	}
+	other := agentCard("billing", 7)
+	if _, err := s.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: other.CanonicalSHA256, AgentID: "billing", Version: 2, Reason: "decommissioned"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: []byte{1}}); err == nil {
+		t.Fatal("a 1-byte SHA-256 was accepted")
+	}
+	// Newer versions drop the revoked one (keep 1), then the agent goes:
+	// the revocation stays.
+	if _, err := s.PutAgentCard(ctx, agentCard("payments", 2), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveAgent(ctx, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.RevokedCards(ctx)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("RevokedCards = %+v, %v; want 2", got, err)
+	}
+	if bytes.Compare(got[0].CanonicalSHA256, got[1].CanonicalSHA256) >= 0 {
+		t.Fatal("RevokedCards is not ordered by canonical SHA-256")
+	}
+	for _, r := range got {
+		if bytes.Equal(r.CanonicalSHA256, c.CanonicalSHA256) && (r.AgentID != "payments" || r.Version != 1 || r.Reason != "leaked" || !r.RevokedAt.Equal(first.RevokedAt)) {
+			t.Fatalf("the payments revocation came back as %+v", r)
+		}
+	}
+}
