@@ -278,7 +278,7 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 	cur.IssuedAt = now.Truncate(time.Second)
 	cur.ExpiresAt = now.Add(p.ttl).Truncate(time.Second)
 	cur.RefreshAt = now.Add(p.ttl / 2)
-	body := jwks.Revocations{Sequence: docSeq, IssuedAt: cur.IssuedAt, ExpiresAt: cur.ExpiresAt, Revoked: d.revoked}
+	body := jwks.Revocations{Sequence: docSeq, IssuedAt: cur.IssuedAt, ExpiresAt: cur.ExpiresAt, Revoked: d.revoked, Cards: d.cards}
 	if !p.omitAuditHead {
 		body.AuditHead = &jwks.AuditHead{Seq: cur.Published.Seq, Hash: cur.Published.Hash}
 	}
@@ -318,6 +318,7 @@ type revocationDecision struct {
 	wentBack bool               // the store's audit head is behind the published one
 	signer   jwks.View
 	revoked  []jwks.Revocation
+	cards    []jwks.CardRevocation
 	now      time.Time
 }
 
@@ -353,6 +354,14 @@ func (p *revocationPublisher) assess(ctx context.Context) (revocationDecision, e
 	set.WriteString(d.signer.KID)
 	for _, r := range d.revoked {
 		set.WriteString("|" + r.KID)
+	}
+	cards, err := p.store.RevokedCards(ctx)
+	if err != nil {
+		return revocationDecision{}, &UnavailableError{What: "revoked cards", Err: err}
+	}
+	for _, c := range cards {
+		d.cards = append(d.cards, jwks.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.AgentID, Version: c.Version, RevokedAt: c.RevokedAt, Reason: c.Reason})
+		set.WriteString("|card:" + hex.EncodeToString(c.CanonicalSHA256))
 	}
 	seq, hash, err := p.store.AuditHead(ctx)
 	if err != nil {

@@ -175,7 +175,8 @@ func (s signingService) VerifyCard(ctx context.Context, req *pb.VerifyCardReques
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	out := &pb.VerifyCardResponse{Valid: res.Valid(req.GetRequireAll()), Uncovered: res.Uncovered(), Portability: portability(res.Portability())}
+	out := &pb.VerifyCardResponse{Valid: res.Valid(req.GetRequireAll()), Uncovered: res.Uncovered(), Portability: portability(res.Portability()),
+		CardRevoked: res.CardRevoked}
 	for _, c := range res.Checks {
 		out.Checks = append(out.Checks, &pb.SignatureCheck{Index: int32(c.Index), Kid: c.KID, Alg: c.Alg, Valid: c.Valid,
 			Profile: string(c.Profile), Reason: c.Reason, Revoked: c.Revoked})
@@ -422,4 +423,13 @@ func (s agentService) RemoveAgent(ctx context.Context, req *pb.RemoveAgentReques
 		return nil, s.fail(ctx, err)
 	}
 	return &pb.RemoveAgentResponse{}, nil
+}
+
+func (s agentService) RevokeAgentCard(ctx context.Context, req *pb.RevokeAgentCardRequest) (*pb.RevokeAgentCardResponse, error) {
+	r, err := s.a.RevokeAgentCard(ctx, req.GetAgentId(), req.GetVersion(), req.GetReason(), caller(ctx))
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &pb.RevokeAgentCardResponse{AgentId: r.AgentID, Version: r.Version, CanonicalSha256: r.CanonicalSHA256,
+		RevokedAt: timestamppb.New(r.RevokedAt), Reason: r.Reason}, nil
 }

@@ -70,6 +70,7 @@ var methodRoles = map[string][]access.Role{
 	pb.AgentService_ListAgents_FullMethodName:       {access.RoleReader, access.RoleAuditor, access.RoleAdmin},
 	pb.AgentService_AgentHistory_FullMethodName:     {access.RoleReader, access.RoleAuditor, access.RoleAdmin},
 	pb.AgentService_RemoveAgent_FullMethodName:      {access.RoleAdmin},
+	pb.AgentService_RevokeAgentCard_FullMethodName:  {access.RoleAdmin},
 }
 
 // GRPCOptions are the gRPC listener's security and limits.

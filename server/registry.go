@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
@@ -170,4 +172,58 @@ func (a *Authority) RemoveAgent(ctx context.Context, id, caller string) error {
 	}
 	a.log.Info("agent removed from the registry", "agent", id, "caller", caller)
 	return nil
+}
+
+// revokedCardLookup answers signer.VerifyOptions.RevokedCard from a list.
+func revokedCardLookup(cards []store.CardRevocation) func([32]byte) (string, bool) {
+	by := make(map[[32]byte]store.CardRevocation, len(cards))
+	for _, c := range cards {
+		if len(c.CanonicalSHA256) == 32 {
+			by[[32]byte(c.CanonicalSHA256)] = c
+		}
+	}
+	return func(sum [32]byte) (string, bool) {
+		c, ok := by[sum]
+		if !ok {
+			return "", false
+		}
+		return cardRevocationText(c), true
+	}
+}
+
+// cardRevocationText says which card was revoked, when and why.
+func cardRevocationText(c store.CardRevocation) string {
+	return fmt.Sprintf("agent %s version %d, revoked at %s: %s", c.AgentID, c.Version, c.RevokedAt.UTC().Format(time.RFC3339), c.Reason)
+}
+
+// RevokeAgentCard revokes one registered card (version 0: the newest) by its
+// canonical SHA-256: the signed revocation document lists it, verifiers
+// refuse it while its keys stay good, the registry stops serving and
+// re-signing it. A version already revoked keeps its first revocation.
+func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int64, reason, caller string) (store.CardRevocation, error) {
+	if strings.TrimSpace(reason) == "" {
+		return store.CardRevocation{}, &InvalidArgumentError{Field: "reason", Reason: "say why the card is revoked: verifiers show it"}
+	}
+	c, err := a.AgentCard(ctx, id, version)
+	if err != nil {
+		return store.CardRevocation{}, err
+	}
+	rev, err := a.store.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.ID, Version: c.Version, Reason: reason})
+	if err != nil {
+		return store.CardRevocation{}, err
+	}
+	a.revocations.forget()
+	a.pokeDuties()
+	a.log.Warn("card revoked", "agent", c.ID, "version", c.Version, "canonical_sha256", fmt.Sprintf("%x", c.CanonicalSHA256), "reason", reason, "caller", caller)
+	return rev, nil
+}
+
+// cardRevoked reports whether c's content is revoked.
+func cardRevoked(revoked []store.CardRevocation, c store.AgentCard) bool {
+	for _, r := range revoked {
+		if bytes.Equal(r.CanonicalSHA256, c.CanonicalSHA256) {
+			return true
+		}
+	}
+	return false
 }

@@ -44,6 +44,17 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
 			return
 		}
+		revoked, err := a.store.RevokedCards(r.Context())
+		if err != nil {
+			a.log.Warn("registry read failed", "agent", id, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
+			return
+		}
+		if cardRevoked(revoked, c) && (c.Visibility == store.Public || mayRead(r, auth)) {
+			// Gone, not missing: a sidecar pulling it should alert, not wait.
+			writeJSON(w, http.StatusGone, map[string]any{"error": "this agent's card was revoked; register a new version"})
+			return
+		}
 		cacheControl := "public, max-age=" + strconv.Itoa(int(a.cfg.JWKSMaxAge.Seconds()))
 		if c.Visibility != store.Public {
 			if !mayRead(r, auth) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/card"
@@ -170,3 +173,61 @@ func TestAgentCardHTTP(t *testing.T) {
 }
 
 func sha(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
+
+// TestRevokeAgentCard: the daemon's own verification refuses a revoked card
+// and says why (and so any card with the same content), the revocation
+// document lists it, and the registry does not sign it again. (A sibling
+// with other content verifies: cmd/cardsign TestAgentsRevokeCard.)
+func TestRevokeAgentCard(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.Background()
+	registerAgents(t, a, "payments", "billing")
+	if _, err := a.RevokeAgentCard(ctx, "payments", 0, "  ", "token:admin"); err == nil {
+		t.Fatal("a revocation without a reason was accepted")
+	}
+	rev, err := a.RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
+	if err != nil || rev.Version != 1 {
+		t.Fatalf("RevokeAgentCard = %+v, %v", rev, err)
+	}
+	payments, _ := a.AgentCard(ctx, "payments", 0)
+	billing, _ := a.AgentCard(ctx, "billing", 0)
+	v, err := a.Verify(ctx, payments.Signed, "")
+	if err != nil || v.Valid(false) || !strings.Contains(v.CardRevoked, "agent payments version 1") || !strings.Contains(v.CardRevoked, "leaked") {
+		t.Fatalf("the revoked card: valid %v, revoked %q, %v", v.Valid(false), v.CardRevoked, err)
+	}
+	// Same content, so same canonical SHA-256: billing's card is the same
+	// security.json under another id, and is revoked with it.
+	if v, _ := a.Verify(ctx, billing.Signed, ""); v.Valid(false) {
+		t.Fatal("a card with the same content as a revoked one verifies")
+	}
+	doc, err := a.revocations.document(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(payloadText(t, doc), `"revoked_cards":[{"agent_id":"payments"`) {
+		t.Fatalf("the revocation document does not list the card: %s", payloadText(t, doc))
+	}
+	hour := time.Hour
+	if _, err := a.RotateKey(ctx, "", &hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := a.AgentCard(ctx, "payments", 0); c.Version != 1 {
+		t.Fatalf("the registry signed a revoked card again (version %d)", c.Version)
+	}
+}
+
+func payloadText(t *testing.T, doc []byte) string {
+	t.Helper()
+	var env struct{ Payload string }
+	if err := json.Unmarshal(doc, &env); err != nil {
+		t.Fatal(err)
+	}
+	p, err := base64.RawURLEncoding.DecodeString(env.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(p)
+}

@@ -89,6 +89,10 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 	if st.kids == wantText && time.Since(st.passedAt) < resignFullPass {
 		return nil
 	}
+	revoked, err := a.store.RevokedCards(ctx)
+	if err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
 	var failed []error
 	staleCards, resigned := 0, 0
 	carried := map[string]bool{} // kids still carried by cards not re-signed
@@ -104,6 +108,9 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 		sem := make(chan struct{}, resignWorkers)
 		for _, c := range page {
 			after = c.ID
+			if cardRevoked(revoked, c) {
+				continue // a revoked card is not signed again: its content is refused
+			}
 			have := slices.Sorted(slices.Values(c.KIDs))
 			refresh := a.refreshAfter()
 			stale := refresh > 0 && !c.StoredAt.Add(refresh).After(now)

@@ -3,6 +3,7 @@ package signer
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -44,6 +45,10 @@ type VerifyOptions struct {
 	// negative: none).
 	Now       func() time.Time
 	ClockSkew time.Duration
+	// RevokedCard, when set, reports whether the card itself (by the
+	// SHA-256 of its spec-profile canonical bytes) is revoked and why: such
+	// a card is invalid whatever its signatures.
+	RevokedCard func(canonicalSHA256 [32]byte) (reason string, revoked bool)
 }
 
 // DefaultClockSkew is the leeway for a signature's exp and iat when
@@ -74,6 +79,10 @@ type Check struct {
 // Verification is the outcome for a card.
 type Verification struct {
 	Checks []Check
+	// CanonicalSHA256 is the SHA-256 of the card's spec-profile canonical
+	// bytes; CardRevoked, when not empty, why the card itself is revoked.
+	CanonicalSHA256 [32]byte
+	CardRevoked     string
 	// divergences are the values the sdk profile drops: keys outside the
 	// v1.0 schema and empty values.
 	divergences []string
@@ -110,6 +119,9 @@ func (v *Verification) Uncovered() []string {
 // Valid reports whether at least one signature verified, or with all, every
 // one (and there is at least one).
 func (v *Verification) Valid(all bool) bool {
+	if v.CardRevoked != "" {
+		return false
+	}
 	n := 0
 	for _, c := range v.Checks {
 		if c.Valid {
@@ -140,10 +152,17 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 		return nil, err
 	}
 	payloads := map[card.Profile][]byte{card.ProfileSpec: forms.Spec, card.ProfileSDK: forms.SDK, card.ProfilePythonASCII: forms.Python}
+	sum := sha256.Sum256(forms.Spec)
+	revoked := ""
+	if opts.RevokedCard != nil {
+		if reason, ok := opts.RevokedCard(sum); ok {
+			revoked = reason
+		}
+	}
 
 	sigs, ok := loaded.Value.Get("signatures")
 	if !ok {
-		return &Verification{forms: forms}, nil
+		return &Verification{forms: forms, CanonicalSHA256: sum, CardRevoked: revoked}, nil
 	}
 	if sigs.Kind != card.Array {
 		return nil, &card.Error{Path: "signatures", Rule: card.RuleType, Offset: -1, Reason: "must be an array of signature objects, not " + sigs.Kind.String()}
@@ -162,7 +181,7 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 		return nil, fmt.Errorf("signer: verify: %w", err)
 	}
 	v := &verifier{opts: opts, allow: allow, fetched: map[string]fetchResult{}}
-	res := &Verification{divergences: forms.Divergences, forms: forms}
+	res := &Verification{divergences: forms.Divergences, forms: forms, CanonicalSHA256: sum, CardRevoked: revoked}
 	for i, s := range sigs.Arr {
 		// A run bounded by a deadline stops, instead of reporting every
 		// remaining signature as failed for a reason that is not the card's.

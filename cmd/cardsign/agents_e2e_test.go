@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAgentsRegistry: a card signed with --register is kept, listed, shown,
@@ -88,5 +89,55 @@ func TestAgentsRegistry(t *testing.T) {
 	}
 	if r := cardsign(t, dir, nil, "sign", "--key", "file:nope.pem", "--register", card); r.Code != exitUsage || !strings.Contains(r.Stderr, "need --server") {
 		t.Fatalf("sign --register offline: exit %d, %s", r.Code, r.Stderr)
+	}
+}
+
+// TestAgentsRevokeCard: a revoked card is refused by cardsign verify (from the
+// signed revocation document) while a sibling signed by the same key
+// verifies, and the registry serves it as gone.
+func TestAgentsRevokeCard(t *testing.T) {
+	clearConnEnv(t)
+	clearIDTokenEnv(t)
+	dir := t.TempDir()
+	d := runDaemon(t, daemonBin, filepath.Join(dir, "data"), "limits:\n  rate: 0\n")
+	srv := func(args ...string) []string { return append(args, "--server", d.grpc) }
+	jwksURL := "http://" + d.http + "/.well-known/jwks.json"
+	payments := mustRun(t, dir, srv("sign", "--register", "--agent", "payments", "--visibility", "public", filepath.Join(repoRoot, "testdata/cards/security.json"))...).Stdout
+	billing := mustRun(t, dir, srv("sign", "--register", "--agent", "billing", "--visibility", "public", filepath.Join(repoRoot, "testdata/cards/unicode.json"))...).Stdout
+	writeFile(t, filepath.Join(dir, "payments.json"), []byte(payments))
+	writeFile(t, filepath.Join(dir, "billing.json"), []byte(billing))
+	mustRun(t, dir, "verify", "--jwks", jwksURL, "payments.json")
+
+	if r := cardsign(t, dir, nil, srv("agents", "revoke", "payments")...); r.Code != exitUsage || !strings.Contains(r.Stderr, "--reason") {
+		t.Fatalf("revoke without a reason: exit %d %s", r.Code, r.Stderr)
+	}
+	rev := mustRun(t, dir, srv("agents", "revoke", "payments", "--reason", "leaked with a staging URL")...)
+	if !strings.Contains(rev.Stdout, "revoked agent payments version 1") {
+		t.Fatalf("agents revoke: %s", rev.Stdout)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := cardsign(t, dir, nil, "verify", "--jwks", jwksURL, "payments.json")
+		if r.Code != 0 {
+			if !strings.Contains(r.Stdout, "card revoked: agent payments version 1") || !strings.Contains(r.Stdout, "leaked with a staging URL") {
+				t.Fatalf("the revoked card is refused without saying why:\n%s%s", r.Stdout, r.Stderr)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the revoked card still verifies 30s after the revocation")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r := cardsign(t, dir, nil, "verify", "--jwks", jwksURL, "billing.json"); r.Code != 0 {
+		t.Fatalf("a sibling card by the same key no longer verifies: %s%s", r.Stdout, r.Stderr)
+	}
+	resp, err := http.Get("http://" + d.http + "/agents/payments/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGone {
+		t.Fatalf("GET the revoked card: %d, want 410", resp.StatusCode)
 	}
 }

@@ -21,12 +21,13 @@ func agentsCmd() command {
 	c := command{
 		name:    "agents",
 		summary: "List, show and remove the agents in cardsignd's card registry, or pull an agent's current signed card into a file.",
-		usage:   "list [--json] | show ID [--version V] | history ID | remove ID | pull ID --out FILE   (all take --server ADDR)",
+		usage:   "list [--json] | show ID [--version V] | history ID | remove ID | pull ID --out FILE | revoke ID [--version V] --reason TEXT   (all take --server ADDR)",
 		example: "  cardsign sign --server 127.0.0.1:7700 --register --agent payments agent-card.json > /dev/null\n" +
 			"  cardsign agents list --server 127.0.0.1:7700\n" +
 			"  payments  version 3  private  kids k-2026-11-23a  stored 2026-11-23T17:40:02Z  by token:ci\n" +
 			"  cardsign agents show payments > payments-card.json\n" +
-			"  cardsign agents pull payments --out /srv/www/.well-known/agent-card.json   # from cron or a sidecar: replaced atomically, only when it changed",
+			"  cardsign agents pull payments --out /srv/www/.well-known/agent-card.json   # from cron or a sidecar: replaced atomically, only when it changed\n" +
+			"  cardsign agents revoke payments --version 2 --reason \"leaked with a staging URL\"   # verifiers refuse that card; its key stays good",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		if code, done := c.subcommandHelp(e, args); done {
@@ -37,13 +38,14 @@ func agentsCmd() command {
 		conn := addConnFlags(fs)
 		timeout := fs.Duration("timeout", 30*time.Second, "deadline of each call")
 		asJSON := fs.Bool("json", false, "list, history: one JSON object per line")
-		version := fs.Int64("version", 0, "show: this version (default the newest)")
+		version := fs.Int64("version", 0, "show, revoke: this version (default the newest)")
+		reason := fs.String("reason", "", "revoke: why (required; verifiers show it)")
 		out := fs.String("out", "", "pull: the file to write the signed card to (required)")
 		pos, code, done := c.parse(e, fs, args[1:])
 		if done {
 			return code
 		}
-		wantID := map[string]bool{"show": true, "history": true, "remove": true, "pull": true}
+		wantID := map[string]bool{"show": true, "history": true, "remove": true, "pull": true, "revoke": true}
 		switch {
 		case sub != "list" && !wantID[sub]:
 			return c.usageError(e, "unknown subcommand %q", sub)
@@ -55,8 +57,12 @@ func agentsCmd() command {
 			return c.usageError(e, "pull needs --out FILE")
 		case sub != "pull" && *out != "":
 			return c.usageError(e, "--out is for pull")
-		case sub != "show" && *version != 0:
-			return c.usageError(e, "--version is for show")
+		case sub != "show" && sub != "revoke" && *version != 0:
+			return c.usageError(e, "--version is for show and revoke")
+		case sub == "revoke" && strings.TrimSpace(*reason) == "":
+			return c.usageError(e, "revoke needs --reason TEXT: verifiers show it")
+		case sub != "revoke" && *reason != "":
+			return c.usageError(e, "--reason is for revoke")
 		}
 		cl, err := dial(e, conn, *timeout)
 		if err != nil {
@@ -92,6 +98,15 @@ func agentsCmd() command {
 			for _, a := range res.GetVersions() {
 				printAgent(e.stdout, a, *asJSON)
 			}
+			return exitOK
+		case "revoke":
+			res, err := cl.agents.RevokeAgentCard(cctx, &pb.RevokeAgentCardRequest{AgentId: pos[0], Version: *version, Reason: *reason})
+			if err != nil {
+				return fail(err)
+			}
+			fmt.Fprintf(e.stdout, "revoked agent %s version %d (canonical SHA-256 %s) at %s: %s\n", signer.Printable(res.GetAgentId()), res.GetVersion(),
+				hex.EncodeToString(res.GetCanonicalSha256()), res.GetRevokedAt().AsTime().UTC().Format(time.RFC3339), escapeText(res.GetReason()))
+			fmt.Fprintln(e.stderr, "cardsign agents revoke: the signed revocation document lists it from its next issue (within seconds); verifiers that fetch it refuse the card")
 			return exitOK
 		case "remove":
 			if _, err := cl.agents.RemoveAgent(cctx, &pb.RemoveAgentRequest{AgentId: pos[0]}); err != nil {

@@ -94,7 +94,7 @@ func verifyCmd() command {
 		if err != nil {
 			return fail(exitUsage, err)
 		}
-		revoked, err := loadRevocations(ctx, e, *src, *revSrc, client, trusted)
+		revoked, revokedCard, err := loadRevocations(ctx, e, *src, *revSrc, client, trusted)
 		if err != nil {
 			return fail(exitUsage, err)
 		}
@@ -109,6 +109,7 @@ func verifyCmd() command {
 			Limits:        *lim,
 			MaxSignatures: *maxSigs,
 			ClockSkew:     skewOption(*skew),
+			RevokedCard:   revokedCard,
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -136,6 +137,11 @@ func verifyCmd() command {
 		if u := res.Uncovered(); len(u) > 0 && res.Valid(false) {
 			fmt.Fprintf(e.stderr, "warning: these keys are outside the v1.0 schema and covered by no verified signature: %s\n", escapeText(strings.Join(u, ", ")))
 		}
+		if res.CardRevoked != "" {
+			fmt.Fprintf(e.stdout, "card revoked: %s\n", escapeText(res.CardRevoked))
+			fmt.Fprintln(e.stderr, "verification failed: the card itself is listed in the signed revocation document")
+			return exitFail
+		}
 		if !res.Valid(*all) {
 			if *all {
 				fmt.Fprintln(e.stderr, "verification failed: not every signature verifies")
@@ -154,14 +160,15 @@ func verifyCmd() command {
 // that is missing (404) is reported and verification goes on, but one that
 // fails its signature or has expired stops verification: a stale list could
 // hide a revoked key.
-func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *http.Client, trusted jwks.Set) (func(string) (string, bool), error) {
+func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *http.Client, trusted jwks.Set) (
+	revokedKey func(string) (string, bool), revokedCard func([32]byte) (string, bool), err error) {
 	if src == "none" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if src == "" {
 		u, err := url.Parse(jwksSrc)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-			return nil, nil
+			return nil, nil, nil
 		}
 		src = u.Scheme + "://" + u.Host + jwks.RevocationsPath
 	}
@@ -171,26 +178,36 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 	var se *jwks.StatusError
 	if errors.As(err, &se) && se.Code == http.StatusNotFound {
 		fmt.Fprintf(e.stderr, "note: no revocation document at %s; revoked keys are known only by their absence from the JWKS\n", escapeText(se.URL))
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("revocations: %w", err)
+		return nil, nil, fmt.Errorf("revocations: %w", err)
 	}
 	doc, err := jwks.VerifyRevocations(data, trusted, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("revocation document %s: %w", src, err)
+		return nil, nil, fmt.Errorf("revocation document %s: %w", src, err)
 	}
 	byKID := map[string]jwks.Revocation{}
 	for _, r := range doc.Revoked {
 		byKID[r.KID] = r
 	}
+	bySum := map[[32]byte]jwks.CardRevocation{}
+	for _, c := range doc.Cards {
+		bySum[[32]byte(c.CanonicalSHA256)] = c
+	}
 	return func(kid string) (string, bool) {
-		r, ok := byKID[kid]
-		if !ok {
-			return "", false
-		}
-		return r.String(), true
-	}, nil
+			r, ok := byKID[kid]
+			if !ok {
+				return "", false
+			}
+			return r.String(), true
+		}, func(sum [32]byte) (string, bool) {
+			c, ok := bySum[sum]
+			if !ok {
+				return "", false
+			}
+			return fmt.Sprintf("agent %s version %d, revoked at %s: %s", c.AgentID, c.Version, c.RevokedAt.Format(time.RFC3339), c.Reason), true
+		}, nil
 }
 
 // noDowngrade follows at most 5 redirects and none from https to plain

@@ -544,7 +544,11 @@ type VerifyCardResponse struct {
 	// Parts of the card no verified signature covers.
 	Uncovered []string `protobuf:"bytes,3,rep,name=uncovered,proto3" json:"uncovered,omitempty"`
 	// For each verifier family, whether a verified signature covers its bytes.
-	Portability   []*VerifierSupport `protobuf:"bytes,4,rep,name=portability,proto3" json:"portability,omitempty"`
+	Portability []*VerifierSupport `protobuf:"bytes,4,rep,name=portability,proto3" json:"portability,omitempty"`
+	// Set when the card itself is revoked (listed by its canonical SHA-256 in
+	// the revocation document): which agent and version, when and why. The
+	// card is then invalid whatever its signatures.
+	CardRevoked   string `protobuf:"bytes,5,opt,name=card_revoked,json=cardRevoked,proto3" json:"card_revoked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -605,6 +609,13 @@ func (x *VerifyCardResponse) GetPortability() []*VerifierSupport {
 		return x.Portability
 	}
 	return nil
+}
+
+func (x *VerifyCardResponse) GetCardRevoked() string {
+	if x != nil {
+		return x.CardRevoked
+	}
+	return ""
 }
 
 type SignatureCheck struct {
@@ -2463,6 +2474,144 @@ func (*RemoveAgentResponse) Descriptor() ([]byte, []int) {
 	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{36}
 }
 
+type RevokeAgentCardRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// 0: the newest.
+	Version int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// Required; shown by verifiers.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeAgentCardRequest) Reset() {
+	*x = RevokeAgentCardRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeAgentCardRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeAgentCardRequest) ProtoMessage() {}
+
+func (x *RevokeAgentCardRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeAgentCardRequest.ProtoReflect.Descriptor instead.
+func (*RevokeAgentCardRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RevokeAgentCardRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *RevokeAgentCardRequest) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RevokeAgentCardRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type RevokeAgentCardResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	AgentId         string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Version         int64                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	CanonicalSha256 []byte                 `protobuf:"bytes,3,opt,name=canonical_sha256,json=canonicalSha256,proto3" json:"canonical_sha256,omitempty"`
+	RevokedAt       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	Reason          string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RevokeAgentCardResponse) Reset() {
+	*x = RevokeAgentCardResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeAgentCardResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeAgentCardResponse) ProtoMessage() {}
+
+func (x *RevokeAgentCardResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeAgentCardResponse.ProtoReflect.Descriptor instead.
+func (*RevokeAgentCardResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *RevokeAgentCardResponse) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *RevokeAgentCardResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RevokeAgentCardResponse) GetCanonicalSha256() []byte {
+	if x != nil {
+		return x.CanonicalSha256
+	}
+	return nil
+}
+
+func (x *RevokeAgentCardResponse) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+func (x *RevokeAgentCardResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_cardsign_v1_cardsign_proto protoreflect.FileDescriptor
 
 const file_cardsign_v1_cardsign_proto_rawDesc = "" +
@@ -2515,12 +2664,13 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x04card\x18\x01 \x01(\fR\x04card\x12\x1f\n" +
 	"\vrequire_all\x18\x02 \x01(\bR\n" +
 	"requireAll\x12\x18\n" +
-	"\aprofile\x18\x03 \x01(\tR\aprofile\"\xbd\x01\n" +
+	"\aprofile\x18\x03 \x01(\tR\aprofile\"\xe0\x01\n" +
 	"\x12VerifyCardResponse\x12\x14\n" +
 	"\x05valid\x18\x01 \x01(\bR\x05valid\x123\n" +
 	"\x06checks\x18\x02 \x03(\v2\x1b.cardsign.v1.SignatureCheckR\x06checks\x12\x1c\n" +
 	"\tuncovered\x18\x03 \x03(\tR\tuncovered\x12>\n" +
-	"\vportability\x18\x04 \x03(\v2\x1c.cardsign.v1.VerifierSupportR\vportability\"\xac\x01\n" +
+	"\vportability\x18\x04 \x03(\v2\x1c.cardsign.v1.VerifierSupportR\vportability\x12!\n" +
+	"\fcard_revoked\x18\x05 \x01(\tR\vcardRevoked\"\xac\x01\n" +
 	"\x0eSignatureCheck\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x10\n" +
 	"\x03kid\x18\x02 \x01(\tR\x03kid\x12\x10\n" +
@@ -2656,7 +2806,18 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\bversions\x18\x01 \x03(\v2\x16.cardsign.v1.AgentCardR\bversions\"/\n" +
 	"\x12RemoveAgentRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\"\x15\n" +
-	"\x13RemoveAgentResponse*q\n" +
+	"\x13RemoveAgentResponse\"e\n" +
+	"\x16RevokeAgentCardRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xcc\x01\n" +
+	"\x17RevokeAgentCardResponse\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x12)\n" +
+	"\x10canonical_sha256\x18\x03 \x01(\fR\x0fcanonicalSha256\x129\n" +
+	"\n" +
+	"revoked_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason*q\n" +
 	"\aProfile\x12\x17\n" +
 	"\x13PROFILE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROFILE_SPEC\x10\x01\x12\x0f\n" +
@@ -2678,13 +2839,14 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\tRetireKey\x12\x1d.cardsign.v1.RetireKeyRequest\x1a\x1e.cardsign.v1.RetireKeyResponse\x12J\n" +
 	"\tRevokeKey\x12\x1d.cardsign.v1.RevokeKeyRequest\x1a\x1e.cardsign.v1.RevokeKeyResponse2o\n" +
 	"\fAuditService\x12_\n" +
-	"\x10ListAuditRecords\x12$.cardsign.v1.ListAuditRecordsRequest\x1a%.cardsign.v1.ListAuditRecordsResponse2\xd9\x02\n" +
+	"\x10ListAuditRecords\x12$.cardsign.v1.ListAuditRecordsRequest\x1a%.cardsign.v1.ListAuditRecordsResponse2\xb7\x03\n" +
 	"\fAgentService\x12S\n" +
 	"\fGetAgentCard\x12 .cardsign.v1.GetAgentCardRequest\x1a!.cardsign.v1.GetAgentCardResponse\x12M\n" +
 	"\n" +
 	"ListAgents\x12\x1e.cardsign.v1.ListAgentsRequest\x1a\x1f.cardsign.v1.ListAgentsResponse\x12S\n" +
 	"\fAgentHistory\x12 .cardsign.v1.AgentHistoryRequest\x1a!.cardsign.v1.AgentHistoryResponse\x12P\n" +
-	"\vRemoveAgent\x12\x1f.cardsign.v1.RemoveAgentRequest\x1a .cardsign.v1.RemoveAgentResponseB9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
+	"\vRemoveAgent\x12\x1f.cardsign.v1.RemoveAgentRequest\x1a .cardsign.v1.RemoveAgentResponse\x12\\\n" +
+	"\x0fRevokeAgentCard\x12#.cardsign.v1.RevokeAgentCardRequest\x1a$.cardsign.v1.RevokeAgentCardResponseB9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
 
 var (
 	file_cardsign_v1_cardsign_proto_rawDescOnce sync.Once
@@ -2699,7 +2861,7 @@ func file_cardsign_v1_cardsign_proto_rawDescGZIP() []byte {
 }
 
 var file_cardsign_v1_cardsign_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(Profile)(0),                     // 0: cardsign.v1.Profile
 	(*SignCardRequest)(nil),          // 1: cardsign.v1.SignCardRequest
@@ -2739,25 +2901,27 @@ var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(*AgentHistoryResponse)(nil),     // 35: cardsign.v1.AgentHistoryResponse
 	(*RemoveAgentRequest)(nil),       // 36: cardsign.v1.RemoveAgentRequest
 	(*RemoveAgentResponse)(nil),      // 37: cardsign.v1.RemoveAgentResponse
-	nil,                              // 38: cardsign.v1.SignCardResponse.ProvenanceEntry
-	nil,                              // 39: cardsign.v1.AuditRecord.ProvenanceEntry
-	(*timestamppb.Timestamp)(nil),    // 40: google.protobuf.Timestamp
+	(*RevokeAgentCardRequest)(nil),   // 38: cardsign.v1.RevokeAgentCardRequest
+	(*RevokeAgentCardResponse)(nil),  // 39: cardsign.v1.RevokeAgentCardResponse
+	nil,                              // 40: cardsign.v1.SignCardResponse.ProvenanceEntry
+	nil,                              // 41: cardsign.v1.AuditRecord.ProvenanceEntry
+	(*timestamppb.Timestamp)(nil),    // 42: google.protobuf.Timestamp
 }
 var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	0,  // 0: cardsign.v1.SignCardRequest.profile:type_name -> cardsign.v1.Profile
 	4,  // 1: cardsign.v1.SignCardResponse.signatures:type_name -> cardsign.v1.Signature
 	10, // 2: cardsign.v1.SignCardResponse.warnings:type_name -> cardsign.v1.Finding
 	3,  // 3: cardsign.v1.SignCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
-	38, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
+	40, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
 	7,  // 5: cardsign.v1.VerifyCardResponse.checks:type_name -> cardsign.v1.SignatureCheck
 	3,  // 6: cardsign.v1.VerifyCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
 	10, // 7: cardsign.v1.LintCardResponse.findings:type_name -> cardsign.v1.Finding
-	40, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
-	40, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
-	40, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
-	40, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
-	40, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
-	40, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
+	42, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
+	42, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
+	42, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
+	42, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
+	42, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
+	42, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
 	11, // 14: cardsign.v1.ListKeysResponse.keys:type_name -> cardsign.v1.Key
 	11, // 15: cardsign.v1.CreateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 16: cardsign.v1.ImportKeyResponse.key:type_name -> cardsign.v1.Key
@@ -2765,48 +2929,51 @@ var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	11, // 18: cardsign.v1.ActivateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 19: cardsign.v1.RetireKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 20: cardsign.v1.RevokeKeyResponse.key:type_name -> cardsign.v1.Key
-	40, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
-	39, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
+	42, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	41, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
 	26, // 23: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
-	40, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
+	42, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
 	29, // 25: cardsign.v1.ListAgentsResponse.agents:type_name -> cardsign.v1.AgentCard
 	29, // 26: cardsign.v1.GetAgentCardResponse.card:type_name -> cardsign.v1.AgentCard
 	29, // 27: cardsign.v1.AgentHistoryResponse.versions:type_name -> cardsign.v1.AgentCard
-	1,  // 28: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
-	5,  // 29: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
-	8,  // 30: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
-	12, // 31: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
-	14, // 32: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
-	16, // 33: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
-	18, // 34: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
-	20, // 35: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
-	22, // 36: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
-	24, // 37: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
-	27, // 38: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
-	30, // 39: cardsign.v1.AgentService.GetAgentCard:input_type -> cardsign.v1.GetAgentCardRequest
-	31, // 40: cardsign.v1.AgentService.ListAgents:input_type -> cardsign.v1.ListAgentsRequest
-	34, // 41: cardsign.v1.AgentService.AgentHistory:input_type -> cardsign.v1.AgentHistoryRequest
-	36, // 42: cardsign.v1.AgentService.RemoveAgent:input_type -> cardsign.v1.RemoveAgentRequest
-	2,  // 43: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
-	6,  // 44: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
-	9,  // 45: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
-	13, // 46: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
-	15, // 47: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
-	17, // 48: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
-	19, // 49: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
-	21, // 50: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
-	23, // 51: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
-	25, // 52: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
-	28, // 53: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
-	33, // 54: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
-	32, // 55: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
-	35, // 56: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
-	37, // 57: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
-	43, // [43:58] is the sub-list for method output_type
-	28, // [28:43] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	42, // 28: cardsign.v1.RevokeAgentCardResponse.revoked_at:type_name -> google.protobuf.Timestamp
+	1,  // 29: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
+	5,  // 30: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
+	8,  // 31: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
+	12, // 32: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
+	14, // 33: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
+	16, // 34: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
+	18, // 35: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
+	20, // 36: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
+	22, // 37: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
+	24, // 38: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
+	27, // 39: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
+	30, // 40: cardsign.v1.AgentService.GetAgentCard:input_type -> cardsign.v1.GetAgentCardRequest
+	31, // 41: cardsign.v1.AgentService.ListAgents:input_type -> cardsign.v1.ListAgentsRequest
+	34, // 42: cardsign.v1.AgentService.AgentHistory:input_type -> cardsign.v1.AgentHistoryRequest
+	36, // 43: cardsign.v1.AgentService.RemoveAgent:input_type -> cardsign.v1.RemoveAgentRequest
+	38, // 44: cardsign.v1.AgentService.RevokeAgentCard:input_type -> cardsign.v1.RevokeAgentCardRequest
+	2,  // 45: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
+	6,  // 46: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
+	9,  // 47: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
+	13, // 48: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
+	15, // 49: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
+	17, // 50: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
+	19, // 51: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
+	21, // 52: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
+	23, // 53: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
+	25, // 54: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
+	28, // 55: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
+	33, // 56: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
+	32, // 57: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
+	35, // 58: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
+	37, // 59: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
+	39, // 60: cardsign.v1.AgentService.RevokeAgentCard:output_type -> cardsign.v1.RevokeAgentCardResponse
+	45, // [45:61] is the sub-list for method output_type
+	29, // [29:45] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_cardsign_v1_cardsign_proto_init() }
@@ -2821,7 +2988,7 @@ func file_cardsign_v1_cardsign_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cardsign_v1_cardsign_proto_rawDesc), len(file_cardsign_v1_cardsign_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

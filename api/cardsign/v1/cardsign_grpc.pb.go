@@ -673,10 +673,11 @@ var AuditService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	AgentService_GetAgentCard_FullMethodName = "/cardsign.v1.AgentService/GetAgentCard"
-	AgentService_ListAgents_FullMethodName   = "/cardsign.v1.AgentService/ListAgents"
-	AgentService_AgentHistory_FullMethodName = "/cardsign.v1.AgentService/AgentHistory"
-	AgentService_RemoveAgent_FullMethodName  = "/cardsign.v1.AgentService/RemoveAgent"
+	AgentService_GetAgentCard_FullMethodName    = "/cardsign.v1.AgentService/GetAgentCard"
+	AgentService_ListAgents_FullMethodName      = "/cardsign.v1.AgentService/ListAgents"
+	AgentService_AgentHistory_FullMethodName    = "/cardsign.v1.AgentService/AgentHistory"
+	AgentService_RemoveAgent_FullMethodName     = "/cardsign.v1.AgentService/RemoveAgent"
+	AgentService_RevokeAgentCard_FullMethodName = "/cardsign.v1.AgentService/RevokeAgentCard"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -691,6 +692,10 @@ type AgentServiceClient interface {
 	AgentHistory(ctx context.Context, in *AgentHistoryRequest, opts ...grpc.CallOption) (*AgentHistoryResponse, error)
 	// Admin role. Every version goes; version numbers are never reused.
 	RemoveAgent(ctx context.Context, in *RemoveAgentRequest, opts ...grpc.CallOption) (*RemoveAgentResponse, error)
+	// Admin role. Lists one card (by its canonical SHA-256) in the signed
+	// revocation document: verifiers refuse it while its keys stay good; the
+	// registry stops serving (410) and re-signing it.
+	RevokeAgentCard(ctx context.Context, in *RevokeAgentCardRequest, opts ...grpc.CallOption) (*RevokeAgentCardResponse, error)
 }
 
 type agentServiceClient struct {
@@ -741,6 +746,16 @@ func (c *agentServiceClient) RemoveAgent(ctx context.Context, in *RemoveAgentReq
 	return out, nil
 }
 
+func (c *agentServiceClient) RevokeAgentCard(ctx context.Context, in *RevokeAgentCardRequest, opts ...grpc.CallOption) (*RevokeAgentCardResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeAgentCardResponse)
+	err := c.cc.Invoke(ctx, AgentService_RevokeAgentCard_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -753,6 +768,10 @@ type AgentServiceServer interface {
 	AgentHistory(context.Context, *AgentHistoryRequest) (*AgentHistoryResponse, error)
 	// Admin role. Every version goes; version numbers are never reused.
 	RemoveAgent(context.Context, *RemoveAgentRequest) (*RemoveAgentResponse, error)
+	// Admin role. Lists one card (by its canonical SHA-256) in the signed
+	// revocation document: verifiers refuse it while its keys stay good; the
+	// registry stops serving (410) and re-signing it.
+	RevokeAgentCard(context.Context, *RevokeAgentCardRequest) (*RevokeAgentCardResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -774,6 +793,9 @@ func (UnimplementedAgentServiceServer) AgentHistory(context.Context, *AgentHisto
 }
 func (UnimplementedAgentServiceServer) RemoveAgent(context.Context, *RemoveAgentRequest) (*RemoveAgentResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveAgent not implemented")
+}
+func (UnimplementedAgentServiceServer) RevokeAgentCard(context.Context, *RevokeAgentCardRequest) (*RevokeAgentCardResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeAgentCard not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -868,6 +890,24 @@ func _AgentService_RemoveAgent_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_RevokeAgentCard_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeAgentCardRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).RevokeAgentCard(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_RevokeAgentCard_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).RevokeAgentCard(ctx, req.(*RevokeAgentCardRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -890,6 +930,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveAgent",
 			Handler:    _AgentService_RemoveAgent_Handler,
+		},
+		{
+			MethodName: "RevokeAgentCard",
+			Handler:    _AgentService_RevokeAgentCard_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
