@@ -15,6 +15,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlite"
 )
 
@@ -26,6 +27,12 @@ func newAuthority(t testing.TB) (*Authority, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newAuthorityOn(t, st, dir), dir
+}
+
+// newAuthorityOn is newAuthority over another store, file keys in dir/keys.
+func newAuthorityOn(t testing.TB, st store.Store, dir string) *Authority {
+	t.Helper()
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: card.Limits{},
@@ -41,7 +48,7 @@ func newAuthority(t testing.TB) (*Authority, string) {
 	if created, err := a.Bootstrap(context.Background()); err != nil || created {
 		t.Fatalf("second Bootstrap must do nothing: %v %v", created, err)
 	}
-	return a, dir
+	return a
 }
 
 func activeKID(t *testing.T, a *Authority) string {

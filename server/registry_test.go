@@ -69,8 +69,9 @@ func TestDeriveAgentID(t *testing.T) {
 // version, with the signed bytes returned to the caller; visibility is kept
 // across versions unless changed; a bad agent id refuses the card before
 // anything is signed.
-func TestSignRegisters(t *testing.T) {
-	a, _ := newAuthority(t)
+func TestSignRegisters(t *testing.T) { onBothStores(t, testSignRegisters) }
+
+func testSignRegisters(t *testing.T, a *Authority) {
 	ctx := context.Background()
 	req := SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "r1",
 		Registration: &Registration{Visibility: store.Public}}
@@ -178,8 +179,9 @@ func sha(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
 // and says why (and so any card with the same content), the revocation
 // document lists it, and the registry does not sign it again. (A sibling
 // with other content verifies: cmd/cardsign TestAgentsRevokeCard.)
-func TestRevokeAgentCard(t *testing.T) {
-	a, _ := newAuthority(t)
+func TestRevokeAgentCard(t *testing.T) { onBothStores(t, testRevokeAgentCard) }
+
+func testRevokeAgentCard(t *testing.T, a *Authority) {
 	ctx := context.Background()
 	registerAgents(t, a, "payments", "billing")
 	if _, err := a.RevokeAgentCard(ctx, "payments", 0, "  ", "token:admin"); err == nil {

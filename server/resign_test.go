@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,9 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
 )
 
@@ -59,8 +62,40 @@ func checkRegistry(t *testing.T, a *Authority, step string, kids ...string) {
 // rotation (active + pending), the activation (the new key alone) and the
 // revocation of a pending key, each re-signature audited as the registry's
 // with its reason.
-func TestResignOnKeyEvents(t *testing.T) {
-	a, _ := newAuthority(t)
+func TestResignOnKeyEvents(t *testing.T) { onBothStores(t, testResignOnKeyEvents) }
+
+// onBothStores runs fn against an authority on SQLite and one on a
+// throw-away PostgreSQL database (one cluster per test binary).
+func onBothStores(t *testing.T, fn func(t *testing.T, a *Authority)) {
+	t.Run("sqlite", func(t *testing.T) {
+		a, _ := newAuthority(t)
+		fn(t, a)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pgOnce.Do(func() { pgCluster, pgErr = pgtest.Start(context.Background(), pgtest.Options{}) })
+		if pgErr != nil {
+			t.Fatal(pgErr)
+		}
+		url, err := pgCluster.NewDatabase(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := postgres.Open(context.Background(), postgres.Config{URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fn(t, newAuthorityOn(t, st, t.TempDir()))
+	})
+}
+
+var (
+	pgOnce    sync.Once
+	pgCluster *pgtest.Cluster
+	pgErr     error
+)
+
+func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	ctx := context.Background()
 	k1 := activeKID(t, a)
 	registerAgents(t, a, "alpha", "beta", "gamma")
