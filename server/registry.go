@@ -128,8 +128,11 @@ func (a *Authority) register(ctx context.Context, id string, req SignRequest, re
 			kids = append(kids, s.KID)
 		}
 	}
+	// The card as signed, in its v1.0 shape (a v0.3 card mapped, unknown
+	// keys stripped when asked): its canonical forms follow from it, byte
+	// for byte, and re-signing starts from it.
 	return a.store.PutAgentCard(ctx, store.AgentCard{
-		ID: id, Visibility: vis, Input: req.Card, Options: opts, Signed: res.Card,
+		ID: id, Visibility: vis, Input: res.Loaded.Value.Compact(), Options: opts, Signed: res.Card,
 		CanonicalSHA256: res.CanonicalSHA256[:], KIDs: kids, Caller: req.Caller, AuditSeq: committed[0].Seq,
 	}, a.registryKeep())
 }

@@ -94,8 +94,9 @@ type AgentCard struct {
 	ID         string
 	Version    int64
 	Visibility Visibility
-	// Input is the card as the caller sent it; Options how it was signed
-	// (opaque to the store: the signer's settings, to sign it again).
+	// Input is the card as signed, in its v1.0 shape (its canonical forms
+	// follow from it); Options how it was signed (opaque to the store: the
+	// signer's settings, to sign it again).
 	Input   []byte
 	Options []byte
 	// Signed is the signed card served to verifiers; CanonicalSHA256 the
