@@ -146,6 +146,17 @@ func (a *Authenticator) WithIDTokens(v *oidc.Verifier) *Authenticator {
 	return &b
 }
 
+// PrefetchIDTokenKeys fetches every identity-token issuer's keys now (a
+// daemon starting), so that a wrong issuer URL or CA file shows in its log
+// before the first pipeline runs. Verification fetches them anyway when
+// needed; nil without identity tokens.
+func (a *Authenticator) PrefetchIDTokenKeys(ctx context.Context) error {
+	if a.idTokens == nil {
+		return nil
+	}
+	return a.idTokens.Prefetch(ctx)
+}
+
 // Enabled reports whether callers must authenticate.
 func (a *Authenticator) Enabled() bool {
 	return len(a.tokens) > 0 || len(a.clients) > 0 || a.idTokens != nil

@@ -28,7 +28,7 @@ type HTTPOptions struct {
 func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	a.metrics.Register(backendCollector{sources: opts.Stats})
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", requireRole(opts.Auth, access.RoleAuditor, a.metrics.Handler()))
+	mux.Handle("/metrics", requireRole(a.metrics, opts.Auth, access.RoleAuditor, a.metrics.Handler()))
 	docs := a.newDocumentHandlers()
 	mux.Handle(jwks.JWKSPath, docs.jwks)
 	mux.Handle(jwks.RevocationsPath, docs.revocations)
@@ -73,7 +73,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 
 // requireRole guards h with a role when authentication is on. Refusals say
 // nothing about what was wrong, as on the gRPC side.
-func requireRole(auth *access.Authenticator, role access.Role, h http.Handler) http.Handler {
+func requireRole(m *Metrics, auth *access.Authenticator, role access.Role, h http.Handler) http.Handler {
 	if auth == nil || !auth.Enabled() {
 		return h
 	}
@@ -87,6 +87,7 @@ func requireRole(auth *access.Authenticator, role access.Role, h http.Handler) h
 		}
 		id, err := auth.Authenticate(r.Context(), creds)
 		if err != nil {
+			m.authFailed(creds, err)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cardsignd"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return

@@ -50,14 +50,14 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
 			return
 		}
-		if cardRevoked(revoked, c) && (c.Visibility == store.Public || mayRead(r, auth)) {
+		if cardRevoked(revoked, c) && (c.Visibility == store.Public || mayRead(r, auth, a.metrics)) {
 			// Gone, not missing: a sidecar pulling it should alert, not wait.
 			writeJSON(w, http.StatusGone, map[string]any{"error": "this agent's card was revoked; register a new version"})
 			return
 		}
 		cacheControl := "public, max-age=" + strconv.Itoa(int(a.cfg.JWKSMaxAge.Seconds()))
 		if c.Visibility != store.Public {
-			if !mayRead(r, auth) {
+			if !mayRead(r, auth, a.metrics) {
 				notFound(w)
 				return
 			}
@@ -86,7 +86,7 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 
 // mayRead reports whether the request's credentials hold a reader role (any
 // caller when authentication is off: loopback only).
-func mayRead(r *http.Request, auth *access.Authenticator) bool {
+func mayRead(r *http.Request, auth *access.Authenticator, m *Metrics) bool {
 	if auth == nil || !auth.Enabled() {
 		return true
 	}
@@ -99,6 +99,9 @@ func mayRead(r *http.Request, auth *access.Authenticator) bool {
 	}
 	id, err := auth.Authenticate(r.Context(), creds)
 	if err != nil {
+		if creds.Authorization != "" || creds.CertIdentity != "" {
+			m.authFailed(creds, err) // a reader with bad credentials, not an anonymous fetch
+		}
 		return false
 	}
 	for _, role := range readerRoles {

@@ -163,6 +163,11 @@ func TestAgentCardHTTP(t *testing.T) {
 			t.Errorf("private card, %s: %d, want 404", tc.name, r.StatusCode)
 		}
 	}
+	// The wrong token is an authentication failure, counted; an anonymous
+	// fetch is not.
+	if n := counterValue(t, a.metrics, "cardsign_auth_failures_total", "method", "token"); n != 1 {
+		t.Errorf("cardsign_auth_failures_total{method=token} = %v after one wrong token, want 1", n)
+	}
 	if r, b := get("/agents/private-agent/agent-card.json", readerTok, ""); r.StatusCode != 200 || len(b) == 0 || r.Header.Get("Cache-Control") != "private, no-cache" {
 		t.Fatalf("private card to a reader: %d %v", r.StatusCode, r.Header)
 	}
@@ -232,4 +237,26 @@ func payloadText(t *testing.T, doc []byte) string {
 		t.Fatal(err)
 	}
 	return string(p)
+}
+
+// counterValue reads a counter of m's registry by name and one label.
+func counterValue(t *testing.T, m *Metrics, name, label, value string) float64 {
+	t.Helper()
+	families, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return metric.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

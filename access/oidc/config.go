@@ -158,6 +158,8 @@ func (c Config) Validate() []string {
 		}
 		if len(r.Claims) == 0 {
 			add(p+".claims", "required: a rule without claims would grant its roles to every token of the issuer")
+		} else if onlyStars(r.Claims) {
+			add(p+".claims", `every pattern is "*": the rule would grant its roles to every token of the issuer that has these claims (on a shared issuer such as GitHub's, every repository's); name the repository, project or namespace`)
 		}
 		probs = append(probs, checkClaims(p+".claims", r.Claims)...)
 		if len(r.Roles) == 0 {
@@ -170,6 +172,16 @@ func (c Config) Validate() []string {
 		}
 	}
 	return probs
+}
+
+// onlyStars reports whether every claim pattern matches anything.
+func onlyStars(claims map[string]string) bool {
+	for _, pat := range claims {
+		if strings.Trim(pat, "*") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // checkIssuerURL returns what is wrong with an issuer identifier, or "".

@@ -88,3 +88,20 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("negative skew became %v", c.ClockSkew)
 	}
 }
+
+// TestRuleOfStarsRefused: a role rule whose every claim pattern is "*" would
+// grant its roles to every token of a shared issuer.
+func TestRuleOfStarsRefused(t *testing.T) {
+	cfg := Config{
+		Issuers: []IssuerConfig{{Issuer: "https://token.actions.githubusercontent.com", Audience: "https://cardsign.example.com"}},
+		Rules:   []RoleRule{{Issuer: "https://token.actions.githubusercontent.com", Claims: map[string]string{"sub": "*", "repository": "**"}, Roles: []string{"signer"}}},
+	}
+	probs := strings.Join(cfg.Validate(), "\n")
+	if !strings.Contains(probs, `auth.oidc.rules[0].claims: every pattern is "*"`) {
+		t.Fatalf("problems %q do not refuse a rule of stars", probs)
+	}
+	cfg.Rules[0].Claims["repository"] = "acme/*"
+	if probs := cfg.Validate(); len(probs) != 0 {
+		t.Fatalf("a rule pinning the repository: %v", probs)
+	}
+}

@@ -169,6 +169,13 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
+	go func() {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := authn.PrefetchIDTokenKeys(pctx); err != nil {
+			log.Warn("identity token issuers: keys not fetched at start; fetched again at the first token", "err", err)
+		}
+	}()
 	reloader, err := openTLS(cfg.TLS, metrics, log)
 	if err != nil {
 		return err
