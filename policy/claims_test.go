@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/cardsign/cardsign/card"
 )
 
 // TestClaims: a rule (claims are checked in name order: ref before
@@ -83,5 +85,46 @@ func TestClaimsConfigProblems(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("problems %q do not include %q", joined, want)
 		}
+	}
+}
+
+// TestCheckAgent: under a policy with rules, a caller registers a card under
+// a named agent id only when a rule that allows the card lists it; the id
+// derived from the card is always its own.
+func TestCheckAgent(t *testing.T) {
+	p, probs := Compile(Config{Rules: []Rule{
+		{Name: "team-a", Identities: []string{"token:team-a"}, CardNames: []string{"*"}, Hosts: []string{"*.team-a.example.com"}, AgentIDs: []string{"team-a-*"}},
+		{Name: "team-b", Identities: []string{"token:team-b"}, CardNames: []string{"*"}, Hosts: []string{"*.team-b.example.com"}},
+	}})
+	if probs != nil {
+		t.Fatal(probs)
+	}
+	a := load(t, "A", urls("https://agent.team-a.example.com/a2a")...)
+	b := load(t, "B", urls("https://agent.team-b.example.com/a2a")...)
+	ta, tb := Caller{Identity: "token:team-a"}, Caller{Identity: "token:team-b"}
+	for _, tc := range []struct {
+		name    string
+		caller  Caller
+		card    card.Value
+		id      string
+		allowed bool
+	}{
+		{"team-a, its pattern", ta, a, "team-a-payments", true},
+		{"team-a, another team's id", ta, a, "team-b-payments", false},
+		{"team-a, the derived id", ta, a, "agent.team-a.example.com-a2a", true},
+		{"team-b, no agent_ids, the derived id", tb, b, "agent.team-b.example.com-a2a", true},
+		{"team-b, no agent_ids, a named id", tb, b, "team-b-payments", false},
+	} {
+		err := p.CheckAgent(tc.caller, tc.card, tc.id, "agent."+strings.TrimPrefix(tc.caller.Identity, "token:")+".example.com-a2a")
+		if (err == nil) != tc.allowed {
+			t.Errorf("%s: err = %v, want allowed %v", tc.name, err, tc.allowed)
+		}
+		if err != nil && !strings.Contains(err.Error(), "agent_ids") {
+			t.Errorf("%s: the refusal does not say how to fix it: %v", tc.name, err)
+		}
+	}
+	var empty *Policy
+	if err := empty.CheckAgent(tb, b, "anything", "x"); err != nil {
+		t.Fatalf("no policy: %v", err)
 	}
 }

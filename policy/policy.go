@@ -99,6 +99,12 @@ type Rule struct {
 	// or the rule refuses, naming the claim. A caller without claims (a
 	// static token or certificate) fails every claim.
 	Claims map[string]string `yaml:"claims"`
+	// AgentIDs are glob patterns over the registry agent ids the rule's
+	// callers may register cards under by name (cardsign sign --register
+	// --agent ID). Without them a caller registers only under the id derived
+	// from the card's first interface URL, whose host the rule already
+	// checks: one team cannot overwrite another's registry entry.
+	AgentIDs []string `yaml:"agent_ids"`
 }
 
 // Problem is one configuration error. Path is relative to the policy
@@ -124,6 +130,7 @@ type rule struct {
 	namesText    string // the configured card_names, for refusals
 	requireHTTPS bool
 	claims       []claimPattern // sorted by claim name, so refusals are deterministic
+	agentIDs     []string
 }
 
 // claimPattern is one entry of Rule.Claims.
@@ -187,6 +194,11 @@ func Compile(cfg Config) (*Policy, []Problem) {
 		if r.RequireHTTPS != nil {
 			https = *r.RequireHTTPS
 		}
+		for j, pat := range r.AgentIDs {
+			if msg := checkGlob(pat); msg != "" {
+				add(fmt.Sprintf("%s.agent_ids[%d]", at, j), "agent id pattern %s", msg)
+			}
+		}
 		var claims []claimPattern
 		for _, name := range slices.Sorted(maps.Keys(r.Claims)) {
 			if msg := checkGlob(name); msg != "" {
@@ -207,6 +219,7 @@ func Compile(cfg Config) (*Policy, []Problem) {
 			namesText:    fmt.Sprint(r.CardNames),
 			requireHTTPS: https,
 			claims:       claims,
+			agentIDs:     slices.Clone(r.AgentIDs),
 		})
 	}
 	if len(probs) > 0 {
@@ -258,6 +271,33 @@ func (r *Refusal) Error() string {
 		return "signing policy: require_https refuses " + r.Path + ": " + r.Reason
 	}
 	return "signing policy: rule " + strconv.Quote(r.Rule) + " refuses " + r.Path + ": " + r.Reason
+}
+
+// CheckAgent decides whether caller may register the card v under agent id
+// (already allowed by Check) when id is not derived, the id derived from the
+// card's own URL: some rule that applies to the caller and allows the card
+// must list a matching agent_ids pattern. A policy without rules lets every
+// signer register under any id, as it lets it sign any card.
+func (p *Policy) CheckAgent(caller Caller, v card.Value, id, derived string) error {
+	if p.Empty() || id == derived {
+		return nil
+	}
+	targets := interfaceTargets(v)
+	for i := range p.rules {
+		r := &p.rules[i]
+		if !r.appliesTo(caller) || r.checkClaims(caller) != nil || r.check(v, targets) != nil {
+			continue
+		}
+		if slices.ContainsFunc(r.agentIDs, func(pat string) bool { return glob.Match(pat, id) }) {
+			return nil
+		}
+	}
+	hint := "register without --agent to use the id derived from the card's URL"
+	if derived != "" {
+		hint += " (" + quote(derived) + ")"
+	}
+	return &Refusal{Path: "agent_id", Reason: fmt.Sprintf("no rule that allows this card lists agent id %s in its agent_ids for caller %s; %s, or add agent_ids to the rule",
+		quote(id), quote(caller.Identity), hint)}
 }
 
 // Check decides whether caller may sign the card v (in the v1.0 shape that

@@ -18,6 +18,7 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/internal/testbin"
+	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -259,4 +260,43 @@ func counterValue(t *testing.T, m *Metrics, name, label, value string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestRegisterNeedsAgentIDsRule: with a signing policy, a caller registers
+// under a named agent id only when its rule lists it; the refusal happens
+// before signing and is audited.
+func TestRegisterNeedsAgentIDsRule(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.Background()
+	pol, probs := policy.Compile(policy.Config{Rules: []policy.Rule{
+		{Name: "ci", Identities: []string{"token:ci"}, CardNames: []string{"*"}, Hosts: []string{"*"}, AgentIDs: []string{"secure-*"}},
+	}})
+	if probs != nil {
+		t.Fatal(probs)
+	}
+	a.cfg.Policy = pol
+	sign := func(id string) error {
+		_, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "r",
+			Registration: &Registration{AgentID: id}})
+		return err
+	}
+	if err := sign(""); err != nil {
+		t.Fatalf("the derived id: %v", err)
+	}
+	if err := sign("secure-agent"); err != nil {
+		t.Fatalf("an id the rule lists: %v", err)
+	}
+	before, _, _ := a.store.AuditHead(ctx)
+	err := sign("payments")
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Refusal.Path != "agent_id" {
+		t.Fatalf("another id: err = %v, want a policy refusal on agent_id", err)
+	}
+	recs, _ := a.store.ListAudit(ctx, before, 0)
+	if len(recs) != 1 || !recs[0].Refused() || !strings.Contains(recs[0].Reason, "payments") {
+		t.Fatalf("the refusal's audit records: %+v", recs)
+	}
+	if _, err := a.AgentCard(ctx, "payments", 0); err == nil {
+		t.Fatal("the refused registration was stored")
+	}
 }

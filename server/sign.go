@@ -83,7 +83,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 			return nil, err
 		}
 	}
-	if err := a.checkPolicy(ctx, req, prepared); err != nil {
+	if err := a.checkPolicy(ctx, req, prepared, id); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
@@ -139,13 +139,19 @@ const registerTimeout = 10 * time.Second
 // under it: two revocations in a row within one request are already rare.
 const maxSignAttempts = 3
 
-// checkPolicy applies the signing policy to a prepared card. A refusal is
-// recorded in the audit log before it is returned.
-func (a *Authority) checkPolicy(ctx context.Context, req SignRequest, p *signer.Prepared) error {
+// checkPolicy applies the signing policy to a prepared card, and to the agent
+// id it is registered under when it is (id not empty). A refusal is recorded
+// in the audit log before it is returned.
+func (a *Authority) checkPolicy(ctx context.Context, req SignRequest, p *signer.Prepared, id string) error {
 	if a.cfg.Policy == nil || req.resign {
 		return nil
 	}
-	err := a.cfg.Policy.Check(policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames(), Claims: req.Identity.Claims}, p.Loaded.Value)
+	caller := policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames(), Claims: req.Identity.Claims}
+	err := a.cfg.Policy.Check(caller, p.Loaded.Value)
+	if err == nil && id != "" {
+		derived, _ := DeriveAgentID(p.Loaded.Value)
+		err = a.cfg.Policy.CheckAgent(caller, p.Loaded.Value, id, derived)
+	}
 	if err == nil {
 		return nil
 	}
