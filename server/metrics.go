@@ -129,7 +129,7 @@ func NewMetrics() *Metrics {
 		}, []string{"method", "reason"}),
 		registryResigns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cardsign_registry_resigns_total",
-			Help: "Registered cards signed again by the registry after a key event, by result (resigned, failed: retried at the next duty round).",
+			Help: "Registered cards signed again by the registry after a key event, by result (resigned; superseded: registered again or removed meanwhile; failed: retried at the next duty round).",
 		}, []string{"result"}),
 		registryStale: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cardsign_registry_stale_cards",

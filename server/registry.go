@@ -17,6 +17,11 @@ import (
 	"github.com/cardsign/cardsign/store"
 )
 
+// MaxRevokedCards bounds the single cards the revocation document lists:
+// each entry stays for good, and the document must stay well under the
+// 1 MiB verifiers read.
+const MaxRevokedCards = 1000
+
 // DefaultRegistryKeep is how many versions of an agent's card the registry
 // keeps when the configuration does not say (registry.keep).
 const DefaultRegistryKeep = 20
@@ -28,6 +33,9 @@ type Registration struct {
 	// Visibility of the agent's card; empty keeps a known agent's and makes
 	// a new one private.
 	Visibility store.Visibility
+	// replaces is the version a re-signature replaces: the put fails with
+	// store.ErrSuperseded when the agent has moved on meanwhile.
+	replaces int64
 }
 
 // RegistrationError is a registration the request asked for that cannot be
@@ -134,6 +142,7 @@ func (a *Authority) register(ctx context.Context, id string, req SignRequest, re
 	return a.store.PutAgentCard(ctx, store.AgentCard{
 		ID: id, Visibility: vis, Input: res.Loaded.Value.Compact(), Options: opts, Signed: res.Card,
 		CanonicalSHA256: res.CanonicalSHA256[:], KIDs: kids, Caller: req.Caller, AuditSeq: committed[0].Seq,
+		Replaces: req.Registration.replaces,
 	}, a.registryKeep())
 }
 
@@ -207,14 +216,34 @@ func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int6
 	if strings.TrimSpace(reason) == "" {
 		return store.CardRevocation{}, &InvalidArgumentError{Field: "reason", Reason: "say why the card is revoked: verifiers show it"}
 	}
+	// Bounded like a key's: every revocation stays in the document for good,
+	// and verifiers read it whole (at most 1 MiB).
+	reason, err := checkReason(reason)
+	if err != nil {
+		return store.CardRevocation{}, err
+	}
 	c, err := a.AgentCard(ctx, id, version)
 	if err != nil {
 		return store.CardRevocation{}, err
 	}
-	rev, err := a.store.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.ID, Version: c.Version, Reason: reason})
+	existing, err := a.store.RevokedCards(ctx)
 	if err != nil {
 		return store.CardRevocation{}, err
 	}
+	if len(existing) >= MaxRevokedCards {
+		return store.CardRevocation{}, &PreconditionError{Reason: fmt.Sprintf("%d cards are revoked already, the most the revocation document holds (%d): rotate keys to retire old cards instead", len(existing), MaxRevokedCards)}
+	}
+	entry := store.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.ID, Version: c.Version, Reason: reason}
+	if c.Visibility != store.Public {
+		// The revocation document is public: a private agent's id and the
+		// reason would tell anyone what a 404 hides. The log keeps them.
+		entry.AgentID, entry.Reason = "", "unspecified"
+	}
+	rev, err := a.store.RevokeCard(ctx, entry)
+	if err != nil {
+		return store.CardRevocation{}, err
+	}
+	rev.AgentID, rev.Version = c.ID, c.Version // for the admin who asked, whatever the document shows
 	a.revocations.forget()
 	a.pokeDuties()
 	a.log.Warn("card revoked", "agent", c.ID, "version", c.Version, "canonical_sha256", fmt.Sprintf("%x", c.CanonicalSHA256), "reason", reason, "caller", caller)

@@ -125,6 +125,12 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 				err := a.resign(ctx, c, want)
 				mu.Lock()
 				defer mu.Unlock()
+				if errors.Is(err, store.ErrSuperseded) {
+					// Registered again or removed meanwhile: the newer state
+					// wins (its own signatures are judged next round).
+					a.metrics.registryResigns.WithLabelValues("superseded").Inc()
+					return
+				}
 				if err != nil {
 					failed = append(failed, fmt.Errorf("agent %s: %w", c.ID, err))
 					a.metrics.registryResigns.WithLabelValues("failed").Inc()
@@ -171,7 +177,7 @@ func (a *Authority) resign(ctx context.Context, c store.AgentCard, want []string
 		Caller:       ResignCaller,
 		Identity:     access.Identity{Name: ResignCaller, Principal: ResignCaller},
 		RequestID:    resignReason(c, want),
-		Registration: &Registration{AgentID: c.ID, Visibility: c.Visibility},
+		Registration: &Registration{AgentID: c.ID, Visibility: c.Visibility, replaces: c.Version},
 		resign:       true,
 	})
 	return err

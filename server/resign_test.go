@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
 )
@@ -375,5 +377,31 @@ func TestResignRefreshes(t *testing.T) {
 	v, err := a.Verify(ctx, alpha.Signed, "")
 	if err != nil || !v.Valid(true) {
 		t.Fatalf("the refreshed card does not verify: %v %+v", err, v)
+	}
+}
+
+// TestResignNeverOverwrites: a re-signature started from a version the owner
+// has since replaced, or of an agent removed since, writes nothing.
+func TestResignNeverOverwrites(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.Background()
+	registerAgents(t, a, "alpha")
+	v1, _ := a.AgentCard(ctx, "alpha", 0)
+	registerAgents(t, a, "alpha") // the owner registers again: version 2
+	if err := a.resign(ctx, v1, []string{activeKID(t, a)}); !errors.Is(err, store.ErrSuperseded) {
+		t.Fatalf("re-signing version 1 after version 2: err = %v, want ErrSuperseded", err)
+	}
+	if c, _ := a.AgentCard(ctx, "alpha", 0); c.Version != 2 {
+		t.Fatalf("the newest version is %d, want 2", c.Version)
+	}
+	v2, _ := a.AgentCard(ctx, "alpha", 0)
+	if err := a.RemoveAgent(ctx, "alpha", "token:admin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.resign(ctx, v2, []string{activeKID(t, a)}); !errors.Is(err, store.ErrSuperseded) {
+		t.Fatalf("re-signing a removed agent: err = %v, want ErrSuperseded", err)
+	}
+	if _, err := a.AgentCard(ctx, "alpha", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the removed agent came back: %v", err)
 	}
 }

@@ -11,7 +11,11 @@ import (
 // agent and the versions before it.
 type Agents interface {
 	// PutAgentCard stores c as agent c.ID's next version: 1 for a new agent,
-	// else the newest version + 1 (c.Version is ignored). keep > 0 bounds the
+	// else the newest version + 1 (c.Version is ignored). When c.Replaces is
+	// not 0 the put happens only if version c.Replaces is still the agent's
+	// newest (and not removed), else it fails with ErrSuperseded: a
+	// re-signature never overwrites a newer registration or revives a
+	// removed agent. keep > 0 bounds the
 	// versions kept: older ones are deleted in the same transaction. It
 	// returns the card as stored (Version and StoredAt set, on the store's
 	// clock). An agent removed earlier starts again after its last version,
@@ -91,8 +95,10 @@ func ParseVisibility(s string) (Visibility, error) {
 
 // AgentCard is one version of an agent's card in the registry.
 type AgentCard struct {
-	ID         string
-	Version    int64
+	ID      string
+	Version int64
+	// Replaces, on a put, is the version this one must replace (0: any).
+	Replaces   int64
 	Visibility Visibility
 	// Input is the card as signed, in its v1.0 shape (its canonical forms
 	// follow from it); Options how it was signed (opaque to the store: the

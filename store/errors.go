@@ -37,4 +37,8 @@ var (
 	// ErrStaleDocument: a document's Seq is not greater than the stored
 	// one's.
 	ErrStaleDocument = errors.New("store: document sequence not newer than the stored one")
+	// ErrSuperseded: a put that replaces a given version of an agent's
+	// card found another newest version (or none): someone else wrote or
+	// removed the agent meanwhile.
+	ErrSuperseded = errors.New("store: agent card superseded")
 )

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -32,6 +33,20 @@ func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (
 		kids = []string{}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if c.Replaces != 0 {
+			// Lock the agent's counter, then check the version replaced is
+			// still the newest and still stored.
+			var last int64
+			var live bool
+			err := tx.QueryRow(ctx, `SELECT a.last_version, EXISTS (SELECT 1 FROM agent_cards c WHERE c.id = a.id AND c.version = $2)
+				FROM agents a WHERE a.id = $1 FOR UPDATE`, c.ID, c.Replaces).Scan(&last, &live)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if last != c.Replaces || !live {
+				return fmt.Errorf("%w: version %d is no longer agent %s's newest", store.ErrSuperseded, c.Replaces, c.ID)
+			}
+		}
 		err := tx.QueryRow(ctx, `INSERT INTO agents AS a (id, last_version) VALUES ($1, 1)
 			ON CONFLICT (id) DO UPDATE SET last_version = a.last_version + 1
 			RETURNING last_version`, c.ID).Scan(&c.Version)
@@ -107,7 +122,7 @@ func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]stor
 		lim = &l
 	}
 	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
-		WHERE c.id > $1 ORDER BY c.id COLLATE "C" LIMIT $2`, after, lim)
+		WHERE c.id COLLATE "C" > $1 ORDER BY c.id COLLATE "C" LIMIT $2`, after, lim)
 	if err != nil {
 		return nil, wrap(ctx, fmt.Sprintf("list agents after %q", after), err)
 	}

@@ -28,6 +28,15 @@ func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
+		if c.Replaces != 0 {
+			var live int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM agent_cards WHERE id = ? AND version = ?`, c.ID, c.Replaces).Scan(&live); err != nil {
+				return err
+			}
+			if last != c.Replaces || live == 0 {
+				return fmt.Errorf("%w: version %d is no longer agent %s's newest", store.ErrSuperseded, c.Replaces, c.ID)
+			}
+		}
 		c.Version = last + 1
 		now := time.Now()
 		c.StoredAt = store.FromNanos(now.UnixNano())

@@ -95,9 +95,48 @@ func testAgents(t *testing.T, open Opener) {
 	if err := s.RemoveAgent(ctx, "payments"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("removing again: err = %v, want ErrNotFound", err)
 	}
+	stale := agentCard("payments", 4)
+	stale.Replaces = 3
+	if _, err := s.PutAgentCard(ctx, stale, 2); !errors.Is(err, store.ErrSuperseded) {
+		t.Fatalf("a put replacing version 3 of a removed agent: err = %v, want ErrSuperseded", err)
+	}
 	again, err := s.PutAgentCard(ctx, agentCard("payments", 4), 2)
 	if err != nil || again.Version != 4 {
 		t.Fatalf("put after remove: version %d, %v; want 4 (versions are never reused)", again.Version, err)
+	}
+	for _, tc := range []struct {
+		replaces int64
+		ok       bool
+	}{{3, false}, {4, true}, {4, false}} {
+		c := agentCard("payments", 5)
+		c.Replaces = tc.replaces
+		_, err := s.PutAgentCard(ctx, c, 2)
+		if tc.ok != (err == nil) || (!tc.ok && !errors.Is(err, store.ErrSuperseded)) {
+			t.Fatalf("a put replacing version %d: err = %v, want ok %v", tc.replaces, err, tc.ok)
+		}
+	}
+
+	// Paging in byte order whatever the database's collation: punctuation
+	// sorts differently in natural-language collations.
+	for _, id := range []string{"a-c", "a.b", "a_z", "ab", "b"} {
+		if _, err := s.PutAgentCard(ctx, agentCard(id, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var paged []string
+	for after := ""; ; {
+		page, err := s.ListAgents(ctx, after, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page[0].ID)
+		after = page[0].ID
+	}
+	if want := []string{"a-c", "a.b", "a_z", "ab", "b", "billing", "payments"}; !slices.Equal(paged, want) {
+		t.Fatalf("paging one at a time: %v, want %v", paged, want)
 	}
 
 	for name, c := range map[string]store.AgentCard{
