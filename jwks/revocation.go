@@ -73,6 +73,34 @@ type AuditHead struct {
 	Hash []byte
 }
 
+// String says which card was revoked, when and why, as verifiers report it.
+func (c CardRevocation) String() string {
+	agent := c.AgentID
+	if agent == "" {
+		agent = "(private)"
+	}
+	return fmt.Sprintf("agent %s version %d, revoked at %s: %s", agent, c.Version, c.RevokedAt.UTC().Format(time.RFC3339), c.Reason)
+}
+
+// CardLookup answers signer.VerifyOptions.RevokedCard for cards: whether a
+// card, by the SHA-256 of its spec-profile canonical bytes, is listed, and
+// why.
+func CardLookup(cards []CardRevocation) func([32]byte) (string, bool) {
+	by := make(map[[32]byte]CardRevocation, len(cards))
+	for _, c := range cards {
+		if len(c.CanonicalSHA256) == 32 {
+			by[[32]byte(c.CanonicalSHA256)] = c
+		}
+	}
+	return func(sum [32]byte) (string, bool) {
+		c, ok := by[sum]
+		if !ok {
+			return "", false
+		}
+		return c.String(), true
+	}
+}
+
 // RevokedFrom lists the keys revoked at now (RevokedAt ≤ now), sorted by kid.
 // A revocation scheduled for later is not listed before its time, matching
 // Derive.

@@ -102,6 +102,10 @@ type Authority struct {
 
 	resignMu sync.Mutex
 	resignSt resignState
+
+	revokedMu   sync.Mutex
+	revokedList []store.CardRevocation // nil: not read yet, or invalidated
+	revokedAt   time.Time
 }
 
 // NewAuthority wires an authority over st. Close it to flush the audit log.

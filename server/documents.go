@@ -359,8 +359,8 @@ func (p *revocationPublisher) assess(ctx context.Context) (revocationDecision, e
 	if err != nil {
 		return revocationDecision{}, &UnavailableError{What: "revoked cards", Err: err}
 	}
+	d.cards = cardRevocations(cards)
 	for _, c := range cards {
-		d.cards = append(d.cards, jwks.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.AgentID, Version: c.Version, RevokedAt: c.RevokedAt, Reason: c.Reason})
 		set.WriteString("|card:" + hex.EncodeToString(c.CanonicalSHA256))
 	}
 	seq, hash, err := p.store.AuditHead(ctx)

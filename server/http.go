@@ -78,13 +78,7 @@ func requireRole(m *Metrics, auth *access.Authenticator, role access.Role, h htt
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		creds := access.Credentials{Authorization: r.Header.Get("Authorization")}
-		if len(r.Header.Values("Authorization")) > 1 {
-			creds.Authorization = "invalid" // two credentials: refuse rather than pick one
-		}
-		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			creds.CertIdentity = access.CertificateIdentity(r.TLS.VerifiedChains[0][0])
-		}
+		creds := httpCredentials(r)
 		id, err := auth.Authenticate(r.Context(), creds)
 		if err != nil {
 			m.authFailed(creds, err)
@@ -105,4 +99,18 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// httpCredentials is what an HTTP request presents: its bearer and its
+// verified client certificate. Two Authorization headers make an invalid
+// bearer: refused rather than one picked.
+func httpCredentials(r *http.Request) access.Credentials {
+	creds := access.Credentials{Authorization: r.Header.Get("Authorization")}
+	if len(r.Header.Values("Authorization")) > 1 {
+		creds.Authorization = "invalid"
+	}
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		creds.CertIdentity = access.CertificateIdentity(r.TLS.VerifiedChains[0][0])
+	}
+	return creds
 }

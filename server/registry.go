@@ -13,6 +13,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 )
@@ -186,26 +187,33 @@ func (a *Authority) RemoveAgent(ctx context.Context, id, caller string) error {
 	return nil
 }
 
-// revokedCardLookup answers signer.VerifyOptions.RevokedCard from a list.
-func revokedCardLookup(cards []store.CardRevocation) func([32]byte) (string, bool) {
-	by := make(map[[32]byte]store.CardRevocation, len(cards))
-	for _, c := range cards {
-		if len(c.CanonicalSHA256) == 32 {
-			by[[32]byte(c.CanonicalSHA256)] = c
-		}
+// cardRevocations converts stored card revocations to the document's.
+func cardRevocations(cards []store.CardRevocation) []jwks.CardRevocation {
+	out := make([]jwks.CardRevocation, len(cards))
+	for i, c := range cards {
+		out[i] = jwks.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.AgentID, Version: c.Version, RevokedAt: c.RevokedAt, Reason: c.Reason}
 	}
-	return func(sum [32]byte) (string, bool) {
-		c, ok := by[sum]
-		if !ok {
-			return "", false
-		}
-		return cardRevocationText(c), true
-	}
+	return out
 }
 
-// cardRevocationText says which card was revoked, when and why.
-func cardRevocationText(c store.CardRevocation) string {
-	return fmt.Sprintf("agent %s version %d, revoked at %s: %s", c.AgentID, c.Version, c.RevokedAt.UTC().Format(time.RFC3339), c.Reason)
+// revokedCards returns the revoked cards, read from the store at most once a
+// second (like the key records): the registry's HTTP handler and VerifyCard
+// consult them on every request. RevokeAgentCard invalidates the copy.
+func (a *Authority) revokedCards(ctx context.Context) ([]store.CardRevocation, error) {
+	a.revokedMu.Lock()
+	defer a.revokedMu.Unlock()
+	if a.revokedList != nil && time.Since(a.revokedAt) < a.cfg.KeyRefresh {
+		return a.revokedList, nil
+	}
+	cards, err := a.store.RevokedCards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cards == nil {
+		cards = []store.CardRevocation{}
+	}
+	a.revokedList, a.revokedAt = cards, time.Now()
+	return cards, nil
 }
 
 // RevokeAgentCard revokes one registered card (version 0: the newest) by its
@@ -226,7 +234,7 @@ func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int6
 	if err != nil {
 		return store.CardRevocation{}, err
 	}
-	existing, err := a.store.RevokedCards(ctx)
+	existing, err := a.revokedCards(ctx)
 	if err != nil {
 		return store.CardRevocation{}, err
 	}
@@ -244,6 +252,9 @@ func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int6
 		return store.CardRevocation{}, err
 	}
 	rev.AgentID, rev.Version = c.ID, c.Version // for the admin who asked, whatever the document shows
+	a.revokedMu.Lock()
+	a.revokedList = nil
+	a.revokedMu.Unlock()
 	a.revocations.forget()
 	a.pokeDuties()
 	a.log.Warn("card revoked", "agent", c.ID, "version", c.Version, "canonical_sha256", fmt.Sprintf("%x", c.CanonicalSHA256), "reason", reason, "caller", caller)

@@ -44,7 +44,7 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
 			return
 		}
-		revoked, err := a.store.RevokedCards(r.Context())
+		revoked, err := a.revokedCards(r.Context())
 		if err != nil {
 			a.log.Warn("registry read failed", "agent", id, "err", err)
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
@@ -90,13 +90,7 @@ func mayRead(r *http.Request, auth *access.Authenticator, m *Metrics) bool {
 	if auth == nil || !auth.Enabled() {
 		return true
 	}
-	creds := access.Credentials{Authorization: r.Header.Get("Authorization")}
-	if len(r.Header.Values("Authorization")) > 1 {
-		return false
-	}
-	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-		creds.CertIdentity = access.CertificateIdentity(r.TLS.VerifiedChains[0][0])
-	}
+	creds := httpCredentials(r)
 	id, err := auth.Authenticate(r.Context(), creds)
 	if err != nil {
 		if creds.Authorization != "" || creds.CertIdentity != "" {

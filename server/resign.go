@@ -89,7 +89,7 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 	if st.kids == wantText && time.Since(st.passedAt) < resignFullPass {
 		return nil
 	}
-	revoked, err := a.store.RevokedCards(ctx)
+	revoked, err := a.revokedCards(ctx)
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
@@ -190,14 +190,12 @@ func (a *Authority) resign(ctx context.Context, c store.AgentCard, want []string
 func resignReason(c store.AgentCard, want []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "resign.%s.v%d", c.ID, c.Version)
+	changed := false
 	for _, k := range want {
 		if !slices.Contains(c.KIDs, k) {
 			b.WriteString(".add." + k)
+			changed = true
 		}
-	}
-	changed := false
-	for _, k := range want {
-		changed = changed || !slices.Contains(c.KIDs, k)
 	}
 	for _, k := range c.KIDs {
 		if !slices.Contains(want, k) {

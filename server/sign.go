@@ -287,11 +287,11 @@ func (a *Authority) Verify(ctx context.Context, data []byte, profile string) (*s
 		}
 		return jwks.Revocation{KID: kid, RevokedAt: *v.RevokedAt, Reason: v.RevokeReason}.String(), true
 	}}
-	revokedCards, err := a.store.RevokedCards(ctx)
+	revoked, err := a.revokedCards(ctx)
 	if err != nil {
 		return nil, &UnavailableError{What: "revoked cards", Err: err}
 	}
-	opts.RevokedCard = revokedCardLookup(revokedCards)
+	opts.RevokedCard = jwks.CardLookup(cardRevocations(revoked))
 	if profile != "" {
 		p, err := parseProfile(profile)
 		if err != nil {

@@ -96,17 +96,14 @@ policy:
 	if list.Code != 0 {
 		t.Fatalf("audit list: %s", list.Stderr)
 	}
-	var recs []struct {
+	type listed struct {
 		Outcome    string            `json:"outcome"`
 		Caller     string            `json:"caller"`
 		Provenance map[string]string `json:"provenance"`
 	}
+	var recs []listed
 	for _, line := range strings.Split(strings.TrimSpace(list.Stdout), "\n") {
-		var r struct {
-			Outcome    string            `json:"outcome"`
-			Caller     string            `json:"caller"`
-			Provenance map[string]string `json:"provenance"`
-		}
+		var r listed
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("audit list line %q: %v", line, err)
 		}

@@ -191,23 +191,13 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 	for _, r := range doc.Revoked {
 		byKID[r.KID] = r
 	}
-	bySum := map[[32]byte]jwks.CardRevocation{}
-	for _, c := range doc.Cards {
-		bySum[[32]byte(c.CanonicalSHA256)] = c
-	}
 	return func(kid string) (string, bool) {
-			r, ok := byKID[kid]
-			if !ok {
-				return "", false
-			}
-			return r.String(), true
-		}, func(sum [32]byte) (string, bool) {
-			c, ok := bySum[sum]
-			if !ok {
-				return "", false
-			}
-			return fmt.Sprintf("agent %s version %d, revoked at %s: %s", c.AgentID, c.Version, c.RevokedAt.Format(time.RFC3339), c.Reason), true
-		}, nil
+		r, ok := byKID[kid]
+		if !ok {
+			return "", false
+		}
+		return r.String(), true
+	}, jwks.CardLookup(doc.Cards), nil
 }
 
 // noDowngrade follows at most 5 redirects and none from https to plain

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -151,7 +150,7 @@ func checkText(r audit.Record) error {
 		{"kid", r.KID}, {"alg", r.Alg}, {"profile", r.Profile}, {"signature", r.Signature},
 		{"outcome", r.Outcome}, {"reason", r.Reason}, {"provenance", r.Provenance},
 	} {
-		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
+		if !validText(f.v) {
 			return fmt.Errorf("%s is not UTF-8 text without NUL bytes", f.name)
 		}
 	}
