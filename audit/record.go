@@ -44,6 +44,11 @@ type Record struct {
 	Provenance string
 	PrevHash   []byte // Hash of record Seq-1; Genesis() for Seq 1
 	Hash       []byte
+	// Hosts are the hosts the card's interfaces point at. They are not part
+	// of the hash chain: they go into the record's transparency-log entry
+	// (package transparency), which binds the record by its Hash, and the
+	// store reads them back from there.
+	Hosts []string
 }
 
 // Refused reports whether r records a refused request.

@@ -12,7 +12,13 @@ func (v Value) Compact() []byte { return appendValue(nil, v, "", "") }
 // Indent returns v as JSON indented by two spaces per level, with a final
 // newline: the form in which cardsign prints cards for people and files.
 func (v Value) Indent() []byte {
-	return append(appendValue(make([]byte, 0, 4096), v, "\n", "  "), '\n')
+	return v.AppendIndent(make([]byte, 0, 4096))
+}
+
+// AppendIndent appends Indent's form of v to b: a caller that knows the
+// size to expect gives a buffer that holds it.
+func (v Value) AppendIndent(b []byte) []byte {
+	return append(appendValue(b, v, "\n", "  "), '\n')
 }
 
 // checkUTF8 finds the first key or string of v that is not valid UTF-8.
@@ -61,7 +67,7 @@ func appendValue(b []byte, v Value, nl, indent string) []byte {
 	case Number:
 		return append(b, v.Str...)
 	case String:
-		return appendString(b, v.Str)
+		return AppendString(b, v.Str)
 	case Array:
 		if len(v.Arr) == 0 {
 			return append(b, "[]"...)
@@ -94,7 +100,7 @@ func appendValue(b []byte, v Value, nl, indent string) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, inner...)
-			b = appendString(b, m.Key)
+			b = AppendString(b, m.Key)
 			b = append(b, ':')
 			if nl != "" {
 				b = append(b, ' ')
@@ -109,9 +115,10 @@ func appendValue(b []byte, v Value, nl, indent string) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString writes s as a JSON string, escaping only what JSON requires
-// (and the escapes RFC 8785 uses), so that non-ASCII text stays readable.
-func appendString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string, escaping only what JSON requires
+// (and the escapes RFC 8785 uses), so that non-ASCII text stays readable. s
+// must be valid UTF-8 (the parser's strings are).
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
@@ -149,6 +156,6 @@ func quoteForMessage(s string) string {
 		s = string(r[:50]) + "…"
 	}
 	var b strings.Builder
-	b.Write(appendString(nil, s))
+	b.Write(AppendString(nil, s))
 	return b.String()
 }

@@ -155,7 +155,7 @@ func (w *jcsWriter) str(s string) {
 			break
 		}
 	}
-	w.buf = appendString(w.buf, s)
+	w.buf = AppendString(w.buf, s)
 }
 
 // compareUTF16 orders two valid UTF-8 strings by their UTF-16 code units, as

@@ -1,0 +1,204 @@
+package transparency_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/transparency"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+func TestClientCheckpoint(t *testing.T) {
+	l, keys := newLog(t)
+	appendN(t, l, 5, "")
+	srv := newSwapServer(t, mounted(l.Handler()))
+	ctx := context.Background()
+	for _, url := range []string{srv.URL + "/log/", srv.URL + "/log"} {
+		c := &transparency.Client{URL: url, Keys: keys}
+		cp, err := c.Checkpoint(ctx)
+		if err != nil || cp.Origin != testOrigin || cp.Size != 5 {
+			t.Fatalf("%s: %+v, %v", url, cp, err)
+		}
+	}
+	c := &transparency.Client{URL: srv.URL + "/log/", Keys: keys}
+
+	// Another key's log at the same URL.
+	other, _ := newLog(t)
+	srv.set(mounted(other.Handler()))
+	if _, err := c.Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "not signed by a trusted log key") || !strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("checkpoint of another key: %v", err)
+	}
+	// A checkpoint whose body was edited.
+	_, signed, _ := l.Checkpoint(ctx)
+	forged := l.Fork()
+	forged.SetCheckpoint(6, bytes.Replace(signed, []byte("\n5\n"), []byte("\n6\n"), 1))
+	srv.set(mounted(forged.Handler()))
+	if _, err := c.Checkpoint(ctx); err == nil {
+		t.Error("an edited checkpoint was accepted")
+	}
+	// Not a log at all; a wrong prefix; a bad URL.
+	srv.set(http.NotFoundHandler())
+	if _, err := c.Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "GET "+srv.URL+"/log/checkpoint") || !strings.Contains(err.Error(), "404") {
+		t.Errorf("404: %v", err)
+	}
+	for _, bad := range []string{"", "ftp://x/log/", "/log/", "http://h/log/?q=1"} {
+		if _, err := (&transparency.Client{URL: bad, Keys: keys}).Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "log URL") {
+			t.Errorf("URL %q: %v", bad, err)
+		}
+	}
+	// An endless checkpoint is cut at the cap.
+	srv.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(bytes.Repeat([]byte("a"), 1<<20)) }))
+	if _, err := c.Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Errorf("1 MiB checkpoint: %v", err)
+	}
+	// A server that hangs: the context's deadline ends it, naming the URL.
+	hang := make(chan struct{})
+	defer close(hang)
+	srv.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Checkpoint(tctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), srv.URL+"/log/checkpoint") {
+		t.Errorf("hanging server: %v", err)
+	}
+}
+
+// TestClientEntries: entries come back authenticated, in any range, from
+// full and partial bundles; a flipped byte of a tile or an entry bundle,
+// or a stored hash changed behind the checkpoint, is refused.
+func TestClientEntries(t *testing.T) {
+	l, keys := newLog(t)
+	appendN(t, l, 600, "")
+	want, _ := l.Entries(context.Background(), 0, 600)
+	srv := newSwapServer(t, l.Handler())
+	c := &transparency.Client{URL: srv.URL, Keys: keys}
+	ctx := context.Background()
+	cp, err := c.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]int64{{0, 600}, {250, 520}, {599, 600}, {0, 0}, {512, 513}} {
+		got, err := c.Entries(ctx, cp.Tree(), r[0], r[1])
+		if err != nil {
+			t.Fatalf("entries %v: %v", r, err)
+		}
+		if len(got) != int(r[1]-r[0]) {
+			t.Fatalf("entries %v: %d", r, len(got))
+		}
+		for i, e := range got {
+			if !bytes.Equal(e, want[r[0]+int64(i)]) {
+				t.Fatalf("entries %v: entry %d differs", r, i)
+			}
+		}
+	}
+	if _, err := c.Entries(ctx, cp.Tree(), 0, 601); err == nil || !strings.Contains(err.Error(), "not in a tree of 600") {
+		t.Errorf("entries past the tree: %v", err)
+	}
+
+	var te *transparency.TamperError
+	for _, tc := range []struct{ path, what string }{
+		{"/tile/0/001", "a hash tile"},
+		{"/tile/0/002.p/88", "a hash tile"},
+		{"/tile/1/000.p/2", "a hash tile"},
+		{"/tile/entries/001", "entry of leaf 256"},
+		{"/tile/entries/002.p/88", "entry of leaf 512"},
+	} {
+		// Byte 2 of a bundle is the first entry's first byte; of a tile, the
+		// first hash's third.
+		srv.set(flipByte(l.Handler(), tc.path, 2))
+		_, err := c.Entries(ctx, cp.Tree(), 256, 600)
+		if !errors.As(err, &te) || !strings.Contains(err.Error(), tc.what) {
+			t.Errorf("%s tampered: %v, want a *TamperError about %s", tc.path, err, tc.what)
+		}
+	}
+	srv.set(l.Handler())
+
+	// A stored hash changed after the checkpoint was signed.
+	tampered := l.Fork()
+	tampered.SetHash(tlog.StoredHashIndex(0, 5), [32]byte{1})
+	srv.set(tampered.Handler())
+	if _, err := c.Entries(ctx, cp.Tree(), 0, 10); !errors.As(err, &te) {
+		t.Errorf("tampered stored hash: %v", err)
+	}
+	// A stored entry changed (its leaf hash left alone).
+	tampered = l.Fork()
+	tampered.SetEntry(7, want[8])
+	srv.set(tampered.Handler())
+	if _, err := c.Entries(ctx, cp.Tree(), 0, 10); !errors.As(err, &te) || !strings.Contains(err.Error(), "leaf 7") {
+		t.Errorf("tampered entry: %v", err)
+	}
+}
+
+// TestClientPartialTileFallback: a log that deleted its partial tiles once
+// the full ones existed still serves a client holding an older checkpoint.
+func TestClientPartialTileFallback(t *testing.T) {
+	l, keys := newLog(t)
+	appendN(t, l, 300, "")
+	srv := newSwapServer(t, l.Handler())
+	c := &transparency.Client{URL: srv.URL, Keys: keys}
+	ctx := context.Background()
+	old, err := c.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 300, "")
+	var partials int
+	srv.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Partial tiles whose full tile exists are gone.
+		if p, _, ok := strings.Cut(r.URL.Path, ".p/"); ok && get(t, l.Handler(), http.MethodGet, p).Code == 200 {
+			partials++
+			http.NotFound(w, r)
+			return
+		}
+		l.Handler().ServeHTTP(w, r)
+	}))
+	got, err := c.Entries(ctx, old.Tree(), 250, 300)
+	if err != nil || len(got) != 50 || partials == 0 {
+		t.Fatalf("entries of the older tree without partial tiles: %d, %v (%d partial requests)", len(got), err, partials)
+	}
+	// The current tree's partial tiles are still served.
+	if got, err := c.Entries(ctx, mustCheckpoint(t, c).Tree(), 590, 600); err != nil || len(got) != 10 {
+		t.Errorf("entries of the current tree's partial tile: %d, %v", len(got), err)
+	}
+}
+
+func mustCheckpoint(t *testing.T, c *transparency.Client) transparency.Checkpoint {
+	t.Helper()
+	cp, err := c.Checkpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
+// TestClientTileSizeChecked: a tile or bundle of the wrong size is a fetch
+// error naming the path, not a panic or a silent truncation.
+func TestClientTileSizeChecked(t *testing.T) {
+	l, keys := newLog(t)
+	appendN(t, l, 10, "")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/tile/") {
+			w.Write([]byte("short"))
+			return
+		}
+		l.Handler().ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := &transparency.Client{URL: srv.URL, Keys: keys}
+	cp := mustCheckpoint(t, c)
+	_, err := c.Entries(context.Background(), cp.Tree(), 0, 10)
+	var fe *transparency.FetchError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "/tile/entries/000.p/10") {
+		t.Errorf("short bundle: %v", err)
+	}
+}
