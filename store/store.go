@@ -13,6 +13,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Store is durable state: keys and the audit log. Every method is safe for
@@ -82,6 +83,7 @@ type Store interface {
 	Leases
 	Documents
 	Agents
+	Log
 
 	Close() error
 }
@@ -165,4 +167,22 @@ type Watcher interface {
 	// missed. It blocks until ctx is done, reconnecting as needed, and
 	// returns ctx's error.
 	Watch(ctx context.Context, fn func(topic string)) error
+}
+
+// Log is the transparency log's storage (package transparency): leaf i is
+// the entry of audit record Seq i+1. AppendAudit writes each record's entry
+// (transparency.NewEntry of the record as stored, with its Hosts) and the
+// tree hashes it adds (transparency.AppendHashes) in the record's
+// transaction, so the tree always has exactly AuditHead's Seq leaves and
+// log and audit cannot drift. ListAudit fills each record's Hosts from its
+// entry.
+type Log interface {
+	// LogHashes returns the tree hashes stored at indexes (tlog storage
+	// indexes, tlog.StoredHashIndex), in the order asked. An index that is
+	// not stored fails with an error wrapping ErrNotFound.
+	LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error)
+	// LogEntries returns the encoded entries of leaves from to to-1, in
+	// order. A leaf that is not stored fails with an error wrapping
+	// ErrNotFound.
+	LogEntries(ctx context.Context, from, to int64) ([][]byte, error)
 }

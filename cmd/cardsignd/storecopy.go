@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
@@ -636,6 +638,22 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 	case srcSeq != dstSeq || !bytes.Equal(srcHash, dstHash):
 		return fmt.Errorf("verify: the source's audit head %s differs from the destination's %s", srcHead, dstHead)
 	}
+	// The destination made each record's transparency-log entry anew, from
+	// the record and the hosts the source's ListAudit read from its entry:
+	// the two trees must be one, or proofs the source handed out would not
+	// verify against the destination's checkpoints.
+	srcRoot, err := logRoot(ctx, c.src, srcSeq)
+	if err != nil {
+		return fmt.Errorf("verify: source: %w", err)
+	}
+	dstRoot, err := logRoot(ctx, c.dst, dstSeq)
+	if err != nil {
+		return fmt.Errorf("verify: destination: %w", err)
+	}
+	if srcRoot != dstRoot {
+		return fmt.Errorf("verify: the destination's transparency log (%d leaves, root %s) is not the source's (root %s): its entries differ; "+
+			"do not start cardsignd on it: copy again into an empty database", dstSeq, dstRoot, srcRoot)
+	}
 	srcKeys, err := c.src.ListKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("verify: source: %w", err)
@@ -675,6 +693,12 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 	fmt.Fprintf(c.out, "store copy: verified %s: audit chain intact (%s, head %s), audit head equals the source's, key records equal the source's (%d)%s\n",
 		c.dstName, count(n, "record"), dstHead, len(dstKeys), docNote)
 	return nil
+}
+
+// logRoot is the root hash of the first size leaves of s's transparency
+// log.
+func logRoot(ctx context.Context, s store.Store, size int64) (tlog.Hash, error) {
+	return tlog.TreeHash(size, tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, idx) }))
 }
 
 // sameKeys reports whether a and b hold the same records (ListKeys order),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash, outcome, reason, provenance`
@@ -69,16 +70,17 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			kids = append(kids, r.KID)
 		}
 	}
+	var edge store.LogEdge // the log's edge after this append
+	var written []transparency.StoredHash
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		var seq int64
-		var prev []byte
-		err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE`).Scan(&seq, &prev)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errors.New("the audit_head row is missing: the database was edited outside cardsign " +
-				"(the row is never deleted, so sequence numbers are never reused); restore the database from a backup")
-		}
+		seq, prev, size, err := lockHead(ctx, tx)
 		if err != nil {
-			return fmt.Errorf("audit head: %w", err)
+			return err
+		}
+		// The transparency log's leaf i is record i+1's entry: the log
+		// must end where the audit log does before both grow.
+		if err := store.CheckLogSize(size, seq); err != nil {
+			return err
 		}
 		cols := newAuditCols(len(out))
 		for i := range out {
@@ -89,28 +91,74 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			cols.add(r, times[i])
 			prev = r.Hash
 		}
-		// One round trip: the revocation check's locks, then the insert.
+		var last store.LogEdge
+		if e := s.edge.Load(); e != nil {
+			last = *e
+		}
+		entries, hashes, next, err := last.Append(seq, out, txHashes(ctx, tx))
+		if err != nil {
+			return err
+		}
+		edge, written = next, hashes
+		// One round trip: the revocation check's locks, then the inserts.
 		// Should a key be revoked, the inserted rows are rolled back.
 		b := &pgx.Batch{}
 		if len(kids) > 0 {
 			b.Queue(lockKeysShared, kids)
 		}
 		b.Queue(insertAudit, cols.args()...)
+		queueLog(b, seq, entries, hashes)
 		br := tx.SendBatch(ctx, b)
 		if len(kids) > 0 {
 			if err := refuseRevoked(br); err != nil {
 				return errors.Join(err, br.Close())
 			}
 		}
-		if _, err := br.Exec(); err != nil {
-			return errors.Join(err, br.Close())
+		// The audit rows, the log's entries, its hashes.
+		for range 3 {
+			if _, err := br.Exec(); err != nil {
+				return errors.Join(err, br.Close())
+			}
 		}
 		return br.Close()
 	})
 	if err != nil {
 		return nil, wrap(ctx, fmt.Sprintf("append %d audit records", len(recs)), err)
 	}
+	// Committed: the edge is the log's until another append (racing one
+	// of this Store's, the older edge may win, which costs a read).
+	s.edge.Store(&edge)
+	s.hashes.Add(written)
 	return out, nil
+}
+
+// lockHead locks the audit_head row, which serializes appends (and the
+// transparency log's catch-up), and returns it and the log's size, in one
+// round trip. The size is read by a statement of its own, which starts
+// once the lock is held: at READ COMMITTED each statement sees what was
+// committed when it started, so the locking statement, which may have
+// waited for another append, would see the size from before that append.
+func lockHead(ctx context.Context, tx pgx.Tx) (seq int64, hash []byte, size int64, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT seq, hash FROM audit_head WHERE id = 1 FOR UPDATE`)
+	b.Queue(selectLogSize)
+	br := tx.SendBatch(ctx, b)
+	err = br.QueryRow().Scan(&seq, &hash)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		err = errors.New("the audit_head row is missing: the database was edited outside cardsign " +
+			"(the row is never deleted, so sequence numbers are never reused); restore the database from a backup")
+	case err != nil:
+		err = fmt.Errorf("audit head: %w", err)
+	default:
+		if err = br.QueryRow().Scan(&size); err != nil {
+			err = fmt.Errorf("transparency log size: %w", err)
+		}
+	}
+	if err = errors.Join(err, br.Close()); err != nil {
+		return 0, nil, 0, err
+	}
+	return seq, hash, size, nil
 }
 
 // refuseRevoked reads lockKeysShared's result: store.ErrKeyRevoked for the
@@ -208,31 +256,47 @@ func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
 }
 
 // ListAudit returns up to limit records with Seq > afterSeq, ascending;
-// limit <= 0 means no limit.
+// limit <= 0 means no limit. Each record's Hosts are read from its
+// transparency-log entry.
 func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
+	recs, err := listAudit(ctx, s.pool, afterSeq, limit)
+	if err != nil {
+		return nil, wrap(ctx, fmt.Sprintf("list audit after %d", afterSeq), err)
+	}
+	return recs, nil
+}
+
+// listAudit is ListAudit through q: the pool, or a transaction (the
+// transparency log's catch-up).
+func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]audit.Record, error) {
 	var lim *int64 // NULL: LIMIT ALL
 	if limit > 0 {
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, lim)
+	rows, err := q.Query(ctx, `SELECT `+auditColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
+		WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, lim)
 	if err != nil {
-		return nil, wrap(ctx, fmt.Sprintf("list audit after %d", afterSeq), err)
+		return nil, err
 	}
 	defer rows.Close()
 	var recs []audit.Record
 	for rows.Next() {
 		var r audit.Record
 		var t int64
+		var entry []byte
 		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance); err != nil {
-			return nil, wrap(ctx, fmt.Sprintf("list audit after %d", afterSeq), err)
+			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &entry); err != nil {
+			return nil, err
 		}
 		r.Time = store.FromNanos(t)
+		if r.Hosts, err = store.EntryHosts(r.Seq, entry); err != nil {
+			return nil, err
+		}
 		recs = append(recs, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrap(ctx, fmt.Sprintf("list audit after %d", afterSeq), err)
+		return nil, err
 	}
 	return recs, nil
 }

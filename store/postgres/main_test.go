@@ -66,6 +66,10 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Opener { return opener(newDB(t)) })
 }
 
+func TestContractLog(t *testing.T) {
+	storetest.RunLog(t, func(t *testing.T) storetest.Opener { return opener(newDB(t)) })
+}
+
 func TestContractTampering(t *testing.T) {
 	storetest.RunTampering(t, func(t *testing.T) (storetest.Opener, storetest.DeleteAuditFrom) {
 		url := newDB(t)

@@ -34,6 +34,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,6 +79,13 @@ type Store struct {
 	log  *slog.Logger
 	// where is the redacted URL, for errors and logs.
 	where string
+	// edge is the transparency log's edge after the last append this
+	// Store committed (nil: none yet): the next append, if no replica
+	// appended since, reads no tree hashes.
+	edge atomic.Pointer[store.LogEdge]
+	// hashes caches the tree hashes this Store's appends committed and its
+	// reads returned: the inclusion proofs of new leaves read them.
+	hashes *store.HashCache
 }
 
 var (
@@ -85,11 +93,12 @@ var (
 	_ store.Watcher = (*Store)(nil)
 )
 
-// Open connects to the database cfg names, checks it answers, and applies any
-// schema migrations it lacks (see migrate). A database whose schema is newer
-// than this binary knows is refused. Errors name the URL without its
-// password; one that means the server could not be reached wraps
-// store.ErrUnavailable.
+// Open connects to the database cfg names, checks it answers, applies any
+// schema migrations it lacks (see migrate), and makes every audit record
+// appended before the transparency log existed a leaf of it (catchUpLog).
+// A database whose schema is newer than this binary knows is refused.
+// Errors name the URL without its password; one that means the server
+// could not be reached wraps store.ErrUnavailable.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	where := Redact(cfg.URL)
 	poolCfg, err := parseConfig(cfg)
@@ -104,13 +113,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
-	s := &Store{pool: pool, conn: poolCfg.ConnConfig, log: log, where: where}
+	s := &Store{pool: pool, conn: poolCfg.ConnConfig, log: log, where: where, hashes: store.NewHashCache(0)}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: cannot reach PostgreSQL at %s (is the server running, and are the URL, sslmode and password right?): %w",
 			where, classify(ctx, err))
 	}
 	if err := s.migrate(ctx, poolCfg); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: open %s: %w", where, err)
+	}
+	if err := s.catchUpLog(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}

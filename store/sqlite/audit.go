@@ -8,6 +8,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // auditColumns are the columns of migration 1, which every audit row has.
@@ -30,6 +31,8 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 	if err != nil {
 		return nil, err
 	}
+	var edge store.LogEdge // the log's edge after this append
+	var written []transparency.StoredHash
 	appendTx := func(tx *sql.Tx) error {
 		// The head read and the inserts share one BEGIN IMMEDIATE
 		// transaction: no other writer, in this process or another, can
@@ -42,6 +45,15 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		}
 		seq, prev, err := scanHead(tx.StmtContext(ctx, s.stmts.head).QueryRowContext(ctx))
 		if err != nil {
+			return err
+		}
+		// The transparency log's leaf i is record i+1's entry: the log
+		// must end where the audit log does before both grow.
+		size, err := s.logSize(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := store.CheckLogSize(size, seq); err != nil {
 			return err
 		}
 		stmt := tx.StmtContext(ctx, s.stmts.insert)
@@ -57,13 +69,26 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			}
 			prev = r.Hash
 		}
-		return nil
+		var last store.LogEdge
+		if e := s.edge.Load(); e != nil {
+			last = *e
+		}
+		entries, hashes, next, err := last.Append(seq, out, s.txHashes(ctx, tx))
+		if err != nil {
+			return err
+		}
+		edge, written = next, hashes
+		return s.insertLog(ctx, tx, seq, entries, hashes)
 	}
 	// On a full volume, truncating the WAL may give back the space.
 	err = s.writeFreeingWAL(ctx, appendTx)
 	if err != nil {
 		return nil, fmt.Errorf("store: append %d audit records: %w", len(recs), err)
 	}
+	// Committed: the edge is the log's (until another append; racing one
+	// of this Store's, the older edge may win, which costs a read).
+	s.edge.Store(&edge)
+	s.hashes.Add(written)
 	return out, nil
 }
 
@@ -106,29 +131,45 @@ func scanHead(row *sql.Row) (int64, []byte, error) {
 }
 
 // ListAudit returns up to limit records with Seq > afterSeq, ascending;
-// limit <= 0 means no limit.
+// limit <= 0 means no limit. Each record's Hosts are read from its
+// transparency-log entry.
 func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
+	recs, err := listAudit(ctx, s.db, afterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
+	}
+	return recs, nil
+}
+
+// listAudit is ListAudit through q: the store's connections, or a
+// transaction (the transparency log's catch-up).
+func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]audit.Record, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+auditAllColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
+	rows, err := q.QueryContext(ctx, `SELECT `+auditAllColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
+		WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
 	if err != nil {
-		return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
+		return nil, err
 	}
 	defer rows.Close()
 	var recs []audit.Record
 	for rows.Next() {
 		var r audit.Record
 		var t int64
+		var entry []byte
 		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance); err != nil {
-			return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
+			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &entry); err != nil {
+			return nil, err
 		}
 		r.Time = store.FromNanos(t)
+		if r.Hosts, err = store.EntryHosts(r.Seq, entry); err != nil {
+			return nil, err
+		}
 		recs = append(recs, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
+		return nil, err
 	}
 	return recs, nil
 }

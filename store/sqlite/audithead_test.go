@@ -11,21 +11,13 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/storetest"
 )
 
 func TestContractTampering(t *testing.T) {
 	storetest.RunTampering(t, func(t *testing.T) (storetest.Opener, storetest.DeleteAuditFrom) {
 		path := filepath.Join(t.TempDir(), "cardsign.db")
-		open := func(ctx context.Context) (store.Store, error) {
-			s, err := Open(ctx, path)
-			if err != nil {
-				return nil, err // not a typed nil in a non-nil interface
-			}
-			return s, nil
-		}
-		return open, func(ctx context.Context, from int64) error { return deleteAuditFrom(ctx, path, from) }
+		return opener(path), func(ctx context.Context, from int64) error { return deleteAuditFrom(ctx, path, from) }
 	})
 }
 
@@ -33,12 +25,17 @@ func TestContractTampering(t *testing.T) {
 // connection of its own, dropping the append-only trigger first, as someone
 // with write access to the file could.
 func deleteAuditFrom(ctx context.Context, path string, from int64) error {
+	return deleteAuditWhere(ctx, path, fmt.Sprintf("seq >= %d", from))
+}
+
+// deleteAuditWhere is deleteAuditFrom for the records where says.
+func deleteAuditWhere(ctx context.Context, path, where string) error {
 	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=5000")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	for _, q := range []string{`DROP TRIGGER IF EXISTS audit_no_delete`, fmt.Sprintf(`DELETE FROM audit WHERE seq >= %d`, from)} {
+	for _, q := range []string{`DROP TRIGGER IF EXISTS audit_no_delete`, `DELETE FROM audit WHERE ` + where} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}

@@ -26,17 +26,24 @@ import (
 	"github.com/cardsign/cardsign/store/storetest"
 )
 
-func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Opener {
-		path := filepath.Join(t.TempDir(), "cardsign.db")
-		return func(ctx context.Context) (store.Store, error) {
-			s, err := Open(ctx, path)
-			if err != nil {
-				return nil, err // not a typed nil in a non-nil interface
-			}
-			return s, nil
+func TestContract(t *testing.T) { storetest.Run(t, newOpener) }
+
+func TestContractLog(t *testing.T) { storetest.RunLog(t, newOpener) }
+
+// newOpener opens a new database of t's.
+func newOpener(t *testing.T) storetest.Opener {
+	return opener(filepath.Join(t.TempDir(), "cardsign.db"))
+}
+
+// opener opens the database at path.
+func opener(path string) storetest.Opener {
+	return func(ctx context.Context) (store.Store, error) {
+		s, err := Open(ctx, path)
+		if err != nil {
+			return nil, err // not a typed nil in a non-nil interface
 		}
-	})
+		return s, nil
+	}
 }
 
 func openT(t *testing.T, path string) *Store {

@@ -12,6 +12,15 @@ const (
 	selectHead      = `SELECT seq, hash FROM audit_head WHERE id = 1`
 	selectRevokedAt = `SELECT revoked_at FROM keys WHERE kid = ?`
 	insertAudit     = `INSERT INTO audit (` + auditAllColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// The transparency log's size: its last leaf's index + 1. Appends add
+	// leaves at the next index only; a row inserted behind the store's back
+	// makes this disagree with the audit head, and appends refuse.
+	selectLogSize = `SELECT coalesce(max(idx) + 1, 0) FROM log_entries`
+	// Tree hashes by storage index, the indexes as one JSON array: one
+	// statement, prepared once, whatever the number of indexes.
+	selectLogHashes = `SELECT idx, hash FROM log_hashes WHERE idx IN (SELECT value FROM json_each(?))`
+	insertLogEntry  = `INSERT INTO log_entries (idx, entry) VALUES (?, ?)`
+	insertLogHash   = `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`
 )
 
 // statements are the append path's statements, prepared once and kept on each
@@ -20,7 +29,8 @@ const (
 // and with it the audit table's triggers, at every prepare: under load that
 // cost more CPU than the inserts themselves.
 type statements struct {
-	head, revokedAt, insert *sql.Stmt
+	head, revokedAt, insert               *sql.Stmt
+	logSize, logHashes, logEntry, logHash *sql.Stmt
 }
 
 // prepare prepares the statements unless they are; the caller holds
@@ -36,6 +46,10 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stmts.head, selectHead},
 		{&s.stmts.revokedAt, selectRevokedAt},
 		{&s.stmts.insert, insertAudit},
+		{&s.stmts.logSize, selectLogSize},
+		{&s.stmts.logHashes, selectLogHashes},
+		{&s.stmts.logEntry, insertLogEntry},
+		{&s.stmts.logHash, insertLogHash},
 	} {
 		stmt, err := s.db.PrepareContext(ctx, st.sql)
 		if err != nil {
@@ -51,7 +65,7 @@ func (s *Store) prepare(ctx context.Context) error {
 // close closes the statements that were prepared.
 func (st *statements) close() error {
 	var errs []error
-	for _, stmt := range []*sql.Stmt{st.head, st.revokedAt, st.insert} {
+	for _, stmt := range []*sql.Stmt{st.head, st.revokedAt, st.insert, st.logSize, st.logHashes, st.logEntry, st.logHash} {
 		if stmt != nil {
 			errs = append(errs, stmt.Close())
 		}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cardsign/cardsign/store"
@@ -53,15 +54,31 @@ type Store struct {
 	// the first append (tests open stores on older schemas) and only
 	// under writeSlot.
 	stmts statements
+	// edge is the transparency log's edge after the last append this
+	// Store committed (nil: none yet): the next append, if no other
+	// process or handle appended since, reads no tree hashes.
+	edge atomic.Pointer[store.LogEdge]
+	// hashes caches the tree hashes this Store's appends committed and its
+	// reads returned: the inclusion proofs of new leaves read them.
+	hashes *store.HashCache
 }
 
 var _ store.Store = (*Store)(nil)
 
 // Open opens the SQLite store at path, creating the file with mode 0600 when
-// it does not exist (an existing file keeps its mode), and applies any schema
-// migrations it lacks. The directory must exist.
+// it does not exist (an existing file keeps its mode), applies any schema
+// migrations it lacks, and makes every audit record appended before the
+// transparency log existed a leaf of it (catchUpLog). The directory must
+// exist.
 func Open(ctx context.Context, path string) (*Store, error) {
-	return open(ctx, path, migrationFiles)
+	s, err := open(ctx, path, migrationFiles)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.catchUpLog(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), s.Close())
+	}
+	return s, nil
 }
 
 // open is Open with the migrations taken from fsys, so tests can supply
@@ -89,7 +106,7 @@ func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 	}
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxOpenConns)
-	s := &Store{db: db, writeSlot: make(chan struct{}, 1), path: abs}
+	s := &Store{db: db, writeSlot: make(chan struct{}, 1), path: abs, hashes: store.NewHashCache(0)}
 	// Switching a new file to WAL needs an exclusive lock, and SQLite does
 	// not always wait for it through the busy handler: when several
 	// processes open a brand-new database at once, the losers see

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/cardsign/cardsign/transparency"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// DefaultHashCacheSize bounds a HashCache (32-byte hashes; with the map's
+// overhead about 100 bytes each). The proofs of an audit transaction of the
+// largest batch (512 records, about 1,000 new hashes) read its own hashes
+// and about 40 on the tree's right edge. Larger costs memory several times
+// over: the daemon runs the collector at GOGC=400.
+const DefaultHashCacheSize = 1 << 12
+
+// HashCache holds transparency-log tree hashes this process knows to be
+// committed: those its appends wrote, once their transaction committed, and
+// those it read. A stored hash never changes, so a cached one is never
+// stale, whoever appends next. The inclusion proofs of new leaves read
+// hashes their own append just wrote and the tree's right edge, again and
+// again: served from here, a proof costs no query. When full, the cache
+// starts over.
+type HashCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[int64]tlog.Hash
+}
+
+// NewHashCache returns a cache of at most max hashes (<= 0:
+// DefaultHashCacheSize).
+func NewHashCache(max int) *HashCache {
+	if max <= 0 {
+		max = DefaultHashCacheSize
+	}
+	return &HashCache{max: max, m: make(map[int64]tlog.Hash)}
+}
+
+// Add caches hashes of a committed append.
+func (c *HashCache) Add(hs []transparency.StoredHash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m)+len(hs) > c.max {
+		clear(c.m)
+	}
+	for _, h := range hs {
+		c.m[h.Index] = h.Hash
+	}
+}
+
+// Read returns the hashes at indexes, reading those not cached with load
+// (one call, for the missing ones only) and caching them.
+func (c *HashCache) Read(ctx context.Context, indexes []int64, load func(context.Context, []int64) ([]tlog.Hash, error)) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	var missing []int64
+	var at []int
+	c.mu.Lock()
+	for i, idx := range indexes {
+		if h, ok := c.m[idx]; ok {
+			out[i] = h
+		} else {
+			missing = append(missing, idx)
+			at = append(at, i)
+		}
+	}
+	c.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	hs, err := load(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	if len(hs) != len(missing) {
+		return nil, errors.New("transparency log: the store returned the wrong number of tree hashes")
+	}
+	read := make([]transparency.StoredHash, len(hs))
+	for k, h := range hs {
+		out[at[k]] = h
+		read[k] = transparency.StoredHash{Index: missing[k], Hash: h}
+	}
+	c.Add(read)
+	return out, nil
+}

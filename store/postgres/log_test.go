@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/store/storetest"
+)
+
+// logMigration is the migration that made the transparency log.
+const logMigration = 6
+
+// oldDatabase makes a database as cardsign wrote it before the
+// transparency log (schema 5) holding recs, and returns its URL.
+func oldDatabase(t *testing.T, recs []audit.Record) string {
+	t.Helper()
+	ctx := t.Context()
+	url := newDB(t)
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{}
+	for _, name := range names[:logMigration-1] {
+		b, err := fs.ReadFile(migrationFiles, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys[name] = &fstest.MapFile{Data: b}
+	}
+	poolCfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, poolCfg, fsys, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	s := openPoolT(t, url)
+	for part := range slices.Chunk(recs, 1000) {
+		cols := newAuditCols(len(part))
+		for i := range part {
+			cols.add(&part[i], part[i].Time.UnixNano())
+		}
+		if _, err := s.pool.Exec(ctx, insertAudit, cols.args()...); err != nil {
+			t.Fatalf("insert records into schema %d: %v", logMigration-1, err)
+		}
+	}
+	return url
+}
+
+// TestLogCatchUp: a database written before the transparency log gets its
+// log when opened.
+func TestLogCatchUp(t *testing.T) {
+	storetest.RunLogCatchUp(t, func(t *testing.T, recs []audit.Record) (storetest.Opener, func(context.Context, string) error) {
+		url := oldDatabase(t, recs)
+		db := dbName(t, url)
+		return opener(url), func(ctx context.Context, where string) error {
+			// As the superuser, with ordinary triggers (the append-only
+			// guard) off for this session, as a database administrator
+			// could.
+			return cluster.SuperExec(ctx, db, `SET session_replication_role = replica; DELETE FROM audit WHERE `+where)
+		}
+	})
+}
+
+// TestLogCatchUpLogs: the catch-up says what it does; an open with nothing
+// to catch up says nothing of it.
+func TestLogCatchUpLogs(t *testing.T) {
+	const done = "every audit record is a leaf"
+	url := oldDatabase(t, storetest.ChainedRecords(1500))
+	for i, want := range []bool{true, false} {
+		var logged bytes.Buffer
+		s, err := Open(t.Context(), Config{URL: url, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if strings.Contains(logged.String(), done) != want || strings.Contains(logged.String(), "records=1500") != want {
+			t.Fatalf("open %d logged:\n%s\nwant %q with records=1500: %v", i+1, logged.String(), done, want)
+		}
+	}
+}
+
+// TestLogGuards: the log's tables refuse, whoever sends the statement, what
+// the store never does.
+func TestLogGuards(t *testing.T) {
+	ctx := t.Context()
+	s := openT(t, newDB(t))
+	if _, err := s.AppendAudit(ctx, []audit.Record{record("a"), record("b")}); err != nil {
+		t.Fatal(err)
+	}
+	zero := `'\x` + strings.Repeat("00", 32) + `'`
+	for _, tt := range []struct{ sql, want string }{
+		{`UPDATE log_entries SET entry = '\x00' WHERE idx = 0`, "append-only"},
+		{`DELETE FROM log_entries WHERE idx = 1`, "append-only"},
+		{`TRUNCATE log_entries`, "append-only"},
+		{`UPDATE log_hashes SET hash = ` + zero + ` WHERE idx = 0`, "append-only"},
+		{`DELETE FROM log_hashes WHERE idx = 2`, "append-only"},
+		{`TRUNCATE log_hashes`, "append-only"},
+		{`INSERT INTO log_entries (idx, entry) VALUES (2, '\x00')`, "was not appended"},
+		{`INSERT INTO log_entries (idx, entry) VALUES (1, '\x00')`, "log_entries_pkey"},
+		{`INSERT INTO log_hashes (idx, hash) VALUES (9, ` + zero + `)`, "not the next indexes"},
+		{`INSERT INTO log_hashes (idx, hash) VALUES (3, ` + zero + `), (5, ` + zero + `)`, "not the next indexes"},
+	} {
+		if _, err := s.pool.Exec(ctx, tt.sql); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error saying %q", tt.sql, err, tt.want)
+		}
+	}
+	// An append onto a log that does not end where the audit log does
+	// (an entry inserted behind the store's back) is refused.
+	if err := cluster.SuperExec(ctx, dbName(t, s.where),
+		`SET session_replication_role = replica; INSERT INTO log_entries (idx, entry) VALUES (2, '\x00')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.AppendAudit(ctx, []audit.Record{record("c")})
+	if want := "the transparency log has 3 leaves but the audit log 2 records"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("append onto a log longer than the audit log: %v, want an error saying %q", err, want)
+	}
+}

@@ -1,0 +1,165 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
+)
+
+// The transparency log's storage (store.Log): tables log_entries and
+// log_hashes of migration 9, appended to inside AppendAudit's transaction.
+
+// logSize reads the log's size inside tx; the statements are prepared.
+func (s *Store) logSize(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var n int64
+	if err := tx.StmtContext(ctx, s.stmts.logSize).QueryRowContext(ctx).Scan(&n); err != nil {
+		return 0, fmt.Errorf("transparency log size: %w", err)
+	}
+	return n, nil
+}
+
+// txHashes reads stored tree hashes inside tx, with the prepared statement.
+func (s *Store) txHashes(ctx context.Context, tx *sql.Tx) tlog.HashReader {
+	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		stmt := tx.StmtContext(ctx, s.stmts.logHashes)
+		defer stmt.Close()
+		return readLogHashes(indexes, func(arg string) (*sql.Rows, error) { return stmt.QueryContext(ctx, arg) })
+	})
+}
+
+// insertLog inserts leaves first, first+1, ... and the tree hashes they
+// add inside tx; the statements are prepared. A statement per row: one
+// statement for all (json_each over the rows) cost more, with this driver,
+// for one leaf and for 64.
+func (s *Store) insertLog(ctx context.Context, tx *sql.Tx, first int64, entries [][]byte, hashes []transparency.StoredHash) error {
+	entry := tx.StmtContext(ctx, s.stmts.logEntry)
+	defer entry.Close()
+	for i, e := range entries {
+		if _, err := entry.ExecContext(ctx, first+int64(i), e); err != nil {
+			return fmt.Errorf("transparency log: leaf %d: %w", first+int64(i), err)
+		}
+	}
+	hash := tx.StmtContext(ctx, s.stmts.logHash)
+	defer hash.Close()
+	for _, h := range hashes {
+		if _, err := hash.ExecContext(ctx, h.Index, h.Hash[:]); err != nil {
+			return fmt.Errorf("transparency log: tree hash %d: %w", h.Index, err)
+		}
+	}
+	return nil
+}
+
+// catchUpLog makes every audit record a leaf of the transparency log: the
+// records appended before the log existed (migration 9) get theirs when the
+// store opens, store.LogCatchUpChunk per transaction. Each is a write
+// transaction (BEGIN IMMEDIATE, as appends) that reads the log's size and
+// the audit head again, so processes opening the file at once append each
+// leaf once and no append runs between two chunks of one.
+func (s *Store) catchUpLog(ctx context.Context) error {
+	// A read first: a caught-up log costs an open no write lock.
+	head, _, err := s.AuditHead(ctx)
+	if err != nil {
+		return err
+	}
+	var size int64
+	if err := s.db.QueryRowContext(ctx, selectLogSize).Scan(&size); err != nil {
+		return fmt.Errorf("transparency log size: %w", err)
+	}
+	for size != head {
+		err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
+			if err := s.prepare(ctx); err != nil {
+				return err
+			}
+			var err error
+			if head, _, err = scanHead(tx.StmtContext(ctx, s.stmts.head).QueryRowContext(ctx)); err != nil {
+				return err
+			}
+			if size, err = s.logSize(ctx, tx); err != nil || size == head {
+				return err
+			}
+			recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
+			if err != nil {
+				return fmt.Errorf("list audit after %d: %w", size, err)
+			}
+			entries, hashes, err := store.LogCatchUp(size, head, recs, s.txHashes(ctx, tx))
+			if err != nil {
+				return err
+			}
+			if err := s.insertLog(ctx, tx, size, entries, hashes); err != nil {
+				return err
+			}
+			size += int64(len(entries))
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("transparency log: adding the audit records appended before it (%d of %d are leaves): %w", size, head, err)
+		}
+	}
+	return nil
+}
+
+// LogHashes returns the tree hashes stored at indexes, in the order asked.
+func (s *Store) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+	hs, err := s.hashes.Read(ctx, indexes, func(ctx context.Context, missing []int64) ([]tlog.Hash, error) {
+		return readLogHashes(missing, func(arg string) (*sql.Rows, error) {
+			return s.db.QueryContext(ctx, selectLogHashes, arg)
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return hs, nil
+}
+
+// LogEntries returns the encoded entries of leaves from to to-1.
+func (s *Store) LogEntries(ctx context.Context, from, to int64) ([][]byte, error) {
+	if err := store.CheckLogRange(from, to); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	found, err := scanLogRows(s.db.QueryContext(ctx, `SELECT idx, entry FROM log_entries WHERE idx >= ? AND idx < ?`, from, to))
+	if err != nil {
+		return nil, fmt.Errorf("store: transparency log: leaves %d to %d: %w", from, to-1, err)
+	}
+	entries, err := store.LogEntriesFound(from, to, found)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return entries, nil
+}
+
+// readLogHashes reads the hashes at indexes with selectLogHashes, which
+// query runs with the indexes as a JSON array.
+func readLogHashes(indexes []int64, query func(arg string) (*sql.Rows, error)) ([]tlog.Hash, error) {
+	if len(indexes) == 0 {
+		return nil, nil
+	}
+	arg := make([]byte, 0, 2+len(indexes)*8)
+	arg = append(arg, '[')
+	for k, i := range indexes {
+		if k > 0 {
+			arg = append(arg, ',')
+		}
+		arg = strconv.AppendInt(arg, i, 10)
+	}
+	arg = append(arg, ']')
+	found, err := scanLogRows(query(string(arg)))
+	if err != nil {
+		return nil, fmt.Errorf("transparency log: read tree hashes: %w", err)
+	}
+	return store.LogHashesFound(indexes, found)
+}
+
+// scanLogRows reads the rows of a query for entries or hashes.
+func scanLogRows(rows *sql.Rows, err error) (map[int64][]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return store.ScanLogRows(rows)
+}

@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/store/storetest"
+)
+
+// logMigration is the migration that made the transparency log.
+const logMigration = 9
+
+// TestLogCatchUp: a database written before the transparency log
+// (schema 8) gets its log when opened.
+func TestLogCatchUp(t *testing.T) {
+	storetest.RunLogCatchUp(t, func(t *testing.T, recs []audit.Record) (storetest.Opener, func(context.Context, string) error) {
+		path := filepath.Join(t.TempDir(), "cardsign.db")
+		ctx := t.Context()
+		old, err := open(ctx, path, migrationsUpTo(t, logMigration-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer old.Close()
+		tx, err := old.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		for _, r := range recs {
+			if _, err := tx.ExecContext(ctx, insertAudit, r.Seq, r.Time.UnixNano(), r.Caller, r.RequestID, r.CardName, r.CardVersion,
+				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance); err != nil {
+				t.Fatalf("insert record %d into schema %d: %v", r.Seq, logMigration-1, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return opener(path), func(ctx context.Context, where string) error { return deleteAuditWhere(ctx, path, where) }
+	})
+}
+
+// TestLogGuards: the log's tables refuse, whoever writes to the file,
+// what the store never does.
+func TestLogGuards(t *testing.T) {
+	ctx := t.Context()
+	s := openT(t, filepath.Join(t.TempDir(), "cardsign.db"))
+	if _, err := s.AppendAudit(ctx, []audit.Record{record("a"), record("b")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ sql, want string }{
+		{`UPDATE log_entries SET entry = x'00' WHERE idx = 0`, "append-only"},
+		{`DELETE FROM log_entries WHERE idx = 1`, "append-only"},
+		{`UPDATE log_hashes SET hash = zeroblob(32) WHERE idx = 0`, "append-only"},
+		{`DELETE FROM log_hashes WHERE idx = 2`, "append-only"},
+	} {
+		if _, err := s.db.ExecContext(ctx, tt.sql); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error saying %q", tt.sql, err, tt.want)
+		}
+	}
+	// An append onto a log that does not end where the audit log does
+	// (an entry inserted behind the store's back) is refused.
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO log_entries (idx, entry) VALUES (2, x'00')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.AppendAudit(ctx, []audit.Record{record("c")})
+	if want := "the transparency log has 3 leaves but the audit log 2 records"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("append onto a log longer than the audit log: %v, want an error saying %q", err, want)
+	}
+}
