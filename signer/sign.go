@@ -10,6 +10,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cardsign/cardsign/card"
@@ -95,6 +96,66 @@ type Result struct {
 	*Prepared
 	Card       []byte // the signed card JSON, v1.0 shape, indented
 	Signatures []Signature
+	// sigs are the card's signature objects: the kept ones, then one per
+	// Signatures entry.
+	sigs []card.Value
+}
+
+// mayBeProtected reports whether name is a header parameter a protected
+// header Sign writes may hold, or one JOSE requires protected: none may be
+// unprotected too. A fixed list spares parsing each protected header again.
+func mayBeProtected(name string) bool {
+	switch name {
+	case "alg", "kid", "typ", "jku", "iat", "exp", ProfileHeader, "crit", "b64":
+		return true
+	}
+	return false
+}
+
+// SetHeaders gives the signatures unprotected headers, one per Signatures
+// entry (a zero card.Value, a Null, leaves that signature without one), and renders
+// Card again. The unprotected header is outside what the signature covers:
+// cardsignd puts each signature's transparency-log inclusion proof there
+// once the signature is logged. A header member named like a parameter a
+// protected header may hold is refused (RFC 7515 §7.2.1).
+func (r *Result) SetHeaders(headers []card.Value) error {
+	if len(headers) != len(r.Signatures) {
+		return fmt.Errorf("signer: %d headers for %d signatures", len(headers), len(r.Signatures))
+	}
+	sigs := slices.Clone(r.sigs)
+	own := len(sigs) - len(r.Signatures)
+	for i, h := range headers {
+		if h.Kind == card.Null {
+			continue
+		}
+		if h.Kind != card.Object {
+			return fmt.Errorf("signer: header of signature %d is %s, not an object", i, h.Kind)
+		}
+		for _, m := range h.Obj {
+			if mayBeProtected(m.Key) {
+				return fmt.Errorf("signer: header parameter %q of signature %d may be protected", m.Key, i)
+			}
+		}
+		s := r.Signatures[i]
+		sigs[own+i] = card.ObjectValue(
+			card.Member{Key: "protected", Val: card.StringValue(s.Protected)},
+			card.Member{Key: "signature", Val: card.StringValue(s.Value)},
+			card.Member{Key: "header", Val: h},
+		)
+	}
+	r.sigs = sigs
+	// The card as signed, plus the headers: one allocation, no regrowth.
+	n := 4096
+	if len(r.payloads) > 0 {
+		n += 2 * len(r.payloads[0].bytes) // indented, and the signatures
+	}
+	for _, h := range headers {
+		for _, m := range h.Obj {
+			n += len(m.Key) + len(m.Val.Str) + len(m.Val.Str)/16
+		}
+	}
+	r.Card = withSignatures(r.Loaded.Value, sigs).AppendIndent(make([]byte, 0, n))
+	return nil
 }
 
 // ErrNoKeys is returned when there is no key to sign with.
@@ -120,6 +181,10 @@ type SignOptions struct {
 	JKU      string
 	Lifetime time.Duration
 	Now      time.Time // default time.Now()
+	// DeferCard leaves Result.Card empty for the caller to render with
+	// SetHeaders, which it calls anyway (the daemon, once the signatures'
+	// inclusion proofs are known): the card is rendered once.
+	DeferCard bool
 }
 
 // Sign makes one detached JWS per key and profile, jku in each protected
@@ -153,7 +218,10 @@ func (p *Prepared) SignWith(ctx context.Context, keys []Key, o SignOptions) (*Re
 			))
 		}
 	}
-	res.Card = withSignatures(p.Loaded.Value, sigs).Indent()
+	res.sigs = sigs
+	if !o.DeferCard {
+		res.Card = withSignatures(p.Loaded.Value, sigs).Indent()
+	}
 	return res, nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/transparency"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // KeySource finds a public key by kid. jwks.Set is one.
@@ -49,6 +51,15 @@ type VerifyOptions struct {
 	// SHA-256 of its spec-profile canonical bytes) is revoked and why: such
 	// a card is invalid whatever its signatures.
 	RevokedCard func(canonicalSHA256 [32]byte) (reason string, revoked bool)
+	// LogKeys, when set, are the keys of the transparency log the verifier
+	// trusts: a signature's inclusion proof (transparency.HeaderMember in
+	// its unprotected header) must then lead to a checkpoint one of them
+	// signed, for a log entry of this very signature over this very card,
+	// or the signature does not count. Without LogKeys a proof is not
+	// checked. RequireLog (with LogKeys) also refuses a signature without a
+	// proof.
+	LogKeys    []note.Verifier
+	RequireLog bool
 }
 
 // DefaultClockSkew is the leeway for a signature's exp and iat when
@@ -74,6 +85,19 @@ type Check struct {
 	Revoked bool
 	Profile card.Profile // the profile whose bytes verified, when Valid
 	Reason  string       // why not, when !Valid
+	// HasProof reports that the signature carries an inclusion proof;
+	// Logged is what the proof showed, when VerifyOptions.LogKeys checked it.
+	HasProof bool
+	Logged   *Logged
+}
+
+// Logged is where a verified inclusion proof puts a signature: leaf Index
+// of the log Origin, within the checkpoint of Size leaves.
+type Logged struct {
+	Origin string
+	Index  int64
+	Size   int64
+	Time   string // when the log recorded the signature (its entry's time)
 }
 
 // Verification is the outcome for a card.
@@ -180,7 +204,7 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	if err != nil {
 		return nil, fmt.Errorf("signer: verify: %w", err)
 	}
-	v := &verifier{opts: opts, allow: allow, fetched: map[string]fetchResult{}}
+	v := &verifier{opts: opts, allow: allow, fetched: map[string]fetchResult{}, canonicalSHA256: sum}
 	res := &Verification{divergences: forms.Divergences, forms: forms, CanonicalSHA256: sum, CardRevoked: revoked}
 	for i, s := range sigs.Arr {
 		// A run bounded by a deadline stops, instead of reporting every
@@ -207,6 +231,8 @@ type verifier struct {
 	// card that names one jku in many signatures costs one fetch, and a
 	// URL that failed once is not retried within the same run.
 	fetched map[string]fetchResult
+	// canonicalSHA256 is the card's, as log entries record it.
+	canonicalSHA256 [32]byte
 }
 
 type fetchResult struct {
@@ -247,10 +273,14 @@ func (v *verifier) verifyOne(ctx context.Context, s card.Value, payloads map[car
 				return fmt.Errorf("header parameter %q is both protected and unprotected (RFC 7515 §7.2.1)", m.Key)
 			}
 		}
+		_, c.HasProof = unprot.Get(transparency.HeaderMember)
 	}
 	sig, err := b64.DecodeString(sigv.Str)
 	if err != nil {
 		return fmt.Errorf("signature is not base64url: %v", err)
+	}
+	if opts.RequireLog && len(opts.LogKeys) > 0 && !c.HasProof {
+		return errors.New("signature carries no transparency-log inclusion proof, and a log key was given (a card signed before the log existed, or stripped of its proof, verifies without --log-key)")
 	}
 	jwk, err := v.findKey(ctx, h)
 	if err != nil {
@@ -288,7 +318,7 @@ func (v *verifier) verifyOne(ctx context.Context, s card.Value, payloads map[car
 		err = jose.Verify(h.alg, pub, signingInput(prot.Str, payloads[p]), sig)
 		if err == nil {
 			c.Profile = p
-			return nil
+			return v.checkProof(s, h.kid, sigv.Str, c)
 		}
 		if !errors.Is(err, jose.ErrSignatureInvalid) {
 			return err
@@ -483,5 +513,31 @@ func checkLifetime(h header, opts VerifyOptions) error {
 	if h.iat != nil && h.iat.After(now.Add(skew)) {
 		return fmt.Errorf("signature issued in the future, at %s (iat in its protected header; clock skew allowed %s)", h.iat.Format(time.RFC3339), skew)
 	}
+	return nil
+}
+
+// checkProof checks a verified signature's inclusion proof against the log
+// keys, when the verifier gave some.
+func (v *verifier) checkProof(s card.Value, kid, sig string, c *Check) error {
+	if len(v.opts.LogKeys) == 0 || !c.HasProof {
+		return nil
+	}
+	unprot, _ := s.Get("header")
+	raw, _ := unprot.Get(transparency.HeaderMember)
+	if raw.Kind != card.String {
+		return fmt.Errorf("header %s must be a string (a C2SP tlog-proof), not %s", transparency.HeaderMember, raw.Kind)
+	}
+	p, err := transparency.ParseProof(raw.Str)
+	if err != nil {
+		return fmt.Errorf("inclusion proof: %v", err)
+	}
+	e, cp, err := p.Verify(v.opts.LogKeys)
+	if err != nil {
+		return fmt.Errorf("inclusion proof: %v", err)
+	}
+	if err := e.Covers(kid, sig, v.canonicalSHA256); err != nil {
+		return fmt.Errorf("inclusion proof: %v", err)
+	}
+	c.Logged = &Logged{Origin: cp.Origin, Index: p.Index, Size: cp.Size, Time: e.Time}
 	return nil
 }
