@@ -54,6 +54,7 @@ type Batcher struct {
 	c        Committer
 	maxBatch int
 	maxWait  time.Duration
+	onCommit func([]Record)
 
 	mu       sync.Mutex
 	queue    []*request // waiting for a transaction, oldest first
@@ -85,13 +86,29 @@ type result struct {
 // Commit call always share a transaction, so a call with more than maxBatch
 // records gets a transaction to itself.
 func NewBatcher(c Committer, maxBatch int) *Batcher {
-	if maxBatch <= 0 {
-		maxBatch = DefaultMaxBatch
+	return NewBatcherWith(c, BatcherOptions{MaxBatch: maxBatch})
+}
+
+// BatcherOptions configure NewBatcherWith.
+type BatcherOptions struct {
+	// MaxBatch is the most records per transaction (<= 0: DefaultMaxBatch).
+	MaxBatch int
+	// OnCommit, when set, sees every committed transaction's records, in
+	// order, before any Commit call among them returns: what one caller
+	// learns from it (the transparency log's new size) is there for all.
+	OnCommit func([]Record)
+}
+
+// NewBatcherWith is NewBatcher with every option.
+func NewBatcherWith(c Committer, o BatcherOptions) *Batcher {
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
 	}
 	b := &Batcher{
 		c:        c,
-		maxBatch: maxBatch,
+		maxBatch: o.MaxBatch,
 		maxWait:  DefaultMaxWait,
+		onCommit: o.OnCommit,
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
@@ -327,6 +344,8 @@ func (b *Batcher) commitTogether(batch []*request) bool {
 	}
 	if err != nil {
 		err = fmt.Errorf("audit: commit %d records: %w", len(all), err)
+	} else if b.onCommit != nil {
+		b.onCommit(out)
 	}
 	off := 0
 	for _, req := range batch {

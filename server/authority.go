@@ -24,6 +24,7 @@ import (
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // Config is what the authority needs to know beyond its store.
@@ -80,6 +81,11 @@ type Config struct {
 	// is measured: a host whose clock is wrong, for tests. Times the
 	// authority takes come from the store's clock whatever it is.
 	ClockSkew time.Duration
+	// Log signs the transparency log's checkpoints. When set, every
+	// signature returned carries its inclusion proof and the log is served
+	// over HTTP; nil (tests) returns cards without proofs (the store keeps
+	// the tree either way).
+	Log *transparency.Signer
 }
 
 // Authority is the signing authority. It orchestrates its parts: the
@@ -102,6 +108,8 @@ type Authority struct {
 
 	resignMu sync.Mutex
 	resignSt resignState
+
+	tlog *translog // nil without Config.Log
 
 	revokedMu   sync.Mutex
 	revokedList []store.CardRevocation // nil: not read yet, or invalidated
@@ -131,7 +139,7 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	a := &Authority{
 		cfg:         cfg,
 		store:       st,
-		batcher:     audit.NewBatcher(st, cfg.AuditBatch),
+		batcher:     nil, // below: it reports commits to the log
 		log:         log,
 		metrics:     cfg.Metrics,
 		now:         now,
@@ -142,6 +150,12 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		duties:      d,
 		poke:        make(chan struct{}, 1),
 	}
+	var onCommit func([]audit.Record)
+	if cfg.Log != nil {
+		a.tlog = newTranslog(cfg.Log, st)
+		onCommit = a.tlog.committed
+	}
+	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
 	a.metrics.Register(keysCollector{a: a, desc: keysDesc})
 	return a
 }

@@ -37,6 +37,7 @@ func newAuthorityOn(t testing.TB, st store.Store, dir string) *Authority {
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: card.Limits{},
 		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
+		Log: testLogSigner(t),
 	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { a.Close() })
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {

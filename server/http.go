@@ -9,6 +9,7 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // HTTPOptions configures the HTTP listener's handler.
@@ -23,8 +24,9 @@ type HTTPOptions struct {
 	Auth *access.Authenticator
 }
 
-// NewHTTPHandler serves the JWKS, the revocation document, /healthz (the
-// process is up), /readyz (the last readiness check passed) and /metrics.
+// NewHTTPHandler serves the JWKS, the revocation document, the transparency
+// log (its keys, checkpoint and tiles), /healthz (the process is up),
+// /readyz (the last readiness check passed) and /metrics.
 func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	a.metrics.Register(backendCollector{sources: opts.Stats})
 	mux := http.NewServeMux()
@@ -33,6 +35,11 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	mux.Handle(jwks.JWKSPath, docs.jwks)
 	mux.Handle(jwks.RevocationsPath, docs.revocations)
 	mux.Handle("GET "+AgentCardPath, a.agentCardHandler(opts.Auth))
+	if a.tlog != nil {
+		// Public like the JWKS: anyone may check what was signed.
+		mux.Handle(jwks.LogKeyPath, a.logKeyHandler())
+		mux.Handle(jwks.LogPrefix, http.StripPrefix(jwks.LogPrefix, transparency.NewHandler(a.tlog, a.log)))
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})

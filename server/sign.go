@@ -13,6 +13,7 @@ import (
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // SignRequest is one card to sign, with who asks.
@@ -91,11 +92,17 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		if err != nil {
 			return nil, err
 		}
-		res, err := prepared.SignWith(ctx, keys, signer.SignOptions{JKU: a.cfg.JKU, Lifetime: a.cfg.Lifetime, Now: a.now()})
+		res, err := prepared.SignWith(ctx, keys, signer.SignOptions{JKU: a.cfg.JKU, Lifetime: a.cfg.Lifetime, Now: a.now(), DeferCard: a.tlog != nil})
 		if err != nil {
 			return nil, err
 		}
 		committed, err := a.commit(ctx, expected, a.auditRecords(req, res))
+		if err == nil && a.tlog != nil {
+			if err := a.attachProofs(ctx, res, committed); err != nil {
+				discarded = res
+				return nil, err
+			}
+		}
 		if err == nil {
 			signed := &Signed{Result: res, Audit: committed}
 			if req.Registration != nil {
@@ -194,8 +201,27 @@ func (a *Authority) recordFor(req SignRequest, p *signer.Prepared) audit.Record 
 		CanonicalSHA256: p.CanonicalSHA256[:],
 		Outcome:         audit.OutcomeSigned,
 		Provenance:      audit.EncodeProvenance(req.Identity.Provenance),
+		Hosts:           transparency.CardHosts(p.Loaded.Value),
 	}
 }
+
+// attachProofs puts the transparency log's inclusion proof of each
+// signature in its unprotected header. The signatures are audited and
+// logged already; a proof that cannot be made (the store cannot be read)
+// fails the request, which the caller retries: a card is never returned
+// without its proofs.
+func (a *Authority) attachProofs(ctx context.Context, res *signer.Result, committed []audit.Record) error {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proofTimeout)
+	defer cancel()
+	if err := a.tlog.attachProofs(pctx, res, committed); err != nil {
+		return &UnavailableError{What: "transparency log proof", Err: fmt.Errorf("audit record %d is committed: %w", committed[0].Seq, err)}
+	}
+	return nil
+}
+
+// proofTimeout bounds making a card's inclusion proofs, whatever the
+// caller's deadline: the reads are few and small.
+const proofTimeout = 10 * time.Second
 
 // commit hands records to the audit log and waits until they are durable;
 // expected (nil when not announced) is their announcement, which it ends.
@@ -292,6 +318,11 @@ func (a *Authority) Verify(ctx context.Context, data []byte, profile string) (*s
 		return nil, &UnavailableError{What: "revoked cards", Err: err}
 	}
 	opts.RevokedCard = jwks.CardLookup(cardRevocations(revoked))
+	if a.cfg.Log != nil {
+		// A proof this log vouches for is checked; a card signed before the
+		// log existed, without proofs, still verifies.
+		opts.LogKeys = a.cfg.Log.Verifiers()
+	}
 	if profile != "" {
 		p, err := parseProfile(profile)
 		if err != nil {

@@ -41,7 +41,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		canonicalizeCmd(), lintCmd(), upgradeCmd(), signCmd(), verifyCmd(), keygenCmd(), jwksCmd(), keysCmd(), agentsCmd(), auditCmd(), benchCmd(), tokenCmd(),
+		canonicalizeCmd(), lintCmd(), upgradeCmd(), signCmd(), verifyCmd(), keygenCmd(), jwksCmd(), keysCmd(), agentsCmd(), auditCmd(), logCmd(), benchCmd(), tokenCmd(),
 	}
 }
 

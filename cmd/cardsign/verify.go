@@ -16,16 +16,19 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
+	"golang.org/x/mod/sumdb/note"
 )
 
 func verifyCmd() command {
 	c := command{
 		name:    "verify",
 		summary: "Verify a signed card against a trusted JWKS; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
-		usage:   "--jwks FILE|URL [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-",
+		usage:   "--jwks FILE|URL [--log-key KEY|FILE|URL] [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-",
 		example: "  cardsign jwks --key file:signing-key.pem > jwks.json\n  cardsign verify --jwks jwks.json signed.json\n  signature[0] kid=3kP… alg=ES256: valid (spec profile)\n" +
 			"  verifies in: spec ✔  @a2a-js/sdk ≥1.3 ✔  a2a-python ≥1.2 ✔  a2a-python ≤1.1 ✘ (no signature over python-ascii bytes)\n" +
-			"  cardsign verify --jwks jwks.json --allow-jku https://keys.example.com/jwks/ --max-time 10s signed.json",
+			"  cardsign verify --jwks jwks.json --allow-jku https://keys.example.com/jwks/ --max-time 10s signed.json\n" +
+			"  cardsign verify --jwks http://127.0.0.1:7701/.well-known/jwks.json --log-key http://127.0.0.1:7701/.well-known/cardsign-log-key signed.json\n" +
+			"  signature[0] kid=3kP… alg=ES256: valid (spec profile), logged: cardsign.localhost/log leaf 41 of 57",
 	}
 	c.run = func(ctx context.Context, e env, args []string) int {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
@@ -39,6 +42,7 @@ func verifyCmd() command {
 		maxSigs := fs.Int("max-signatures", signer.DefaultMaxSignatures, "refuse a card with more signatures than this")
 		skew := fs.Duration("clock-skew", signer.DefaultClockSkew, "leeway for a signature's exp and iat (a signature past exp + this is refused)")
 		revSrc := fs.String("revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
+		logKey := fs.String("log-key", "", "the transparency log's key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+jwks.LogKeyPath+"); a signature then counts only with an inclusion proof the log key vouches for")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
 		if done {
@@ -98,6 +102,12 @@ func verifyCmd() command {
 		if err != nil {
 			return fail(exitUsage, err)
 		}
+		var logKeys []note.Verifier
+		if *logKey != "" {
+			if logKeys, err = loadLogKeys(ctx, *logKey, client); err != nil {
+				return fail(exitUsage, fmt.Errorf("--log-key: %w", err))
+			}
+		}
 		res, err := signer.Verify(ctx, data, signer.VerifyOptions{
 			Revoked:  revoked,
 			Trusted:  trusted,
@@ -110,6 +120,8 @@ func verifyCmd() command {
 			MaxSignatures: *maxSigs,
 			ClockSkew:     skewOption(*skew),
 			RevokedCard:   revokedCard,
+			LogKeys:       logKeys,
+			RequireLog:    len(logKeys) > 0,
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -125,7 +137,14 @@ func verifyCmd() command {
 			// kid, alg and reason come from the card (or embed its text):
 			// escaped, so that they cannot forge lines or drive a terminal.
 			if ch.Valid {
-				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: valid (%s profile)\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Profile)
+				logged := ""
+				switch {
+				case ch.Logged != nil:
+					logged = fmt.Sprintf(", logged: %s leaf %d of %d", escapeText(ch.Logged.Origin), ch.Logged.Index, ch.Logged.Size)
+				case ch.HasProof:
+					logged = ", carries a log inclusion proof (not checked: give --log-key)"
+				}
+				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: valid (%s profile)%s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Profile, logged)
 			} else {
 				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: invalid: %s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), escapeText(ch.Reason))
 			}

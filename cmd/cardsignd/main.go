@@ -39,6 +39,7 @@ import (
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/tlsreload"
+	"github.com/cardsign/cardsign/transparency"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -161,7 +162,11 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	}
 	defer reg.Close()
 	metrics := server.NewMetrics()
-	auth, pol, err := openAuthority(ctx, cfg, st, reg, metrics, log)
+	tlogSigner, err := openLog(ctx, cfg, reg, log)
+	if err != nil {
+		return err
+	}
+	auth, pol, err := openAuthority(ctx, cfg, st, reg, tlogSigner, metrics, log)
 	if err != nil {
 		return err
 	}
@@ -370,7 +375,7 @@ func kmsStats(scheme string, sr backends.StatsReporter) server.StatsSource {
 // openAuthority builds the signing authority, makes the first key on a
 // fresh store and checks that every key that may still sign has its
 // backend. It returns the compiled policy too, for the start-up summary.
-func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store, reg *backends.Registry, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
+func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store, reg *backends.Registry, tlogSigner *transparency.Signer, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
 	// Imported file keys must come from the key directory or a configured
 	// import directory: an import names a path, and the daemon can read
 	// files its callers cannot.
@@ -406,6 +411,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		ImportBackends: map[string]backends.Backend{file.Scheme: fileKeys},
 		Replica:        cfg.Replica,
 		ClockSkew:      cfg.ClockSkew,
+		Log:            tlogSigner,
 	}, st, log)
 	if cfg.ClockSkew != 0 {
 		log.Warn(daemonconfig.ClockSkewEnv+" is set: this process takes its host clock to be off by this much (a test knob)", "clock_skew", cfg.ClockSkew)

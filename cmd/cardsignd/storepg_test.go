@@ -276,9 +276,14 @@ func partialCopy(t *testing.T, from, to string, n int64) {
 func TestReplicaCannotOpenKeysMakesNone(t *testing.T) {
 	raw := newPGDatabase(t)
 	work := t.TempDir()
+	// The replicas share one transparency-log key, as they must (the only
+	// key file here that both can read).
+	logKey := filepath.Join(work, "log-key.pem")
+	mustCLI(t, work, "log", "key", "create", "--origin", "test.example/log", logKey)
 	config := func(name, keys string) string {
 		path := filepath.Join(work, name+".yaml")
-		writeFile(t, path, fmt.Sprintf("store:\n  url: %q\nreplica: %s\nkeys:\n  dir: %q\nreadiness:\n  interval: 200ms\n", raw, name, keys))
+		writeFile(t, path, fmt.Sprintf("store:\n  url: %q\nreplica: %s\nkeys:\n  dir: %q\nreadiness:\n  interval: 200ms\nlog:\n  origin: test.example/log\n  keys: [%q]\n",
+			raw, name, keys, "file:"+logKey))
 		return path
 	}
 	keysA, keysB := filepath.Join(work, "keys-a"), filepath.Join(work, "keys-b")

@@ -372,6 +372,19 @@ func (s *setup) backends(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { fake.Close() })
+		// The transparency log's key, when the example keeps it in KMS:
+		// an Ed25519 key behind the alias it names, as the operator makes.
+		for _, uri := range c.Log.Keys {
+			if alias, ok := strings.CutPrefix(uri, "awskms:///"); ok && strings.HasPrefix(alias, "alias/") {
+				arn, err := fake.CreateKey("ECC_NIST_EDWARDS25519")
+				if err == nil {
+					err = fake.CreateAlias(alias, arn)
+				}
+				if err != nil {
+					t.Fatalf("%s: log key %s: %v", s.name, uri, err)
+				}
+			}
+		}
 		s.addSetting(t, "awskms:", "endpoint: "+fake.URL())
 		s.env = append(s.env, "AWS_ACCESS_KEY_ID=AKIDCARDSIGNEXAMPLE", "AWS_SECRET_ACCESS_KEY=cardsign-example-secret",
 			"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")

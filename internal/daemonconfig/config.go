@@ -50,6 +50,7 @@ type Config struct {
 	Limits          LimitsConfig      `yaml:"limits"`
 	Readiness       ReadinessConfig   `yaml:"readiness"`
 	Store           StoreConfig       `yaml:"store"`
+	Log             LogConfig         `yaml:"log"`
 	// Replica names this process among the replicas sharing a store, in
 	// the logs and the duties lease; empty: host/pid/random.
 	Replica string `yaml:"replica"`
@@ -289,6 +290,7 @@ func Defaults() Config {
 		},
 		Readiness: ReadinessConfig{Interval: 10 * time.Second, Timeout: 5 * time.Second},
 		Store:     StoreConfig{MaxConns: DefaultStoreMaxConns},
+		Log:       LogConfig{Origin: DefaultLogOrigin},
 	}
 }
 
@@ -385,6 +387,7 @@ func (c *Config) Validate() error {
 		bad("registry.keep", "%d must be between 1 and 10000 (0 or unset: %d)", c.Registry.Keep, server.DefaultRegistryKeep)
 	}
 	c.validateStore(bad)
+	c.validateLog(bad)
 	if c.Readiness.Interval < 100*time.Millisecond {
 		bad("readiness.interval", "%s is shorter than 100ms", c.Readiness.Interval)
 	}

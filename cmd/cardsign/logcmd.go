@@ -1,0 +1,496 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/transparency"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// exitAlarm is the exit code of log verify and log monitor when the log
+// misbehaved (a fork, a rollback, an origin change, data its own signed
+// checkpoint contradicts): distinct from exitFail, which only says a check
+// could not be made, so that cron and alerting can tell them apart.
+const exitAlarm = 3
+
+// maxLogKeyBytes bounds a file or response of log verifier keys: a few
+// keys of about 100 bytes, with room for comments.
+const maxLogKeyBytes = 64 << 10
+
+func logCmd() command {
+	c := command{
+		name:    "log",
+		summary: "The transparency log: make its key, fetch and verify its checkpoint, prove two checkpoints consistent, monitor it for cards signed in your name.",
+		usage: "key create --origin ORIGIN FILE | key show --origin ORIGIN FILE |\n" +
+			"       checkpoint --url URL --log-key KEY [--json] [--out FILE] |\n" +
+			"       verify --url URL --log-key KEY OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE] |\n" +
+			"       monitor --url URL --log-key KEY --state FILE [--watch NAME|HOST ...] [--json]\n\n" +
+			"--url is the log's prefix (cardsignd serves it at " + jwks.LogPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
+			"a file of such keys (one a line), or an http(s) URL serving them (cardsignd: " + jwks.LogKeyPath + "); take it from\n" +
+			"a source you trust, not only from the log's own server.\n\n" +
+			"verify proves that NEW (default: the log's current checkpoint) extends OLD. monitor does the same from the\n" +
+			"checkpoint saved in --state (the first run trusts the log's current one: trust on first use), walks the new\n" +
+			"leaves, checks each against the tree, and reports the entries whose card name is a --watch NAME (or matches\n" +
+			"it as a pattern with * and ?) or whose card points at a --watch HOST (\"*.example.com\" matches subdomains);\n" +
+			"with --json, one object per line: {\"event\":\"entry\"|\"alarm\"|\"checkpoint\",...}. The state file advances only\n" +
+			"when the run succeeds, so an alarm is raised again on every run until someone looks.\n\n" +
+			"Exit codes: 0 consistent (monitor: matching entries are reported, not failures); 1 the check could not be\n" +
+			"made (network, an unreadable state file, a bad answer); 2 usage; 3 ALARM: the log FORKED (two trees that do\n" +
+			"not extend one another), ROLLED BACK, changed ORIGIN, or served data its own signed checkpoint contradicts.",
+		example: "  cardsign log key create --origin cardsign.example.com/log /etc/cardsign/log-key.pem\n" +
+			"  cardsign.example.com/log+1a2b3c4d+AbCd…\n" +
+			"  cardsign log checkpoint --url https://cardsign.example.com/log/ --log-key cardsign.example.com/log+1a2b3c4d+AbCd… --out cp-monday\n" +
+			"  cardsign log verify --url https://cardsign.example.com/log/ --log-key log-keys.txt cp-monday\n" +
+			"  consistent: the log's checkpoint of 1207 leaves extends cp-monday (1042 leaves)\n" +
+			"  # crontab: alert on exit 3, read the matches\n" +
+			"  */10 * * * * cardsign log monitor --url https://cardsign.example.com/log/ --log-key log-keys.txt --state /var/lib/cardsign-monitor/state.json --watch payments-agent --watch '*.payments.example.com' --json >> /var/log/cardsign-monitor.jsonl",
+	}
+	c.run = func(ctx context.Context, e env, args []string) int {
+		if code, done := c.subcommandHelp(e, args); done {
+			return code
+		}
+		sub := args[0]
+		rest := args[1:]
+		if sub == "key" {
+			if len(rest) == 0 || strings.HasPrefix(rest[0], "-") && rest[0] != "-h" && rest[0] != "--help" {
+				return c.usageError(e, "key wants a subcommand: key create or key show")
+			}
+			if rest[0] == "-h" || rest[0] == "--help" {
+				fmt.Fprint(e.stdout, c.help(nil))
+				return exitOK
+			}
+			sub, rest = "key "+rest[0], rest[1:]
+		}
+		fs := flag.NewFlagSet(c.name+" "+sub, flag.ContinueOnError)
+		origin := fs.String("origin", "", "key create, key show: the log's origin, a schema-less URL such as cardsign.example.com/log (cardsignd's log origin)")
+		logURL := fs.String("url", "", "checkpoint, verify, monitor: the log's URL prefix, e.g. https://cardsign.example.com"+jwks.LogPrefix)
+		logKey := fs.String("log-key", "", "checkpoint, verify, monitor: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them")
+		asJSON := fs.Bool("json", false, "checkpoint: print a JSON object; monitor: one JSON object per event and line")
+		out := fs.String("out", "", "checkpoint: also write the signed checkpoint to this file, for a later log verify")
+		state := fs.String("state", "", "monitor: the state file (JSON, mode 0600): the last checkpoint proved consistent (required)")
+		var watch stringsFlag
+		fs.Var(&watch, "watch", "monitor: a card name or host to report entries for (repeatable; * and ? are wildcards)")
+		timeout := fs.Duration("timeout", 10*time.Minute, "checkpoint, verify, monitor: deadline of the whole command, walk included")
+		pos, code, done := c.parse(e, fs, rest)
+		if done {
+			return code
+		}
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		allowed := map[string][]string{
+			"key create": {"origin"}, "key show": {"origin"},
+			"checkpoint": {"url", "log-key", "json", "out", "timeout"},
+			"verify":     {"url", "log-key", "timeout"},
+			"monitor":    {"url", "log-key", "json", "state", "watch", "timeout"},
+		}
+		flags, known := allowed[sub]
+		if !known {
+			return c.usageError(e, "unknown subcommand %q", sub)
+		}
+		for name := range given {
+			if !slices.Contains(flags, name) {
+				return c.usageError(e, "--%s is not a flag of log %s", name, sub)
+			}
+		}
+		if strings.HasPrefix(sub, "key ") {
+			if len(pos) != 1 {
+				return c.usageError(e, "%s wants one key file, got %d arguments", sub, len(pos))
+			}
+			if err := transparency.CheckOrigin(*origin); err != nil {
+				return c.usageError(e, "--origin: %v", err)
+			}
+			if sub == "key create" {
+				return logKeyCreate(e, *origin, pos[0])
+			}
+			return logKeyShow(ctx, e, *origin, pos[0])
+		}
+		switch {
+		case *logURL == "":
+			return c.usageError(e, "--url is required: the log's prefix, e.g. https://cardsign.example.com%s", jwks.LogPrefix)
+		case *logKey == "":
+			return c.usageError(e, "--log-key is required: the log is checked only against keys you name")
+		case *timeout <= 0:
+			return c.usageError(e, "--timeout must be positive")
+		case sub == "checkpoint" && len(pos) > 0:
+			return c.usageError(e, "unexpected argument %q", pos[0])
+		case sub == "verify" && (len(pos) < 1 || len(pos) > 2):
+			return c.usageError(e, "verify wants OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE], got %d arguments", len(pos))
+		case sub == "monitor" && len(pos) > 0:
+			return c.usageError(e, "unexpected argument %q", pos[0])
+		case sub == "monitor" && *state == "":
+			return c.usageError(e, "monitor needs --state FILE: where it keeps the last checkpoint it proved")
+		}
+		ctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		hc := &http.Client{Timeout: min(*timeout, 2*time.Minute), CheckRedirect: noDowngrade}
+		keys, err := loadLogKeys(ctx, *logKey, hc)
+		if err != nil {
+			return c.usageError(e, "--log-key: %s", escapeText(err.Error()))
+		}
+		lc := &transparency.Client{URL: *logURL, HTTP: hc, Keys: keys}
+		switch sub {
+		case "checkpoint":
+			return logCheckpoint(ctx, e, lc, *asJSON, *out)
+		case "verify":
+			return logVerify(ctx, e, lc, pos)
+		default:
+			return logMonitor(ctx, e, lc, *state, watch, *asJSON)
+		}
+	}
+	return c
+}
+
+// logKeyCreate makes a new Ed25519 log key in a new file (mode 0600) and
+// prints its verifier key.
+func logKeyCreate(e env, origin, path string) int {
+	key, err := file.Generate(jose.EdDSA)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign log key create: %v\n", err)
+		return exitFail
+	}
+	vkey, err := transparency.VerifierKey(origin, key.Public())
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign log key create: %v\n", err)
+		return exitFail
+	}
+	if err := file.Write(path, key, jose.EdDSA); err != nil {
+		fmt.Fprintf(e.stderr, "cardsign log key create: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintf(e.stderr, "cardsign log key create: wrote %s (mode 0600), an Ed25519 key for the log %s; publish the verifier key below (cardsignd serves it at %s)\n", path, origin, jwks.LogKeyPath)
+	fmt.Fprintln(e.stdout, vkey)
+	return exitOK
+}
+
+// logKeyShow prints the verifier key of an existing log key file.
+func logKeyShow(ctx context.Context, e env, origin, path string) int {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign log key show: %v\n", err)
+		return exitUsage
+	}
+	// The file backend reads it as cardsignd would: mode 0600, a regular
+	// file, size-capped, its errors free of key material.
+	h, err := file.Backend{}.Open(ctx, file.Scheme+":"+abs)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign log key show: %v\n", err)
+		return exitUsage
+	}
+	if _, ok := h.Signer.Public().(ed25519.PublicKey); !ok {
+		fmt.Fprintf(e.stderr, "cardsign log key show: %s holds a %T key; a log key is Ed25519 (make one with cardsign log key create)\n", path, h.Signer.Public())
+		return exitUsage
+	}
+	vkey, err := transparency.VerifierKey(origin, h.Signer.Public())
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign log key show: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintln(e.stdout, vkey)
+	return exitOK
+}
+
+// loadLogKeys reads the transparency log's verifier keys from spec: a key
+// itself (ORIGIN+HASH+BASE64), an http(s) URL serving keys one per line (as
+// cardsignd does at /.well-known/cardsign-log-key), fetched with ctx through
+// client (http.DefaultClient when nil), or a file of such lines. Either way
+// at most 64 KiB is read. Errors do not repeat the flag's name.
+func loadLogKeys(ctx context.Context, spec string, client *http.Client) ([]note.Verifier, error) {
+	spec = strings.TrimSpace(spec)
+	lower := strings.ToLower(spec)
+	switch {
+	case spec == "":
+		return nil, errors.New("empty: give the log's key ORIGIN+HASH+BASE64, a file of such keys, or the URL serving them (cardsignd: https://HOST" + jwks.LogKeyPath + ")")
+	case strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "https://"):
+		text, err := fetchLogKeys(ctx, spec, client)
+		if err != nil {
+			return nil, err
+		}
+		return transparency.ParseVerifierKeys(text)
+	}
+	if vs, err := transparency.ParseVerifierKeys(spec); err == nil {
+		return vs, nil
+	}
+	st, err := os.Stat(spec)
+	if err != nil {
+		if strings.Contains(spec, "+") {
+			_, perr := transparency.ParseVerifierKeys(spec)
+			return nil, fmt.Errorf("%q is neither a log key nor a file: %v", spec, perr)
+		}
+		return nil, fmt.Errorf("%s: %w", spec, unwrapPath(err))
+	}
+	// A device such as /dev/zero never ends, and a directory is no file
+	// of keys; a pipe (--log-key <(…)) is fine.
+	if m := st.Mode(); !m.IsRegular() && m&os.ModeNamedPipe == 0 {
+		return nil, fmt.Errorf("%s is not a regular file: give a file of log keys, one a line", spec)
+	}
+	f, err := os.Open(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec, unwrapPath(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxLogKeyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec, err)
+	}
+	if len(b) > maxLogKeyBytes {
+		return nil, fmt.Errorf("%s is over %d bytes: not a file of log keys", spec, maxLogKeyBytes)
+	}
+	vs, err := transparency.ParseVerifierKeys(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec, err)
+	}
+	return vs, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func fetchLogKeys(ctx context.Context, src string, client *http.Client) (string, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	shown := src
+	if u, err := url.Parse(src); err == nil {
+		shown = u.Redacted()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", shown, err)
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("GET %s: %w", shown, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: HTTP status %s", shown, resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxLogKeyBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", shown, err)
+	}
+	if len(b) > maxLogKeyBytes {
+		return "", fmt.Errorf("GET %s: over %d bytes: not a list of log keys", shown, maxLogKeyBytes)
+	}
+	return string(b), nil
+}
+
+func logCheckpoint(ctx context.Context, e env, lc *transparency.Client, asJSON bool, out string) int {
+	cp, err := lc.Checkpoint(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign log checkpoint: %s\n", escapeText(err.Error()))
+		return exitFail
+	}
+	if out != "" {
+		if _, err := writeAtomically(out, cp.Note); err != nil {
+			fmt.Fprintf(e.stderr, "cardsign log checkpoint: %v\n", err)
+			return exitFail
+		}
+	}
+	if asJSON {
+		b, _ := json.Marshal(map[string]any{"origin": cp.Origin, "size": cp.Size, "root": cp.Root.String(), "checkpoint": string(cp.Note)})
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "origin %s\nsize   %d\nroot   %s\n", escapeText(cp.Origin), cp.Size, cp.Root)
+	if out != "" {
+		fmt.Fprintf(e.stderr, "cardsign log checkpoint: wrote the signed checkpoint to %s; later: cardsign log verify --url %s --log-key KEY %s\n", out, lc.URL, out)
+	}
+	return exitOK
+}
+
+// readCheckpointFile reads and verifies a saved signed checkpoint.
+func readCheckpointFile(path string, keys []note.Verifier) (transparency.Checkpoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return transparency.Checkpoint{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, transparency.MaxCheckpointBytes+1))
+	if err != nil {
+		return transparency.Checkpoint{}, fmt.Errorf("%s: %w", path, err)
+	}
+	cp, err := transparency.OpenCheckpoint(b, keys)
+	if err != nil {
+		return transparency.Checkpoint{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cp, nil
+}
+
+func logVerify(ctx context.Context, e env, lc *transparency.Client, pos []string) int {
+	old, err := readCheckpointFile(pos[0], lc.Keys)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign log verify: %s\n", escapeText(err.Error()))
+		return exitUsage
+	}
+	var cur transparency.Checkpoint
+	newName := "the log's current checkpoint"
+	if len(pos) == 2 {
+		if cur, err = readCheckpointFile(pos[1], lc.Keys); err != nil {
+			fmt.Fprintf(e.stderr, "cardsign log verify: %s\n", escapeText(err.Error()))
+			return exitUsage
+		}
+		newName = pos[1]
+	} else if cur, err = lc.Checkpoint(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "cardsign log verify: %s\n", escapeText(err.Error()))
+		return exitFail
+	}
+	err = transparency.Consistent(ctx, lc, old, cur)
+	var a *transparency.AlarmError
+	switch {
+	case errors.As(err, &a):
+		fmt.Fprintf(e.stdout, "%s: %s\n", alarmLabel(a.Kind), alarmText(a))
+		fmt.Fprintf(e.stdout, "keep both signed checkpoints as evidence: %s, and %s:\n%s", pos[0], newName, indent(cur.Note))
+		return exitAlarm
+	case err != nil:
+		fmt.Fprintf(e.stderr, "cardsign log verify: %s\n", escapeText(err.Error()))
+		return exitFail
+	}
+	fmt.Fprintf(e.stdout, "consistent: %s of %d leaves (root %s) extends %s (%d leaves, root %s)\n", newName, cur.Size, cur.Root, pos[0], old.Size, old.Root)
+	return exitOK
+}
+
+// alarmLabel is how an alarm is shouted on a terminal or in a mail.
+func alarmLabel(k transparency.AlarmKind) string {
+	switch k {
+	case transparency.AlarmFork:
+		return "FORK"
+	case transparency.AlarmInconsistent:
+		return "INCONSISTENT"
+	case transparency.AlarmRollback:
+		return "ROLLBACK"
+	case transparency.AlarmOrigin:
+		return "ORIGIN CHANGED"
+	case transparency.AlarmTampered:
+		return "TAMPERED"
+	case transparency.AlarmBadEntry:
+		return "BAD ENTRY"
+	}
+	return strings.ToUpper(string(k))
+}
+
+// alarmText is an alarm's detail and cause, without the kind its label
+// already shouts.
+func alarmText(a *transparency.AlarmError) string {
+	s := a.Detail
+	if a.Err != nil {
+		s += ": " + a.Err.Error()
+	}
+	return escapeText(s)
+}
+
+// indent prints a signed note indented, escaped (a checkpoint's text is
+// the log's).
+func indent(b []byte) string {
+	var s strings.Builder
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n") {
+		s.WriteString("    " + escapeText(strings.TrimSuffix(line, "\n")) + "\n")
+	}
+	return s.String()
+}
+
+func logMonitor(ctx context.Context, e env, lc *transparency.Client, state string, watch []string, asJSON bool) int {
+	m := &transparency.Monitor{Client: lc, StatePath: state, Watch: watch, Progress: prefixed{e.stderr, "cardsign log monitor: "},
+		Emit: func(ev transparency.Event) error {
+			if asJSON {
+				b, err := json.Marshal(ev)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+				return err
+			}
+			_, err := io.WriteString(e.stdout, monitorLine(ev))
+			return err
+		}}
+	err := m.Run(ctx)
+	var a *transparency.AlarmError
+	switch {
+	case errors.As(err, &a):
+		fmt.Fprintf(e.stderr, "cardsign log monitor: ALARM (%s): the state file %s was not advanced; every run raises it again until the log is investigated\n", alarmLabel(a.Kind), state)
+		return exitAlarm
+	case err != nil:
+		fmt.Fprintf(e.stderr, "cardsign log monitor: %s\n", escapeText(err.Error()))
+		return exitFail
+	}
+	return exitOK
+}
+
+// monitorLine is the human form of a monitor event. Everything from an
+// entry is the log's text, printed escaped.
+func monitorLine(ev transparency.Event) string {
+	switch ev.Kind {
+	case transparency.EventEntry:
+		en := ev.Entry
+		var b strings.Builder
+		fmt.Fprintf(&b, "MATCH leaf %d (audit record %d) %s %s card %q", ev.Index, en.Seq, en.Time, signer.Printable(en.Outcome), en.Card.Name)
+		if en.Card.Version != "" {
+			fmt.Fprintf(&b, " version %q", en.Card.Version)
+		}
+		if len(en.Card.Hosts) > 0 {
+			fmt.Fprintf(&b, " hosts %s", strings.Join(en.Card.Hosts, ","))
+		}
+		fmt.Fprintf(&b, " caller %s", en.Caller)
+		if en.KID != "" {
+			fmt.Fprintf(&b, " kid %s", en.KID)
+		}
+		fmt.Fprintf(&b, " sha256 %s (watch %s)", en.Card.SHA256, strings.Join(ev.Matched, ","))
+		return escapeText(b.String()) + "\n"
+	case transparency.EventAlarm:
+		a := ev.Alarm
+		s := fmt.Sprintf("ALARM %s: %s\n", alarmLabel(a.Kind), alarmText(a))
+		if len(a.Old.Note) > 0 {
+			s += "  the checkpoint saved before:\n" + indent(a.Old.Note)
+		}
+		return s + "  the log's checkpoint now:\n" + indent(a.New.Note)
+	case transparency.EventCheckpoint:
+		cp := ev.Checkpoint
+		was := fmt.Sprintf("was %d", ev.PreviousSize)
+		if ev.PreviousSize < 0 {
+			was = "first run, trusted on first use"
+		}
+		return fmt.Sprintf("checkpoint %s: %d leaves (%s), root %s, %d matching entries\n", escapeText(cp.Origin), cp.Size, was, cp.Root, ev.Matches)
+	}
+	return ""
+}
+
+// prefixed writes each write with a prefix: progress lines on stderr,
+// named like the command's other messages.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix+escapeText(strings.TrimSuffix(string(b), "\n"))+"\n"); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

@@ -1,0 +1,55 @@
+package daemonconfig
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/transparency"
+)
+
+// LogConfig is the transparency log's: its origin (the name in every
+// checkpoint, and of its keys) and the Ed25519 keys that sign its
+// checkpoints, as key URIs ("file:/path/log-key.pem", or a pkcs11: URI).
+// Every key listed signs every checkpoint: to rotate, add the new key,
+// publish it (it is served at /.well-known/cardsign-log-key) and let
+// verifiers learn it, then drop the old one.
+type LogConfig struct {
+	Origin string   `yaml:"origin"`
+	Keys   []string `yaml:"keys"`
+}
+
+// DefaultLogOrigin is the origin of the embedded default's log. A log
+// verifiers outside this machine rely on should be named for where it is
+// served, e.g. "cardsign.example.com/log".
+const DefaultLogOrigin = "cardsign.localhost/log"
+
+// DefaultLogKeyName is the file, in keys.dir, of the log key cardsignd makes
+// at its first start when log.keys is empty.
+const DefaultLogKeyName = "transparency-log.pem"
+
+// LogKeyURIs are the log's key URIs: log.keys, or the key cardsignd makes in
+// keys.dir when none is configured. made reports the latter.
+func (c Config) LogKeyURIs() (uris []string, made bool) {
+	if len(c.Log.Keys) > 0 {
+		return c.Log.Keys, false
+	}
+	return []string{"file:" + filepath.Join(c.Keys.Dir, DefaultLogKeyName)}, true
+}
+
+// validateLog checks the log section.
+func (c *Config) validateLog(bad reporter) {
+	if err := transparency.CheckOrigin(c.Log.Origin); err != nil {
+		bad("log.origin", "%v", err)
+	}
+	seen := map[string]bool{}
+	for i, uri := range c.Log.Keys {
+		if _, err := backends.Scheme(uri); err != nil {
+			bad(fmt.Sprintf("log.keys[%d]", i), "%v", err)
+		}
+		if seen[uri] {
+			bad(fmt.Sprintf("log.keys[%d]", i), "%s is listed twice", backends.Redact(uri))
+		}
+		seen[uri] = true
+	}
+}

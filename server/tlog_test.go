@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/transparency"
+)
+
+// testLogSigner is a transparency log with a fresh key: every test
+// authority logs its signatures, as cardsignd does.
+func testLogSigner(t testing.TB) *transparency.Signer {
+	t.Helper()
+	k, err := transparency.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := transparency.NewSigner("test.example/log", k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// trustedKeys is the authority's published key set.
+func trustedKeys(t *testing.T, a *Authority) jwks.Set {
+	t.Helper()
+	views, err := a.views(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set jwks.Set
+	for _, v := range jwks.Published(views) {
+		set.Keys = append(set.Keys, v.Public)
+	}
+	return set
+}
+
+func cardFor(t *testing.T, name, host string) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/cards/divergent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(data), `"name": "`, `"name": "`+name+` `, 1)
+	return []byte(strings.ReplaceAll(s, "divergent.example.com", host))
+}
+
+// TestEverySignatureCarriesAProof: cards signed concurrently (sharing audit
+// transactions and checkpoints) each carry, for every signature, a proof
+// that the log's key vouches for, of that signature's own audit record.
+func TestEverySignatureCarriesAProof(t *testing.T) {
+	onBothStores(t, func(t *testing.T, a *Authority) {
+		ctx := context.Background()
+		const n = 40
+		results := make([]*Signed, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				id := access.Identity{Name: "token:ci", Roles: []access.Role{access.RoleSigner}}
+				results[i], errs[i] = a.Sign(ctx, SignRequest{Card: cardFor(t, fmt.Sprint("agent", i), fmt.Sprintf("a%d.example.com", i)), Caller: id.Name, Identity: id})
+			})
+		}
+		wg.Wait()
+		trusted := trustedKeys(t, a)
+		sizes := map[int64]bool{}
+		for i, res := range results {
+			if errs[i] != nil {
+				t.Fatalf("card %d: %v", i, errs[i])
+			}
+			v, err := signer.Verify(ctx, res.Card, signer.VerifyOptions{Trusted: trusted, LogKeys: a.cfg.Log.Verifiers(), RequireLog: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !v.Valid(true) || len(v.Checks) != len(res.Audit) {
+				t.Fatalf("card %d: %+v", i, v.Checks)
+			}
+			for j, c := range v.Checks {
+				if c.Logged.Index != res.Audit[j].Seq-1 {
+					t.Fatalf("card %d signature %d is leaf %d, its audit record %d", i, j, c.Logged.Index, res.Audit[j].Seq)
+				}
+				sizes[c.Logged.Size] = true
+			}
+			// The daemon's own verification checks the proofs too.
+			if dv, err := a.Verify(ctx, res.Card, ""); err != nil || !dv.Valid(true) || dv.Checks[0].Logged == nil {
+				t.Fatalf("card %d: Authority.Verify %+v %v", i, dv, err)
+			}
+		}
+		t.Logf("%d cards, %d checkpoints", n, len(sizes))
+		// Every leaf's entry is its record's, hosts included.
+		recs, err := a.store.ListAudit(ctx, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := a.store.LogEntries(ctx, 0, int64(len(recs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range recs {
+			want := transparency.NewEntry(r, r.Hosts).Marshal()
+			if string(entries[i]) != string(want) {
+				t.Fatalf("leaf %d:\n%s\nwant\n%s", i, entries[i], want)
+			}
+			if len(r.Hosts) != 1 || !strings.HasSuffix(r.Hosts[0], ".example.com") {
+				t.Fatalf("record %d hosts %v", r.Seq, r.Hosts)
+			}
+		}
+	})
+}
+
+// TestRefusalsAreLeavesToo: a refused request is logged (without its
+// reason, which the record hash binds).
+func TestRefusalsAreLeavesToo(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newAuthority(t)
+	pol, probs := policy.Compile(policy.Config{Rules: []policy.Rule{{
+		Name: "team-a", Identities: []string{"token:team-a"}, CardNames: []string{"*"}, Hosts: []string{"*.team-a.example.com"},
+	}}})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	a.cfg.Policy = pol
+	id := access.Identity{Name: "token:team-a", Method: access.MethodToken, Roles: []access.Role{access.RoleSigner}}
+	_, err := a.Sign(ctx, SignRequest{Card: cardFor(t, "x", "evil.example.net"), Caller: id.Name, Identity: id})
+	if err == nil {
+		t.Fatal("not refused")
+	}
+	entries, err := a.store.LogEntries(ctx, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := transparency.ParseEntry(entries[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Outcome != audit.OutcomeRefused || !e.MatchesHost("evil.example.net") || e.Signature != "" || strings.Contains(string(entries[0]), "team-a.example.com") {
+		t.Fatalf("refusal entry %s", entries[0])
+	}
+}
+
+// TestLogKeyServed: the log's verifier keys are served beside the JWKS, and
+// they verify the checkpoints proofs carry.
+func TestLogKeyServed(t *testing.T) {
+	a, _ := newAuthority(t)
+	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + jwks.LogKeyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age=3600") {
+		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	keys, err := transparency.ParseVerifierKeys(string(body))
+	if err != nil || len(keys) != 1 || keys[0].Name() != "test.example/log" {
+		t.Fatalf("served keys %q: %v", string(body), err)
+	}
+	id := access.Identity{Name: "token:ci", Roles: []access.Role{access.RoleSigner}}
+	res, err := a.Sign(context.Background(), SignRequest{Card: cardFor(t, "x", "agent.example.com"), Caller: id.Name, Identity: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := signer.Verify(context.Background(), res.Card, signer.VerifyOptions{Trusted: trustedKeys(t, a), LogKeys: keys, RequireLog: true})
+	if err != nil || !v.Valid(true) {
+		t.Fatalf("%+v %v", v, err)
+	}
+}
