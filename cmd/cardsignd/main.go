@@ -274,7 +274,7 @@ func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (
 		return pg, database, nil
 	}
 	database = filepath.Join(cfg.DataDir, sqliteFile)
-	lite, err := sqlite.Open(ctx, database)
+	lite, err := sqlite.OpenWith(ctx, database, sqlite.Options{Log: log})
 	if err != nil {
 		return nil, "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -71,7 +72,13 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 	if err := s.db.QueryRowContext(ctx, selectLogSize).Scan(&size); err != nil {
 		return fmt.Errorf("transparency log size: %w", err)
 	}
+	if size == head {
+		return nil
+	}
+	start := time.Now()
+	s.log.Info("transparency log: adding the audit records appended before it as leaves", "leaves", size, "records", head)
 	for size != head {
+		before := size
 		err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 			if err := s.prepare(ctx); err != nil {
 				return err
@@ -100,7 +107,11 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("transparency log: adding the audit records appended before it (%d of %d are leaves): %w", size, head, err)
 		}
+		if size/50000 != before/50000 {
+			s.log.Info("transparency log: adding the audit records appended before it as leaves", "leaves", size, "records", head)
+		}
 	}
+	s.log.Info("transparency log: every audit record is a leaf", "leaves", size, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,29 +19,56 @@ const logMigration = 9
 // (schema 8) gets its log when opened.
 func TestLogCatchUp(t *testing.T) {
 	storetest.RunLogCatchUp(t, func(t *testing.T, recs []audit.Record) (storetest.Opener, func(context.Context, string) error) {
-		path := filepath.Join(t.TempDir(), "cardsign.db")
-		ctx := t.Context()
-		old, err := open(ctx, path, migrationsUpTo(t, logMigration-1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer old.Close()
-		tx, err := old.db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		for _, r := range recs {
-			if _, err := tx.ExecContext(ctx, insertAudit, r.Seq, r.Time.UnixNano(), r.Caller, r.RequestID, r.CardName, r.CardVersion,
-				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance); err != nil {
-				t.Fatalf("insert record %d into schema %d: %v", r.Seq, logMigration-1, err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		path := oldDatabase(t, recs)
 		return opener(path), func(ctx context.Context, where string) error { return deleteAuditWhere(ctx, path, where) }
 	})
+}
+
+// oldDatabase is a database at the schema before the transparency log,
+// holding recs.
+func oldDatabase(t *testing.T, recs []audit.Record) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cardsign.db")
+	ctx := t.Context()
+	old, err := open(ctx, path, migrationsUpTo(t, logMigration-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	tx, err := old.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, r := range recs {
+		if _, err := tx.ExecContext(ctx, insertAudit, r.Seq, r.Time.UnixNano(), r.Caller, r.RequestID, r.CardName, r.CardVersion,
+			r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance); err != nil {
+			t.Fatalf("insert record %d into schema %d: %v", r.Seq, logMigration-1, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestLogCatchUpLogs: making old records leaves at open is reported, with
+// progress, to the logger OpenWith is given; an open with nothing to do says
+// nothing.
+func TestLogCatchUpLogs(t *testing.T) {
+	const done = "every audit record is a leaf"
+	path := oldDatabase(t, storetest.ChainedRecords(1500))
+	for i, want := range []bool{true, false} {
+		var logged bytes.Buffer
+		s, err := OpenWith(t.Context(), path, Options{Log: slog.New(slog.NewTextHandler(&logged, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if strings.Contains(logged.String(), done) != want || strings.Contains(logged.String(), "records=1500") != want {
+			t.Fatalf("open %d logged:\n%s\nwant %q with records=1500: %v", i+1, logged.String(), done, want)
+		}
+	}
 }
 
 // TestLogGuards: the log's tables refuse, whoever writes to the file,

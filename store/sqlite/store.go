@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -61,6 +62,8 @@ type Store struct {
 	// hashes caches the tree hashes this Store's appends committed and its
 	// reads returned: the inclusion proofs of new leaves read them.
 	hashes *store.HashCache
+	// log receives progress on long work (OpenWith's Options.Log).
+	log *slog.Logger
 }
 
 var _ store.Store = (*Store)(nil)
@@ -71,9 +74,25 @@ var _ store.Store = (*Store)(nil)
 // transparency log existed a leaf of it (catchUpLog). The directory must
 // exist.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// Options configure OpenWith.
+type Options struct {
+	// Log receives the store's progress on long work at open (making the
+	// records of a log from before the transparency log leaves of it);
+	// nil discards it.
+	Log *slog.Logger
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	s, err := open(ctx, path, migrationFiles)
 	if err != nil {
 		return nil, err
+	}
+	if o.Log != nil {
+		s.log = o.Log
 	}
 	if err := s.catchUpLog(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("store: open %s: %w", path, err), s.Close())
@@ -106,7 +125,7 @@ func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 	}
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxOpenConns)
-	s := &Store{db: db, writeSlot: make(chan struct{}, 1), path: abs, hashes: store.NewHashCache(0)}
+	s := &Store{db: db, writeSlot: make(chan struct{}, 1), path: abs, hashes: store.NewHashCache(0), log: slog.New(slog.DiscardHandler)}
 	// Switching a new file to WAL needs an exclusive lock, and SQLite does
 	// not always wait for it through the busy handler: when several
 	// processes open a brand-new database at once, the losers see
