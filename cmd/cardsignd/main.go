@@ -162,7 +162,7 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	}
 	defer reg.Close()
 	metrics := server.NewMetrics()
-	tlogSigner, err := openLog(ctx, cfg, reg, log)
+	tlogSigner, err := openLog(ctx, cfg, reg, st, log)
 	if err != nil {
 		return err
 	}

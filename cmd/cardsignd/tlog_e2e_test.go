@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -267,4 +268,45 @@ func TestTransparencyLogFork(t *testing.T) {
 	if r.Code != 3 || !strings.Contains(r.Stdout+r.Stderr, "FORK") {
 		t.Fatalf("monitor across a fork: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
+}
+
+// TestReplicasShareTheLogKey: a replica whose log keys share none with the
+// keys the replicas before it sign with (same origin, same database) does
+// not start, and says what to do; listing the old key beside a new one (a
+// rotation) is accepted, and so is a new origin (a new log).
+func TestReplicasShareTheLogKey(t *testing.T) {
+	raw := newPGDatabase(t)
+	work := t.TempDir()
+	key := func(name string) string {
+		path := filepath.Join(work, name+".pem")
+		mustCLI(t, work, "log", "key", "create", "--origin", "test.example/log", path)
+		return "file:" + path
+	}
+	k1, k2 := key("k1"), key("k2")
+	config := func(name, origin string, keys ...string) string {
+		path := filepath.Join(work, name+".yaml")
+		quoted := make([]string, len(keys))
+		for i, k := range keys {
+			quoted[i] = fmt.Sprintf("%q", k)
+		}
+		writeFile(t, path, fmt.Sprintf("store:\n  url: %q\nreplica: %s\nlog:\n  origin: %s\n  keys: [%s]\n", raw, name, origin, strings.Join(quoted, ", ")))
+		return path
+	}
+	a := startDaemon(t, filepath.Join(work, "data-a"), "--config", config("a", "test.example/log", k1))
+
+	out, err := exec.Command(daemonBin, "--data-dir", filepath.Join(work, "data-b"), "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--config", config("b", "test.example/log", k2)).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "none of this replica's keys") || !strings.Contains(string(out), "list the old key beside the new one") {
+		t.Fatalf("a replica with another log key started, or did not say why (%v):\n%s", err, out)
+	}
+	// A rotation: the new key beside the old one.
+	b := startDaemon(t, filepath.Join(work, "data-b"), "--config", config("b2", "test.example/log", k2, k1))
+	b.stop()
+	a.stop()
+	// A new log under a new origin is the way out of a lost key.
+	c := startDaemon(t, filepath.Join(work, "data-c"), "--config", config("c", "test.example/log2", k2))
+	if !strings.Contains(c.log.String(), "this starts a new log") {
+		t.Fatalf("no warning for a new origin:\n%s", c.log.String())
+	}
+	c.stop()
 }

@@ -8,18 +8,22 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/internal/daemonconfig"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
 )
 
 // openLog opens the transparency log's keys (log.keys), making the embedded
-// default's key in keys.dir at the first start when none is configured.
-func openLog(ctx context.Context, cfg daemonconfig.Config, reg *backends.Registry, log *slog.Logger) (*transparency.Signer, error) {
+// default's key in keys.dir at the first start when none is configured, and
+// checks them against the keys the replicas sharing the store sign with.
+func openLog(ctx context.Context, cfg daemonconfig.Config, reg *backends.Registry, st store.Store, log *slog.Logger) (*transparency.Signer, error) {
 	uris, byDefault := cfg.LogKeyURIs()
 	if byDefault {
 		if cfg.Store.Postgres() {
@@ -46,6 +50,9 @@ func openLog(ctx context.Context, cfg daemonconfig.Config, reg *backends.Registr
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
+	if err := checkSharedLogKeys(ctx, st, s, log); err != nil {
+		return nil, err
+	}
 	log.Info("transparency log ready", "origin", s.Origin(), "keys", strings.Join(s.VerifierKeys(), " "))
 	return s, nil
 }
@@ -64,5 +71,71 @@ func makeLogKey(path, origin string, log *slog.Logger) error {
 	}
 	vkey, _ := transparency.VerifierKey(origin, k.Public())
 	log.Info("made the transparency log's key (log.keys is empty); back it up: losing it means starting a new log", "path", path, "verifier_key", vkey)
+	return nil
+}
+
+// logKeysDocument is the stored document that records the log's origin and
+// the verifier keys of the replica that started last, one per line after
+// the origin.
+const logKeysDocument = "transparency-log-keys"
+
+// checkSharedLogKeys refuses to start a replica whose log keys share none
+// with the keys the replicas started before it sign with, for the same
+// origin: verifiers would then trust one replica's proofs and not the
+// other's. During a rotation the replicas list the old and the new key (they
+// share one); a new origin (a new log, e.g. after losing the key) is
+// accepted with a warning. Then it records its own origin and keys.
+func checkSharedLogKeys(ctx context.Context, st store.Store, s *transparency.Signer, log *slog.Logger) error {
+	// Replicas starting at the same time take turns: the loser of the lease
+	// or of the write checks again against what the winner recorded.
+	for attempt := 1; ; attempt++ {
+		err := checkLogKeysOnce(ctx, st, s, log)
+		if attempt == 5 || !(errors.Is(err, store.ErrLeaseHeld) || errors.Is(err, store.ErrStaleDocument)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
+}
+
+// checkLogKeysOnce is one attempt of checkSharedLogKeys.
+func checkLogKeysOnce(ctx context.Context, st store.Store, s *transparency.Signer, log *slog.Logger) error {
+	mine := s.VerifierKeys()
+	doc, err := st.Document(ctx, logKeysDocument)
+	var seq int64
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("log: read the keys the other replicas sign with: %w", err)
+	default:
+		seq = doc.Seq
+		lines := strings.Split(strings.TrimSpace(string(doc.Body)), "\n")
+		origin, theirs := lines[0], lines[1:]
+		if origin != s.Origin() {
+			log.Warn("log.origin differs from the one this store's log was signed under: this starts a new log, and monitors of the old one will report an origin change",
+				"origin", s.Origin(), "previous_origin", origin)
+		} else if !slices.ContainsFunc(mine, func(k string) bool { return slices.Contains(theirs, k) }) {
+			return fmt.Errorf("log.keys: the replica that started last (at %s) signs the transparency log %s with %s, and none of this replica's keys (%s) is among them: "+
+				"replicas sharing a store must sign with the same log key, or verifiers trust some replicas' proofs and not others'; "+
+				"install that key here, or, to rotate, list the old key beside the new one on every replica first (a lost key: start a new log under a new log.origin)",
+				doc.UpdatedAt.UTC().Format(time.RFC3339), origin, strings.Join(theirs, ", "), strings.Join(mine, ", "))
+		}
+		if origin == s.Origin() && slices.Equal(theirs, mine) {
+			return nil
+		}
+	}
+	holder := fmt.Sprintf("cardsignd-start/%d", os.Getpid())
+	lease, err := st.AcquireLease(ctx, logKeysDocument, holder, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("log: record this replica's log keys: %w", err)
+	}
+	defer func() { _ = st.ReleaseLease(context.WithoutCancel(ctx), lease) }()
+	body := strings.Join(append([]string{s.Origin()}, mine...), "\n") + "\n"
+	if err := st.PutDocument(ctx, lease, store.Document{Name: logKeysDocument, Seq: seq + 1, Body: []byte(body)}); err != nil {
+		return fmt.Errorf("log: record this replica's log keys: %w", err)
+	}
 	return nil
 }
