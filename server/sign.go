@@ -78,6 +78,13 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	if err != nil {
 		return nil, err
 	}
+	if n := len(transparency.CardHosts(prepared.Loaded.Value)); n > transparency.MaxHosts {
+		// The log entry lists a card's hosts for monitors to match: a host
+		// it could not list would be signed for unseen.
+		return nil, &InvalidArgumentError{Field: "supportedInterfaces", Reason: fmt.Sprintf(
+			"the card's interfaces name %d hosts; a card may name at most %d (the transparency log lists every one, so that their owners' monitors see it): split it into several cards",
+			n, transparency.MaxHosts)}
+	}
 	id := ""
 	if req.Registration != nil {
 		if id, err = agentID(req.Registration, prepared.Loaded.Value); err != nil {

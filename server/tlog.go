@@ -53,10 +53,6 @@ type checkpoint struct {
 	made time.Time
 }
 
-// servedCheckpointAge is how long a served checkpoint is reused before the
-// tree's size is read again: monitors poll it, and they are many.
-const servedCheckpointAge = time.Second
-
 func newTranslog(s *transparency.Signer, st store.Store) *translog {
 	return &translog{signer: s, store: st}
 }
@@ -77,15 +73,18 @@ func (t *translog) atLeast(ctx context.Context, size int64) (checkpoint, error) 
 	return t.signNow(ctx)
 }
 
-// current returns the checkpoint of the tree as it is now, or one at most
-// servedCheckpointAge old.
+// current returns a checkpoint of the tree as it is now: the latest signed
+// one when the tree has not grown since. The size is read from the store
+// each time, so that replicas behind a load balancer serve checkpoints and
+// tiles of the same committed tree (a checkpoint cached for a while could
+// lag another replica's, and its tiles answer 404 to a client holding the
+// newer one).
 func (t *translog) current(ctx context.Context) (checkpoint, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.latest.note != nil && time.Since(t.latest.made) < servedCheckpointAge {
-		return t.latest, nil
+	size, _, err := t.store.AuditHead(ctx)
+	if err != nil {
+		return checkpoint{}, fmt.Errorf("transparency log: tree size: %w", err)
 	}
-	return t.signNow(ctx)
+	return t.atLeast(ctx, size)
 }
 
 // signNow signs a checkpoint of the tree's committed size; t.mu is held.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -181,5 +182,23 @@ func TestLogKeyServed(t *testing.T) {
 	v, err := signer.Verify(context.Background(), res.Card, signer.VerifyOptions{Trusted: trustedKeys(t, a), LogKeys: keys, RequireLog: true})
 	if err != nil || !v.Valid(true) {
 		t.Fatalf("%+v %v", v, err)
+	}
+}
+
+// TestTooManyHostsRefused: a card naming more hosts than a log entry lists
+// is not signed: a host the entry left out would be signed for unseen by its
+// owner's monitor.
+func TestTooManyHostsRefused(t *testing.T) {
+	a, _ := newAuthority(t)
+	var ifaces []string
+	for i := range transparency.MaxHosts + 1 {
+		ifaces = append(ifaces, fmt.Sprintf(`{"url":"https://h%02d.example.com/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}`, i))
+	}
+	card := []byte(`{"name":"A","description":"d","supportedInterfaces":[` + strings.Join(ifaces, ",") + `],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`)
+	id := access.Identity{Name: "token:ci", Roles: []access.Role{access.RoleSigner}}
+	_, err := a.Sign(context.Background(), SignRequest{Card: card, Caller: id.Name, Identity: id})
+	var bad *InvalidArgumentError
+	if !errors.As(err, &bad) || bad.Field != "supportedInterfaces" || !strings.Contains(bad.Reason, "33 hosts") {
+		t.Fatalf("got %v", err)
 	}
 }

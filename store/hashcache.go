@@ -24,9 +24,23 @@ const DefaultHashCacheSize = 1 << 12
 // again: served from here, a proof costs no query. When full, the cache
 // starts over.
 type HashCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[int64]tlog.Hash
+	mu   sync.Mutex
+	max  int
+	m    map[int64]tlog.Hash
+	size int64 // the largest tree size an append of this process saw
+}
+
+// Appending tells the cache the tree's size as an append found it. A size
+// smaller than one seen before means the store went back (restored from a
+// backup, or a failover that lost commits): hashes cached past it may be
+// rewritten with others, so the cache starts over.
+func (c *HashCache) Appending(size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if size < c.size {
+		clear(c.m)
+	}
+	c.size = size
 }
 
 // NewHashCache returns a cache of at most max hashes (<= 0:

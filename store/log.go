@@ -166,13 +166,16 @@ func nextEdge(n int64, head []byte, have map[int64]tlog.Hash, added []transparen
 
 // CheckLogSize refuses an append when the log's size (its number of
 // leaves) is not head, the Seq of the audit head: leaf i must be the entry
-// of record i+1, and an append writes both.
+// of record i+1, and an append writes both. (A log shorter than the audit
+// log is caught up by the append first: records appended by a cardsignd from
+// before the log, during a rolling upgrade.)
 func CheckLogSize(size, head int64) error {
 	if size == head {
 		return nil
 	}
-	return fmt.Errorf("the transparency log has %d leaves but the audit log %d records: the database was changed outside cardsign; "+
-		"run cardsign audit verify; restore the database from a backup", size, head)
+	return fmt.Errorf("the transparency log has %d leaves but the audit log %d records: leaves were added outside cardsign "+
+		"(an append adds a record's leaf with it, and a cardsignd from before the log leaves records without leaves, which the next append adds); "+
+		"run cardsign audit verify --log, and restore the database from a backup", size, head)
 }
 
 // LogCatchUp is one transaction of a store's catch-up at open, which makes

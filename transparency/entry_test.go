@@ -1,6 +1,7 @@
 package transparency
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -64,12 +65,28 @@ func TestParseEntryRefusals(t *testing.T) {
 }
 
 func TestCardHosts(t *testing.T) {
-	v, err := card.Parse([]byte(`{"name":"A","supportedInterfaces":[{"url":"https://B.example/a"},{"url":"https://a.example:8443/x"},{"url":"not a url"},{"url":"https://b.example/other"}]}`), card.Limits{})
+	v, err := card.Parse([]byte(`{"name":"A","supportedInterfaces":[{"url":"https://B.example/a"},{"url":"https://a.example:8443/x"},{"url":"not a url"},{"url":"https://b.example/other"},`+
+		`{"url":"grpc.example:443","protocolBinding":"GRPC"},{"url":"https://team.example@victim.example/"}]}`), card.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(CardHosts(v), ","); got != "a.example,b.example" {
+	// A bare host:port is read as lint and the policy read it; userinfo is
+	// not the host.
+	if got := strings.Join(CardHosts(v), ","); got != "a.example,b.example,grpc.example,victim.example" {
 		t.Fatalf("CardHosts = %s", got)
+	}
+	// All hosts, however many: cardsignd refuses a card with more than an
+	// entry lists, rather than sign for hosts no monitor sees.
+	var ifaces []string
+	for i := range MaxHosts + 5 {
+		ifaces = append(ifaces, fmt.Sprintf(`{"url":"https://h%02d.example/"}`, i))
+	}
+	v, err = card.Parse([]byte(`{"name":"A","supportedInterfaces":[`+strings.Join(ifaces, ",")+`]}`), card.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(CardHosts(v)); n != MaxHosts+5 {
+		t.Fatalf("CardHosts listed %d of %d hosts", n, MaxHosts+5)
 	}
 }
 

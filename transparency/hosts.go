@@ -1,6 +1,7 @@
 package transparency
 
 import (
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -10,19 +11,23 @@ import (
 
 // CardHosts returns the hosts a card's supportedInterfaces[].url (and a v0.3
 // card's url) point at: lower case, without a trailing dot, sorted, each
-// once. A URL without a host is skipped: the entry lists what a monitor can
-// match, and lint refuses such a card before it is signed anyway.
+// once, all of them (an entry lists at most MaxHosts: cardsignd refuses a
+// card with more). A bare host:port (gRPC's form) is read as one, as lint
+// and the signing policy read it. A URL without a host is skipped: lint
+// refuses such a card before it is signed anyway.
 func CardHosts(v card.Value) []string {
 	var hosts []string
 	add := func(raw card.Value) {
 		if raw.Kind != card.String {
 			return
 		}
-		u, err := url.Parse(raw.Str)
-		if err != nil {
-			return
+		var host string
+		if card.IsHostPort(raw.Str) {
+			host, _, _ = net.SplitHostPort(raw.Str)
+		} else if u, err := url.Parse(raw.Str); err == nil {
+			host = u.Hostname()
 		}
-		if h := normalHost(u.Hostname()); h != "" {
+		if h := normalHost(host); h != "" {
 			hosts = append(hosts, h)
 		}
 	}
@@ -35,20 +40,18 @@ func CardHosts(v card.Value) []string {
 	if u, ok := v.Get("url"); ok {
 		add(u)
 	}
-	return normalHosts(hosts)
+	out := sortedHosts(hosts)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // normalHosts sorts hosts, drops repeats and empty or overlong names, and
-// keeps at most MaxHosts.
+// keeps at most MaxHosts (a card with more is not signed; the cap keeps an
+// entry within a bundle's bounds whatever a caller passes).
 func normalHosts(hosts []string) []string {
-	out := make([]string, 0, len(hosts))
-	for _, h := range hosts {
-		if h = normalHost(h); h != "" {
-			out = append(out, h)
-		}
-	}
-	slices.Sort(out)
-	out = slices.Compact(out)
+	out := sortedHosts(hosts)
 	if len(out) > MaxHosts {
 		out = out[:MaxHosts]
 	}
@@ -56,6 +59,19 @@ func normalHosts(hosts []string) []string {
 		return nil
 	}
 	return out
+}
+
+// sortedHosts normalizes hosts, sorts them and drops repeats and names
+// normalHost refuses.
+func sortedHosts(hosts []string) []string {
+	out := make([]string, 0, len(hosts))
+	for _, h := range hosts {
+		if h = normalHost(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // normalHost is a host as entries and --watch compare it.

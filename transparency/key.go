@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -58,11 +59,15 @@ func VerifierKey(origin string, pub crypto.PublicKey) (string, error) {
 // lines starting with "#" skipped. Every key must be Ed25519.
 func ParseVerifierKeys(text string) ([]note.Verifier, error) {
 	var vs []note.Verifier
+	seen := map[string]bool{}
 	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
+		if line == "" || strings.HasPrefix(line, "#") || seen[line] {
+			// A key listed twice is one key (note.Open would call the
+			// pair ambiguous and trust neither).
 			continue
 		}
+		seen[line] = true
 		v, err := note.NewVerifier(line)
 		if err != nil {
 			return nil, fmt.Errorf("transparency: log key on line %d: %w (want ORIGIN+HASH+BASE64, as /.well-known/cardsign-log-key serves)", i+1, err)
@@ -81,7 +86,29 @@ func ParseVerifierKeys(text string) ([]note.Verifier, error) {
 type Signer struct {
 	origin  string
 	signers []note.Signer
-	vkeys   []string
+	vkeys   []string // of signers, in order
+	retired []string // verifier keys that no longer sign
+}
+
+// Retire adds the verifier keys of log keys that no longer sign (a rotation
+// done): they are published and verified with beside the signing keys, so
+// the proofs in cards made before the rotation keep verifying. Each must be
+// an Ed25519 key named for this log's origin.
+func (s *Signer) Retire(vkeys ...string) error {
+	for _, k := range vkeys {
+		v, err := note.NewVerifier(k)
+		if err != nil {
+			return fmt.Errorf("transparency: retired log key %q: %w", k, err)
+		}
+		if v.Name() != s.origin {
+			return fmt.Errorf("transparency: retired log key %q is named %q, not the log's origin %q", k, v.Name(), s.origin)
+		}
+		if slices.Contains(s.vkeys, k) || slices.Contains(s.retired, k) {
+			continue
+		}
+		s.retired = append(s.retired, k)
+	}
+	return nil
 }
 
 // NewSigner returns a Signer for the log origin with keys (Ed25519, at
@@ -114,13 +141,18 @@ func NewSigner(origin string, keys ...crypto.Signer) (*Signer, error) {
 // Origin is the log's origin.
 func (s *Signer) Origin() string { return s.origin }
 
-// VerifierKeys are the log's public keys, as published.
-func (s *Signer) VerifierKeys() []string { return append([]string(nil), s.vkeys...) }
+// SigningKeys are the verifier keys of the keys that sign checkpoints.
+func (s *Signer) SigningKeys() []string { return slices.Clone(s.vkeys) }
+
+// VerifierKeys are the log's public keys, as published: the signing keys,
+// then the retired ones.
+func (s *Signer) VerifierKeys() []string { return append(slices.Clone(s.vkeys), s.retired...) }
 
 // Verifiers are the verifiers of the log's keys.
 func (s *Signer) Verifiers() []note.Verifier {
-	vs := make([]note.Verifier, len(s.vkeys))
-	for i, k := range s.vkeys {
+	keys := s.VerifierKeys()
+	vs := make([]note.Verifier, len(keys))
+	for i, k := range keys {
 		v, err := note.NewVerifier(k)
 		if err != nil {
 			panic("transparency: a key NewSigner accepted does not parse: " + err.Error())

@@ -239,3 +239,28 @@ func TestCheckOrigin(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestRetiredKeysStillVerify(t *testing.T) {
+	// A rotation done: the new key signs, the old one is retired; proofs
+	// under checkpoints the old key signed still verify with the published
+	// keys.
+	old, _ := GenerateKey()
+	oldSigner, _ := NewSigner("example.com/log", old)
+	cp, _ := oldSigner.Sign(1, tlog.RecordHash([]byte("x")))
+	fresh, _ := GenerateKey()
+	s, _ := NewSigner("example.com/log", fresh)
+	oldKey := oldSigner.VerifierKeys()[0]
+	if err := s.Retire(oldKey, oldKey); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.VerifierKeys(); len(got) != 2 || got[1] != oldKey || len(s.SigningKeys()) != 1 {
+		t.Fatalf("published %v, signing %v", got, s.SigningKeys())
+	}
+	if _, err := OpenCheckpoint(cp, s.Verifiers()); err != nil {
+		t.Fatalf("a checkpoint of the retired key: %v", err)
+	}
+	other, _ := NewSigner("other.example/log", old)
+	if err := s.Retire(other.VerifierKeys()[0]); err == nil {
+		t.Fatal("a key of another origin was retired into this log")
+	}
+}

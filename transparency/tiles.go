@@ -159,8 +159,16 @@ func MarshalBundle(entries [][]byte) ([]byte, error) {
 
 // ParseBundle decodes an entry bundle of want entries.
 func ParseBundle(b []byte, want int) ([][]byte, error) {
-	var out [][]byte
+	if want < 0 || want > TileWidth {
+		return nil, fmt.Errorf("entry bundle of %d entries: a bundle holds 1 to %d", want, TileWidth)
+	}
+	out := make([][]byte, 0, want)
 	for len(b) > 0 {
+		if len(out) == want {
+			// Stop here: a hostile server must not make the reader slice
+			// up megabytes of empty entries.
+			return nil, fmt.Errorf("entry bundle holds more than the %d entries wanted", want)
+		}
 		if len(b) < 2 {
 			return nil, errors.New("entry bundle ends inside a length")
 		}

@@ -50,6 +50,9 @@ func openLog(ctx context.Context, cfg daemonconfig.Config, reg *backends.Registr
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
+	if err := s.Retire(cfg.Log.RetiredKeys...); err != nil {
+		return nil, fmt.Errorf("log.retired_keys: %w", err)
+	}
 	if err := checkSharedLogKeys(ctx, st, s, log); err != nil {
 		return nil, err
 	}
@@ -103,7 +106,7 @@ func checkSharedLogKeys(ctx context.Context, st store.Store, s *transparency.Sig
 
 // checkLogKeysOnce is one attempt of checkSharedLogKeys.
 func checkLogKeysOnce(ctx context.Context, st store.Store, s *transparency.Signer, log *slog.Logger) error {
-	mine := s.VerifierKeys()
+	mine := s.SigningKeys()
 	doc, err := st.Document(ctx, logKeysDocument)
 	var seq int64
 	switch {

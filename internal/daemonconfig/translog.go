@@ -3,6 +3,7 @@ package daemonconfig
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/transparency"
@@ -17,6 +18,10 @@ import (
 type LogConfig struct {
 	Origin string   `yaml:"origin"`
 	Keys   []string `yaml:"keys"`
+	// RetiredKeys are verifier keys (ORIGIN+HASH+BASE64) of log keys that
+	// no longer sign: still published and verified with, so cards whose
+	// proofs they signed keep verifying after a rotation.
+	RetiredKeys []string `yaml:"retired_keys"`
 }
 
 // DefaultLogOrigin is the origin of the embedded default's log. A log
@@ -51,5 +56,16 @@ func (c *Config) validateLog(bad reporter) {
 			bad(fmt.Sprintf("log.keys[%d]", i), "%s is listed twice", backends.Redact(uri))
 		}
 		seen[uri] = true
+	}
+	for i, k := range c.Log.RetiredKeys {
+		vs, err := transparency.ParseVerifierKeys(k)
+		switch {
+		case err != nil:
+			bad(fmt.Sprintf("log.retired_keys[%d]", i), "%v", err)
+		case len(vs) != 1 || strings.Contains(k, "\n"):
+			bad(fmt.Sprintf("log.retired_keys[%d]", i), "one verifier key per entry")
+		case vs[0].Name() != c.Log.Origin:
+			bad(fmt.Sprintf("log.retired_keys[%d]", i), "the key is named %q, not log.origin %q", vs[0].Name(), c.Log.Origin)
+		}
 	}
 }

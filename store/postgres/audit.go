@@ -78,7 +78,27 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			return err
 		}
 		// The transparency log's leaf i is record i+1's entry: the log
-		// must end where the audit log does before both grow.
+		// must end where the audit log does before both grow. Records
+		// without leaves (appended by a cardsignd from before the log while
+		// this one ran: a rolling upgrade) become leaves first, here.
+		s.hashes.Appending(seq)
+		caughtUp := size < seq
+		for size < seq {
+			recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
+			if err != nil {
+				return fmt.Errorf("list audit after %d: %w", size, err)
+			}
+			entries, hashes, err := store.LogCatchUp(size, seq, recs, txHashes(ctx, tx))
+			if err != nil {
+				return err
+			}
+			b := &pgx.Batch{}
+			queueLog(b, size, entries, hashes)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			size += int64(len(entries))
+		}
 		if err := store.CheckLogSize(size, seq); err != nil {
 			return err
 		}
@@ -92,7 +112,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			prev = r.Hash
 		}
 		var last store.LogEdge
-		if e := s.edge.Load(); e != nil {
+		if e := s.edge.Load(); e != nil && !caughtUp {
 			last = *e
 		}
 		entries, hashes, next, err := last.Append(seq, out, txHashes(ctx, tx))

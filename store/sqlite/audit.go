@@ -53,6 +53,25 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		if err != nil {
 			return err
 		}
+		s.hashes.Appending(seq)
+		caughtUp := size < seq
+		for size < seq {
+			// Records without leaves: appended by a cardsignd from before
+			// the log while this one ran (a rolling upgrade). They become
+			// leaves first, in this transaction.
+			recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
+			if err != nil {
+				return fmt.Errorf("list audit after %d: %w", size, err)
+			}
+			entries, hashes, err := store.LogCatchUp(size, seq, recs, s.txHashes(ctx, tx))
+			if err != nil {
+				return err
+			}
+			if err := s.insertLog(ctx, tx, size, entries, hashes); err != nil {
+				return err
+			}
+			size += int64(len(entries))
+		}
 		if err := store.CheckLogSize(size, seq); err != nil {
 			return err
 		}
@@ -70,7 +89,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			prev = r.Hash
 		}
 		var last store.LogEdge
-		if e := s.edge.Load(); e != nil {
+		if e := s.edge.Load(); e != nil && !caughtUp {
 			last = *e
 		}
 		entries, hashes, next, err := last.Append(seq, out, s.txHashes(ctx, tx))
