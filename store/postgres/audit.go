@@ -84,20 +84,9 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		s.hashes.Appending(seq)
 		caughtUp := size < seq
 		for size < seq {
-			recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
-			if err != nil {
-				return fmt.Errorf("list audit after %d: %w", size, err)
-			}
-			entries, hashes, err := store.LogCatchUp(size, seq, recs, txHashes(ctx, tx))
-			if err != nil {
+			if size, err = catchUpChunk(ctx, tx, size, seq); err != nil {
 				return err
 			}
-			b := &pgx.Batch{}
-			queueLog(b, size, entries, hashes)
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return err
-			}
-			size += int64(len(entries))
 		}
 		if err := store.CheckLogSize(size, seq); err != nil {
 			return err

@@ -72,21 +72,8 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 			if head, _, size, err = lockHead(ctx, tx); err != nil || size == head {
 				return err
 			}
-			recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
-			if err != nil {
-				return fmt.Errorf("list audit after %d: %w", size, err)
-			}
-			entries, hashes, err := store.LogCatchUp(size, head, recs, txHashes(ctx, tx))
-			if err != nil {
-				return err
-			}
-			b := &pgx.Batch{}
-			queueLog(b, size, entries, hashes)
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return err
-			}
-			size += int64(len(entries))
-			return nil
+			size, err = catchUpChunk(ctx, tx, size, head)
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("transparency log: adding the audit records appended before it (%d of %d are leaves): %w", before, head, classify(ctx, err))
@@ -97,6 +84,26 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 	}
 	s.log.Info("transparency log: every audit record is a leaf", "leaves", size, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// catchUpChunk makes up to store.LogCatchUpChunk records after the log's
+// size leaves inside tx, which holds the audit head's lock, and returns the
+// log's new size.
+func catchUpChunk(ctx context.Context, tx pgx.Tx, size, head int64) (int64, error) {
+	recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
+	if err != nil {
+		return size, fmt.Errorf("list audit after %d: %w", size, err)
+	}
+	entries, hashes, err := store.LogCatchUp(size, head, recs, txHashes(ctx, tx))
+	if err != nil {
+		return size, err
+	}
+	b := &pgx.Batch{}
+	queueLog(b, size, entries, hashes)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return size, err
+	}
+	return size + int64(len(entries)), nil
 }
 
 // LogHashes returns the tree hashes stored at indexes, in the order asked.

@@ -126,3 +126,31 @@ func TestLogGuards(t *testing.T) {
 		t.Fatalf("append onto a log longer than the audit log: %v, want an error saying %q", err, want)
 	}
 }
+
+// TestAppendCatchesUpRecordsWithoutLeaves: during a rolling upgrade a
+// cardsignd from before the log keeps appending records without leaves; the
+// next append of this version makes them leaves first, in its transaction,
+// instead of failing every signature.
+func TestAppendCatchesUpRecordsWithoutLeaves(t *testing.T) {
+	ctx := t.Context()
+	recs := storetest.ChainedRecords(8)
+	url := oldDatabase(t, recs[:5])
+	s := openT(t, url)
+	cols := newAuditCols(3) // as the old binary writes them: no leaves
+	for i := range recs[5:] {
+		cols.add(&recs[5+i], recs[5+i].Time.UnixNano())
+	}
+	if _, err := s.pool.Exec(ctx, insertAudit, cols.args()...); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.AppendAudit(ctx, []audit.Record{record("new")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Seq != 9 {
+		t.Fatalf("appended as record %d, want 9", out[0].Seq)
+	}
+	if n := storetest.CheckLog(t, s, func(audit.Record) []string { return nil }); n != 9 {
+		t.Fatalf("log of %d leaves, want 9", n)
+	}
+}

@@ -59,18 +59,9 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			// Records without leaves: appended by a cardsignd from before
 			// the log while this one ran (a rolling upgrade). They become
 			// leaves first, in this transaction.
-			recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
-			if err != nil {
-				return fmt.Errorf("list audit after %d: %w", size, err)
-			}
-			entries, hashes, err := store.LogCatchUp(size, seq, recs, s.txHashes(ctx, tx))
-			if err != nil {
+			if size, err = s.catchUpChunk(ctx, tx, size, seq); err != nil {
 				return err
 			}
-			if err := s.insertLog(ctx, tx, size, entries, hashes); err != nil {
-				return err
-			}
-			size += int64(len(entries))
 		}
 		if err := store.CheckLogSize(size, seq); err != nil {
 			return err

@@ -90,19 +90,8 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 			if size, err = s.logSize(ctx, tx); err != nil || size == head {
 				return err
 			}
-			recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
-			if err != nil {
-				return fmt.Errorf("list audit after %d: %w", size, err)
-			}
-			entries, hashes, err := store.LogCatchUp(size, head, recs, s.txHashes(ctx, tx))
-			if err != nil {
-				return err
-			}
-			if err := s.insertLog(ctx, tx, size, entries, hashes); err != nil {
-				return err
-			}
-			size += int64(len(entries))
-			return nil
+			size, err = s.catchUpChunk(ctx, tx, size, head)
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("transparency log: adding the audit records appended before it (%d of %d are leaves): %w", size, head, err)
@@ -113,6 +102,23 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 	}
 	s.log.Info("transparency log: every audit record is a leaf", "leaves", size, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// catchUpChunk makes up to store.LogCatchUpChunk records after the log's
+// size leaves inside tx, a write transaction, and returns the log's new size.
+func (s *Store) catchUpChunk(ctx context.Context, tx *sql.Tx, size, head int64) (int64, error) {
+	recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
+	if err != nil {
+		return size, fmt.Errorf("list audit after %d: %w", size, err)
+	}
+	entries, hashes, err := store.LogCatchUp(size, head, recs, s.txHashes(ctx, tx))
+	if err != nil {
+		return size, err
+	}
+	if err := s.insertLog(ctx, tx, size, entries, hashes); err != nil {
+		return size, err
+	}
+	return size + int64(len(entries)), nil
 }
 
 // LogHashes returns the tree hashes stored at indexes, in the order asked.
