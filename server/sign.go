@@ -78,7 +78,8 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	if err != nil {
 		return nil, err
 	}
-	if n := len(transparency.CardHosts(prepared.Loaded.Value)); n > transparency.MaxHosts {
+	hosts := transparency.CardHosts(prepared.Loaded.Value)
+	if n := len(hosts); n > transparency.MaxHosts {
 		// The log entry lists a card's hosts for monitors to match: a host
 		// it could not list would be signed for unseen.
 		return nil, &InvalidArgumentError{Field: "supportedInterfaces", Reason: fmt.Sprintf(
@@ -91,7 +92,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 			return nil, err
 		}
 	}
-	if err := a.checkPolicy(ctx, req, prepared, id); err != nil {
+	if err := a.checkPolicy(ctx, req, prepared, id, hosts); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
@@ -103,7 +104,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		if err != nil {
 			return nil, err
 		}
-		committed, err := a.commit(ctx, expected, a.auditRecords(req, res))
+		committed, err := a.commit(ctx, expected, a.auditRecords(req, res, hosts))
 		if err == nil && a.tlog != nil {
 			if err := a.attachProofs(ctx, res, committed); err != nil {
 				discarded = res
@@ -156,7 +157,7 @@ const maxSignAttempts = 3
 // checkPolicy applies the signing policy to a prepared card, and to the agent
 // id it is registered under when it is (id not empty). A refusal is recorded
 // in the audit log before it is returned.
-func (a *Authority) checkPolicy(ctx context.Context, req SignRequest, p *signer.Prepared, id string) error {
+func (a *Authority) checkPolicy(ctx context.Context, req SignRequest, p *signer.Prepared, id string, hosts []string) error {
 	if a.cfg.Policy == nil || req.resign {
 		return nil
 	}
@@ -169,16 +170,17 @@ func (a *Authority) checkPolicy(ctx context.Context, req SignRequest, p *signer.
 	if err == nil {
 		return nil
 	}
-	rec := a.recordFor(req, p)
+	rec := a.recordFor(req, p, hosts)
 	rec.Outcome, rec.Reason = audit.OutcomeRefused, err.Error()
 	return a.auditRefusal(ctx, rec, err)
 }
 
 // auditRecords are the records of a signed card, one per signature.
-func (a *Authority) auditRecords(req SignRequest, res *signer.Result) []audit.Record {
+func (a *Authority) auditRecords(req SignRequest, res *signer.Result, hosts []string) []audit.Record {
 	recs := make([]audit.Record, len(res.Signatures))
+	base := a.recordFor(req, res.Prepared, hosts)
 	for i, s := range res.Signatures {
-		recs[i] = a.recordFor(req, res.Prepared)
+		recs[i] = base
 		recs[i].KID, recs[i].Alg, recs[i].Profile, recs[i].Signature = s.KID, string(s.Alg), string(s.Profile), s.Value
 	}
 	return recs
@@ -196,7 +198,8 @@ func (a *Authority) countSignatures(outcome string, res *signer.Result, principa
 }
 
 // recordFor starts the audit record of a request about a prepared card.
-func (a *Authority) recordFor(req SignRequest, p *signer.Prepared) audit.Record {
+// hosts are the card's (transparency.CardHosts), for its log entry.
+func (a *Authority) recordFor(req SignRequest, p *signer.Prepared, hosts []string) audit.Record {
 	name, _ := p.Loaded.Value.Get("name")
 	version, _ := p.Loaded.Value.Get("version")
 	return audit.Record{
@@ -208,7 +211,7 @@ func (a *Authority) recordFor(req SignRequest, p *signer.Prepared) audit.Record 
 		CanonicalSHA256: p.CanonicalSHA256[:],
 		Outcome:         audit.OutcomeSigned,
 		Provenance:      audit.EncodeProvenance(req.Identity.Provenance),
-		Hosts:           transparency.CardHosts(p.Loaded.Value),
+		Hosts:           hosts,
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
@@ -46,11 +45,10 @@ func (t *translog) committed(recs []audit.Record) {
 	}
 }
 
-// checkpoint is a signed checkpoint and when it was made.
+// checkpoint is a signed checkpoint of a tree of size leaves.
 type checkpoint struct {
 	size int64
 	note []byte
-	made time.Time
 }
 
 func newTranslog(s *transparency.Signer, st store.Store) *translog {
@@ -113,7 +111,7 @@ func (t *translog) sign(ctx context.Context, size int64) (checkpoint, error) {
 	if err != nil {
 		return checkpoint{}, err
 	}
-	t.latest = checkpoint{size: size, note: note, made: time.Now()}
+	t.latest = checkpoint{size: size, note: note}
 	return t.latest, nil
 }
 
@@ -170,6 +168,11 @@ func (t *translog) attachProofs(ctx context.Context, res *signer.Result, committ
 func (t *translog) Checkpoint(ctx context.Context) (int64, []byte, error) {
 	cp, err := t.current(ctx)
 	return cp.size, cp.note, err
+}
+
+func (t *translog) Size(ctx context.Context) (int64, error) {
+	size, _, err := t.store.AuditHead(ctx)
+	return size, err
 }
 
 func (t *translog) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {

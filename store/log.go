@@ -2,9 +2,12 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/bits"
+	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -201,6 +204,33 @@ func LogCatchUp(size, head int64, recs []audit.Record, r tlog.HashReader) ([][]b
 		return nil, nil, missingRecord(size + 1)
 	}
 	return LogAppend(size, recs, r)
+}
+
+// CatchUpLog drives a store's catch-up at open: while the log (size leaves)
+// is shorter than the audit log (head records), step runs one transaction
+// that reads both again under the append lock, makes up to
+// LogCatchUpChunk records leaves (LogCatchUp), and returns both as it left
+// them. Progress goes to log every 10,000 leaves.
+func CatchUpLog(ctx context.Context, log *slog.Logger, size, head int64, step func(context.Context) (size, head int64, err error)) error {
+	if size == head {
+		return nil
+	}
+	start := time.Now()
+	const msg = "transparency log: adding the audit records appended before it as leaves"
+	log.Info(msg, "leaves", size, "records", head)
+	for size != head {
+		before := size
+		n, h, err := step(ctx)
+		if err != nil {
+			return fmt.Errorf("transparency log: adding the audit records appended before it (%d of %d are leaves): %w", before, head, err)
+		}
+		size, head = n, h
+		if size/10000 != before/10000 {
+			log.Info(msg, "leaves", size, "records", head)
+		}
+	}
+	log.Info("transparency log: every audit record is a leaf", "leaves", size, "took", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 func missingRecord(seq int64) error {

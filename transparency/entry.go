@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/cardsign/cardsign/audit"
@@ -170,9 +169,6 @@ func ParseEntry(b []byte) (Entry, error) {
 	}
 	return e, nil
 }
-
-// When is the entry's time.
-func (e Entry) When() (time.Time, error) { return time.Parse(time.RFC3339Nano, e.Time) }
 
 // Index is the entry's leaf index: Seq - 1.
 func (e Entry) Index() int64 { return e.Seq - 1 }

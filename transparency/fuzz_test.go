@@ -55,7 +55,6 @@ func FuzzParse(f *testing.F) {
 			}
 			e.MatchesHost("a.example.com")
 			transparency.MatchesWatch(e, "*")
-			e.When()
 		}
 	})
 }

@@ -16,6 +16,10 @@ import (
 type Source interface {
 	// Checkpoint returns the latest signed checkpoint and the tree size it signs.
 	Checkpoint(ctx context.Context) (size int64, signed []byte, err error)
+	// Size returns the size of the committed tree, whose tiles may be
+	// served: at least the latest checkpoint's. A tile request needs no
+	// signed checkpoint, so it costs no signature.
+	Size(ctx context.Context) (int64, error)
 	// ReadHashes returns the tree hashes stored at indexes (tlog storage
 	// indexes), in the order asked.
 	ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error)
@@ -72,12 +76,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// "checkpoint": accept both.
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	ctx := r.Context()
-	size, signed, err := h.src.Checkpoint(ctx)
-	if err != nil {
-		h.internal(w, r, "read checkpoint", err)
-		return
-	}
 	if path == CheckpointPath {
+		_, signed, err := h.src.Checkpoint(ctx)
+		if err != nil {
+			h.internal(w, r, "read checkpoint", err)
+			return
+		}
 		h.write(w, "text/plain; charset=utf-8", checkpointCache, signed)
 		return
 	}
@@ -88,6 +92,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t, err := ParseTilePath(path)
 	if err != nil {
 		h.fail(w, http.StatusBadRequest, err.Error()+" (C2SP tlog-tiles: tile/L/N[.p/W] or tile/entries/N[.p/W], L 0 to 7, N in groups of three digits all but the last prefixed with x, W 1 to 255)")
+		return
+	}
+	size, err := h.src.Size(ctx)
+	if err != nil {
+		h.internal(w, r, "read the tree's size", err)
 		return
 	}
 	// Checked without multiplying N: a path of seven index groups names a

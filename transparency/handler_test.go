@@ -222,3 +222,25 @@ func TestHandlerStoreFailure(t *testing.T) {
 		t.Errorf("the store error was not logged: %s", logged.String())
 	}
 }
+
+// unsignedSource cannot sign a checkpoint (its key is in an HSM that went
+// away) but can read its store.
+type unsignedSource struct{ transparency.Source }
+
+func (unsignedSource) Checkpoint(context.Context) (int64, []byte, error) {
+	return 0, nil, errors.New("hsm: token removed")
+}
+
+// TestTilesNeedNoCheckpoint: a tile request reads the tree's size, not a
+// signed checkpoint, so serving tiles costs no signature.
+func TestTilesNeedNoCheckpoint(t *testing.T) {
+	l, _ := newLog(t)
+	appendN(t, l, 3, "")
+	h := transparency.NewHandler(unsignedSource{l}, nil)
+	if rec := get(t, h, http.MethodGet, "/tile/0/000.p/3"); rec.Code != 200 || rec.Body.Len() != 3*32 {
+		t.Errorf("tile: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+	if rec := get(t, h, http.MethodGet, "/checkpoint"); rec.Code != 500 {
+		t.Errorf("checkpoint: %d", rec.Code)
+	}
+}

@@ -170,6 +170,13 @@ func (l *Log) Checkpoint(ctx context.Context) (int64, []byte, error) {
 	return l.size, bytes.Clone(l.cp), nil
 }
 
+// Size implements transparency.Source: the size of the tree served.
+func (l *Log) Size(ctx context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size, nil
+}
+
 // ReadHashes implements transparency.Source.
 func (l *Log) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
 	l.mu.Lock()

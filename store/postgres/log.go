@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
@@ -60,13 +59,7 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("transparency log size: %w", classify(ctx, err))
 	}
-	if size == head {
-		return nil
-	}
-	start := time.Now()
-	s.log.Info("transparency log: adding the audit records appended before it as leaves", "leaves", size, "records", head)
-	for size != head {
-		before := size
+	return store.CatchUpLog(ctx, s.log, size, head, func(ctx context.Context) (int64, int64, error) {
 		err := s.inTx(ctx, func(tx pgx.Tx) error {
 			var err error
 			if head, _, size, err = lockHead(ctx, tx); err != nil || size == head {
@@ -75,15 +68,8 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 			size, err = catchUpChunk(ctx, tx, size, head)
 			return err
 		})
-		if err != nil {
-			return fmt.Errorf("transparency log: adding the audit records appended before it (%d of %d are leaves): %w", before, head, classify(ctx, err))
-		}
-		if size/10000 != before/10000 {
-			s.log.Info("transparency log: adding the audit records appended before it as leaves", "leaves", size, "records", head)
-		}
-	}
-	s.log.Info("transparency log: every audit record is a leaf", "leaves", size, "took", time.Since(start).Round(time.Millisecond))
-	return nil
+		return size, head, classify(ctx, err)
+	})
 }
 
 // catchUpChunk makes up to store.LogCatchUpChunk records after the log's

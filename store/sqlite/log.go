@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
-	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -72,13 +71,7 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 	if err := s.db.QueryRowContext(ctx, selectLogSize).Scan(&size); err != nil {
 		return fmt.Errorf("transparency log size: %w", err)
 	}
-	if size == head {
-		return nil
-	}
-	start := time.Now()
-	s.log.Info("transparency log: adding the audit records appended before it as leaves", "leaves", size, "records", head)
-	for size != head {
-		before := size
+	return store.CatchUpLog(ctx, s.log, size, head, func(ctx context.Context) (int64, int64, error) {
 		err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 			if err := s.prepare(ctx); err != nil {
 				return err
@@ -93,15 +86,8 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 			size, err = s.catchUpChunk(ctx, tx, size, head)
 			return err
 		})
-		if err != nil {
-			return fmt.Errorf("transparency log: adding the audit records appended before it (%d of %d are leaves): %w", size, head, err)
-		}
-		if size/50000 != before/50000 {
-			s.log.Info("transparency log: adding the audit records appended before it as leaves", "leaves", size, "records", head)
-		}
-	}
-	s.log.Info("transparency log: every audit record is a leaf", "leaves", size, "took", time.Since(start).Round(time.Millisecond))
-	return nil
+		return size, head, err
+	})
 }
 
 // catchUpChunk makes up to store.LogCatchUpChunk records after the log's
