@@ -398,6 +398,27 @@ func TestVerifyRevokedKey(t *testing.T) {
 	if v.Valid(false) || !v.Checks[0].Revoked || !strings.Contains(v.Checks[0].Reason, "revoked") {
 		t.Fatalf("a signature by a revoked key must fail as revoked: %+v", v.Checks)
 	}
+	// Issue 24 item 19: the portability report names the revoked key, not
+	// "no signature over spec bytes".
+	want := "signed by a revoked key (kid " + Printable(k.KID) + ", revoked at 2026-11-21T00:00:00Z (key compromise))"
+	for _, row := range v.Portability() {
+		if row.Covered || row.Reason != want {
+			t.Errorf("portability %s: covered %v, reason %q, want %q", row.Verifier, row.Covered, row.Reason, want)
+		}
+	}
+	if got := v.Checks[0].RevokedReason(); got != want {
+		t.Errorf("RevokedReason() = %q, want %q", got, want)
+	}
+	// A signature that fails for another reason keeps its own.
+	v, err = Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(newKey(t, jose.ES256))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range v.Portability() {
+		if row.Covered || !strings.HasPrefix(row.Reason, "no signature over ") || v.Checks[0].RevokedReason() != "" {
+			t.Errorf("portability %s with an unknown key: covered %v, reason %q", row.Verifier, row.Covered, row.Reason)
+		}
+	}
 }
 
 // countingSigner counts signatures.

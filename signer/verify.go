@@ -85,6 +85,12 @@ type Check struct {
 	Revoked bool
 	Profile card.Profile // the profile whose bytes verified, when Valid
 	Reason  string       // why not, when !Valid
+	// RevokedWhy is what the revocation list says of the key, when
+	// Revoked: when and why (jwks.Revocation.String).
+	RevokedWhy string
+	// declared is the profile the protected header names, if any: what a
+	// signature not verified (a revoked key's) would have covered.
+	declared card.Profile
 	// HasProof reports that the signature carries an inclusion proof;
 	// Logged is what the proof showed, when VerifyOptions.LogKeys checked it.
 	HasProof bool
@@ -125,7 +131,32 @@ func (v *Verification) Portability() []Support {
 			verified = append(verified, c.Profile)
 		}
 	}
-	return Portability(v.forms, verified)
+	rows := Portability(v.forms, verified)
+	// A family no valid signature covers, but a revoked key's signature
+	// would have, is told so: "no signature over its bytes" would send the
+	// operator looking for a signing bug instead of at the revocation.
+	for i := range rows {
+		if rows[i].Covered {
+			continue
+		}
+		for _, c := range v.Checks {
+			if c.Revoked && (c.declared == "" || bytes.Equal(formBytes(v.forms, c.declared), formBytes(v.forms, rows[i].Profile))) {
+				rows[i].Reason = c.RevokedReason()
+				break
+			}
+		}
+	}
+	return rows
+}
+
+// RevokedReason says, for a signature by a revoked key, which key and when
+// and why it was revoked: "signed by a revoked key (kid K, revoked at T
+// (REASON))". Empty when the key is not revoked.
+func (c Check) RevokedReason() string {
+	if !c.Revoked {
+		return ""
+	}
+	return fmt.Sprintf("signed by a revoked key (kid %s, %s)", Printable(c.KID), c.RevokedWhy)
 }
 
 // Uncovered returns the parts of the card that no verified signature
@@ -254,10 +285,10 @@ func (v *verifier) verifyOne(ctx context.Context, s card.Value, payloads map[car
 	if err != nil {
 		return err
 	}
-	c.KID, c.Alg = h.kid, h.algName
+	c.KID, c.Alg, c.declared = h.kid, h.algName, h.profile
 	if opts.Revoked != nil {
 		if reason, revoked := opts.Revoked(h.kid); revoked {
-			c.Revoked = true
+			c.Revoked, c.RevokedWhy = true, reason
 			return fmt.Errorf("key %s is revoked: %s", Printable(h.kid), reason)
 		}
 	}
