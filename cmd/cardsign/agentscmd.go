@@ -14,7 +14,6 @@ import (
 	"time"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
-	"github.com/cardsign/cardsign/signer"
 )
 
 func agentsCmd() command {
@@ -104,7 +103,7 @@ func agentsCmd() command {
 			if err != nil {
 				return fail(err)
 			}
-			fmt.Fprintf(e.stdout, "revoked agent %s version %d (canonical SHA-256 %s) at %s: %s\n", signer.Printable(res.GetAgentId()), res.GetVersion(),
+			fmt.Fprintf(e.stdout, "revoked agent %s version %d (canonical SHA-256 %s) at %s: %s\n", escapeValue(res.GetAgentId()), res.GetVersion(),
 				hex.EncodeToString(res.GetCanonicalSha256()), res.GetRevokedAt().AsTime().UTC().Format(time.RFC3339), escapeText(res.GetReason()))
 			fmt.Fprintln(e.stderr, "cardsign agents revoke: the signed revocation document lists it from its next issue (within seconds); verifiers that fetch it refuse the card")
 			return exitOK
@@ -112,7 +111,7 @@ func agentsCmd() command {
 			if _, err := cl.agents.RemoveAgent(cctx, &pb.RemoveAgentRequest{AgentId: pos[0]}); err != nil {
 				return fail(err)
 			}
-			fmt.Fprintf(e.stderr, "cardsign agents remove: removed agent %s and its history from the registry\n", signer.Printable(pos[0]))
+			fmt.Fprintf(e.stderr, "cardsign agents remove: removed agent %s and its history from the registry\n", escapeValue(pos[0]))
 			return exitOK
 		}
 		res, err := cl.agents.GetAgentCard(cctx, &pb.GetAgentCardRequest{AgentId: pos[0], Version: *version})
@@ -133,7 +132,7 @@ func agentsCmd() command {
 		if changed {
 			what = "written"
 		}
-		fmt.Fprintf(e.stderr, "cardsign agents pull: %s version %d: %s %s\n", signer.Printable(card.GetAgentId()), card.GetVersion(), *out, what)
+		fmt.Fprintf(e.stderr, "cardsign agents pull: %s version %d: %s %s\n", escapeValue(card.GetAgentId()), card.GetVersion(), *out, what)
 		return exitOK
 	}
 	return c
@@ -148,15 +147,11 @@ func printAgent(w io.Writer, a *pb.AgentCard, asJSON bool) {
 			"canonical_sha256": hex.EncodeToString(a.GetCanonicalSha256()), "caller": a.GetCaller(),
 			"audit_sequence": a.GetAuditSequence(), "stored_at": stored,
 		})
-		fmt.Fprintf(w, "%s\n", b)
+		fmt.Fprintf(w, "%s\n", escapeJSON(b))
 		return
 	}
-	kids := make([]string, len(a.GetKids()))
-	for i, k := range a.GetKids() {
-		kids[i] = signer.Printable(k)
-	}
-	fmt.Fprintf(w, "%s  version %d  %s  kids %s  stored %s  by %s  audit %d\n", signer.Printable(a.GetAgentId()), a.GetVersion(),
-		signer.Printable(a.GetVisibility()), strings.Join(kids, ","), stored, signer.Printable(a.GetCaller()), a.GetAuditSequence())
+	fmt.Fprintf(w, "%s  version %d  %s  kids %s  stored %s  by %s  audit %d\n", escapeValue(a.GetAgentId()), a.GetVersion(),
+		escapeValue(a.GetVisibility()), escapeValues(a.GetKids()), stored, escapeValue(a.GetCaller()), a.GetAuditSequence())
 }
 
 // writeAtomically replaces name with data through a temporary file in the

@@ -155,9 +155,9 @@ func auditCmd() command {
 			if err := v.Add(r); err != nil {
 				var ce *audit.ChainError
 				if errors.As(err, &ce) {
-					fmt.Fprintf(e.stdout, "audit chain BROKEN at record %d: %s\n", ce.Seq, ce.Reason)
+					fmt.Fprintf(e.stdout, "audit chain BROKEN at record %d: %s\n", ce.Seq, escapeText(ce.Reason))
 				} else {
-					fmt.Fprintf(e.stdout, "audit chain BROKEN: %v\n", err)
+					fmt.Fprintf(e.stdout, "audit chain BROKEN: %s\n", escapeText(err.Error()))
 				}
 				return exitFail
 			}
@@ -168,7 +168,7 @@ func auditCmd() command {
 			}
 		}
 		if err := v.Finish(); err != nil {
-			fmt.Fprintf(e.stdout, "%v\nhead published by %s\nthe log was edited outside cardsignd: restore the database from a backup and find out who could write to it\n", err, published.from)
+			fmt.Fprintf(e.stdout, "%s\nhead published by %s\nthe log was edited outside cardsignd: restore the database from a backup and find out who could write to it\n", escapeText(err.Error()), escapeText(published.from))
 			return exitFail
 		}
 		_, last := v.Last()
@@ -186,14 +186,23 @@ func auditCmd() command {
 			}
 		}
 		if noHead != "" {
-			fmt.Fprintf(e.stdout, "note: no published head to check against: truncation of the tail cannot be detected (%s)\n", noHead)
+			fmt.Fprintf(e.stdout, "note: no published head to check against: truncation of the tail cannot be detected (%s)\n", escapeText(noHead))
 		}
 		if published != nil {
 			for _, n := range published.note {
-				fmt.Fprintf(e.stdout, "note: %s\n", n)
+				fmt.Fprintf(e.stdout, "note: %s\n", escapeText(n))
 			}
-			fmt.Fprintf(e.stdout, "checked against the published head record %d (hash %s) from %s: the log holds it\n",
-				published.head.Seq, hex.EncodeToString(published.head.Hash), published.from)
+			if published.head.Seq == 0 {
+				// Every log extends the empty one: a head of record 0 (a
+				// document signed before the first record) checks nothing,
+				// and saying "the log holds it" would pass off no check as
+				// one.
+				fmt.Fprintf(e.stdout, "note: nothing to check against: the published head from %s is record 0, the empty log (signed before the first record); truncation of the tail cannot be detected: check against a later document or --head SEQ:HASH\n",
+					escapeText(published.from))
+			} else {
+				fmt.Fprintf(e.stdout, "checked against the published head record %d (hash %s) from %s: the log holds it\n",
+					published.head.Seq, hex.EncodeToString(published.head.Hash), escapeText(published.from))
+			}
 		}
 		return exitOK
 	}
@@ -279,23 +288,26 @@ func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 			m["provenance"] = p
 		}
 		b, _ := json.Marshal(m)
-		fmt.Fprintf(w, "%s\n", b)
+		fmt.Fprintf(w, "%s\n", escapeJSON(b))
 		return
 	}
+	// Every field but the numbers and hashes is the caller's or the
+	// card's (an OIDC subject may hold a newline and an escape sequence)
+	// or the daemon's: escaped, so that no record can forge a line.
 	var line strings.Builder
-	fmt.Fprintf(&line, "%d %s outcome=%s", r.Seq, r.Time.Format(time.RFC3339Nano), outcome)
+	fmt.Fprintf(&line, "%d %s outcome=%s", r.Seq, r.Time.Format(time.RFC3339Nano), escapeValue(outcome))
 	if showReason {
 		fmt.Fprintf(&line, " reason=%q", r.Reason)
 	}
 	fmt.Fprintf(&line, " caller=%s request=%s card=%q version=%q sha256=%s",
-		r.Caller, r.RequestID, r.CardName, r.CardVersion, hex.EncodeToString(r.CanonicalSHA256))
+		escapeValue(r.Caller), escapeValue(r.RequestID), r.CardName, r.CardVersion, hex.EncodeToString(r.CanonicalSHA256))
 	if r.Provenance != "" {
 		// The JSON text as hashed, escaped like everything a caller can
 		// put on a terminal (a workflow name with spaces or controls).
 		fmt.Fprintf(&line, " provenance=%s", escapeText(r.Provenance))
 	}
 	if !r.Refused() || r.KID != "" || r.Alg != "" || r.Profile != "" || r.Signature != "" {
-		fmt.Fprintf(&line, " kid=%s alg=%s profile=%s signature=%s", r.KID, r.Alg, r.Profile, r.Signature)
+		fmt.Fprintf(&line, " kid=%s alg=%s profile=%s signature=%s", escapeValue(r.KID), escapeValue(r.Alg), escapeValue(r.Profile), escapeValue(r.Signature))
 	}
 	fmt.Fprintf(&line, " prev=%s hash=%s\n", hex.EncodeToString(r.PrevHash), hex.EncodeToString(r.Hash))
 	fmt.Fprint(w, line.String())

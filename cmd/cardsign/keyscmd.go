@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,7 +12,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
-	"github.com/cardsign/cardsign/signer"
 )
 
 func keysCmd() command {
@@ -105,19 +105,24 @@ func keysCmd() command {
 			fmt.Fprintf(e.stderr, "cardsign keys %s: %s\n", sub, describe(err))
 			return exitFail
 		}
-		tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "KID\tALG\tSTATE\tPUBLISHED\tACTIVATES\tRETIRES\tEXPIRES\tREVOKED\tURI")
-		for _, k := range keys {
-			// Kids and URIs recorded before they were validated may hold
-			// anything: a tab or newline would shift the table.
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", signer.Printable(k.GetKid()), signer.Printable(k.GetAlg()), k.GetState(),
-				tsText(k.GetPublishAt()), tsText(k.GetActivateAt()), tsText(k.GetRetireAt()), tsText(k.GetExpireAt()),
-				escapeText(revokedText(k)), signer.Printable(k.GetUri()))
-		}
-		tw.Flush()
+		printKeys(e.stdout, keys)
 		return exitOK
 	}
 	return c
+}
+
+// printKeys prints keys as a table, one line per key.
+func printKeys(w io.Writer, keys []*pb.Key) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KID\tALG\tSTATE\tPUBLISHED\tACTIVATES\tRETIRES\tEXPIRES\tREVOKED\tURI")
+	for _, k := range keys {
+		// Kids and URIs recorded before they were validated may hold
+		// anything: a tab or newline would shift the table.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeValue(k.GetKid()), escapeValue(k.GetAlg()), escapeValue(k.GetState()),
+			tsText(k.GetPublishAt()), tsText(k.GetActivateAt()), tsText(k.GetRetireAt()), tsText(k.GetExpireAt()),
+			escapeText(revokedText(k)), escapeValue(k.GetUri()))
+	}
+	tw.Flush()
 }
 
 func tsText(t *timestamppb.Timestamp) string {

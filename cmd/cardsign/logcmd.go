@@ -19,7 +19,6 @@ import (
 	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
-	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -424,7 +423,7 @@ func logMonitor(ctx context.Context, e env, lc *transparency.Client, state strin
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+				_, err = fmt.Fprintf(e.stdout, "%s\n", escapeJSON(b))
 				return err
 			}
 			_, err := io.WriteString(e.stdout, monitorLine(ev))
@@ -450,18 +449,20 @@ func monitorLine(ev transparency.Event) string {
 	case transparency.EventEntry:
 		en := ev.Entry
 		var b strings.Builder
-		fmt.Fprintf(&b, "MATCH leaf %d (audit record %d) %s %s card %q", ev.Index, en.Seq, en.Time, signer.Printable(en.Outcome), en.Card.Name)
+		// Each value on its own: a caller or host holding a space could
+		// otherwise pass for the next field of the line.
+		fmt.Fprintf(&b, "MATCH leaf %d (audit record %d) %s %s card %q", ev.Index, en.Seq, escapeValue(en.Time), escapeValue(en.Outcome), en.Card.Name)
 		if en.Card.Version != "" {
 			fmt.Fprintf(&b, " version %q", en.Card.Version)
 		}
 		if len(en.Card.Hosts) > 0 {
-			fmt.Fprintf(&b, " hosts %s", strings.Join(en.Card.Hosts, ","))
+			fmt.Fprintf(&b, " hosts %s", escapeValues(en.Card.Hosts))
 		}
-		fmt.Fprintf(&b, " caller %s", en.Caller)
+		fmt.Fprintf(&b, " caller %s", escapeValue(en.Caller))
 		if en.KID != "" {
-			fmt.Fprintf(&b, " kid %s", en.KID)
+			fmt.Fprintf(&b, " kid %s", escapeValue(en.KID))
 		}
-		fmt.Fprintf(&b, " sha256 %s (watch %s)", en.Card.SHA256, strings.Join(ev.Matched, ","))
+		fmt.Fprintf(&b, " sha256 %s (watch %s)", escapeValue(en.Card.SHA256), escapeValues(ev.Matched))
 		return escapeText(b.String()) + "\n"
 	case transparency.EventAlarm:
 		a := ev.Alarm

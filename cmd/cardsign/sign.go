@@ -160,7 +160,7 @@ func signCmd() command {
 				c.name, escapeText(strings.Join(res.PythonDivergences, ", ")))
 		}
 		for _, s := range res.Signatures {
-			fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile)\n", c.name, signer.Printable(s.KID), s.Alg, s.Profile)
+			fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile)\n", c.name, escapeValue(s.KID), s.Alg, s.Profile)
 		}
 		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, signer.FormatPortability("verifies in: ", res.Portability))
 		e.stdout.Write(res.Card)
@@ -216,13 +216,13 @@ func (c command) remote(ctx context.Context, e env, conn *connFlags, timeout tim
 		fmt.Fprintf(e.stderr, "cardsign %s: added a python-ascii signature for a2a-python ≤1.1, which writes these otherwise than RFC 8785: %s\n", c.name, escapeText(strings.Join(d, ", ")))
 	}
 	for _, s := range res.GetSignatures() {
-		fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile), audit record %d\n", c.name, signer.Printable(s.GetKid()), signer.Printable(s.GetAlg()), signer.Printable(s.GetProfile()), s.GetAuditSequence())
+		fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile), audit record %d\n", c.name, escapeValue(s.GetKid()), escapeValue(s.GetAlg()), escapeValue(s.GetProfile()), s.GetAuditSequence())
 	}
 	if p := res.GetPortability(); len(p) > 0 {
 		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, escapeText(signer.FormatPortability("verifies in: ", supportOf(p))))
 	}
 	if id := res.GetAgentId(); id != "" {
-		fmt.Fprintf(e.stderr, "cardsign %s: registered as agent %s, version %d\n", c.name, signer.Printable(id), res.GetAgentVersion())
+		fmt.Fprintf(e.stderr, "cardsign %s: registered as agent %s, version %d\n", c.name, escapeValue(id), res.GetAgentVersion())
 	}
 	e.stdout.Write(res.GetSignedCard())
 	return exitOK

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
@@ -152,7 +150,7 @@ func verifyCmd() command {
 		// Which shipped verifiers would accept the card: each computes its
 		// own bytes, and a signature covers the verifiers whose bytes it
 		// signed.
-		fmt.Fprintln(e.stdout, signer.FormatPortability("verifies in: ", res.Portability()))
+		fmt.Fprintln(e.stdout, escapeText(signer.FormatPortability("verifies in: ", res.Portability())))
 		if u := res.Uncovered(); len(u) > 0 && res.Valid(false) {
 			fmt.Fprintf(e.stderr, "warning: these keys are outside the v1.0 schema and covered by no verified signature: %s\n", escapeText(strings.Join(u, ", ")))
 		}
@@ -162,9 +160,12 @@ func verifyCmd() command {
 			return exitFail
 		}
 		if !res.Valid(*all) {
-			if *all {
+			switch revoked := revokedOnly(res.Checks); {
+			case *all:
 				fmt.Fprintln(e.stderr, "verification failed: not every signature verifies")
-			} else {
+			case revoked != "":
+				fmt.Fprintf(e.stderr, "verification failed: %s\n", escapeText(revoked))
+			default:
 				fmt.Fprintln(e.stderr, "verification failed: no signature verifies")
 			}
 			return exitFail
@@ -231,46 +232,27 @@ func noDowngrade(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
+// revokedOnly says why a card failed when every signature it carries is
+// by a revoked key (the revocation, not the card, is the news), and is
+// empty otherwise.
+func revokedOnly(checks []signer.Check) string {
+	var why []string
+	for _, ch := range checks {
+		if !ch.Revoked {
+			return ""
+		}
+		why = append(why, ch.RevokedReason())
+	}
+	return strings.Join(slices.Compact(why), "; ")
+}
+
 // orDash prints a header value from the card: "-" when absent, else as
-// signer.Printable does (plain kids and algs bare, anything else quoted).
+// escapeValue does (plain kids and algs bare, anything else quoted).
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return signer.Printable(s)
-}
-
-// escapeText makes free text that may embed card or server content (a
-// reason, an error) safe for a terminal: every character that is not
-// printable (controls, escape sequences, bidi overrides, line separators,
-// invalid UTF-8) is written as its Go escape; printable text, spaces
-// included, is unchanged.
-func escapeText(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || (r != ' ' && !unicode.IsPrint(r)) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for len(s) > 0 {
-		r, size := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case r == ' ' || (r != utf8.RuneError && unicode.IsPrint(r)):
-			b.WriteString(s[:size])
-		default:
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		s = s[size:]
-	}
-	return b.String()
+	return escapeValue(s)
 }
 
 // skewOption turns --clock-skew into VerifyOptions.ClockSkew, where 0 means
