@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"time"
@@ -380,7 +381,20 @@ func (s agentService) GetAgentCard(ctx context.Context, req *pb.GetAgentCardRequ
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &pb.GetAgentCardResponse{Card: agentCardPB(c, true)}, nil
+	out := agentCardPB(c, true)
+	// A revoked card is still shown (an auditor looks at it), marked, so
+	// that cardsign agents pull does not publish it without saying why.
+	revoked, err := s.a.revokedCards(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	for _, r := range revoked {
+		if bytes.Equal(r.CanonicalSHA256, c.CanonicalSHA256) {
+			out.RevokedAt, out.RevokeReason = timestamppb.New(r.RevokedAt), r.Reason
+			break
+		}
+	}
+	return &pb.GetAgentCardResponse{Card: out}, nil
 }
 
 func (s agentService) ListAgents(ctx context.Context, req *pb.ListAgentsRequest) (*pb.ListAgentsResponse, error) {

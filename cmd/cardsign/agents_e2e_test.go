@@ -115,6 +115,28 @@ func TestAgentsRevokeCard(t *testing.T) {
 	if !strings.Contains(rev.Stdout, "revoked agent payments version 1") {
 		t.Fatalf("agents revoke: %s", rev.Stdout)
 	}
+	// Issue 24 item 18: pull refuses to publish a revoked card (exit 1,
+	// the file left alone) and says why, unless told to.
+	out := filepath.Join(dir, "agent-card.json")
+	if r := cardsign(t, dir, nil, srv("agents", "pull", "payments", "--out", out)...); r.Code != exitFail ||
+		!strings.Contains(r.Stderr, "refusing to write "+out+": payments version 1 was revoked at ") || !strings.Contains(r.Stderr, ": leaked with a staging URL; ") {
+		t.Fatalf("agents pull of a revoked card: exit %d, want %d\n%s", r.Code, exitFail, r.Stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("agents pull wrote the revoked card: %v", err)
+	}
+	if r := mustRun(t, dir, srv("agents", "pull", "payments", "--out", out, "--allow-revoked")...); !strings.Contains(r.Stderr, "warning: payments version 1 was revoked") || !strings.Contains(r.Stderr, "written") {
+		t.Fatalf("agents pull --allow-revoked: %s", r.Stderr)
+	}
+	if b, _ := os.ReadFile(out); string(b) != payments {
+		t.Fatal("agents pull --allow-revoked: the file is not the card")
+	}
+	if r := mustRun(t, dir, srv("agents", "show", "payments")...); r.Stdout != payments || !strings.Contains(r.Stderr, "note: payments version 1 was revoked") {
+		t.Fatalf("agents show of a revoked card: %s", r.Stderr)
+	}
+	if r := cardsign(t, dir, nil, srv("agents", "pull", "billing", "--out", filepath.Join(dir, "billing-pulled.json"))...); r.Code != exitOK {
+		t.Fatalf("agents pull of a card that is not revoked: exit %d %s", r.Code, r.Stderr)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := cardsign(t, dir, nil, "verify", "--jwks", jwksURL, "payments.json")

@@ -20,7 +20,7 @@ func agentsCmd() command {
 	c := command{
 		name:    "agents",
 		summary: "List, show and remove the agents in cardsignd's card registry, or pull an agent's current signed card into a file.",
-		usage:   "list [--json] | show ID [--version V] | history ID | remove ID | pull ID --out FILE | revoke ID [--version V] --reason TEXT   (all take --server ADDR)",
+		usage:   "list [--json] | show ID [--version V] | history ID | remove ID | pull ID --out FILE [--allow-revoked] | revoke ID [--version V] --reason TEXT   (all take --server ADDR)",
 		example: "  cardsign sign --server 127.0.0.1:7700 --register --agent payments agent-card.json > /dev/null\n" +
 			"  cardsign agents list --server 127.0.0.1:7700\n" +
 			"  payments  version 3  private  kids k-2026-11-23a  stored 2026-11-23T17:40:02Z  by token:ci\n" +
@@ -40,6 +40,7 @@ func agentsCmd() command {
 		version := fs.Int64("version", 0, "show, revoke: this version (default the newest)")
 		reason := fs.String("reason", "", "revoke: why (required; verifiers show it)")
 		out := fs.String("out", "", "pull: the file to write the signed card to (required)")
+		allowRevoked := fs.Bool("allow-revoked", false, "pull: write the card even when it is revoked (verifiers that read the revocation document refuse it)")
 		pos, code, done := c.parse(e, fs, args[1:])
 		if done {
 			return code
@@ -56,6 +57,8 @@ func agentsCmd() command {
 			return c.usageError(e, "pull needs --out FILE")
 		case sub != "pull" && *out != "":
 			return c.usageError(e, "--out is for pull")
+		case sub != "pull" && *allowRevoked:
+			return c.usageError(e, "--allow-revoked is for pull")
 		case sub != "show" && sub != "revoke" && *version != 0:
 			return c.usageError(e, "--version is for show and revoke")
 		case sub == "revoke" && strings.TrimSpace(*reason) == "":
@@ -119,9 +122,27 @@ func agentsCmd() command {
 			return fail(err)
 		}
 		card := res.GetCard()
+		revoked := ""
+		if card.GetRevokedAt() != nil {
+			revoked = fmt.Sprintf("%s version %d was revoked at %s: %s", escapeValue(card.GetAgentId()), card.GetVersion(),
+				card.GetRevokedAt().AsTime().UTC().Format(time.RFC3339), escapeText(card.GetRevokeReason()))
+		}
 		if sub == "show" {
+			if revoked != "" {
+				fmt.Fprintf(e.stderr, "cardsign agents show: note: %s\n", revoked)
+			}
 			e.stdout.Write(card.GetSignedCard())
 			return exitOK
+		}
+		if revoked != "" {
+			// Publishing a revoked card would have every verifier that
+			// reads the revocation document refuse the agent: the file is
+			// left as it was, unless the operator means it.
+			if !*allowRevoked {
+				fmt.Fprintf(e.stderr, "cardsign agents pull: refusing to write %s: %s; sign and register a new version, or pass --allow-revoked to write it anyway\n", *out, revoked)
+				return exitFail
+			}
+			fmt.Fprintf(e.stderr, "cardsign agents pull: warning: %s; writing it because of --allow-revoked\n", revoked)
 		}
 		changed, err := writeAtomically(*out, card.GetSignedCard())
 		if err != nil {

@@ -2004,6 +2004,10 @@ type AgentCard struct {
 	Caller        string                 `protobuf:"bytes,7,opt,name=caller,proto3" json:"caller,omitempty"`
 	AuditSequence int64                  `protobuf:"varint,8,opt,name=audit_sequence,json=auditSequence,proto3" json:"audit_sequence,omitempty"`
 	StoredAt      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=stored_at,json=storedAt,proto3" json:"stored_at,omitempty"`
+	// Set by GetAgentCard when this version is revoked (RevokeAgentCard):
+	// when and why. Verifiers that read the revocation document refuse it.
+	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	RevokeReason  string                 `protobuf:"bytes,11,opt,name=revoke_reason,json=revokeReason,proto3" json:"revoke_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2099,6 +2103,20 @@ func (x *AgentCard) GetStoredAt() *timestamppb.Timestamp {
 		return x.StoredAt
 	}
 	return nil
+}
+
+func (x *AgentCard) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+func (x *AgentCard) GetRevokeReason() string {
+	if x != nil {
+		return x.RevokeReason
+	}
+	return ""
 }
 
 type GetAgentCardRequest struct {
@@ -2775,7 +2793,7 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\"~\n" +
 	"\x18ListAuditRecordsResponse\x122\n" +
 	"\arecords\x18\x01 \x03(\v2\x18.cardsign.v1.AuditRecordR\arecords\x12.\n" +
-	"\x13next_after_sequence\x18\x02 \x01(\x03R\x11nextAfterSequence\"\xb8\x02\n" +
+	"\x13next_after_sequence\x18\x02 \x01(\x03R\x11nextAfterSequence\"\x98\x03\n" +
 	"\tAgentCard\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x1e\n" +
@@ -2788,7 +2806,11 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x04kids\x18\x06 \x03(\tR\x04kids\x12\x16\n" +
 	"\x06caller\x18\a \x01(\tR\x06caller\x12%\n" +
 	"\x0eaudit_sequence\x18\b \x01(\x03R\rauditSequence\x127\n" +
-	"\tstored_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bstoredAt\"J\n" +
+	"\tstored_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bstoredAt\x129\n" +
+	"\n" +
+	"revoked_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12#\n" +
+	"\rrevoke_reason\x18\v \x01(\tR\frevokeReason\"J\n" +
 	"\x13GetAgentCardRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\"V\n" +
@@ -2933,47 +2955,48 @@ var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	41, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
 	26, // 23: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
 	42, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
-	29, // 25: cardsign.v1.ListAgentsResponse.agents:type_name -> cardsign.v1.AgentCard
-	29, // 26: cardsign.v1.GetAgentCardResponse.card:type_name -> cardsign.v1.AgentCard
-	29, // 27: cardsign.v1.AgentHistoryResponse.versions:type_name -> cardsign.v1.AgentCard
-	42, // 28: cardsign.v1.RevokeAgentCardResponse.revoked_at:type_name -> google.protobuf.Timestamp
-	1,  // 29: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
-	5,  // 30: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
-	8,  // 31: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
-	12, // 32: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
-	14, // 33: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
-	16, // 34: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
-	18, // 35: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
-	20, // 36: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
-	22, // 37: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
-	24, // 38: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
-	27, // 39: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
-	30, // 40: cardsign.v1.AgentService.GetAgentCard:input_type -> cardsign.v1.GetAgentCardRequest
-	31, // 41: cardsign.v1.AgentService.ListAgents:input_type -> cardsign.v1.ListAgentsRequest
-	34, // 42: cardsign.v1.AgentService.AgentHistory:input_type -> cardsign.v1.AgentHistoryRequest
-	36, // 43: cardsign.v1.AgentService.RemoveAgent:input_type -> cardsign.v1.RemoveAgentRequest
-	38, // 44: cardsign.v1.AgentService.RevokeAgentCard:input_type -> cardsign.v1.RevokeAgentCardRequest
-	2,  // 45: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
-	6,  // 46: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
-	9,  // 47: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
-	13, // 48: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
-	15, // 49: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
-	17, // 50: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
-	19, // 51: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
-	21, // 52: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
-	23, // 53: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
-	25, // 54: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
-	28, // 55: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
-	33, // 56: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
-	32, // 57: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
-	35, // 58: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
-	37, // 59: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
-	39, // 60: cardsign.v1.AgentService.RevokeAgentCard:output_type -> cardsign.v1.RevokeAgentCardResponse
-	45, // [45:61] is the sub-list for method output_type
-	29, // [29:45] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	42, // 25: cardsign.v1.AgentCard.revoked_at:type_name -> google.protobuf.Timestamp
+	29, // 26: cardsign.v1.ListAgentsResponse.agents:type_name -> cardsign.v1.AgentCard
+	29, // 27: cardsign.v1.GetAgentCardResponse.card:type_name -> cardsign.v1.AgentCard
+	29, // 28: cardsign.v1.AgentHistoryResponse.versions:type_name -> cardsign.v1.AgentCard
+	42, // 29: cardsign.v1.RevokeAgentCardResponse.revoked_at:type_name -> google.protobuf.Timestamp
+	1,  // 30: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
+	5,  // 31: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
+	8,  // 32: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
+	12, // 33: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
+	14, // 34: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
+	16, // 35: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
+	18, // 36: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
+	20, // 37: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
+	22, // 38: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
+	24, // 39: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
+	27, // 40: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
+	30, // 41: cardsign.v1.AgentService.GetAgentCard:input_type -> cardsign.v1.GetAgentCardRequest
+	31, // 42: cardsign.v1.AgentService.ListAgents:input_type -> cardsign.v1.ListAgentsRequest
+	34, // 43: cardsign.v1.AgentService.AgentHistory:input_type -> cardsign.v1.AgentHistoryRequest
+	36, // 44: cardsign.v1.AgentService.RemoveAgent:input_type -> cardsign.v1.RemoveAgentRequest
+	38, // 45: cardsign.v1.AgentService.RevokeAgentCard:input_type -> cardsign.v1.RevokeAgentCardRequest
+	2,  // 46: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
+	6,  // 47: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
+	9,  // 48: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
+	13, // 49: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
+	15, // 50: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
+	17, // 51: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
+	19, // 52: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
+	21, // 53: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
+	23, // 54: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
+	25, // 55: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
+	28, // 56: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
+	33, // 57: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
+	32, // 58: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
+	35, // 59: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
+	37, // 60: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
+	39, // 61: cardsign.v1.AgentService.RevokeAgentCard:output_type -> cardsign.v1.RevokeAgentCardResponse
+	46, // [46:62] is the sub-list for method output_type
+	30, // [30:46] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_cardsign_v1_cardsign_proto_init() }
