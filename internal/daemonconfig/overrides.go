@@ -33,8 +33,11 @@ func (c *Config) Apply(o Overrides) {
 // checks the state directories' modes as the daemon would at start. With
 // store.url, it then connects to the database (within a few seconds) and
 // reports what it found, without applying migrations. Warnings are written
-// to w; every problem is in the returned error.
-func Check(path string, w io.Writer) error {
+// to w; every problem is in the returned error. Then, with no problem so
+// far, each of more runs on the validated config: the start-up checks that
+// need what only cardsignd's main knows (its build, its store's contents),
+// which the daemon runs at start too.
+func Check(path string, w io.Writer, more ...func(Config) error) error {
 	cfg, err := Load(path)
 	if err == nil {
 		err = cfg.Validate()
@@ -49,6 +52,12 @@ func Check(path string, w io.Writer) error {
 				err = e
 			}
 		}
+	}
+	for _, check := range more {
+		if err != nil {
+			break
+		}
+		err = check(cfg)
 	}
 	return err
 }
