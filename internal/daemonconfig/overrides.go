@@ -2,8 +2,11 @@ package daemonconfig
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
+
+	"github.com/cardsign/cardsign/backends"
 )
 
 // Overrides are settings given on the command line; they win over the
@@ -60,4 +63,38 @@ func Check(path string, w io.Writer, more ...func(Config) error) error {
 		err = check(cfg)
 	}
 	return err
+}
+
+// CheckBuild refuses a config that needs a key backend this build of
+// cardsignd lacks: notBuilt maps each such scheme (pkcs11, gcpkms, awskms)
+// to how to get it. The daemon would otherwise fail only when it builds the
+// backend, and --check-config, which builds none, would say ok.
+func (c *Config) CheckBuild(notBuilt map[string]string) error {
+	var probs []Problem
+	need := func(path, scheme string) {
+		if how, missing := notBuilt[scheme]; missing {
+			probs = append(probs, Problem{Path: path, Message: fmt.Sprintf(
+				"needs the %s backend, and this cardsignd was built without it: %s, or remove what needs it", scheme, how)})
+		}
+	}
+	for _, s := range []struct {
+		scheme string
+		on     bool
+	}{{"pkcs11", c.PKCS11.Enabled()}, {"gcpkms", c.GCPKMS.Enabled()}, {"awskms", c.AWSKMS.Enabled()}} {
+		if s.on {
+			need(s.scheme, s.scheme)
+		}
+	}
+	if _, named := notBuilt[c.Keys.Backend]; named {
+		need("keys.backend", c.Keys.Backend)
+	}
+	for i, uri := range c.Log.Keys {
+		if scheme, err := backends.Scheme(uri); err == nil {
+			need(fmt.Sprintf("log.keys[%d]", i), scheme)
+		}
+	}
+	if len(probs) > 0 {
+		return &Error{File: c.file, Problems: probs, positions: c.positions}
+	}
+	return nil
 }
