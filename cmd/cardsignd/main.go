@@ -171,8 +171,8 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 			return err
 		}
 	}
-	// MkdirAll keeps the mode of a directory that already exists; openStore
-	// makes missing ones, after every check.
+	// Existing state directories are judged here; openStore makes missing
+	// ones (mode 0700) after every check.
 	if err := cfg.CheckStateDirs(log); err != nil {
 		return err
 	}
