@@ -22,10 +22,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -34,6 +32,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/internal/secretfile"
 	"github.com/cardsign/cardsign/pemkey"
 )
 
@@ -321,27 +320,27 @@ func (r *Reloader) read() (*contents, error) {
 }
 
 func readFile(what, path string) ([]byte, fs.FileMode, error) {
-	f, err := os.Open(path)
+	// Opened without blocking: a FIFO at the path would otherwise hang the
+	// start, --check-config and every poll.
+	f, fi, err := secretfile.Open(path, 0)
+	var nr *secretfile.NotRegularError
+	if errors.As(err, &nr) {
+		return nil, 0, fmt.Errorf("tlsreload: %s %s: not a regular file (it is a %s)", what, path, secretfile.Kind(nr.Mode))
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("tlsreload: %s %s: %w", what, path, unwrapPath(err))
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	b, err := secretfile.ReadAll(f, fi, maxFileSize)
+	var tl *secretfile.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, 0, fmt.Errorf("tlsreload: %s %s: larger than %d bytes", what, path, maxFileSize)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("tlsreload: %s %s: %w", what, path, unwrapPath(err))
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("tlsreload: %s %s: not a regular file (%s)", what, path, fi.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if b == nil {
 		b = []byte{}
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("tlsreload: %s %s: %w", what, path, unwrapPath(err))
-	}
-	if len(b) > maxFileSize {
-		return nil, 0, fmt.Errorf("tlsreload: %s %s: larger than %d bytes", what, path, maxFileSize)
 	}
 	return b, fi.Mode(), nil
 }

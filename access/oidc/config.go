@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/cardsign/cardsign/glob"
+	"github.com/cardsign/cardsign/internal/secretfile"
 )
 
 // Defaults.
@@ -219,10 +219,14 @@ func checkClaims(path string, claims map[string]string) []string {
 	return probs
 }
 
+// maxCAFile caps an issuer's ca_file: a CA bundle is kilobytes (the whole
+// Mozilla bundle ~200 KiB); a wrong path (a device, a log) is refused.
+const maxCAFile = 1 << 20
+
 // loadCAFile reads a PEM bundle into a pool, refusing one with no
 // certificate (a wrong path to a key file, say).
 func loadCAFile(path string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
+	b, err := secretfile.ReadFile(path, maxCAFile)
 	if err != nil {
 		return nil, err
 	}

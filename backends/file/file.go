@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/backends/internal/secretfile"
+	"github.com/cardsign/cardsign/internal/secretfile"
 )
 
 // Scheme is the URI scheme this backend registers.

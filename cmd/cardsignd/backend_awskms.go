@@ -15,3 +15,6 @@ func addAWSKMS(reg *backends.Registry, c daemonconfig.AWSKMSConfig, log *slog.Lo
 	return reg.Add(awskms.Scheme, awskms.Constructor, backends.Config{Settings: awskms.Config{
 		Endpoint: c.Endpoint, Region: c.Region, KeySpec: c.KeySpec, Alias: c.Alias, RateLimit: c.RateLimit, Logger: log}})
 }
+
+// awskmsNotBuilt is empty: this build has the awskms backend (notBuilt).
+const awskmsNotBuilt = ""

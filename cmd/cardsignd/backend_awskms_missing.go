@@ -10,5 +10,9 @@ import (
 )
 
 func addAWSKMS(reg *backends.Registry, _ daemonconfig.AWSKMSConfig, _ *slog.Logger) error {
-	return reg.Add("awskms", backends.Missing("awskms", "rebuild cardsignd without -tags noawskms"), backends.Config{})
+	return reg.Add("awskms", backends.Missing("awskms", awskmsNotBuilt), backends.Config{})
 }
+
+// awskmsNotBuilt says how to get the awskms backend this build lacks
+// (notBuilt).
+const awskmsNotBuilt = "rebuild cardsignd without -tags noawskms"

@@ -15,3 +15,6 @@ func addGCPKMS(reg *backends.Registry, c daemonconfig.GCPKMSConfig, log *slog.Lo
 	return reg.Add(gcpkms.Scheme, gcpkms.Constructor, backends.Config{Settings: gcpkms.Config{
 		Endpoint: c.Endpoint, Insecure: c.Insecure, CryptoKey: c.CryptoKey, RateLimit: c.RateLimit, Logger: log}})
 }
+
+// gcpkmsNotBuilt is empty: this build has the gcpkms backend (notBuilt).
+const gcpkmsNotBuilt = ""

@@ -10,5 +10,9 @@ import (
 )
 
 func addGCPKMS(reg *backends.Registry, _ daemonconfig.GCPKMSConfig, _ *slog.Logger) error {
-	return reg.Add("gcpkms", backends.Missing("gcpkms", "rebuild cardsignd without -tags nogcpkms"), backends.Config{})
+	return reg.Add("gcpkms", backends.Missing("gcpkms", gcpkmsNotBuilt), backends.Config{})
 }
+
+// gcpkmsNotBuilt says how to get the gcpkms backend this build lacks
+// (notBuilt).
+const gcpkmsNotBuilt = "rebuild cardsignd without -tags nogcpkms"

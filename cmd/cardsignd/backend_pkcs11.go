@@ -22,3 +22,6 @@ func addPKCS11(reg *backends.Registry, c daemonconfig.PKCS11Config, log *slog.Lo
 		AllowedModules: c.Modules(), DefaultModule: c.Module, PIN: pin, Token: c.Token, PoolSize: c.PoolSize,
 		PINSourceDirs: c.PINSourceDirs, Logger: log, ModuleSetting: "pkcs11.allowed_modules"}})
 }
+
+// pkcs11NotBuilt is empty: this build has the pkcs11 backend (notBuilt).
+const pkcs11NotBuilt = ""

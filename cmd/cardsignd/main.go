@@ -39,7 +39,6 @@ import (
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/tlsreload"
-	"github.com/cardsign/cardsign/transparency"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -91,7 +90,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *checkConfig != "" {
-		if err := daemonconfig.Check(*checkConfig, stderr); err != nil {
+		// The start's own checks too (except binding the listeners: the
+		// check runs beside a daemon already serving on them, before a
+		// restart), bounded like the connection check.
+		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+		defer cancel()
+		if err := daemonconfig.Check(*checkConfig, stderr, startChecks(ctx)...); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
@@ -131,6 +135,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// checkTimeout bounds the start-up checks of --check-config that reach the
+// database.
+const checkTimeout = 10 * time.Second
+
 func newLogger(cfg daemonconfig.Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
@@ -145,32 +153,63 @@ func newLogger(cfg daemonconfig.Config, w io.Writer) *slog.Logger {
 const pinEnv = daemonconfig.PINEnv
 
 // serve runs the daemon until ctx ends or a listener fails. Each step is a
-// function of its own; the order matters: state directories before the
-// store, backends before the authority that opens keys through them, the
-// exposure rule checked again on the bound listeners, background work
-// stopped before the authority closes the audit log.
+// function of its own; the order matters. Every check that can refuse the
+// start runs before anything is written (a refused start leaves the data
+// directory, the database and the key directory as they were): the
+// checks --check-config runs too (startChecks), the state directories'
+// modes, the backends built, the TLS material and callers loaded, both
+// listeners bound (a port clash), and the database looked at without
+// migrating it. Only then is the store opened (made or migrated); the
+// checks that need its contents (log keys shared with the other replicas,
+// every key's backend) run before the first write of the daemon's own: the
+// log key and the first signing key. Background work is stopped before the
+// authority closes the audit log.
 func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error {
 	nofile := fileLimit(log)
-	st, database, err := openStore(ctx, cfg, log)
-	if err != nil {
+	for _, check := range startChecks(ctx) {
+		if err := check(cfg); err != nil {
+			return err
+		}
+	}
+	// Existing state directories are judged here; openStore makes missing
+	// ones (mode 0700) after every check.
+	if err := cfg.CheckStateDirs(log); err != nil {
 		return err
 	}
-	defer st.Close()
 	reg, stats, err := openBackends(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer reg.Close()
 	metrics := server.NewMetrics()
-	tlogSigner, err := openLog(ctx, cfg, reg, st, log)
-	if err != nil {
-		return err
-	}
-	auth, pol, err := openAuthority(ctx, cfg, st, reg, tlogSigner, metrics, log)
-	if err != nil {
-		return err
-	}
 	authn, err := cfg.Auth.Authenticator(ctx, log)
+	if err != nil {
+		return err
+	}
+	reloader, err := openTLS(cfg.TLS, metrics, log)
+	if err != nil {
+		return err
+	}
+	gl, hl, err := listen(cfg, reloader != nil, authn.Enabled(), nofile, metrics, log)
+	if err != nil {
+		return err
+	}
+	// Serve closes them too; these cover a start refused before it.
+	defer gl.Close()
+	defer hl.Close()
+	tlog, err := openLog(ctx, cfg, reg, log)
+	if err != nil {
+		return err
+	}
+	st, database, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, _, err := compareLogKeys(ctx, st, tlog.signer, slog.New(slog.DiscardHandler)); err != nil {
+		return err
+	}
+	auth, pol, err := openAuthority(ctx, cfg, st, reg, tlog, metrics, log)
 	if err != nil {
 		return err
 	}
@@ -181,17 +220,9 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 			log.Warn("identity token issuers: keys not fetched at start; fetched again at the first token", "err", err)
 		}
 	}()
-	reloader, err := openTLS(cfg.TLS, metrics, log)
-	if err != nil {
-		return err
-	}
 	sd := serviceNotifier()
 	bg := startBackground(ctx, auth, reloader, sd, log)
 	defer bg.stop()
-	gl, hl, err := listen(cfg, reloader != nil, authn.Enabled(), nofile, metrics, log)
-	if err != nil {
-		return err
-	}
 	if cfg.Keys.Prepublish < cfg.JWKS.MaxAge {
 		log.Warn("keys.prepublish is shorter than jwks.max_age: verifiers holding a cached JWKS may not know a rotated key when it starts signing",
 			"prepublish", cfg.Keys.Prepublish, "jwks_max_age", cfg.JWKS.MaxAge)
@@ -245,20 +276,16 @@ func fileLimit(log *slog.Logger) uint64 {
 	return nofile
 }
 
-// openStore makes the state directories, refuses them when other users may
-// write them, and opens the store: the PostgreSQL database of store.url
-// (migrated to this binary's schema), or else the SQLite database in the
-// data directory. database names it for the start-up summary: the SQLite
-// file, or the URL without its password.
+// openStore makes the state directories (checked by serve before) and opens
+// the store: the PostgreSQL database of store.url (migrated to this
+// binary's schema; checkStore has looked at it first), or else the SQLite
+// database in the data directory. database names it for the start-up
+// summary: the SQLite file, or the URL without its password.
 func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (st store.Store, database string, err error) {
 	for _, dir := range []string{cfg.DataDir, cfg.Keys.Dir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("data directory: %w", err)
 		}
-	}
-	// MkdirAll keeps the mode of a directory that already exists.
-	if err := cfg.CheckStateDirs(log); err != nil {
-		return nil, "", err
 	}
 	if cfg.Store.Postgres() {
 		cfg.WarnStore(log)
@@ -266,10 +293,6 @@ func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (
 		pg, err := postgres.Open(ctx, cfg.Store.PostgresConfig(log.With("database", database)))
 		if err != nil {
 			return nil, "", err // names the redacted URL
-		}
-		if err := usableCopy(ctx, pg, cfg.DataDir, database); err != nil {
-			pg.Close()
-			return nil, "", err
 		}
 		return pg, database, nil
 	}
@@ -284,28 +307,62 @@ func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (
 // sqliteFile is the embedded database's name in the data directory.
 const sqliteFile = "cardsign.db"
 
+// startChecks are the start-up checks that need what only this binary
+// knows (its build, the store's contents read without migrating it): the
+// daemon runs them before it writes anything, and --check-config runs them
+// after validating the file, so it refuses what the start would refuse.
+func startChecks(ctx context.Context) []func(daemonconfig.Config) error {
+	return []func(daemonconfig.Config) error{
+		func(c daemonconfig.Config) error { return c.CheckBuild(notBuilt()) },
+		func(c daemonconfig.Config) error { return checkStore(ctx, c) },
+	}
+}
+
+// notBuilt names the key backends this build lacks (build tags, cgo), with
+// how to get them.
+func notBuilt() map[string]string {
+	m := map[string]string{}
+	for scheme, how := range map[string]string{"pkcs11": pkcs11NotBuilt, "gcpkms": gcpkmsNotBuilt, "awskms": awskmsNotBuilt} {
+		if how != "" {
+			m[scheme] = how
+		}
+	}
+	return m
+}
+
+// checkStore looks at the database of store.url before the start opens
+// (and so migrates) it, reading only: one migrated by a newer cardsignd is
+// refused, and so is one usableCopy refuses. The embedded database needs no
+// look: SQLite's open refuses a newer schema before it writes.
+func checkStore(ctx context.Context, cfg daemonconfig.Config) error {
+	if !cfg.Store.Postgres() {
+		return nil
+	}
+	database := cfg.Store.Redacted()
+	c, err := postgres.Inspect(ctx, cfg.Store.PostgresConfig(nil), copyMarker)
+	if err != nil {
+		return err // names the redacted URL
+	}
+	if c.Schema.Refused() {
+		return fmt.Errorf("store.url: %s: schema %s", database, c.Schema)
+	}
+	return usableCopy(c, cfg.DataDir, database)
+}
+
 // usableCopy refuses to start on a PostgreSQL database that `cardsignd
 // store copy` is copying into and has not verified (a part-copy lacks the
 // revoked keys and the end of the audit log), and on an empty one when the
 // data directory still holds the embedded database: store.url was set
 // without the copy, and starting would make a new first key and leave the
 // keys and audit log on record behind.
-func usableCopy(ctx context.Context, st store.Store, dataDir, database string) error {
-	marker, err := st.Document(ctx, copyMarker)
-	switch {
-	case err == nil && string(marker.Body) != copyComplete:
+func usableCopy(c postgres.Contents, dataDir, database string) error {
+	if marker, copying := c.Documents[copyMarker]; copying && string(marker) != copyComplete {
 		return fmt.Errorf("a cardsignd store copy into %s has not finished (its copy is %q): run it again with --allow-non-empty "+
-			"until it says the copy is verified, then start cardsignd", database, marker.Body)
-	case err != nil && !errors.Is(err, store.ErrNotFound):
-		return err
+			"until it says the copy is verified, then start cardsignd", database, marker)
 	}
 	lite := filepath.Join(dataDir, sqliteFile)
-	if _, err := os.Stat(lite); err != nil {
+	if _, err := os.Stat(lite); err != nil || c.Keys > 0 {
 		return nil
-	}
-	keys, err := st.ListKeys(ctx)
-	if err != nil || len(keys) > 0 {
-		return err
 	}
 	return fmt.Errorf("store.url names an empty database (%s) but the data directory holds the embedded database %s: "+
 		"copy it first (cardsignd store copy --from %s --to URL), or, to start afresh on PostgreSQL, move %s out of the data directory",
@@ -372,10 +429,11 @@ func kmsStats(scheme string, sr backends.StatsReporter) server.StatsSource {
 	}}
 }
 
-// openAuthority builds the signing authority, makes the first key on a
-// fresh store and checks that every key that may still sign has its
-// backend. It returns the compiled policy too, for the start-up summary.
-func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store, reg *backends.Registry, tlogSigner *transparency.Signer, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
+// openAuthority builds the signing authority, checks that every key that
+// may still sign has its backend, then writes: the log key made in memory
+// (tlog), the log keys this replica signs with, and the first key on a
+// fresh store. It returns the compiled policy too, for the start-up summary.
+func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store, reg *backends.Registry, tlog *logKeys, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
 	// Imported file keys must come from the key directory or a configured
 	// import directory: an import names a path, and the daemon can read
 	// files its callers cannot.
@@ -411,10 +469,22 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		ImportBackends: map[string]backends.Backend{file.Scheme: fileKeys},
 		Replica:        cfg.Replica,
 		ClockSkew:      cfg.ClockSkew,
-		Log:            tlogSigner,
+		Log:            tlog.signer,
 	}, st, log)
 	if cfg.ClockSkew != 0 {
 		log.Warn(daemonconfig.ClockSkewEnv+" is set: this process takes its host clock to be off by this much (a test knob)", "clock_skew", cfg.ClockSkew)
+	}
+	// Every key that may still sign or be disabled needs its backend: a
+	// missing section would otherwise surface only when signing fails. It is
+	// the last check, before the first writes.
+	if err := auth.CheckBackends(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := tlog.write(log); err != nil {
+		return nil, nil, err
+	}
+	if err := checkSharedLogKeys(ctx, st, tlog.signer, log); err != nil {
+		return nil, nil, err
 	}
 	// Bootstrap makes a key only when the store has none: a replica joining
 	// a store with keys never makes one of its own, and one that cannot
@@ -422,11 +492,6 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 	// refused naming the key).
 	if _, err := auth.Bootstrap(ctx); err != nil {
 		return nil, nil, fmt.Errorf("first key: %w", err)
-	}
-	// Every key that may still sign or be disabled needs its backend: a
-	// missing section would otherwise surface only when signing fails.
-	if err := auth.CheckBackends(ctx); err != nil {
-		return nil, nil, err
 	}
 	return auth, pol, nil
 }

@@ -66,6 +66,10 @@ func TestCheckConfigStore(t *testing.T) {
 	private := writeMode(t, filepath.Join(work, "pw"), pw+"\n", 0o600)
 	readable := writeMode(t, filepath.Join(work, "pw-readable"), pw+"\n", 0o644)
 	u, _ := url.Parse(raw)
+	// The README's other forms of the same database: a keyword/value
+	// string, and a URL for PgBouncer without prepared statements.
+	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable", u.Hostname(), u.Port(), u.User.Username(), strings.TrimPrefix(u.Path, "/"))
+	execMode := bare + "&default_query_exec_mode=exec"
 	u.Host = fmt.Sprintf("127.0.0.1:%d", closedPort(t))
 	unreachable := u.String()
 	storeYAML := func(url, passwordFile string) string {
@@ -82,6 +86,8 @@ func TestCheckConfigStore(t *testing.T) {
 	}{
 		{"password file", storeYAML(bare, private), 0, []string{"store.url: connected to " + bare, "schema empty: cardsignd creates the schema", ": ok"}},
 		{"password in the URL", storeYAML(raw, ""), 0, []string{"warning: store.url: carries a password", "connected to " + postgres.Redact(raw)}},
+		{"keyword/value string", storeYAML(dsn, private), 0, []string{"store.url: connected to " + dsn, ": ok"}},
+		{"PgBouncer without prepared statements", storeYAML(execMode, private), 0, []string{"store.url: connected to " + postgres.Redact(execMode), ": ok"}},
 		{"unreachable", storeYAML(unreachable, ""), 1, []string{"c.yaml:2:3: store.url: cannot connect to " + postgres.Redact(unreachable)}},
 		{"not PostgreSQL", "store:\n  url: mysql://cardsign:hunter2@db.example.com/cardsign\n", 1, []string{`c.yaml:2:3: store.url: scheme "mysql" is not postgres or postgresql`}},
 		{"readable password file", storeYAML(bare, readable), 1, []string{"c.yaml:3:3: store.password_file: " + readable + " has mode 0644", "chmod 600 " + readable}},
@@ -102,6 +108,14 @@ func TestCheckConfigStore(t *testing.T) {
 			noLeak(t, "--check-config", r.Stderr, "hunter2")
 		})
 	}
+	// What --check-config accepts, the daemon accepts: the keyword/value
+	// string with pgx's exec mode (one parser, postgres.ParseConfig).
+	accepted := filepath.Join(work, "dsn.yaml")
+	writeFile(t, accepted, storeYAML(dsn+" default_query_exec_mode=exec", private))
+	if r := runDaemonOnce(t, "--check-config", accepted); r.Code != 0 {
+		t.Fatalf("--check-config of a keyword/value string in exec mode: exit %d\n%s", r.Code, r.Stderr)
+	}
+	startDaemon(t, filepath.Join(work, "dsn-data"), "--config", accepted).stop()
 	// A database migrated by a newer cardsignd: refused, before any start.
 	t.Run("newer schema", func(t *testing.T) {
 		ctx := t.Context()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,10 +21,22 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// logKeys is the transparency log's signer, and the embedded default's log
+// key when this start made it: held in memory until write, so a start
+// refused before then leaves no key file behind.
+type logKeys struct {
+	signer *transparency.Signer
+	made   ed25519.PrivateKey // nil: every key was there
+	path   string             // where made goes
+	origin string
+}
+
 // openLog opens the transparency log's keys (log.keys), making the embedded
-// default's key in keys.dir at the first start when none is configured, and
-// checks them against the keys the replicas sharing the store sign with.
-func openLog(ctx context.Context, cfg daemonconfig.Config, reg *backends.Registry, st store.Store, log *slog.Logger) (*transparency.Signer, error) {
+// default's key (in memory; write puts it in keys.dir) at the first start
+// when none is configured. It writes nothing; checkSharedLogKeys checks the
+// keys against those the replicas sharing the store sign with.
+func openLog(ctx context.Context, cfg daemonconfig.Config, reg *backends.Registry, log *slog.Logger) (*logKeys, error) {
+	lk := &logKeys{origin: cfg.Log.Origin}
 	uris, byDefault := cfg.LogKeyURIs()
 	if byDefault {
 		if cfg.Store.Postgres() {
@@ -31,11 +44,21 @@ func openLog(ctx context.Context, cfg daemonconfig.Config, reg *backends.Registr
 				"replicas sharing the database must share one log key, or verifiers trust one replica's proofs only: " +
 				"make one with `cardsign log key create`, install it on every replica and list it in log.keys")
 		}
-		if err := makeLogKey(strings.TrimPrefix(uris[0], file.Scheme+":"), cfg.Log.Origin, log); err != nil {
-			return nil, err
+		path := strings.TrimPrefix(uris[0], file.Scheme+":")
+		// There, or unreadable: opening it says which.
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			k, err := transparency.GenerateKey()
+			if err != nil {
+				return nil, fmt.Errorf("log: make a key: %w", err)
+			}
+			lk.made, lk.path = k, path
+			uris = nil
 		}
 	}
 	var keys []crypto.Signer
+	if lk.made != nil {
+		keys = append(keys, lk.made)
+	}
 	for i, uri := range uris {
 		k, err := reg.Open(ctx, uri, backends.OpenOptions{})
 		if err != nil {
@@ -53,27 +76,24 @@ func openLog(ctx context.Context, cfg daemonconfig.Config, reg *backends.Registr
 	if err := s.Retire(cfg.Log.RetiredKeys...); err != nil {
 		return nil, fmt.Errorf("log.retired_keys: %w", err)
 	}
-	if err := checkSharedLogKeys(ctx, st, s, log); err != nil {
-		return nil, err
-	}
+	lk.signer = s
 	log.Info("transparency log ready", "origin", s.Origin(), "keys", strings.Join(s.VerifierKeys(), " "))
-	return s, nil
+	return lk, nil
 }
 
-// makeLogKey writes a new Ed25519 log key at path unless a file is there.
-func makeLogKey(path, origin string, log *slog.Logger) error {
-	if _, err := os.Stat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return nil // there, or unreadable: opening it says which
+// write puts the log key openLog made, if it did, at its path in keys.dir.
+// Another process that started at the same time may have written its own
+// there first: this one then stops, as its log key is not the one on disk
+// (the next start uses that one).
+func (lk *logKeys) write(log *slog.Logger) error {
+	if lk.made == nil {
+		return nil
 	}
-	k, err := transparency.GenerateKey()
-	if err != nil {
-		return fmt.Errorf("log: make a key: %w", err)
+	if err := file.Write(lk.path, lk.made, jose.EdDSA); err != nil {
+		return fmt.Errorf("log: write the log key %s: %w", lk.path, err)
 	}
-	if err := file.Write(path, k, jose.EdDSA); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("log: write the log key %s: %w", path, err)
-	}
-	vkey, _ := transparency.VerifierKey(origin, k.Public())
-	log.Info("made the transparency log's key (log.keys is empty); back it up: losing it means starting a new log", "path", path, "verifier_key", vkey)
+	vkey, _ := transparency.VerifierKey(lk.origin, lk.made.Public())
+	log.Info("made the transparency log's key (log.keys is empty); back it up: losing it means starting a new log", "path", lk.path, "verifier_key", vkey)
 	return nil
 }
 
@@ -106,13 +126,35 @@ func checkSharedLogKeys(ctx context.Context, st store.Store, s *transparency.Sig
 
 // checkLogKeysOnce is one attempt of checkSharedLogKeys.
 func checkLogKeysOnce(ctx context.Context, st store.Store, s *transparency.Signer, log *slog.Logger) error {
+	seq, same, err := compareLogKeys(ctx, st, s, log)
+	if err != nil || same {
+		return err
+	}
+	holder := fmt.Sprintf("cardsignd-start/%d", os.Getpid())
+	lease, err := st.AcquireLease(ctx, logKeysDocument, holder, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("log: record this replica's log keys: %w", err)
+	}
+	defer func() { _ = st.ReleaseLease(context.WithoutCancel(ctx), lease) }()
+	body := strings.Join(append([]string{s.Origin()}, s.SigningKeys()...), "\n") + "\n"
+	if err := st.PutDocument(ctx, lease, store.Document{Name: logKeysDocument, Seq: seq + 1, Body: []byte(body)}); err != nil {
+		return fmt.Errorf("log: record this replica's log keys: %w", err)
+	}
+	return nil
+}
+
+// compareLogKeys reads, and only reads, the log keys the replica that
+// started last recorded: it refuses keys that share none with them under
+// the same origin, and reports whether they are the ones recorded (same)
+// and the record's sequence number. serve runs it before anything is
+// written, then checkSharedLogKeys again to record them.
+func compareLogKeys(ctx context.Context, st store.Store, s *transparency.Signer, log *slog.Logger) (seq int64, same bool, err error) {
 	mine := s.SigningKeys()
 	doc, err := st.Document(ctx, logKeysDocument)
-	var seq int64
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return fmt.Errorf("log: read the keys the other replicas sign with: %w", err)
+		return 0, false, fmt.Errorf("log: read the keys the other replicas sign with: %w", err)
 	default:
 		seq = doc.Seq
 		lines := strings.Split(strings.TrimSpace(string(doc.Body)), "\n")
@@ -121,24 +163,14 @@ func checkLogKeysOnce(ctx context.Context, st store.Store, s *transparency.Signe
 			log.Warn("log.origin differs from the one this store's log was signed under: this starts a new log, and monitors of the old one will report an origin change",
 				"origin", s.Origin(), "previous_origin", origin)
 		} else if !slices.ContainsFunc(mine, func(k string) bool { return slices.Contains(theirs, k) }) {
-			return fmt.Errorf("log.keys: the replica that started last (at %s) signs the transparency log %s with %s, and none of this replica's keys (%s) is among them: "+
+			return 0, false, fmt.Errorf("log.keys: the replica that started last (at %s) signs the transparency log %s with %s, and none of this replica's keys (%s) is among them: "+
 				"replicas sharing a store must sign with the same log key, or verifiers trust some replicas' proofs and not others'; "+
 				"install that key here, or, to rotate, list the old key beside the new one on every replica first (a lost key: start a new log under a new log.origin)",
 				doc.UpdatedAt.UTC().Format(time.RFC3339), origin, strings.Join(theirs, ", "), strings.Join(mine, ", "))
 		}
 		if origin == s.Origin() && slices.Equal(theirs, mine) {
-			return nil
+			return seq, true, nil
 		}
 	}
-	holder := fmt.Sprintf("cardsignd-start/%d", os.Getpid())
-	lease, err := st.AcquireLease(ctx, logKeysDocument, holder, 10*time.Second)
-	if err != nil {
-		return fmt.Errorf("log: record this replica's log keys: %w", err)
-	}
-	defer func() { _ = st.ReleaseLease(context.WithoutCancel(ctx), lease) }()
-	body := strings.Join(append([]string{s.Origin()}, mine...), "\n") + "\n"
-	if err := st.PutDocument(ctx, lease, store.Document{Name: logKeysDocument, Seq: seq + 1, Body: []byte(body)}); err != nil {
-		return fmt.Errorf("log: record this replica's log keys: %w", err)
-	}
-	return nil
+	return seq, false, nil
 }

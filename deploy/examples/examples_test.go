@@ -466,11 +466,10 @@ func TestExamplesBroken(t *testing.T) {
 			expectLocated(t, s, at+1, `unknown field "backnd"`)
 			s.write(t, good)
 
-			// Every file --check-config reads. (pkcs11.pin_file is not one
-			// of them: the PIN is read at start; TestExamplesStart covers it.)
+			// Every file --check-config reads.
 			fields := map[string]string{
 				s.cfg.TLS.CertFile: "cert_file:", s.cfg.TLS.KeyFile: "key_file:", s.cfg.TLS.ClientCAFile: "client_ca_file:",
-				s.cfg.Store.PasswordFile: "password_file:",
+				s.cfg.Store.PasswordFile: "password_file:", s.cfg.PKCS11.PINFile: "pin_file:",
 			}
 			want, removed := 0, 0
 			for f := range fields {

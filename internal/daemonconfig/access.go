@@ -11,6 +11,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/access/oidc"
+	"github.com/cardsign/cardsign/internal/secretfile"
 )
 
 // Verifier returns the auth.oidc verifier, nil when no issuer is configured.
@@ -101,13 +102,17 @@ func CheckBound(addr net.Addr, tlsOn, authOn bool) error {
 // shared and versioned.
 const PINEnv = "CARDSIGN_PKCS11_PIN"
 
+// maxPINFile caps pkcs11.pin_file, as the pkcs11 backend caps a
+// pin-source: PINs are short.
+const maxPINFile = 1 << 10
+
 // PIN is the PKCS#11 user PIN: pin_file's content without its line end, or
 // else the PINEnv environment variable.
 func (c PKCS11Config) PIN() (string, error) {
 	if c.PINFile == "" {
 		return os.Getenv(PINEnv), nil
 	}
-	data, err := os.ReadFile(c.PINFile)
+	data, err := secretfile.ReadFile(c.PINFile, maxPINFile)
 	if err != nil {
 		return "", fmt.Errorf("pkcs11.pin_file: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/secretfile"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/server"
@@ -294,6 +294,11 @@ func Defaults() Config {
 	}
 }
 
+// MaxConfigBytes caps the config file. Real configs are a few KiB; the cap
+// keeps a wrong path (/dev/zero, a log, a disk image) from being read into
+// memory and decoded, which costs many times its size.
+const MaxConfigBytes = 1 << 20
+
 // Load reads a YAML file over the defaults. Unknown fields are errors:
 // a misspelt setting must not silently keep its default. Problems found
 // while decoding are returned as a *Error with their lines.
@@ -302,9 +307,9 @@ func Load(path string) (Config, error) {
 	if path == "" {
 		return cfg, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := secretfile.ReadFile(path, MaxConfigBytes)
 	if err != nil {
-		return cfg, fmt.Errorf("config: %w", err)
+		return cfg, fmt.Errorf("config: %w; give the path of a YAML file of at most %d bytes", err, MaxConfigBytes)
 	}
 	cfg.file = path
 	var root yaml.Node
@@ -469,6 +474,13 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("keys.import_dirs[%d]", i), "%q must be an absolute path", d)
 		} else if filepath.Clean(d) == "/" {
 			bad(fmt.Sprintf("keys.import_dirs[%d]", i), "/ would allow importing any file the daemon can read; name the directory that holds the key files")
+		}
+	}
+	if c.PKCS11.PINFile != "" {
+		// The daemon reads it at start: a missing, special or oversized
+		// file is refused here, not there.
+		if _, err := c.PKCS11.PIN(); err != nil {
+			bad("pkcs11.pin_file", "%v", errors.Unwrap(err))
 		}
 	}
 	if c.PKCS11.PoolSize < 0 || c.PKCS11.PoolSize > 1024 {

@@ -6,13 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
+	"regexp"
 	"strings"
 	"time"
 	"unicode"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/cardsign/cardsign/internal/secretfile"
 	"github.com/cardsign/cardsign/store/postgres"
 )
 
@@ -86,24 +87,26 @@ func (c *Config) validateStore(bad reporter) {
 	}
 }
 
-// validateStoreURL checks a PostgreSQL URL as pgx will read it, without
+// urlScheme matches the scheme of a URL, to tell a URL of another database
+// from a keyword/value string.
+var urlScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
+
+// validateStoreURL checks a PostgreSQL URL or keyword/value string as the
+// daemon will read it (postgres.ParseConfig, the one parser), without
 // connecting. Messages never carry the password.
 func validateStoreURL(bad reporter, s StoreConfig) {
-	if !postgres.IsURL(s.URL) {
-		scheme, _, ok := strings.Cut(s.URL, "://")
-		if !ok {
-			bad("store.url", "must be a postgres:// or postgresql:// URL (e.g. postgres://cardsign@db.example.com/cardsign?sslmode=verify-full), "+
-				"or empty for the embedded SQLite database in data_dir")
-			return
-		}
+	if m := urlScheme.FindStringSubmatch(s.URL); m != nil && !postgres.IsURL(s.URL) {
 		bad("store.url", "scheme %q is not postgres or postgresql: give a postgres:// URL (e.g. postgres://cardsign@db.example.com/cardsign?sslmode=verify-full), "+
-			"or leave store.url empty for the embedded SQLite database in data_dir", scheme)
+			"or leave store.url empty for the embedded SQLite database in data_dir", m[1])
 		return
 	}
+	// The password file is checked on its own, at store.password_file.
 	// pgx's parse errors redact the password themselves; the redacted URL
 	// is what is shown besides.
-	if _, err := pgconn.ParseConfig(s.URL); err != nil {
-		bad("store.url", "%s: %v", postgres.Redact(s.URL), redactErr(err, s.URL))
+	if _, err := postgres.ParseConfig(postgres.Config{URL: s.URL}); err != nil {
+		bad("store.url", "%s: %v (give a postgres:// URL, e.g. postgres://cardsign@db.example.com/cardsign?sslmode=verify-full, "+
+			"or a keyword/value string, e.g. host=db.example.com dbname=cardsign user=cardsign sslmode=verify-full)",
+			postgres.Redact(s.URL), redactErr(err, s.URL))
 		return
 	}
 	if s.PasswordFile != "" && s.URLHasPassword() {
@@ -145,24 +148,22 @@ func redactErr(err error, rawURL string) string {
 }
 
 // passwordFileProblem checks the password file as postgres.Open will read
-// it: a readable regular file that group and others cannot read.
+// it: a readable regular file that group and others cannot read, no larger
+// than a password file. It is opened without blocking (a FIFO would wait
+// for a writer forever) and not read.
 func passwordFileProblem(path string) string {
-	fi, err := os.Stat(path)
+	f, fi, err := secretfile.Open(path, 0)
 	if err != nil {
 		return err.Error() // names the file
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Sprintf("%s is not a regular file", path)
-	}
+	f.Close()
 	if fi.Mode().Perm()&0o044 != 0 {
 		return fmt.Sprintf("%s has mode %04o, which lets group or others read the database password; run: chmod 600 %s",
 			path, fi.Mode().Perm(), path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err.Error()
+	if fi.Size() > postgres.MaxPasswordFile {
+		return fmt.Sprintf("%s is %d bytes long: a password file holds the password only (at most %d bytes)", path, fi.Size(), postgres.MaxPasswordFile)
 	}
-	f.Close()
 	return ""
 }
 
@@ -230,27 +231,23 @@ func (c *Config) checkStoreConnection(ctx context.Context, w io.Writer) *Error {
 	problem := func(format string, args ...any) *Error {
 		return &Error{File: c.file, positions: c.positions, Problems: []Problem{{Path: "store.url", Message: fmt.Sprintf(format, args...)}}}
 	}
-	cc, err := pgconn.ParseConfig(c.Store.URL)
+	// The daemon's own parser (postgres.Open parses with it too), password
+	// file applied: what connects here connects at start.
+	poolCfg, err := postgres.ParseConfig(c.Store.PostgresConfig(nil))
 	if err != nil {
 		return problem("%s: %s", where, redactErr(err, c.Store.URL))
 	}
-	if c.Store.PasswordFile != "" {
-		b, err := os.ReadFile(c.Store.PasswordFile)
-		if err != nil {
-			return &Error{File: c.file, positions: c.positions, Problems: []Problem{{Path: "store.password_file", Message: err.Error()}}}
-		}
-		cc.Password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-	}
+	cc := poolCfg.ConnConfig
 	cc.ConnectTimeout = storeConnectTimeout
 	ctx, cancel := context.WithTimeout(ctx, storeConnectTimeout)
 	defer cancel()
-	conn, err := pgconn.ConnectConfig(ctx, cc)
+	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		return problem("cannot connect to %s within %s (is the server running, and are the host, port, sslmode and password right?): %s",
 			where, storeConnectTimeout, redactErr(err, c.Store.URL))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if err := conn.Exec(ctx, "SELECT 1").Close(); err != nil {
+	if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
 		return problem("connected to %s, but a query failed: %s", where, redactErr(err, c.Store.URL))
 	}
 	schema, err := postgres.CheckSchema(ctx, c.Store.PostgresConfig(nil))
@@ -261,6 +258,6 @@ func (c *Config) checkStoreConnection(ctx context.Context, w io.Writer) *Error {
 		return problem("%s: schema %s", where, schema)
 	}
 	fmt.Fprintf(w, "store.url: connected to %s (PostgreSQL %s); schema %s\n",
-		where, conn.ParameterStatus("server_version"), schema)
+		where, conn.PgConn().ParameterStatus("server_version"), schema)
 	return nil
 }

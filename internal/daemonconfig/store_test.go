@@ -35,8 +35,14 @@ func TestConfigStore(t *testing.T) {
 		{"replica name", "replica: cardsignd-1.example.com/a\n", nil},
 		{"other scheme", "store:\n  url: mysql://cardsign:hunter2@db.example.com/cardsign\n",
 			[]string{`c.yaml:2:3: store.url: scheme "mysql" is not postgres or postgresql`, "leave store.url empty"}},
-		{"keyword/value DSN", "store:\n  url: host=db.example.com dbname=cardsign password=hunter2\n",
-			[]string{"c.yaml:2:3: store.url: must be a postgres:// or postgresql:// URL"}},
+		// The README's forms: what the daemon accepts, validation accepts
+		// (one parser, postgres.ParseConfig).
+		{"keyword/value string", "store:\n  url: host=db.example.com dbname=cardsign user=cardsign sslmode=verify-full password=hunter2\n", nil},
+		{"PgBouncer without prepared statements", "store:\n  url: postgres://cardsign@pgbouncer.example.com:6432/cardsign?sslmode=require&default_query_exec_mode=exec\n", nil},
+		{"keyword/value string with a bad sslmode", "store:\n  url: host=db.example.com dbname=cardsign sslmode=sometimes password=hunter2\n",
+			[]string{"c.yaml:2:3: store.url: host=db.example.com dbname=cardsign sslmode=sometimes password=xxxxx:", "sslmode", "or a keyword/value string"}},
+		{"unknown query exec mode", "store:\n  url: postgres://db.example.com/cardsign?default_query_exec_mode=sometimes\n",
+			[]string{"c.yaml:2:3: store.url:", "default_query_exec_mode"}},
 		{"bad sslmode", "store:\n  url: postgres://cardsign:hunter2@db.example.com/cardsign?sslmode=sometimes\n",
 			[]string{"c.yaml:2:3: store.url: postgres://cardsign:xxxxx@db.example.com/cardsign?sslmode=sometimes:", "sslmode"}},
 		{"pool size out of bounds", "store:\n  url: postgres://db.example.com/cardsign\n  max_conns: 0\n",

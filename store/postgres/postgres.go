@@ -28,10 +28,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -41,6 +39,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cardsign/cardsign/internal/secretfile"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -130,6 +129,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// ParseConfig is how cfg is read: Open, CheckSchema and cardsignd's
+// --check-config all parse with it, so a URL, a keyword/value string or a
+// pgx setting (default_query_exec_mode for PgBouncer) that one accepts, the
+// others accept too. It reads the password file, and connects to nothing.
+func ParseConfig(cfg Config) (*pgxpool.Config, error) { return parseConfig(cfg) }
+
 // parseConfig turns cfg into a pool config, with the password file applied.
 func parseConfig(cfg Config) (*pgxpool.Config, error) {
 	if cfg.URL == "" {
@@ -172,36 +177,35 @@ func parseConfig(cfg Config) (*pgxpool.Config, error) {
 	return poolCfg, nil
 }
 
-// maxPasswordFile bounds what readPasswordFile reads: a password file holds
+// MaxPasswordFile bounds what readPasswordFile reads: a password file holds
 // one password.
-const maxPasswordFile = 4 << 10
+const MaxPasswordFile = 4 << 10
 
 // readPasswordFile reads the password from path: a regular file that group
 // and others cannot read, its content with one trailing newline (LF or CRLF)
 // removed. Errors name the file, never its content.
 func readPasswordFile(path string) (string, error) {
-	f, err := os.Open(path)
+	// Opened without blocking: a FIFO at the path would hang the start.
+	f, st, err := secretfile.Open(path, 0)
+	var nr *secretfile.NotRegularError
+	if errors.As(err, &nr) {
+		return "", fmt.Errorf("password_file %s is not a regular file (it is a %s)", path, secretfile.Kind(nr.Mode))
+	}
 	if err != nil {
 		return "", fmt.Errorf("password_file: %w", err) // *PathError names the file
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("password_file: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("password_file %s is not a regular file", path)
-	}
 	if st.Mode().Perm()&0o044 != 0 {
 		return "", fmt.Errorf("password_file %s has mode %#o, which lets group or others read the database password; run chmod 600 %s",
 			path, uint32(st.Mode().Perm()), path)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
+	b, err := secretfile.ReadAll(f, st, MaxPasswordFile)
+	var tl *secretfile.TooLargeError
+	if errors.As(err, &tl) {
+		return "", fmt.Errorf("password_file %s is over %d bytes; it must hold the password only", path, MaxPasswordFile)
+	}
 	if err != nil {
 		return "", fmt.Errorf("password_file: read %s: %w", path, err)
-	}
-	if len(b) > maxPasswordFile {
-		return "", fmt.Errorf("password_file %s is over %d bytes; it must hold the password only", path, maxPasswordFile)
 	}
 	p := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if p == "" {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 
@@ -34,37 +35,78 @@ func (s SchemaState) Refused() bool { return s.Current > s.Newest }
 // schema version, creating, locking and migrating nothing: for
 // cardsignd --check-config.
 func CheckSchema(ctx context.Context, cfg Config) (SchemaState, error) {
+	c, err := Inspect(ctx, cfg)
+	return c.Schema, err
+}
+
+// Contents is what Inspect found in a database.
+type Contents struct {
+	Schema SchemaState
+	// Keys counts the key records (0 in a database without the schema).
+	Keys int64
+	// Documents holds the bodies of the documents asked for that exist.
+	Documents map[string][]byte
+}
+
+// Inspect connects as Open does (password file, sslmode) and reads the
+// schema version, how many key records there are and the named documents,
+// creating, locking and migrating nothing: cardsignd checks with it, before
+// Open migrates anything, that it may use the database at all, so a start
+// it refuses leaves the database as it was.
+func Inspect(ctx context.Context, cfg Config, documents ...string) (Contents, error) {
 	where := Redact(cfg.URL)
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
-		return SchemaState{}, err
+		return Contents{}, err
 	}
 	newest, err := newestMigration(sub)
 	if err != nil {
-		return SchemaState{}, err
+		return Contents{}, err
 	}
 	poolCfg, err := parseConfig(cfg)
 	if err != nil {
-		return SchemaState{}, fmt.Errorf("store: %s: %w", where, err)
+		return Contents{}, fmt.Errorf("store: %s: %w", where, err)
 	}
 	poolCfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
-		return SchemaState{}, fmt.Errorf("store: %s: %w", where, err)
+		return Contents{}, fmt.Errorf("store: %s: %w", where, err)
 	}
 	defer pool.Close()
-	st := SchemaState{Newest: newest}
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, versionTable).Scan(&exists); err != nil {
-		return SchemaState{}, fmt.Errorf("store: cannot reach PostgreSQL at %s (is the server running, and are the URL, sslmode and password right?): %w",
+	c := Contents{Schema: SchemaState{Newest: newest}, Documents: map[string][]byte{}}
+	// Tables are looked for by name, not by schema version: each appeared
+	// in some migration, and a database part-way there still answers.
+	var version, keys, docs bool
+	err = pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass('keys') IS NOT NULL, to_regclass('documents') IS NOT NULL`, versionTable).
+		Scan(&version, &keys, &docs)
+	if err != nil {
+		return Contents{}, fmt.Errorf("store: cannot reach PostgreSQL at %s (is the server running, and are the URL, sslmode and password right?): %w",
 			where, classify(ctx, err))
 	}
-	if !exists {
-		return st, nil
+	if version {
+		err = pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+pgx.Identifier{versionTable}.Sanitize()).Scan(&c.Schema.Current)
+		if err != nil {
+			return Contents{}, fmt.Errorf("store: %s: schema version: %w", where, classify(ctx, err))
+		}
 	}
-	err = pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+pgx.Identifier{versionTable}.Sanitize()).Scan(&st.Current)
-	if err != nil {
-		return SchemaState{}, fmt.Errorf("store: %s: schema version: %w", where, classify(ctx, err))
+	if keys {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM keys`).Scan(&c.Keys); err != nil {
+			return Contents{}, fmt.Errorf("store: %s: key records: %w", where, classify(ctx, err))
+		}
 	}
-	return st, nil
+	for _, name := range documents {
+		if !docs {
+			break
+		}
+		var body []byte
+		err := pool.QueryRow(ctx, `SELECT body FROM documents WHERE name = $1`, name).Scan(&body)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return Contents{}, fmt.Errorf("store: %s: document %q: %w", where, name, classify(ctx, err))
+		default:
+			c.Documents[name] = body
+		}
+	}
+	return c, nil
 }

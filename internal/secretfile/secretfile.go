@@ -1,6 +1,9 @@
-// Package secretfile reads the small files that hold key material or a PIN,
-// named by a caller who may name any path (a key import, a pin-source in a
-// key URI). It is written once for every backend that reads such files.
+// Package secretfile reads the small files that hold key material, a PIN,
+// a password, a certificate or a configuration, named by a caller or an
+// operator who may name any path (a key import, a pin-source in a key URI,
+// a config file and the files it names). It is the one bounded reader: only
+// a regular file is read, never past a cap, so /dev/zero, a FIFO or a huge
+// file is refused at once instead of hanging the reader or exhausting memory.
 package secretfile
 
 import (
@@ -70,6 +73,18 @@ func ReadAll(f *os.File, st fs.FileInfo, max int64) ([]byte, error) {
 		return nil, &TooLargeError{Path: f.Name(), Max: max}
 	}
 	return data, nil
+}
+
+// ReadFile reads the regular file at path, at most max bytes: Open and
+// ReadAll in one call. A *NotRegularError or *TooLargeError names the path;
+// other errors are *fs.PathError.
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, st, err := Open(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadAll(f, st, max)
 }
 
 // Kind names the type of a file that is not a regular file, for messages.

@@ -50,6 +50,46 @@ func TestOpenAndReadAll(t *testing.T) {
 	}
 }
 
+// ReadFile returns at once for what is not a small regular file: /dev/zero
+// would otherwise be read until memory runs out, and a FIFO would wait for a
+// writer forever.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small")
+	if err := os.WriteFile(small, []byte("1234\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sparse := filepath.Join(dir, "sparse")
+	if err := os.WriteFile(sparse, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sparse, 200<<20); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		want string // "" reads "1234\n"
+	}{
+		{small, ""},
+		{sparse, sparse + " is over the 8-byte limit"},
+		{fifo, fifo + " is not a regular file (it is a FIFO)"},
+		{"/dev/zero", "/dev/zero is not a regular file (it is a character device)"},
+		{dir, dir + " is not a regular file (it is a directory)"},
+	} {
+		data, err := ReadFile(tc.path, 8)
+		switch {
+		case tc.want == "" && (err != nil || string(data) != "1234\n"):
+			t.Errorf("ReadFile(%s) = %q, %v", tc.path, data, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("ReadFile(%s) = %q, %v; want the error %q", tc.path, data, err, tc.want)
+		}
+	}
+}
+
 func TestWithin(t *testing.T) {
 	root := t.TempDir()
 	allowed := filepath.Join(root, "allowed")
