@@ -95,7 +95,9 @@ func CanonicalForms(v Value) (*Forms, error) {
 		return nil, err
 	}
 	f := &Forms{Unknown: unknown, Divergences: append([]string(nil), unknown...)}
-	empties(t, &Path{index: -1}, &f.Divergences)
+	var el divergenceList
+	empties(t, &Path{index: -1}, unknown, &el)
+	f.Divergences = append(f.Divergences, el.list()...)
 	if ok {
 		f.Spec = spec
 	} else if f.Spec, err = t.JCS(); err != nil {
@@ -125,10 +127,13 @@ func CanonicalForms(v Value) (*Forms, error) {
 	return f, nil
 }
 
-// empties appends the path of every empty value ("", [], {}, null) in t.
-func empties(v Value, p *Path, out *[]string) {
+// empties lists the path of every empty value ("", [], {}, null) in t, the
+// first few by name and the rest by count: a card of thousands of empty
+// strings must not cost a string per value. unknown are the keys outside
+// the schema, listed already.
+func empties(v Value, p *Path, unknown []string, out *divergenceList) {
 	if v.IsEmpty() {
-		*out = append(*out, p.String())
+		out.addPath(p, "")
 		return
 	}
 	switch v.Kind {
@@ -137,16 +142,21 @@ func empties(v Value, p *Path, out *[]string) {
 			if m.Key == "__proto__" {
 				// cleanEmpty drops it whatever it holds; in a message it
 				// is also a key outside the schema, listed already.
-				if at := p.Key(m.Key).String(); !slices.Contains(*out, at) {
-					*out = append(*out, at+` (a "__proto__" key)`)
+				if at := p.Key(m.Key).String(); !slices.Contains(unknown, at) {
+					out.add(at + ` (a "__proto__" key)`)
 				}
 				continue
 			}
-			empties(m.Val, p.Key(m.Key), out)
+			empties(m.Val, p.Key(m.Key), unknown, out)
 		}
 	case Array:
 		for i, e := range v.Arr {
-			empties(e, p.Index(i), out)
+			switch {
+			case e.IsEmpty():
+				out.addPath(p.Index(i), "")
+			case e.Kind == Object || e.Kind == Array:
+				empties(e, p.Index(i), unknown, out)
+			}
 		}
 	}
 }
