@@ -74,6 +74,13 @@ type Forms struct {
 	// {}, null) that §8.4.1 keeps and the shipped verifiers drop, and the
 	// keys outside the v1.0 schema that only the spec profile keeps.
 	Divergences []string
+	// JSResolver is what @a2a-js/sdk computes for a card its own resolver
+	// (DefaultAgentCardResolver) fetched: the sdk bytes without
+	// securitySchemes, which the resolver's conversion to its internal
+	// type loses before verifyAgentCardSignature converts it again
+	// (a2a-js#663). It is the SDK slice when the card has no schemes to
+	// lose. No signature is made over it: it leaves the schemes unsigned.
+	JSResolver []byte
 }
 
 // Same reports whether one signature serves both profiles.
@@ -86,6 +93,24 @@ func (f *Forms) Same() bool { return len(f.Divergences) == 0 }
 // printable ASCII): then the three forms are one slice, and that is most
 // cards. Otherwise the profiles are projected apart and compared.
 func CanonicalForms(v Value) (*Forms, error) {
+	f, err := canonicalForms(v)
+	if err != nil {
+		return nil, err
+	}
+	f.JSResolver = f.SDK
+	if v.Has("securitySchemes") {
+		r, err := Canonical(v.without("securitySchemes"), ProfileSDK)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(r, f.SDK) {
+			f.JSResolver = r
+		}
+	}
+	return f, nil
+}
+
+func canonicalForms(v Value) (*Forms, error) {
 	spec, clean, ok := canonicalSpec(v)
 	if ok && clean {
 		return &Forms{Spec: spec, SDK: spec, Python: spec}, nil

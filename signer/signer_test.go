@@ -94,9 +94,11 @@ func TestSignModes(t *testing.T) {
 			if !slices.Equal(got, tc.profiles) {
 				t.Fatalf("profiles %v, want %v", got, tc.profiles)
 			}
-			// Whatever was signed, every verifier family is covered in auto mode.
+			// Whatever was signed, every verifier family is covered in auto
+			// mode, but for @a2a-js/sdk's resolver path when it loses the
+			// card's security schemes (a2a-js#663): no signature can serve it.
 			for _, s := range res.Portability {
-				if tc.mode == ModeAuto && !s.Covered {
+				if tc.mode == ModeAuto && !s.Covered && s.Reason != ReasonJSResolverBug {
 					t.Fatalf("auto mode leaves %s uncovered: %+v", s.Verifier, res.Portability)
 				}
 			}

@@ -144,7 +144,11 @@ func verifyCmd() command {
 				case ch.HasProof:
 					logged = ", carries a log inclusion proof (not checked: give --log-key)"
 				}
-				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: valid (%s profile)%s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Profile, logged)
+				mapped := ""
+				if ch.Mapping != "" {
+					mapped = ", " + ch.Mapping.Describe()
+				}
+				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: valid (%s profile%s)%s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Profile, mapped, logged)
 			} else {
 				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: invalid: %s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), escapeText(ch.Reason))
 			}
