@@ -141,7 +141,7 @@ func (p *parser) value() (Value, error) {
 		return Value{}, p.fail(RuleSyntax, "unexpected end of input, expected a value")
 	}
 	if p.values++; p.values > p.maxValues {
-		return Value{}, p.fail(RuleMaxValues, "more than %d JSON values in the document (objects, arrays, strings, numbers, booleans and nulls each count); a real Agent Card holds a few thousand", p.maxValues)
+		return Value{}, p.fail(RuleMaxValues, "more than %d JSON values in the document (objects, arrays, strings, numbers, booleans and nulls each count); a real Agent Card holds a few thousand (raise signing.max_card_values, or cardsign --max-values, only for a card expected to hold more)", p.maxValues)
 	}
 	switch c := p.data[p.pos]; {
 	case c == '{':
@@ -288,7 +288,7 @@ func (p *parser) array() (Value, error) {
 	for {
 		n := len(p.elems) - base
 		if n >= p.maxItems {
-			return Value{}, p.fail(RuleMaxItems, "array has more than %d items, the limit for one array", p.maxItems)
+			return Value{}, p.fail(RuleMaxItems, "array has more than %d items, the limit for one array of a card (an Agent Card needs far fewer: shorten the array)", p.maxItems)
 		}
 		p.stack = append(p.stack, segment{index: n})
 		v, err := p.value()
