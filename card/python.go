@@ -195,8 +195,9 @@ func printableASCII(s string) bool {
 	return true
 }
 
-// maxPythonDivergences bounds the list: a card of non-ASCII text would
-// otherwise name every one of its strings.
+// maxPythonDivergences bounds a divergence list (python-ascii, and the
+// empty values the sdk profile drops): a card of non-ASCII text or of empty
+// strings would otherwise name every one of its strings.
 const maxPythonDivergences = 20
 
 // divergenceList keeps the first maxPythonDivergences entries and counts the
