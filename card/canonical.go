@@ -97,17 +97,51 @@ func CanonicalForms(v Value) (*Forms, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.JSResolver = f.SDK
-	if v.Has("securitySchemes") {
-		r, err := Canonical(v.without("securitySchemes"), ProfileSDK)
-		if err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(r, f.SDK) {
-			f.JSResolver = r
-		}
-	}
+	// The sdk bytes of a card without securitySchemes are its sdk bytes
+	// without that top-level member: no other member's projection depends
+	// on it. Cut out of the bytes, it costs no second canonicalization.
+	f.JSResolver = withoutTopMember(f.SDK, `"securitySchemes":`)
 	return f, nil
+}
+
+// withoutTopMember returns canonical JSON object text without the top-level
+// member whose name, quoted and followed by a colon, is name; canon itself
+// when it has none. canon is RFC 8785 output: no whitespace, and a quote
+// inside a string is always escaped.
+func withoutTopMember(canon []byte, name string) []byte {
+	depth, start := 0, -1
+	for i := 0; i < len(canon); i++ {
+		switch c := canon[i]; c {
+		case '"':
+			if depth == 1 && start < 0 && (canon[i-1] == '{' || canon[i-1] == ',') && bytes.HasPrefix(canon[i:], []byte(name)) {
+				start = i
+			}
+			for i++; i < len(canon) && canon[i] != '"'; i++ {
+				if canon[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+		if start < 0 || depth != 1 || i+1 >= len(canon) || (canon[i+1] != ',' && canon[i+1] != '}') || i < start+len(name) {
+			continue
+		}
+		// canon[start:i+1] is the member.
+		out := make([]byte, 0, len(canon)-(i+1-start))
+		switch {
+		case canon[i+1] == ',':
+			out = append(append(out, canon[:start]...), canon[i+2:]...) // drop the member and the comma after it
+		case canon[start-1] == ',':
+			out = append(append(out, canon[:start-1]...), canon[i+1:]...) // the last member: drop the comma before it
+		default:
+			out = append(append(out, canon[:start]...), canon[i+1:]...) // the only member
+		}
+		return out
+	}
+	return canon
 }
 
 func canonicalForms(v Value) (*Forms, error) {

@@ -2,6 +2,7 @@ package signer
 
 import (
 	"bytes"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -42,10 +43,11 @@ func allocated(f func()) uint64 {
 // TestPrepareMemoryBound: the memory one call costs stays within a small
 // multiple of the card, hostile or not. Issue 24 #7: a 180 KB card of 60,000
 // empty skills cost 41 MB per Prepare (229× its size); the item cap
-// (card.DefaultMaxItems) now refuses it within a few times its size. Under
-// the caps, the densest cards (a value per 2-3 bytes, each costing a parsed
-// Value and a walk) stay within 32× the size cap, and a real card of 200 KiB
-// within 16× its own size.
+// (card.DefaultMaxItems) now refuses it within 8× its size. Under the caps,
+// the costliest cards (a value per 2-3 bytes, each costing a parsed Value and
+// a walk; thousands of security schemes, written by three profiles) stay
+// within 64× the size cap (16 MiB), and a real card of 200 KiB within 16× its
+// own size.
 func TestPrepareMemoryBound(t *testing.T) {
 	const sizeCap = card.DefaultMaxBytes
 	examples := func(elem string) string {
@@ -55,7 +57,7 @@ func TestPrepareMemoryBound(t *testing.T) {
 		name    string
 		data    []byte
 		refused string // the rule that refuses it, when it is refused
-		perByte uint64 // bound in bytes allocated per byte of card; 0: 32× the size cap
+		perByte uint64 // bound in bytes allocated per byte of card; 0: 64× the size cap
 	}{
 		{"issue 24: 60,000 empty skills", hostileCard(60000, "{}"), card.RuleMaxItems, 8},
 		{"empty skills up to the item cap", hostileCard(card.DefaultMaxItems, "{}"), "lint", 0},
@@ -64,6 +66,7 @@ func TestPrepareMemoryBound(t *testing.T) {
 		{"short strings up to the value cap", hostileCard(4, examples(`"x"`)), "", 0},
 		{"non-ASCII strings up to the value cap", hostileCard(4, examples(`"\u00e9"`)), "", 0},
 		{"strings past the value cap", hostileCard(5, examples(`"x"`)), card.RuleMaxValues, 0},
+		{"security schemes up to the value cap", schemesCard(4500), "", 0},
 		{"real card grown to 200 KiB", grownCard(t, 200<<10), "", 16},
 	}
 	for _, tc := range tests {
@@ -85,7 +88,7 @@ func TestPrepareMemoryBound(t *testing.T) {
 					t.Fatalf("want the card refused by %s, got %v", tc.refused, err)
 				}
 			}
-			limit := uint64(32 * sizeCap)
+			limit := uint64(64 * sizeCap)
 			if tc.perByte > 0 {
 				limit = tc.perByte * uint64(len(tc.data))
 			}
@@ -128,4 +131,19 @@ func grownCard(t *testing.T, size int) []byte {
 	}
 	t.Fatal("the sample card has no skills")
 	return nil
+}
+
+// schemesCard is a valid card with n bearer security schemes: the sdk
+// profile and @a2a-js/sdk's resolver path (which drops them) each write it.
+func schemesCard(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"name":"x","description":"d","version":"1","supportedInterfaces":[{"url":"https://a.example.com","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"a","name":"b","description":"c","tags":["x"]}],"securitySchemes":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"s%d":{"httpAuthSecurityScheme":{"scheme":"bearer"}}`, i)
+	}
+	b.WriteString(`}}`)
+	return []byte(b.String())
 }
