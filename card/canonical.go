@@ -74,6 +74,13 @@ type Forms struct {
 	// {}, null) that §8.4.1 keeps and the shipped verifiers drop, and the
 	// keys outside the v1.0 schema that only the spec profile keeps.
 	Divergences []string
+	// JSResolver is what @a2a-js/sdk computes for a card its own resolver
+	// (DefaultAgentCardResolver) fetched: the sdk bytes without
+	// securitySchemes, which the resolver's conversion to its internal
+	// type loses before verifyAgentCardSignature converts it again
+	// (a2a-js#663). It is the SDK slice when the card has no schemes to
+	// lose. No signature is made over it: it leaves the schemes unsigned.
+	JSResolver []byte
 }
 
 // Same reports whether one signature serves both profiles.
@@ -86,6 +93,58 @@ func (f *Forms) Same() bool { return len(f.Divergences) == 0 }
 // printable ASCII): then the three forms are one slice, and that is most
 // cards. Otherwise the profiles are projected apart and compared.
 func CanonicalForms(v Value) (*Forms, error) {
+	f, err := canonicalForms(v)
+	if err != nil {
+		return nil, err
+	}
+	// The sdk bytes of a card without securitySchemes are its sdk bytes
+	// without that top-level member: no other member's projection depends
+	// on it. Cut out of the bytes, it costs no second canonicalization.
+	f.JSResolver = withoutTopMember(f.SDK, `"securitySchemes":`)
+	return f, nil
+}
+
+// withoutTopMember returns canonical JSON object text without the top-level
+// member whose name, quoted and followed by a colon, is name; canon itself
+// when it has none. canon is RFC 8785 output: no whitespace, and a quote
+// inside a string is always escaped.
+func withoutTopMember(canon []byte, name string) []byte {
+	depth, start := 0, -1
+	for i := 0; i < len(canon); i++ {
+		switch c := canon[i]; c {
+		case '"':
+			if depth == 1 && start < 0 && (canon[i-1] == '{' || canon[i-1] == ',') && bytes.HasPrefix(canon[i:], []byte(name)) {
+				start = i
+			}
+			for i++; i < len(canon) && canon[i] != '"'; i++ {
+				if canon[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+		if start < 0 || depth != 1 || i+1 >= len(canon) || (canon[i+1] != ',' && canon[i+1] != '}') || i < start+len(name) {
+			continue
+		}
+		// canon[start:i+1] is the member.
+		out := make([]byte, 0, len(canon)-(i+1-start))
+		switch {
+		case canon[i+1] == ',':
+			out = append(append(out, canon[:start]...), canon[i+2:]...) // drop the member and the comma after it
+		case canon[start-1] == ',':
+			out = append(append(out, canon[:start-1]...), canon[i+1:]...) // the last member: drop the comma before it
+		default:
+			out = append(append(out, canon[:start]...), canon[i+1:]...) // the only member
+		}
+		return out
+	}
+	return canon
+}
+
+func canonicalForms(v Value) (*Forms, error) {
 	spec, clean, ok := canonicalSpec(v)
 	if ok && clean {
 		return &Forms{Spec: spec, SDK: spec, Python: spec}, nil
@@ -95,7 +154,9 @@ func CanonicalForms(v Value) (*Forms, error) {
 		return nil, err
 	}
 	f := &Forms{Unknown: unknown, Divergences: append([]string(nil), unknown...)}
-	empties(t, &Path{index: -1}, &f.Divergences)
+	var el divergenceList
+	empties(t, &Path{index: -1}, unknown, &el)
+	f.Divergences = append(f.Divergences, el.list()...)
 	if ok {
 		f.Spec = spec
 	} else if f.Spec, err = t.JCS(); err != nil {
@@ -125,10 +186,13 @@ func CanonicalForms(v Value) (*Forms, error) {
 	return f, nil
 }
 
-// empties appends the path of every empty value ("", [], {}, null) in t.
-func empties(v Value, p *Path, out *[]string) {
+// empties lists the path of every empty value ("", [], {}, null) in t, the
+// first few by name and the rest by count: a card of thousands of empty
+// strings must not cost a string per value. unknown are the keys outside
+// the schema, listed already.
+func empties(v Value, p *Path, unknown []string, out *divergenceList) {
 	if v.IsEmpty() {
-		*out = append(*out, p.String())
+		out.addPath(p, "")
 		return
 	}
 	switch v.Kind {
@@ -137,16 +201,21 @@ func empties(v Value, p *Path, out *[]string) {
 			if m.Key == "__proto__" {
 				// cleanEmpty drops it whatever it holds; in a message it
 				// is also a key outside the schema, listed already.
-				if at := p.Key(m.Key).String(); !slices.Contains(*out, at) {
-					*out = append(*out, at+` (a "__proto__" key)`)
+				if at := p.Key(m.Key).String(); !slices.Contains(unknown, at) {
+					out.add(at + ` (a "__proto__" key)`)
 				}
 				continue
 			}
-			empties(m.Val, p.Key(m.Key), out)
+			empties(m.Val, p.Key(m.Key), unknown, out)
 		}
 	case Array:
 		for i, e := range v.Arr {
-			empties(e, p.Index(i), out)
+			switch {
+			case e.IsEmpty():
+				out.addPath(p.Index(i), "")
+			case e.Kind == Object || e.Kind == Array:
+				empties(e, p.Index(i), unknown, out)
+			}
 		}
 	}
 }

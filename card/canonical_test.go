@@ -1,6 +1,7 @@
 package card
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"testing"
@@ -195,4 +196,48 @@ func TestDivergences(t *testing.T) {
 			t.Fatalf("Divergences = %v, want %v", got, want)
 		}
 	}
+}
+
+// TestJSResolverForm: Forms.JSResolver, cut out of the sdk bytes, is the
+// sdk canonicalization of the card without securitySchemes, wherever that
+// member sorts and whatever it holds.
+func TestJSResolverForm(t *testing.T) {
+	const rest = `"name":"A","description":"d \"securitySchemes\":{","version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}],"supportedInterfaces":[{"url":"https://a.example","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]`
+	tests := []struct{ name, card string }{
+		{"schemes among other members", `{` + rest + `,"securitySchemes":{"b":{"httpAuthSecurityScheme":{"scheme":"bearer","description":"x\\\"}"}}}}`},
+		{"schemes the last member", `{` + rest + `,"securitySchemes":{"b":{"mtlsSecurityScheme":{"description":"z"}}},"signatures":[]}`},
+		{"schemes the only member", `{"securitySchemes":{"b":{"httpAuthSecurityScheme":{"scheme":"bearer"}}}}`},
+		{"schemes first", `{"capabilities":{},"securitySchemes":{"a":{"httpAuthSecurityScheme":{"scheme":"bearer"}}}}`},
+		{"empty schemes, dropped by the sdk profile", `{` + rest + `,"securitySchemes":{"m":{"mtlsSecurityScheme":{}}}}`},
+		{"no schemes", `{` + rest + `}`},
+		{"spec sample", string(mustRead(t, "../testdata/cards/spec-sample-stripped.json"))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := Parse([]byte(tc.card), Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := CanonicalForms(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Canonical(v.without("securitySchemes"), ProfileSDK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(f.JSResolver, want) {
+				t.Fatalf("JSResolver\n%s\nwant\n%s", f.JSResolver, want)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

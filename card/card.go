@@ -32,6 +32,9 @@ type Loaded struct {
 	Shape    string   // V03 or V10: the shape the input had
 	Notes    []Note   // what the v0.3 mapping changed
 	Stripped []string // paths removed by StripUnknown
+	// protocolVersion is a v0.3 card's own protocolVersion, which the
+	// shipped SDKs put in the interfaces where cardsign puts "0.3".
+	protocolVersion string
 }
 
 // Load parses data strictly, maps a v0.3 card to v1.0, and strips unknown
@@ -44,6 +47,9 @@ func Load(data []byte, opts Options) (*Loaded, error) {
 	l := &Loaded{Shape: V10}
 	if IsV03(v) {
 		l.Shape = V03
+		if pv, _ := v.Get("protocolVersion"); pv.Kind == String {
+			l.protocolVersion = pv.Str
+		}
 	}
 	if v, l.Notes, err = Upgrade(v); err != nil {
 		return nil, err

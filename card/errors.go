@@ -7,6 +7,8 @@ import "fmt"
 const (
 	RuleSize          = "max-size"
 	RuleDepth         = "max-depth"
+	RuleMaxValues     = "max-values"
+	RuleMaxItems      = "max-items"
 	RuleSyntax        = "syntax"
 	RuleUTF8          = "invalid-utf8"
 	RuleSurrogate     = "lone-surrogate"

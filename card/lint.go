@@ -182,15 +182,14 @@ func (l *linter) message(v Value, m *message, p *Path) {
 			continue
 		}
 		val, ok := v.Get(f.name)
-		fp := p.Key(f.name)
 		switch {
 		case !ok:
-			l.add(SeverityError, fp, RuleRequired, "REQUIRED field of "+m.name+" is missing", "add "+f.name)
+			l.add(SeverityError, p.Key(f.name), RuleRequired, "REQUIRED field of "+m.name+" is missing", "add "+f.name)
 		case f.kind != kindMessage && allEmpty(val):
 			// Empty, or holding only empties (tags: [""]) that the shipped
 			// verifiers drop, taking the REQUIRED field with them.
 			if fits, _ := fits(f, val); fits {
-				l.add(SeverityError, fp, RuleRequired, "REQUIRED field of "+m.name+" is empty (invalid per A2A §5.7; verifiers disagree on empty values)", "give "+f.name+" a value")
+				l.add(SeverityError, p.Key(f.name), RuleRequired, "REQUIRED field of "+m.name+" is empty (invalid per A2A §5.7; verifiers disagree on empty values)", "give "+f.name+" a value")
 			}
 		}
 	}
@@ -238,11 +237,12 @@ func (l *linter) value(parent Value, f *field, v Value, p *Path) {
 		l.freeForm(v, p)
 	case kindStrings, kindMessages:
 		for i, e := range v.Arr {
-			ep := p.Index(i)
+			// The element's path is built only when it is needed: a string
+			// that fits costs no allocation.
 			if ok, want := elemFits(f, e); !ok {
-				l.add(SeverityError, ep, RuleType, "must be "+want+", not "+e.Kind.String(), "")
+				l.add(SeverityError, p.Index(i), RuleType, "must be "+want+", not "+e.Kind.String(), "")
 			} else if f.kind == kindMessages {
-				l.message(e, f.msg, ep)
+				l.message(e, f.msg, p.Index(i))
 			}
 		}
 	case kindStringMap, kindMessageMap:

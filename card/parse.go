@@ -2,6 +2,8 @@ package card
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -9,15 +11,28 @@ import (
 
 // Default limits for Parse. A real Agent Card is a few KiB; the caps keep a
 // hostile document from costing more than a bounded amount of work.
+//
+// Every JSON value costs a parsed Value (72 bytes) and a step of lint and
+// canonicalization however few bytes it takes in the card ("{}," is 3), so the
+// size cap alone lets a 180 KiB card of 60,000 empty skills cost tens of MB
+// per call. The value and item caps bound that work: a real card of 256 KiB
+// holds about 9,000 values (a 200 KiB card of 278 full skills: 7,000).
 const (
-	DefaultMaxBytes = 256 << 10
-	DefaultMaxDepth = 64
+	DefaultMaxBytes  = 256 << 10
+	DefaultMaxDepth  = 64
+	DefaultMaxValues = 20000
+	DefaultMaxItems  = 4096
 )
 
 // Limits bounds what Parse accepts. A zero field takes its default.
 type Limits struct {
 	MaxBytes int // input size in bytes
 	MaxDepth int // nesting of arrays and objects; the top-level object is depth 1
+	// MaxValues caps the JSON values in the document: objects, arrays,
+	// strings, numbers, booleans and nulls, the top-level object included.
+	MaxValues int
+	// MaxItems caps the elements of any one array.
+	MaxItems int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -26,6 +41,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxValues <= 0 {
+		l.MaxValues = DefaultMaxValues
+	}
+	if l.MaxItems <= 0 {
+		l.MaxItems = DefaultMaxItems
 	}
 	return l
 }
@@ -44,8 +65,16 @@ func Parse(data []byte, lim Limits) (Value, error) {
 // JWK Sets, JWS headers and envelopes, revocation documents. It is Parse
 // without the Agent Card wording in its messages; the refusals, rules and
 // paths are the same. Callers that accept larger documents than a card set
-// lim.MaxBytes.
+// lim.MaxBytes. Unlike Parse, a zero MaxValues or MaxItems means no cap
+// beyond what MaxBytes implies: a JWK Set or a revocation document may
+// legitimately hold more entries than a card.
 func ParseObject(data []byte, lim Limits) (Value, error) {
+	if lim.MaxValues <= 0 {
+		lim.MaxValues = math.MaxInt
+	}
+	if lim.MaxItems <= 0 {
+		lim.MaxItems = math.MaxInt
+	}
 	return parseObject(data, lim, "document", "want a JSON object")
 }
 
@@ -57,7 +86,7 @@ func parseObject(data []byte, lim Limits, noun, wantObject string) (Value, error
 		return Value{}, &Error{Path: "$", Rule: RuleSize, Offset: -1,
 			Reason: noun + " is " + strconv.Itoa(len(data)) + " bytes, more than the limit of " + strconv.Itoa(lim.MaxBytes)}
 	}
-	p := parser{data: data, maxDepth: lim.MaxDepth}
+	p := parser{data: data, maxDepth: lim.MaxDepth, maxValues: lim.MaxValues, maxItems: lim.MaxItems}
 	p.skipSpace()
 	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
 		return Value{}, p.fail(RuleSyntax, "byte order mark before the JSON text; save the file as UTF-8 without BOM")
@@ -81,6 +110,14 @@ type parser struct {
 	pos      int
 	maxDepth int
 	stack    pathStack // path to the value being parsed, for errors
+	// values counts the values read so far, against maxValues.
+	values, maxValues, maxItems int
+	// elems and members hold the items of the arrays and objects being
+	// read, one stack for all of them: each is copied out at its end into a
+	// slice of its exact length, so a large array costs its own size once
+	// instead of the sum of every size append grew it through.
+	elems   []Value
+	members []Member
 }
 
 func (p *parser) fail(rule, format string, args ...any) *Error {
@@ -102,6 +139,9 @@ func (p *parser) value() (Value, error) {
 	p.skipSpace()
 	if p.pos >= len(p.data) {
 		return Value{}, p.fail(RuleSyntax, "unexpected end of input, expected a value")
+	}
+	if p.values++; p.values > p.maxValues {
+		return Value{}, p.fail(RuleMaxValues, "more than %d JSON values in the document (objects, arrays, strings, numbers, booleans and nulls each count); a real Agent Card holds a few thousand (raise signing.max_card_values, or cardsign --max-values, only for a card expected to hold more)", p.maxValues)
 	}
 	switch c := p.data[p.pos]; {
 	case c == '{':
@@ -157,7 +197,8 @@ func (p *parser) object() (Value, error) {
 		return Value{}, err
 	}
 	p.pos++ // '{'
-	var members []Member
+	base := len(p.members)
+	defer func() { p.members = p.members[:base] }()
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
@@ -177,6 +218,7 @@ func (p *parser) object() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
+		members := p.members[base:]
 		if len(members) >= 16 && seen == nil {
 			seen = make(map[string]struct{}, 2*len(members))
 			for _, m := range members {
@@ -214,7 +256,7 @@ func (p *parser) object() (Value, error) {
 			return Value{}, err
 		}
 		p.stack = p.stack[:len(p.stack)-1]
-		members = append(members, Member{Key: key, Val: v})
+		p.members = append(p.members, Member{Key: key, Val: v})
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return Value{}, p.fail(RuleSyntax, "unexpected end of input inside an object")
@@ -224,7 +266,7 @@ func (p *parser) object() (Value, error) {
 			p.pos++
 		case '}':
 			p.pos++
-			return Value{Kind: Object, Obj: members}, nil
+			return Value{Kind: Object, Obj: slices.Clone(p.members[base:])}, nil
 		default:
 			return Value{}, p.unexpected("',' or '}'")
 		}
@@ -236,20 +278,25 @@ func (p *parser) array() (Value, error) {
 		return Value{}, err
 	}
 	p.pos++ // '['
-	elems := []Value{}
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return Value{Kind: Array, Arr: elems}, nil
+		return Value{Kind: Array, Arr: []Value{}}, nil
 	}
+	base := len(p.elems)
+	defer func() { p.elems = p.elems[:base] }()
 	for {
-		p.stack = append(p.stack, segment{index: len(elems)})
+		n := len(p.elems) - base
+		if n >= p.maxItems {
+			return Value{}, p.fail(RuleMaxItems, "array has more than %d items, the limit for one array of a card (an Agent Card needs far fewer: shorten the array)", p.maxItems)
+		}
+		p.stack = append(p.stack, segment{index: n})
 		v, err := p.value()
 		if err != nil {
 			return Value{}, err
 		}
 		p.stack = p.stack[:len(p.stack)-1]
-		elems = append(elems, v)
+		p.elems = append(p.elems, v)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return Value{}, p.fail(RuleSyntax, "unexpected end of input inside an array")
@@ -259,7 +306,7 @@ func (p *parser) array() (Value, error) {
 			p.pos++
 		case ']':
 			p.pos++
-			return Value{Kind: Array, Arr: elems}, nil
+			return Value{Kind: Array, Arr: slices.Clone(p.elems[base:])}, nil
 		default:
 			return Value{}, p.unexpected("',' or ']'")
 		}

@@ -155,24 +155,27 @@ func pythonDivergences(t Value, p *Path, out *divergenceList) {
 	switch t.Kind {
 	case String:
 		if !printableASCII(t.Str) {
-			out.add(p.String() + " (non-ASCII text)")
+			out.addPath(p, " (non-ASCII text)")
 		}
 	case Number:
 		if py := pythonFloat(t.Str); py != jcsNumber(t.Str) {
-			out.add(fmt.Sprintf("%s (number %s, which a2a-python writes %s)", p, t.Str, py))
+			out.addPath(p, fmt.Sprintf(" (number %s, which a2a-python writes %s)", t.Str, py))
 		}
 	case Array:
 		for i, e := range t.Arr {
-			pythonDivergences(e, p.Index(i), out)
+			// A plain ASCII string, the common element, needs no path.
+			if e.Kind != String || !printableASCII(e.Str) {
+				pythonDivergences(e, p.Index(i), out)
+			}
 		}
 	case Object:
 		for _, m := range t.Obj {
 			if !printableASCII(m.Key) {
-				out.add(p.Key(m.Key).String() + " (non-ASCII key)")
+				out.addPath(p.Key(m.Key), " (non-ASCII key)")
 			}
 		}
 		if !sameKeyOrder(t.Obj) {
-			out.add(p.String() + " (keys that sort differently by code point and by UTF-16)")
+			out.addPath(p, " (keys that sort differently by code point and by UTF-16)")
 		}
 		for _, m := range t.Obj {
 			pythonDivergences(m.Val, p.Key(m.Key), out)
@@ -192,8 +195,9 @@ func printableASCII(s string) bool {
 	return true
 }
 
-// maxPythonDivergences bounds the list: a card of non-ASCII text would
-// otherwise name every one of its strings.
+// maxPythonDivergences bounds a divergence list (python-ascii, and the
+// empty values the sdk profile drops): a card of non-ASCII text or of empty
+// strings would otherwise name every one of its strings.
 const maxPythonDivergences = 20
 
 // divergenceList keeps the first maxPythonDivergences entries and counts the
@@ -206,6 +210,16 @@ type divergenceList struct {
 func (d *divergenceList) add(s string) {
 	if len(d.items) < maxPythonDivergences {
 		d.items = append(d.items, s)
+		return
+	}
+	d.more++
+}
+
+// addPath adds p's text and suffix, building the text only when the entry
+// is kept.
+func (d *divergenceList) addPath(p *Path, suffix string) {
+	if len(d.items) < maxPythonDivergences {
+		d.items = append(d.items, p.String()+suffix)
 		return
 	}
 	d.more++

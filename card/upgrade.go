@@ -327,3 +327,101 @@ func (u *upgrader) flows(flows Value, p *Path) (Value, error) {
 	}
 	return Value{}, v03Error(p, "OAuth flows must declare at least one of authorizationCode, clientCredentials, implicit, password")
 }
+
+// Mapping names one way of reading a v0.3 card as v1.0. The shipped SDKs map
+// a v0.3 card as Upgrade does but for the protocolVersion of each interface
+// (DESIGN.md §3), so a signature one of them made over its own reading
+// covers bytes that cardsign's reading does not have; a verifier of a v0.3
+// card accepts each reading.
+type Mapping string
+
+const (
+	// MappingCardsign is Upgrade's reading: protocolVersion "0.3" on every
+	// interface.
+	MappingCardsign Mapping = "cardsign"
+	// MappingPython is a2a-python's (≤ 1.1 at least): the card's own
+	// protocolVersion ("0.3.0") on every interface.
+	MappingPython Mapping = "a2a-python"
+	// MappingJS is @a2a-js/sdk's (compat/v0_3 toCoreAgentCard): the card's
+	// own protocolVersion on the first interface, "0.3" on the others.
+	MappingJS Mapping = "@a2a-js/sdk"
+)
+
+// Reading is a card as one mapping reads it, in the v1.0 shape.
+type Reading struct {
+	Mapping Mapping // empty for a v1.0 card, which needs no mapping
+	Value   Value
+}
+
+// Readings returns the distinct v1.0 readings of a loaded card: its Value
+// alone for a v1.0 card; for a v0.3 card, cardsign's reading first, then
+// a2a-python's and @a2a-js/sdk's where they differ from every reading
+// before them (a card whose protocolVersion is "0.3" or absent has one).
+func (l *Loaded) Readings() []Reading {
+	if l.Shape != V03 {
+		return []Reading{{Value: l.Value}}
+	}
+	out := []Reading{{Mapping: MappingCardsign, Value: l.Value}}
+	own := l.protocolVersion
+	if own == "" || own == V03 {
+		return out
+	}
+	ifaces, _ := l.Value.Get("supportedInterfaces")
+	out = append(out, Reading{Mapping: MappingPython, Value: withInterfaceVersions(l.Value, own, own)})
+	if len(ifaces.Arr) > 1 {
+		out = append(out, Reading{Mapping: MappingJS, Value: withInterfaceVersions(l.Value, own, V03)})
+	}
+	return out
+}
+
+// Reading returns the reading of mapping m; a mapping that reads the card
+// as an earlier one does falls back to it (@a2a-js/sdk to a2a-python's, a
+// one-interface card; both to cardsign's).
+func (l *Loaded) Reading(m Mapping) Reading {
+	rs := l.Readings()
+	for _, want := range []Mapping{m, MappingPython, MappingCardsign} {
+		if m == MappingCardsign && want == MappingPython {
+			continue
+		}
+		for _, r := range rs {
+			if r.Mapping == want {
+				return r
+			}
+		}
+	}
+	return rs[0]
+}
+
+// withInterfaceVersions returns card v (as Upgrade made it) with
+// protocolVersion first on its first interface and rest on the others.
+func withInterfaceVersions(v Value, first, rest string) Value {
+	ifaces, ok := v.Get("supportedInterfaces")
+	if !ok || ifaces.Kind != Array {
+		return v
+	}
+	out := make([]Value, len(ifaces.Arr))
+	for i, iface := range ifaces.Arr {
+		pv := rest
+		if i == 0 {
+			pv = first
+		}
+		out[i] = iface
+		if iface.Kind == Object {
+			out[i] = iface.with("protocolVersion", StringValue(pv))
+		}
+	}
+	return v.with("supportedInterfaces", Value{Kind: Array, Arr: out})
+}
+
+// Describe says, for a person, how mapping m reads a v0.3 card.
+func (m Mapping) Describe() string {
+	switch m {
+	case MappingCardsign:
+		return `v0.3 card read as cardsign maps it (protocolVersion "0.3" on every interface)`
+	case MappingPython:
+		return "v0.3 card read as a2a-python maps it (the card's own protocolVersion on every interface)"
+	case MappingJS:
+		return `v0.3 card read as @a2a-js/sdk maps it (the card's own protocolVersion on the first interface, "0.3" on the others)`
+	}
+	return ""
+}

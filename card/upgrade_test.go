@@ -116,3 +116,52 @@ func TestUpgradeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestReadings: a v0.3 card is read as cardsign maps it and, where they
+// differ, as a2a-python (its own protocolVersion on every interface) and
+// @a2a-js/sdk (on the first only) do; a v1.0 card has one reading.
+func TestReadings(t *testing.T) {
+	const head = `{"name":"A","description":"d","version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[]`
+	two := `,"url":"https://a.example.com/a2a","additionalInterfaces":[{"url":"https://a.example.com/rest","transport":"HTTP+JSON"}]`
+	tests := []struct {
+		name string
+		card string
+		want map[Mapping][]string // reading → protocolVersion per interface
+	}{
+		{"v1.0 card", head + `,"supportedInterfaces":[{"url":"https://a.example.com","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`,
+			map[Mapping][]string{"": {"1.0"}}},
+		{"v0.3 card of 0.3.0, two interfaces", head + two + `,"protocolVersion":"0.3.0"}`,
+			map[Mapping][]string{MappingCardsign: {"0.3", "0.3"}, MappingPython: {"0.3.0", "0.3.0"}, MappingJS: {"0.3.0", "0.3"}}},
+		{"v0.3 card of 0.3.0, one interface", head + `,"url":"https://a.example.com/a2a","protocolVersion":"0.3.0"}`,
+			map[Mapping][]string{MappingCardsign: {"0.3"}, MappingPython: {"0.3.0"}}},
+		{"v0.3 card of 0.3", head + two + `,"protocolVersion":"0.3"}`, map[Mapping][]string{MappingCardsign: {"0.3", "0.3"}}},
+		{"v0.3 card without protocolVersion", head + two + `}`, map[Mapping][]string{MappingCardsign: {"0.3", "0.3"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Load([]byte(tc.card), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := l.Readings()
+			if len(rs) != len(tc.want) {
+				t.Fatalf("%d readings, want %d", len(rs), len(tc.want))
+			}
+			for _, r := range rs {
+				ifaces, _ := r.Value.Get("supportedInterfaces")
+				var got []string
+				for _, i := range ifaces.Arr {
+					pv, _ := i.Get("protocolVersion")
+					got = append(got, pv.Str)
+				}
+				if want, ok := tc.want[r.Mapping]; !ok || strings.Join(got, ",") != strings.Join(want, ",") {
+					t.Errorf("reading %q: protocolVersions %v, want %v", r.Mapping, got, want)
+				}
+			}
+			// A mapping that reads the card as an earlier one does falls back to it.
+			if js := l.Reading(MappingJS); len(tc.want) == 2 && js.Mapping != MappingPython {
+				t.Errorf("@a2a-js/sdk's reading of a one-interface card is %q, want a2a-python's", js.Mapping)
+			}
+		})
+	}
+}

@@ -19,11 +19,12 @@ import (
 	"github.com/cardsign/cardsign/card"
 )
 
-// TestLintErrorFitsClientHeaders: a card of 60,000 empty skills is refused
-// with INVALID_ARGUMENT whose details fit a client that accepts 8 KiB of
-// headers (grpc-java's default), and the same connection keeps working.
-// Before findings were bounded, the error overflowed the client's header
-// list and failed as a protocol error.
+// TestLintErrorFitsClientHeaders: a card of 4,000 empty skills (16,000 lint
+// errors) is refused with INVALID_ARGUMENT whose details fit a client that
+// accepts 8 KiB of headers (grpc-java's default), and the same connection
+// keeps working. Before findings were bounded, the error overflowed the
+// client's header list and failed as a protocol error. One of 60,000 empty
+// skills is refused before lint, by the parser's item cap, naming the array.
 func TestLintErrorFitsClientHeaders(t *testing.T) {
 	a, _ := newAuthority(t)
 	client := pb.NewSigningServiceClient(serveGRPC(t, a))
@@ -33,14 +34,19 @@ func TestLintErrorFitsClientHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostile := strings.Replace(string(good), `"skills": [`, `"skills": [`+strings.Repeat("{},", 60000), 1)
-	if hostile == string(good) {
+	huge := strings.Replace(string(good), `"skills": [`, `"skills": [`+strings.Repeat("{},", 60000), 1)
+	if huge == string(good) {
 		t.Fatal("the sample card has no skills array to fill")
 	}
+	_, err = client.SignCard(ctx, &pb.SignCardRequest{Card: []byte(huge), StripUnknown: true})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "skills") || !strings.Contains(st.Message(), card.RuleMaxItems) {
+		t.Fatalf("SignCard(60,000 empty skills) = %v, want INVALID_ARGUMENT naming skills and %s", err, card.RuleMaxItems)
+	}
+	hostile := strings.Replace(string(good), `"skills": [`, `"skills": [`+strings.Repeat("{},", 4000), 1)
 	_, err = client.SignCard(ctx, &pb.SignCardRequest{Card: []byte(hostile), StripUnknown: true})
 	st := status.Convert(err)
 	if st.Code() != codes.InvalidArgument {
-		t.Fatalf("SignCard(60,000 empty skills) = %v, want INVALID_ARGUMENT", err)
+		t.Fatalf("SignCard(4,000 empty skills) = %v, want INVALID_ARGUMENT", err)
 	}
 	var violations []*errdetails.BadRequest_FieldViolation
 	for _, d := range st.Details() {

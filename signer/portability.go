@@ -9,17 +9,28 @@ import (
 
 // A verifier family accepts a card when one of its signatures verifies over
 // the canonical bytes that family computes. The shipped verifiers compute
-// three different byte strings between them; these are the families
-// cardsign knows, with the profile that reproduces each one's bytes.
+// three different byte strings between them, and read a v0.3 card each in
+// its own way; these are the families cardsign knows, with the profile that
+// reproduces each one's bytes and the mapping it applies to a v0.3 card.
 var verifierFamilies = [...]struct {
 	name    string
 	profile card.Profile
+	mapping card.Mapping
+	// resolver: the bytes of @a2a-js/sdk's resolver path (a2a-js#663),
+	// Forms.JSResolver.
+	resolver bool
 }{
-	{"spec", card.ProfileSpec},                   // A2A v1.0 §8.4.1 to the letter
-	{"@a2a-js/sdk ≥1.3", card.ProfileSDK},        // cleanEmpty, then RFC 8785
-	{"a2a-python ≥1.2", card.ProfileSDK},         // after its RFC 8785 fix
-	{"a2a-python ≤1.1", card.ProfilePythonASCII}, // json.dumps, ensure_ascii
+	{"spec", card.ProfileSpec, card.MappingCardsign, false},                 // A2A v1.0 §8.4.1 to the letter
+	{"@a2a-js/sdk ≥1.3", card.ProfileSDK, card.MappingJS, false},            // cleanEmpty, then RFC 8785
+	{"a2a-python ≥1.2", card.ProfileSDK, card.MappingPython, false},         // after its RFC 8785 fix
+	{"a2a-python ≤1.1", card.ProfilePythonASCII, card.MappingPython, false}, // json.dumps, ensure_ascii
+	{"@a2a-js/sdk resolver", card.ProfileSDK, card.MappingJS, true},         // DefaultAgentCardResolver, then verifyAgentCardSignature
 }
+
+// ReasonJSResolverBug is the Support.Reason of the @a2a-js/sdk resolver
+// family for a card whose security schemes that path loses: no signature
+// can cover what it computes without leaving the schemes unsigned.
+const ReasonJSResolverBug = "SDK bug a2a-js#663"
 
 // Support says whether one verifier family accepts a card.
 type Support struct {
@@ -36,17 +47,41 @@ type Support struct {
 // Portability reports, for each verifier family, whether a signature over
 // one of the signed profiles covers the bytes that family computes.
 func Portability(forms *card.Forms, signed []card.Profile) []Support {
+	covered := make([]signedForm, len(signed))
+	for i, p := range signed {
+		covered[i] = signedForm{p, formBytes(forms, p)}
+	}
+	return portability(func(card.Mapping) *card.Forms { return forms }, covered)
+}
+
+// signedForm is the bytes a signature covers and their profile.
+type signedForm struct {
+	profile card.Profile
+	bytes   []byte
+}
+
+// portability is Portability over the forms of each mapping's reading of the
+// card (one reading for a v1.0 card).
+func portability(formsOf func(card.Mapping) *card.Forms, signed []signedForm) []Support {
 	out := make([]Support, 0, len(verifierFamilies))
 	for _, f := range verifierFamilies {
 		s := Support{Verifier: f.name, Profile: f.profile}
+		forms := formsOf(f.mapping)
 		want := formBytes(forms, f.profile)
-		for _, p := range signed {
-			if bytes.Equal(formBytes(forms, p), want) {
-				s.Covered, s.By = true, p
+		if f.resolver {
+			want = forms.JSResolver
+		}
+		for _, sf := range signed {
+			if bytes.Equal(sf.bytes, want) {
+				s.Covered, s.By = true, sf.profile
 				break
 			}
 		}
-		if !s.Covered {
+		switch {
+		case s.Covered:
+		case f.resolver && !bytes.Equal(forms.JSResolver, forms.SDK):
+			s.Reason = ReasonJSResolverBug
+		default:
 			s.Reason = "no signature over " + string(f.profile) + " bytes"
 		}
 		out = append(out, s)

@@ -42,7 +42,7 @@ func TestVerifyA2APythonVectors(t *testing.T) {
 			t.Fatalf("%s: a2a-python's own signatures do not verify: %+v %v", name, v, err)
 		}
 		rows := v.Portability()
-		if len(rows) != 4 || !rows[3].Covered || rows[3].Verifier != "a2a-python ≤1.1" {
+		if len(rows) != 5 || !rows[3].Covered || rows[3].Verifier != "a2a-python ≤1.1" || rows[4].Verifier != "@a2a-js/sdk resolver" {
 			t.Fatalf("%s: portability %+v", name, rows)
 		}
 		// Vectors b-e hold non-ASCII text, numbers or mixed key order:
@@ -78,8 +78,43 @@ func TestPythonASCIISignatureCoversOnlyItsBytes(t *testing.T) {
 		t.Fatalf("%+v %v", v, err)
 	}
 	got := FormatPortability("verifies in: ", v.Portability())
-	want := "verifies in: spec ✘ (no signature over spec bytes)  @a2a-js/sdk ≥1.3 ✘ (no signature over sdk bytes)  a2a-python ≥1.2 ✘ (no signature over sdk bytes)  a2a-python ≤1.1 ✔"
+	want := "verifies in: spec ✘ (no signature over spec bytes)  @a2a-js/sdk ≥1.3 ✘ (no signature over sdk bytes)  a2a-python ≥1.2 ✘ (no signature over sdk bytes)  a2a-python ≤1.1 ✔  @a2a-js/sdk resolver ✘ (no signature over sdk bytes)"
 	if got != want {
 		t.Fatalf("report\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestJSResolverRow (issue 24 #21): @a2a-js/sdk's own resolver drops a
+// card's securitySchemes before its verifier canonicalizes (a2a-js#663), so
+// the report marks that path as the SDK's bug for a card with schemes, and
+// covered like @a2a-js/sdk ≥1.3 for one without (or whose only schemes are
+// empty, which the sdk bytes drop anyway). The real resolver agrees in
+// cmd/cardsign's TestInteropJSResolver.
+func TestJSResolverRow(t *testing.T) {
+	tests := []struct {
+		card   string
+		strip  bool
+		want   bool
+		reason string
+	}{
+		{"security.json", false, false, ReasonJSResolverBug},
+		{"spec-sample.json", true, false, ReasonJSResolverBug},
+		{"unicode.json", false, true, ""},
+		{"interfaces.json", false, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.card, func(t *testing.T) {
+			p, err := Prepare(readCard(t, tc.card), PrepareOptions{Card: card.Options{StripUnknown: tc.strip}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := p.Portability[len(p.Portability)-1]
+			if row.Verifier != "@a2a-js/sdk resolver" || row.Covered != tc.want || row.Reason != tc.reason {
+				t.Fatalf("resolver row %+v, want covered %v (%s)", row, tc.want, tc.reason)
+			}
+			if got := FormatPortability("", []Support{row}); !tc.want && got != "@a2a-js/sdk resolver ✘ (SDK bug a2a-js#663)" {
+				t.Fatalf("printed %q", got)
+			}
+		})
 	}
 }

@@ -94,9 +94,11 @@ func TestSignModes(t *testing.T) {
 			if !slices.Equal(got, tc.profiles) {
 				t.Fatalf("profiles %v, want %v", got, tc.profiles)
 			}
-			// Whatever was signed, every verifier family is covered in auto mode.
+			// Whatever was signed, every verifier family is covered in auto
+			// mode, but for @a2a-js/sdk's resolver path when it loses the
+			// card's security schemes (a2a-js#663): no signature can serve it.
 			for _, s := range res.Portability {
-				if tc.mode == ModeAuto && !s.Covered {
+				if tc.mode == ModeAuto && !s.Covered && s.Reason != ReasonJSResolverBug {
 					t.Fatalf("auto mode leaves %s uncovered: %+v", s.Verifier, res.Portability)
 				}
 			}
@@ -402,6 +404,9 @@ func TestVerifyRevokedKey(t *testing.T) {
 	// "no signature over spec bytes".
 	want := "signed by a revoked key (kid " + Printable(k.KID) + ", revoked at 2026-11-21T00:00:00Z (key compromise))"
 	for _, row := range v.Portability() {
+		if row.Reason == ReasonJSResolverBug {
+			continue // security.json has schemes: that path fails whatever the key (item 21)
+		}
 		if row.Covered || row.Reason != want {
 			t.Errorf("portability %s: covered %v, reason %q, want %q", row.Verifier, row.Covered, row.Reason, want)
 		}
@@ -415,6 +420,9 @@ func TestVerifyRevokedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, row := range v.Portability() {
+		if row.Reason == ReasonJSResolverBug {
+			continue
+		}
 		if row.Covered || !strings.HasPrefix(row.Reason, "no signature over ") || v.Checks[0].RevokedReason() != "" {
 			t.Errorf("portability %s with an unknown key: covered %v, reason %q", row.Verifier, row.Covered, row.Reason)
 		}

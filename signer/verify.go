@@ -84,7 +84,11 @@ type Check struct {
 	Valid   bool
 	Revoked bool
 	Profile card.Profile // the profile whose bytes verified, when Valid
-	Reason  string       // why not, when !Valid
+	// Mapping is the reading of a v0.3 card whose bytes verified, when
+	// Valid: cardsign's, or a shipped SDK's (card.Mapping). Empty for a
+	// v1.0 card.
+	Mapping card.Mapping
+	Reason  string // why not, when !Valid
 	// RevokedWhy is what the revocation list says of the key, when
 	// Revoked: when and why (jwks.Revocation.String).
 	RevokedWhy string
@@ -117,6 +121,9 @@ type Verification struct {
 	// v1.0 schema and empty values.
 	divergences []string
 	forms       *card.Forms
+	// formsOf gives the forms of each mapping's reading (a v0.3 card), or
+	// forms (a v1.0 card).
+	formsOf func(card.Mapping) *card.Forms
 }
 
 // Portability reports, for each verifier family, whether a signature that
@@ -125,18 +132,22 @@ func (v *Verification) Portability() []Support {
 	if v.forms == nil {
 		return nil
 	}
-	var verified []card.Profile
+	formsOf := v.formsOf
+	if formsOf == nil {
+		formsOf = func(card.Mapping) *card.Forms { return v.forms }
+	}
+	var verified []signedForm
 	for _, c := range v.Checks {
 		if c.Valid {
-			verified = append(verified, c.Profile)
+			verified = append(verified, signedForm{c.Profile, formBytes(formsOf(c.Mapping), c.Profile)})
 		}
 	}
-	rows := Portability(v.forms, verified)
+	rows := portability(formsOf, verified)
 	// A family no valid signature covers, but a revoked key's signature
 	// would have, is told so: "no signature over its bytes" would send the
 	// operator looking for a signing bug instead of at the revocation.
 	for i := range rows {
-		if rows[i].Covered {
+		if rows[i].Covered || rows[i].Reason == ReasonJSResolverBug {
 			continue
 		}
 		for _, c := range v.Checks {
@@ -202,11 +213,21 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	if err != nil {
 		return nil, err
 	}
-	forms, err := card.CanonicalForms(loaded.Value)
-	if err != nil {
-		return nil, err
+	// A v0.3 card is read the way each shipped SDK maps it, as well as
+	// cardsign's way: a signature made by either covers its own reading.
+	// The first reading (cardsign's) is the card's identity.
+	var readings []reading
+	formsBy := map[card.Mapping]*card.Forms{}
+	for _, r := range loaded.Readings() {
+		f, err := card.CanonicalForms(r.Value)
+		if err != nil {
+			return nil, err
+		}
+		formsBy[r.Mapping] = f
+		readings = append(readings, reading{r.Mapping, map[card.Profile][]byte{card.ProfileSpec: f.Spec, card.ProfileSDK: f.SDK, card.ProfilePythonASCII: f.Python}})
 	}
-	payloads := map[card.Profile][]byte{card.ProfileSpec: forms.Spec, card.ProfileSDK: forms.SDK, card.ProfilePythonASCII: forms.Python}
+	forms := formsBy[readings[0].mapping]
+	formsOf := func(m card.Mapping) *card.Forms { return formsBy[loaded.Reading(m).Mapping] }
 	sum := sha256.Sum256(forms.Spec)
 	revoked := ""
 	if opts.RevokedCard != nil {
@@ -217,7 +238,7 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 
 	sigs, ok := loaded.Value.Get("signatures")
 	if !ok {
-		return &Verification{forms: forms, CanonicalSHA256: sum, CardRevoked: revoked}, nil
+		return &Verification{forms: forms, formsOf: formsOf, CanonicalSHA256: sum, CardRevoked: revoked}, nil
 	}
 	if sigs.Kind != card.Array {
 		return nil, &card.Error{Path: "signatures", Rule: card.RuleType, Offset: -1, Reason: "must be an array of signature objects, not " + sigs.Kind.String()}
@@ -236,7 +257,7 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 		return nil, fmt.Errorf("signer: verify: %w", err)
 	}
 	v := &verifier{opts: opts, allow: allow, fetched: map[string]fetchResult{}, canonicalSHA256: sum}
-	res := &Verification{divergences: forms.Divergences, forms: forms, CanonicalSHA256: sum, CardRevoked: revoked}
+	res := &Verification{divergences: forms.Divergences, forms: forms, formsOf: formsOf, CanonicalSHA256: sum, CardRevoked: revoked}
 	for i, s := range sigs.Arr {
 		// A run bounded by a deadline stops, instead of reporting every
 		// remaining signature as failed for a reason that is not the card's.
@@ -244,7 +265,7 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 			return nil, fmt.Errorf("signer: verify: stopped before signature[%d] of %d: %w", i, len(sigs.Arr), err)
 		}
 		c := Check{Index: i}
-		if err := v.verifyOne(ctx, s, payloads, &c); err != nil {
+		if err := v.verifyOne(ctx, s, readings, &c); err != nil {
 			c.Reason = err.Error()
 		} else {
 			c.Valid = true
@@ -271,7 +292,13 @@ type fetchResult struct {
 	err error
 }
 
-func (v *verifier) verifyOne(ctx context.Context, s card.Value, payloads map[card.Profile][]byte, c *Check) error {
+// reading is the canonical bytes of one reading of the card, per profile.
+type reading struct {
+	mapping  card.Mapping
+	payloads map[card.Profile][]byte
+}
+
+func (v *verifier) verifyOne(ctx context.Context, s card.Value, readings []reading, c *Check) error {
 	opts := v.opts
 	if s.Kind != card.Object {
 		return fmt.Errorf("signature is %s, not an object", s.Kind)
@@ -342,21 +369,38 @@ func (v *verifier) verifyOne(ctx context.Context, s card.Value, payloads map[car
 		}
 		order = []card.Profile{opts.Profile}
 	}
-	// The same bytes under several profiles are tried once, under the
-	// first of them (spec before sdk before python-ascii).
-	order = slices.CompactFunc(order, func(a, b card.Profile) bool { return bytes.Equal(payloads[a], payloads[b]) })
-	for _, p := range order {
-		err = jose.Verify(h.alg, pub, signingInput(prot.Str, payloads[p]), sig)
+	// The same bytes under several profiles or readings are tried once,
+	// under the first of them (cardsign's reading first; spec before sdk
+	// before python-ascii).
+	type candidate struct {
+		mapping card.Mapping
+		profile card.Profile
+		bytes   []byte
+	}
+	var cands []candidate
+	for _, r := range readings {
+		for _, p := range order {
+			b := r.payloads[p]
+			if !slices.ContainsFunc(cands, func(c candidate) bool { return bytes.Equal(c.bytes, b) }) {
+				cands = append(cands, candidate{r.mapping, p, b})
+			}
+		}
+	}
+	for _, cand := range cands {
+		err = jose.Verify(h.alg, pub, signingInput(prot.Str, cand.bytes), sig)
 		if err == nil {
-			c.Profile = p
+			c.Profile, c.Mapping = cand.profile, cand.mapping
 			return v.checkProof(s, h.kid, sigv.Str, c)
 		}
 		if !errors.Is(err, jose.ErrSignatureInvalid) {
 			return err
 		}
 	}
-	if len(order) == 1 {
-		return fmt.Errorf("signature does not match the card's %s canonical bytes (card altered, or signed over other bytes)", order[0])
+	switch {
+	case len(readings) > 1:
+		return errors.New("signature does not match the card's canonical bytes in any profile, under any v0.3 mapping (cardsign's, a2a-python's, @a2a-js/sdk's) (card altered, or signed by another key)")
+	case len(cands) == 1:
+		return fmt.Errorf("signature does not match the card's %s canonical bytes (card altered, or signed over other bytes)", cands[0].profile)
 	}
 	return errors.New("signature does not match the card's canonical bytes in any profile (card altered, or signed by another key)")
 }

@@ -17,6 +17,7 @@ func limitFlags(fs *flag.FlagSet) *card.Limits {
 	l := &card.Limits{}
 	fs.IntVar(&l.MaxBytes, "max-bytes", card.DefaultMaxBytes, "refuse cards larger than this many bytes")
 	fs.IntVar(&l.MaxDepth, "max-depth", card.DefaultMaxDepth, "refuse cards nested deeper than this")
+	fs.IntVar(&l.MaxValues, "max-values", card.DefaultMaxValues, "refuse cards of more JSON values than this (objects, arrays, strings, numbers, booleans, nulls)")
 	return l
 }
 

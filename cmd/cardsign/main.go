@@ -160,8 +160,8 @@ func (c command) usageError(e env, format string, args ...any) int {
 // oneInput reads the single FILE or - argument of a command, reading at most
 // one byte more than the size cap so the card parser reports the cap by name.
 func (c command) oneInput(e env, pos []string, lim *card.Limits) ([]byte, int, bool) {
-	if lim.MaxBytes <= 0 || lim.MaxDepth <= 0 {
-		return nil, c.usageError(e, "--max-bytes and --max-depth must be positive"), false
+	if lim.MaxBytes <= 0 || lim.MaxDepth <= 0 || lim.MaxValues <= 0 {
+		return nil, c.usageError(e, "--max-bytes, --max-depth and --max-values must be positive"), false
 	}
 	if len(pos) != 1 {
 		return nil, c.usageError(e, "want exactly one card file (or - for standard input), got %d arguments", len(pos)), false

@@ -38,10 +38,16 @@ func TestA2APythonVectorsEndToEnd(t *testing.T) {
 			}
 			// The v0.3 input maps to v1.0 with protocolVersion "0.3" here
 			// (DESIGN §3) and "0.3.0" in a2a-python; cardsign signs its own
-			// v1.0 form, so the v1.0 card a2a-python made stands in.
+			// v1.0 form, so the v1.0 card a2a-python made stands in. The v0.3
+			// card a2a-python signed verifies as it stands, under
+			// a2a-python's reading (issue 24 #20).
 			src := in
 			if name == "g_v03_legacy" {
 				src = signedBySDK
+				v := mustRun(t, dir, "verify", "--all", "--revocations", "none", "--jwks", filepath.Join(vectors, "jwks.json"), filepath.Join(vectors, name+".input-signed.json"))
+				if strings.Count(v.Stdout, "v0.3 card read as a2a-python maps it (the card's own protocolVersion on every interface)") != 2 || !strings.Contains(v.Stdout, "a2a-python ≤1.1 ✔") {
+					t.Fatalf("cardsign verify of the v0.3 card a2a-python signed:\n%s", v.Stdout)
+				}
 			}
 			if name == "h_empty_and_defaults" {
 				// Its REQUIRED description is "": invalid per A2A §5.7,

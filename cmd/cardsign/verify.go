@@ -23,7 +23,7 @@ func verifyCmd() command {
 		summary: "Verify a signed card against a trusted JWKS; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
 		usage:   "--jwks FILE|URL [--log-key KEY|FILE|URL] [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-",
 		example: "  cardsign jwks --key file:signing-key.pem > jwks.json\n  cardsign verify --jwks jwks.json signed.json\n  signature[0] kid=3kP… alg=ES256: valid (spec profile)\n" +
-			"  verifies in: spec ✔  @a2a-js/sdk ≥1.3 ✔  a2a-python ≥1.2 ✔  a2a-python ≤1.1 ✘ (no signature over python-ascii bytes)\n" +
+			"  verifies in: spec ✔  @a2a-js/sdk ≥1.3 ✔  a2a-python ≥1.2 ✔  a2a-python ≤1.1 ✘ (no signature over python-ascii bytes)  @a2a-js/sdk resolver ✔\n" +
 			"  cardsign verify --jwks jwks.json --allow-jku https://keys.example.com/jwks/ --max-time 10s signed.json\n" +
 			"  cardsign verify --jwks http://127.0.0.1:7701/.well-known/jwks.json --log-key http://127.0.0.1:7701/.well-known/cardsign-log-key signed.json\n" +
 			"  signature[0] kid=3kP… alg=ES256: valid (spec profile), logged: cardsign.localhost/log leaf 41 of 57",
@@ -142,7 +142,11 @@ func verifyCmd() command {
 				case ch.HasProof:
 					logged = ", carries a log inclusion proof (not checked: give --log-key)"
 				}
-				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: valid (%s profile)%s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Profile, logged)
+				mapped := ""
+				if ch.Mapping != "" {
+					mapped = ", " + ch.Mapping.Describe()
+				}
+				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: valid (%s profile%s)%s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Profile, mapped, logged)
 			} else {
 				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: invalid: %s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), escapeText(ch.Reason))
 			}

@@ -221,6 +221,9 @@ type SigningConfig struct {
 	JKU          string `yaml:"jku"`
 	MaxCardBytes int    `yaml:"max_card_bytes"`
 	MaxCardDepth int    `yaml:"max_card_depth"`
+	// MaxCardValues caps the JSON values of a card: each costs memory and
+	// work whatever its size in bytes (card.DefaultMaxValues).
+	MaxCardValues int `yaml:"max_card_values"`
 	// Lifetime, when set, puts iat and exp in every signature's protected
 	// header; RefreshAt is the fraction of it after which the registry signs
 	// a registered card again (default 0.5).
@@ -269,8 +272,9 @@ func Defaults() Config {
 			RetireGrace: 30 * 24 * time.Hour,
 		},
 		Signing: SigningConfig{
-			MaxCardBytes: card.DefaultMaxBytes,
-			MaxCardDepth: card.DefaultMaxDepth,
+			MaxCardBytes:  card.DefaultMaxBytes,
+			MaxCardDepth:  card.DefaultMaxDepth,
+			MaxCardValues: card.DefaultMaxValues,
 		},
 		JWKS:        JWKSConfig{MaxAge: time.Hour},
 		Revocations: RevocationsConfig{TTL: 24 * time.Hour},
@@ -509,6 +513,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Signing.MaxCardDepth <= 0 || c.Signing.MaxCardDepth > 1024 {
 		bad("signing.max_card_depth", "%d must be between 1 and 1024", c.Signing.MaxCardDepth)
+	}
+	if c.Signing.MaxCardValues <= 0 || c.Signing.MaxCardValues > 1<<20 {
+		bad("signing.max_card_values", "%d must be between 1 and 1048576 (default %d; each value of a card costs about 300 bytes of memory per call)", c.Signing.MaxCardValues, card.DefaultMaxValues)
 	}
 	if c.JWKS.MaxAge < 0 {
 		bad("jwks.max_age", "must not be negative")
