@@ -48,6 +48,20 @@ type Store interface {
 	// (rotate, activate, revoke) stay atomic across replicas.
 	UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error
 
+	// ChangeKeys is MakeKey and UpdateKeys with the change's audit records,
+	// in one transaction: fn runs under the key-set lock (PostgreSQL: and
+	// the audit head's) over every key record, and returns the change: at
+	// most one record to create (a KID that exists fails with ErrExists),
+	// records to update (as UpdateKeys: ErrNotFound, ErrImmutable), and
+	// the key administration records (audit.Kind.IsKey) of the change, one
+	// at least for every key it creates or updates, which are appended as
+	// AppendAudit appends records. Every key change is so in the audit
+	// chain and the transparency log, and a key record can be checked
+	// against them (KeyTrail). An fn error is returned as is and nothing
+	// is written; fn is called once. It returns the audit records as
+	// stored.
+	ChangeKeys(ctx context.Context, fn func(ctx context.Context, recs []jwks.KeyRecord) (KeyChange, error)) ([]audit.Record, error)
+
 	// ListKeys returns every key record, ordered by CreatedAt, then KID.
 	ListKeys(ctx context.Context) ([]jwks.KeyRecord, error)
 
@@ -86,6 +100,14 @@ type Store interface {
 	Log
 
 	Close() error
+}
+
+// KeyChange is a change to the key set and its audit records
+// (Store.ChangeKeys).
+type KeyChange struct {
+	Create *jwks.KeyRecord  // a new key record, or nil
+	Update []jwks.KeyRecord // records to write over the stored ones (by KID)
+	Audit  []audit.Record   // the key administration records of the change
 }
 
 // Leases are named, expiring leases on the store's clock, held by one
