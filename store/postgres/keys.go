@@ -333,7 +333,9 @@ func (s *Store) ChangeKeys(ctx context.Context, fn func(ctx context.Context, rec
 			return err
 		}
 		// Before fn takes its time, as in UpdateKeys: every record
-		// committed before the change has an earlier time.
+		// committed before the change has an earlier time. The cost: while
+		// fn makes a key at its backend (a rotation), appends from every
+		// replica wait for it.
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM audit_head WHERE id = 1 FOR UPDATE`); err != nil {
 			return fmt.Errorf("audit head lock: %w", err)
 		}
