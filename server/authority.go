@@ -225,7 +225,8 @@ func (a *Authority) makeKey(ctx context.Context, kind audit.Kind, alg jose.Alg, 
 	var made string // the URI of a key made at its backend
 	var rec jwks.KeyRecord
 	who := actorOf(ctx)
-	_, err := a.changeKeys(ctx, func(ctx context.Context, existing []jwks.KeyRecord) (store.KeyChange, error) {
+	// A creation: the backend makes the key while appends go on.
+	_, err := a.changeKeys(ctx, store.KeyCreation, func(ctx context.Context, existing []jwks.KeyRecord) (store.KeyChange, error) {
 		if check != nil {
 			if err := check(a.now(), existing); err != nil {
 				return store.KeyChange{}, err

@@ -40,8 +40,8 @@ func (who actor) keyRecord(kind audit.Kind, rec jwks.KeyRecord, reason string, t
 // changeKeys runs fn in a store.ChangeKeys transaction and tells the
 // transparency log about the records it committed, as the batcher does for
 // signatures.
-func (a *Authority) changeKeys(ctx context.Context, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
-	recs, err := a.store.ChangeKeys(ctx, fn)
+func (a *Authority) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+	recs, err := a.store.ChangeKeys(ctx, mode, fn)
 	if err == nil && a.tlog != nil && len(recs) > 0 {
 		a.tlog.committed(recs)
 	}

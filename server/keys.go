@@ -123,7 +123,7 @@ func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jw
 		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "the key's own kid: " + err.Error() + "; pass a kid in the request instead"}
 	}
 	who := actorOf(ctx)
-	_, err = a.changeKeys(ctx, func(_ context.Context, existing []jwks.KeyRecord) (store.KeyChange, error) {
+	_, err = a.changeKeys(ctx, store.KeyCreation, func(_ context.Context, existing []jwks.KeyRecord) (store.KeyChange, error) {
 		if err := notAlreadyKnown(rec)(existing); err != nil {
 			return store.KeyChange{}, err
 		}
@@ -207,7 +207,7 @@ func (a *Authority) change(ctx context.Context, kind audit.Kind, kid, reason str
 	// a key recorded before that rule must stay revocable. An unknown kid
 	// is NOT_FOUND.
 	who := actorOf(ctx)
-	_, err := a.changeKeys(ctx, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
+	_, err := a.changeKeys(ctx, store.KeyTransition, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
 		// The time is taken inside the transaction, which holds the
 		// store's write lock: every audit record committed before it has
 		// an earlier time, so a revocation's revoked_at follows the last

@@ -248,7 +248,7 @@ func (a *Authority) holdRetiredKeys(ctx context.Context, carried map[string]bool
 	// Automatic, but a change to a key record like any other: audited, so
 	// the key records still agree with the audit trail.
 	who := actor{caller: SystemCaller}
-	_, err = a.changeKeys(ctx, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
+	_, err = a.changeKeys(ctx, store.KeyTransition, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
 		var ch store.KeyChange
 		for _, r := range recs {
 			if hold[r.KID] && r.RevokedAt == nil && (r.ExpireAt == nil || r.ExpireAt.Before(until)) {

@@ -319,11 +319,12 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 	return wrap(ctx, "update keys", err)
 }
 
-// ChangeKeys runs fn over every key record under the key-set lock and the
-// audit head's, and writes the change it returns, its audit records
-// included; see store.Store. The locks are taken in UpdateKeys' order (key
-// set, audit head, key rows).
-func (s *Store) ChangeKeys(ctx context.Context, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+// ChangeKeys runs fn over every key record under the key-set lock (and,
+// for a store.KeyTransition, the audit head's), and writes the change it
+// returns, its audit records included; see store.Store. The locks are
+// taken in UpdateKeys' order (key set, audit head, key rows) in either
+// mode: a creation locks the head after fn, before it writes a row.
+func (s *Store) ChangeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
 	var edge store.LogEdge
@@ -332,12 +333,19 @@ func (s *Store) ChangeKeys(ctx context.Context, fn func(ctx context.Context, rec
 		if err := lockKeySet(ctx, tx); err != nil {
 			return err
 		}
-		// Before fn takes its time, as in UpdateKeys: every record
-		// committed before the change has an earlier time. The cost: while
-		// fn makes a key at its backend (a rotation), appends from every
-		// replica wait for it.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM audit_head WHERE id = 1 FOR UPDATE`); err != nil {
-			return fmt.Errorf("audit head lock: %w", err)
+		lockHead := func() error {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM audit_head WHERE id = 1 FOR UPDATE`); err != nil {
+				return fmt.Errorf("audit head lock: %w", err)
+			}
+			return nil
+		}
+		// A transition: before fn takes its time, as in UpdateKeys, so
+		// every record committed before the change has an earlier time. A
+		// creation: after fn, so appends do not wait for a backend.
+		if mode == store.KeyTransition {
+			if err := lockHead(); err != nil {
+				return err
+			}
 		}
 		recs, err := listKeys(ctx, tx)
 		if err != nil {
@@ -356,6 +364,11 @@ func (s *Store) ChangeKeys(ctx context.Context, fn func(ctx context.Context, rec
 		for i, r := range out {
 			if err := checkText(r); err != nil {
 				return fmt.Errorf("audit record %d: %w", i, err)
+			}
+		}
+		if mode != store.KeyTransition {
+			if err := lockHead(); err != nil {
+				return err
 			}
 		}
 		if ch.Create != nil {

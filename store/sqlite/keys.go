@@ -173,8 +173,9 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 
 // ChangeKeys runs fn over every key record in one write transaction and
 // writes the change it returns, its audit records included; see
-// store.Store.
-func (s *Store) ChangeKeys(ctx context.Context, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+// store.Store. The transaction holds SQLite's one write lock throughout,
+// whatever the mode.
+func (s *Store) ChangeKeys(ctx context.Context, _ store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
 	var edge store.LogEdge

@@ -33,7 +33,7 @@ func testChangeKeys(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	k := newKey(t, "k1", base())
-	out, err := s.ChangeKeys(ctx, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
+	out, err := s.ChangeKeys(ctx, store.KeyCreation, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
 		if len(recs) != 0 {
 			t.Errorf("ChangeKeys saw %d keys, want 0", len(recs))
 		}
@@ -46,7 +46,7 @@ func testChangeKeys(t *testing.T, open Opener) {
 		t.Fatalf("ChangeKeys returned %+v, want the key.create record as seq 2", out)
 	}
 	revokedAt := base().Add(time.Hour)
-	out, err = s.ChangeKeys(ctx, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
+	out, err = s.ChangeKeys(ctx, store.KeyTransition, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
 		r := recs[0]
 		r.RevokedAt, r.RevokeReason = &revokedAt, "compromise"
 		return store.KeyChange{Update: []jwks.KeyRecord{r}, Audit: []audit.Record{keyRecord(t, audit.KindKeyRevoke, r, "compromise", revokedAt)}}, nil
@@ -97,7 +97,7 @@ func testChangeKeysRefusals(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
 	k := newKey(t, "k1", base())
-	if _, err := s.ChangeKeys(ctx, func(context.Context, []jwks.KeyRecord) (store.KeyChange, error) {
+	if _, err := s.ChangeKeys(ctx, store.KeyCreation, func(context.Context, []jwks.KeyRecord) (store.KeyChange, error) {
 		return store.KeyChange{Create: &k, Audit: []audit.Record{keyRecord(t, audit.KindKeyCreate, k, "", base())}}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -122,13 +122,15 @@ func testChangeKeysRefusals(t *testing.T, open Opener) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.ChangeKeys(ctx, func(context.Context, []jwks.KeyRecord) (store.KeyChange, error) { return tt.ch, tt.err })
-			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) {
-				t.Fatalf("ChangeKeys: %v, want %v", err, tt.want)
-			}
-			checkKeys(t, s, []jwks.KeyRecord{k})
-			if n := len(listAll(t, s)); n != 1 {
-				t.Fatalf("%d audit records after a refused change, want 1", n)
+			for _, mode := range []store.KeyChangeMode{store.KeyTransition, store.KeyCreation} {
+				_, err := s.ChangeKeys(ctx, mode, func(context.Context, []jwks.KeyRecord) (store.KeyChange, error) { return tt.ch, tt.err })
+				if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) {
+					t.Fatalf("ChangeKeys (mode %d): %v, want %v", mode, err, tt.want)
+				}
+				checkKeys(t, s, []jwks.KeyRecord{k})
+				if n := len(listAll(t, s)); n != 1 {
+					t.Fatalf("%d audit records after a refused change, want 1", n)
+				}
 			}
 		})
 	}
