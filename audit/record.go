@@ -42,8 +42,13 @@ type Record struct {
 	// id, ...), in the encoding of EncodeProvenance; "" for a caller who
 	// authenticated otherwise.
 	Provenance string
-	PrevHash   []byte // Hash of record Seq-1; Genesis() for Seq 1
-	Hash       []byte
+	// Detail is what an administrative record (Kind().IsAdmin()) states
+	// about its subject: the key's state after the action
+	// (EncodeKeyState) or the agent acted on (EncodeAgentDetail). "" for
+	// a signing request's record.
+	Detail   string
+	PrevHash []byte // Hash of record Seq-1; Genesis() for Seq 1
+	Hash     []byte
 	// Hosts are the hosts the card's interfaces point at. They are not part
 	// of the hash chain: they go into the record's transparency-log entry
 	// (package transparency), which binds the record by its Hash, and the
@@ -67,15 +72,20 @@ func (r Record) CheckOutcome() error {
 
 // outcomeProblem is CheckOutcome's finding, "" when there is none.
 func (r Record) outcomeProblem() string {
-	switch r.Outcome {
-	case "", OutcomeSigned:
-		if r.Reason != "" {
+	k := r.Kind()
+	switch {
+	case k == KindSigned || k == KindRefused:
+		if r.Detail != "" {
+			return "a " + string(k) + " record has a detail"
+		}
+		if k == KindSigned && r.Reason != "" {
 			return "a signed record has a reason"
 		}
-	case OutcomeRefused:
-		if r.KID != "" || r.Alg != "" || r.Profile != "" || r.Signature != "" {
+		if k == KindRefused && (r.KID != "" || r.Alg != "" || r.Profile != "" || r.Signature != "") {
 			return "a refused record has a kid, alg, profile or signature"
 		}
+	case k.IsAdmin():
+		return r.detailProblem(k)
 	default:
 		return "unknown outcome " + strconv.Quote(r.Outcome)
 	}
@@ -130,6 +140,15 @@ func Genesis() []byte { return make([]byte, HashSize) }
 // so field 13 is "refused" or "provenance" and no encoding of one kind of
 // record equals one of another.
 //
+// An administrative record (a Kind other than signed or refused, written
+// in field 13 like "refused") has a Detail, and two more fields after all
+// of the above:
+//
+//	the ASCII string "detail", then Detail (UTF-8 as stored)
+//
+// Records of the kinds that existed before (signed, refused) never have a
+// Detail, so their hashes are unchanged.
+//
 // Fields 9 to 12 are written for a refused record too; they are empty in a
 // valid one, so each is 4 zero bytes.
 //
@@ -159,11 +178,18 @@ func (r Record) ComputeHash(prev []byte) []byte {
 		writeField(h, []byte(provenanceField))
 		writeField(h, []byte(r.Provenance))
 	}
+	if r.Detail != "" {
+		writeField(h, []byte(detailField))
+		writeField(h, []byte(r.Detail))
+	}
 	return h.Sum(nil)
 }
 
 // provenanceField tags the provenance fields of the hash encoding.
 const provenanceField = "provenance"
+
+// detailField tags the detail fields of the hash encoding.
+const detailField = "detail"
 
 // writeField writes len(b) as 4 bytes big-endian, then b. hash.Hash writes
 // never fail.

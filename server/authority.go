@@ -218,27 +218,37 @@ func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, e
 }
 
 // makeKey makes a new key under the store's key-set lock: check sees every
-// key on record first and may refuse, so no backend key is made then.
-func (a *Authority) makeKey(ctx context.Context, alg jose.Alg, check func(now time.Time, existing []jwks.KeyRecord) error, adjust func(*jwks.KeyRecord)) (jwks.KeyRecord, error) {
+// key on record first and may refuse, so no backend key is made then. The
+// record and its audit record (kind, naming the caller of ctx) are
+// committed together.
+func (a *Authority) makeKey(ctx context.Context, kind audit.Kind, alg jose.Alg, check func(now time.Time, existing []jwks.KeyRecord) error, adjust func(*jwks.KeyRecord)) (jwks.KeyRecord, error) {
 	var made string // the URI of a key made at its backend
-	rec, err := a.store.MakeKey(ctx, func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error) {
+	var rec jwks.KeyRecord
+	who := actorOf(ctx)
+	// A creation: the backend makes the key while appends go on.
+	_, err := a.changeKeys(ctx, store.KeyCreation, func(ctx context.Context, existing []jwks.KeyRecord) (store.KeyChange, error) {
 		if check != nil {
 			if err := check(a.now(), existing); err != nil {
-				return jwks.KeyRecord{}, err
+				return store.KeyChange{}, err
 			}
 		}
-		rec, err := a.newKey(ctx, alg)
+		var err error
+		rec, err = a.newKey(ctx, alg)
 		if err != nil {
-			return jwks.KeyRecord{}, err
+			return store.KeyChange{}, err
 		}
 		made = rec.URI
 		if err := notAlreadyKnown(rec)(existing); err != nil {
-			return jwks.KeyRecord{}, err
+			return store.KeyChange{}, err
 		}
 		if adjust != nil {
 			adjust(&rec)
 		}
-		return rec, nil
+		ar, err := who.keyRecord(kind, rec, "", rec.CreatedAt)
+		if err != nil {
+			return store.KeyChange{}, err
+		}
+		return store.KeyChange{Create: &rec, Audit: []audit.Record{ar}}, nil
 	})
 	if err != nil && made != "" {
 		// Made, then not recorded (the store went away at the commit, or
@@ -247,7 +257,10 @@ func (a *Authority) makeKey(ctx context.Context, alg jose.Alg, check func(now ti
 		a.log.Error("a key was made at its backend but its record was not committed: delete it there, or import it",
 			"uri", backends.Redact(made), "err", err)
 	}
-	return rec, err
+	if err != nil {
+		return jwks.KeyRecord{}, err
+	}
+	return rec, nil
 }
 
 // record opens a key URI and builds its record: the public JWK is read once,
@@ -292,7 +305,7 @@ func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
 	if len(recs) > 0 {
 		return false, nil
 	}
-	rec, err := a.makeKey(ctx, a.cfg.DefaultAlg, func(_ time.Time, existing []jwks.KeyRecord) error {
+	rec, err := a.makeKey(ctx, audit.KindKeyCreate, a.cfg.DefaultAlg, func(_ time.Time, existing []jwks.KeyRecord) error {
 		if len(existing) > 0 {
 			return errAlreadyBootstrapped
 		}
@@ -307,7 +320,7 @@ func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	a.log.Info("created and activated the first signing key", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
+	a.log.Info("created and activated the first signing key", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI), "caller", actorOf(ctx).caller)
 	_, err = a.keys.records(ctx, true)
 	return true, err
 }

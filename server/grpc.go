@@ -299,7 +299,7 @@ func AuditRecordPB(r audit.Record) *pb.AuditRecord {
 		Sequence: r.Seq, Time: timestamppb.New(r.Time), Caller: r.Caller, RequestId: r.RequestID,
 		CardName: r.CardName, CardVersion: r.CardVersion, CanonicalSha256: r.CanonicalSHA256,
 		Kid: r.KID, Alg: r.Alg, Profile: r.Profile, Signature: r.Signature, PrevHash: r.PrevHash, Hash: r.Hash,
-		Outcome: r.Outcome, Reason: r.Reason, Provenance: provenancePB(r.Provenance),
+		Outcome: r.Outcome, Reason: r.Reason, Provenance: provenancePB(r.Provenance), Detail: r.Detail,
 	}
 }
 
@@ -345,7 +345,7 @@ func (s auditService) ListAuditRecords(ctx context.Context, req *pb.ListAuditRec
 		// last one sent. The sum of the fields' lengths, plus room for tags,
 		// lengths, numbers and the time, bounds the encoded size.
 		n += 96 + len(r.Caller) + len(r.RequestID) + len(r.CardName) + len(r.CardVersion) + len(r.CanonicalSHA256) +
-			len(r.KID) + len(r.Alg) + len(r.Profile) + len(r.Signature) + len(r.Outcome) + len(r.Reason) + len(r.PrevHash) + len(r.Hash)
+			len(r.KID) + len(r.Alg) + len(r.Profile) + len(r.Signature) + len(r.Outcome) + len(r.Reason) + len(r.Detail) + len(r.PrevHash) + len(r.Hash)
 		if n >= maxAuditPageBytes && i < len(recs)-1 {
 			out.NextAfterSequence = r.Seq
 			return out, nil

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
 )
 
 // InvalidArgumentError is a request field that cannot be used.
@@ -79,11 +81,11 @@ func (a *Authority) CreateKey(ctx context.Context, algName string) (jwks.View, e
 	if err != nil {
 		return jwks.View{}, err
 	}
-	rec, err := a.makeKey(ctx, alg, nil, nil)
+	rec, err := a.makeKey(ctx, audit.KindKeyCreate, alg, nil, nil)
 	if err != nil {
 		return jwks.View{}, err
 	}
-	a.log.Info("key created", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
+	a.log.Info("key created", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI), "caller", actorOf(ctx).caller)
 	return a.view(ctx, rec.KID)
 }
 
@@ -120,10 +122,21 @@ func (a *Authority) ImportKey(ctx context.Context, uri, algName, kid string) (jw
 	if err := checkKID("kid", rec.KID); err != nil {
 		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "the key's own kid: " + err.Error() + "; pass a kid in the request instead"}
 	}
-	if err := a.store.CreateKey(ctx, rec, notAlreadyKnown(rec)); err != nil {
+	who := actorOf(ctx)
+	_, err = a.changeKeys(ctx, store.KeyCreation, func(_ context.Context, existing []jwks.KeyRecord) (store.KeyChange, error) {
+		if err := notAlreadyKnown(rec)(existing); err != nil {
+			return store.KeyChange{}, err
+		}
+		ar, err := who.keyRecord(audit.KindKeyImport, rec, "", rec.CreatedAt)
+		if err != nil {
+			return store.KeyChange{}, err
+		}
+		return store.KeyChange{Create: &rec, Audit: []audit.Record{ar}}, nil
+	})
+	if err != nil {
 		return jwks.View{}, err
 	}
-	a.log.Info("key imported", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI))
+	a.log.Info("key imported", "kid", rec.KID, "alg", rec.Alg, "uri", backends.Redact(rec.URI), "caller", who.caller)
 	return a.view(ctx, rec.KID)
 }
 
@@ -146,7 +159,7 @@ func (a *Authority) RotateKey(ctx context.Context, algName string, prepublish *t
 	// The check runs under the store's key-set lock, before a key is
 	// made: of several replicas asked to rotate at once, one makes a key
 	// and the others are refused without making one.
-	rec, err := a.makeKey(ctx, alg, func(now time.Time, existing []jwks.KeyRecord) error {
+	rec, err := a.makeKey(ctx, audit.KindKeyRotate, alg, func(now time.Time, existing []jwks.KeyRecord) error {
 		return noScheduledRotation(now, jwks.Derive(now, existing, a.policy()))
 	}, func(rec *jwks.KeyRecord) {
 		at := rec.CreatedAt.Add(wait)
@@ -156,7 +169,7 @@ func (a *Authority) RotateKey(ctx context.Context, algName string, prepublish *t
 		return jwks.View{}, err
 	}
 	at := *rec.ActivateAt
-	a.log.Info("key rotation scheduled", "kid", rec.KID, "alg", rec.Alg, "activate_at", at)
+	a.log.Info("key rotation scheduled", "kid", rec.KID, "alg", rec.Alg, "activate_at", at, "caller", actorOf(ctx).caller)
 	return a.view(ctx, rec.KID)
 }
 
@@ -185,13 +198,16 @@ func notAlreadyKnown(rec jwks.KeyRecord) func([]jwks.KeyRecord) error {
 }
 
 // change runs a state transition on one key inside a store transaction,
-// with every key's state derived from the records the transaction read.
-func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Time, v jwks.View, all []jwks.View) (jwks.KeyRecord, error)) (jwks.View, error) {
+// with every key's state derived from the records the transaction read, and
+// commits its audit record (kind, naming the caller of ctx and reason) in
+// the same transaction.
+func (a *Authority) change(ctx context.Context, kind audit.Kind, kid, reason string, fn func(now time.Time, v jwks.View, all []jwks.View) (jwks.KeyRecord, error)) (jwks.View, error) {
 	defer a.readiness.request() // a key change can make or break readiness
 	// The kid is looked up as given, not checked against today's kid rule:
 	// a key recorded before that rule must stay revocable. An unknown kid
 	// is NOT_FOUND.
-	err := a.store.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
+	who := actorOf(ctx)
+	_, err := a.changeKeys(ctx, store.KeyTransition, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
 		// The time is taken inside the transaction, which holds the
 		// store's write lock: every audit record committed before it has
 		// an earlier time, so a revocation's revoked_at follows the last
@@ -202,12 +218,16 @@ func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Tim
 			if v.KID == kid {
 				rec, err := fn(now, v, views)
 				if err != nil {
-					return nil, err
+					return store.KeyChange{}, err
 				}
-				return []jwks.KeyRecord{rec}, nil
+				ar, err := who.keyRecord(kind, rec, reason, now)
+				if err != nil {
+					return store.KeyChange{}, err
+				}
+				return store.KeyChange{Update: []jwks.KeyRecord{rec}, Audit: []audit.Record{ar}}, nil
 			}
 		}
-		return nil, &NotFoundError{KID: kid}
+		return store.KeyChange{}, &NotFoundError{KID: kid}
 	})
 	if err != nil {
 		return jwks.View{}, err
@@ -220,7 +240,7 @@ func (a *Authority) change(ctx context.Context, kid string, fn func(now time.Tim
 // ActivateKey makes a pending key the active key now; the previous active
 // key retires at the same instant.
 func (a *Authority) ActivateKey(ctx context.Context, kid string) (jwks.View, error) {
-	v, err := a.change(ctx, kid, func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
+	v, err := a.change(ctx, audit.KindKeyActivate, kid, "", func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
 		switch v.State {
 		case jwks.StateActive:
 			return jwks.KeyRecord{}, &PreconditionError{Reason: "key " + kid + " is already active"}
@@ -236,7 +256,7 @@ func (a *Authority) ActivateKey(ctx context.Context, kid string) (jwks.View, err
 		return rec, nil
 	})
 	if err == nil {
-		a.log.Info("key activated", "kid", kid)
+		a.log.Info("key activated", "kid", kid, "caller", actorOf(ctx).caller)
 	}
 	return v, err
 }
@@ -244,7 +264,7 @@ func (a *Authority) ActivateKey(ctx context.Context, kid string) (jwks.View, err
 // RetireKey stops a key from signing; it stays published for the grace
 // period so cards it signed keep verifying.
 func (a *Authority) RetireKey(ctx context.Context, kid string, force bool) (jwks.View, error) {
-	v, err := a.change(ctx, kid, func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
+	v, err := a.change(ctx, audit.KindKeyRetire, kid, "", func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
 		switch v.State {
 		case jwks.StateActive:
 			if !force {
@@ -259,7 +279,7 @@ func (a *Authority) RetireKey(ctx context.Context, kid string, force bool) (jwks
 		return rec, nil
 	})
 	if err == nil {
-		a.log.Info("key retired", "kid", kid, "force", force)
+		a.log.Info("key retired", "kid", kid, "force", force, "caller", actorOf(ctx).caller)
 	}
 	return v, err
 }
@@ -271,7 +291,7 @@ func (a *Authority) RevokeKey(ctx context.Context, kid, reason string, force boo
 	if err != nil {
 		return jwks.View{}, err
 	}
-	v, err := a.change(ctx, kid, func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
+	v, err := a.change(ctx, audit.KindKeyRevoke, kid, reason, func(now time.Time, v jwks.View, _ []jwks.View) (jwks.KeyRecord, error) {
 		if v.State == jwks.StateRevoked {
 			return jwks.KeyRecord{}, &PreconditionError{Reason: "key " + kid + " is already revoked"}
 		}
@@ -287,7 +307,7 @@ func (a *Authority) RevokeKey(ctx context.Context, kid, reason string, force boo
 		a.disableAtBackend(ctx, v)
 	}
 	if err == nil {
-		a.log.Warn("key revoked", "kid", kid, "reason", reason, "force", force)
+		a.log.Warn("key revoked", "kid", kid, "reason", reason, "force", force, "caller", actorOf(ctx).caller)
 	}
 	return v, err
 }

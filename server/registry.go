@@ -180,11 +180,22 @@ func (a *Authority) RemoveAgent(ctx context.Context, id, caller string) error {
 	if err := store.CheckAgentID(id); err != nil {
 		return &RegistrationError{Reason: fmt.Sprintf("%q: %v", id, err)}
 	}
+	// The newest version, for the audit record: which card was served.
+	c, err := a.store.AgentCard(ctx, id, 0)
+	if err != nil {
+		return err
+	}
 	if err := a.store.RemoveAgent(ctx, id); err != nil {
 		return err
 	}
 	a.log.Info("agent removed from the registry", "agent", id, "caller", caller)
-	return nil
+	who := actorOf(ctx)
+	if caller != "" {
+		who.caller = caller
+	}
+	return a.auditAdmin(ctx, audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
+		Outcome: string(audit.KindAgentRemove), CanonicalSHA256: c.CanonicalSHA256,
+		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: id})})
 }
 
 // cardRevocations converts stored card revocations to the document's.
@@ -258,7 +269,14 @@ func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int6
 	a.revocations.forget()
 	a.pokeDuties()
 	a.log.Warn("card revoked", "agent", c.ID, "version", c.Version, "canonical_sha256", fmt.Sprintf("%x", c.CanonicalSHA256), "reason", reason, "caller", caller)
-	return rev, nil
+	who := actorOf(ctx)
+	if caller != "" {
+		who.caller = caller
+	}
+	err = a.auditAdmin(ctx, audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
+		Outcome: string(audit.KindCardRevoke), Reason: reason, CanonicalSHA256: c.CanonicalSHA256,
+		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: c.ID, Version: c.Version})})
+	return rev, err
 }
 
 // cardRevoked reports whether c's content is revoked.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
@@ -244,15 +245,23 @@ func (a *Authority) holdRetiredKeys(ctx context.Context, carried map[string]bool
 		return nil
 	}
 	until := now.Add(grace)
-	err = a.store.UpdateKeys(ctx, func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error) {
-		var out []jwks.KeyRecord
+	// Automatic, but a change to a key record like any other: audited, so
+	// the key records still agree with the audit trail.
+	who := actor{caller: SystemCaller}
+	_, err = a.changeKeys(ctx, store.KeyTransition, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
+		var ch store.KeyChange
 		for _, r := range recs {
 			if hold[r.KID] && r.RevokedAt == nil && (r.ExpireAt == nil || r.ExpireAt.Before(until)) {
 				r.ExpireAt = &until
-				out = append(out, r)
+				ar, err := who.keyRecord(audit.KindKeyHold, r, "live cards still carry its signatures", a.now())
+				if err != nil {
+					return store.KeyChange{}, err
+				}
+				ch.Update = append(ch.Update, r)
+				ch.Audit = append(ch.Audit, ar)
 			}
 		}
-		return out, nil
+		return ch, nil
 	})
 	if err != nil {
 		return fmt.Errorf("registry: keeping retired keys published: %w", err)

@@ -34,7 +34,11 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 		}
 		return doc, r
 	}
-	var recs []audit.Record
+	// The first key's record (its creation is audited) is record 1.
+	recs, err := a.store.ListAudit(ctx, 0, 0)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("before any signature: %d records, %v", len(recs), err)
+	}
 	appendRec := func() {
 		t.Helper()
 		sum := sha256.Sum256([]byte{byte(len(recs))})
@@ -52,7 +56,7 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	}
 
 	doc0, r0 := fetch()
-	wantHead(r0, 0, audit.Genesis())
+	wantHead(r0, 1, recs[0].Hash)
 	appendRec()
 	appendRec()
 	if doc, _ := fetch(); !bytes.Equal(doc, doc0) {
@@ -60,7 +64,7 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	}
 	advance(revocationHeadRefresh)
 	doc1, r1 := fetch()
-	wantHead(r1, 2, recs[1].Hash)
+	wantHead(r1, 3, recs[2].Hash)
 	if r1.Sequence <= r0.Sequence {
 		t.Fatalf("sequence %d after %d", r1.Sequence, r0.Sequence)
 	}
@@ -69,7 +73,7 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 		t.Fatal("re-signed although neither the head nor anything else changed")
 	}
 
-	// Someone with write access deletes record 2 and moves the head back.
+	// Someone with write access deletes record 3 and moves the head back.
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "cardsign.db")+"?_busy_timeout=5000")
 	if err != nil {
 		t.Fatal(err)
@@ -77,14 +81,14 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	defer db.Close()
 	for _, q := range []string{
 		`DROP TRIGGER audit_no_delete`, `DROP TRIGGER audit_head_forward_only`,
-		`DELETE FROM audit WHERE seq = 2`, `UPDATE audit_head SET seq = 1, hash = (SELECT hash FROM audit WHERE seq = 1)`,
+		`DELETE FROM audit WHERE seq = 3`, `UPDATE audit_head SET seq = 2, hash = (SELECT hash FROM audit WHERE seq = 2)`,
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	doc2, r2 := fetch()
-	wantHead(r2, 2, recs[1].Hash)
+	wantHead(r2, 3, recs[2].Hash)
 	if bytes.Equal(doc2, doc1) {
 		t.Fatal("not re-signed when the store's head went back")
 	}
@@ -93,7 +97,7 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	}
 	a.revocations.forget()
 	_, r3 := fetch()
-	wantHead(r3, 2, recs[1].Hash)
+	wantHead(r3, 3, recs[2].Hash)
 }
 
 // TestRevocationsWithoutAuditHead: revocations.audit_head: false publishes

@@ -32,10 +32,11 @@ func TestPolicyRefusalIsAudited(t *testing.T) {
 	id := access.Identity{Name: "token:team-a", Method: access.MethodToken, Roles: []access.Role{access.RoleSigner}}
 	_, err := a.Sign(ctx, SignRequest{Card: card, Caller: id.Name, Identity: id, RequestID: "r1"})
 	var refused *RefusedError
-	if !errors.As(err, &refused) || refused.Refusal.Rule != "team-a" || refused.Seq != 1 {
-		t.Fatalf("want a refusal by team-a audited as record 1, got %v", err)
+	// Record 1 is the first key's creation.
+	if !errors.As(err, &refused) || refused.Refusal.Rule != "team-a" || refused.Seq != 2 {
+		t.Fatalf("want a refusal by team-a audited as record 2, got %v", err)
 	}
-	recs, err := a.store.ListAudit(ctx, 0, 0)
+	recs, err := a.store.ListAudit(ctx, 1, 0)
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("audit: %v %v", recs, err)
 	}
@@ -46,7 +47,7 @@ func TestPolicyRefusalIsAudited(t *testing.T) {
 	// The same card for a host the rule allows is signed and chained after.
 	ok := []byte(strings.Replace(string(card), "evil.example.net", "api.team-a.example.com", 1))
 	res, err := a.Sign(ctx, SignRequest{Card: ok, Caller: id.Name, Identity: id})
-	if err != nil || res.Audit[0].Seq != 2 {
+	if err != nil || res.Audit[0].Seq != 3 {
 		t.Fatalf("allowed card: %v", err)
 	}
 }

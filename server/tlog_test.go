@@ -115,6 +115,9 @@ func TestEverySignatureCarriesAProof(t *testing.T) {
 			if string(entries[i]) != string(want) {
 				t.Fatalf("leaf %d:\n%s\nwant\n%s", i, entries[i], want)
 			}
+			if r.Kind().IsAdmin() { // the first key's creation: no card
+				continue
+			}
 			if len(r.Hosts) != 1 || !strings.HasSuffix(r.Hosts[0], ".example.com") {
 				t.Fatalf("record %d hosts %v", r.Seq, r.Hosts)
 			}
@@ -139,7 +142,7 @@ func TestRefusalsAreLeavesToo(t *testing.T) {
 	if err == nil {
 		t.Fatal("not refused")
 	}
-	entries, err := a.store.LogEntries(ctx, 0, 1)
+	entries, err := a.store.LogEntries(ctx, 1, 2) // leaf 0 is the first key's creation
 	if err != nil {
 		t.Fatal(err)
 	}

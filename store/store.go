@@ -48,6 +48,21 @@ type Store interface {
 	// (rotate, activate, revoke) stay atomic across replicas.
 	UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error
 
+	// ChangeKeys is MakeKey and UpdateKeys with the change's audit records,
+	// in one transaction: fn runs under the key-set lock (and, for a
+	// KeyTransition, the audit head's: see KeyChangeMode) over every key
+	// record, and returns the change: at
+	// most one record to create (a KID that exists fails with ErrExists),
+	// records to update (as UpdateKeys: ErrNotFound, ErrImmutable), and
+	// the key administration records (audit.Kind.IsKey) of the change, one
+	// at least for every key it creates or updates, which are appended as
+	// AppendAudit appends records. Every key change is so in the audit
+	// chain and the transparency log, and a key record can be checked
+	// against them (KeyTrail). An fn error is returned as is and nothing
+	// is written; fn is called once. It returns the audit records as
+	// stored.
+	ChangeKeys(ctx context.Context, mode KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (KeyChange, error)) ([]audit.Record, error)
+
 	// ListKeys returns every key record, ordered by CreatedAt, then KID.
 	ListKeys(ctx context.Context) ([]jwks.KeyRecord, error)
 
@@ -86,6 +101,31 @@ type Store interface {
 	Log
 
 	Close() error
+}
+
+// KeyChangeMode says when ChangeKeys takes the audit head's lock, which
+// every append from every replica waits for.
+type KeyChangeMode int
+
+const (
+	// KeyTransition: fn changes key states and takes its time (a
+	// revocation's revoked_at) inside the transaction. The audit head is
+	// locked before fn runs, so every record committed before the change
+	// has an earlier time, as on SQLite, where one write lock covers both.
+	KeyTransition KeyChangeMode = iota
+	// KeyCreation: fn may make a key at its backend (a KMS call), which
+	// appends should not wait for: the audit head is locked after fn. The
+	// change's record may then carry a time before that of records
+	// committed while fn ran.
+	KeyCreation
+)
+
+// KeyChange is a change to the key set and its audit records
+// (Store.ChangeKeys).
+type KeyChange struct {
+	Create *jwks.KeyRecord  // a new key record, or nil
+	Update []jwks.KeyRecord // records to write over the stored ones (by KID)
+	Audit  []audit.Record   // the key administration records of the change
 }
 
 // Leases are named, expiring leases on the store's clock, held by one

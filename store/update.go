@@ -1,8 +1,10 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
 )
 
@@ -58,4 +60,38 @@ func CheckUpdates(recs, updated []jwks.KeyRecord) error {
 		}
 	}
 	return nil
+}
+
+// ErrUnaudited: a key change without an audit record of its key.
+var ErrUnaudited = errors.New("a key change must carry a key administration record of every key it changes")
+
+// PrepareKeyChange checks ch against recs (every key record as stored) for
+// ChangeKeys: its updates as CheckUpdates does, and its audit records as
+// PrepareAudit does, each a key administration record, one at least for
+// every key created or updated. It returns the audit records as they will
+// be stored and their times in nanoseconds.
+func PrepareKeyChange(recs []jwks.KeyRecord, ch KeyChange) ([]audit.Record, []int64, error) {
+	if err := CheckUpdates(recs, ch.Update); err != nil {
+		return nil, nil, err
+	}
+	audited := map[string]bool{}
+	for i, r := range ch.Audit {
+		if !r.Kind().IsKey() {
+			return nil, nil, fmt.Errorf("store: change keys: audit record %d is a %s record, not a key administration record", i, r.Kind())
+		}
+		audited[r.KID] = true
+	}
+	changed := ch.Update
+	if ch.Create != nil {
+		changed = append([]jwks.KeyRecord{*ch.Create}, changed...)
+	}
+	for _, k := range changed {
+		if !audited[k.KID] {
+			return nil, nil, fmt.Errorf("store: change keys: key %s: %w", k.KID, ErrUnaudited)
+		}
+	}
+	if len(ch.Audit) == 0 {
+		return nil, nil, nil
+	}
+	return PrepareAudit(ch.Audit)
 }

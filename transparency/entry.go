@@ -170,6 +170,20 @@ func ParseEntry(b []byte) (Entry, error) {
 	return e, nil
 }
 
+// Kind is the kind of the audit record e logs: its outcome, "signed" or
+// "refused" for a signing request, the action for an administrative record
+// ("key.revoke", "agent.remove", ...: audit.Kind). An administrative
+// record's entry names the caller, the kid and alg of a key (card.sha256:
+// the key's RFC 7638 thumbprint) or the card's SHA-256 for a registry
+// action, and no card name, hosts or agent id; the rest of the record
+// (reason, detail) is bound by its hash, not published.
+func (e Entry) Kind() audit.Kind {
+	if e.Outcome == "" {
+		return audit.KindSigned
+	}
+	return audit.Kind(e.Outcome)
+}
+
 // Index is the entry's leaf index: Seq - 1.
 func (e Entry) Index() int64 { return e.Seq - 1 }
 

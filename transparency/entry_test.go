@@ -33,6 +33,21 @@ func TestEntryEncoding(t *testing.T) {
 	if re.Outcome != "refused" || re.Signature != "" || strings.Contains(string(re.Marshal()), "rule x") {
 		t.Fatalf("refused entry %s: want no signature and no reason (the record hash binds it)", re.Marshal())
 	}
+	// An administrative record: its kind, caller and key, not its reason
+	// or detail (the record hash binds them).
+	adm := rec
+	adm.CardName, adm.CardVersion, adm.Profile, adm.Signature = "", "", "", ""
+	adm.Outcome, adm.Reason, adm.Detail = string(audit.KindKeyRevoke), "laptop stolen", `{"created":"x"}`
+	ae, err := ParseEntry(NewEntry(adm, nil).Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ae.Kind() != audit.KindKeyRevoke || ae.KID != rec.KID || ae.Caller != rec.Caller || strings.Contains(string(ae.Marshal()), "laptop") || strings.Contains(string(ae.Marshal()), "created") {
+		t.Fatalf("administrative entry %s", ae.Marshal())
+	}
+	if got.Kind() != audit.KindSigned || re.Kind() != audit.KindRefused {
+		t.Fatalf("kinds %s, %s", got.Kind(), re.Kind())
+	}
 	// Long text is cut at a character boundary.
 	long := rec
 	long.CardName = strings.Repeat("é", 1000)

@@ -18,6 +18,7 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -147,6 +148,7 @@ func auditCmd() command {
 			head = &published.head
 		}
 		v := audit.NewChainVerifier(audit.Genesis(), head)
+		var trail store.KeyTrail // the key administration records, to check the keys against
 		for r, err := range auditRecords(ctx, cl, 0, 0) {
 			if err != nil {
 				fmt.Fprintf(e.stderr, "cardsign audit %s: %s\n", sub, describe(err))
@@ -161,6 +163,10 @@ func auditCmd() command {
 				}
 				return exitFail
 			}
+			if err := trail.Add(r); err != nil {
+				fmt.Fprintf(e.stdout, "audit chain BROKEN: %v\n", err)
+				return exitFail
+			}
 			if lc != nil {
 				if err := lc.add(ctx, r); err != nil {
 					return lc.report(e, err)
@@ -171,13 +177,21 @@ func auditCmd() command {
 			fmt.Fprintf(e.stdout, "%s\nhead published by %s\nthe log was edited outside cardsignd: restore the database from a backup and find out who could write to it\n", escapeText(err.Error()), escapeText(published.from))
 			return exitFail
 		}
-		_, last := v.Last()
+		count := v.Count()
+		var keysReport bytes.Buffer // printed after the chain's line
+		keysOK, err := checkKeyTrail(ctx, &keysReport, cl, v, &trail)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign audit %s: %s\n", sub, escapeText(err.Error()))
+			return exitFail
+		}
+		_, lastHash := v.Last()
 		if lc != nil {
-			if err := lc.finish(v.Count()); err != nil {
+			if err := lc.finish(count); err != nil {
 				return lc.report(e, err)
 			}
 		}
-		fmt.Fprintf(e.stdout, "audit chain intact: %d records, head %s\n", v.Count(), hex.EncodeToString(last))
+		fmt.Fprintf(e.stdout, "audit chain intact: %d records, head %s\n", v.Count(), hex.EncodeToString(lastHash))
+		e.stdout.Write(keysReport.Bytes())
 		if lc != nil {
 			fmt.Fprintf(e.stdout, "transparency log consistent with the audit records: %d leaves, root %s (checkpoint of %s from %s)\n",
 				lc.cp.Size, lc.cp.Root, escapeText(lc.cp.Origin), lc.c.URL)
@@ -203,6 +217,9 @@ func auditCmd() command {
 				fmt.Fprintf(e.stdout, "checked against the published head record %d (hash %s) from %s: the log holds it\n",
 					published.head.Seq, hex.EncodeToString(published.head.Hash), escapeText(published.from))
 			}
+		}
+		if !keysOK {
+			return exitFail
 		}
 		return exitOK
 	}
@@ -258,14 +275,14 @@ func recordOf(r *pb.AuditRecord) audit.Record {
 		Seq: r.GetSequence(), Time: r.GetTime().AsTime().UTC(), Caller: r.GetCaller(), RequestID: r.GetRequestId(),
 		CardName: r.GetCardName(), CardVersion: r.GetCardVersion(), CanonicalSHA256: r.GetCanonicalSha256(),
 		KID: r.GetKid(), Alg: r.GetAlg(), Profile: r.GetProfile(), Signature: r.GetSignature(),
-		Outcome: r.GetOutcome(), Reason: r.GetReason(), Provenance: audit.EncodeProvenance(r.GetProvenance()),
+		Outcome: r.GetOutcome(), Reason: r.GetReason(), Provenance: audit.EncodeProvenance(r.GetProvenance()), Detail: r.GetDetail(),
 		PrevHash: r.GetPrevHash(), Hash: r.GetHash(),
 	}
 }
 
 // printRecord prints every field of a record, the signature included, and its
-// outcome: "signed" (also for a record without one, from an older server) or
-// "refused". Fields empty by definition are left out: a signed record's
+// outcome: "signed" (also for a record without one, from an older server),
+// "refused", or an administrative record's kind ("key.revoke", ...). Fields empty by definition are left out: a signed record's
 // reason; a refused record's kid, alg, profile and signature (in the text
 // form only). Anything a record does carry is printed.
 func printRecord(w io.Writer, r audit.Record, asJSON bool) {
@@ -287,6 +304,9 @@ func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 		if p, err := audit.DecodeProvenance(r.Provenance); err == nil && p != nil {
 			m["provenance"] = p
 		}
+		if r.Detail != "" && json.Valid([]byte(r.Detail)) {
+			m["detail"] = json.RawMessage(r.Detail)
+		}
 		b, _ := json.Marshal(m)
 		fmt.Fprintf(w, "%s\n", escapeJSON(b))
 		return
@@ -305,6 +325,11 @@ func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 		// The JSON text as hashed, escaped like everything a caller can
 		// put on a terminal (a workflow name with spaces or controls).
 		fmt.Fprintf(&line, " provenance=%s", escapeText(r.Provenance))
+	}
+	if r.Detail != "" {
+		// An administrative record's subject: a key's state after the
+		// action, or the agent acted on (JSON, escaped like provenance).
+		fmt.Fprintf(&line, " detail=%s", escapeText(r.Detail))
 	}
 	if !r.Refused() || r.KID != "" || r.Alg != "" || r.Profile != "" || r.Signature != "" {
 		fmt.Fprintf(&line, " kid=%s alg=%s profile=%s signature=%s", escapeValue(r.KID), escapeValue(r.Alg), escapeValue(r.Profile), escapeValue(r.Signature))

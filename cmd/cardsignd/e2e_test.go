@@ -322,11 +322,13 @@ func TestDaemonLifecycleEndToEnd(t *testing.T) {
 		t.Fatal("ETag not stable across restart")
 	}
 	av := mustCLI(t, work, "audit", "verify", "--server", d.grpc).Stdout
-	if !strings.Contains(av, "audit chain intact: 7 records") { // one per signature: 1 + 4 + 2
+	// One per signature (1 + 4 + 2) and one per key administration: the
+	// first key's creation, the rotation, the activation, the revocation.
+	if !strings.Contains(av, "audit chain intact: 11 records") || !strings.Contains(av, "key records agree with the audit trail: 2 keys") {
 		t.Fatalf("audit verify: %s", av)
 	}
 	list := mustCLI(t, work, "audit", "list", "--json", "--server", d.grpc).Stdout
-	if n := strings.Count(list, "\n"); n != 7 || !strings.Contains(list, `"card_name":"Secure Agent"`) || !strings.Contains(list, `"signature":"`) {
+	if n := strings.Count(list, "\n"); n != 11 || !strings.Contains(list, `"outcome":"key.revoke"`) || !strings.Contains(list, `"card_name":"Secure Agent"`) || !strings.Contains(list, `"signature":"`) {
 		t.Fatalf("audit list: %s", list)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -231,6 +232,12 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool) error {
 	}
 	if len(srcKeys) == 0 {
 		return fmt.Errorf("the source %s has no key records: is it the data directory of a cardsignd that ran?", c.srcName)
+	}
+	// Before anything is written: key records sit outside the audit chain,
+	// and one edited behind cardsignd's back (a revocation erased) must not
+	// be copied as verified.
+	if err := c.checkSourceKeys(ctx, srcKeys); err != nil {
+		return err
 	}
 	dstKeys, err := c.dst.ListKeys(ctx)
 	if err != nil {
@@ -601,6 +608,7 @@ func (c *copier) copyCounter(ctx context.Context, name string) (int64, error) {
 func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 	var n, seq int64
 	prev := audit.Genesis()
+	var trail store.KeyTrail
 	for {
 		recs, err := c.dst.ListAudit(ctx, seq, 1000)
 		if err != nil {
@@ -614,6 +622,11 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 		}
 		if err := audit.VerifyChain(prev, recs); err != nil {
 			return fmt.Errorf("verify: the destination's audit log: %w", err)
+		}
+		for _, r := range recs {
+			if err := trail.Add(r); err != nil {
+				return fmt.Errorf("verify: the destination's %w", err)
+			}
 		}
 		n += int64(len(recs))
 		last := recs[len(recs)-1]
@@ -665,6 +678,9 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 	if kid, ok := sameKeys(srcKeys, dstKeys); !ok {
 		return fmt.Errorf("verify: the key records differ (first at %s): a cardsignd changed a key during the copy? stop it and run the copy again with --allow-non-empty", kid)
 	}
+	if problems, _ := trail.Check(dstKeys, store.CheckAll); len(problems) > 0 {
+		return fmt.Errorf("verify: the destination's %s", keyTrailProblems(problems))
+	}
 	var docNote string
 	for _, name := range copiedDocuments {
 		want, ok := docs[name]
@@ -690,7 +706,7 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 		}
 		docNote += fmt.Sprintf(", %s sequence %d", documentLabel(name), have)
 	}
-	fmt.Fprintf(c.out, "store copy: verified %s: audit chain intact (%s, head %s), audit head equals the source's, key records equal the source's (%d)%s\n",
+	fmt.Fprintf(c.out, "store copy: verified %s: audit chain intact (%s, head %s), audit head equals the source's, key records equal the source's (%d) and agree with the audit trail%s\n",
 		c.dstName, count(n, "record"), dstHead, len(dstKeys), docNote)
 	return nil
 }
@@ -748,4 +764,58 @@ func rate(n int64, d time.Duration) string {
 		return fmt.Sprintf("%d records", n)
 	}
 	return fmt.Sprintf("%.0f records/s", float64(n)/d.Seconds())
+}
+
+// checkSourceKeys reads the source's audit log for its key administration
+// records and checks the source's key records against them
+// (store.KeyTrail): a key record edited, added or deleted outside cardsignd
+// (a revocation erased from the keys table) refuses the copy.
+func (c *copier) checkSourceKeys(ctx context.Context, srcKeys []jwks.KeyRecord) error {
+	var trail store.KeyTrail
+	for seq := int64(0); ; {
+		recs, err := c.src.ListAudit(ctx, seq, 1000)
+		if err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			if err := trail.Add(r); err != nil {
+				return fmt.Errorf("the source's %w", err)
+			}
+		}
+		seq = recs[len(recs)-1].Seq
+	}
+	problems, legacy := trail.Check(srcKeys, store.CheckAll)
+	if len(problems) > 0 {
+		return fmt.Errorf("the source %s: %s; nothing was copied", c.srcName, keyTrailProblems(problems))
+	}
+	if len(legacy) > 0 {
+		fmt.Fprintf(c.out, "store copy: note: %s predate the audit of key administration and are copied as they are: %v\n",
+			count(int64(len(legacy)), "key record"), legacy)
+	}
+	return nil
+}
+
+// keyTrailProblems says what disagrees and what to do.
+func keyTrailProblems(problems []*store.KeyTrailError) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s disagree with the audit log's key administration records: ", count(int64(len(problems)), "key record"))
+	for i, p := range problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if i == 5 {
+			fmt.Fprintf(&b, "and %d more", len(problems)-i)
+			break
+		}
+		fmt.Fprintf(&b, "key %q: %s", p.KID, p.Reason)
+		if p.Seq > 0 {
+			fmt.Fprintf(&b, " (audit record %d)", p.Seq)
+		}
+	}
+	b.WriteString(". The keys table was edited outside cardsignd (a revocation erased would publish a revoked key again): " +
+		"restore the database from a backup and find out who could write to it")
+	return b.String()
 }

@@ -169,7 +169,7 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	second := strings.Fields(strings.Split(rot, "\n")[1])[0]
 	mustCLI(t, work, "keys", "revoke", "--", first, "--reason", "superseded: moving to PostgreSQL", "--server", d.grpc)
 	mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
-	const records = 4
+	const records = 7 // four signatures; the first key's creation, the rotation, the revocation
 	revURL := func(d *daemon) string { return "http://" + d.http + "/.well-known/cardsign-revocations.json" }
 	_, jwksBefore := httpGet(t, d.jwksURL())
 	_, revBefore := httpGet(t, revURL(d))
@@ -252,6 +252,66 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	r = runDaemonOnce(t, "store", "copy", "--from", data, "--to", raw, "--allow-non-empty")
 	if r.Code != 1 || !strings.Contains(r.Stderr, "is not a part-copy") {
 		t.Fatalf("resuming onto a destination that went on: exit %d\n%s", r.Code, r.Stderr)
+	}
+}
+
+// TestStoreCopyRefusesErasedRevocation: a key's revocation erased from the
+// keys table of a real SQLite file (someone with write access to it drops
+// the trigger that forbids it) is refused by store copy, which copies
+// nothing, and reported by cardsign audit verify against the daemon that
+// publishes the key again: the revocation is an audit record, chained and
+// logged, that the key record no longer agrees with.
+func TestStoreCopyRefusesErasedRevocation(t *testing.T) {
+	ctx := t.Context()
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	d := startDaemon(t, data)
+	var first string
+	for kid := range keyStates(t, work, d.grpc) {
+		first = kid
+	}
+	mustCLI(t, work, "keys", "rotate", "--prepublish", "0s", "--server", d.grpc)
+	mustCLI(t, work, "keys", "revoke", "--", first, "--reason", "key-compromise: laptop stolen", "--server", d.grpc)
+	mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
+	if av := mustCLI(t, work, "audit", "verify", "--server", d.grpc).Stdout; !strings.Contains(av, "key records agree with the audit trail: 2 keys") {
+		t.Fatalf("audit verify before the edit: %s", av)
+	}
+	d.stop()
+
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "cardsign.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TRIGGER keys_immutable`, `UPDATE keys SET revoked_at = NULL, revoke_reason = '' WHERE kid = '` + first + `'`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	raw := newPGDatabase(t)
+	r := runDaemonOnce(t, "store", "copy", "--from", data, "--to", raw)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "revoked_at: the audit trail says") || !strings.Contains(r.Stderr, first) ||
+		!strings.Contains(r.Stderr, "nothing was copied") {
+		t.Fatalf("store copy of a source whose revocation was erased: exit %d\n%s", r.Code, r.Stderr)
+	}
+	dst, err := postgres.Open(ctx, postgres.Config{URL: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if keys, err := dst.ListKeys(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("the refused copy wrote %d key records (%v)", len(keys), err)
+	}
+
+	// The daemon on the edited file publishes the key again; audit verify
+	// says its record disagrees with the trail.
+	d = startDaemon(t, data)
+	defer d.stop()
+	r = cli(t, work, nil, "audit", "verify", "--server", d.grpc)
+	if r.Code != 1 || !strings.Contains(r.Stdout, "audit chain intact") || !strings.Contains(r.Stdout, "key records DISAGREE with the audit trail") ||
+		!strings.Contains(r.Stdout, "revoked_at") {
+		t.Fatalf("audit verify against the edited keys table: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 

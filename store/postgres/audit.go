@@ -14,14 +14,14 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
-const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash, outcome, reason, provenance`
+const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash, outcome, reason, provenance, detail`
 
 // insertAudit inserts a whole batch with one statement, one array per
 // column: one round trip whatever the batch size, and one run of the
 // statement trigger that checks the rows extend audit_head and advances it.
 const insertAudit = `INSERT INTO audit (` + auditColumns + `)
 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
-	$8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[], $14::text[], $15::text[], $16::text[])`
+	$8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[], $14::text[], $15::text[], $16::text[], $17::text[])`
 
 // lockKeysShared locks the key rows of a batch's kids FOR SHARE, in the
 // bytewise kid order UpdateKeys updates them in (no lock cycle), and says
@@ -65,14 +65,38 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		if err := checkText(r); err != nil {
 			return nil, fmt.Errorf("store: append audit record %d: %w", i, err)
 		}
-		// Refused records sign nothing and have no kid: not checked.
-		if !r.Refused() && !slices.Contains(kids, r.KID) {
+		// Only signatures are checked: refused records sign nothing and
+		// have no kid, and a key administration record (a revocation)
+		// may name a revoked key.
+		if r.Kind() == audit.KindSigned && !slices.Contains(kids, r.KID) {
 			kids = append(kids, r.KID)
 		}
 	}
 	var edge store.LogEdge // the log's edge after this append
 	var written []transparency.StoredHash
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) (err error) {
+		edge, written, err = s.appendTx(ctx, tx, out, times, kids)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(ctx, fmt.Sprintf("append %d audit records", len(recs)), err)
+	}
+	// Committed: the edge is the log's until another append (racing one
+	// of this Store's, the older edge may win, which costs a read).
+	s.edge.Store(&edge)
+	s.hashes.Add(written)
+	return out, nil
+}
+
+// appendTx appends out (checked by store.PrepareAudit and checkText, their
+// times in nanoseconds) in tx, assigning Seq, PrevHash and Hash in place;
+// kids are the kids of out's signatures, refused if revoked. It returns the
+// log's edge after the append and the tree hashes it wrote, for the caller
+// to keep once tx has committed.
+func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, times []int64, kids []string) (store.LogEdge, []transparency.StoredHash, error) {
+	var edge store.LogEdge
+	var written []transparency.StoredHash
+	err := func() error {
 		seq, prev, size, err := lockHead(ctx, tx)
 		if err != nil {
 			return err
@@ -130,15 +154,8 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			}
 		}
 		return br.Close()
-	})
-	if err != nil {
-		return nil, wrap(ctx, fmt.Sprintf("append %d audit records", len(recs)), err)
-	}
-	// Committed: the edge is the log's until another append (racing one
-	// of this Store's, the older edge may win, which costs a read).
-	s.edge.Store(&edge)
-	s.hashes.Add(written)
-	return out, nil
+	}()
+	return edge, written, err
 }
 
 // lockHead locks the audit_head row, which serializes appends (and the
@@ -205,7 +222,7 @@ func checkText(r audit.Record) error {
 	for _, f := range []struct{ name, v string }{
 		{"caller", r.Caller}, {"request id", r.RequestID}, {"card name", r.CardName}, {"card version", r.CardVersion},
 		{"kid", r.KID}, {"alg", r.Alg}, {"profile", r.Profile}, {"signature", r.Signature},
-		{"outcome", r.Outcome}, {"reason", r.Reason}, {"provenance", r.Provenance},
+		{"outcome", r.Outcome}, {"reason", r.Reason}, {"provenance", r.Provenance}, {"detail", r.Detail},
 	} {
 		if !validText(f.v) {
 			return fmt.Errorf("%s is not UTF-8 text without NUL bytes", f.name)
@@ -216,9 +233,9 @@ func checkText(r audit.Record) error {
 
 // auditCols holds a batch column by column, for insertAudit's arrays.
 type auditCols struct {
-	seq, time                                                                                     []int64
-	caller, requestID, cardName, cardVersion, kid, alg, profile, sig, outcome, reason, provenance []string
-	canonical, prevHash, hash                                                                     [][]byte
+	seq, time                                                                                             []int64
+	caller, requestID, cardName, cardVersion, kid, alg, profile, sig, outcome, reason, provenance, detail []string
+	canonical, prevHash, hash                                                                             [][]byte
 }
 
 func newAuditCols(n int) *auditCols {
@@ -226,7 +243,7 @@ func newAuditCols(n int) *auditCols {
 		seq: make([]int64, 0, n), time: make([]int64, 0, n),
 		caller: make([]string, 0, n), requestID: make([]string, 0, n), cardName: make([]string, 0, n),
 		cardVersion: make([]string, 0, n), kid: make([]string, 0, n), alg: make([]string, 0, n),
-		profile: make([]string, 0, n), sig: make([]string, 0, n), outcome: make([]string, 0, n), reason: make([]string, 0, n), provenance: make([]string, 0, n),
+		profile: make([]string, 0, n), sig: make([]string, 0, n), outcome: make([]string, 0, n), reason: make([]string, 0, n), provenance: make([]string, 0, n), detail: make([]string, 0, n),
 		canonical: make([][]byte, 0, n), prevHash: make([][]byte, 0, n), hash: make([][]byte, 0, n),
 	}
 }
@@ -239,13 +256,13 @@ func (c *auditCols) add(r *audit.Record, t int64) {
 	c.kid, c.alg, c.profile, c.sig = append(c.kid, r.KID), append(c.alg, r.Alg), append(c.profile, r.Profile), append(c.sig, r.Signature)
 	c.prevHash, c.hash = append(c.prevHash, r.PrevHash), append(c.hash, r.Hash)
 	c.outcome, c.reason = append(c.outcome, r.Outcome), append(c.reason, r.Reason)
-	c.provenance = append(c.provenance, r.Provenance)
+	c.provenance, c.detail = append(c.provenance, r.Provenance), append(c.detail, r.Detail)
 }
 
 // args are insertAudit's arguments, in auditColumns order.
 func (c *auditCols) args() []any {
 	return []any{c.seq, c.time, c.caller, c.requestID, c.cardName, c.cardVersion, c.canonical,
-		c.kid, c.alg, c.profile, c.sig, c.prevHash, c.hash, c.outcome, c.reason, c.provenance}
+		c.kid, c.alg, c.profile, c.sig, c.prevHash, c.hash, c.outcome, c.reason, c.provenance, c.detail}
 }
 
 // AuditHead returns the Seq and Hash of the last audit record ever appended
@@ -295,7 +312,7 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 		var t int64
 		var entry []byte
 		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &entry); err != nil {
+			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &r.Detail, &entry); err != nil {
 			return nil, err
 		}
 		r.Time = store.FromNanos(t)

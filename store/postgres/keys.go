@@ -10,9 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 const keyColumns = `kid, uri, alg, public_jwk, created_at, publish_at, activate_at, retire_at, expire_at, revoked_at, revoke_reason`
@@ -315,4 +317,104 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 		return fnErr // as is, unwrapped: the caller's error, not the store's
 	}
 	return wrap(ctx, "update keys", err)
+}
+
+// ChangeKeys runs fn over every key record under the key-set lock (and,
+// for a store.KeyTransition, the audit head's), and writes the change it
+// returns, its audit records included; see store.Store. The locks are
+// taken in UpdateKeys' order (key set, audit head, key rows) in either
+// mode: a creation locks the head after fn, before it writes a row.
+func (s *Store) ChangeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+	var fnErr error
+	var out []audit.Record
+	var edge store.LogEdge
+	var written []transparency.StoredHash
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockKeySet(ctx, tx); err != nil {
+			return err
+		}
+		lockHead := func() error {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM audit_head WHERE id = 1 FOR UPDATE`); err != nil {
+				return fmt.Errorf("audit head lock: %w", err)
+			}
+			return nil
+		}
+		// A transition: before fn takes its time, as in UpdateKeys, so
+		// every record committed before the change has an earlier time. A
+		// creation: after fn, so appends do not wait for a backend.
+		if mode == store.KeyTransition {
+			if err := lockHead(); err != nil {
+				return err
+			}
+		}
+		recs, err := listKeys(ctx, tx)
+		if err != nil {
+			return err
+		}
+		stored := slices.Clone(recs) // fn may change recs in place
+		ch, err := fn(ctx, recs)
+		if err != nil {
+			fnErr = err
+			return err
+		}
+		var times []int64
+		if out, times, err = store.PrepareKeyChange(stored, ch); err != nil {
+			return err
+		}
+		for i, r := range out {
+			if err := checkText(r); err != nil {
+				return fmt.Errorf("audit record %d: %w", i, err)
+			}
+		}
+		if mode != store.KeyTransition {
+			if err := lockHead(); err != nil {
+				return err
+			}
+		}
+		if ch.Create != nil {
+			r, err := encodeKey(*ch.Create)
+			if err != nil {
+				return fmt.Errorf("key %s: %w", ch.Create.KID, err)
+			}
+			if err := insertKey(ctx, tx, r); err != nil {
+				return fmt.Errorf("key %s: %w", ch.Create.KID, err)
+			}
+		}
+		rows := make([]keyRow, 0, len(ch.Update))
+		for _, u := range ch.Update {
+			r, err := encodeKey(u)
+			if err != nil {
+				return fmt.Errorf("key %s: %w", u.KID, err)
+			}
+			rows = append(rows, r)
+		}
+		if len(rows) > 0 {
+			slices.SortFunc(rows, func(a, b keyRow) int { return strings.Compare(a.kid, b.kid) })
+			b := &pgx.Batch{}
+			for _, r := range rows {
+				b.Queue(`UPDATE keys SET publish_at = $1, activate_at = $2, retire_at = $3, expire_at = $4, revoked_at = $5, revoke_reason = $6 WHERE kid = $7`,
+					r.publishAt, r.activateAt, r.retireAt, r.expireAt, r.revokedAt, r.revokeReason, r.kid)
+			}
+			b.Queue(`SELECT pg_notify('cardsign', $1)`, store.TopicKeys)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		edge, written, err = s.appendTx(ctx, tx, out, times, nil)
+		return err
+	})
+	if fnErr != nil {
+		return nil, fnErr // as is, unwrapped: the caller's error, not the store's
+	}
+	if err != nil {
+		return nil, wrap(ctx, "change keys", err)
+	}
+	if len(out) > 0 {
+		s.edge.Store(&edge)
+		s.hashes.Add(written)
+	}
+	return out, nil
 }

@@ -50,12 +50,18 @@ func oldDatabase(t *testing.T, recs []audit.Record) string {
 		for i := range part {
 			cols.add(&part[i], part[i].Time.UnixNano())
 		}
-		if _, err := s.pool.Exec(ctx, insertAudit, cols.args()...); err != nil {
+		if _, err := s.pool.Exec(ctx, insertOldAudit, cols.args()[:16]...); err != nil {
 			t.Fatalf("insert records into schema %d: %v", logMigration-1, err)
 		}
 	}
 	return url
 }
+
+// insertOldAudit inserts records as a cardsignd of schema 5 or 6 does:
+// without a detail (the first 16 of auditCols.args).
+const insertOldAudit = `INSERT INTO audit (seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash, outcome, reason, provenance)
+SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
+	$8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[], $14::text[], $15::text[], $16::text[])`
 
 // TestLogCatchUp: a database written before the transparency log gets its
 // log when opened.
@@ -140,7 +146,7 @@ func TestAppendCatchesUpRecordsWithoutLeaves(t *testing.T) {
 	for i := range recs[5:] {
 		cols.add(&recs[5+i], recs[5+i].Time.UnixNano())
 	}
-	if _, err := s.pool.Exec(ctx, insertAudit, cols.args()...); err != nil {
+	if _, err := s.pool.Exec(ctx, insertOldAudit, cols.args()[:16]...); err != nil {
 		t.Fatal(err)
 	}
 	out, err := s.AppendAudit(ctx, []audit.Record{record("new")})

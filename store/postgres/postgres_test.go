@@ -81,7 +81,7 @@ func TestGuards(t *testing.T) {
 	insert := func(r audit.Record) string {
 		return `INSERT INTO audit (` + auditColumns + `) VALUES (` +
 			strconv.FormatInt(r.Seq, 10) + `, 0, 'c', 'r', 'n', '1', '\x` + strings.Repeat("00", 32) + `', 'k2', 'ES256', 'spec', 's', '\x` +
-			hex.EncodeToString(r.PrevHash) + `', '\x` + hex.EncodeToString(r.Hash) + `', 'signed', '', '')`
+			hex.EncodeToString(r.PrevHash) + `', '\x` + hex.EncodeToString(r.Hash) + `', 'signed', '', '', '')`
 	}
 	tests := []struct {
 		sql, want string

@@ -14,9 +14,9 @@ import (
 // auditColumns are the columns of migration 1, which every audit row has.
 const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash`
 
-// auditAllColumns adds the outcome columns of migration 2 and the provenance
-// of migration 6.
-const auditAllColumns = auditColumns + `, outcome, reason, provenance`
+// auditAllColumns adds the outcome columns of migration 2, the provenance
+// of migration 6 and the detail of migration 10.
+const auditAllColumns = auditColumns + `, outcome, reason, provenance, detail`
 
 // AppendAudit appends recs in one durable transaction, chaining them from the
 // current head, and returns them as stored. Any Seq, PrevHash or Hash the
@@ -33,7 +33,30 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 	}
 	var edge store.LogEdge // the log's edge after this append
 	var written []transparency.StoredHash
-	appendTx := func(tx *sql.Tx) error {
+	appendTx := func(tx *sql.Tx) (err error) {
+		edge, written, err = s.appendTx(ctx, tx, out, times)
+		return err
+	}
+	// On a full volume, truncating the WAL may give back the space.
+	err = s.writeFreeingWAL(ctx, appendTx)
+	if err != nil {
+		return nil, fmt.Errorf("store: append %d audit records: %w", len(recs), err)
+	}
+	// Committed: the edge is the log's (until another append; racing one
+	// of this Store's, the older edge may win, which costs a read).
+	s.edge.Store(&edge)
+	s.hashes.Add(written)
+	return out, nil
+}
+
+// appendTx appends out (prepared by store.PrepareAudit, their times in
+// nanoseconds) in tx, assigning Seq, PrevHash and Hash in place, and
+// returns the log's edge after the append and the tree hashes it wrote:
+// for the caller to keep once tx has committed.
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (store.LogEdge, []transparency.StoredHash, error) {
+	var edge store.LogEdge
+	var written []transparency.StoredHash
+	err := func() error {
 		// The head read and the inserts share one BEGIN IMMEDIATE
 		// transaction: no other writer, in this process or another, can
 		// append in between.
@@ -74,7 +97,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 			r.PrevHash = prev
 			r.Hash = r.ComputeHash(prev)
 			if _, err := stmt.ExecContext(ctx, r.Seq, times[i], r.Caller, r.RequestID, r.CardName, r.CardVersion,
-				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance); err != nil {
+				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance, r.Detail); err != nil {
 				return fmt.Errorf("seq %d: %w", r.Seq, err)
 			}
 			prev = r.Hash
@@ -89,17 +112,8 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 		}
 		edge, written = next, hashes
 		return s.insertLog(ctx, tx, seq, entries, hashes)
-	}
-	// On a full volume, truncating the WAL may give back the space.
-	err = s.writeFreeingWAL(ctx, appendTx)
-	if err != nil {
-		return nil, fmt.Errorf("store: append %d audit records: %w", len(recs), err)
-	}
-	// Committed: the edge is the log's (until another append; racing one
-	// of this Store's, the older edge may win, which costs a read).
-	s.edge.Store(&edge)
-	s.hashes.Add(written)
-	return out, nil
+	}()
+	return edge, written, err
 }
 
 // AuditHead returns the Seq and Hash of the last audit record ever appended
@@ -169,7 +183,7 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 		var t int64
 		var entry []byte
 		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &entry); err != nil {
+			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &r.Detail, &entry); err != nil {
 			return nil, err
 		}
 		r.Time = store.FromNanos(t)
@@ -192,12 +206,14 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 // its revocation or not at all. A replica signs from a key list that may be
 // up to a second old; this check makes sure no signature by a revoked key is
 // returned. Records of kids the store does not know are not checked, nor
-// are refused records: they record no signature and have no kid.
+// are records of other kinds than signatures: a refused request signed
+// nothing, and a key administration record (a revocation among them) may
+// name a revoked key.
 func refuseRevoked(ctx context.Context, revokedAt *sql.Stmt, recs []audit.Record) error {
 	defer revokedAt.Close()
 	kids := map[string]sql.NullInt64{}
 	for _, r := range recs {
-		if r.Refused() {
+		if r.Kind() != audit.KindSigned {
 			continue
 		}
 		at, seen := kids[r.KID]

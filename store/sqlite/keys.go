@@ -7,9 +7,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 const keyColumns = `kid, uri, alg, public_jwk, created_at, publish_at, activate_at, retire_at, expire_at, revoked_at, revoke_reason`
@@ -154,13 +156,8 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 			return err
 		}
 		for _, u := range updated {
-			r, err := encodeKey(u)
-			if err != nil {
-				return fmt.Errorf("key %s: %w", u.KID, err)
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE keys SET publish_at = ?, activate_at = ?, retire_at = ?, expire_at = ?, revoked_at = ?, revoke_reason = ? WHERE kid = ?`,
-				r.publishAt, r.activateAt, r.retireAt, r.expireAt, r.revokedAt, r.revokeReason, r.kid); err != nil {
-				return fmt.Errorf("key %s: %w", u.KID, err)
+			if err := updateKey(ctx, tx, u); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -170,6 +167,72 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 	}
 	if err != nil {
 		return fmt.Errorf("store: update keys: %w", err)
+	}
+	return nil
+}
+
+// ChangeKeys runs fn over every key record in one write transaction and
+// writes the change it returns, its audit records included; see
+// store.Store. The transaction holds SQLite's one write lock throughout,
+// whatever the mode.
+func (s *Store) ChangeKeys(ctx context.Context, _ store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+	var fnErr error
+	var out []audit.Record
+	var edge store.LogEdge
+	var written []transparency.StoredHash
+	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
+		recs, err := listKeys(ctx, tx)
+		if err != nil {
+			return err
+		}
+		stored := slices.Clone(recs) // fn may change recs in place
+		ch, err := fn(ctx, recs)
+		if err != nil {
+			fnErr = err
+			return err
+		}
+		var times []int64
+		if out, times, err = store.PrepareKeyChange(stored, ch); err != nil {
+			return err
+		}
+		if ch.Create != nil {
+			if err := insertKey(ctx, tx, *ch.Create); err != nil {
+				return fmt.Errorf("key %s: %w", ch.Create.KID, err)
+			}
+		}
+		for _, u := range ch.Update {
+			if err := updateKey(ctx, tx, u); err != nil {
+				return err
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		edge, written, err = s.appendTx(ctx, tx, out, times)
+		return err
+	})
+	if fnErr != nil {
+		return nil, fnErr // as is, unwrapped: the caller's error, not the store's
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: change keys: %w", err)
+	}
+	if len(out) > 0 {
+		s.edge.Store(&edge)
+		s.hashes.Add(written)
+	}
+	return out, nil
+}
+
+// updateKey writes the mutable fields of u over its stored record.
+func updateKey(ctx context.Context, tx *sql.Tx, u jwks.KeyRecord) error {
+	r, err := encodeKey(u)
+	if err != nil {
+		return fmt.Errorf("key %s: %w", u.KID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE keys SET publish_at = ?, activate_at = ?, retire_at = ?, expire_at = ?, revoked_at = ?, revoke_reason = ? WHERE kid = ?`,
+		r.publishAt, r.activateAt, r.retireAt, r.expireAt, r.revokedAt, r.revokeReason, r.kid); err != nil {
+		return fmt.Errorf("key %s: %w", u.KID, err)
 	}
 	return nil
 }

@@ -15,6 +15,10 @@ import (
 // logMigration is the migration that made the transparency log.
 const logMigration = 9
 
+// insertOldAudit inserts a record as a cardsignd of schema 8 or 9 does:
+// without a detail.
+const insertOldAudit = `INSERT INTO audit (` + auditColumns + `, outcome, reason, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // TestLogCatchUp: a database written before the transparency log
 // (schema 8) gets its log when opened.
 func TestLogCatchUp(t *testing.T) {
@@ -41,7 +45,7 @@ func oldDatabase(t *testing.T, recs []audit.Record) string {
 	}
 	defer tx.Rollback()
 	for _, r := range recs {
-		if _, err := tx.ExecContext(ctx, insertAudit, r.Seq, r.Time.UnixNano(), r.Caller, r.RequestID, r.CardName, r.CardVersion,
+		if _, err := tx.ExecContext(ctx, insertOldAudit, r.Seq, r.Time.UnixNano(), r.Caller, r.RequestID, r.CardName, r.CardVersion,
 			r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance); err != nil {
 			t.Fatalf("insert record %d into schema %d: %v", r.Seq, logMigration-1, err)
 		}
@@ -110,7 +114,7 @@ func TestAppendCatchesUpRecordsWithoutLeaves(t *testing.T) {
 	path := oldDatabase(t, recs[:5])
 	s := openT(t, path)
 	for _, r := range recs[5:] { // as the old binary writes them: no leaves
-		if _, err := s.db.ExecContext(ctx, insertAudit, r.Seq, r.Time.UnixNano(), r.Caller, r.RequestID, r.CardName, r.CardVersion,
+		if _, err := s.db.ExecContext(ctx, insertOldAudit, r.Seq, r.Time.UnixNano(), r.Caller, r.RequestID, r.CardName, r.CardVersion,
 			r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance); err != nil {
 			t.Fatal(err)
 		}

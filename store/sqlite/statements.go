@@ -11,7 +11,7 @@ import (
 const (
 	selectHead      = `SELECT seq, hash FROM audit_head WHERE id = 1`
 	selectRevokedAt = `SELECT revoked_at FROM keys WHERE kid = ?`
-	insertAudit     = `INSERT INTO audit (` + auditAllColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertAudit     = `INSERT INTO audit (` + auditAllColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// The transparency log's size: its last leaf's index + 1. Appends add
 	// leaves at the next index only; a row inserted behind the store's back
 	// makes this disagree with the audit head, and appends refuse.

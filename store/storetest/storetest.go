@@ -56,6 +56,9 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"AuditRefusedRecordRevokedKeys", testAuditRefusedRevoked},
 		{"AuditInvalidOutcome", testAuditInvalidOutcome},
 		{"AuditProvenance", testAuditProvenance},
+		{"ChangeKeys", testChangeKeys},
+		{"ChangeKeysRefusals", testChangeKeysRefusals},
+		{"AuditRegistryRecords", testAuditRegistryRecords},
 		{"Agents", testAgents},
 		{"AgentsConcurrentPuts", testAgentsConcurrent},
 		{"RevokedCards", testRevokedCards},
@@ -446,7 +449,7 @@ func equalRecords(a, b audit.Record) bool {
 		a.CardName == b.CardName && a.CardVersion == b.CardVersion &&
 		bytes.Equal(a.CanonicalSHA256, b.CanonicalSHA256) && a.KID == b.KID && a.Alg == b.Alg &&
 		a.Profile == b.Profile && a.Signature == b.Signature &&
-		outcome(a) == outcome(b) && a.Reason == b.Reason && a.Provenance == b.Provenance &&
+		outcome(a) == outcome(b) && a.Reason == b.Reason && a.Provenance == b.Provenance && a.Detail == b.Detail &&
 		bytes.Equal(a.PrevHash, b.PrevHash) && bytes.Equal(a.Hash, b.Hash)
 }
 

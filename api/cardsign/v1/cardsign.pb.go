@@ -1723,11 +1723,13 @@ type AuditRecord struct {
 	PrevHash  []byte `protobuf:"bytes,12,opt,name=prev_hash,json=prevHash,proto3" json:"prev_hash,omitempty"`
 	Hash      []byte `protobuf:"bytes,13,opt,name=hash,proto3" json:"hash,omitempty"`
 	// "signed" (the card was signed) or "refused" (the signing policy refused
-	// the request: kid, alg, profile and signature are empty). Empty means
-	// "signed", from a server that predates outcomes. The hash of a refused
-	// record covers outcome and reason; that of a signed record neither.
+	// the request: kid, alg, profile and signature are empty), or the kind of
+	// an administrative record (see detail). Empty means "signed", from a
+	// server that predates outcomes. The hash of any other record covers
+	// outcome and reason; that of a signed record neither.
 	Outcome string `protobuf:"bytes,14,opt,name=outcome,proto3" json:"outcome,omitempty"`
-	// For a refused record, which rule refused the request and why; empty for
+	// For a refused record, which rule refused the request and why; for an
+	// administrative record, the caller's reason (a revocation's); empty for
 	// a signed record.
 	Reason string `protobuf:"bytes,15,opt,name=reason,proto3" json:"reason,omitempty"`
 	// For a caller that authenticated with an OIDC identity token, what the
@@ -1735,7 +1737,15 @@ type AuditRecord struct {
 	// claims that name it (repository, ref, sha, workflow, run_id, ...).
 	// Covered by the record's hash (as the JSON text audit.EncodeProvenance
 	// writes: sorted keys, no HTML escaping); empty for other callers.
-	Provenance    map[string]string `protobuf:"bytes,16,rep,name=provenance,proto3" json:"provenance,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Provenance map[string]string `protobuf:"bytes,16,rep,name=provenance,proto3" json:"provenance,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// For an administrative record (outcome "key.create", "key.import",
+	// "key.rotate", "key.activate", "key.retire", "key.revoke", "key.hold",
+	// "agent.remove" or "card.revoke"), what it states about its subject as
+	// compact JSON: the key's state after the action (its kid and alg are in
+	// kid and alg, its public key's RFC 7638 thumbprint in canonical_sha256),
+	// or the agent acted on (canonical_sha256: its card's). Covered by the
+	// record's hash; empty for a signing request's record.
+	Detail        string `protobuf:"bytes,17,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1880,6 +1890,13 @@ func (x *AuditRecord) GetProvenance() map[string]string {
 		return x.Provenance
 	}
 	return nil
+}
+
+func (x *AuditRecord) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
 }
 
 type ListAuditRecordsRequest struct {
@@ -2763,7 +2780,7 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05force\x18\x03 \x01(\bR\x05force\"7\n" +
 	"\x11RevokeKeyResponse\x12\"\n" +
-	"\x03key\x18\x01 \x01(\v2\x10.cardsign.v1.KeyR\x03key\"\xc3\x04\n" +
+	"\x03key\x18\x01 \x01(\v2\x10.cardsign.v1.KeyR\x03key\"\xdb\x04\n" +
 	"\vAuditRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
@@ -2784,7 +2801,8 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x06reason\x18\x0f \x01(\tR\x06reason\x12H\n" +
 	"\n" +
 	"provenance\x18\x10 \x03(\v2(.cardsign.v1.AuditRecord.ProvenanceEntryR\n" +
-	"provenance\x1a=\n" +
+	"provenance\x12\x16\n" +
+	"\x06detail\x18\x11 \x01(\tR\x06detail\x1a=\n" +
 	"\x0fProvenanceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"]\n" +

@@ -1,0 +1,185 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlite"
+)
+
+// lockedBuffer is a log destination the daemon's goroutines may share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestKeyAdministrationAudited: every key administration (the first key
+// included) is an audit record of its kind naming its caller, chained and
+// a transparency-log leaf, committed with the key change; its log line
+// names the caller; and the key records agree with the trail.
+func TestKeyAdministrationAudited(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var logs lockedBuffer
+	a := NewAuthority(Config{
+		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
+		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: card.Limits{},
+		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
+		Log: testLogSigner(t),
+	}, st, slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { a.Close() })
+	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := activeKID(t, a)
+
+	const who = "token:alice"
+	ctx := context.WithValue(context.WithValue(t.Context(), callerKey, who), requestIDKey, "req-1")
+	created, err := a.CreateKey(ctx, "ES384")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported, err := a.ImportKey(ctx, "file:"+writeKeyFile(t, filepath.Join(dir, "keys")), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := a.RotateKey(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ActivateKey(ctx, rotated.KID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.RetireKey(ctx, created.KID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.RevokeKey(ctx, imported.KID, "key file leaked", false); err != nil {
+		t.Fatal(err)
+	}
+
+	recs, err := st.ListAudit(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		kind   audit.Kind
+		kid    string
+		caller string
+		reason string
+	}{
+		{audit.KindKeyCreate, first, SystemCaller, ""},
+		{audit.KindKeyCreate, created.KID, who, ""},
+		{audit.KindKeyImport, imported.KID, who, ""},
+		{audit.KindKeyRotate, rotated.KID, who, ""},
+		{audit.KindKeyActivate, rotated.KID, who, ""},
+		{audit.KindKeyRetire, created.KID, who, ""},
+		{audit.KindKeyRevoke, imported.KID, who, "unspecified: key file leaked"},
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("%d audit records, want %d: %+v", len(recs), len(want), recs)
+	}
+	for i, w := range want {
+		r := recs[i]
+		if r.Kind() != w.kind || r.KID != w.kid || r.Caller != w.caller || r.Reason != w.reason {
+			t.Errorf("record %d: %s %s by %q (reason %q), want %s %s by %q (reason %q)", r.Seq, r.Kind(), r.KID, r.Caller, r.Reason, w.kind, w.kid, w.caller, w.reason)
+		}
+	}
+	entries, err := st.LogEntries(ctx, 0, int64(len(recs)))
+	if err != nil || len(entries) != len(recs) {
+		t.Fatalf("%d log entries (%v), want one per record", len(entries), err)
+	}
+	keys, err := st.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trail store.KeyTrail
+	for _, r := range recs {
+		if err := trail.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if problems, legacy := trail.Check(keys, store.CheckAll); len(problems) != 0 || len(legacy) != 0 {
+		t.Fatalf("key records disagree with the trail: %v (legacy %v)", problems, legacy)
+	}
+	for _, msg := range []string{"key created", "key imported", "key rotation scheduled", "key activated", "key retired", "key revoked"} {
+		found := false
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, "msg=\""+msg+"\"") {
+				found = true
+				if !strings.Contains(line, "caller="+who) {
+					t.Errorf("log line %q does not name the caller", line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %q log line in:\n%s", msg, logs.String())
+		}
+	}
+}
+
+// TestRegistryAdministrationAudited: removing an agent and revoking a card
+// are audit records naming the caller, the agent and the card, chained
+// like signatures.
+func TestRegistryAdministrationAudited(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.WithValue(t.Context(), requestIDKey, "req-9")
+	registerAgents(t, a, "payments", "billing")
+	payments, err := a.AgentCard(ctx, "payments", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RemoveAgent(ctx, "billing", "token:root"); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := a.store.ListAudit(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
+		t.Fatal(err)
+	}
+	rev, rm := recs[len(recs)-2], recs[len(recs)-1]
+	if d, err := audit.DecodeAgentDetail(rev.Detail); rev.Kind() != audit.KindCardRevoke || rev.Caller != "token:admin" || rev.Reason != "unspecified: leaked" ||
+		rev.RequestID != "req-9" || !bytes.Equal(rev.CanonicalSHA256, payments.CanonicalSHA256) || err != nil || d != (audit.AgentDetail{Agent: "payments", Version: 1}) {
+		t.Errorf("card revocation record: %+v", rev)
+	}
+	if d, err := audit.DecodeAgentDetail(rm.Detail); rm.Kind() != audit.KindAgentRemove || rm.Caller != "token:root" || err != nil || d.Agent != "billing" {
+		t.Errorf("agent removal record: %+v", rm)
+	}
+}

@@ -1,0 +1,233 @@
+package store
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+)
+
+// Key records sit outside the audit chain, but every change made to one is
+// an audit record (audit.Kind.IsKey) stating the key's whole state after
+// it. A KeyTrail replays those records so the key records can be checked
+// against them: a revocation erased from the keys table, a key added behind
+// cardsignd's back or one deleted shows up as a disagreement.
+
+// ErrKeyTrail is wrapped by every KeyTrailError.
+var ErrKeyTrail = errors.New("key records disagree with the audit trail")
+
+// KeyTrailError is a key record that disagrees with the audit trail.
+type KeyTrailError struct {
+	KID    string
+	Seq    int64  // the audit record it disagrees with; 0 when none
+	Reason string // what disagrees
+}
+
+func (e *KeyTrailError) Error() string {
+	if e.Seq == 0 {
+		return fmt.Sprintf("%v: key %q: %s", ErrKeyTrail, e.KID, e.Reason)
+	}
+	return fmt.Sprintf("%v: key %q: %s (audit record %d)", ErrKeyTrail, e.KID, e.Reason, e.Seq)
+}
+
+func (e *KeyTrailError) Unwrap() error { return ErrKeyTrail }
+
+// KeyThumbprint is the RFC 7638 thumbprint of rec's public key, as raw
+// SHA-256 bytes: what a key administration record keeps of the key.
+func KeyThumbprint(pub jose.JWK) ([]byte, error) {
+	k, err := pub.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	t, err := jose.Thumbprint(k)
+	if err != nil {
+		return nil, err
+	}
+	return base64.RawURLEncoding.DecodeString(t)
+}
+
+// KeyState is what a key administration record states about rec.
+func KeyState(rec jwks.KeyRecord) audit.KeyState {
+	return audit.KeyState{CreatedAt: rec.CreatedAt, PublishAt: rec.PublishAt, ActivateAt: rec.ActivateAt,
+		RetireAt: rec.RetireAt, ExpireAt: rec.ExpireAt, RevokedAt: rec.RevokedAt, RevokeReason: rec.RevokeReason}
+}
+
+// KeyAudit is the audit record of kind (a key kind) done by caller to the
+// key whose record is now rec, at t. reason is the caller's, if any.
+func KeyAudit(kind audit.Kind, rec jwks.KeyRecord, caller, requestID, reason string, t time.Time) (audit.Record, error) {
+	if !kind.IsKey() {
+		return audit.Record{}, fmt.Errorf("store: %q is not a key administration kind", kind)
+	}
+	thumb, err := KeyThumbprint(rec.Public)
+	if err != nil {
+		return audit.Record{}, fmt.Errorf("store: key %s: public key: %w", rec.KID, err)
+	}
+	return audit.Record{Time: t, Caller: caller, RequestID: requestID, Outcome: string(kind), Reason: reason,
+		KID: rec.KID, Alg: string(rec.Alg), CanonicalSHA256: thumb, Detail: audit.EncodeKeyState(KeyState(rec))}, nil
+}
+
+// KeyTrail is the last key administration record of each kid in an audit
+// log, fed in order with Add. It holds one entry per key, whatever the
+// length of the log.
+type KeyTrail struct {
+	last  map[string]trailEntry
+	first *time.Time // time of the first key administration record
+	// fromStart: record 1 is a key's creation, so the log was written by a
+	// cardsignd that audited key administration from the first key on,
+	// and no key may lack a record.
+	fromStart bool
+}
+
+type trailEntry struct {
+	seq   int64
+	alg   string
+	thumb []byte
+	state audit.KeyState
+}
+
+// Add takes the next record of the log; records of other kinds are
+// skipped. A key record whose detail does not decode fails (a chain that
+// verified never has one).
+func (t *KeyTrail) Add(r audit.Record) error {
+	if r.Seq == 1 {
+		t.fromStart = r.Kind().IsKey()
+	}
+	if !r.Kind().IsKey() {
+		return nil
+	}
+	st, err := audit.DecodeKeyState(r.Detail)
+	if err != nil {
+		return fmt.Errorf("audit record %d: %w", r.Seq, err)
+	}
+	if t.last == nil {
+		t.last = map[string]trailEntry{}
+	}
+	if t.first == nil {
+		at := r.Time
+		t.first = &at
+	}
+	t.last[r.KID] = trailEntry{seq: r.Seq, alg: r.Alg, thumb: bytes.Clone(r.CanonicalSHA256), state: st}
+	return nil
+}
+
+// Keys is the number of kids with a record.
+func (t *KeyTrail) Keys() int { return len(t.last) }
+
+// Since is the time of the first key administration record; ok is false
+// when there is none (a log written before key administration was
+// audited, or an empty one).
+func (t *KeyTrail) Since() (at time.Time, ok bool) {
+	if t.first == nil {
+		return time.Time{}, false
+	}
+	return *t.first, true
+}
+
+// KeyCheck says how much of a key record Check compares.
+type KeyCheck int
+
+const (
+	// CheckAll compares every field a record states: a store's key records.
+	CheckAll KeyCheck = iota
+	// CheckServed compares what cardsignd's ListKeys serves as stored
+	// (kid, alg, public key, creation, activation and revocation): its
+	// retirement and expiry are derived, not the records'.
+	CheckServed
+)
+
+// Check compares keys (every key record of the store the log is from)
+// with the trail and returns every disagreement found (nil when none), and
+// the kids of keys that predate the trail (created before the first key
+// administration record, by a cardsignd that did not audit key
+// administration): those are taken as they are. A log whose record 1 is a
+// key administration record was audited from its first key on: there,
+// every key must have a record.
+//
+// A key with records must agree with its last one (a revocation erased, a
+// time moved); a key without one must predate the trail (else it was added
+// behind cardsignd's back); and every kid with records must still exist.
+func (t *KeyTrail) Check(keys []jwks.KeyRecord, how KeyCheck) (problems []*KeyTrailError, legacy []string) {
+	seen := map[string]bool{}
+	for _, k := range keys {
+		seen[k.KID] = true
+		e, ok := t.last[k.KID]
+		if !ok {
+			if since, audited := t.Since(); t.fromStart || (audited && !k.CreatedAt.Before(since)) {
+				problems = append(problems, &KeyTrailError{KID: k.KID, Reason: fmt.Sprintf(
+					"the store has this key, created at %s, but no audit record created or imported it: it was added outside cardsignd",
+					k.CreatedAt.UTC().Format(time.RFC3339Nano))})
+				continue
+			}
+			legacy = append(legacy, k.KID)
+			continue
+		}
+		if p := e.disagreement(k, how); p != "" {
+			problems = append(problems, &KeyTrailError{KID: k.KID, Seq: e.seq, Reason: p})
+		}
+	}
+	for _, kid := range slices.Sorted(maps.Keys(t.last)) {
+		if !seen[kid] {
+			problems = append(problems, &KeyTrailError{KID: kid, Seq: t.last[kid].seq,
+				Reason: "the audit trail records this key, the store has no record of it: it was deleted outside cardsignd"})
+		}
+	}
+	return problems, legacy
+}
+
+// disagreement names the first field of k that differs from e, "" when
+// none does.
+func (e trailEntry) disagreement(k jwks.KeyRecord, how KeyCheck) string {
+	if string(k.Alg) != e.alg {
+		return fmt.Sprintf("alg: the audit trail says %q, the store has %q", e.alg, k.Alg)
+	}
+	thumb, err := KeyThumbprint(k.Public)
+	if err != nil || !bytes.Equal(thumb, e.thumb) {
+		return "public key: the store's is not the one the audit trail recorded"
+	}
+	s := e.state
+	times := []struct {
+		name        string
+		trail, have *time.Time
+		all         bool // compared only with CheckAll
+	}{
+		{"created_at", &s.CreatedAt, &k.CreatedAt, false},
+		{"publish_at", &s.PublishAt, &k.PublishAt, false},
+		{"activate_at", s.ActivateAt, k.ActivateAt, false},
+		{"retire_at", s.RetireAt, k.RetireAt, true},
+		{"expire_at", s.ExpireAt, k.ExpireAt, true},
+		{"revoked_at", s.RevokedAt, k.RevokedAt, false},
+	}
+	for _, f := range times {
+		if f.all && how != CheckAll {
+			continue
+		}
+		if !sameTime(f.trail, f.have) {
+			return fmt.Sprintf("%s: the audit trail says %s, the store has %s", f.name, showTime(f.trail), showTime(f.have))
+		}
+	}
+	if s.RevokeReason != k.RevokeReason {
+		return fmt.Sprintf("revoke reason: the audit trail says %q, the store has %q", s.RevokeReason, k.RevokeReason)
+	}
+	return ""
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}
+
+func showTime(t *time.Time) string {
+	if t == nil {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

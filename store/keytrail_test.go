@@ -1,0 +1,120 @@
+package store_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
+)
+
+func trailKey(t *testing.T, kid string, created time.Time) jwks.KeyRecord {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := jose.NewJWK(priv.Public(), kid, "ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jwks.KeyRecord{KID: kid, URI: "file:/k/" + kid, Alg: jose.ES256, Public: pub, CreatedAt: created, PublishAt: created}
+}
+
+// TestKeyTrail: key records are checked against the last key
+// administration record of each kid; every way of editing the keys table
+// behind cardsignd's back is found, and keys from before the trail are
+// taken as they are only when the log did not start with one.
+func TestKeyTrail(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	k1 := trailKey(t, "k1", t0)
+	k2 := trailKey(t, "k2", t0.Add(time.Hour))
+	legacy := trailKey(t, "old", t0.Add(-time.Hour))
+	revoked := k2
+	at := t0.Add(2 * time.Hour)
+	revoked.RevokedAt, revoked.RevokeReason = &at, "compromise"
+	retired := k1
+	rt := t0.Add(3 * time.Hour)
+	retired.RetireAt = &rt
+
+	rec := func(seq int64, kind audit.Kind, k jwks.KeyRecord) audit.Record {
+		r, err := store.KeyAudit(kind, k, "token:alice", "", "", k.CreatedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Seq = seq
+		return r
+	}
+	sig := audit.Record{Seq: 1, Outcome: audit.OutcomeSigned, KID: "old"}
+	// The log of a cardsignd that audited keys from its first key on, and
+	// one upgraded after signing with a key from before.
+	fromStart := []audit.Record{rec(1, audit.KindKeyCreate, k1), rec(2, audit.KindKeyRotate, k2), rec(3, audit.KindKeyRevoke, revoked), rec(4, audit.KindKeyRetire, retired)}
+	upgraded := []audit.Record{sig, rec(2, audit.KindKeyCreate, k1), rec(3, audit.KindKeyRotate, k2), rec(4, audit.KindKeyRevoke, revoked), rec(5, audit.KindKeyRetire, retired)}
+
+	unrevoked := revoked
+	unrevoked.RevokedAt, unrevoked.RevokeReason = nil, ""
+	moved := revoked
+	later := at.Add(time.Second)
+	moved.RevokedAt = &later
+	reworded := revoked
+	reworded.RevokeReason = "routine"
+	swapped := trailKey(t, "k2", revoked.CreatedAt)
+	swapped.RevokedAt, swapped.RevokeReason = revoked.RevokedAt, revoked.RevokeReason
+	rogue := trailKey(t, "rogue", t0.Add(5*time.Hour))
+	unretired := k1
+	backdated := trailKey(t, "rogue", t0.Add(-2*time.Hour))
+
+	tests := []struct {
+		name       string
+		log        []audit.Record
+		keys       []jwks.KeyRecord
+		how        store.KeyCheck
+		want       string // in the first problem; "" for none
+		wantLegacy int
+	}{
+		{"agrees", fromStart, []jwks.KeyRecord{retired, revoked}, store.CheckAll, "", 0},
+		{"revocation erased", fromStart, []jwks.KeyRecord{retired, unrevoked}, store.CheckAll, "revoked_at: the audit trail says", 0},
+		{"revocation erased, served view", fromStart, []jwks.KeyRecord{retired, unrevoked}, store.CheckServed, "revoked_at", 0},
+		{"revocation moved", fromStart, []jwks.KeyRecord{retired, moved}, store.CheckAll, "revoked_at", 0},
+		{"reason changed", fromStart, []jwks.KeyRecord{retired, reworded}, store.CheckAll, "revoke reason", 0},
+		{"public key swapped", fromStart, []jwks.KeyRecord{retired, swapped}, store.CheckAll, "public key", 0},
+		{"retirement erased", fromStart, []jwks.KeyRecord{unretired, revoked}, store.CheckAll, "retire_at", 0},
+		{"retirement is derived in a served view", fromStart, []jwks.KeyRecord{unretired, revoked}, store.CheckServed, "", 0},
+		{"key added", fromStart, []jwks.KeyRecord{retired, revoked, rogue}, store.CheckAll, "no audit record created or imported it", 0},
+		{"key added, backdated", fromStart, []jwks.KeyRecord{backdated, retired, revoked}, store.CheckAll, "no audit record created or imported it", 0},
+		{"key deleted", fromStart, []jwks.KeyRecord{retired}, store.CheckAll, "deleted outside cardsignd", 0},
+		{"upgraded: older key taken as it is", upgraded, []jwks.KeyRecord{legacy, retired, revoked}, store.CheckAll, "", 1},
+		{"upgraded: revocation erased", upgraded, []jwks.KeyRecord{legacy, retired, unrevoked}, store.CheckAll, "revoked_at", 1},
+		{"upgraded: key added after", upgraded, []jwks.KeyRecord{legacy, retired, revoked, rogue}, store.CheckAll, "no audit record", 1},
+		{"no key records at all: every key predates", []audit.Record{sig}, []jwks.KeyRecord{legacy, k1}, store.CheckAll, "", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var trail store.KeyTrail
+			for _, r := range tt.log {
+				if err := trail.Add(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			problems, legacy := trail.Check(tt.keys, tt.how)
+			switch {
+			case tt.want == "" && len(problems) > 0:
+				t.Fatalf("problems %v, want none", problems)
+			case tt.want != "" && len(problems) == 0:
+				t.Fatalf("no problem found, want %q", tt.want)
+			case tt.want != "" && (!strings.Contains(problems[0].Error(), tt.want) || !errors.Is(problems[0], store.ErrKeyTrail)):
+				t.Fatalf("problem %v, want one saying %q", problems[0], tt.want)
+			}
+			if len(legacy) != tt.wantLegacy {
+				t.Fatalf("legacy keys %v, want %d", legacy, tt.wantLegacy)
+			}
+		})
+	}
+}

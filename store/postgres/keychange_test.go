@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
+)
+
+// TestKeyCreationDoesNotHoldAppends: while a key creation's fn runs (a
+// backend making a key, which may take a KMS round trip or hang), other
+// processes' appends go on; a transition holds them, so that its time
+// follows every record committed before it. The append inside fn would
+// wait for the audit head's lock forever if a creation took it first: its
+// deadline, far above what an append takes, only turns that into a failure.
+func TestKeyCreationDoesNotHoldAppends(t *testing.T) {
+	url := newDB(t)
+	s, other := openT(t, url), openT(t, url)
+	ctx := t.Context()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := jose.NewJWK(priv.Public(), "k1", "ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	k := jwks.KeyRecord{KID: "k1", URI: "file:/k/k1", Alg: jose.ES256, Public: pub, CreatedAt: now, PublishAt: now}
+	sum := sha256.Sum256([]byte("card"))
+	sig := audit.Record{Time: now, Caller: "c", CanonicalSHA256: sum[:], KID: "k0", Alg: "ES256", Profile: "spec", Signature: "s"}
+	_, err = s.ChangeKeys(ctx, store.KeyCreation, func(context.Context, []jwks.KeyRecord) (store.KeyChange, error) {
+		actx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if _, err := other.AppendAudit(actx, []audit.Record{sig}); err != nil {
+			return store.KeyChange{}, errors.Join(errors.New("an append waited for a key creation"), err)
+		}
+		r, err := store.KeyAudit(audit.KindKeyCreate, k, "admin", "", "", now)
+		if err != nil {
+			return store.KeyChange{}, err
+		}
+		return store.KeyChange{Create: &k, Audit: []audit.Record{r}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.ListAudit(ctx, 0, 0)
+	if err != nil || len(recs) != 2 || recs[0].Kind() != audit.KindSigned || recs[1].Kind() != audit.KindKeyCreate {
+		t.Fatalf("records %+v (%v): want the append, then the creation", recs, err)
+	}
+	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
+		t.Fatal(err)
+	}
+}
