@@ -38,6 +38,19 @@ const (
 // echoes) to correlate a call with logs and audit records.
 const RequestIDHeader = "x-request-id"
 
+// echoUnaryRequestID returns a unary call's request id: in the response
+// headers of a success, in the trailers of an error. An error must stay
+// trailers-only: gRPC clients retry a call (on another replica) only when
+// the server sent no headers, which would commit the call to this replica.
+func echoUnaryRequestID(ctx context.Context, failed bool) {
+	md := metadata.Pairs(RequestIDHeader, requestID(ctx))
+	if failed {
+		_ = grpc.SetTrailer(ctx, md)
+	} else {
+		_ = grpc.SetHeader(ctx, md)
+	}
+}
+
 func requestID(ctx context.Context) string { s, _ := ctx.Value(requestIDKey).(string); return s }
 func caller(ctx context.Context) string    { s, _ := ctx.Value(callerKey).(string); return s }
 func identity(ctx context.Context) access.Identity {
@@ -143,7 +156,6 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 		id = newRequestID()
 	}
 	ctx = context.WithValue(ctx, requestIDKey, id)
-	_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, id))
 	if isHealth(method) {
 		// Load balancers and orchestrators probe without credentials.
 		return ctx, "health-probe", nil
@@ -263,6 +275,9 @@ func (g *gate) finish(ctx context.Context, method, id, who string, refused bool,
 func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	start := time.Now()
 	ctx, who, err := g.admit(ctx, info.FullMethod)
+	// Deferred before finish, so it runs after finish has turned a panic
+	// into an error.
+	defer func() { echoUnaryRequestID(ctx, err != nil) }()
 	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, err != nil, start, &err)
 	if err != nil {
 		return nil, err
@@ -279,6 +294,10 @@ func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	start := time.Now()
 	ctx, who, err := g.admit(ss.Context(), info.FullMethod)
+	// A stream's request id goes in its trailers, so that a refused stream
+	// stays trailers-only too (see echoUnaryRequestID); a stream's headers
+	// leave with its first message, while it may still fail.
+	defer ss.SetTrailer(metadata.Pairs(RequestIDHeader, requestID(ctx)))
 	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, err != nil, start, &err)
 	if err != nil {
 		return err

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/access"
+)
+
+// attemptCounter counts a client's call attempts (gRPC's own retries
+// included), which is what the server cannot see.
+type attemptCounter struct{ n atomic.Int64 }
+
+func (c *attemptCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (c *attemptCounter) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if b, ok := s.(*stats.Begin); ok && b.Client && !b.IsTransparentRetryAttempt {
+		c.n.Add(1)
+	}
+}
+func (c *attemptCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (c *attemptCounter) HandleConn(context.Context, stats.ConnStats) {}
+
+// TestErrorsAreTrailersOnly: a call the daemon fails, whether the gate
+// refuses it or its handler does, carries no response headers, so that a
+// client's retry policy can send it again (to another replica). A request
+// id sent in headers made every error final: gRPC commits a call to the
+// server that sent headers, and `cardsign --server a,b,c` failed after one
+// attempt during a database restart. The request id is still echoed, in
+// the trailers of an error and the headers of a success.
+func TestErrorsAreTrailersOnly(t *testing.T) {
+	a, _ := newAuthority(t)
+	token := "cst_trailers-only-test-token"
+	srv, _ := NewGRPCServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), GRPCOptions{
+		Auth: access.New([]access.Token{{Name: "t", SHA256: sha256.Sum256([]byte(token)), Roles: []access.Role{access.RoleSigner}}}, nil),
+	})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+
+	const attempts = 3
+	// Retry exactly the codes the calls below fail with: a retried call is
+	// one the client saw as trailers-only.
+	sc := `{"methodConfig":[{"name":[{"service":"grpc.health.v1.Health"},{"service":"cardsign.v1.SigningService"}],
+		"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.001s","maxBackoff":"0.001s","backoffMultiplier":1,
+		"retryableStatusCodes":["NOT_FOUND","UNAUTHENTICATED"]}}]}`
+	counter := &attemptCounter{}
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultServiceConfig(sc), grpc.WithStatsHandler(counter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	health, signing := healthpb.NewHealthClient(conn), pb.NewSigningServiceClient(conn)
+
+	for _, tc := range []struct {
+		name string
+		call func(ctx context.Context, opts ...grpc.CallOption) error
+		want codes.Code
+	}{
+		{"refused by the handler", func(ctx context.Context, opts ...grpc.CallOption) error {
+			_, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: "no-such-service"}, opts...)
+			return err
+		}, codes.NotFound},
+		{"refused by the gate", func(ctx context.Context, opts ...grpc.CallOption) error {
+			_, err := signing.LintCard(ctx, &pb.LintCardRequest{Card: []byte(`{}`)}, opts...)
+			return err
+		}, codes.Unauthenticated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := counter.n.Load()
+			var header, trailer metadata.MD
+			err := tc.call(context.Background(), grpc.Header(&header), grpc.Trailer(&trailer))
+			if status.Code(err) != tc.want {
+				t.Fatalf("got %v, want %s", err, tc.want)
+			}
+			if n := counter.n.Load() - before; n != attempts {
+				t.Errorf("the client made %d attempts, want %d: the error was not trailers-only", n, attempts)
+			}
+			if len(header.Get(RequestIDHeader)) != 0 {
+				t.Errorf("request id in the headers of an error: %v", header)
+			}
+			if id := trailer.Get(RequestIDHeader); len(id) != 1 || !validRequestID(id[0]) {
+				t.Errorf("trailers %v: want the request id", trailer)
+			}
+		})
+	}
+
+	t.Run("a success echoes the request id in its headers", func(t *testing.T) {
+		var header metadata.MD
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token, RequestIDHeader, "req-1")
+		if _, err := signing.LintCard(ctx, &pb.LintCardRequest{Card: []byte(`{}`)}, grpc.Header(&header)); err != nil {
+			t.Fatal(err)
+		}
+		if got := header.Get(RequestIDHeader); len(got) != 1 || got[0] != "req-1" {
+			t.Errorf("headers %v: want the request id req-1", header)
+		}
+	})
+}
