@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/access"
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 )
 
 // attemptCounter counts a client's call attempts (gRPC's own retries
