@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -158,6 +157,9 @@ func dial(e env, cf *connFlags, timeout time.Duration) (*client, error) {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: tok, secure: !list.local()}))
 	}
 	target, more := list.target(cf.serverName)
+	if list.replicated() {
+		more = append(more, grpc.WithChainUnaryInterceptor(newRetrier(retryNotes(e.stderr, cf.cmd)).unary))
+	}
 	conn, err := grpc.NewClient(target, append(opts, more...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", list, err)
@@ -353,7 +355,7 @@ func describe(err error) string {
 	var b strings.Builder
 	// A status message and its violations quote the card or the key
 	// that caused them: escaped, so they cannot write to the terminal.
-	fmt.Fprintf(&b, "%s: %s", st.Code(), escapeText(tidyRetried(st.Message())))
+	fmt.Fprintf(&b, "%s: %s", st.Code(), escapeText(st.Message()))
 	for _, d := range st.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
 			for _, v := range br.GetFieldViolations() {
@@ -365,19 +367,6 @@ func describe(err error) string {
 		fmt.Fprintf(&b, "\n  hint: %s", h)
 	}
 	return b.String()
-}
-
-// retriedMessage is how gRPC words a call that its retry policy gave up
-// on: the last attempt's status, wrapped.
-var retriedMessage = regexp.MustCompile(`^max retries exhausted: failed after (\d+) attempts: rpc error: code = \w+ desc = `)
-
-// tidyRetried puts the last attempt's own message first: "connection
-// error: … (after 4 attempts)".
-func tidyRetried(msg string) string {
-	if m := retriedMessage.FindStringSubmatch(msg); m != nil {
-		return msg[len(m[0]):] + " (after " + m[1] + " attempts)"
-	}
-	return msg
 }
 
 // hint says what the user can change after a refusal. The daemon gives no
