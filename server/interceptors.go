@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -101,10 +102,16 @@ type GRPCOptions struct {
 	// MaxMessageBytes is the largest request accepted.
 	MaxMessageBytes int
 	// MaxConcurrentStreams bounds the calls (streams) open at once on one
-	// connection; 0 is DefaultMaxStreamsPerConnection. Health Watch streams
-	// need no credentials: this bound, times the connection limits, is what
-	// keeps unauthenticated watchers from holding unbounded goroutines.
+	// connection; 0 is DefaultMaxStreamsPerConnection.
 	MaxConcurrentStreams uint32
+	// MaxUnauthenticatedStreams and MaxUnauthenticatedStreamsPerIP bound
+	// the streams open at once that no credential authenticated (health
+	// Watch needs none; with authentication off, every stream), in all
+	// and per source address; 0 is the default. Such a stream holds a
+	// goroutine as long as its client likes: without these bounds, 40
+	// connections held 4,000 Watch streams.
+	MaxUnauthenticatedStreams      int
+	MaxUnauthenticatedStreamsPerIP int
 	// MaxHeaderListBytes bounds a call's metadata, read before
 	// authentication; 0 is DefaultMaxHeaderBytes.
 	MaxHeaderListBytes uint32
@@ -127,6 +134,11 @@ const (
 	DefaultMaxHeaderBytes          = 16 << 10
 	DefaultHandshakeTimeout        = 10 * time.Second
 	DefaultIdleTimeout             = 2 * time.Minute
+	// A cardsign client holds one health Watch per replica it balances
+	// over, and sends its credentials on it: only anonymous watchers
+	// (authentication off, or a client without credentials) count.
+	DefaultMaxUnauthenticatedStreams      = 256
+	DefaultMaxUnauthenticatedStreamsPerIP = 32
 )
 
 // gate runs before every call: request id, caller identity, authorization,
@@ -138,6 +150,8 @@ type gate struct {
 	// refusals bounds the log lines of refused calls, which anyone who can
 	// connect can cause.
 	refusals *refusalLog
+	// anonStreams counts the open streams no credential authenticated.
+	anonStreams *sourceSlots
 }
 
 var (
@@ -161,20 +175,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 		return ctx, "health-probe", nil
 	}
 
-	creds := access.Credentials{}
-	if v := md.Get("authorization"); len(v) == 1 {
-		creds.Authorization = v[0]
-	} else if len(v) > 1 {
-		creds.Authorization = "invalid" // two tokens: refuse rather than pick one
-	}
-	p, _ := peer.FromContext(ctx)
-	if p != nil {
-		// A long-lived connection outlives its certificate: an expired
-		// leaf no longer identifies anyone.
-		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && time.Now().Before(ti.State.VerifiedChains[0][0].NotAfter) {
-			creds.CertIdentity = access.CertificateIdentity(ti.State.VerifiedChains[0][0])
-		}
-	}
+	creds, p := presented(ctx, md)
 	who := access.Identity{}
 	auth := g.opts.Auth
 	if auth == nil {
@@ -220,6 +221,72 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 		}
 	}
 	return ctx, name, nil
+}
+
+// presented is what a call presents to authenticate with: its bearer and
+// its connection's verified client certificate.
+func presented(ctx context.Context, md metadata.MD) (access.Credentials, *peer.Peer) {
+	creds := access.Credentials{}
+	if v := md.Get("authorization"); len(v) == 1 {
+		creds.Authorization = v[0]
+	} else if len(v) > 1 {
+		creds.Authorization = "invalid" // two tokens: refuse rather than pick one
+	}
+	p, _ := peer.FromContext(ctx)
+	if p != nil {
+		// A long-lived connection outlives its certificate: an expired
+		// leaf no longer identifies anyone.
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && time.Now().Before(ti.State.VerifiedChains[0][0].NotAfter) {
+			creds.CertIdentity = access.CertificateIdentity(ti.State.VerifiedChains[0][0])
+		}
+	}
+	return creds, p
+}
+
+// holdStream takes one of the unauthenticated streams' slots for a stream
+// that no credential authenticated, and returns what gives it back.
+func (g *gate) holdStream(ctx context.Context, method string) (func(), error) {
+	if g.anonStreams == nil || g.authenticatedStream(ctx, method) {
+		return func() {}, nil
+	}
+	p, _ := peer.FromContext(ctx)
+	var ip netip.Addr
+	if p != nil && p.Addr != nil {
+		ip = sourceIP(p.Addr)
+	}
+	switch g.anonStreams.acquire(ip) {
+	case "":
+		return func() { g.anonStreams.release(ip) }, nil
+	case connRefusedPerIP:
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"too many unauthenticated streams open from %s (limits.max_unauthenticated_streams_per_ip: %d): close idle ones, send credentials (a bearer token or client certificate) with them, or raise the limit",
+			ip, g.anonStreams.maxPerIP)
+	default:
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"too many unauthenticated streams open (limits.max_unauthenticated_streams: %d): send credentials (a bearer token or client certificate) with them, or raise the limit",
+			g.anonStreams.max)
+	}
+}
+
+// authenticatedStream reports whether a credential authenticated the
+// stream. The gate lets health calls in without looking at credentials
+// (probes have none); a client that sends them with its health Watch, as
+// cardsign does, is authenticated here, so that anonymous watchers filling
+// their slots cannot cut it off from a replica.
+func (g *gate) authenticatedStream(ctx context.Context, method string) bool {
+	if id := identity(ctx); id.Method != "" {
+		return id.Method != access.MethodNone
+	}
+	if !isHealth(method) || g.opts.Auth == nil || !g.opts.Auth.Enabled() {
+		return false
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	creds, _ := presented(ctx, md)
+	if creds == (access.Credentials{}) {
+		return false
+	}
+	who, err := g.opts.Auth.Authenticate(ctx, creds)
+	return err == nil && who.Method != access.MethodNone
 }
 
 func hasAny(id access.Identity, roles []access.Role) bool {
@@ -294,6 +361,10 @@ func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	start := time.Now()
 	ctx, who, err := g.admit(ss.Context(), info.FullMethod)
+	release := func() {}
+	if err == nil {
+		release, err = g.holdStream(ctx, info.FullMethod)
+	}
 	// A stream's request id goes in its trailers, so that a refused stream
 	// stays trailers-only too (see echoUnaryRequestID); a stream's headers
 	// leave with its first message, while it may still fail.
@@ -302,6 +373,7 @@ func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo
 	if err != nil {
 		return err
 	}
+	defer release()
 	return handler(srv, &streamWithContext{ServerStream: ss, ctx: ctx})
 }
 

@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -115,3 +117,128 @@ func TestErrorsAreTrailersOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestUnauthenticatedStreamLimits: health Watch streams need no
+// credentials, so those opened without any are bounded per source address
+// and in all; over a bound the stream is refused RESOURCE_EXHAUSTED naming
+// the setting, a slot given back is reusable, and a watcher that sends
+// credentials (as cardsign does) is not counted.
+func TestUnauthenticatedStreamLimits(t *testing.T) {
+	a, _ := newAuthority(t)
+	token := "cst_stream-limit-test-token"
+	srv, _ := NewGRPCServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), GRPCOptions{
+		Auth:                           access.New([]access.Token{{Name: "t", SHA256: sha256.Sum256([]byte(token)), Roles: []access.Role{access.RoleSigner}}}, nil),
+		MaxUnauthenticatedStreams:      5,
+		MaxUnauthenticatedStreamsPerIP: 3,
+	})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+
+	// One connection per source address (every 127/8 address is this
+	// machine's).
+	conns := map[string]*grpc.ClientConn{}
+	from := func(src string) healthpb.HealthClient {
+		if c := conns[src]; c != nil {
+			return healthpb.NewHealthClient(c)
+		}
+		c, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+				return d.DialContext(ctx, "tcp", addr)
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[src] = c
+		return healthpb.NewHealthClient(c)
+	}
+	// watch opens a Watch and waits for its first answer: the status, or
+	// the refusal.
+	watch := func(src string, withToken bool) (context.CancelFunc, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		if withToken {
+			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+		}
+		s, err := from(src).Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil {
+			var res *healthpb.HealthCheckResponse
+			if res, err = s.Recv(); err == nil && res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Fatalf("Watch from %s: %s", src, res.GetStatus())
+			}
+		}
+		return cancel, err
+	}
+	admitted := func(src string, withToken bool) context.CancelFunc {
+		t.Helper()
+		cancel, err := watch(src, withToken)
+		if err != nil {
+			t.Fatalf("Watch from %s (token %v): %v, want it admitted", src, withToken, err)
+		}
+		return cancel
+	}
+	refused := func(src, setting string) {
+		t.Helper()
+		_, err := watch(src, false)
+		if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), setting+":") {
+			t.Fatalf("Watch from %s: %v, want RESOURCE_EXHAUSTED naming %s", src, err, setting)
+		}
+	}
+
+	first := admitted("127.0.0.1", false)
+	admitted("127.0.0.1", false)
+	admitted("127.0.0.1", false)
+	refused("127.0.0.1", "limits.max_unauthenticated_streams_per_ip")
+	// Credentials make a watcher accountable: not counted.
+	for range 5 {
+		admitted("127.0.0.1", true)
+	}
+	// A balancing client's own health Watch carries its per-call
+	// credentials: it still reaches this replica.
+	balanced, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(bearerCreds(token)),
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { balanced.Close() })
+	if _, err := pb.NewSigningServiceClient(balanced).LintCard(context.Background(), &pb.LintCardRequest{Card: []byte(`{}`)}); err != nil {
+		t.Fatalf("a health-checking client with a token, with the per-address slots taken: %v", err)
+	}
+	admitted("127.0.0.2", false)
+	admitted("127.0.0.2", false)
+	refused("127.0.0.3", "limits.max_unauthenticated_streams")
+	// Only long-lived streams are bounded: a health check still answers.
+	if res, err := from("127.0.0.3").Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil || res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("Check from 127.0.0.3 with every stream slot taken: %v %v", res, err)
+	}
+
+	// A closed stream gives its slot back (once its handler returns).
+	first()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cancel, err := watch("127.0.0.3", false)
+		if err == nil {
+			cancel()
+			break
+		}
+		if status.Code(err) != codes.ResourceExhausted || time.Now().After(deadline) {
+			t.Fatalf("Watch from 127.0.0.3 after one was closed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// bearerCreds sends a bearer token with every call, health checks
+// included, over plaintext loopback.
+type bearerCreds string
+
+func (b bearerCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+func (bearerCreds) RequireTransportSecurity() bool { return false }

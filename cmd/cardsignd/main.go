@@ -545,6 +545,9 @@ func newGRPCServer(cfg daemonconfig.Config, auth *server.Authority, authn *acces
 		IdleTimeout:          l.IdleTimeout,
 		RefusalLogBurst:      l.RefusalLogBurst,
 		RefusalLogInterval:   l.RefusalLogInterval,
+
+		MaxUnauthenticatedStreams:      l.MaxUnauthenticatedStreams,
+		MaxUnauthenticatedStreamsPerIP: l.MaxUnauthenticatedStreamsPerIP,
 	}
 	if reloader != nil {
 		grpcAuth, _ := cfg.TLS.ClientCertModes()
