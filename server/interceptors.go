@@ -157,6 +157,12 @@ type gate struct {
 var (
 	errUnauthenticated = status.Error(codes.Unauthenticated, "authentication required")
 	errDenied          = status.Error(codes.PermissionDenied, "permission denied")
+	// errNoRule is a valid identity token that no auth.oidc.rules entry
+	// grants a role: its holder may learn that much, and it is what the
+	// operator needs to hear (the plain "permission denied" read as a
+	// missing role in a rule that matched).
+	errNoRule = status.Error(codes.PermissionDenied,
+		"permission denied: the identity token is valid, but no rule matched it (no auth.oidc.rules entry of its issuer matches its claims, so it holds no role)")
 )
 
 // admit authenticates and authorizes a call and returns its context.
@@ -188,7 +194,8 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 				// The verifier's detail (never the token or a claim value)
 				// goes to the log, bounded like every refusal anyone can cause.
 				if g.refusals != nil {
-					g.refusals.Log(ctx, slog.LevelInfo, "oidc", "identity token refused", "reason", e.Reason, "detail", fmt.Sprint(e.Err))
+					g.refusals.Log(ctx, slog.LevelInfo, "oidc", "identity token refused", "reason", e.Reason, "detail", fmt.Sprint(e.Err),
+						"peer", peerAddr(p))
 				}
 				// The pipeline holding the token may learn which check
 				// failed (expired, audience, ...): it says nothing the
@@ -209,6 +216,9 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	if strings.HasPrefix(method, "/grpc.reflection.") {
 		// Any authenticated caller may list the API.
 	} else if roles, ok := methodRoles[method]; !ok || !hasAny(who, roles) {
+		if who.Method == access.MethodOIDC && len(who.Roles) == 0 {
+			return ctx, name, errNoRule
+		}
 		return ctx, name, errDenied
 	}
 	if g.opts.RateLimit != nil {
@@ -289,6 +299,14 @@ func (g *gate) authenticatedStream(ctx context.Context, method string) bool {
 	return err == nil && who.Method != access.MethodNone
 }
 
+// peerAddr is a call's source address for the log, "" when unknown.
+func peerAddr(p *peer.Peer) string {
+	if p == nil || p.Addr == nil {
+		return ""
+	}
+	return p.Addr.String()
+}
+
 func hasAny(id access.Identity, roles []access.Role) bool {
 	for _, r := range roles {
 		if id.Has(r) {
@@ -330,7 +348,12 @@ func (g *gate) finish(ctx context.Context, method, id, who string, refused bool,
 		lvl = slog.LevelInfo
 	}
 	if refused && g.refusals != nil {
-		g.refusals.Log(ctx, lvl, code.String(), "rpc", "method", method, "request_id", id, "caller", who, "code", code.String(), "duration", time.Since(start))
+		// A refused caller may have no name: its address is what there
+		// is to go on, and the gate's reason (no rule matched, ...) says
+		// why.
+		p, _ := peer.FromContext(ctx)
+		g.refusals.Log(ctx, lvl, code.String(), "rpc", "method", method, "request_id", id, "caller", who, "peer", peerAddr(p),
+			"code", code.String(), "error", status.Convert(*err).Message(), "duration", time.Since(start))
 		return
 	}
 	g.log.Log(ctx, lvl, "rpc", "method", method, "request_id", id, "caller", who, "code", code.String(), "duration", time.Since(start))

@@ -20,7 +20,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/access/oidc"
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/internal/oidctest"
 )
 
 // attemptCounter counts a client's call attempts (gRPC's own retries
@@ -242,3 +244,77 @@ func (b bearerCreds) GetRequestMetadata(context.Context, ...string) (map[string]
 	return map[string]string{"authorization": "Bearer " + string(b)}, nil
 }
 func (bearerCreds) RequireTransportSecurity() bool { return false }
+
+// TestRefusalsInTheLog: a refused call's log line names its source address
+// and the gate's reason, and a valid identity token that no auth.oidc rule
+// matches is told "no rule matched", not a bare "permission denied".
+func TestRefusalsInTheLog(t *testing.T) {
+	a, _ := newAuthority(t)
+	is := oidctest.New(t)
+	v, err := oidc.New(context.Background(), oidc.Config{
+		Issuers: []oidc.IssuerConfig{{Issuer: is.URL, Audience: "cardsign"}},
+		Rules:   []oidc.RoleRule{{Issuer: is.URL, Claims: map[string]string{"repository": "acme/payments"}, Roles: []string{"signer"}}},
+	}, oidc.Options{HTTPClient: is.Client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuf{}
+	srv, _ := NewGRPCServer(a, slog.New(slog.NewTextHandler(logs, nil)), GRPCOptions{
+		Auth: access.New([]access.Token{{Name: "t", SHA256: sha256.Sum256([]byte("cst_x")), Roles: []access.Role{access.RoleAuditor}}}, nil).WithIDTokens(v),
+	})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	signing := pb.NewSigningServiceClient(conn)
+
+	other := oidctest.GitHubClaims("cardsign")
+	other["repository"] = "acme/shop"
+	for _, tc := range []struct {
+		name, bearer string
+		code         codes.Code
+		message      string // in the status and the log line
+	}{
+		{"no credentials", "", codes.Unauthenticated, "authentication required"},
+		{"unknown token", "cst_unknown", codes.Unauthenticated, "authentication required"},
+		{"refused identity token", is.Mint(oidctest.GitHubClaims("someone-else")), codes.Unauthenticated, "identity token refused: audience"},
+		{"identity token matching no rule", is.Mint(other), codes.PermissionDenied, "no rule matched"},
+		{"token without the role", "cst_x", codes.PermissionDenied, "permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "refusal-" + strings.ReplaceAll(tc.name, " ", "-")
+			ctx := metadata.AppendToOutgoingContext(context.Background(), RequestIDHeader, id)
+			if tc.bearer != "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tc.bearer)
+			}
+			_, err := signing.LintCard(ctx, &pb.LintCardRequest{Card: []byte(`{}`)})
+			if st := status.Convert(err); st.Code() != tc.code || !strings.Contains(st.Message(), tc.message) {
+				t.Fatalf("got %v, want %s saying %q", err, tc.code, tc.message)
+			}
+			var line string
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, "request_id="+id) {
+					line = l
+				}
+			}
+			if !strings.Contains(line, "peer=127.0.0.1:") || !strings.Contains(line, tc.message) {
+				t.Errorf("log line %q: want the peer address and %q", line, tc.message)
+			}
+		})
+	}
+	if !strings.Contains(logs.String(), `msg="identity token refused"`) || !strings.Contains(logs.String(), "reason=audience detail=") {
+		t.Errorf("no line for the refused identity token:\n%s", logs.String())
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `msg="identity token refused"`) && !strings.Contains(l, "peer=127.0.0.1:") {
+			t.Errorf("identity token refusal without the peer address: %s", l)
+		}
+	}
+}

@@ -375,10 +375,19 @@ func describe(err error) string {
 func hint(st *status.Status) string {
 	switch st.Code() {
 	case codes.Unauthenticated:
-		return "cardsignd refused the credentials: pass --token-file FILE or set " + tokenEnv + ", or a client certificate with --cert-file/--key-file"
+		if strings.HasPrefix(st.Message(), "identity token refused") {
+			return "cardsignd refused the OIDC identity token for the reason above: its issuer must be in cardsignd's auth.oidc.issuers " +
+				"with the audience the token was minted for (--id-token-audience for GitHub Actions), and the token must be fresh"
+		}
+		return "cardsignd refused the credentials: pass --token-file FILE or set " + tokenEnv + ", an OIDC identity token with --id-token " +
+			"(from an issuer in cardsignd's auth.oidc.issuers), or a client certificate with --cert-file/--key-file"
 	case codes.PermissionDenied:
 		if hasFieldViolations(st) {
 			return "" // a signing policy's refusal, which explains itself
+		}
+		if strings.Contains(st.Message(), "no rule matched") {
+			return "cardsignd verified the identity token, but no auth.oidc.rules entry grants it a role: " +
+				"ask its operator for a rule whose claims match this pipeline (repository, project, namespace, ...)"
 		}
 		return "your identity lacks the role this command needs: signer for sign and bench, admin for keys (auditor may list them), auditor for audit"
 	case codes.Unavailable:
