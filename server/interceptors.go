@@ -356,6 +356,11 @@ func (g *gate) finish(ctx context.Context, method, id, who string, refused bool,
 			"code", code.String(), "error", status.Convert(*err).Message(), "duration", time.Since(start))
 		return
 	}
+	if code != codes.OK {
+		p, _ := peer.FromContext(ctx)
+		g.log.Log(ctx, lvl, "rpc", "method", method, "request_id", id, "caller", who, "peer", peerAddr(p), "code", code.String(), "duration", time.Since(start))
+		return
+	}
 	g.log.Log(ctx, lvl, "rpc", "method", method, "request_id", id, "caller", who, "code", code.String(), "duration", time.Since(start))
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -260,7 +261,10 @@ func TestRefusalsInTheLog(t *testing.T) {
 	}
 	logs := &syncBuf{}
 	srv, _ := NewGRPCServer(a, slog.New(slog.NewTextHandler(logs, nil)), GRPCOptions{
-		Auth: access.New([]access.Token{{Name: "t", SHA256: sha256.Sum256([]byte("cst_x")), Roles: []access.Role{access.RoleAuditor}}}, nil).WithIDTokens(v),
+		Auth: access.New([]access.Token{
+			{Name: "t", SHA256: sha256.Sum256([]byte("cst_x")), Roles: []access.Role{access.RoleAuditor}},
+			{Name: "s", SHA256: sha256.Sum256([]byte("cst_s")), Roles: []access.Role{access.RoleSigner}},
+		}, nil).WithIDTokens(v),
 	})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -308,6 +312,14 @@ func TestRefusalsInTheLog(t *testing.T) {
 				t.Errorf("log line %q: want the peer address and %q", line, tc.message)
 			}
 		})
+	}
+	// A call its handler fails is logged with its address too.
+	ctx := metadata.AppendToOutgoingContext(context.Background(), RequestIDHeader, "refusal-by-handler", "authorization", "Bearer cst_s")
+	if _, err := signing.SignCard(ctx, &pb.SignCardRequest{Card: []byte(`not json`)}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("SignCard(not json) = %v, want INVALID_ARGUMENT", err)
+	}
+	if !regexp.MustCompile(`request_id=refusal-by-handler caller=token:s peer=127\.0\.0\.1:\d+ code=InvalidArgument`).MatchString(logs.String()) {
+		t.Errorf("no line with the peer address for the failed SignCard:\n%s", logs.String())
 	}
 	if !strings.Contains(logs.String(), `msg="identity token refused"`) || !strings.Contains(logs.String(), "reason=audience detail=") {
 		t.Errorf("no line for the refused identity token:\n%s", logs.String())
