@@ -20,16 +20,17 @@ import (
 // One cardsignd or several replicas behind --server.
 //
 //   - One IP address (127.0.0.1:7700, [::1]:7700): dialed as before,
-//     with gRPC's defaults (pick_first, no retry policy, no health
+//     with gRPC's defaults (pick_first, no retries, no health
 //     checking), so that a refusal by that one daemon reaches the user
 //     as the daemon said it.
 //   - One name (cardsign.internal:7700): gRPC's DNS resolver
-//     (dns:///NAME:PORT) with the replica service config below, so a name
-//     that resolves to several addresses is balanced over them, and a
-//     name with one address behaves as one daemon does.
+//     (dns:///NAME:PORT) with the replica service config below and the
+//     retrier (retry.go), so a name that resolves to several addresses is
+//     balanced over them, and a name with one address behaves as one
+//     daemon does.
 //   - A comma-separated list: a resolver/manual resolver private to the
 //     connection (grpc.WithResolvers: no global registration), one
-//     endpoint per entry, with the same service config.
+//     endpoint per entry, with the same service config and retrier.
 
 // replicaScheme is the scheme of the per-connection manual resolver that
 // holds a list of addresses. It is registered with grpc.WithResolvers on
