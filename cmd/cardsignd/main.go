@@ -507,7 +507,8 @@ func listen(cfg daemonconfig.Config, tlsOn, authOn bool, nofile uint64, metrics 
 	hl = server.LimitListener(hl, "http", climits, metrics, log)
 	log.Info("connection limits", "max_connections", climits.Max, "max_connections_per_ip", climits.MaxPerIP,
 		"max_streams_per_connection", cfg.Limits.MaxStreamsPerConnection, "max_header_bytes", cfg.Limits.MaxHeaderBytes,
-		"handshake_timeout", cfg.Limits.HandshakeTimeout, "idle_timeout", cfg.Limits.IdleTimeout)
+		"handshake_timeout", cfg.Limits.HandshakeTimeout, "idle_timeout", cfg.Limits.IdleTimeout,
+		"max_unauthenticated_streams", cfg.Limits.MaxUnauthenticatedStreams, "max_unauthenticated_streams_per_ip", cfg.Limits.MaxUnauthenticatedStreamsPerIP)
 	return gl, hl, nil
 }
 
