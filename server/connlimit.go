@@ -41,7 +41,7 @@ const (
 // client right away (a reset, so it backs off or tries another replica), and
 // lets the per-address limit apply to the noisy source only.
 func LimitListener(l net.Listener, name string, lim ConnLimits, m *Metrics, log *slog.Logger) net.Listener {
-	ll := &limitListener{Listener: l, name: name, lim: lim, byIP: map[netip.Addr]int{},
+	ll := &limitListener{Listener: l, name: name, lim: lim, slots: newSourceSlots(lim.Max, lim.MaxPerIP),
 		refusals: newRefusalLog(log, lim.RefusalLogBurst, lim.RefusalLogInterval)}
 	if m != nil {
 		ll.open = m.connections.WithLabelValues(name)
@@ -56,13 +56,25 @@ type limitListener struct {
 	name     string
 	lim      ConnLimits
 	refusals *refusalLog
+	slots    *sourceSlots
 
 	open                       gauge
 	refusedTotal, refusedPerIP counter
+}
+
+// sourceSlots counts what is open (connections, streams) in all and per
+// source address against a total and a per-source limit; zero is
+// unlimited.
+type sourceSlots struct {
+	max, maxPerIP int
 
 	mu    sync.Mutex
 	total int
 	byIP  map[netip.Addr]int
+}
+
+func newSourceSlots(max, maxPerIP int) *sourceSlots {
+	return &sourceSlots{max: max, maxPerIP: maxPerIP, byIP: map[netip.Addr]int{}}
 }
 
 // gauge and counter are the parts of the Prometheus types used here; nil
@@ -80,7 +92,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		ip := sourceIP(c.RemoteAddr())
-		reason := l.acquire(ip)
+		reason := l.slots.acquire(ip)
 		if reason == "" {
 			if l.open != nil {
 				l.open.Inc()
@@ -104,28 +116,33 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// acquire counts a new connection from ip, or says which limit it is over.
-func (l *limitListener) acquire(ip netip.Addr) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lim.Max > 0 && l.total >= l.lim.Max {
+// acquire counts one more from ip, or says which limit it is over
+// (connRefusedTotal, connRefusedPerIP).
+func (s *sourceSlots) acquire(ip netip.Addr) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.max > 0 && s.total >= s.max {
 		return connRefusedTotal
 	}
-	if l.lim.MaxPerIP > 0 && l.byIP[ip] >= l.lim.MaxPerIP {
+	if s.maxPerIP > 0 && s.byIP[ip] >= s.maxPerIP {
 		return connRefusedPerIP
 	}
-	l.total++
-	l.byIP[ip]++
+	s.total++
+	s.byIP[ip]++
 	return ""
 }
 
-func (l *limitListener) release(ip netip.Addr) {
-	l.mu.Lock()
-	l.total--
-	if l.byIP[ip]--; l.byIP[ip] <= 0 {
-		delete(l.byIP, ip) // the map holds only sources with open connections
+func (s *sourceSlots) release(ip netip.Addr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total--
+	if s.byIP[ip]--; s.byIP[ip] <= 0 {
+		delete(s.byIP, ip) // the map holds only sources with something open
 	}
-	l.mu.Unlock()
+}
+
+func (l *limitListener) release(ip netip.Addr) {
+	l.slots.release(ip)
 	if l.open != nil {
 		l.open.Dec()
 	}
@@ -170,6 +187,12 @@ func (o GRPCOptions) withDefaults() GRPCOptions {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxUnauthenticatedStreams <= 0 {
+		o.MaxUnauthenticatedStreams = DefaultMaxUnauthenticatedStreams
+	}
+	if o.MaxUnauthenticatedStreamsPerIP <= 0 {
+		o.MaxUnauthenticatedStreamsPerIP = DefaultMaxUnauthenticatedStreamsPerIP
 	}
 	return o
 }

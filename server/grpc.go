@@ -30,7 +30,8 @@ func NewGRPCServer(a *Authority, log *slog.Logger, opts GRPCOptions) (*grpc.Serv
 		opts.MaxMessageBytes = a.cfg.Limits.MaxBytes + 64<<10
 	}
 	opts = opts.withDefaults()
-	g := &gate{log: log, opts: opts, metrics: a.metrics, refusals: newRefusalLog(log, opts.RefusalLogBurst, opts.RefusalLogInterval)}
+	g := &gate{log: log, opts: opts, metrics: a.metrics, refusals: newRefusalLog(log, opts.RefusalLogBurst, opts.RefusalLogInterval),
+		anonStreams: newSourceSlots(opts.MaxUnauthenticatedStreams, opts.MaxUnauthenticatedStreamsPerIP)}
 	so := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(g.unary),
 		grpc.ChainStreamInterceptor(g.stream),

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -37,6 +38,19 @@ const (
 // RequestIDHeader is the metadata key a client may set (and the server
 // echoes) to correlate a call with logs and audit records.
 const RequestIDHeader = "x-request-id"
+
+// echoUnaryRequestID returns a unary call's request id: in the response
+// headers of a success, in the trailers of an error. An error must stay
+// trailers-only: gRPC clients retry a call (on another replica) only when
+// the server sent no headers, which would commit the call to this replica.
+func echoUnaryRequestID(ctx context.Context, failed bool) {
+	md := metadata.Pairs(RequestIDHeader, requestID(ctx))
+	if failed {
+		_ = grpc.SetTrailer(ctx, md)
+	} else {
+		_ = grpc.SetHeader(ctx, md)
+	}
+}
 
 func requestID(ctx context.Context) string { s, _ := ctx.Value(requestIDKey).(string); return s }
 func caller(ctx context.Context) string    { s, _ := ctx.Value(callerKey).(string); return s }
@@ -88,10 +102,16 @@ type GRPCOptions struct {
 	// MaxMessageBytes is the largest request accepted.
 	MaxMessageBytes int
 	// MaxConcurrentStreams bounds the calls (streams) open at once on one
-	// connection; 0 is DefaultMaxStreamsPerConnection. Health Watch streams
-	// need no credentials: this bound, times the connection limits, is what
-	// keeps unauthenticated watchers from holding unbounded goroutines.
+	// connection; 0 is DefaultMaxStreamsPerConnection.
 	MaxConcurrentStreams uint32
+	// MaxUnauthenticatedStreams and MaxUnauthenticatedStreamsPerIP bound
+	// the streams open at once that no credential authenticated (health
+	// Watch needs none; with authentication off, every stream), in all
+	// and per source address; 0 is the default. Such a stream holds a
+	// goroutine as long as its client likes: without these bounds, 40
+	// connections held 4,000 Watch streams.
+	MaxUnauthenticatedStreams      int
+	MaxUnauthenticatedStreamsPerIP int
 	// MaxHeaderListBytes bounds a call's metadata, read before
 	// authentication; 0 is DefaultMaxHeaderBytes.
 	MaxHeaderListBytes uint32
@@ -114,6 +134,11 @@ const (
 	DefaultMaxHeaderBytes          = 16 << 10
 	DefaultHandshakeTimeout        = 10 * time.Second
 	DefaultIdleTimeout             = 2 * time.Minute
+	// A cardsign client holds one health Watch per replica it balances
+	// over, and sends its credentials on it: only anonymous watchers
+	// (authentication off, or a client without credentials) count.
+	DefaultMaxUnauthenticatedStreams      = 256
+	DefaultMaxUnauthenticatedStreamsPerIP = 32
 )
 
 // gate runs before every call: request id, caller identity, authorization,
@@ -125,11 +150,19 @@ type gate struct {
 	// refusals bounds the log lines of refused calls, which anyone who can
 	// connect can cause.
 	refusals *refusalLog
+	// anonStreams counts the open streams no credential authenticated.
+	anonStreams *sourceSlots
 }
 
 var (
 	errUnauthenticated = status.Error(codes.Unauthenticated, "authentication required")
 	errDenied          = status.Error(codes.PermissionDenied, "permission denied")
+	// errNoRule is a valid identity token that no auth.oidc.rules entry
+	// grants a role: its holder may learn that much, and it is what the
+	// operator needs to hear (the plain "permission denied" read as a
+	// missing role in a rule that matched).
+	errNoRule = status.Error(codes.PermissionDenied,
+		"permission denied: the identity token is valid, but no rule matched it (no auth.oidc.rules entry of its issuer matches its claims, so it holds no role)")
 )
 
 // admit authenticates and authorizes a call and returns its context.
@@ -143,26 +176,12 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 		id = newRequestID()
 	}
 	ctx = context.WithValue(ctx, requestIDKey, id)
-	_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, id))
 	if isHealth(method) {
 		// Load balancers and orchestrators probe without credentials.
 		return ctx, "health-probe", nil
 	}
 
-	creds := access.Credentials{}
-	if v := md.Get("authorization"); len(v) == 1 {
-		creds.Authorization = v[0]
-	} else if len(v) > 1 {
-		creds.Authorization = "invalid" // two tokens: refuse rather than pick one
-	}
-	p, _ := peer.FromContext(ctx)
-	if p != nil {
-		// A long-lived connection outlives its certificate: an expired
-		// leaf no longer identifies anyone.
-		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && time.Now().Before(ti.State.VerifiedChains[0][0].NotAfter) {
-			creds.CertIdentity = access.CertificateIdentity(ti.State.VerifiedChains[0][0])
-		}
-	}
+	creds, p := presented(ctx, md)
 	who := access.Identity{}
 	auth := g.opts.Auth
 	if auth == nil {
@@ -175,7 +194,8 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 				// The verifier's detail (never the token or a claim value)
 				// goes to the log, bounded like every refusal anyone can cause.
 				if g.refusals != nil {
-					g.refusals.Log(ctx, slog.LevelInfo, "oidc", "identity token refused", "reason", e.Reason, "detail", fmt.Sprint(e.Err))
+					g.refusals.Log(ctx, slog.LevelInfo, "oidc", "identity token refused", "reason", e.Reason, "detail", fmt.Sprint(e.Err),
+						"peer", peerAddr(p))
 				}
 				// The pipeline holding the token may learn which check
 				// failed (expired, audience, ...): it says nothing the
@@ -196,6 +216,9 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	if strings.HasPrefix(method, "/grpc.reflection.") {
 		// Any authenticated caller may list the API.
 	} else if roles, ok := methodRoles[method]; !ok || !hasAny(who, roles) {
+		if who.Method == access.MethodOIDC && len(who.Roles) == 0 {
+			return ctx, name, errNoRule
+		}
 		return ctx, name, errDenied
 	}
 	if g.opts.RateLimit != nil {
@@ -208,6 +231,80 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 		}
 	}
 	return ctx, name, nil
+}
+
+// presented is what a call presents to authenticate with: its bearer and
+// its connection's verified client certificate.
+func presented(ctx context.Context, md metadata.MD) (access.Credentials, *peer.Peer) {
+	creds := access.Credentials{}
+	if v := md.Get("authorization"); len(v) == 1 {
+		creds.Authorization = v[0]
+	} else if len(v) > 1 {
+		creds.Authorization = "invalid" // two tokens: refuse rather than pick one
+	}
+	p, _ := peer.FromContext(ctx)
+	if p != nil {
+		// A long-lived connection outlives its certificate: an expired
+		// leaf no longer identifies anyone.
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && time.Now().Before(ti.State.VerifiedChains[0][0].NotAfter) {
+			creds.CertIdentity = access.CertificateIdentity(ti.State.VerifiedChains[0][0])
+		}
+	}
+	return creds, p
+}
+
+// holdStream takes one of the unauthenticated streams' slots for a stream
+// that no credential authenticated, and returns what gives it back.
+func (g *gate) holdStream(ctx context.Context, method string) (func(), error) {
+	if g.anonStreams == nil || g.authenticatedStream(ctx, method) {
+		return func() {}, nil
+	}
+	p, _ := peer.FromContext(ctx)
+	var ip netip.Addr
+	if p != nil && p.Addr != nil {
+		ip = sourceIP(p.Addr)
+	}
+	switch g.anonStreams.acquire(ip) {
+	case "":
+		return func() { g.anonStreams.release(ip) }, nil
+	case connRefusedPerIP:
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"too many unauthenticated streams open from %s (limits.max_unauthenticated_streams_per_ip: %d): close idle ones, send credentials (a bearer token or client certificate) with them, or raise the limit",
+			ip, g.anonStreams.maxPerIP)
+	default:
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"too many unauthenticated streams open (limits.max_unauthenticated_streams: %d): send credentials (a bearer token or client certificate) with them, or raise the limit",
+			g.anonStreams.max)
+	}
+}
+
+// authenticatedStream reports whether a credential authenticated the
+// stream. The gate lets health calls in without looking at credentials
+// (probes have none); a client that sends them with its health Watch, as
+// cardsign does, is authenticated here, so that anonymous watchers filling
+// their slots cannot cut it off from a replica.
+func (g *gate) authenticatedStream(ctx context.Context, method string) bool {
+	if id := identity(ctx); id.Method != "" {
+		return id.Method != access.MethodNone
+	}
+	if !isHealth(method) || g.opts.Auth == nil || !g.opts.Auth.Enabled() {
+		return false
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	creds, _ := presented(ctx, md)
+	if creds == (access.Credentials{}) {
+		return false
+	}
+	who, err := g.opts.Auth.Authenticate(ctx, creds)
+	return err == nil && who.Method != access.MethodNone
+}
+
+// peerAddr is a call's source address for the log, "" when unknown.
+func peerAddr(p *peer.Peer) string {
+	if p == nil || p.Addr == nil {
+		return ""
+	}
+	return p.Addr.String()
 }
 
 func hasAny(id access.Identity, roles []access.Role) bool {
@@ -251,7 +348,17 @@ func (g *gate) finish(ctx context.Context, method, id, who string, refused bool,
 		lvl = slog.LevelInfo
 	}
 	if refused && g.refusals != nil {
-		g.refusals.Log(ctx, lvl, code.String(), "rpc", "method", method, "request_id", id, "caller", who, "code", code.String(), "duration", time.Since(start))
+		// A refused caller may have no name: its address is what there
+		// is to go on, and the gate's reason (no rule matched, ...) says
+		// why.
+		p, _ := peer.FromContext(ctx)
+		g.refusals.Log(ctx, lvl, code.String(), "rpc", "method", method, "request_id", id, "caller", who, "peer", peerAddr(p),
+			"code", code.String(), "error", status.Convert(*err).Message(), "duration", time.Since(start))
+		return
+	}
+	if code != codes.OK {
+		p, _ := peer.FromContext(ctx)
+		g.log.Log(ctx, lvl, "rpc", "method", method, "request_id", id, "caller", who, "peer", peerAddr(p), "code", code.String(), "duration", time.Since(start))
 		return
 	}
 	g.log.Log(ctx, lvl, "rpc", "method", method, "request_id", id, "caller", who, "code", code.String(), "duration", time.Since(start))
@@ -263,6 +370,9 @@ func (g *gate) finish(ctx context.Context, method, id, who string, refused bool,
 func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	start := time.Now()
 	ctx, who, err := g.admit(ctx, info.FullMethod)
+	// Deferred before finish, so it runs after finish has turned a panic
+	// into an error.
+	defer func() { echoUnaryRequestID(ctx, err != nil) }()
 	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, err != nil, start, &err)
 	if err != nil {
 		return nil, err
@@ -279,10 +389,19 @@ func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	start := time.Now()
 	ctx, who, err := g.admit(ss.Context(), info.FullMethod)
+	release := func() {}
+	if err == nil {
+		release, err = g.holdStream(ctx, info.FullMethod)
+	}
+	// A stream's request id goes in its trailers, so that a refused stream
+	// stays trailers-only too (see echoUnaryRequestID); a stream's headers
+	// leave with its first message, while it may still fail.
+	defer ss.SetTrailer(metadata.Pairs(RequestIDHeader, requestID(ctx)))
 	defer g.finish(ctx, info.FullMethod, requestID(ctx), who, err != nil, start, &err)
 	if err != nil {
 		return err
 	}
+	defer release()
 	return handler(srv, &streamWithContext{ServerStream: ss, ctx: ctx})
 }
 

@@ -35,6 +35,14 @@ const (
 	fetchTimeout = 10 * time.Second
 	// maxDocumentBytes caps a discovery document or JWKS.
 	maxDocumentBytes = 1 << 20
+	// MaxJWKSKeys caps the entries of an issuer's JWKS: issuers publish a
+	// handful. A set with more is refused whole (the keys cached before
+	// stay in use), so a hostile or broken issuer cannot make every fetch
+	// parse, check and report thousands of keys.
+	MaxJWKSKeys = 100
+	// maxIgnoredKeysNamed is how many unusable keys the one warning per
+	// fetch names; it counts the rest.
+	maxIgnoredKeysNamed = 3
 )
 
 // keySet is one issuer's keys: fetched lazily (never in New, so that
@@ -218,9 +226,10 @@ func (ks *keySet) discover(ctx context.Context) (string, error) {
 }
 
 // fetchJWKS reads the signing keys. A key that does not parse, holds private
-// material, is symmetric or is not for signatures is left out (and logged)
-// rather than failing the set: issuers publish keys of types we may not
-// know.
+// material, is symmetric or is not for signatures is left out rather than
+// failing the set (issuers publish keys of types we may not know), and
+// reported in one warning per fetch: the issuer chooses how many there
+// are.
 func (ks *keySet) fetchJWKS(ctx context.Context, u string) ([]jose.JSONWebKey, time.Duration, error) {
 	body, hdr, err := ks.get(ctx, u)
 	if err != nil {
@@ -232,7 +241,14 @@ func (ks *keySet) fetchJWKS(ctx context.Context, u string) ([]jose.JSONWebKey, t
 	if err := json.Unmarshal(body, &set); err != nil {
 		return nil, 0, fmt.Errorf("JWKS %s: %w", u, err)
 	}
-	var keys []jose.JSONWebKey
+	if len(set.Keys) > MaxJWKSKeys {
+		return nil, 0, fmt.Errorf("JWKS %s lists %d keys, more than the %d cardsignd reads from one issuer", u, len(set.Keys), MaxJWKSKeys)
+	}
+	var (
+		keys    []jose.JSONWebKey
+		ignored []string // the first maxIgnoredKeysNamed, for the warning
+		nIgnore int
+	)
 	for i, raw := range set.Keys {
 		var k jose.JSONWebKey
 		var why string
@@ -247,13 +263,22 @@ func (ks *keySet) fetchJWKS(ctx context.Context, u string) ([]jose.JSONWebKey, t
 			why = "invalid key"
 		}
 		if why != "" {
-			ks.log.Warn("oidc: ignoring a key in the issuer's JWKS", "issuer", ks.issuer, "index", i, "kid", k.KeyID, "reason", why)
+			if nIgnore++; len(ignored) < maxIgnoredKeysNamed {
+				ignored = append(ignored, fmt.Sprintf("keys[%d] (kid %q): %s", i, k.KeyID, why))
+			}
 			continue
 		}
 		keys = append(keys, k)
 	}
+	if nIgnore > len(ignored) {
+		ignored = append(ignored, fmt.Sprintf("%d more", nIgnore-len(ignored)))
+	}
 	if len(keys) == 0 && len(set.Keys) > 0 {
-		return nil, 0, fmt.Errorf("JWKS %s: none of its %d keys is usable", u, len(set.Keys))
+		return nil, 0, fmt.Errorf("JWKS %s: none of its %d keys is usable: %s", u, len(set.Keys), strings.Join(ignored, "; "))
+	}
+	if nIgnore > 0 {
+		ks.log.Warn("oidc: ignoring keys in the issuer's JWKS that are not public signing keys", "issuer", ks.issuer,
+			"ignored", nIgnore, "keys", len(set.Keys), "which", strings.Join(ignored, "; "))
 	}
 	return keys, ks.cacheAge(hdr), nil
 }

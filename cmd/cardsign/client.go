@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -158,6 +157,9 @@ func dial(e env, cf *connFlags, timeout time.Duration) (*client, error) {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: tok, secure: !list.local()}))
 	}
 	target, more := list.target(cf.serverName)
+	if list.replicated() {
+		more = append(more, grpc.WithChainUnaryInterceptor(newRetrier(retryNotes(e.stderr, cf.cmd)).unary))
+	}
 	conn, err := grpc.NewClient(target, append(opts, more...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", list, err)
@@ -353,7 +355,7 @@ func describe(err error) string {
 	var b strings.Builder
 	// A status message and its violations quote the card or the key
 	// that caused them: escaped, so they cannot write to the terminal.
-	fmt.Fprintf(&b, "%s: %s", st.Code(), escapeText(tidyRetried(st.Message())))
+	fmt.Fprintf(&b, "%s: %s", st.Code(), escapeText(st.Message()))
 	for _, d := range st.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
 			for _, v := range br.GetFieldViolations() {
@@ -367,29 +369,25 @@ func describe(err error) string {
 	return b.String()
 }
 
-// retriedMessage is how gRPC words a call that its retry policy gave up
-// on: the last attempt's status, wrapped.
-var retriedMessage = regexp.MustCompile(`^max retries exhausted: failed after (\d+) attempts: rpc error: code = \w+ desc = `)
-
-// tidyRetried puts the last attempt's own message first: "connection
-// error: … (after 4 attempts)".
-func tidyRetried(msg string) string {
-	if m := retriedMessage.FindStringSubmatch(msg); m != nil {
-		return msg[len(m[0]):] + " (after " + m[1] + " attempts)"
-	}
-	return msg
-}
-
 // hint says what the user can change after a refusal. The daemon gives no
 // detail on authentication failures on purpose; the client knows which
 // flags exist.
 func hint(st *status.Status) string {
 	switch st.Code() {
 	case codes.Unauthenticated:
-		return "cardsignd refused the credentials: pass --token-file FILE or set " + tokenEnv + ", or a client certificate with --cert-file/--key-file"
+		if strings.HasPrefix(st.Message(), "identity token refused") {
+			return "cardsignd refused the OIDC identity token for the reason above: its issuer must be in cardsignd's auth.oidc.issuers " +
+				"with the audience the token was minted for (--id-token-audience for GitHub Actions), and the token must be fresh"
+		}
+		return "cardsignd refused the credentials: pass --token-file FILE or set " + tokenEnv + ", an OIDC identity token with --id-token " +
+			"(from an issuer in cardsignd's auth.oidc.issuers), or a client certificate with --cert-file/--key-file"
 	case codes.PermissionDenied:
 		if hasFieldViolations(st) {
 			return "" // a signing policy's refusal, which explains itself
+		}
+		if strings.Contains(st.Message(), "no rule matched") {
+			return "cardsignd verified the identity token, but no auth.oidc.rules entry grants it a role: " +
+				"ask its operator for a rule whose claims match this pipeline (repository, project, namespace, ...)"
 		}
 		return "your identity lacks the role this command needs: signer for sign and bench, admin for keys (auditor may list them), auditor for audit"
 	case codes.Unavailable:

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,23 +151,15 @@ func TestServerTargets(t *testing.T) {
 	}
 }
 
-// TestReplicaServiceConfig: round_robin, health checking, and a retry
-// policy for UNAVAILABLE on exactly the calls that are safe to repeat.
-// Every RPC of the API must be classified here, so a new one is a decision.
+// TestReplicaServiceConfig: round_robin and health checking, no gRPC
+// retry policy (the retrier retries), and retries for UNAVAILABLE on
+// exactly the calls that are safe to repeat. Every RPC of the API must be
+// classified here, so a new one is a decision.
 func TestReplicaServiceConfig(t *testing.T) {
 	var sc struct {
 		LoadBalancingConfig []map[string]json.RawMessage
 		HealthCheckConfig   *struct{ ServiceName *string }
-		MethodConfig        []struct {
-			Name         []struct{ Service, Method string }
-			WaitForReady *bool
-			RetryPolicy  struct {
-				MaxAttempts                int
-				InitialBackoff, MaxBackoff string
-				BackoffMultiplier          float64
-				RetryableStatusCodes       []string
-			}
-		}
+		MethodConfig        []json.RawMessage
 	}
 	if err := json.Unmarshal([]byte(replicaServiceConfig), &sc); err != nil {
 		t.Fatal(err)
@@ -179,21 +170,15 @@ func TestReplicaServiceConfig(t *testing.T) {
 	if sc.HealthCheckConfig == nil || sc.HealthCheckConfig.ServiceName == nil || *sc.HealthCheckConfig.ServiceName != "" {
 		t.Errorf("healthCheckConfig must name the server-wide service \"\": %s", replicaServiceConfig)
 	}
-	if len(sc.MethodConfig) != 1 {
-		t.Fatalf("methodConfig: %s", replicaServiceConfig)
+	if len(sc.MethodConfig) != 0 {
+		t.Errorf("methodConfig %s: a gRPC retry policy beside the retrier would multiply the attempts", sc.MethodConfig)
 	}
-	mc := sc.MethodConfig[0]
-	rp := mc.RetryPolicy
-	if mc.WaitForReady != nil || rp.MaxAttempts < 3 || rp.MaxAttempts > 5 || rp.InitialBackoff != "0.1s" || rp.MaxBackoff != "1s" ||
-		rp.BackoffMultiplier <= 1 || !slices.Equal(rp.RetryableStatusCodes, []string{"UNAVAILABLE"}) {
-		t.Errorf("method config %+v", mc)
+	if retryAttempts < 3 || retryAttempts > 5 || retryInitialBackoff != 100*time.Millisecond || retryMaxBackoff != time.Second {
+		t.Errorf("retry policy: %d attempts, backoff %s to %s; the README says 4 attempts, 0.1-1 s", retryAttempts, retryInitialBackoff, retryMaxBackoff)
 	}
 	retried := map[string]bool{}
-	for _, n := range mc.Name {
-		if n.Method == "" {
-			t.Errorf("%s: retry policy for a whole service: name each method", n.Service)
-		}
-		retried["/"+n.Service+"/"+n.Method] = true
+	for _, m := range retriedMethods {
+		retried[m] = true
 	}
 	safe := map[string]bool{
 		"/cardsign.v1.SigningService/SignCard":       true, // a retried sign is a new audited signature
@@ -229,7 +214,7 @@ func TestReplicaServiceConfig(t *testing.T) {
 }
 
 func TestDescribeRetriedCall(t *testing.T) {
-	err := fmt.Errorf("max retries exhausted: failed after 4 attempts: %w", status.Error(codes.Unavailable, "connection error: refused"))
+	err := gaveUp(4, status.Error(codes.Unavailable, "connection error: refused"))
 	if got, want := describe(err), "Unavailable: connection error: refused (after 4 attempts)"; got != want {
 		t.Errorf("describe = %q, want %q", got, want)
 	}

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	_ "google.golang.org/grpc/health" // client-side health checking (healthCheckConfig)
@@ -20,16 +20,17 @@ import (
 // One cardsignd or several replicas behind --server.
 //
 //   - One IP address (127.0.0.1:7700, [::1]:7700): dialed as before,
-//     with gRPC's defaults (pick_first, no retry policy, no health
+//     with gRPC's defaults (pick_first, no retries, no health
 //     checking), so that a refusal by that one daemon reaches the user
 //     as the daemon said it.
 //   - One name (cardsign.internal:7700): gRPC's DNS resolver
-//     (dns:///NAME:PORT) with the replica service config below, so a name
-//     that resolves to several addresses is balanced over them, and a
-//     name with one address behaves as one daemon does.
+//     (dns:///NAME:PORT) with the replica service config below and the
+//     retrier (retry.go), so a name that resolves to several addresses is
+//     balanced over them, and a name with one address behaves as one
+//     daemon does.
 //   - A comma-separated list: a resolver/manual resolver private to the
 //     connection (grpc.WithResolvers: no global registration), one
-//     endpoint per entry, with the same service config.
+//     endpoint per entry, with the same service config and retrier.
 
 // replicaScheme is the scheme of the per-connection manual resolver that
 // holds a list of addresses. It is registered with grpc.WithResolvers on
@@ -39,13 +40,14 @@ const replicaScheme = "cardsign-servers"
 // defaultPort is gRPC's own default for a target without a port.
 const defaultPort = "443"
 
-// retriedMethods are the calls retried on UNAVAILABLE, on another replica
-// when there is one: reads, and SignCard, whose retry after a lost
-// response is a second audited signature of the same card, which is what
-// signing twice would be anyway. The key administration calls that change
-// state (create, import, rotate, activate, retire, revoke) are not: a
-// retry after a lost response could do the change twice. gRPC still
-// retries any call transparently when it never left the client.
+// retriedMethods are the calls retried on UNAVAILABLE (retry.go), on
+// another replica when there is one: reads, and SignCard, whose retry
+// after a lost response is a second audited signature of the same card,
+// which is what signing twice would be anyway. The key administration
+// calls that change state (create, import, rotate, activate, retire,
+// revoke) are not: a retry after a lost response could do the change
+// twice. gRPC still retries any call transparently when it never left the
+// client.
 var retriedMethods = []string{
 	pb.SigningService_SignCard_FullMethodName,
 	pb.SigningService_VerifyCard_FullMethodName,
@@ -55,51 +57,20 @@ var retriedMethods = []string{
 }
 
 // Retry policy of retriedMethods: at most retryAttempts calls in all, the
-// pause before the n-th retry drawn at random below
-// min(0.1s·2^(n-1), 1s) by gRPC.
+// pause before the n-th retry min(0.1s·2^(n-1), 1s) ±20%.
 const (
 	retryAttempts       = 4
-	retryInitialBackoff = "0.1s"
-	retryMaxBackoff     = "1s"
+	retryInitialBackoff = 100 * time.Millisecond
+	retryMaxBackoff     = time.Second
 )
 
 // replicaServiceConfig is the service config of a connection that may
-// reach several replicas: round_robin over the ready ones, client-side
+// reach several replicas: round_robin over the ready ones, and client-side
 // health checking of each (the standard grpc.health.v1 service with the
 // server-wide name ""; cardsignd reports NOT_SERVING while its readiness
-// check fails and while it shuts down), and the retry policy above.
-var replicaServiceConfig = buildServiceConfig()
-
-func buildServiceConfig() string {
-	type name struct {
-		Service string `json:"service"`
-		Method  string `json:"method"`
-	}
-	var names []name
-	for _, m := range retriedMethods {
-		svc, method, _ := strings.Cut(strings.TrimPrefix(m, "/"), "/")
-		names = append(names, name{svc, method})
-	}
-	sc := map[string]any{
-		"loadBalancingConfig": []any{map[string]any{"round_robin": map[string]any{}}},
-		"healthCheckConfig":   map[string]any{"serviceName": ""},
-		"methodConfig": []any{map[string]any{
-			"name": names,
-			"retryPolicy": map[string]any{
-				"maxAttempts":          retryAttempts,
-				"initialBackoff":       retryInitialBackoff,
-				"maxBackoff":           retryMaxBackoff,
-				"backoffMultiplier":    2,
-				"retryableStatusCodes": []string{"UNAVAILABLE"},
-			},
-		}},
-	}
-	b, err := json.Marshal(sc)
-	if err != nil {
-		panic(err) // static data
-	}
-	return string(b)
-}
+// check fails and while it shuts down). Retries are the retrier's, not a
+// retry policy's (retry.go says why).
+const replicaServiceConfig = `{"loadBalancingConfig":[{"round_robin":{}}],"healthCheckConfig":{"serviceName":""}}`
 
 // replicaOptions are the dial options of a connection that may reach
 // several replicas.
@@ -109,10 +80,6 @@ func replicaOptions() []grpc.DialOption {
 		// The policy is the client's: a service config in DNS TXT
 		// records is not fetched.
 		grpc.WithDisableServiceConfig(),
-		// A retry resends the request: keep all of it (a card up to
-		// the daemon's limit) rather than gRPC's 256 KiB default,
-		// past which a call is silently not retried.
-		grpc.WithDefaultCallOptions(grpc.MaxRetryRPCBufferSize(32 << 20)),
 	}
 }
 
@@ -239,10 +206,10 @@ func checkHostName(host string) error {
 // certificate is verified against; otherwise each address of a list is
 // verified against its own host.
 func (s servers) target(serverName string) (string, []grpc.DialOption) {
+	if !s.replicated() {
+		return s[0].addr, nil
+	}
 	if len(s) == 1 {
-		if s[0].ip {
-			return s[0].addr, nil
-		}
 		return "dns:///" + s[0].addr, replicaOptions()
 	}
 	state := resolver.State{}
@@ -261,6 +228,11 @@ func (s servers) target(serverName string) (string, []grpc.DialOption) {
 	r.InitialState(state)
 	return replicaScheme + ":///" + s.String(), append(replicaOptions(), grpc.WithResolvers(r))
 }
+
+// replicated reports whether s may name several replicas (a list, or a
+// name that may resolve to several addresses): the calls are then
+// balanced, health-checked and retried. One IP address is one daemon.
+func (s servers) replicated() bool { return len(s) > 1 || !s[0].ip }
 
 // local reports whether every server is on this machine.
 func (s servers) local() bool {

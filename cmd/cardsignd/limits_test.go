@@ -303,3 +303,46 @@ limits:
 	}
 	d.stop()
 }
+
+// TestDaemonUnauthenticatedStreamLimits: the built daemon bounds health
+// Watch streams (every stream is unauthenticated with authentication off)
+// by the configured limits, refuses one more RESOURCE_EXHAUSTED naming the
+// setting, and keeps answering calls on the same connection.
+func TestDaemonUnauthenticatedStreamLimits(t *testing.T) {
+	d := limitsDaemon(t, "limits:\n  rate: 0\n  max_unauthenticated_streams: 3\n  max_unauthenticated_streams_per_ip: 2\n")
+	if !strings.Contains(d.log.String(), "max_unauthenticated_streams=3 max_unauthenticated_streams_per_ip=2") {
+		t.Errorf("the start-up log does not name the stream limits:\n%s", d.log.String())
+	}
+	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	health := healthpb.NewHealthClient(conn)
+	// The watches end before the daemon stops: an open Watch holds a
+	// graceful stop until the shutdown timeout.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watch := func() error {
+		s, err := health.Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return err
+		}
+		_, err = s.Recv()
+		return err
+	}
+	for i := range 2 {
+		if err := watch(); err != nil {
+			t.Fatalf("Watch %d: %v", i+1, err)
+		}
+	}
+	err = watch()
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "limits.max_unauthenticated_streams_per_ip: 2") {
+		t.Fatalf("a third Watch from 127.0.0.1: %v, want RESOURCE_EXHAUSTED naming limits.max_unauthenticated_streams_per_ip", err)
+	}
+	if err := signOnce(t, pb.NewSigningServiceClient(conn)); err != nil {
+		t.Fatalf("signing on the same connection: %v", err)
+	}
+	cancel()
+	d.stop()
+}

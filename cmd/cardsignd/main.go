@@ -572,7 +572,8 @@ func listen(cfg daemonconfig.Config, tlsOn, authOn bool, nofile uint64, metrics 
 	hl = server.LimitListener(hl, "http", climits, metrics, log)
 	log.Info("connection limits", "max_connections", climits.Max, "max_connections_per_ip", climits.MaxPerIP,
 		"max_streams_per_connection", cfg.Limits.MaxStreamsPerConnection, "max_header_bytes", cfg.Limits.MaxHeaderBytes,
-		"handshake_timeout", cfg.Limits.HandshakeTimeout, "idle_timeout", cfg.Limits.IdleTimeout)
+		"handshake_timeout", cfg.Limits.HandshakeTimeout, "idle_timeout", cfg.Limits.IdleTimeout,
+		"max_unauthenticated_streams", cfg.Limits.MaxUnauthenticatedStreams, "max_unauthenticated_streams_per_ip", cfg.Limits.MaxUnauthenticatedStreamsPerIP)
 	return gl, hl, nil
 }
 
@@ -610,6 +611,9 @@ func newGRPCServer(cfg daemonconfig.Config, auth *server.Authority, authn *acces
 		IdleTimeout:          l.IdleTimeout,
 		RefusalLogBurst:      l.RefusalLogBurst,
 		RefusalLogInterval:   l.RefusalLogInterval,
+
+		MaxUnauthenticatedStreams:      l.MaxUnauthenticatedStreams,
+		MaxUnauthenticatedStreamsPerIP: l.MaxUnauthenticatedStreamsPerIP,
 	}
 	if reloader != nil {
 		grpcAuth, _ := cfg.TLS.ClientCertModes()

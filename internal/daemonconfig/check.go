@@ -302,6 +302,14 @@ func (c *Config) validateConnLimits(bad reporter) {
 	if l.IdleTimeout < time.Second || l.IdleTimeout > 24*time.Hour {
 		bad("limits.idle_timeout", "%s must be between 1s and 24h (default %s)", l.IdleTimeout, server.DefaultIdleTimeout)
 	}
+	if l.MaxUnauthenticatedStreams < 1 || l.MaxUnauthenticatedStreams > maxConnectionsCeiling {
+		bad("limits.max_unauthenticated_streams", "%d must be between 1 and %d (default %d)", l.MaxUnauthenticatedStreams, maxConnectionsCeiling, server.DefaultMaxUnauthenticatedStreams)
+	}
+	if l.MaxUnauthenticatedStreamsPerIP < 1 {
+		bad("limits.max_unauthenticated_streams_per_ip", "%d must be at least 1 (default %d)", l.MaxUnauthenticatedStreamsPerIP, server.DefaultMaxUnauthenticatedStreamsPerIP)
+	} else if l.MaxUnauthenticatedStreamsPerIP > l.MaxUnauthenticatedStreams {
+		bad("limits.max_unauthenticated_streams_per_ip", "%d is more than limits.max_unauthenticated_streams (%d): lower it or raise max_unauthenticated_streams", l.MaxUnauthenticatedStreamsPerIP, l.MaxUnauthenticatedStreams)
+	}
 	if l.RefusalLogBurst < 1 || l.RefusalLogBurst > 10000 {
 		bad("limits.refusal_log_burst", "%d must be between 1 and 10000 (default %d)", l.RefusalLogBurst, server.DefaultRefusalLogBurst)
 	}

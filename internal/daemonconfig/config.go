@@ -145,6 +145,10 @@ type LimitsConfig struct {
 	MaxHeaderBytes          int           `yaml:"max_header_bytes"`
 	HandshakeTimeout        time.Duration `yaml:"handshake_timeout"`
 	IdleTimeout             time.Duration `yaml:"idle_timeout"`
+	// Streams open at once that no credential authenticated (health
+	// Watch), in all and per source address, on the gRPC listener.
+	MaxUnauthenticatedStreams      int `yaml:"max_unauthenticated_streams"`
+	MaxUnauthenticatedStreamsPerIP int `yaml:"max_unauthenticated_streams_per_ip"`
 	// Refused calls and connections are logged RefusalLogBurst at a time
 	// per reason per RefusalLogInterval, then summarized.
 	RefusalLogBurst    int           `yaml:"refusal_log_burst"`
@@ -291,6 +295,9 @@ func Defaults() Config {
 			IdleTimeout:             server.DefaultIdleTimeout,
 			RefusalLogBurst:         server.DefaultRefusalLogBurst,
 			RefusalLogInterval:      server.DefaultRefusalLogInterval,
+
+			MaxUnauthenticatedStreams:      server.DefaultMaxUnauthenticatedStreams,
+			MaxUnauthenticatedStreamsPerIP: server.DefaultMaxUnauthenticatedStreamsPerIP,
 		},
 		Readiness: ReadinessConfig{Interval: 10 * time.Second, Timeout: 5 * time.Second},
 		Store:     StoreConfig{MaxConns: DefaultStoreMaxConns},

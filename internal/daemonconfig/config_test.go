@@ -119,6 +119,11 @@ func TestConfigConnectionLimits(t *testing.T) {
 				"c.yaml:5:3: limits.max_header_bytes", "c.yaml:6:3: limits.handshake_timeout", "c.yaml:7:3: limits.idle_timeout",
 				"c.yaml:8:3: limits.refusal_log_burst", "c.yaml:9:3: limits.refusal_log_interval"}},
 		{"per-IP above the total", "limits:\n  max_connections: 10\n  max_connections_per_ip: 20\n", []string{"c.yaml:3:3: limits.max_connections_per_ip", "more than limits.max_connections"}},
+		{"unauthenticated streams set", "limits:\n  max_unauthenticated_streams: 10\n  max_unauthenticated_streams_per_ip: 10\n", nil},
+		{"unauthenticated streams out of range", "limits:\n  max_unauthenticated_streams: 0\n  max_unauthenticated_streams_per_ip: -1\n",
+			[]string{"c.yaml:2:3: limits.max_unauthenticated_streams: 0 must be between 1", "c.yaml:3:3: limits.max_unauthenticated_streams_per_ip: -1 must be at least 1"}},
+		{"unauthenticated streams per-IP above the total", "limits:\n  max_unauthenticated_streams: 10\n  max_unauthenticated_streams_per_ip: 20\n",
+			[]string{"c.yaml:3:3: limits.max_unauthenticated_streams_per_ip", "more than limits.max_unauthenticated_streams (10)"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,6 +66,8 @@ type Issuer struct {
 	nextKID      int
 	actionsToken string
 	actionsBase  map[string]any
+	// extra are raw JWKS entries served after the keys (PublishRaw).
+	extra []any
 }
 
 // Option configures New.
@@ -207,6 +209,14 @@ func (is *Issuer) Rotate(alg string, dropOld bool) *Key {
 	return k
 }
 
+// PublishRaw adds entries to the JWKS as they are, after the keys: broken,
+// private or foreign keys, as a careless or hostile issuer may serve.
+func (is *Issuer) PublishRaw(entries ...any) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.extra = append(is.extra, entries...)
+}
+
 // Publish adds k to the JWKS without making it the signing key.
 func (is *Issuer) Publish(k *Key) {
 	is.mu.Lock()
@@ -227,10 +237,11 @@ func (is *Issuer) serveDiscovery(w http.ResponseWriter, _ *http.Request) {
 
 func (is *Issuer) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	is.mu.Lock()
-	keys := make([]map[string]any, 0, len(is.published))
+	keys := make([]any, 0, len(is.published)+len(is.extra))
 	for _, k := range is.published {
 		keys = append(keys, k.jwk())
 	}
+	keys = append(keys, is.extra...)
 	maxAge := is.maxAge
 	is.mu.Unlock()
 	if maxAge >= 0 {
