@@ -1,14 +1,17 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -63,7 +66,20 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			}
 			cacheControl = "private, no-cache"
 		}
-		sum := sha256.Sum256(c.Signed)
+		body, err := a.servedCard(r.Context(), c)
+		if errors.Is(err, errCardResigning) {
+			// Only revoked keys' signatures: none may be served, not even
+			// until the re-signing duty (already woken) signs it again.
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "this agent's card is being signed again after a key revocation; retry in a second"})
+			return
+		}
+		if err != nil {
+			a.log.Warn("registry read failed", "agent", id, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
+			return
+		}
+		sum := sha256.Sum256(body)
 		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 		h := w.Header()
 		h.Set("ETag", etag)
@@ -76,12 +92,49 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			return
 		}
 		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(c.Signed)))
+		h.Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(http.StatusOK)
 		if r.Method != http.MethodHead {
-			_, _ = w.Write(c.Signed)
+			_, _ = w.Write(body)
 		}
 	})
+}
+
+// errCardResigning: a registered card carries signatures by revoked keys
+// only, and is waiting to be signed again.
+var errCardResigning = errors.New("registry: the card carries only signatures by revoked keys")
+
+// servedCard is a registered card as it may be served: without signatures
+// by keys revoked since it was signed (DESIGN §11: never, not even for the
+// moments before the re-signing duty signs it again). A card whose own
+// signatures are all by revoked keys is errCardResigning.
+func (a *Authority) servedCard(ctx context.Context, c store.AgentCard) ([]byte, error) {
+	recs, err := a.keys.records(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	revoked := func(kid string) bool {
+		for _, r := range recs {
+			if r.KID == kid {
+				return r.RevokedAt != nil
+			}
+		}
+		return false
+	}
+	if !slices.ContainsFunc(c.KIDs, revoked) {
+		return c.Signed, nil
+	}
+	a.pokeDuties() // the duty holder re-signs it; this wakes it if it is us
+	body, kept, err := signer.DropSignatures(c.Signed, revoked)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range c.KIDs {
+		if slices.Contains(kept, k) {
+			return body, nil
+		}
+	}
+	return nil, errCardResigning
 }
 
 // mayRead reports whether the request's credentials hold a reader role (any
