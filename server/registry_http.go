@@ -37,7 +37,18 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			notFound(w)
 			return
 		}
-		c, err := a.store.AgentCard(r.Context(), id, 0)
+		// Who asks is settled first, whatever the id, and a caller who may
+		// not read private cards is served by a query that finds a private
+		// agent no more than an unknown one: both answers, and the work
+		// behind them, are the same (TestAgentCardProbeSameWork).
+		reader := mayRead(r, auth, a.metrics)
+		var c store.AgentCard
+		var err error
+		if reader {
+			c, err = a.store.AgentCard(r.Context(), id, 0)
+		} else {
+			c, err = a.store.PublicAgentCard(r.Context(), id)
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			notFound(w)
 			return
@@ -53,17 +64,13 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
 			return
 		}
-		if cardRevoked(revoked, c) && (c.Visibility == store.Public || mayRead(r, auth, a.metrics)) {
+		if cardRevoked(revoked, c) {
 			// Gone, not missing: a sidecar pulling it should alert, not wait.
 			writeJSON(w, http.StatusGone, map[string]any{"error": "this agent's card was revoked; register a new version"})
 			return
 		}
 		cacheControl := "public, max-age=" + strconv.Itoa(int(a.cfg.JWKSMaxAge.Seconds()))
 		if c.Visibility != store.Public {
-			if !mayRead(r, auth, a.metrics) {
-				notFound(w)
-				return
-			}
 			cacheControl = "private, no-cache"
 		}
 		body, err := a.servedCard(r.Context(), c)

@@ -80,6 +80,20 @@ func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentC
 	return cards[0], nil
 }
 
+// PublicAgentCard returns agent id's newest version if it is public (see
+// store.Agents).
+func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
+	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
+		WHERE c.id = ? AND c.visibility = 'public'`, id)
+	if err == nil && len(cards) == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.AgentCard{}, fmt.Errorf("store: public agent %s: %w", id, err)
+	}
+	return cards[0], nil
+}
+
 // ListAgents returns the newest version of the agents after after, by ID.
 func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
 	if limit <= 0 {

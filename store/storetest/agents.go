@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -73,6 +74,16 @@ func testAgents(t *testing.T, open Opener) {
 	pub.KIDs = nil
 	if _, err := s.PutAgentCard(ctx, pub, 0); err != nil {
 		t.Fatal(err)
+	}
+	// Private and unknown agents look the same through PublicAgentCard.
+	if got, err := s.PublicAgentCard(ctx, "billing"); err != nil || got.ID != "billing" || got.Visibility != store.Public {
+		t.Fatalf("PublicAgentCard(billing) = %+v, %v", got, err)
+	}
+	_, errPrivate := s.PublicAgentCard(ctx, "payments")
+	_, errUnknown := s.PublicAgentCard(ctx, "paymentz")
+	if !errors.Is(errPrivate, store.ErrNotFound) || !errors.Is(errUnknown, store.ErrNotFound) ||
+		strings.Replace(errPrivate.Error(), "payments", "paymentz", 1) != errUnknown.Error() {
+		t.Fatalf("PublicAgentCard of a private agent: %v; of an unknown one: %v; want the same ErrNotFound", errPrivate, errUnknown)
 	}
 	list, err := s.ListAgents(ctx, "", 0)
 	if err != nil || len(list) != 2 || list[0].ID != "billing" || list[1].ID != "payments" || list[1].Version != 3 ||
