@@ -50,6 +50,11 @@ type Config struct {
 	// RegistryKeep is how many versions of each agent's card the registry
 	// keeps; 0 means DefaultRegistryKeep.
 	RegistryKeep int
+	// RegistryMaxAgents and RegistryMaxAgentsPerCaller bound the agents the
+	// registry holds, in all and per caller; 0 means
+	// DefaultRegistryMaxAgents, DefaultRegistryMaxAgentsPerCaller.
+	RegistryMaxAgents          int
+	RegistryMaxAgentsPerCaller int
 	// KeyRefresh is how often key records are re-read from the store, so
 	// that a change made by another replica is seen.
 	KeyRefresh time.Duration

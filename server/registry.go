@@ -27,6 +27,68 @@ const MaxRevokedCards = 1000
 // keeps when the configuration does not say (registry.keep).
 const DefaultRegistryKeep = 20
 
+// Default registry quotas (registry.max_agents, registry.max_agents_per_caller):
+// an organisation's agents number in the hundreds; each agent may hold
+// registry.keep versions of a card of up to signing.max_card_bytes.
+const (
+	DefaultRegistryMaxAgents          = 10000
+	DefaultRegistryMaxAgentsPerCaller = 1000
+)
+
+// QuotaError is a new agent the registry's quotas leave no room for: the
+// card is refused before it is signed. Limit names the configuration field.
+type QuotaError struct {
+	Limit string
+	Max   int64
+	// Caller is set for the per-caller quota.
+	Caller string
+}
+
+func (e *QuotaError) Error() string {
+	if e.Caller != "" {
+		return fmt.Sprintf("registry: caller %q has registered %d agents, the most %s allows: remove agents it no longer needs (cardsign agents remove ID) or raise %s",
+			e.Caller, e.Max, e.Limit, e.Limit)
+	}
+	return fmt.Sprintf("registry: the registry holds %d agents, the most %s allows: remove agents no longer needed (cardsign agents remove ID) or raise %s",
+		e.Max, e.Limit, e.Limit)
+}
+
+// checkQuota refuses a registration that would add an agent beyond the
+// registry's quotas. A new version of a live agent adds none (registry.keep
+// bounds its versions). The counts are read before signing, so concurrent
+// registrations may pass it together: the bound is exceeded by at most the
+// number of registrations in flight.
+func (a *Authority) checkQuota(ctx context.Context, id, caller string) error {
+	if _, err := a.store.AgentCard(ctx, id, 0); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	total, mine, err := a.store.CountAgents(ctx, caller, ResignCaller)
+	if err != nil {
+		return err
+	}
+	maxTotal, maxMine := a.registryQuotas()
+	if total >= maxTotal {
+		return &QuotaError{Limit: "registry.max_agents", Max: maxTotal}
+	}
+	if mine >= maxMine {
+		return &QuotaError{Limit: "registry.max_agents_per_caller", Max: maxMine, Caller: caller}
+	}
+	return nil
+}
+
+func (a *Authority) registryQuotas() (total, perCaller int64) {
+	total, perCaller = DefaultRegistryMaxAgents, DefaultRegistryMaxAgentsPerCaller
+	if a.cfg.RegistryMaxAgents > 0 {
+		total = int64(a.cfg.RegistryMaxAgents)
+	}
+	if a.cfg.RegistryMaxAgentsPerCaller > 0 {
+		perCaller = int64(a.cfg.RegistryMaxAgentsPerCaller)
+	}
+	return total, perCaller
+}
+
 // Registration asks Sign to keep the signed card in the registry.
 type Registration struct {
 	// AgentID names the agent; empty: derived from the card (DeriveAgentID).

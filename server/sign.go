@@ -91,6 +91,11 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		if id, err = agentID(req.Registration, prepared.Loaded.Value); err != nil {
 			return nil, err
 		}
+		if !req.resign {
+			if err := a.checkQuota(ctx, id, req.Caller); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := a.checkPolicy(ctx, req, prepared, id, hosts); err != nil {
 		return nil, err

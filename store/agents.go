@@ -35,6 +35,13 @@ type Agents interface {
 	// agents cannot be probed).
 	PublicAgentCard(ctx context.Context, id string) (AgentCard, error)
 
+	// CountAgents returns how many agents the registry holds (with a kept
+	// version) and how many of them caller registered: those whose newest
+	// version not signed by skip (the registry's own re-signatures, which
+	// do not change whose an agent is) names caller. The registry's quotas
+	// read them before a new agent is signed.
+	CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error)
+
 	// ListAgents returns the newest version of up to limit agents with IDs
 	// after after, ordered by ID; limit <= 0 means no limit.
 	ListAgents(ctx context.Context, after string, limit int) ([]AgentCard, error)

@@ -402,6 +402,9 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		AuditBatch:    cfg.Audit.BatchSize,
 		RegistryKeep:  cfg.Registry.Keep,
 
+		RegistryMaxAgents:          cfg.Registry.MaxAgents,
+		RegistryMaxAgentsPerCaller: cfg.Registry.MaxAgentsPerCaller,
+
 		DisableOnRevoke:    cfg.Keys.OnRevoke == "disable",
 		Policy:             pol,
 		BackendConcurrency: cfg.Limits.BackendConcurrency,

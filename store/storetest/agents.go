@@ -253,3 +253,44 @@ func testRevokedCards(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// testAgentCounts: CountAgents counts live agents, and a caller's by the
+// newest version not signed by skip: a re-signature keeps an agent its
+// registrant's, a removed agent counts for no one.
+func testAgentCounts(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	const skip = "registry"
+	put := func(id, caller string) {
+		t.Helper()
+		c := agentCard(id, 1)
+		c.Caller = caller
+		if _, err := s.PutAgentCard(ctx, c, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(step, caller string, wantTotal, wantBy int64) {
+		t.Helper()
+		total, by, err := s.CountAgents(ctx, caller, skip)
+		if err != nil || total != wantTotal || by != wantBy {
+			t.Fatalf("%s: CountAgents(%q) = %d, %d, %v; want %d, %d", step, caller, total, by, err, wantTotal, wantBy)
+		}
+	}
+	count("empty", "token:a", 0, 0)
+	put("one", "token:a")
+	put("two", "token:b")
+	put("three", "token:a")
+	count("three agents", "token:a", 3, 2)
+	count("three agents", "token:b", 3, 1)
+	put("three", skip) // re-signed: still token:a's
+	put("three", skip) // the registrant's version is no longer kept
+	count("re-signed", "token:a", 3, 1)
+	count("re-signed", skip, 3, 0)
+	put("two", "token:a") // registered again by another caller: now its
+	count("registered again", "token:a", 3, 2)
+	count("registered again", "token:b", 3, 0)
+	if err := s.RemoveAgent(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	count("removed", "token:a", 2, 1)
+}

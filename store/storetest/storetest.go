@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"AuditProvenance", testAuditProvenance},
 		{"Agents", testAgents},
 		{"AgentsConcurrentPuts", testAgentsConcurrent},
+		{"AgentCounts", testAgentCounts},
 		{"RevokedCards", testRevokedCards},
 		{"MakeKey", testMakeKey},
 		{"MakeKeyRaceMakesOne", testMakeKeyRace},
