@@ -380,6 +380,13 @@ func (s agentService) GetAgentCard(ctx context.Context, req *pb.GetAgentCardRequ
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
+	if req.GetVersion() == 0 {
+		// The live card, served as over HTTP: without signatures by keys
+		// revoked since (a history version is shown as it was signed).
+		if c, err = s.a.liveCard(ctx, c); err != nil {
+			return nil, s.fail(ctx, err)
+		}
+	}
 	return &pb.GetAgentCardResponse{Card: agentCardPB(c, true)}, nil
 }
 

@@ -73,7 +73,7 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 		if c.Visibility != store.Public {
 			cacheControl = "private, no-cache"
 		}
-		body, err := a.servedCard(r.Context(), c)
+		c, err = a.servedCard(r.Context(), c)
 		if errors.Is(err, errCardResigning) {
 			// Only revoked keys' signatures: none may be served, not even
 			// until the re-signing duty (already woken) signs it again.
@@ -86,7 +86,7 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
 			return
 		}
-		sum := sha256.Sum256(body)
+		sum := sha256.Sum256(c.Signed)
 		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 		h := w.Header()
 		h.Set("ETag", etag)
@@ -99,10 +99,10 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			return
 		}
 		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(body)))
+		h.Set("Content-Length", strconv.Itoa(len(c.Signed)))
 		w.WriteHeader(http.StatusOK)
 		if r.Method != http.MethodHead {
-			_, _ = w.Write(body)
+			_, _ = w.Write(c.Signed)
 		}
 	})
 }
@@ -111,14 +111,15 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 // only, and is waiting to be signed again.
 var errCardResigning = errors.New("registry: the card carries only signatures by revoked keys")
 
-// servedCard is a registered card as it may be served: without signatures
-// by keys revoked since it was signed (DESIGN §11: never, not even for the
-// moments before the re-signing duty signs it again). A card whose own
-// signatures are all by revoked keys is errCardResigning.
-func (a *Authority) servedCard(ctx context.Context, c store.AgentCard) ([]byte, error) {
+// servedCard is a registered card as it may be served, over HTTP and gRPC:
+// without signatures by keys revoked since it was signed (Signed and KIDs
+// without them; DESIGN §11: never, not even for the moments before the
+// re-signing duty signs it again). A card whose own signatures are all by
+// revoked keys is errCardResigning.
+func (a *Authority) servedCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error) {
 	recs, err := a.keys.records(ctx, false)
 	if err != nil {
-		return nil, err
+		return store.AgentCard{}, err
 	}
 	revoked := func(kid string) bool {
 		for _, r := range recs {
@@ -129,19 +130,32 @@ func (a *Authority) servedCard(ctx context.Context, c store.AgentCard) ([]byte, 
 		return false
 	}
 	if !slices.ContainsFunc(c.KIDs, revoked) {
-		return c.Signed, nil
+		return c, nil
 	}
 	a.pokeDuties() // the duty holder re-signs it; this wakes it if it is us
-	body, kept, err := signer.DropSignatures(c.Signed, revoked)
+	body, err := signer.DropSignatures(c.Signed, revoked)
 	if err != nil {
-		return nil, err
+		return store.AgentCard{}, err
 	}
-	for _, k := range c.KIDs {
-		if slices.Contains(kept, k) {
-			return body, nil
-		}
+	c.KIDs = slices.DeleteFunc(slices.Clone(c.KIDs), revoked)
+	if len(c.KIDs) == 0 {
+		return store.AgentCard{}, errCardResigning
 	}
-	return nil, errCardResigning
+	c.Signed = body
+	return c, nil
+}
+
+// liveCard is servedCard for the gRPC API: a card waiting to be signed
+// again is unavailable, to be retried.
+func (a *Authority) liveCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error) {
+	c, err := a.servedCard(ctx, c)
+	if errors.Is(err, errCardResigning) {
+		return store.AgentCard{}, &UnavailableError{What: "agent card (being signed again after a key revocation)", Err: err}
+	}
+	if err != nil {
+		return store.AgentCard{}, &UnavailableError{What: "registry", Err: err}
+	}
+	return c, nil
 }
 
 // mayRead reports whether the request's credentials hold a reader role (any

@@ -7,24 +7,23 @@ import (
 )
 
 // DropSignatures returns a signed card without the signatures whose
-// protected header names a kid for which drop reports true, and the kids of
-// the signatures it kept. A registry that learns of a revoked key serves its
-// cards without that key's signatures at once, before they are signed
-// again: the other signatures cover canonical bytes, which the signatures
+// protected header names a kid for which drop reports true. A registry that
+// learns of a revoked key serves its cards without that key's signatures at
+// once, before they are signed again: the other signatures cover canonical bytes, which the signatures
 // member is not part of, so they still verify. A card that drops nothing is
 // returned as it is; one that does is rendered again, indented like a card
 // Sign returns. A signature whose header cannot be read is kept (drop
 // cannot judge it, and verifiers refuse it anyway).
-func DropSignatures(signed []byte, drop func(kid string) bool) (out []byte, kept []string, err error) {
+func DropSignatures(signed []byte, drop func(kid string) bool) ([]byte, error) {
 	// The card was read under the daemon's limits before it was signed;
 	// signing adds its signatures (a few levels deep, a few KiB).
 	v, err := card.Parse(signed, card.Limits{MaxBytes: len(signed), MaxDepth: 1 << 10})
 	if err != nil {
-		return nil, nil, fmt.Errorf("signer: drop signatures: %w", err)
+		return nil, fmt.Errorf("signer: drop signatures: %w", err)
 	}
 	sigs, ok := v.Get("signatures")
 	if !ok || sigs.Kind != card.Array {
-		return signed, nil, nil
+		return signed, nil
 	}
 	var keep []card.Value
 	for _, s := range sigs.Arr {
@@ -38,12 +37,9 @@ func DropSignatures(signed []byte, drop func(kid string) bool) (out []byte, kept
 			continue
 		}
 		keep = append(keep, s)
-		if kid != "" {
-			kept = append(kept, kid)
-		}
 	}
 	if len(keep) == len(sigs.Arr) {
-		return signed, kept, nil
+		return signed, nil
 	}
-	return withSignatures(v, keep).AppendIndent(make([]byte, 0, len(signed))), kept, nil
+	return withSignatures(v, keep).AppendIndent(make([]byte, 0, len(signed))), nil
 }
