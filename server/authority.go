@@ -55,6 +55,9 @@ type Config struct {
 	// DefaultRegistryMaxAgents, DefaultRegistryMaxAgentsPerCaller.
 	RegistryMaxAgents          int
 	RegistryMaxAgentsPerCaller int
+	// LogOpenPrivate shows a private agent's caller, card name and hosts
+	// in its log entries; by default they are sealed (SealRecord).
+	LogOpenPrivate bool
 	// KeyRefresh is how often key records are re-read from the store, so
 	// that a change made by another replica is seen.
 	KeyRefresh time.Duration
@@ -115,6 +118,9 @@ type Authority struct {
 	resignSt resignState
 
 	tlog *translog // nil without Config.Log
+	// sealSecret is derived from the log key once (agentSalt).
+	sealMu     sync.Mutex
+	sealSecret []byte
 
 	revokedMu   sync.Mutex
 	revokedList []store.CardRevocation // nil: not read yet, or invalidated

@@ -158,6 +158,37 @@ func (a *Authority) liveCard(ctx context.Context, c store.AgentCard) (store.Agen
 	return c, nil
 }
 
+// AgentLogSaltPath serves an agent's log salt to a reader: what its owner
+// gives cardsign log monitor --salt to find the agent's sealed entries.
+const AgentLogSaltPath = "/agents/{id}/log-salt"
+
+// agentLogSaltHandler serves GET /agents/{id}/log-salt: the salt of the
+// agent's sealed log entries (transparency.AgentSalt), in hex, to a caller
+// with a reader role, and a 404 to anyone else, for every id, known or not
+// (a salt is derived, not stored, and tells nothing of whether the agent
+// exists). With it, a private agent's entries can be checked and found,
+// and their names and hosts guessed: it is as secret as the card.
+func (a *Authority) agentLogSaltHandler(auth *access.Authenticator) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if store.CheckAgentID(id) != nil || !mayRead(r, auth, a.metrics) {
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such agent"})
+			return
+		}
+		if a.cfg.Log == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": "this cardsignd keeps no transparency log"})
+			return
+		}
+		salt, err := a.agentSalt(id)
+		if err != nil {
+			a.log.Warn("log salt unavailable", "agent", id, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "log salt unavailable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"agent_id": id, "salt": hex.EncodeToString(salt), "sealed": !a.cfg.LogOpenPrivate})
+	})
+}
+
 // mayRead reports whether the request's credentials hold a reader role (any
 // caller when authentication is off: loopback only).
 func mayRead(r *http.Request, auth *access.Authenticator, m *Metrics) bool {

@@ -415,6 +415,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		Replica:        cfg.Replica,
 		ClockSkew:      cfg.ClockSkew,
 		Log:            tlogSigner,
+		LogOpenPrivate: cfg.Log.Private == "open",
 	}, st, log)
 	if cfg.ClockSkew != 0 {
 		log.Warn(daemonconfig.ClockSkewEnv+" is set: this process takes its host clock to be off by this much (a test knob)", "clock_skew", cfg.ClockSkew)
