@@ -54,6 +54,18 @@ type Record struct {
 	// (package transparency), which binds the record by its Hash, and the
 	// store reads them back from there.
 	Hosts []string
+	// Sealed, for a private agent's card, are the commitments its
+	// transparency-log entry shows instead of Caller and CardName (and Hosts
+	// are then commitments too): salted hashes its owner can check, which
+	// no one else can open. Like Hosts, they are not part of the hash
+	// chain, and the store reads them back from the entry.
+	Sealed *Sealed
+}
+
+// Sealed are the commitments a log entry shows instead of a record's
+// caller and card name (package transparency makes them).
+type Sealed struct {
+	Caller, CardName string
 }
 
 // Refused reports whether r records a refused request.

@@ -50,6 +50,14 @@ type Config struct {
 	// RegistryKeep is how many versions of each agent's card the registry
 	// keeps; 0 means DefaultRegistryKeep.
 	RegistryKeep int
+	// RegistryMaxAgents and RegistryMaxAgentsPerCaller bound the agents the
+	// registry holds, in all and per caller; 0 means
+	// DefaultRegistryMaxAgents, DefaultRegistryMaxAgentsPerCaller.
+	RegistryMaxAgents          int
+	RegistryMaxAgentsPerCaller int
+	// LogOpenPrivate shows a private agent's caller, card name and hosts
+	// in its log entries; by default they are sealed (SealRecord).
+	LogOpenPrivate bool
 	// KeyRefresh is how often key records are re-read from the store, so
 	// that a change made by another replica is seen.
 	KeyRefresh time.Duration
@@ -110,6 +118,9 @@ type Authority struct {
 	resignSt resignState
 
 	tlog *translog // nil without Config.Log
+	// sealSecret is derived from the log key once (agentSalt).
+	sealMu     sync.Mutex
+	sealSecret []byte
 
 	revokedMu   sync.Mutex
 	revokedList []store.CardRevocation // nil: not read yet, or invalidated

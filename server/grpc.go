@@ -382,6 +382,13 @@ func (s agentService) GetAgentCard(ctx context.Context, req *pb.GetAgentCardRequ
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
+	if req.GetVersion() == 0 {
+		// The live card, served as over HTTP: without signatures by keys
+		// revoked since (a history version is shown as it was signed).
+		if c, err = s.a.liveCard(ctx, c); err != nil {
+			return nil, s.fail(ctx, err)
+		}
+	}
 	out := agentCardPB(c, true)
 	// A revoked card is still shown (an auditor looks at it), marked, so
 	// that cardsign agents pull does not publish it without saying why.

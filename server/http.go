@@ -35,6 +35,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	mux.Handle(jwks.JWKSPath, docs.jwks)
 	mux.Handle(jwks.RevocationsPath, docs.revocations)
 	mux.Handle("GET "+AgentCardPath, a.agentCardHandler(opts.Auth))
+	mux.Handle("GET "+AgentLogSaltPath, a.agentLogSaltHandler(opts.Auth))
 	if a.tlog != nil {
 		// Public like the JWKS: anyone may check what was signed.
 		mux.Handle(jwks.LogKeyPath, a.logKeyHandler())

@@ -16,6 +16,7 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // MaxRevokedCards bounds the single cards the revocation document lists:
@@ -26,6 +27,111 @@ const MaxRevokedCards = 1000
 // DefaultRegistryKeep is how many versions of an agent's card the registry
 // keeps when the configuration does not say (registry.keep).
 const DefaultRegistryKeep = 20
+
+// Default registry quotas (registry.max_agents, registry.max_agents_per_caller):
+// an organisation's agents number in the hundreds; each agent may hold
+// registry.keep versions of a card of up to signing.max_card_bytes.
+const (
+	DefaultRegistryMaxAgents          = 10000
+	DefaultRegistryMaxAgentsPerCaller = 1000
+)
+
+// QuotaError is a new agent the registry's quotas leave no room for: the
+// card is refused before it is signed. Limit names the configuration field.
+type QuotaError struct {
+	Limit string
+	Max   int64
+	// Caller is set for the per-caller quota.
+	Caller string
+}
+
+func (e *QuotaError) Error() string {
+	if e.Caller != "" {
+		return fmt.Sprintf("registry: caller %q has registered %d agents, the most %s allows: remove agents it no longer needs (cardsign agents remove ID) or raise %s",
+			e.Caller, e.Max, e.Limit, e.Limit)
+	}
+	return fmt.Sprintf("registry: the registry holds %d agents, the most %s allows: remove agents no longer needed (cardsign agents remove ID) or raise %s",
+		e.Max, e.Limit, e.Limit)
+}
+
+// prepareRegistration settles, before a card is signed for agent id, what
+// its registration needs: room in the registry's quotas for a new agent
+// (checkQuota), its visibility (as asked, else as it was, else private),
+// and, for a private agent, the salt that seals its log entries (nil when
+// they show their values: a public agent, log.private open, no log).
+func (a *Authority) prepareRegistration(ctx context.Context, id string, req SignRequest) (*Registration, []byte, error) {
+	reg := *req.Registration
+	prev, err := a.store.AgentCard(ctx, id, 0)
+	switch {
+	case err == nil:
+		if reg.Visibility == "" {
+			reg.Visibility = prev.Visibility
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, nil, err
+	case !req.resign:
+		if err := a.checkQuota(ctx, req.Caller); err != nil {
+			return nil, nil, err
+		}
+	}
+	if reg.Visibility == "" {
+		reg.Visibility = store.Private
+	}
+	if reg.Visibility == store.Public || a.cfg.Log == nil || a.cfg.LogOpenPrivate {
+		return &reg, nil, nil
+	}
+	salt, err := a.agentSalt(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &reg, salt, nil
+}
+
+// agentSalt is the salt of agent id's sealed log entries
+// (transparency.AgentSalt), from the seal secret derived once.
+func (a *Authority) agentSalt(id string) ([]byte, error) {
+	a.sealMu.Lock()
+	defer a.sealMu.Unlock()
+	if a.sealSecret == nil {
+		secret, err := a.cfg.Log.SealSecret()
+		if err != nil {
+			return nil, &UnavailableError{What: "transparency log key", Err: err}
+		}
+		a.sealSecret = secret
+	}
+	return transparency.AgentSalt(a.sealSecret, id), nil
+}
+
+// checkQuota refuses a registration that would add a new agent beyond the
+// registry's quotas. A new version of a live agent adds none (registry.keep
+// bounds its versions). The counts are read before signing, so concurrent
+// registrations may pass it together: the bound is exceeded by at most the
+// number of registrations in flight.
+func (a *Authority) checkQuota(ctx context.Context, caller string) error {
+	total, mine, err := a.store.CountAgents(ctx, caller, ResignCaller)
+	if err != nil {
+		return err
+	}
+	maxTotal, maxMine := a.registryQuotas()
+	if total >= maxTotal {
+		return &QuotaError{Limit: "registry.max_agents", Max: maxTotal}
+	}
+	if mine >= maxMine {
+		return &QuotaError{Limit: "registry.max_agents_per_caller", Max: maxMine, Caller: caller}
+	}
+	return nil
+}
+
+func (a *Authority) registryQuotas() (total, perCaller int64) {
+	total, perCaller = DefaultRegistryMaxAgents, DefaultRegistryMaxAgentsPerCaller
+	if a.cfg.RegistryMaxAgents > 0 {
+		total = int64(a.cfg.RegistryMaxAgents)
+	}
+	if a.cfg.RegistryMaxAgentsPerCaller > 0 {
+		perCaller = int64(a.cfg.RegistryMaxAgentsPerCaller)
+	}
+	return total, perCaller
+}
 
 // Registration asks Sign to keep the signed card in the registry.
 type Registration struct {
@@ -118,15 +224,7 @@ func DeriveAgentID(v card.Value) (string, error) {
 
 // register keeps a signed card as its agent's newest version.
 func (a *Authority) register(ctx context.Context, id string, req SignRequest, res *signer.Result, committed []audit.Record) (store.AgentCard, error) {
-	vis := req.Registration.Visibility
-	if vis == "" {
-		vis = store.Private
-		if prev, err := a.store.AgentCard(ctx, id, 0); err == nil {
-			vis = prev.Visibility
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return store.AgentCard{}, err
-		}
-	}
+	vis := req.Registration.Visibility // settled by prepareRegistration
 	opts, err := json.Marshal(signOptions{StripUnknown: req.StripUnknown, Profile: string(req.Mode), KeepSignatures: req.KeepSignatures})
 	if err != nil {
 		return store.AgentCard{}, err

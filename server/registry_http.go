@@ -1,14 +1,17 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -34,7 +37,18 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			notFound(w)
 			return
 		}
-		c, err := a.store.AgentCard(r.Context(), id, 0)
+		// Who asks is settled first, whatever the id, and a caller who may
+		// not read private cards is served by a query that finds a private
+		// agent no more than an unknown one: both answers, and the work
+		// behind them, are the same (TestAgentCardProbeSameWork).
+		reader := mayRead(r, auth, a.metrics)
+		var c store.AgentCard
+		var err error
+		if reader {
+			c, err = a.store.AgentCard(r.Context(), id, 0)
+		} else {
+			c, err = a.store.PublicAgentCard(r.Context(), id)
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			notFound(w)
 			return
@@ -50,18 +64,27 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
 			return
 		}
-		if cardRevoked(revoked, c) && (c.Visibility == store.Public || mayRead(r, auth, a.metrics)) {
+		if cardRevoked(revoked, c) {
 			// Gone, not missing: a sidecar pulling it should alert, not wait.
 			writeJSON(w, http.StatusGone, map[string]any{"error": "this agent's card was revoked; register a new version"})
 			return
 		}
 		cacheControl := "public, max-age=" + strconv.Itoa(int(a.cfg.JWKSMaxAge.Seconds()))
 		if c.Visibility != store.Public {
-			if !mayRead(r, auth, a.metrics) {
-				notFound(w)
-				return
-			}
 			cacheControl = "private, no-cache"
+		}
+		c, err = a.servedCard(r.Context(), c)
+		if errors.Is(err, errCardResigning) {
+			// Only revoked keys' signatures: none may be served, not even
+			// until the re-signing duty (already woken) signs it again.
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "this agent's card is being signed again after a key revocation; retry in a second"})
+			return
+		}
+		if err != nil {
+			a.log.Warn("registry read failed", "agent", id, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
+			return
 		}
 		sum := sha256.Sum256(c.Signed)
 		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
@@ -81,6 +104,88 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 		if r.Method != http.MethodHead {
 			_, _ = w.Write(c.Signed)
 		}
+	})
+}
+
+// errCardResigning: a registered card carries signatures by revoked keys
+// only, and is waiting to be signed again.
+var errCardResigning = errors.New("registry: the card carries only signatures by revoked keys")
+
+// servedCard is a registered card as it may be served, over HTTP and gRPC:
+// without signatures by keys revoked since it was signed (Signed and KIDs
+// without them; DESIGN §11: never, not even for the moments before the
+// re-signing duty signs it again). A card whose own signatures are all by
+// revoked keys is errCardResigning.
+func (a *Authority) servedCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error) {
+	recs, err := a.keys.records(ctx, false)
+	if err != nil {
+		return store.AgentCard{}, err
+	}
+	revoked := func(kid string) bool {
+		for _, r := range recs {
+			if r.KID == kid {
+				return r.RevokedAt != nil
+			}
+		}
+		return false
+	}
+	if !slices.ContainsFunc(c.KIDs, revoked) {
+		return c, nil
+	}
+	a.pokeDuties() // the duty holder re-signs it; this wakes it if it is us
+	body, err := signer.DropSignatures(c.Signed, revoked)
+	if err != nil {
+		return store.AgentCard{}, err
+	}
+	c.KIDs = slices.DeleteFunc(slices.Clone(c.KIDs), revoked)
+	if len(c.KIDs) == 0 {
+		return store.AgentCard{}, errCardResigning
+	}
+	c.Signed = body
+	return c, nil
+}
+
+// liveCard is servedCard for the gRPC API: a card waiting to be signed
+// again is unavailable, to be retried.
+func (a *Authority) liveCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error) {
+	c, err := a.servedCard(ctx, c)
+	if errors.Is(err, errCardResigning) {
+		return store.AgentCard{}, &UnavailableError{What: "agent card (being signed again after a key revocation)", Err: err}
+	}
+	if err != nil {
+		return store.AgentCard{}, &UnavailableError{What: "registry", Err: err}
+	}
+	return c, nil
+}
+
+// AgentLogSaltPath serves an agent's log salt to a reader: what its owner
+// gives cardsign log monitor --salt to find the agent's sealed entries.
+const AgentLogSaltPath = "/agents/{id}/log-salt"
+
+// agentLogSaltHandler serves GET /agents/{id}/log-salt: the salt of the
+// agent's sealed log entries (transparency.AgentSalt), in hex, to a caller
+// with a reader role, and a 404 to anyone else, for every id, known or not
+// (a salt is derived, not stored, and tells nothing of whether the agent
+// exists). With it, a private agent's entries can be checked and found,
+// and their names and hosts guessed: it is as secret as the card.
+func (a *Authority) agentLogSaltHandler(auth *access.Authenticator) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if store.CheckAgentID(id) != nil || !mayRead(r, auth, a.metrics) {
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such agent"})
+			return
+		}
+		if a.cfg.Log == nil {
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": "this cardsignd keeps no transparency log"})
+			return
+		}
+		salt, err := a.agentSalt(id)
+		if err != nil {
+			a.log.Warn("log salt unavailable", "agent", id, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "log salt unavailable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"agent_id": id, "salt": hex.EncodeToString(salt), "sealed": !a.cfg.LogOpenPrivate})
 	})
 }
 

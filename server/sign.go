@@ -35,6 +35,9 @@ type SignRequest struct {
 	// the card was allowed when its caller registered it, and the signing
 	// policy, which names callers, does not apply to the registry.
 	resign bool
+	// salt, set by Sign for a private agent's registration, seals the
+	// caller, card name and hosts of its log entries (SealRecord).
+	salt []byte
 }
 
 // Signed is a signed card with its committed audit records, in the order of
@@ -89,6 +92,9 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	id := ""
 	if req.Registration != nil {
 		if id, err = agentID(req.Registration, prepared.Loaded.Value); err != nil {
+			return nil, err
+		}
+		if req.Registration, req.salt, err = a.prepareRegistration(ctx, id, req); err != nil {
 			return nil, err
 		}
 	}
@@ -202,7 +208,7 @@ func (a *Authority) countSignatures(outcome string, res *signer.Result, principa
 func (a *Authority) recordFor(req SignRequest, p *signer.Prepared, hosts []string) audit.Record {
 	name, _ := p.Loaded.Value.Get("name")
 	version, _ := p.Loaded.Value.Get("version")
-	return audit.Record{
+	rec := audit.Record{
 		Time:            a.now(),
 		Caller:          req.Caller,
 		RequestID:       req.RequestID,
@@ -213,6 +219,10 @@ func (a *Authority) recordFor(req SignRequest, p *signer.Prepared, hosts []strin
 		Provenance:      audit.EncodeProvenance(req.Identity.Provenance),
 		Hosts:           hosts,
 	}
+	if req.salt != nil {
+		transparency.SealRecord(&rec, req.salt)
+	}
+	return rec
 }
 
 // attachProofs puts the transparency log's inclusion proof of each

@@ -51,7 +51,10 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		regErr  *RegistrationError
 		notReg  *NotRegisteredError
 	)
+	var quota *QuotaError
 	switch {
+	case errors.As(err, &quota):
+		return status.Error(codes.ResourceExhausted, quota.Error())
 	case errors.As(err, &regErr):
 		return withBadRequest(codes.InvalidArgument, regErr.Error(),
 			&errdetails.BadRequest_FieldViolation{Field: "agent_id", Description: regErr.Reason})

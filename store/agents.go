@@ -27,6 +27,21 @@ type Agents interface {
 	// (a removed agent has none).
 	AgentCard(ctx context.Context, id string, v int64) (AgentCard, error)
 
+	// PublicAgentCard returns the newest version of agent id when it is
+	// public; when the agent is private or there is no such agent, an error
+	// wrapping ErrNotFound, by the same query and the same error, so that
+	// neither the answer nor the time it takes tells the two apart (the
+	// registry serves anonymous callers from it: agent ids of private
+	// agents cannot be probed).
+	PublicAgentCard(ctx context.Context, id string) (AgentCard, error)
+
+	// CountAgents returns how many agents the registry holds (with a kept
+	// version) and how many of them caller registered: those whose newest
+	// version not signed by skip (the registry's own re-signatures, which
+	// do not change whose an agent is) names caller. The registry's quotas
+	// read them before a new agent is signed.
+	CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error)
+
 	// ListAgents returns the newest version of up to limit agents with IDs
 	// after after, ordered by ID; limit <= 0 means no limit.
 	ListAgents(ctx context.Context, after string, limit int) ([]AgentCard, error)

@@ -268,6 +268,24 @@ func EntryHosts(seq int64, entry []byte) ([]string, error) {
 	return hosts, nil
 }
 
+// EntrySealed reads back the commitments a sealed entry (a private agent's)
+// shows instead of record seq's caller and card name: nil for an entry
+// that is not sealed. With EntryHosts, it gives ListAudit records from which
+// transparency.NewEntry makes their entries again, byte for byte.
+func EntrySealed(seq int64, entry []byte) (*audit.Sealed, error) {
+	if !bytes.Contains(entry, []byte(`"caller":"`+transparency.SealedPrefix)) {
+		return nil, nil
+	}
+	e, err := transparency.ParseEntry(entry)
+	if err != nil {
+		return nil, fmt.Errorf("leaf %d of the transparency log: %v: the database was changed outside cardsign; restore it from a backup", seq-1, err)
+	}
+	if !e.Sealed() {
+		return nil, nil
+	}
+	return &audit.Sealed{Caller: e.Caller, CardName: e.Card.Name}, nil
+}
+
 // LogRows are the rows of (idx, blob) a store's query for entries or
 // hashes returns (*sql.Rows, pgx.Rows).
 type LogRows interface {

@@ -66,14 +66,19 @@ func NewEntry(rec audit.Record, hosts []string) Entry {
 		outcome = audit.OutcomeSigned
 	}
 	hosts = normalHosts(hosts)
+	caller, name := rec.Caller, rec.CardName
+	if rec.Sealed != nil {
+		// A private agent's: hosts are commitments already (SealRecord).
+		caller, name = rec.Sealed.Caller, rec.Sealed.CardName
+	}
 	return Entry{
 		V:       EntryVersion,
 		Seq:     rec.Seq,
 		Time:    rec.Time.UTC().Format(timeLayout),
 		Outcome: outcome,
-		Caller:  clip(rec.Caller),
+		Caller:  clip(caller),
 		Card: EntryCard{
-			Name:    clip(rec.CardName),
+			Name:    clip(name),
 			Version: clip(rec.CardVersion),
 			SHA256:  hex.EncodeToString(rec.CanonicalSHA256),
 			Hosts:   hosts,

@@ -196,6 +196,10 @@ type Monitor struct {
 	// that names one of its hosts (compared in lower case; a pattern with
 	// * or ? is matched against each host, e.g. "*.example.com").
 	Watch []string
+	// Salts are agents' log salts (AgentSalt, served to their readers):
+	// a sealed entry (a private agent's) matches a watch it commits to
+	// under one of them, exactly (no pattern can match a commitment).
+	Salts [][]byte
 	// Emit receives every event of a run, in order; an error ends the run
 	// (and the state is not saved).
 	Emit func(Event) error
@@ -292,7 +296,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 func (m *Monitor) matches(e Entry) []string {
 	var out []string
 	for _, w := range m.Watch {
-		if MatchesWatch(e, w) {
+		if MatchesWatch(e, w) || MatchesSealed(e, w, m.Salts) {
 			out = append(out, w)
 		}
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -86,6 +88,8 @@ func logCmd() command {
 		state := fs.String("state", "", "monitor: the state file (JSON, mode 0600): the last checkpoint proved consistent (required)")
 		var watch stringsFlag
 		fs.Var(&watch, "watch", "monitor: a card name or host to report entries for (repeatable; * and ? are wildcards)")
+		var salts stringsFlag
+		fs.Var(&salts, "salt", "monitor: a private agent's log salt (hex, from GET /agents/ID/log-salt with a reader token; repeatable): its sealed entries match a --watch NAME or HOST exactly")
 		timeout := fs.Duration("timeout", 10*time.Minute, "checkpoint, verify, monitor: deadline of the whole command, walk included")
 		pos, code, done := c.parse(e, fs, rest)
 		if done {
@@ -97,7 +101,7 @@ func logCmd() command {
 			"key create": {"origin"}, "key show": {"origin"},
 			"checkpoint": {"url", "log-key", "json", "out", "timeout"},
 			"verify":     {"url", "log-key", "timeout"},
-			"monitor":    {"url", "log-key", "json", "state", "watch", "timeout"},
+			"monitor":    {"url", "log-key", "json", "state", "watch", "salt", "timeout"},
 		}
 		flags, known := allowed[sub]
 		if !known {
@@ -136,6 +140,14 @@ func logCmd() command {
 		case sub == "monitor" && *state == "":
 			return c.usageError(e, "monitor needs --state FILE: where it keeps the last checkpoint it proved")
 		}
+		var saltBytes [][]byte
+		for i, h := range salts {
+			b, err := hex.DecodeString(strings.TrimSpace(h))
+			if err != nil || len(b) != sha256.Size {
+				return c.usageError(e, "--salt #%d: want the 64 hex digits GET /agents/ID/log-salt serves", i+1)
+			}
+			saltBytes = append(saltBytes, b)
+		}
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
 		hc := &http.Client{Timeout: min(*timeout, 2*time.Minute), CheckRedirect: noDowngrade}
@@ -150,7 +162,7 @@ func logCmd() command {
 		case "verify":
 			return logVerify(ctx, e, lc, pos)
 		default:
-			return logMonitor(ctx, e, lc, *state, watch, *asJSON)
+			return logMonitor(ctx, e, lc, *state, watch, saltBytes, *asJSON)
 		}
 	}
 	return c
@@ -415,8 +427,8 @@ func indent(b []byte) string {
 	return s.String()
 }
 
-func logMonitor(ctx context.Context, e env, lc *transparency.Client, state string, watch []string, asJSON bool) int {
-	m := &transparency.Monitor{Client: lc, StatePath: state, Watch: watch, Progress: prefixed{e.stderr, "cardsign log monitor: "},
+func logMonitor(ctx context.Context, e env, lc *transparency.Client, state string, watch []string, salts [][]byte, asJSON bool) int {
+	m := &transparency.Monitor{Client: lc, StatePath: state, Watch: watch, Salts: salts, Progress: prefixed{e.stderr, "cardsign log monitor: "},
 		Emit: func(ev transparency.Event) error {
 			if asJSON {
 				b, err := json.Marshal(ev)

@@ -653,6 +653,39 @@ func TestLogAgainstCardsignd(t *testing.T) {
 		!strings.Contains(r.Stdout, `"hosts":["eu.payments.example.com"]`) || !strings.Contains(r.Stdout, fmt.Sprintf(`"previous_size":%d`, first)) {
 		t.Fatalf("monitor, second run: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
+	// A private agent's entries commit to its name, hosts and caller: the
+	// monitor does not see them, until given the agent's salt (a reader's
+	// GET /agents/ID/log-salt; authentication is off on loopback).
+	if r := runCLI(t, "sign", "--server", d.grpc, "--register", "--agent", "secret-payments", card("secret-payments", "secret.payments.example.com")); r.Code != exitOK {
+		t.Fatalf("sign --register: %d %s", r.Code, r.Stderr)
+	}
+	if err := os.WriteFile(state+".1", mustRead(t, state), 0o600); err != nil { // before the private agent's leaves
+		t.Fatal(err)
+	}
+	if r := monitor(); r.Code != exitOK || strings.Contains(r.Stdout, `"event":"entry"`) || strings.Contains(r.Stdout, "secret") {
+		t.Fatalf("monitor, a private agent registered: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	resp, err := http.Get(base + "/agents/secret-payments/log-salt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var salt struct{ Salt string }
+	if err := json.NewDecoder(resp.Body).Decode(&salt); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("log-salt: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	for _, watch := range []string{"secret-payments", "SECRET.payments.example.com"} {
+		if err := os.WriteFile(state, mustRead(t, state+".1"), 0o600); err != nil { // the same new leaves, once per watch
+			t.Fatal(err)
+		}
+		r := runCLI(t, "log", "monitor", "--url", logURL, "--log-key", keyURL, "--state", state, "--watch", watch, "--salt", salt.Salt, "--json")
+		if r.Code != exitOK || strings.Count(r.Stdout, `"event":"entry"`) != 2 || !strings.Contains(r.Stdout, `"card_name":"sealed:`) {
+			t.Fatalf("monitor --watch %s --salt: %d\n%s%s", watch, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if r := runCLI(t, "log", "monitor", "--url", logURL, "--log-key", keyURL, "--state", state, "--watch", "x", "--salt", "nothex"); r.Code != exitUsage || !strings.Contains(r.Stderr, "--salt #1") {
+		t.Fatalf("monitor --salt nothex: %d %s", r.Code, r.Stderr)
+	}
 	second := size()
 	if r := runCLI(t, "log", "verify", "--url", logURL, "--log-key", keyURL, cp); r.Code != exitOK || !strings.Contains(r.Stdout, fmt.Sprintf("consistent: the log's current checkpoint of %d leaves", second)) {
 		t.Fatalf("log verify: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -661,4 +694,13 @@ func TestLogAgainstCardsignd(t *testing.T) {
 		!strings.Contains(r.Stdout, fmt.Sprintf("transparency log consistent with the audit records: %d leaves", second)) {
 		t.Fatalf("audit verify --log: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -460,6 +460,9 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		AuditBatch:    cfg.Audit.BatchSize,
 		RegistryKeep:  cfg.Registry.Keep,
 
+		RegistryMaxAgents:          cfg.Registry.MaxAgents,
+		RegistryMaxAgentsPerCaller: cfg.Registry.MaxAgentsPerCaller,
+
 		DisableOnRevoke:    cfg.Keys.OnRevoke == "disable",
 		Policy:             pol,
 		BackendConcurrency: cfg.Limits.BackendConcurrency,
@@ -470,6 +473,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		Replica:        cfg.Replica,
 		ClockSkew:      cfg.ClockSkew,
 		Log:            tlog.signer,
+		LogOpenPrivate: cfg.Log.Private == "open",
 	}, st, log)
 	if cfg.ClockSkew != 0 {
 		log.Warn(daemonconfig.ClockSkewEnv+" is set: this process takes its host clock to be off by this much (a test knob)", "clock_skew", cfg.ClockSkew)

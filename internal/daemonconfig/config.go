@@ -254,10 +254,18 @@ type AuditConfig struct {
 }
 
 // RegistryConfig is the card registry's: how many versions of each agent's
-// card are kept (0: server.DefaultRegistryKeep).
+// card are kept (0: server.DefaultRegistryKeep), and how many agents it holds
+// in all and per caller (0: server.DefaultRegistryMaxAgents,
+// server.DefaultRegistryMaxAgentsPerCaller).
 type RegistryConfig struct {
-	Keep int `yaml:"keep"`
+	Keep               int `yaml:"keep"`
+	MaxAgents          int `yaml:"max_agents"`
+	MaxAgentsPerCaller int `yaml:"max_agents_per_caller"`
 }
+
+// maxRegistryAgents caps the registry quotas: each agent keeps up to
+// registry.keep versions of a card, and the re-signing duty reads them all.
+const maxRegistryAgents = 1_000_000
 
 // Defaults is the embedded default: everything in ./cardsignd-data, loopback
 // listeners, an ES256 file key.
@@ -401,6 +409,12 @@ func (c *Config) Validate() error {
 	c.validateLimits(bad)
 	if c.Registry.Keep < 0 || c.Registry.Keep > 10000 {
 		bad("registry.keep", "%d must be between 1 and 10000 (0 or unset: %d)", c.Registry.Keep, server.DefaultRegistryKeep)
+	}
+	if c.Registry.MaxAgents < 0 || c.Registry.MaxAgents > maxRegistryAgents {
+		bad("registry.max_agents", "%d must be between 1 and %d (0 or unset: %d)", c.Registry.MaxAgents, maxRegistryAgents, server.DefaultRegistryMaxAgents)
+	}
+	if c.Registry.MaxAgentsPerCaller < 0 || c.Registry.MaxAgentsPerCaller > maxRegistryAgents {
+		bad("registry.max_agents_per_caller", "%d must be between 1 and %d (0 or unset: %d)", c.Registry.MaxAgentsPerCaller, maxRegistryAgents, server.DefaultRegistryMaxAgentsPerCaller)
 	}
 	c.validateStore(bad)
 	c.validateLog(bad)

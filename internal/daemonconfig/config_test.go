@@ -92,6 +92,11 @@ func TestConfigValidation(t *testing.T) {
 		{"plain http to a remote AWS endpoint", "awskms:\n  endpoint: http://kms.example.com\n", []string{"awskms.endpoint", "https"}},
 		{"insecure without an endpoint", "gcpkms:\n  insecure: true\n  crypto_key: projects/p/locations/l/keyRings/r/cryptoKeys/k\n", []string{"gcpkms.insecure"}},
 		{"AWS fake on loopback", "awskms:\n  endpoint: http://127.0.0.1:9999\n  region: us-east-1\n", nil},
+		{"log.private", "log:\n  private: open\n", nil},
+		{"log.private unknown", "log:\n  private: hidden\n", []string{"c.yaml:2:3: log.private", "\"hidden\" is not sealed"}},
+		{"registry quotas", "registry:\n  max_agents: 500\n  max_agents_per_caller: 50\n", nil},
+		{"registry quotas out of range", "registry:\n  max_agents: -1\n  max_agents_per_caller: 2000000\n",
+			[]string{"c.yaml:2:3: registry.max_agents", "-1 must be between 1 and 1000000", "c.yaml:3:3: registry.max_agents_per_caller", "(0 or unset: 1000)"}},
 	}
 	ca := testpki.NewCA(t, "config test CA")
 	c, k := ca.Issue(t, testpki.ServerLeaf())

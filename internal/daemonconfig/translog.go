@@ -22,6 +22,10 @@ type LogConfig struct {
 	// no longer sign: still published and verified with, so cards whose
 	// proofs they signed keep verifying after a rotation.
 	RetiredKeys []string `yaml:"retired_keys"`
+	// Private says what a private agent's entries show of its caller, card
+	// name and hosts: "sealed" (the default: salted commitments its owner
+	// can check) or "open" (the values themselves).
+	Private string `yaml:"private"`
 }
 
 // DefaultLogOrigin is the origin of the embedded default's log. A log
@@ -46,6 +50,9 @@ func (c Config) LogKeyURIs() (uris []string, made bool) {
 func (c *Config) validateLog(bad reporter) {
 	if err := transparency.CheckOrigin(c.Log.Origin); err != nil {
 		bad("log.origin", "%v", err)
+	}
+	if p := c.Log.Private; p != "" && p != "sealed" && p != "open" {
+		bad("log.private", "%q is not sealed (the default: a private agent's entries commit to its caller, card name and hosts) or open (they show them)", p)
 	}
 	seen := map[string]bool{}
 	for i, uri := range c.Log.Keys {

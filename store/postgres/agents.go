@@ -114,6 +114,31 @@ func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentC
 	return cards[0], nil
 }
 
+// PublicAgentCard returns agent id's newest version if it is public (see
+// store.Agents).
+func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
+	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
+		WHERE c.id = $1 AND c.visibility = 'public'`, id)
+	if err == nil && len(cards) == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.AgentCard{}, wrap(ctx, fmt.Sprintf("public agent %s", id), err)
+	}
+	return cards[0], nil
+}
+
+// CountAgents counts the agents, and caller's (see store.Agents).
+func (s *Store) CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE
+			(SELECT c.caller FROM agent_cards c WHERE c.id = a.id AND c.caller <> $1 ORDER BY c.version DESC LIMIT 1) = $2)
+		FROM agents a WHERE EXISTS (SELECT 1 FROM agent_cards c WHERE c.id = a.id)`, skip, caller).Scan(&total, &byCaller)
+	if err != nil {
+		return 0, 0, wrap(ctx, "count agents", err)
+	}
+	return total, byCaller, nil
+}
+
 // ListAgents returns the newest version of the agents after after, by ID.
 func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
 	var lim *int64 // NULL: LIMIT ALL

@@ -190,6 +190,9 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 		if r.Hosts, err = store.EntryHosts(r.Seq, entry); err != nil {
 			return nil, err
 		}
+		if r.Sealed, err = store.EntrySealed(r.Seq, entry); err != nil {
+			return nil, err
+		}
 		recs = append(recs, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -73,6 +74,16 @@ func testAgents(t *testing.T, open Opener) {
 	pub.KIDs = nil
 	if _, err := s.PutAgentCard(ctx, pub, 0); err != nil {
 		t.Fatal(err)
+	}
+	// Private and unknown agents look the same through PublicAgentCard.
+	if got, err := s.PublicAgentCard(ctx, "billing"); err != nil || got.ID != "billing" || got.Visibility != store.Public {
+		t.Fatalf("PublicAgentCard(billing) = %+v, %v", got, err)
+	}
+	_, errPrivate := s.PublicAgentCard(ctx, "payments")
+	_, errUnknown := s.PublicAgentCard(ctx, "paymentz")
+	if !errors.Is(errPrivate, store.ErrNotFound) || !errors.Is(errUnknown, store.ErrNotFound) ||
+		strings.Replace(errPrivate.Error(), "payments", "paymentz", 1) != errUnknown.Error() {
+		t.Fatalf("PublicAgentCard of a private agent: %v; of an unknown one: %v; want the same ErrNotFound", errPrivate, errUnknown)
 	}
 	list, err := s.ListAgents(ctx, "", 0)
 	if err != nil || len(list) != 2 || list[0].ID != "billing" || list[1].ID != "payments" || list[1].Version != 3 ||
@@ -241,4 +252,45 @@ func testRevokedCards(t *testing.T, open Opener) {
 			t.Fatalf("the payments revocation came back as %+v", r)
 		}
 	}
+}
+
+// testAgentCounts: CountAgents counts live agents, and a caller's by the
+// newest version not signed by skip: a re-signature keeps an agent its
+// registrant's, a removed agent counts for no one.
+func testAgentCounts(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	const skip = "registry"
+	put := func(id, caller string) {
+		t.Helper()
+		c := agentCard(id, 1)
+		c.Caller = caller
+		if _, err := s.PutAgentCard(ctx, c, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(step, caller string, wantTotal, wantBy int64) {
+		t.Helper()
+		total, by, err := s.CountAgents(ctx, caller, skip)
+		if err != nil || total != wantTotal || by != wantBy {
+			t.Fatalf("%s: CountAgents(%q) = %d, %d, %v; want %d, %d", step, caller, total, by, err, wantTotal, wantBy)
+		}
+	}
+	count("empty", "token:a", 0, 0)
+	put("one", "token:a")
+	put("two", "token:b")
+	put("three", "token:a")
+	count("three agents", "token:a", 3, 2)
+	count("three agents", "token:b", 3, 1)
+	put("three", skip) // re-signed: still token:a's
+	put("three", skip) // the registrant's version is no longer kept
+	count("re-signed", "token:a", 3, 1)
+	count("re-signed", skip, 3, 0)
+	put("two", "token:a") // registered again by another caller: now its
+	count("registered again", "token:a", 3, 2)
+	count("registered again", "token:b", 3, 0)
+	if err := s.RemoveAgent(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	count("removed", "token:a", 2, 1)
 }

@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"AuditRegistryRecords", testAuditRegistryRecords},
 		{"Agents", testAgents},
 		{"AgentsConcurrentPuts", testAgentsConcurrent},
+		{"AgentCounts", testAgentCounts},
 		{"RevokedCards", testRevokedCards},
 		{"MakeKey", testMakeKey},
 		{"MakeKeyRaceMakesOne", testMakeKeyRace},

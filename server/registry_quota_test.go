@@ -1,0 +1,82 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cardsign/cardsign/access"
+)
+
+// TestRegistryQuotas: a caller registers at most
+// registry.max_agents_per_caller agents and the registry holds at most
+// registry.max_agents; a refusal is RESOURCE_EXHAUSTED naming the limit,
+// before anything is signed. New versions of a live agent and the
+// registry's own re-signatures are never refused.
+func TestRegistryQuotas(t *testing.T) {
+	a, _ := newAuthority(t)
+	a.cfg.RegistryMaxAgents, a.cfg.RegistryMaxAgentsPerCaller = 3, 2
+	ctx := context.Background()
+	register := func(caller, id string) error {
+		_, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: caller, Identity: access.Identity{Name: caller}, RequestID: "r",
+			Registration: &Registration{AgentID: id}})
+		return err
+	}
+	for _, tc := range []struct {
+		caller, id string
+		limit      string // the quota that refuses it; "" when accepted
+	}{
+		{"token:a", "a1", ""},
+		{"token:a", "a2", ""},
+		{"token:a", "a3", "registry.max_agents_per_caller"},
+		{"token:a", "a1", ""}, // a new version of a live agent
+		{"token:b", "b1", ""},
+		{"token:b", "b2", "registry.max_agents"},
+		{"token:a", "a3", "registry.max_agents"},
+	} {
+		before, _, _ := a.store.AuditHead(ctx)
+		err := register(tc.caller, tc.id)
+		if tc.limit == "" {
+			if err != nil {
+				t.Fatalf("%s registering %s: %v", tc.caller, tc.id, err)
+			}
+			continue
+		}
+		var qe *QuotaError
+		if !errors.As(err, &qe) || qe.Limit != tc.limit {
+			t.Fatalf("%s registering %s: err = %v, want the quota %s", tc.caller, tc.id, err, tc.limit)
+		}
+		st := status.Convert(toStatus(slog.New(slog.NewTextHandler(io.Discard, nil)), "req", err))
+		if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), tc.limit) || !strings.Contains(st.Message(), "raise "+tc.limit) {
+			t.Fatalf("%s registering %s: status %v %q, want RESOURCE_EXHAUSTED naming %s and the fix", tc.caller, tc.id, st.Code(), st.Message(), tc.limit)
+		}
+		if after, _, _ := a.store.AuditHead(ctx); after != before {
+			t.Fatalf("%s registering %s: refused by a quota, yet %d audit records were written", tc.caller, tc.id, after-before)
+		}
+	}
+	// A full registry still follows the keys.
+	hour := time.Hour
+	if _, err := a.RotateKey(ctx, "", &hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatalf("re-signing a full registry: %v", err)
+	}
+	if c, _ := a.AgentCard(ctx, "b1", 0); len(c.KIDs) != 2 {
+		t.Fatalf("b1 carries %v after a rotation in a full registry", c.KIDs)
+	}
+	// Removing an agent makes room.
+	if err := a.RemoveAgent(ctx, "b1", "token:admin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := register("token:b", "b2"); err != nil {
+		t.Fatalf("after a removal: %v", err)
+	}
+}

@@ -1,0 +1,122 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/cardsign/cardsign/access"
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/store"
+)
+
+// TestAgentCardWithoutRevokedSignatures: from the moment a key is revoked,
+// and before the re-signing duty runs, the registry serves its cards
+// without that key's signatures; a card left with none of its own is not
+// served at all (503, Retry-After) until it is signed again.
+func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
+	a, _ := newAuthority(t)
+	ctx := context.Background()
+	k1 := activeKID(t, a)
+	if _, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "r",
+		Registration: &Registration{AgentID: "alpha", Visibility: store.Public}}); err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Hour
+	k2v, err := a.RotateKey(ctx, "", &hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2 := k2v.KID
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRegistry(t, a, "rotation (k2 pending)", k1, k2)
+	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
+	defer srv.Close()
+	get := func() (*http.Response, []byte) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/agents/alpha/agent-card.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	kidsOf := func(body []byte) []string {
+		t.Helper()
+		v, err := a.Verify(ctx, body, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kids []string
+		for _, c := range v.Checks {
+			kids = append(kids, c.KID)
+		}
+		if !v.Valid(true) {
+			t.Errorf("the served card does not verify with every signature: %+v", v.Checks)
+		}
+		return kids
+	}
+	resp, body := get()
+	if resp.StatusCode != 200 || !slices.Equal(slices.Sorted(slices.Values(kidsOf(body))), slices.Sorted(slices.Values([]string{k1, k2}))) {
+		t.Fatalf("before any revocation: %d, kids %v", resp.StatusCode, kidsOf(body))
+	}
+	etag := resp.Header.Get("ETag")
+
+	// The pending key is revoked; the duty has not run.
+	if _, err := a.RevokeKey(ctx, k2, "compromised in a test", false); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := a.AgentCard(ctx, "alpha", 0); !slices.Contains(c.KIDs, k2) {
+		t.Fatalf("the stored card no longer carries k2 (%v): the test does not test the moment before re-signing", c.KIDs)
+	}
+	resp, body = get()
+	if resp.StatusCode != 200 {
+		t.Fatalf("with k2 revoked: %d %s", resp.StatusCode, body)
+	}
+	if kids := kidsOf(body); !slices.Equal(kids, []string{k1}) {
+		t.Fatalf("with k2 revoked, the served card carries %v, want only %s", kids, k1)
+	}
+	if resp.Header.Get("ETag") == etag || resp.Header.Get("Content-Length") != strconv.Itoa(len(body)) {
+		t.Errorf("the card without k2's signature is served with the old ETag or a wrong length: %v", resp.Header)
+	}
+	if _, err := card.Parse(body, card.Limits{}); err != nil {
+		t.Fatalf("the served card is not a card: %v", err)
+	}
+	// The gRPC API serves the live card the same way; history as signed.
+	agents := agentService{services: &services{a: a, log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	live, err := agents.GetAgentCard(ctx, &pb.GetAgentCardRequest{AgentId: "alpha"})
+	if err != nil || !bytes.Equal(live.GetCard().GetSignedCard(), body) || !slices.Equal(live.GetCard().GetKids(), []string{k1}) {
+		t.Fatalf("GetAgentCard with k2 revoked: kids %v, same bytes as HTTP %v, %v", live.GetCard().GetKids(), bytes.Equal(live.GetCard().GetSignedCard(), body), err)
+	}
+	if old, err := agents.GetAgentCard(ctx, &pb.GetAgentCardRequest{AgentId: "alpha", Version: live.GetCard().GetVersion()}); err != nil || len(old.GetCard().GetKids()) != 2 {
+		t.Fatalf("GetAgentCard of a version by number: %v, %v; want it as signed", old.GetCard().GetKids(), err)
+	}
+
+	// Now the active key too: the card carries nothing it may be served
+	// with until it is signed again.
+	if _, err := a.RevokeKey(ctx, k1, "compromised in a test", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agents.GetAgentCard(ctx, &pb.GetAgentCardRequest{AgentId: "alpha"}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("GetAgentCard with every key it carries revoked: %v; want UNAVAILABLE", err)
+	}
+	resp, body = get()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "signed again") {
+		t.Fatalf("with every key it carries revoked: %d %v %s; want 503 with Retry-After", resp.StatusCode, resp.Header, body)
+	}
+}
