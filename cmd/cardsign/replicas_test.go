@@ -173,8 +173,8 @@ func TestReplicaServiceConfig(t *testing.T) {
 	if len(sc.MethodConfig) != 0 {
 		t.Errorf("methodConfig %s: a gRPC retry policy beside the retrier would multiply the attempts", sc.MethodConfig)
 	}
-	if retryAttempts < 3 || retryAttempts > 5 || retryInitialBackoff != 100*time.Millisecond || retryMaxBackoff != time.Second {
-		t.Errorf("retry policy: %d attempts, backoff %s to %s; the README says 4 attempts, 0.1-1 s", retryAttempts, retryInitialBackoff, retryMaxBackoff)
+	if retryAttempts < 3 || retryAttempts > 5 || retryInitialBackoff != 250*time.Millisecond || retryMaxBackoff != 2*time.Second {
+		t.Errorf("retry policy: %d attempts, backoff %s to %s; the README says 4 attempts, 0.25-2 s", retryAttempts, retryInitialBackoff, retryMaxBackoff)
 	}
 	retried := map[string]bool{}
 	for _, m := range retriedMethods {

@@ -39,7 +39,7 @@ func newRetrier(note func(method string, attempts int, last error)) *retrier {
 	return &retrier{attempts: retryAttempts, backoff: retryBackoff, note: note}
 }
 
-// retryBackoff is min(0.1 s·2^(n-1), 1 s), ±20% at random so that clients
+// retryBackoff is min(0.25 s·2^(n-1), 2 s), ±20% at random so that clients
 // failed by the same outage do not come back in step.
 func retryBackoff(n int) time.Duration {
 	d := min(retryInitialBackoff<<min(n-1, 10), retryMaxBackoff)

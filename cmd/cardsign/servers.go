@@ -57,11 +57,11 @@ var retriedMethods = []string{
 }
 
 // Retry policy of retriedMethods: at most retryAttempts calls in all, the
-// pause before the n-th retry min(0.1s·2^(n-1), 1s) ±20%.
+// pause before the n-th retry min(0.25s·2^(n-1), 2s) ±20%.
 const (
 	retryAttempts       = 4
-	retryInitialBackoff = 100 * time.Millisecond
-	retryMaxBackoff     = time.Second
+	retryInitialBackoff = 250 * time.Millisecond
+	retryMaxBackoff     = 2 * time.Second
 )
 
 // replicaServiceConfig is the service config of a connection that may
