@@ -84,7 +84,7 @@ func TestRegistryThroughKeyEvents(t *testing.T) {
 	waitKids("rotation", k1, k2)
 	verifyEverywhere("rotation (k2 pending)")
 
-	mustRun(t, dir, srv("keys", "activate", k2)...)
+	mustRun(t, dir, srv("keys", "activate", "--", k2)...)
 	waitKids("activation", k2)
 	verifyEverywhere("activation (k1 retired)")
 
