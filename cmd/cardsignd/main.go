@@ -263,7 +263,7 @@ func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (
 	if cfg.Store.Postgres() {
 		cfg.WarnStore(log)
 		database = cfg.Store.Redacted()
-		pg, err := postgres.Open(ctx, cfg.Store.PostgresConfig(log.With("database", database)))
+		pg, err := postgres.Open(ctx, cfg.Store.PostgresConfig(log)) // the store names the database in its lines
 		if err != nil {
 			return nil, "", err // names the redacted URL
 		}
