@@ -149,6 +149,7 @@ func (a *Authority) RunDuties(ctx context.Context) {
 	var lastErr string
 	for {
 		err := a.dutyRound(ctx)
+		a.readiness.failed(err)
 		switch {
 		case err != nil && err.Error() != lastErr && ctx.Err() == nil:
 			a.log.Warn("cluster duties: round failed; retrying", "err", err, "every", leaseRenew)
