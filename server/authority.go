@@ -101,6 +101,7 @@ type Authority struct {
 
 	keys        *keyring
 	revocations *revocationPublisher
+	stale       staleDocuments // documents served from the last read
 	readiness   *readiness
 	clock       *clock
 	duties      *duties

@@ -185,6 +185,12 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 		return fmt.Errorf("duties lease: %w", err)
 	}
 	if !leader {
+		// Read the stored revocation document now and then, though no
+		// verifier asked this replica for it yet: it is what this replica
+		// serves if the store goes away.
+		if _, err := a.revocations.stored(ctx); err != nil {
+			return fmt.Errorf("revocation document: %w", err)
+		}
 		return nil
 	}
 	if _, err := a.revocations.document(ctx); err != nil {
