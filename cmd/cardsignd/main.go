@@ -416,6 +416,11 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 	if cfg.ClockSkew != 0 {
 		log.Warn(daemonconfig.ClockSkewEnv+" is set: this process takes its host clock to be off by this much (a test knob)", "clock_skew", cfg.ClockSkew)
 	}
+	// Before anything is made: a replica name a live process holds is
+	// refused (waiting out a killed predecessor's lease, up to 15 s).
+	if err := auth.ClaimReplica(ctx); err != nil {
+		return nil, nil, err
+	}
 	// Bootstrap makes a key only when the store has none: a replica joining
 	// a store with keys never makes one of its own, and one that cannot
 	// open a key on record says so instead (readiness fails, and signing is
