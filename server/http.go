@@ -63,6 +63,9 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 				reason = "readiness check overdue"
 			case errors.Is(err, ErrNoActiveKey):
 				reason = "no active signing key"
+			case errors.Is(err, store.ErrFull):
+				// The volume of the embedded database: the log names it.
+				reason = "disk full"
 			case errors.Is(err, store.ErrUnavailable):
 				// The database (PostgreSQL down or restarting): say so, not
 				// "key backend", whichever read failed first.

@@ -145,13 +145,13 @@ func (r *readiness) canary(ctx context.Context) error {
 }
 
 // failed marks the authority not ready at once when err says the store is
-// unreachable (a signature's audit commit, a key read, a document read
+// unreachable or full (a signature's audit commit, a key read, a document read
 // failed): health checks and /readyz stop sending calls here without
 // waiting for the next check, which is asked for now and repeated every
 // storeRecheck until the store answers. Other errors leave readiness to
 // the check.
 func (r *readiness) failed(err error) {
-	if err == nil || !errors.Is(err, store.ErrUnavailable) {
+	if err == nil || !storeDown(err) {
 		return
 	}
 	for {
@@ -169,6 +169,12 @@ func (r *readiness) failed(err error) {
 		}
 	}
 	r.request()
+}
+
+// storeDown reports whether err means the store cannot take calls now: it
+// is unreachable, or its volume is full.
+func storeDown(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrFull)
 }
 
 // keyHealthChecker is implemented by the signers of backends that can tell
@@ -208,7 +214,7 @@ func (r *readiness) watch(ctx context.Context, interval, timeout time.Duration, 
 		}
 		last = err
 		var soon <-chan time.Time
-		if err != nil && errors.Is(err, store.ErrUnavailable) && storeRecheck < interval {
+		if err != nil && storeDown(err) && storeRecheck < interval {
 			soon = time.After(storeRecheck)
 		}
 		select {
