@@ -109,10 +109,14 @@ type Authority struct {
 
 	keys        *keyring
 	revocations *revocationPublisher
-	readiness   *readiness
-	clock       *clock
-	duties      *duties
-	poke        chan struct{} // asks RunDuties for a round now
+	stale       staleDocuments // documents served from the last read
+	// replicaNamed: Config.Replica was set, and ClaimReplica keeps it to
+	// one live process.
+	replicaNamed bool
+	readiness    *readiness
+	clock        *clock
+	duties       *duties
+	poke         chan struct{} // asks RunDuties for a round now
 
 	resignMu sync.Mutex
 	resignSt resignState
@@ -139,7 +143,8 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		cfg.Backends = backends.NewRegistry()
 		_ = cfg.Backends.Add(file.Scheme, file.Constructor, backends.Config{}) // a valid scheme, added once
 	}
-	if cfg.Replica == "" {
+	named := cfg.Replica != ""
+	if !named {
 		cfg.Replica = defaultHolder()
 	}
 	clk := newClock(st, cfg.ClockSkew)
@@ -160,6 +165,8 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		clock:       clk,
 		duties:      d,
 		poke:        make(chan struct{}, 1),
+
+		replicaNamed: named,
 	}
 	var onCommit func([]audit.Record)
 	if cfg.Log != nil {

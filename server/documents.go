@@ -81,6 +81,10 @@ func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 	now := a.now()
 	recs, err := a.keys.records(ctx, false)
 	if err != nil {
+		a.readiness.failed(err)
+		if r, ok := a.staleJWKS(now, err); ok {
+			return r, nil
+		}
 		a.log.Error("JWKS not served", "err", err)
 		return jwks.Rendition{}, err
 	}
@@ -90,6 +94,7 @@ func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 		a.log.Error("JWKS not served", "err", err)
 		return jwks.Rendition{}, err
 	}
+	a.stale.current(a.log, "JWKS", &a.stale.jwks)
 	until := now.Add(max(a.keys.refresh-time.Since(readAt), 0))
 	maxAge := max(a.cfg.JWKSMaxAge, 0)
 	if next, ok := jwks.NextTransition(now, recs, a.policy()); ok {
@@ -112,11 +117,128 @@ func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 // each render asks it, and the duty round keeps asking.
 func (a *Authority) renderRevocations(ctx context.Context) (jwks.Rendition, error) {
 	now := a.now()
-	body, err := a.Revocations(ctx)
+	body, err := a.revocations.document(ctx)
 	if err != nil {
+		a.readiness.failed(err)
+		if r, ok := a.staleRevocations(now, err); ok {
+			return r, nil
+		}
+		a.log.Error("revocation document not served", "err", err)
 		return jwks.Rendition{}, err
 	}
+	a.stale.current(a.log, "revocation document", &a.stale.revocations)
 	return jwks.Rendition{Static: jwks.NewRevocationStatic(body), Until: now.Add(a.keys.refresh)}, nil
+}
+
+// documentStaleRetry is how often a document served from the last read
+// while the store is unreachable is tried against the store again; the
+// requests in between are answered from memory.
+const documentStaleRetry = time.Second
+
+// staleDocuments says which published documents are served from the last
+// read because the store is unreachable, for /readyz and its log lines.
+type staleDocuments struct {
+	jwks, revocations atomic.Pointer[staleDocument]
+}
+
+// staleDocument is a document served from the last read.
+type staleDocument struct {
+	Since time.Time `json:"since"` // first served so
+	Read  time.Time `json:"read"`  // when what it was made from was read
+	Until time.Time `json:"until"` // served so at most until then (then 503)
+}
+
+// served records that what is served from the last read now lasts until
+// until, logging when it starts.
+func (s *staleDocuments) served(log *slog.Logger, what string, p *atomic.Pointer[staleDocument], read, until time.Time, err error) {
+	old := p.Load()
+	d := &staleDocument{Since: time.Now(), Read: read, Until: until}
+	if old != nil {
+		d.Since = old.Since
+	}
+	p.Store(d)
+	if old == nil {
+		log.Warn("store unavailable: serving the "+what+" from the last read (signed, within its validity)",
+			"read", read, "until", until, "err", err)
+	}
+}
+
+// current records that a document is rendered from the store again.
+func (s *staleDocuments) current(log *slog.Logger, what string, p *atomic.Pointer[staleDocument]) {
+	if old := p.Swap(nil); old != nil {
+		log.Info("store available: the "+what+" is current again", "stale_for", time.Since(old.Since).Round(time.Millisecond))
+	}
+}
+
+// documentsFallBack reports whether a document that failed to render with
+// err may be served from the last read: the store is unreachable (or did
+// not answer in time), not a refusal or a broken record.
+func documentsFallBack(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// staleJWKSFor bounds how long after the last read of the key records the
+// JWKS is served from it: a key revoked meanwhile is unpublished at the
+// next read, so as long as a revocation document lives (revocations.ttl,
+// whose stored copy is served as long), and no longer.
+func (a *Authority) staleJWKSFor() time.Duration {
+	if a.cfg.RevocationTTL > 0 {
+		return a.cfg.RevocationTTL
+	}
+	return time.Hour
+}
+
+// staleJWKS renders the JWKS from the key records last read when the store
+// cannot be read (err): the set as those records make it now, so scheduled
+// transitions still happen. Caches may keep it until the first of the next
+// scheduled transition, the end of the bound (staleJWKSFor past the read)
+// and jwks_max_age; the store is tried again every documentStaleRetry.
+func (a *Authority) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
+	recs, readAt, ok := a.keys.lastRead()
+	left := a.staleJWKSFor() - time.Since(readAt)
+	if !ok || !documentsFallBack(err) || left <= 0 {
+		return jwks.Rendition{}, false
+	}
+	doc, rerr := jwks.Render(now, recs, a.policy(), a.cfg.JWKSMaxAge)
+	if rerr != nil {
+		return jwks.Rendition{}, false
+	}
+	end := now.Add(left)
+	until := now.Add(min(documentStaleRetry, left))
+	maxAge := min(max(a.cfg.JWKSMaxAge, 0), end.Sub(until))
+	if next, ok := jwks.NextTransition(now, recs, a.policy()); ok {
+		if next.Before(until) {
+			until = next
+		}
+		maxAge = min(maxAge, next.Sub(until))
+	}
+	a.stale.served(a.log, "JWKS", &a.stale.jwks, readAt, end, err)
+	return jwks.Rendition{
+		Static: jwks.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwks.CacheControl(maxAge)),
+		Until:  until,
+	}, true
+}
+
+// staleRevocations serves the last revocation document read or signed when
+// the store cannot be read (err), until its exp. Its Cache-Control stays
+// no-cache: caches revalidate every use, so none keeps it past then.
+func (a *Authority) staleRevocations(now time.Time, err error) (jwks.Rendition, bool) {
+	last := a.revocations.lastGood()
+	if last == nil || !documentsFallBack(err) || !now.Before(last.state.ExpiresAt) {
+		return jwks.Rendition{}, false
+	}
+	a.stale.served(a.log, "revocation document", &a.stale.revocations, last.readAt, last.state.ExpiresAt, err)
+	return jwks.Rendition{
+		Static: jwks.NewRevocationStatic(last.doc.Body),
+		Until:  minTime(now.Add(documentStaleRetry), last.state.ExpiresAt),
+	}, true
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // revocationsVersion moves whenever the key records or the revocation
@@ -191,6 +313,9 @@ type revocationPublisher struct {
 	mu      sync.Mutex
 	cached  *storedRevocations // last read from (or written to) the store; nil: read again
 	readAt  time.Time
+	// good is the last document read from (or written to) the store, kept
+	// when cached is forgotten: served while the store is unreachable.
+	good *storedRevocations
 	// forgotAt: a change was announced then; a read started before it is
 	// not kept.
 	forgotAt time.Time
@@ -209,8 +334,17 @@ type revocationPublisher struct {
 
 // storedRevocations is the stored document with what it was made from.
 type storedRevocations struct {
-	doc   store.Document
-	state revocationState
+	doc    store.Document
+	state  revocationState
+	readAt time.Time // read from or written to the store then
+}
+
+// lastGood is the last document read from or written to the store (nil:
+// none yet).
+func (p *revocationPublisher) lastGood() *storedRevocations {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.good
 }
 
 func newRevocationPublisher(st store.Store, keys *keyring, d *duties, now func() time.Time, log *slog.Logger, ttl, refresh time.Duration, omitAuditHead bool) *revocationPublisher {
@@ -302,7 +436,8 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 		return nil, &UnavailableError{What: "revocation document", Err: err}
 	}
 	p.mu.Lock()
-	p.cached, p.readAt = &storedRevocations{doc: doc, state: cur}, time.Now()
+	p.cached, p.readAt = &storedRevocations{doc: doc, state: cur, readAt: time.Now()}, time.Now()
+	p.good = p.cached
 	p.mu.Unlock()
 	p.changes.Add(1)
 	p.remember(doc.Seq, cur.Published)
@@ -430,7 +565,7 @@ func (p *revocationPublisher) stored(ctx context.Context) (*storedRevocations, e
 	if err != nil {
 		return nil, &UnavailableError{What: "revocation document", Err: err}
 	}
-	s := &storedRevocations{doc: doc}
+	s := &storedRevocations{doc: doc, readAt: start}
 	if err := json.Unmarshal(doc.Meta, &s.state); err != nil {
 		// Written by this code only; unreadable means edited by hand.
 		// Treat it as due for re-signing.
@@ -440,6 +575,9 @@ func (p *revocationPublisher) stored(ctx context.Context) (*storedRevocations, e
 	p.mu.Lock()
 	if start.After(p.readAt) && start.After(p.forgotAt) {
 		p.cached, p.readAt = s, start
+	}
+	if p.good == nil || !p.good.readAt.After(start) {
+		p.good = s
 	}
 	p.mu.Unlock()
 	return s, nil

@@ -46,10 +46,120 @@ type duties struct {
 	// again before then, so a replica that can takes it.
 	yieldUntil time.Time
 	failures   int // duty rounds in a row that failed under the lease
+
+	// instance names this process apart from its replica name: the
+	// holder of the replica name's lease (claimReplica).
+	instance string
+	claimed  bool        // the replica name's lease is this process's to renew
+	name     store.Lease // the replica name's lease as last granted
+	lostName bool        // another process took the replica name (logged once)
 }
 
 func newDuties(st store.Store, holder string, c *clock, log *slog.Logger) *duties {
-	return &duties{store: st, holder: holder, clock: c, log: log}
+	return &duties{store: st, holder: holder, clock: c, log: log, instance: defaultHolder()}
+}
+
+// replicaLeasePrefix names the lease that keeps a configured replica name
+// to one live process: two processes under one name would both believe
+// they hold the duties lease (it is held by name).
+const replicaLeasePrefix = "replica/"
+
+// ReplicaNameInUseError refuses to start a replica whose configured name a
+// live process holds: its lease was renewed while this one waited.
+type ReplicaNameInUseError struct {
+	Name     string
+	Instance string    // the live process: host/pid/random
+	Until    time.Time // its lease, on the store's clock
+}
+
+func (e *ReplicaNameInUseError) Error() string {
+	return fmt.Sprintf("replica name %q is in use by another live cardsignd (instance %s, lease renewed until %s): "+
+		"two replicas under one name would both believe they hold the duties lease; give each replica its own "+
+		"replica name in the config, or leave replica unset (host/pid/random)",
+		e.Name, e.Instance, e.Until.UTC().Format(time.RFC3339))
+}
+
+// ClaimReplica makes the configured replica name this process's for as
+// long as it runs (RunDuties renews the claim with the duties lease and
+// releases it at the end). A name whose previous process stopped without
+// releasing it (killed) is taken once its lease lapses, within leaseTTL; a
+// name whose holder renews its lease meanwhile is alive, and the start is
+// refused with a *ReplicaNameInUseError. With no configured name (host,
+// pid and a random suffix) there is nothing to claim.
+func (a *Authority) ClaimReplica(ctx context.Context) error {
+	if !a.replicaNamed {
+		return nil
+	}
+	d := a.duties
+	name := replicaLeasePrefix + d.holder
+	var first *store.Lease
+	for {
+		l, err := d.store.AcquireLease(ctx, name, d.instance, leaseTTL)
+		if err == nil {
+			d.mu.Lock()
+			d.claimed, d.name = true, l
+			d.mu.Unlock()
+			return nil
+		}
+		if !errors.Is(err, store.ErrLeaseHeld) {
+			return fmt.Errorf("claiming replica name %q: %w", d.holder, err)
+		}
+		switch {
+		case first == nil:
+			first = &l
+			a.log.Info("replica name held by another process; waiting for its lease to lapse (a process that stopped) or be renewed (a live one)",
+				"replica", d.holder, "instance", l.Holder, "until", l.Expires)
+		case l.Holder != first.Holder || l.Epoch != first.Epoch || l.Expires.After(first.Expires):
+			return &ReplicaNameInUseError{Name: d.holder, Instance: l.Holder, Until: l.Expires}
+		}
+		t := time.NewTimer(leaseRenew / 10)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// renewName renews the replica name's lease, when claimed.
+func (d *duties) renewName(ctx context.Context) error {
+	d.mu.Lock()
+	claimed := d.claimed
+	d.mu.Unlock()
+	if !claimed {
+		return nil
+	}
+	l, err := d.store.AcquireLease(ctx, replicaLeasePrefix+d.holder, d.instance, leaseTTL)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case errors.Is(err, store.ErrLeaseHeld):
+		// Its lease lapsed (the store unreachable for longer than
+		// leaseTTL) and a process started under the same name took it.
+		if !d.lostName {
+			d.log.Error("another process took this replica's name while its lease had lapsed: two replicas run under one name; stop one and give each its own replica name",
+				"replica", d.holder, "instance", d.instance, "other", l.Holder)
+		}
+		d.lostName = true
+		return nil
+	case err != nil:
+		return fmt.Errorf("replica name lease: %w", err)
+	}
+	d.name, d.lostName = l, false
+	return nil
+}
+
+// releaseName gives the replica name up, so a restart under it takes it at
+// once.
+func (d *duties) releaseName(ctx context.Context) {
+	d.mu.Lock()
+	l, claimed := d.name, d.claimed
+	d.claimed = false
+	d.mu.Unlock()
+	if claimed {
+		_ = d.store.ReleaseLease(ctx, l) // it lapses in leaseTTL otherwise
+	}
 }
 
 // defaultHolder names this process among the replicas: host, pid and a
@@ -149,6 +259,7 @@ func (a *Authority) RunDuties(ctx context.Context) {
 	var lastErr string
 	for {
 		err := a.dutyRound(ctx)
+		a.readiness.failed(err)
 		switch {
 		case err != nil && err.Error() != lastErr && ctx.Err() == nil:
 			a.log.Warn("cluster duties: round failed; retrying", "err", err, "every", leaseRenew)
@@ -165,6 +276,7 @@ func (a *Authority) RunDuties(ctx context.Context) {
 			// a try so another replica takes over at once.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			a.duties.release(rctx)
+			a.duties.releaseName(rctx)
 			cancel()
 			return
 		case <-tick.C:
@@ -179,11 +291,20 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 	if err := a.clock.sync(ctx); err != nil {
 		return fmt.Errorf("store clock: %w", err)
 	}
+	if err := a.duties.renewName(ctx); err != nil {
+		return err
+	}
 	_, leader, err := a.duties.acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("duties lease: %w", err)
 	}
 	if !leader {
+		// Read the stored revocation document now and then, though no
+		// verifier asked this replica for it yet: it is what this replica
+		// serves if the store goes away.
+		if _, err := a.revocations.stored(ctx); err != nil {
+			return fmt.Errorf("revocation document: %w", err)
+		}
 		return nil
 	}
 	if _, err := a.revocations.document(ctx); err != nil {

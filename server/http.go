@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
@@ -44,6 +46,10 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
+	mux.HandleFunc(DocumentsReadyPath, func(w http.ResponseWriter, r *http.Request) {
+		code, body := docs.ready(r.Context(), a)
+		writeJSON(w, code, body)
+	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := a.Ready(); err != nil {
 			// The reason is generic: this endpoint is public; the log has
@@ -58,6 +64,9 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 				reason = "readiness check overdue"
 			case errors.Is(err, ErrNoActiveKey):
 				reason = "no active signing key"
+			case errors.Is(err, store.ErrFull):
+				// The volume of the embedded database: the log names it.
+				reason = "disk full"
 			case errors.Is(err, store.ErrUnavailable):
 				// The database (PostgreSQL down or restarting): say so, not
 				// "key backend", whichever read failed first.
@@ -71,12 +80,54 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 					reason = ue.What + " unavailable"
 				}
 			}
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": reason})
+			body := map[string]any{"status": "not ready", "reason": reason}
+			if a.stale.jwks.Load() != nil || a.stale.revocations.Load() != nil {
+				// Signing stopped, but verifiers still get the keys.
+				body["documents"] = "served from the last read while the store is unavailable: see " + DocumentsReadyPath
+			}
+			writeJSON(w, http.StatusServiceUnavailable, body)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 	})
 	return mux
+}
+
+// DocumentsReadyPath answers 200 while this replica serves the JWKS and
+// the revocation document, from the store or, while it is unreachable,
+// from the last read (within their validity); 503 when it cannot serve
+// one of them. It is the readiness of the public documents, apart from
+// /readyz's readiness to sign: a load balancer in front of the documents
+// (the Kubernetes readinessProbe) keeps a replica whose database is down.
+const DocumentsReadyPath = "/readyz/documents"
+
+// ready reports whether both documents can be served now and how; it takes
+// what a request would be served (rendered at most once per change, or per
+// documentStaleRetry while the store is unreachable).
+func (d documentHandlers) ready(ctx context.Context, a *Authority) (int, map[string]any) {
+	if errors.Is(a.Ready(), ErrDraining) {
+		// Shutting down: let endpoints drop the replica while it serves.
+		return http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": "shutting down"}
+	}
+	code := http.StatusOK
+	body := map[string]any{"status": "ready"}
+	for _, doc := range []struct {
+		name  string
+		h     *jwks.CachedHandler
+		stale *atomic.Pointer[staleDocument]
+	}{{"jwks", d.jwks, &a.stale.jwks}, {"revocations", d.revocations, &a.stale.revocations}} {
+		if _, err := doc.h.Current(ctx); err != nil {
+			code, body["status"] = http.StatusServiceUnavailable, "not ready"
+			body[doc.name] = map[string]any{"state": "unavailable"}
+			continue
+		}
+		if s := doc.stale.Load(); s != nil {
+			body[doc.name] = map[string]any{"state": "last read", "since": s.Since.UTC(), "read": s.Read.UTC(), "until": s.Until.UTC()}
+		} else {
+			body[doc.name] = map[string]any{"state": "current"}
+		}
+	}
+	return code, body
 }
 
 // requireRole guards h with a role when authentication is on. Refusals say

@@ -140,6 +140,14 @@ func (k *keyring) invalidate() {
 	k.version.Add(1)
 }
 
+// lastRead returns the records last read from the store, even when they are
+// due for a re-read, and when that read started; ok is false before any.
+func (k *keyring) lastRead() (recs []jwks.KeyRecord, readAt time.Time, ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.recs, k.readAt, k.recs != nil
+}
+
 // readTime is when the read that produced the cached records started.
 func (k *keyring) readTime() time.Time {
 	k.mu.Lock()

@@ -17,6 +17,9 @@ import (
 type readyState struct {
 	err error
 	at  time.Time
+	// failure: set by failed (a store call failed outside the check),
+	// which a check that started before it does not undo.
+	failure bool
 }
 
 // ErrNotChecked: no readiness check has finished yet.
@@ -40,11 +43,17 @@ type readiness struct {
 	metrics *Metrics
 	log     *slog.Logger
 
-	draining atomic.Bool                // set at shutdown: /readyz says no while calls finish
-	last     atomic.Pointer[readyState] // the last check
-	every    atomic.Int64               // watch period plus timeout, for staleness
-	recheck  chan struct{}              // asks watch for a check now
+	draining atomic.Bool                 // set at shutdown: /readyz says no while calls finish
+	last     atomic.Pointer[readyState]  // the last check
+	every    atomic.Int64                // watch period plus timeout, for staleness
+	recheck  chan struct{}               // asks watch for a check now
+	notify   atomic.Pointer[func(error)] // watch's notify, for failed
 }
+
+// storeRecheck is how soon readiness is checked again while the store is
+// unreachable, whatever the interval: a replica is back in client health
+// checks within about this long of the database, not an interval later.
+const storeRecheck = 500 * time.Millisecond
 
 func newReadiness(st store.Store, keys *keyring, now func() time.Time, m *Metrics, log *slog.Logger) *readiness {
 	return &readiness{store: st, keys: keys, now: now, metrics: m, log: log, recheck: make(chan struct{}, 1)}
@@ -55,8 +64,20 @@ func newReadiness(st store.Store, keys *keyring, now func() time.Time, m *Metric
 // is active, and every key due to sign makes a signature that verifies
 // against its published key.
 func (r *readiness) check(ctx context.Context) error {
+	start := time.Now()
 	err := r.canary(ctx)
-	r.last.Store(&readyState{err: err, at: time.Now()})
+	for {
+		cur := r.last.Load()
+		if err == nil && cur != nil && cur.failure && cur.at.After(start) {
+			// A store call failed while this check ran: its success may
+			// predate the failure. Check again rather than say ready.
+			r.request()
+			return cur.err
+		}
+		if r.last.CompareAndSwap(cur, &readyState{err: err, at: time.Now()}) {
+			break
+		}
+	}
 	if err != nil {
 		r.metrics.canaryRuns.WithLabelValues("failed").Inc()
 		r.metrics.ready.Set(0)
@@ -123,6 +144,39 @@ func (r *readiness) canary(ctx context.Context) error {
 	return nil
 }
 
+// failed marks the authority not ready at once when err says the store is
+// unreachable or full (a signature's audit commit, a key read, a document read
+// failed): health checks and /readyz stop sending calls here without
+// waiting for the next check, which is asked for now and repeated every
+// storeRecheck until the store answers. Other errors leave readiness to
+// the check.
+func (r *readiness) failed(err error) {
+	if err == nil || !storeDown(err) {
+		return
+	}
+	for {
+		cur := r.last.Load()
+		if cur != nil && cur.err != nil {
+			break // already not ready: the check follows the store
+		}
+		if r.last.CompareAndSwap(cur, &readyState{err: &UnavailableError{What: "store", Err: err}, at: time.Now(), failure: true}) {
+			r.metrics.ready.Set(0)
+			r.log.Warn("not ready: a store call failed; checking again until the store answers", "err", err, "every", storeRecheck)
+			if n := r.notify.Load(); n != nil {
+				(*n)(r.ready())
+			}
+			break
+		}
+	}
+	r.request()
+}
+
+// storeDown reports whether err means the store cannot take calls now: it
+// is unreachable, or its volume is full.
+func storeDown(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrFull)
+}
+
 // keyHealthChecker is implemented by the signers of backends that can tell
 // whether an opened key is still where it was opened from (the file
 // backend's signer stats its key file).
@@ -136,6 +190,9 @@ type keyHealthChecker interface {
 // after every check.
 func (r *readiness) watch(ctx context.Context, interval, timeout time.Duration, notify func(error)) {
 	r.every.Store(int64(interval + timeout))
+	if notify != nil {
+		r.notify.Store(&notify)
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last error
@@ -156,11 +213,16 @@ func (r *readiness) watch(ctx context.Context, interval, timeout time.Duration, 
 			r.log.Info("ready again")
 		}
 		last = err
+		var soon <-chan time.Time
+		if err != nil && storeDown(err) && storeRecheck < interval {
+			soon = time.After(storeRecheck)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-r.recheck:
+		case <-soon:
 		}
 	}
 }

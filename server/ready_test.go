@@ -3,11 +3,18 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/internal/pgtest"
+	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/postgres"
 )
 
 func TestReadinessIsTheLastCanary(t *testing.T) {
@@ -85,5 +92,90 @@ func TestReadinessRecheck(t *testing.T) {
 	r.every.Store(int64(time.Second))
 	if err := a.Ready(); !errors.Is(err, errStale) {
 		t.Fatalf("a check an hour old with a one-second period: %v", err)
+	}
+}
+
+// TestReadinessFollowsTheStoreAtOnce: with PostgreSQL stopped, a failed
+// signature makes the replica not ready at once (not at the next check, an
+// hour away here), and it is ready again soon after the database is back,
+// by prompt re-checks rather than the interval.
+func TestReadinessFollowsTheStoreAtOnce(t *testing.T) {
+	ctx := t.Context()
+	c, err := pgtest.Start(ctx, pgtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	url, err := c.NewDatabase(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.Open(ctx, postgres.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a := newAuthorityOn(t, st, t.TempDir())
+	// The first key activates at the database's now, which this process's
+	// clock may trail by part of a round trip.
+	for deadline := time.Now().Add(5 * time.Second); a.CheckReadiness(ctx) != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready on a running database: %v", a.CheckReadiness(ctx))
+		}
+	}
+	var health atomic.Pointer[error]
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.WatchReadiness(wctx, time.Hour, 5*time.Second, func(err error) { health.Store(&err) })
+	}()
+	defer func() { cancel(); <-done }()
+	for health.Load() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := *health.Load(); err != nil {
+		t.Fatalf("first check: %v", err)
+	}
+	data, err := os.ReadFile("../testdata/cards/divergent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sign(ctx, SignRequest{Card: data}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sign(ctx, SignRequest{Card: data}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("signing with the database stopped: %v, want store.ErrUnavailable", err)
+	}
+	// At once: no check has run since (the interval is an hour).
+	if err := a.Ready(); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("readiness right after a failed signature: %v, want store.ErrUnavailable", err)
+	}
+	if p := health.Load(); p == nil || *p == nil {
+		t.Fatal("the gRPC health status was not told")
+	}
+	h := NewHTTPHandler(a, HTTPOptions{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "store unavailable") {
+		t.Fatalf("/readyz: %d %s", rec.Code, rec.Body)
+	}
+
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Ready again by the re-checks made while the store was down (every
+	// storeRecheck); the bound only stops a broken build from hanging.
+	for deadline := time.Now().Add(60 * time.Second); a.Ready() != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready a minute after the database came back: %v", a.Ready())
+		}
+	}
+	if _, err := a.Sign(ctx, SignRequest{Card: data}); err != nil {
+		t.Fatalf("signing after the database came back: %v", err)
 	}
 }

@@ -61,6 +61,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	principal := req.Identity.Principal
 	var discarded *signer.Result // signatures made, then not returned
 	defer func() {
+		a.readiness.failed(err) // the store unreachable: not ready at once
 		result := resultOf(err)
 		a.metrics.signDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
 		a.metrics.signRequests.WithLabelValues(result, principal).Inc()

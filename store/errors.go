@@ -29,6 +29,10 @@ var (
 	// server shutting down or restarting); the operation may be retried.
 	// Nothing was committed unless the error says otherwise.
 	ErrUnavailable = errors.New("store: unavailable")
+	// ErrFull: the store's volume has no space for the write (SQLite's
+	// SQLITE_FULL); nothing was committed. It may succeed once space is
+	// freed.
+	ErrFull = errors.New("store: disk full")
 	// ErrLeaseHeld: another holder holds the lease, unexpired.
 	ErrLeaseHeld = errors.New("store: lease held by another holder")
 	// ErrLeaseLost: a fenced write's lease expired or changed hands; the

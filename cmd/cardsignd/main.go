@@ -290,7 +290,7 @@ func openStore(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) (
 	if cfg.Store.Postgres() {
 		cfg.WarnStore(log)
 		database = cfg.Store.Redacted()
-		pg, err := postgres.Open(ctx, cfg.Store.PostgresConfig(log.With("database", database)))
+		pg, err := postgres.Open(ctx, cfg.Store.PostgresConfig(log)) // the store names the database in its lines
 		if err != nil {
 			return nil, "", err // names the redacted URL
 		}
@@ -482,6 +482,12 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 	// missing section would otherwise surface only when signing fails. It is
 	// the last check, before the first writes.
 	if err := auth.CheckBackends(ctx); err != nil {
+		return nil, nil, err
+	}
+	// A replica name a live process holds is refused (waiting out a killed
+	// predecessor's lease, up to 15 s) before anything is made: the claim
+	// is a lease row that lapses by itself.
+	if err := auth.ClaimReplica(ctx); err != nil {
 		return nil, nil, err
 	}
 	if err := tlog.write(log); err != nil {

@@ -275,13 +275,24 @@ func TestReplicasDatabaseRestartUnderLoad(t *testing.T) {
 	rs := startReplicas(t, url, 3, replicaOptions{})
 	load := startLoad(t, dialReplicas(t, rs.addrs()), 8)
 	load.waitOK(t, 40, 30*time.Second)
+	_, jwksUp := httpGet(t, "http://"+rs.ds[0].http+"/.well-known/jwks.json")
 	if err := cluster.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	okAtStop := load.ok.Load()
-	// Every replica says why it cannot sign.
+	// Every replica says why it cannot sign, and still serves the public
+	// keys verifiers need, from the last read.
 	for _, d := range rs.ds {
 		waitReady(t, d, http.StatusServiceUnavailable, "store unavailable")
+		for _, path := range []string{"/.well-known/jwks.json", "/.well-known/cardsign-revocations.json", "/readyz/documents"} {
+			resp, body := httpGet(t, "http://"+d.http+path)
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%s of %s with the database stopped: %d %s", path, d.grpc, resp.StatusCode, body)
+			}
+			if strings.HasSuffix(path, "jwks.json") && string(body) != string(jwksUp) {
+				t.Errorf("%s of %s with the database stopped: another key set", path, d.grpc)
+			}
+		}
 	}
 	okDown := load.ok.Load() - okAtStop
 	if err := cluster.Start(ctx); err != nil {

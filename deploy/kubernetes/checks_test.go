@@ -321,11 +321,15 @@ func checkPorts(c *corev1.Container, cfg daemonConfig) []string {
 
 // The paths cardsignd's HTTP listener serves for probes (server/http.go).
 const (
-	healthzPath = "/healthz" // the process is up
-	readyzPath  = "/readyz"  // the last readiness check passed
+	healthzPath   = "/healthz"          // the process is up
+	readyzPath    = "/readyz"           // the last readiness check passed: it can sign
+	documentsPath = "/readyz/documents" // it serves the JWKS and the revocation document
 )
 
-// checkProbes: startup and readiness probes ask /readyz, liveness /healthz,
+// checkProbes: the startup probe asks /readyz (a new replica proves once it
+// can sign), the readiness probe /readyz/documents (a database outage that
+// stops signing must not take the JWKS service's endpoints away), liveness
+// /healthz,
 // all on the port of http_addr, in HTTPS exactly when tls is on.
 func checkProbes(c *corev1.Container, cfg daemonConfig) []string {
 	var p []string
@@ -341,7 +345,7 @@ func checkProbes(c *corev1.Container, cfg daemonConfig) []string {
 		name  string
 		probe *corev1.Probe
 		path  string
-	}{{"startupProbe", c.StartupProbe, readyzPath}, {"readinessProbe", c.ReadinessProbe, readyzPath}, {"livenessProbe", c.LivenessProbe, healthzPath}} {
+	}{{"startupProbe", c.StartupProbe, readyzPath}, {"readinessProbe", c.ReadinessProbe, documentsPath}, {"livenessProbe", c.LivenessProbe, healthzPath}} {
 		if pr.probe == nil || pr.probe.HTTPGet == nil {
 			p = append(p, fmt.Sprintf("%s: want an httpGet probe of %s", pr.name, pr.path))
 			continue

@@ -94,6 +94,9 @@ func TestChecksFail(t *testing.T) {
 		{"probe in HTTPS while tls is off", func(t *testing.T, v *manifests) {
 			setConfig(t, v, func(tree map[string]any) { delete(tree, "tls") })
 		}, "livenessProbe: scheme HTTPS, but cardsignd's HTTP listener speaks HTTP"},
+		{"readiness on signing's /readyz", func(t *testing.T, v *manifests) {
+			ctr(v).ReadinessProbe.HTTPGet.Path = "/readyz"
+		}, `readinessProbe: path "/readyz", want /readyz/documents`},
 		{"liveness on /readyz", func(t *testing.T, v *manifests) {
 			ctr(v).LivenessProbe.HTTPGet.Path = "/readyz"
 		}, `livenessProbe: path "/readyz", want /healthz`},

@@ -64,7 +64,8 @@ type Config struct {
 	// long as it migrates.
 	MaxConns int32
 	// Log receives what the store has to say (migrations applied, Watch
-	// reconnecting); nil discards it.
+	// reconnecting), each line naming the database (redacted URL) under
+	// the key "database": do not add it to Log; nil discards it.
 	Log *slog.Logger
 }
 
@@ -108,6 +109,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Every line the store logs names its database, once: callers pass
+	// their logger without it.
+	log = log.With("database", where)
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)

@@ -1,8 +1,12 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +31,12 @@ func TestDatabaseRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openT(t, url)
+	var logs syncBuffer
+	s, err := Open(ctx, Config{URL: url, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	if err := s.CreateKey(ctx, newKey(t, "k1"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +129,24 @@ func TestDatabaseRestart(t *testing.T) {
 	if err := s.CreateKey(ctx, newKey(t, "k3"), nil); err != nil {
 		t.Fatal(err)
 	}
+	// Watch retried several times during the outage (every 50 ms, then
+	// doubling): one warning, then one line when it ended, each naming
+	// the database once.
+	var warned, resumed int
+	for line := range strings.Lines(logs.String()) {
+		if n := strings.Count(line, `"database":`); n != 1 {
+			t.Errorf("%d \"database\" keys in %s", n, line)
+		}
+		switch {
+		case strings.Contains(line, "notifications interrupted"), strings.Contains(line, "still interrupted"):
+			warned++
+		case strings.Contains(line, "notifications resumed"):
+			resumed++
+		}
+	}
+	if warned != 1 || resumed != 1 {
+		t.Errorf("%d warnings and %d lines of recovery for one short outage, want 1 and 1:\n%s", warned, resumed, logs.String())
+	}
 	for {
 		select {
 		case topic := <-topics:
@@ -130,4 +157,22 @@ func TestDatabaseRestart(t *testing.T) {
 			t.Fatalf("no %q announcement after the restart", store.TopicKeys)
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for Watch's goroutine and the test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

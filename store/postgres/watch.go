@@ -15,7 +15,44 @@ const (
 	watchBackoffMax = time.Second
 	watchIdle       = 15 * time.Second
 	watchPing       = 5 * time.Second
+	// watchLogEvery spaces the warnings of an outage: the first failure
+	// is logged at once, then one line per watchLogEvery while it lasts
+	// (with the attempts made meanwhile), then one when it ends; a line
+	// per reconnect attempt (one a second) would drown the log.
+	watchLogEvery = time.Minute
 )
+
+// outageLog decides which of Watch's reconnect failures are logged.
+type outageLog struct {
+	since    time.Time // the first failure of this outage; zero: none
+	loggedAt time.Time
+	attempts int // failed attempts since loggedAt
+}
+
+// failed counts a failure at now and reports whether to log it, with the
+// failed attempts it stands for and how long the outage has lasted.
+func (o *outageLog) failed(now time.Time) (log bool, attempts int, down time.Duration) {
+	if o.since.IsZero() {
+		o.since = now
+	}
+	o.attempts++
+	if !o.loggedAt.IsZero() && now.Sub(o.loggedAt) < watchLogEvery {
+		return false, 0, 0
+	}
+	attempts, o.attempts, o.loggedAt = o.attempts, 0, now
+	return true, attempts, now.Sub(o.since)
+}
+
+// ended reports whether an outage was under way (and how long it lasted),
+// and starts afresh.
+func (o *outageLog) ended(now time.Time) (bool, time.Duration) {
+	if o.since.IsZero() {
+		return false, 0
+	}
+	down := now.Sub(o.since)
+	*o = outageLog{}
+	return true, down
+}
 
 // Watch calls fn with the topic (store.TopicKeys, store.TopicDocuments) of
 // each change another process (or this one) commits, and with "" after
@@ -27,12 +64,26 @@ const (
 // delays the next announcement, not the database.
 func (s *Store) Watch(ctx context.Context, fn func(topic string)) error {
 	backoff := watchBackoffMin
+	var outage outageLog
 	for {
-		err := s.listen(ctx, fn, func() { backoff = watchBackoffMin })
+		err := s.listen(ctx, fn, func() {
+			backoff = watchBackoffMin
+			if was, down := outage.ended(time.Now()); was {
+				s.log.Info("store: change notifications resumed", "down_for", down.Round(time.Millisecond))
+			}
+		})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.log.Warn("store: change notifications interrupted; reconnecting", "database", s.where, "err", classify(ctx, err), "retry_in", backoff)
+		// The store's logger names the database (Open): not again here.
+		if log, attempts, down := outage.failed(time.Now()); log {
+			if attempts == 1 {
+				s.log.Warn("store: change notifications interrupted; reconnecting", "err", classify(ctx, err), "retry_every", watchBackoffMax)
+			} else {
+				s.log.Warn("store: change notifications still interrupted; reconnecting", "err", classify(ctx, err),
+					"down_for", down.Round(time.Second), "failed_attempts", attempts, "retry_every", watchBackoffMax)
+			}
+		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cardsign/cardsign/store"
 	"modernc.org/sqlite"
 )
 
@@ -90,7 +91,9 @@ func (s *Store) writeFreeingWAL(ctx context.Context, fn func(tx *sql.Tx) error) 
 	if !isFull(err) {
 		return err
 	}
-	if cerr := s.Checkpoint(ctx); cerr != nil {
+	if cerr := s.Checkpoint(ctx); cerr == nil {
+		s.full.Store(false)
+	} else {
 		return fmt.Errorf("%w (no space left, and truncating the WAL failed: %v); free space on the volume holding %s", err, cerr, filepath.Dir(s.path))
 	}
 	if err := s.write(ctx, fn); err != nil {
@@ -106,6 +109,9 @@ func (s *Store) writeFreeingWAL(ctx context.Context, fn func(tx *sql.Tx) error) 
 func isFull(err error) bool {
 	if err == nil {
 		return false
+	}
+	if errors.Is(err, store.ErrFull) {
+		return true
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) && se.Code()&0xff == sqliteFull {

@@ -64,6 +64,13 @@ type Store struct {
 	hashes *store.HashCache
 	// log receives progress on long work (OpenWith's Options.Log).
 	log *slog.Logger
+	// full: a write found the volume full. Until a checkpoint truncates
+	// the WAL, each write tries one first: once space is freed, the WAL's
+	// frames go into the database and its space comes back before new
+	// commits regrow it (SQLite's automatic checkpoints never truncate,
+	// and do not start before the WAL reaches 1000 pages, which a small
+	// volume never holds).
+	full atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -203,6 +210,23 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return ctx.Err()
 	}
 	defer func() { <-s.writeSlot }()
+	if s.full.Load() {
+		if err := s.checkpoint(ctx); err == nil {
+			s.full.Store(false)
+			s.log.Info("store: space is back; the WAL was checkpointed and truncated", "path", s.path)
+		}
+	}
+	err := s.writeTx(ctx, fn)
+	if isFull(err) {
+		s.full.Store(true)
+		if !errors.Is(err, store.ErrFull) {
+			err = fmt.Errorf("%w: %w", store.ErrFull, err)
+		}
+	}
+	return err
+}
+
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

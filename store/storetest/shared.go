@@ -176,6 +176,18 @@ func testLeases(t *testing.T, open Opener) {
 	if renewed.Epoch != 1 || renewed.Expires.Before(a.Expires) {
 		t.Fatalf("renewal %+v, want epoch 1 and a later expiry than %s", renewed, a.Expires)
 	}
+	// Another holder's refusal shows the renewal (same holder and epoch, a
+	// later expiry): how a process started under a replica name tells a
+	// live holder, which renews, from a killed one (server.ClaimReplica).
+	longer, err := s1.AcquireLease(ctx, "duties", "a", 2*ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := s2.AcquireLease(ctx, "duties", "b", ttl)
+	if !errors.Is(err, store.ErrLeaseHeld) || seen.Holder != "a" || seen.Epoch != 1 ||
+		!seen.Expires.After(renewed.Expires) || seen.Expires.Before(longer.Expires.Add(-time.Millisecond)) {
+		t.Fatalf("refused after a renewal to %s: %+v, %v; want a's lease at epoch 1 with the renewed expiry", longer.Expires, seen, err)
+	}
 
 	// Release: the holder's frees it at once; b takes it at the next epoch.
 	if err := s1.ReleaseLease(ctx, renewed); err != nil {

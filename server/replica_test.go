@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/internal/pgtest"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/postgres"
+	"github.com/cardsign/cardsign/store/sqlite"
+)
+
+// TestReplicaNameClaimedOnce: a second process configured with a replica
+// name a live process holds is refused with a clear error; another name
+// starts at once; the name is free again at once after a clean stop, and
+// after its holder was killed (stopped renewing) once its lease lapses.
+func TestReplicaNameClaimedOnce(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cardsign.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		testReplicaNameClaimedOnce(t, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pgOnce.Do(func() { pgCluster, pgErr = pgtest.Start(context.Background(), pgtest.Options{}) })
+		if pgErr != nil {
+			t.Fatal(pgErr)
+		}
+		url, err := pgCluster.NewDatabase(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := postgres.Open(t.Context(), postgres.Config{URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		testReplicaNameClaimedOnce(t, st)
+	})
+}
+
+func testReplicaNameClaimedOnce(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	named := func(name string) *Authority {
+		a := NewAuthority(Config{KeyBackend: "file", KeyDir: t.TempDir(), DefaultAlg: jose.ES256, Replica: name},
+			st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		t.Cleanup(func() { a.Close() })
+		return a
+	}
+	first := named("cs-1")
+	if err := first.ClaimReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); first.RunDuties(dctx) }()
+
+	// The duplicate sees the live holder renew within leaseRenew.
+	err := named("cs-1").ClaimReplica(ctx)
+	var inUse *ReplicaNameInUseError
+	if !errors.As(err, &inUse) || inUse.Name != "cs-1" || inUse.Instance != first.duties.instance {
+		t.Fatalf("a second process named cs-1 while the first runs: %v, want *ReplicaNameInUseError naming the first", err)
+	}
+	for _, want := range []string{`"cs-1"`, "replica name", "leave replica unset"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if err := named("cs-2").ClaimReplica(ctx); err != nil {
+		t.Fatalf("another name: %v", err)
+	}
+
+	// A clean stop releases the name: the next process under it starts at
+	// once (well within the lease's TTL).
+	stop()
+	<-done
+	start := time.Now()
+	if err := named("cs-1").ClaimReplica(ctx); err != nil {
+		t.Fatalf("after the first stopped: %v", err)
+	}
+	if d := time.Since(start); d >= leaseTTL {
+		t.Errorf("claiming a released name took %s", d)
+	}
+
+	// A killed holder stops renewing: its name is taken once the lease
+	// lapses.
+	if err := named("cs-3").ClaimReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := named("cs-3").ClaimReplica(ctx); err != nil {
+		t.Fatalf("after the holder stopped renewing: %v", err)
+	}
+}
