@@ -308,9 +308,10 @@ func TestReplicasDatabaseRestartUnderLoad(t *testing.T) {
 			t.Errorf("while the database was down, calls failed with %v (want UNAVAILABLE only): %v", code, fails)
 		}
 	}
-	if fails[codes.Unavailable] == 0 {
-		t.Error("no call failed while the database was down: the test did not stop it")
-	}
+	// That the database was down is shown by every replica's 503 above; a
+	// call may fail (UNAVAILABLE) or ride the outage out: since errors are
+	// trailers-only (issue 24 item 3), the client's retry policy retries
+	// them, and a short outage can pass with no failed call at all.
 	requireAuditedOnce(t, got, auditLog(t, rs.work, rs.ds[1].grpc))
 	t.Logf("database stopped and started under load: %d signatures received (%d in the seconds around the stop), each audited once; failures %v", len(got), okDown, fails)
 }

@@ -1477,7 +1477,7 @@ func TestStaticImageRefusesPKCS11(t *testing.T) {
 		t.Fatalf("the static cardsignd accepted a pkcs11 section (%v):\n%s", err, out)
 	case bytes.Contains(out, []byte("panic:")):
 		t.Fatalf("the static cardsignd panicked on a pkcs11 section instead of refusing it (exit %d):\n%s", ee.ExitCode(), out)
-	case !bytes.Contains(out, []byte("this build has no pkcs11 backend")):
+	case !bytes.Contains(out, []byte("needs the pkcs11 backend, and this cardsignd was built without it")):
 		t.Errorf("the static cardsignd refused a pkcs11 section (exit %d) without saying the build lacks it:\n%s", ee.ExitCode(), out)
 	}
 }
