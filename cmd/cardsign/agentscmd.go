@@ -131,7 +131,9 @@ func agentsCmd() command {
 			if revoked != "" {
 				fmt.Fprintf(e.stderr, "cardsign agents show: note: %s\n", revoked)
 			}
-			e.stdout.Write(card.GetSignedCard())
+			// On a terminal the card is read, not saved: C1 controls and bidi
+			// overrides its strings may hold are shown escaped.
+			showDocument(e.stdout, card.GetSignedCard(), isTerminal(e.stdout))
 			return exitOK
 		}
 		if revoked != "" {

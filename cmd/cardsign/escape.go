@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -110,4 +112,25 @@ func escapeJSON(b []byte) []byte {
 		b = b[size:]
 	}
 	return out.Bytes()
+}
+
+// isTerminal reports whether w is a character device (a terminal), where a
+// document is shown rather than saved.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// showDocument writes a JSON document (a signed card) to w: byte for byte,
+// or, for a terminal, with every character escapeJSON escapes as a \u
+// escape, so that a card's strings cannot drive the terminal.
+func showDocument(w io.Writer, b []byte, terminal bool) {
+	if terminal {
+		b = escapeJSON(b)
+	}
+	w.Write(b)
 }

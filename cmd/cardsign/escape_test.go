@@ -230,3 +230,34 @@ func TestLogMonitorEscapes(t *testing.T) {
 		}
 	}
 }
+
+func TestShowDocumentOnATerminal(t *testing.T) {
+	doc := []byte("{\"name\":\"A\u009b2J\u202eB\"}\n")
+	var raw, shown bytes.Buffer
+	showDocument(&raw, doc, false)
+	showDocument(&shown, doc, true)
+	if !bytes.Equal(raw.Bytes(), doc) {
+		t.Errorf("redirected: %q, want the bytes as stored", raw.Bytes())
+	}
+	if want := "{\"name\":\"A\\u009b2J\\u202eB\"}\n"; shown.String() != want {
+		t.Errorf("on a terminal: %q, want %q", shown.String(), want)
+	}
+	var a, b map[string]string
+	if json.Unmarshal(doc, &a) != nil || json.Unmarshal(shown.Bytes(), &b) != nil || a["name"] != b["name"] {
+		t.Errorf("the escaped document is not the same JSON value: %q vs %q", a, b)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "card")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) || isTerminal(&raw) {
+		t.Error("a file or a buffer taken for a terminal")
+	}
+	if pt, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0); err == nil {
+		defer pt.Close()
+		if !isTerminal(pt) {
+			t.Error("a pseudo-terminal not taken for a terminal")
+		}
+	}
+}
