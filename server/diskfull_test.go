@@ -1,16 +1,14 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store/sqlite"
 )
 
@@ -20,22 +18,7 @@ import (
 // check writes again (the WAL checkpointed and truncated first) and the
 // authority is ready and signs.
 func TestReadyzSaysDiskFull(t *testing.T) {
-	cantRun := t.Skipf
-	if os.Getenv("CI") != "" {
-		cantRun = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		cantRun("needs root to mount a small tmpfs (CI runs it as root)")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		cantRun("cannot mount a tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
+	dir := testsupport.MountTmpfs(t, "8m")
 	ctx := t.Context()
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "cardsign.db"))
 	if err != nil {
@@ -51,7 +34,7 @@ func TestReadyzSaysDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	filler := filepath.Join(dir, "filler")
-	fillVolume(t, filler)
+	testsupport.FillVolume(t, filler)
 	if err := a.CheckReadiness(ctx); err == nil {
 		t.Fatal("ready with the database's volume full")
 	}
@@ -73,26 +56,5 @@ func TestReadyzSaysDiskFull(t *testing.T) {
 	}
 	if _, err := a.Sign(ctx, SignRequest{Card: data}); err != nil {
 		t.Fatalf("signing once space was freed: %v", err)
-	}
-}
-
-// fillVolume writes path until its file system has no space left.
-func fillVolume(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, chunk := range []int{64 << 10, 4 << 10, 512} {
-		buf := make([]byte, chunk)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				break
-			}
-		}
 	}
 }

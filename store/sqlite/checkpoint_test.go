@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 func walSize(t *testing.T, path string) int64 {
@@ -88,58 +87,12 @@ func TestOpenTruncatesWAL(t *testing.T) {
 	}
 }
 
-// mountTmpfs mounts a small tmpfs (root only) so the test can fill a real
-// file system. A developer who is not root skips it, saying so; under CI
-// (CI=true, where the test command runs as root) it must run, so not being
-// able to mount fails instead.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	cantRun := t.Skipf
-	if os.Getenv("CI") != "" {
-		cantRun = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		cantRun("needs root to mount a small tmpfs (CI runs it as root)")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		cantRun("cannot mount a tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fill writes a file until the file system has no space left.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, chunk := range []int{64 << 10, 4 << 10, 512} {
-		buf := make([]byte, chunk)
-		for i := 0; i < 1<<16; i++ {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatal(err)
-				}
-				break
-			}
-		}
-	}
-}
-
 // TestAppendOnFullDiskTruncatesWAL fills a real (tmpfs) file system while
 // the WAL holds frames a reader kept from being checkpointed. The append
 // that fails for lack of space checkpoints the WAL into the database's free
 // pages, truncates it, which gives its space back, and succeeds on retry.
 func TestAppendOnFullDiskTruncatesWAL(t *testing.T) {
-	dir := mountTmpfs(t, "6m")
+	dir := testsupport.MountTmpfs(t, "6m")
 	path := filepath.Join(dir, "cardsign.db")
 	s := openT(t, path)
 	ctx := t.Context()
@@ -166,7 +119,7 @@ func TestAppendOnFullDiskTruncatesWAL(t *testing.T) {
 	}
 	release()
 	grown := walSize(t, path)
-	fill(t, filepath.Join(dir, "filler"))
+	testsupport.FillVolume(t, filepath.Join(dir, "filler"))
 	if _, err := s.AppendAudit(ctx, bigRecords(20, 2000)); err != nil {
 		t.Fatalf("append on a full disk with a %d-byte WAL: %v (want: checkpoint, truncate the WAL, retry)", grown, err)
 	}
@@ -175,7 +128,7 @@ func TestAppendOnFullDiskTruncatesWAL(t *testing.T) {
 	}
 	// Full again, with nothing left to give back: the failure names the
 	// cause and the fix.
-	fill(t, filepath.Join(dir, "filler2"))
+	testsupport.FillVolume(t, filepath.Join(dir, "filler2"))
 	_, err := s.AppendAudit(ctx, bigRecords(200, 3000))
 	if err == nil {
 		t.Fatal("an append of 600 kB succeeded on a full volume")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // instead of regrowing the WAL into the freed space until it is full
 // again.
 func TestFullDiskRecoversOnceFreed(t *testing.T) {
-	dir := mountTmpfs(t, "8m")
+	dir := testsupport.MountTmpfs(t, "8m")
 	path := filepath.Join(dir, "cardsign.db")
 	s := openT(t, path)
 	ctx := t.Context()
