@@ -130,17 +130,29 @@ type linter struct {
 }
 
 func (l *linter) add(sev Severity, p *Path, rule, msg, fix string) {
-	if len(l.findings) >= MaxFindings {
-		// Counted without building the path or the message: a hostile
-		// card must not turn into a proportional amount of memory.
-		if sev == SeverityError {
-			l.moreErrors++
-		} else {
-			l.moreWarnings++
-		}
+	if l.full(sev) {
+		// Counted without building the path: a hostile card must not turn
+		// into a proportional amount of memory (hot callers check full
+		// first, before they build the message too).
 		return
 	}
 	l.findings = append(l.findings, Finding{Severity: sev, Path: p.String(), Rule: rule, Message: msg, Fix: fix})
+}
+
+// full reports that the findings are at MaxFindings, counting one more of
+// sev when they are: a caller checks it before it builds a finding's path
+// and message, which a hostile card could otherwise make by the thousand
+// only for add to throw them away.
+func (l *linter) full(sev Severity) bool {
+	if len(l.findings) < MaxFindings {
+		return false
+	}
+	if sev == SeverityError {
+		l.moreErrors++
+	} else {
+		l.moreWarnings++
+	}
+	return true
 }
 
 // done returns the findings, with the count of those past MaxFindings.
@@ -171,7 +183,9 @@ func (l *linter) message(v Value, m *message, p *Path) {
 			continue
 		}
 		if ok, want := fits(f, mem.Val); !ok {
-			l.add(SeverityError, mp, RuleType, "must be "+want+", not "+mem.Val.Kind.String(), "")
+			if !l.full(SeverityError) {
+				l.add(SeverityError, mp, RuleType, "must be "+want+", not "+mem.Val.Kind.String(), "")
+			}
 			continue
 		}
 		l.value(v, f, mem.Val, mp)
@@ -184,11 +198,13 @@ func (l *linter) message(v Value, m *message, p *Path) {
 		val, ok := v.Get(f.name)
 		switch {
 		case !ok:
-			l.add(SeverityError, p.Key(f.name), RuleRequired, "REQUIRED field of "+m.name+" is missing", "add "+f.name)
+			if !l.full(SeverityError) {
+				l.add(SeverityError, p.Key(f.name), RuleRequired, "REQUIRED field of "+m.name+" is missing", "add "+f.name)
+			}
 		case f.kind != kindMessage && allEmpty(val):
 			// Empty, or holding only empties (tags: [""]) that the shipped
 			// verifiers drop, taking the REQUIRED field with them.
-			if fits, _ := fits(f, val); fits {
+			if fits, _ := fits(f, val); fits && !l.full(SeverityError) {
 				l.add(SeverityError, p.Key(f.name), RuleRequired, "REQUIRED field of "+m.name+" is empty (invalid per A2A §5.7; verifiers disagree on empty values)", "give "+f.name+" a value")
 			}
 		}
@@ -240,7 +256,9 @@ func (l *linter) value(parent Value, f *field, v Value, p *Path) {
 			// The element's path is built only when it is needed: a string
 			// that fits costs no allocation.
 			if ok, want := elemFits(f, e); !ok {
-				l.add(SeverityError, p.Index(i), RuleType, "must be "+want+", not "+e.Kind.String(), "")
+				if !l.full(SeverityError) {
+					l.add(SeverityError, p.Index(i), RuleType, "must be "+want+", not "+e.Kind.String(), "")
+				}
 			} else if f.kind == kindMessages {
 				l.message(e, f.msg, p.Index(i))
 			}
@@ -250,7 +268,9 @@ func (l *linter) value(parent Value, f *field, v Value, p *Path) {
 			ep := p.Key(e.Key)
 			l.protoKey(e.Key, ep)
 			if ok, want := elemFits(f, e.Val); !ok {
-				l.add(SeverityError, ep, RuleType, "must be "+want+", not "+e.Val.Kind.String(), "")
+				if !l.full(SeverityError) {
+					l.add(SeverityError, ep, RuleType, "must be "+want+", not "+e.Val.Kind.String(), "")
+				}
 			} else if f.kind == kindMessageMap {
 				l.message(e.Val, f.msg, ep)
 			}
