@@ -377,7 +377,9 @@ func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int6
 	return rev, err
 }
 
-// cardRevoked reports whether c's content is revoked.
+// cardRevoked reports whether c's content is revoked. A stored card is in
+// the v1.0 shape, one reading only, whose canonical SHA-256 is c's: the rule
+// Verify applies to every reading of a card, for it.
 func cardRevoked(revoked []store.CardRevocation, c store.AgentCard) bool {
 	for _, r := range revoked {
 		if bytes.Equal(r.CanonicalSHA256, c.CanonicalSHA256) {

@@ -133,7 +133,7 @@ func (a *Authority) servedCard(ctx context.Context, c store.AgentCard) (store.Ag
 		return c, nil
 	}
 	a.pokeDuties() // the duty holder re-signs it; this wakes it if it is us
-	body, err := signer.DropSignatures(c.Signed, revoked)
+	body, err := signer.DropSignatures(c.Signed, a.cfg.Limits, revoked)
 	if err != nil {
 		return store.AgentCard{}, err
 	}

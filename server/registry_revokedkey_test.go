@@ -120,3 +120,71 @@ func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 		t.Fatalf("with every key it carries revoked: %d %v %s; want 503 with Retry-After", resp.StatusCode, resp.Header, body)
 	}
 }
+
+// TestAgentCardWithoutRevokedSignaturesLimits (review #11): a card within
+// the configured value limits (signing.max_card_values raised), over the
+// defaults, is still served after a key revocation, without that key's
+// signature, rather than 503 until it is signed again.
+func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
+	a, _ := newAuthority(t)
+	a.cfg.Limits = card.Limits{MaxBytes: 4 << 20, MaxValues: 60000}
+	ctx := context.Background()
+	v, err := card.Parse(registryCard(t), card.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skills []card.Value
+	for i := range 12 { // 12 × 4,000 tags: over the default 20,000 values, even doubled
+		tags := make([]card.Value, 4000)
+		for j := range tags {
+			tags[j] = card.StringValue(strconv.Itoa(j))
+		}
+		id := "bulk" + strconv.Itoa(i)
+		skills = append(skills, card.ObjectValue(card.Member{Key: "id", Val: card.StringValue(id)}, card.Member{Key: "name", Val: card.StringValue(id)},
+			card.Member{Key: "description", Val: card.StringValue("d")}, card.Member{Key: "tags", Val: card.ArrayValue(tags...)}))
+	}
+	for i, m := range v.Obj {
+		if m.Key == "skills" {
+			v.Obj[i].Val = card.ArrayValue(append(m.Val.Arr, skills...)...)
+		}
+	}
+	k1 := activeKID(t, a)
+	if _, err := a.Sign(ctx, SignRequest{Card: v.Compact(), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "r",
+		Registration: &Registration{AgentID: "big", Visibility: store.Public}}); err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Hour
+	k2, err := a.RotateKey(ctx, "", &hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := a.AgentCard(ctx, "big", 0); !slices.Contains(c.KIDs, k2.KID) {
+		t.Fatalf("the card is not signed by the pending key too (%v)", c.KIDs)
+	}
+	if _, err := a.RevokeKey(ctx, k2.KID, "compromised in a test", false); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/agents/big/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("with k2 revoked: %d %.300s", resp.StatusCode, body)
+	}
+	res, err := a.Verify(ctx, body, "")
+	if err != nil || len(res.Checks) == 0 || !res.Valid(true) {
+		t.Fatalf("the served card: %v, %v", res, err)
+	}
+	for _, c := range res.Checks {
+		if c.KID != k1 {
+			t.Fatalf("the served card carries a signature by %s, want only %s", c.KID, k1)
+		}
+	}
+}

@@ -232,6 +232,60 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 	}
 }
 
+// TestVerifyRevokedCardAsV03 (review #1): VerifyCard refuses a revoked
+// card rewritten as v0.3. The registered card C is a2a-python's reading of
+// a v0.3 card saying "protocolVersion": "1.0"; once C is revoked, that v0.3
+// card carrying C's signatures (which verify over its a2a-python reading)
+// is revoked too, though cardsign's reading of it is other bytes.
+func TestVerifyRevokedCardAsV03(t *testing.T) { onBothStores(t, testVerifyRevokedCardAsV03) }
+
+func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
+	ctx := context.Background()
+	b, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "v03.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v03src := strings.Replace(string(b), `"protocolVersion": "0.3.0"`, `"protocolVersion": "1.0"`, 1)
+	l, err := card.Load([]byte(v03src), card.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	python := l.Reading(card.MappingPython)
+	if python.Mapping != card.MappingPython {
+		t.Fatal("the v0.3 card has no a2a-python reading of its own")
+	}
+	if _, err := a.Sign(ctx, SignRequest{Card: python.Value.Compact(), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"},
+		RequestID: "reg", Registration: &Registration{AgentID: "legacy", Visibility: store.Public}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.AgentCard(ctx, "legacy", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := card.Parse(c.Signed, card.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigs, _ := signed.Get("signatures")
+	raw, err := card.Parse([]byte(v03src), card.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v03 := card.ObjectValue(append(raw.Obj, card.Member{Key: "signatures", Val: sigs})...).Compact()
+	if v, err := a.Verify(ctx, v03, ""); err != nil || !v.Valid(true) || bytes.Equal(v.CanonicalSHA256[:], c.CanonicalSHA256) {
+		t.Fatalf("before the revocation, the v0.3 rewrite: %+v, %v (want valid, under another reading than cardsign's)", v, err)
+	}
+	if _, err := a.RevokeAgentCard(ctx, "legacy", 0, "leaked", "token:admin"); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"registered card": c.Signed, "v0.3 rewrite": v03} {
+		v, err := a.Verify(ctx, data, "")
+		if err != nil || v.Valid(false) || !strings.Contains(v.CardRevoked, "leaked") {
+			t.Errorf("%s after the revocation: valid %v, revoked %q, %v", name, v != nil && v.Valid(false), v.CardRevoked, err)
+		}
+	}
+}
+
 func payloadText(t *testing.T, doc []byte) string {
 	t.Helper()
 	var env struct{ Payload string }

@@ -14,10 +14,12 @@ import (
 // returned as it is; one that does is rendered again, indented like a card
 // Sign returns. A signature whose header cannot be read is kept (drop
 // cannot judge it, and verifiers refuse it anyway).
-func DropSignatures(signed []byte, drop func(kid string) bool) ([]byte, error) {
-	// The card was read under the daemon's limits before it was signed;
-	// signing adds its signatures (a few levels deep, a few KiB).
-	v, err := card.Parse(signed, card.Limits{MaxBytes: len(signed), MaxDepth: 1 << 10})
+//
+// lim is the limits the card was read under before it was signed (the
+// daemon's configured card limits): a card within them stays readable here,
+// however far they are from the defaults.
+func DropSignatures(signed []byte, lim card.Limits, drop func(kid string) bool) ([]byte, error) {
+	v, err := card.Parse(signed, signedLimits(lim, len(signed)))
 	if err != nil {
 		return nil, fmt.Errorf("signer: drop signatures: %w", err)
 	}
@@ -43,3 +45,30 @@ func DropSignatures(signed []byte, drop func(kid string) bool) ([]byte, error) {
 	}
 	return withSignatures(v, keep).AppendIndent(make([]byte, 0, len(signed))), nil
 }
+
+// signedLimits are the limits for reading back a card that was read under
+// lim and then signed: the bytes are our own, and signing added to them.
+// Mapping a v0.3 card adds at most one value per object of two or more
+// (an interface's protocolVersion, a security scheme's wrapper), so at most
+// doubles the values; the signatures add a few levels, a few values each
+// and one array (more items than the card's own arrays when it kept
+// signatures).
+func signedLimits(lim card.Limits, size int) card.Limits {
+	values, items := lim.MaxValues, lim.MaxItems
+	if values <= 0 {
+		values = card.DefaultMaxValues
+	}
+	if items <= 0 {
+		items = card.DefaultMaxItems
+	}
+	return card.Limits{
+		MaxBytes:  max(size, lim.MaxBytes),
+		MaxDepth:  1 << 10,
+		MaxValues: 2*values + signedAllowance,
+		MaxItems:  items + signedAllowance,
+	}
+}
+
+// signedAllowance is room for the signatures signing adds, past the
+// card's limits.
+const signedAllowance = 1024

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -30,7 +32,7 @@ func TestDropSignatures(t *testing.T) {
 		{"both", []string{k1.KID, k2.KID}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := DropSignatures(signed.Card, func(kid string) bool { return slices.Contains(tc.drop, kid) })
+			out, err := DropSignatures(signed.Card, card.Limits{}, func(kid string) bool { return slices.Contains(tc.drop, kid) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +55,91 @@ func TestDropSignatures(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DropSignatures([]byte(`{"name":`), func(string) bool { return true }); err == nil || !strings.Contains(err.Error(), "drop signatures") {
+	if _, err := DropSignatures([]byte(`{"name":`), card.Limits{}, func(string) bool { return true }); err == nil || !strings.Contains(err.Error(), "drop signatures") {
 		t.Fatalf("a broken card: err = %v", err)
+	}
+}
+
+// bigCard is interfaces.json with one more skill per size, of that many
+// tags.
+func bigCard(t *testing.T, sizes ...int) []byte {
+	t.Helper()
+	v, err := card.Parse(readCard(t, "interfaces.json"), card.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []card.Value
+	for i, n := range sizes {
+		tags := make([]card.Value, n)
+		for j := range tags {
+			tags[j] = card.StringValue("t" + strconv.Itoa(j))
+		}
+		id := "bulk" + strconv.Itoa(i)
+		list = append(list, card.ObjectValue(
+			card.Member{Key: "id", Val: card.StringValue(id)}, card.Member{Key: "name", Val: card.StringValue(id)},
+			card.Member{Key: "description", Val: card.StringValue("d")}, card.Member{Key: "tags", Val: card.ArrayValue(tags...)}))
+	}
+	for i, m := range v.Obj {
+		if m.Key == "skills" {
+			v.Obj[i].Val = card.ArrayValue(append(m.Val.Arr, list...)...)
+		}
+	}
+	return v.Compact()
+}
+
+// countValues counts the JSON values of v, as card.Limits.MaxValues does.
+func countValues(v card.Value) int {
+	n := 1
+	for _, x := range v.Arr {
+		n += countValues(x)
+	}
+	for _, m := range v.Obj {
+		n += countValues(m.Val)
+	}
+	return n
+}
+
+// TestDropSignaturesLimits (review #11): a card read under raised value
+// limits, or one at the default cap that its signatures took past it, still
+// has its signatures dropped (the caller passes the limits it was read
+// under), where the default caps alone refused both.
+func TestDropSignaturesLimits(t *testing.T) {
+	k1, k2 := newKey(t, jose.ES256), newKey(t, jose.EdDSA)
+	keys := []Key{k1.Key, k2.Key}
+	over := bigCard(t, 4000, 4000, 4000, 4000, 4000, 4000, 4000) // over the default 20,000 values
+	// A card of exactly the default cap.
+	probe, err := card.Parse(bigCard(t, 4000, 4000, 4000, 4000, 1000), card.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	atCap := bigCard(t, 4000, 4000, 4000, 4000, 1000+card.DefaultMaxValues-countValues(probe))
+	for _, tc := range []struct {
+		name string
+		data []byte
+		lim  card.Limits
+	}{
+		{"raised max values", over, card.Limits{MaxBytes: 1 << 20, MaxValues: 40000}},
+		{"signatures past the default cap", atCap, card.Limits{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			signed, err := Sign(context.Background(), tc.data, Options{Keys: keys, Card: card.Options{Limits: tc.lim}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := card.Parse(signed.Card, card.Limits{MaxBytes: len(signed.Card)}); err == nil {
+				t.Fatal("the signed card is within the default value cap: the test shows nothing")
+			}
+			out, err := DropSignatures(signed.Card, tc.lim, func(kid string) bool { return kid == k2.KID })
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := Verify(context.Background(), out, VerifyOptions{Trusted: keySet(k1, k2), Limits: card.Limits{MaxBytes: 1 << 21, MaxValues: 100000}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(v.Checks) != 1 || v.Checks[0].KID != k1.KID || !v.Valid(true) {
+				t.Fatalf("after dropping %s: %+v", k2.KID, v.Checks)
+			}
+		})
 	}
 }

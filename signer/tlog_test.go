@@ -31,8 +31,14 @@ func (m memTree) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // keys.
 func loggedCard(t *testing.T, name string) (*Result, testKey, []note.Verifier) {
 	t.Helper()
+	return loggedData(t, readCard(t, name))
+}
+
+// loggedData is loggedCard for a card given by its bytes.
+func loggedData(t *testing.T, data []byte) (*Result, testKey, []note.Verifier) {
+	t.Helper()
 	k := newKey(t, jose.ES256)
-	res, err := Sign(context.Background(), readCard(t, name), Options{Keys: []Key{k.Key}})
+	res, err := Sign(context.Background(), data, Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}

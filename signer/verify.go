@@ -49,7 +49,8 @@ type VerifyOptions struct {
 	ClockSkew time.Duration
 	// RevokedCard, when set, reports whether the card itself (by the
 	// SHA-256 of its spec-profile canonical bytes) is revoked and why: such
-	// a card is invalid whatever its signatures.
+	// a card is invalid whatever its signatures. A v0.3 card is asked about
+	// under each of its readings, and is revoked when any one is.
 	RevokedCard func(canonicalSHA256 [32]byte) (reason string, revoked bool)
 	// LogKeys, when set, are the keys of the transparency log the verifier
 	// trusts: a signature's inclusion proof (transparency.HeaderMember in
@@ -114,7 +115,8 @@ type Logged struct {
 type Verification struct {
 	Checks []Check
 	// CanonicalSHA256 is the SHA-256 of the card's spec-profile canonical
-	// bytes; CardRevoked, when not empty, why the card itself is revoked.
+	// bytes (cardsign's reading of a v0.3 card); CardRevoked, when not
+	// empty, why the card itself is revoked: under any of its readings.
 	CanonicalSHA256 [32]byte
 	CardRevoked     string
 	// divergences are the values the sdk profile drops: keys outside the
@@ -224,15 +226,24 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 			return nil, err
 		}
 		formsBy[r.Mapping] = f
-		readings = append(readings, reading{r.Mapping, map[card.Profile][]byte{card.ProfileSpec: f.Spec, card.ProfileSDK: f.SDK, card.ProfilePythonASCII: f.Python}})
+		readings = append(readings, reading{r.Mapping, map[card.Profile][]byte{card.ProfileSpec: f.Spec, card.ProfileSDK: f.SDK, card.ProfilePythonASCII: f.Python}, sha256.Sum256(f.Spec)})
 	}
 	forms := formsBy[readings[0].mapping]
 	formsOf := func(m card.Mapping) *card.Forms { return formsBy[loaded.Reading(m).Mapping] }
-	sum := sha256.Sum256(forms.Spec)
+	sum := readings[0].sum
+	// A revoked card is revoked under every reading: a signature verifies
+	// over any of them, so a revoked v1.0 card rewritten as v0.3 (whose
+	// a2a-python reading is the revoked card's bytes) must not pass.
 	revoked := ""
 	if opts.RevokedCard != nil {
-		if reason, ok := opts.RevokedCard(sum); ok {
-			revoked = reason
+		for _, r := range readings {
+			if reason, ok := opts.RevokedCard(r.sum); ok {
+				revoked = reason
+				if r.mapping != "" && r.mapping != card.MappingCardsign {
+					revoked += fmt.Sprintf(" (the card as %s reads it)", r.mapping)
+				}
+				break
+			}
 		}
 	}
 
@@ -256,7 +267,7 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	if err != nil {
 		return nil, fmt.Errorf("signer: verify: %w", err)
 	}
-	v := &verifier{opts: opts, allow: allow, fetched: map[string]fetchResult{}, canonicalSHA256: sum}
+	v := &verifier{opts: opts, allow: allow, fetched: map[string]fetchResult{}}
 	res := &Verification{divergences: forms.Divergences, forms: forms, formsOf: formsOf, CanonicalSHA256: sum, CardRevoked: revoked}
 	for i, s := range sigs.Arr {
 		// A run bounded by a deadline stops, instead of reporting every
@@ -283,8 +294,6 @@ type verifier struct {
 	// card that names one jku in many signatures costs one fetch, and a
 	// URL that failed once is not retried within the same run.
 	fetched map[string]fetchResult
-	// canonicalSHA256 is the card's, as log entries record it.
-	canonicalSHA256 [32]byte
 }
 
 type fetchResult struct {
@@ -296,6 +305,9 @@ type fetchResult struct {
 type reading struct {
 	mapping  card.Mapping
 	payloads map[card.Profile][]byte
+	// sum is the SHA-256 of the reading's spec-profile canonical bytes: the
+	// card's identity as this reading has it (revocations, log entries).
+	sum [32]byte
 }
 
 func (v *verifier) verifyOne(ctx context.Context, s card.Value, readings []reading, c *Check) error {
@@ -376,13 +388,14 @@ func (v *verifier) verifyOne(ctx context.Context, s card.Value, readings []readi
 		mapping card.Mapping
 		profile card.Profile
 		bytes   []byte
+		sum     [32]byte // the reading's
 	}
 	var cands []candidate
 	for _, r := range readings {
 		for _, p := range order {
 			b := r.payloads[p]
 			if !slices.ContainsFunc(cands, func(c candidate) bool { return bytes.Equal(c.bytes, b) }) {
-				cands = append(cands, candidate{r.mapping, p, b})
+				cands = append(cands, candidate{r.mapping, p, b, r.sum})
 			}
 		}
 	}
@@ -390,7 +403,7 @@ func (v *verifier) verifyOne(ctx context.Context, s card.Value, readings []readi
 		err = jose.Verify(h.alg, pub, signingInput(prot.Str, cand.bytes), sig)
 		if err == nil {
 			c.Profile, c.Mapping = cand.profile, cand.mapping
-			return v.checkProof(s, h.kid, sigv.Str, c)
+			return v.checkProof(s, h.kid, sigv.Str, cand.sum, c)
 		}
 		if !errors.Is(err, jose.ErrSignatureInvalid) {
 			return err
@@ -592,8 +605,9 @@ func checkLifetime(h header, opts VerifyOptions) error {
 }
 
 // checkProof checks a verified signature's inclusion proof against the log
-// keys, when the verifier gave some.
-func (v *verifier) checkProof(s card.Value, kid, sig string, c *Check) error {
+// keys, when the verifier gave some. sum is the canonical SHA-256 of the
+// reading the signature verified over: the card the log entry names.
+func (v *verifier) checkProof(s card.Value, kid, sig string, sum [32]byte, c *Check) error {
 	if len(v.opts.LogKeys) == 0 || !c.HasProof {
 		return nil
 	}
@@ -610,7 +624,7 @@ func (v *verifier) checkProof(s card.Value, kid, sig string, c *Check) error {
 	if err != nil {
 		return fmt.Errorf("inclusion proof: %v", err)
 	}
-	if err := e.Covers(kid, sig, v.canonicalSHA256); err != nil {
+	if err := e.Covers(kid, sig, sum); err != nil {
 		return fmt.Errorf("inclusion proof: %v", err)
 	}
 	c.Logged = &Logged{Origin: cp.Origin, Index: p.Index, Size: cp.Size, Time: e.Time}
