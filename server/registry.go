@@ -291,9 +291,31 @@ func (a *Authority) RemoveAgent(ctx context.Context, id, caller string) error {
 	if caller != "" {
 		who.caller = caller
 	}
-	return a.auditAdmin(ctx, audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
+	rec := audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
 		Outcome: string(audit.KindAgentRemove), CanonicalSHA256: c.CanonicalSHA256,
-		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: id})})
+		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: id})}
+	if err := a.sealAdmin(&rec, c); err != nil {
+		return err
+	}
+	return a.auditAdmin(ctx, rec)
+}
+
+// sealAdmin seals the audit record of a registry administration of card c
+// (its removal, its revocation) like the agent's other entries: for a
+// private agent, its log entry commits to the caller under the agent's
+// salt instead of showing it next to the card's SHA-256, which the agent's
+// sealed entries show too (transparency.SealRecord; nothing when the log
+// shows private agents' entries open, or there is no log).
+func (a *Authority) sealAdmin(rec *audit.Record, c store.AgentCard) error {
+	if c.Visibility == store.Public || a.cfg.Log == nil || a.cfg.LogOpenPrivate {
+		return nil
+	}
+	salt, err := a.agentSalt(c.ID)
+	if err != nil {
+		return err
+	}
+	transparency.SealRecord(rec, salt)
+	return nil
 }
 
 // cardRevocations converts stored card revocations to the document's.
@@ -371,10 +393,13 @@ func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int6
 	if caller != "" {
 		who.caller = caller
 	}
-	err = a.auditAdmin(ctx, audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
+	rec := audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
 		Outcome: string(audit.KindCardRevoke), Reason: reason, CanonicalSHA256: c.CanonicalSHA256,
-		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: c.ID, Version: c.Version})})
-	return rev, err
+		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: c.ID, Version: c.Version})}
+	if err := a.sealAdmin(&rec, c); err != nil {
+		return rev, err
+	}
+	return rev, a.auditAdmin(ctx, rec)
 }
 
 // cardRevoked reports whether c's content is revoked.
