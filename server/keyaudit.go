@@ -48,12 +48,11 @@ func (a *Authority) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn
 	return recs, err
 }
 
-// auditAdmin commits the audit record of a registry administration, after
-// the action itself: a failure is reported as such, the action stands.
-func (a *Authority) auditAdmin(ctx context.Context, rec audit.Record) error {
-	if _, err := a.batcher.Commit(ctx, []audit.Record{rec}); err != nil {
-		a.log.Error("an administrative action was done but its audit record was not committed", "action", rec.Outcome, "caller", rec.Caller, "err", err)
-		return &UnavailableError{What: "audit log (the " + rec.Outcome + " was done, its audit record was not written)", Err: err}
+// adminCommitted tells the transparency log about the audit record of a
+// registry administration, committed by the store with the action itself
+// (Store.RemoveAgent, Store.RevokeCard), as changeKeys does for keys.
+func (a *Authority) adminCommitted(rec audit.Record) {
+	if a.tlog != nil {
+		a.tlog.committed([]audit.Record{rec})
 	}
-	return nil
 }

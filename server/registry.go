@@ -278,22 +278,43 @@ func (a *Authority) RemoveAgent(ctx context.Context, id, caller string) error {
 	if err := store.CheckAgentID(id); err != nil {
 		return &RegistrationError{Reason: fmt.Sprintf("%q: %v", id, err)}
 	}
-	// The newest version, for the audit record: which card was served.
-	c, err := a.store.AgentCard(ctx, id, 0)
-	if err != nil {
-		return err
-	}
-	if err := a.store.RemoveAgent(ctx, id); err != nil {
-		return err
-	}
-	a.log.Info("agent removed from the registry", "agent", id, "caller", caller)
 	who := actorOf(ctx)
 	if caller != "" {
 		who.caller = caller
 	}
-	return a.auditAdmin(ctx, audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
-		Outcome: string(audit.KindAgentRemove), CanonicalSHA256: c.CanonicalSHA256,
-		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: id})})
+	// The removal and its audit record are one transaction; the record
+	// names the newest version as that transaction reads it (which card
+	// was served).
+	rec, err := a.store.RemoveAgent(ctx, id, func(c store.AgentCard) (audit.Record, error) {
+		rec := audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
+			Outcome: string(audit.KindAgentRemove), CanonicalSHA256: c.CanonicalSHA256,
+			Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: id})}
+		return rec, a.sealAdmin(&rec, c)
+	})
+	if err != nil {
+		return err
+	}
+	a.adminCommitted(rec)
+	a.log.Info("agent removed from the registry", "agent", id, "caller", caller)
+	return nil
+}
+
+// sealAdmin seals the audit record of a registry administration of card c
+// (its removal, its revocation) like the agent's other entries: for a
+// private agent, its log entry commits to the caller under the agent's
+// salt instead of showing it next to the card's SHA-256, which the agent's
+// sealed entries show too (transparency.SealRecord; nothing when the log
+// shows private agents' entries open, or there is no log).
+func (a *Authority) sealAdmin(rec *audit.Record, c store.AgentCard) error {
+	if c.Visibility == store.Public || a.cfg.Log == nil || a.cfg.LogOpenPrivate {
+		return nil
+	}
+	salt, err := a.agentSalt(c.ID)
+	if err != nil {
+		return err
+	}
+	transparency.SealRecord(rec, salt)
+	return nil
 }
 
 // cardRevocations converts stored card revocations to the document's.
@@ -356,10 +377,22 @@ func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int6
 		// reason would tell anyone what a 404 hides. The log keeps them.
 		entry.AgentID, entry.Reason = "", "unspecified"
 	}
-	rev, err := a.store.RevokeCard(ctx, entry)
+	who := actorOf(ctx)
+	if caller != "" {
+		who.caller = caller
+	}
+	rec := audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
+		Outcome: string(audit.KindCardRevoke), Reason: reason, CanonicalSHA256: c.CanonicalSHA256,
+		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: c.ID, Version: c.Version})}
+	if err := a.sealAdmin(&rec, c); err != nil {
+		return store.CardRevocation{}, err
+	}
+	// The revocation and its audit record are one transaction.
+	rev, rec, err := a.store.RevokeCard(ctx, entry, rec)
 	if err != nil {
 		return store.CardRevocation{}, err
 	}
+	a.adminCommitted(rec)
 	rev.AgentID, rev.Version = c.ID, c.Version // for the admin who asked, whatever the document shows
 	a.revokedMu.Lock()
 	a.revokedList = nil
@@ -367,14 +400,7 @@ func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int6
 	a.revocations.forget()
 	a.pokeDuties()
 	a.log.Warn("card revoked", "agent", c.ID, "version", c.Version, "canonical_sha256", fmt.Sprintf("%x", c.CanonicalSHA256), "reason", reason, "caller", caller)
-	who := actorOf(ctx)
-	if caller != "" {
-		who.caller = caller
-	}
-	err = a.auditAdmin(ctx, audit.Record{Time: a.now(), Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance,
-		Outcome: string(audit.KindCardRevoke), Reason: reason, CanonicalSHA256: c.CanonicalSHA256,
-		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: c.ID, Version: c.Version})})
-	return rev, err
+	return rev, nil
 }
 
 // cardRevoked reports whether c's content is revoked. A stored card is in

@@ -114,14 +114,48 @@ var errCardResigning = errors.New("registry: the card carries only signatures by
 // servedCard is a registered card as it may be served, over HTTP and gRPC:
 // without signatures by keys revoked since it was signed (Signed and KIDs
 // without them; DESIGN §11: never, not even for the moments before the
-// re-signing duty signs it again). A card whose own signatures are all by
-// revoked keys is errCardResigning.
+// re-signing duty signs it again). The signatures are judged by the kids in
+// the card itself, not by KIDs (the signatures of the sign call): a card
+// registered with keep_signatures may carry earlier signatures by our keys
+// too. A card whose own signatures are all by revoked keys is
+// errCardResigning.
 func (a *Authority) servedCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error) {
-	recs, err := a.keys.records(ctx, false)
+	revoked, some, err := a.revokedKIDs(ctx)
 	if err != nil {
 		return store.AgentCard{}, err
 	}
-	revoked := func(kid string) bool {
+	if !some {
+		return c, nil
+	}
+	dropped := false
+	body, err := signer.DropSignatures(c.Signed, a.cfg.Limits, func(kid string) bool {
+		d := revoked(kid)
+		dropped = dropped || d
+		return d
+	})
+	if err != nil {
+		return store.AgentCard{}, err
+	}
+	if !dropped {
+		return c, nil
+	}
+	a.pokeDuties() // the duty holder re-signs it; this wakes it if it is us
+	c.KIDs = slices.DeleteFunc(slices.Clone(c.KIDs), revoked)
+	if len(c.KIDs) == 0 {
+		return store.AgentCard{}, errCardResigning
+	}
+	c.Signed = body
+	return c, nil
+}
+
+// revokedKIDs reports, from the cached key records, whether a kid is one
+// of this authority's revoked keys, and whether any key is revoked at all.
+func (a *Authority) revokedKIDs(ctx context.Context) (revoked func(kid string) bool, some bool, err error) {
+	recs, err := a.keys.records(ctx, false)
+	if err != nil {
+		return nil, false, err
+	}
+	revoked = func(kid string) bool {
 		for _, r := range recs {
 			if r.KID == kid {
 				return r.RevokedAt != nil
@@ -129,20 +163,7 @@ func (a *Authority) servedCard(ctx context.Context, c store.AgentCard) (store.Ag
 		}
 		return false
 	}
-	if !slices.ContainsFunc(c.KIDs, revoked) {
-		return c, nil
-	}
-	a.pokeDuties() // the duty holder re-signs it; this wakes it if it is us
-	body, err := signer.DropSignatures(c.Signed, a.cfg.Limits, revoked)
-	if err != nil {
-		return store.AgentCard{}, err
-	}
-	c.KIDs = slices.DeleteFunc(slices.Clone(c.KIDs), revoked)
-	if len(c.KIDs) == 0 {
-		return store.AgentCard{}, errCardResigning
-	}
-	c.Signed = body
-	return c, nil
+	return revoked, slices.ContainsFunc(recs, func(r jwks.KeyRecord) bool { return r.RevokedAt != nil }), nil
 }
 
 // liveCard is servedCard for the gRPC API: a card waiting to be signed

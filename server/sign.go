@@ -76,9 +76,15 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	expected := a.batcher.Expect()
 	defer expected.Done()
 
-	prepared, err := signer.Prepare(req.Card, signer.PrepareOptions{
-		Card: cardOptions(a.cfg, req.StripUnknown), Mode: req.Mode, KeepSignatures: req.KeepSignatures,
-	})
+	popts := signer.PrepareOptions{Card: cardOptions(a.cfg, req.StripUnknown), Mode: req.Mode, KeepSignatures: req.KeepSignatures}
+	if req.KeepSignatures {
+		// Our own revoked keys' signatures are not kept (DESIGN §11): not
+		// at registration, nor when the registry signs the card again.
+		if popts.DropKept, _, err = a.revokedKIDs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	prepared, err := signer.Prepare(req.Card, popts)
 	if err != nil {
 		return nil, err
 	}

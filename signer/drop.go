@@ -27,8 +27,19 @@ func DropSignatures(signed []byte, lim card.Limits, drop func(kid string) bool) 
 	if !ok || sigs.Kind != card.Array {
 		return signed, nil
 	}
+	keep := keepSignatures(sigs.Arr, drop)
+	if len(keep) == len(sigs.Arr) {
+		return signed, nil
+	}
+	return withSignatures(v, keep).AppendIndent(make([]byte, 0, len(signed))), nil
+}
+
+// keepSignatures returns the signature objects of sigs but those whose
+// protected header names a kid for which drop reports true (sigs itself
+// when none does). A signature whose header cannot be read is kept.
+func keepSignatures(sigs []card.Value, drop func(kid string) bool) []card.Value {
 	var keep []card.Value
-	for _, s := range sigs.Arr {
+	for _, s := range sigs {
 		kid := ""
 		if p, ok := s.Get("protected"); ok && p.Kind == card.String {
 			if h, err := parseHeader(p.Str); err == nil {
@@ -40,10 +51,10 @@ func DropSignatures(signed []byte, lim card.Limits, drop func(kid string) bool) 
 		}
 		keep = append(keep, s)
 	}
-	if len(keep) == len(sigs.Arr) {
-		return signed, nil
+	if len(keep) == len(sigs) {
+		return sigs
 	}
-	return withSignatures(v, keep).AppendIndent(make([]byte, 0, len(signed))), nil
+	return keep
 }
 
 // signedLimits are the limits for reading back a card that was read under

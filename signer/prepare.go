@@ -13,6 +13,10 @@ type PrepareOptions struct {
 	// KeepSignatures keeps the card's existing signatures (ours are
 	// appended after them); by default they are replaced.
 	KeepSignatures bool
+	// DropKept, when set, leaves out of the kept signatures those whose
+	// protected header names a kid for which it reports true: the daemon's
+	// own revoked keys, whose signatures it never serves (DESIGN §11).
+	DropKept func(kid string) bool
 }
 
 // Prepared is a card parsed, mapped to v1.0, linted and canonicalized: all
@@ -93,6 +97,9 @@ func Prepare(data []byte, opts PrepareOptions) (*Prepared, error) {
 	if opts.KeepSignatures {
 		if old, ok := loaded.Value.Get("signatures"); ok && old.Kind == card.Array {
 			p.kept = old.Arr
+			if opts.DropKept != nil {
+				p.kept = keepSignatures(old.Arr, opts.DropKept)
+			}
 		}
 	}
 	return p, nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cardsign/cardsign/audit"
 )
 
 // Agents is the card registry: the latest signed card of every registered
@@ -51,15 +53,23 @@ type Agents interface {
 	AgentHistory(ctx context.Context, id string) ([]AgentCard, error)
 
 	// RemoveAgent deletes every version of agent id (an error wrapping
-	// ErrNotFound when it has none). Its version counter is kept.
-	RemoveAgent(ctx context.Context, id string) error
+	// ErrNotFound when it has none) and appends its audit record in the
+	// same transaction, as AppendAudit appends records: record makes it (an
+	// audit.KindAgentRemove record) from the agent's newest version as the
+	// transaction reads it. A record error is returned as is and nothing is
+	// written; so is nothing when the append fails. It returns the record as
+	// stored. The agent's version counter is kept.
+	RemoveAgent(ctx context.Context, id string, record func(newest AgentCard) (audit.Record, error)) (audit.Record, error)
 
 	// RevokeCard records a single card as revoked, by the SHA-256 of its
 	// canonical bytes, with the agent and version it was registered as,
-	// at the store's now. Revoking a card already revoked keeps the first
-	// record and returns it. Revocations outlive the registry's versions
-	// and the agent itself.
-	RevokeCard(ctx context.Context, c CardRevocation) (CardRevocation, error)
+	// at the store's now, and appends rec, its audit record (an
+	// audit.KindCardRevoke record), in the same transaction: the
+	// revocation is never stored without it. Revoking a card already
+	// revoked keeps the first revocation and returns it (rec is appended
+	// all the same). Revocations outlive the registry's versions and the
+	// agent itself. It returns the revocation and the record as stored.
+	RevokeCard(ctx context.Context, c CardRevocation, rec audit.Record) (CardRevocation, audit.Record, error)
 
 	// RevokedCards lists every revoked card, by canonical SHA-256.
 	RevokedCards(ctx context.Context) ([]CardRevocation, error)

@@ -53,6 +53,16 @@ func KeyJWK(rec jwks.KeyRecord) ([]byte, error) {
 	return jwk, nil
 }
 
+// PrepareRegistryAudit is PrepareAudit for the one audit record of a
+// registry administration (Agents.RemoveAgent, Agents.RevokeCard), which
+// must be of kind.
+func PrepareRegistryAudit(rec audit.Record, kind audit.Kind) ([]audit.Record, []int64, error) {
+	if rec.Kind() != kind {
+		return nil, nil, fmt.Errorf("store: the audit record of a %s is a %s record", kind, rec.Kind())
+	}
+	return PrepareAudit([]audit.Record{rec})
+}
+
 // PrepareAudit checks records for AppendAudit and returns them as they will
 // be stored (time in UTC, an empty Outcome as audit.OutcomeSigned, which
 // hashes the same, the canonical hash copied) with their times in

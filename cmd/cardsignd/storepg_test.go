@@ -474,7 +474,9 @@ func TestStoreCopyRegistry(t *testing.T) {
 	if _, err := src.PutAgentCard(ctx, card("billing", 9), 0); err != nil {
 		t.Fatal(err)
 	}
-	rev, err := src.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: card("payments", 1).CanonicalSHA256, AgentID: "payments", Version: 1, Reason: "leaked"})
+	rev, _, err := src.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: card("payments", 1).CanonicalSHA256, AgentID: "payments", Version: 1, Reason: "leaked"},
+		audit.Record{Time: time.Now(), Caller: "token:admin", Outcome: string(audit.KindCardRevoke), Reason: "leaked", CanonicalSHA256: card("payments", 1).CanonicalSHA256,
+			Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: "payments", Version: 1})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 const agentCardColumns = `c.id, c.version, c.visibility, c.input, c.options, c.signed, c.canonical_sha256, c.kids, c.caller, c.audit_seq, c.stored_at`
@@ -166,17 +168,65 @@ func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard,
 	return cards, nil
 }
 
-// RemoveAgent deletes every version of agent id; its counter stays.
-func (s *Store) RemoveAgent(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM agent_cards WHERE id = $1`, id)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.ErrNotFound
+// RemoveAgent deletes every version of agent id, its counter kept, and
+// appends the audit record that record makes of its newest version, in one
+// transaction (see store.Agents). The agent's row is locked first, as
+// PutAgentCard locks it: no version is added between the read and the
+// removal.
+func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
+	var recErr error
+	var out []audit.Record
+	var edge store.LogEdge
+	var written []transparency.StoredHash
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM agents WHERE id = $1 FOR UPDATE`, id); err != nil {
+			return err
+		}
+		cards, err := queryAgentCards(ctx, tx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if len(cards) == 0 {
+			return store.ErrNotFound
+		}
+		rec, err := record(cards[0])
+		if err != nil {
+			recErr = err
+			return err
+		}
+		var times []int64
+		if out, times, err = store.PrepareRegistryAudit(rec, audit.KindAgentRemove); err != nil {
+			return err
+		}
+		if err := checkText(out[0]); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM agent_cards WHERE id = $1`, id); err != nil {
+			return err
+		}
+		edge, written, err = s.appendTx(ctx, tx, out, times, nil)
+		return err
+	})
+	if recErr != nil {
+		return audit.Record{}, recErr
 	}
-	return wrap(ctx, "remove agent "+id, err)
+	if err != nil {
+		return audit.Record{}, wrap(ctx, "remove agent "+id, err)
+	}
+	s.edge.Store(&edge)
+	s.hashes.Add(written)
+	return out[0], nil
 }
 
 func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]store.AgentCard, error) {
-	rows, err := s.pool.Query(ctx, q, args...)
+	return queryAgentCards(ctx, s.pool, q, args...)
+}
+
+// queryAgentCards reads agent cards by q on db, the pool or a transaction.
+func queryAgentCards(ctx context.Context, db interface {
+	Query(ctx context.Context, q string, args ...any) (pgx.Rows, error)
+}, q string, args ...any) ([]store.AgentCard, error) {
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -208,29 +258,46 @@ func validText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
-// RevokeCard records a card revocation (see store.Agents).
-func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation) (store.CardRevocation, error) {
+// RevokeCard records a card revocation and appends rec, its audit record,
+// in one transaction (see store.Agents).
+func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
 	if len(c.CanonicalSHA256) != 32 {
-		return store.CardRevocation{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
+		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
 	}
 	if !validText(c.AgentID) || !validText(c.Reason) {
-		return store.CardRevocation{}, fmt.Errorf("store: revoke card %x: agent id or reason is not UTF-8 text without NUL bytes", c.CanonicalSHA256)
+		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card %x: agent id or reason is not UTF-8 text without NUL bytes", c.CanonicalSHA256)
+	}
+	recs, times, err := store.PrepareRegistryAudit(rec, audit.KindCardRevoke)
+	if err != nil {
+		return store.CardRevocation{}, audit.Record{}, err
+	}
+	if err := checkText(recs[0]); err != nil {
+		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card %x: %w", c.CanonicalSHA256, err)
 	}
 	var out store.CardRevocation
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	var edge store.LogEdge
+	var written []transparency.StoredHash
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)
 			VALUES ($1, $2, $3, $4, clock_timestamp()) ON CONFLICT (canonical_sha256) DO NOTHING`,
 			c.CanonicalSHA256, c.AgentID, c.Version, c.Reason); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards WHERE canonical_sha256 = $1`,
-			c.CanonicalSHA256).Scan(&out.CanonicalSHA256, &out.AgentID, &out.Version, &out.Reason, &out.RevokedAt)
+		if err := tx.QueryRow(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards WHERE canonical_sha256 = $1`,
+			c.CanonicalSHA256).Scan(&out.CanonicalSHA256, &out.AgentID, &out.Version, &out.Reason, &out.RevokedAt); err != nil {
+			return err
+		}
+		var err error
+		edge, written, err = s.appendTx(ctx, tx, recs, times, nil)
+		return err
 	})
 	if err != nil {
-		return store.CardRevocation{}, wrap(ctx, fmt.Sprintf("revoke card %x", c.CanonicalSHA256), err)
+		return store.CardRevocation{}, audit.Record{}, wrap(ctx, fmt.Sprintf("revoke card %x", c.CanonicalSHA256), err)
 	}
+	s.edge.Store(&edge)
+	s.hashes.Add(written)
 	out.RevokedAt = out.RevokedAt.UTC()
-	return out, nil
+	return out, recs[0], nil
 }
 
 // RevokedCards lists every revoked card.

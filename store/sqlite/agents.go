@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 const agentCardColumns = `c.id, c.version, c.visibility, c.input, c.options, c.signed, c.canonical_sha256, c.kids, c.caller, c.audit_seq, c.stored_at`
@@ -130,28 +132,58 @@ func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard,
 	return cards, nil
 }
 
-// RemoveAgent deletes every version of agent id; its counter stays.
-func (s *Store) RemoveAgent(ctx context.Context, id string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM agent_cards WHERE id = ?`, id)
+// RemoveAgent deletes every version of agent id, its counter kept, and
+// appends the audit record that record makes of its newest version, in one
+// transaction (see store.Agents).
+func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
+	var recErr error
+	var out []audit.Record
+	var edge store.LogEdge
+	var written []transparency.StoredHash
+	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
+		cards, err := queryAgentCards(ctx, tx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`, id)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
+		if len(cards) == 0 {
 			return store.ErrNotFound
 		}
-		return nil
+		rec, err := record(cards[0])
+		if err != nil {
+			recErr = err
+			return err
+		}
+		var times []int64
+		if out, times, err = store.PrepareRegistryAudit(rec, audit.KindAgentRemove); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_cards WHERE id = ?`, id); err != nil {
+			return err
+		}
+		edge, written, err = s.appendTx(ctx, tx, out, times)
+		return err
 	})
-	if err != nil {
-		return fmt.Errorf("store: remove agent %s: %w", id, err)
+	if recErr != nil {
+		return audit.Record{}, recErr
 	}
-	return nil
+	if err != nil {
+		return audit.Record{}, fmt.Errorf("store: remove agent %s: %w", id, err)
+	}
+	s.edge.Store(&edge)
+	s.hashes.Add(written)
+	return out[0], nil
 }
 
 func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]store.AgentCard, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	return queryAgentCards(ctx, s.db, q, args...)
+}
+
+// queryAgentCards reads agent cards by q on db, the database or a
+// transaction.
+func queryAgentCards(ctx context.Context, db interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}, q string, args ...any) ([]store.AgentCard, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -181,28 +213,40 @@ func nonNilStrings(s []string) []string {
 	return s
 }
 
-// RevokeCard records a card revocation (see store.Agents).
-func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation) (store.CardRevocation, error) {
+// RevokeCard records a card revocation and appends rec, its audit record,
+// in one transaction (see store.Agents).
+func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
 	if len(c.CanonicalSHA256) != 32 {
-		return store.CardRevocation{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
+		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
+	}
+	recs, times, err := store.PrepareRegistryAudit(rec, audit.KindCardRevoke)
+	if err != nil {
+		return store.CardRevocation{}, audit.Record{}, err
 	}
 	var out store.CardRevocation
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	var edge store.LogEdge
+	var written []transparency.StoredHash
+	err = s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_sha256) DO NOTHING`,
 			nonNil(c.CanonicalSHA256), c.AgentID, c.Version, c.Reason, time.Now().UnixNano()); err != nil {
 			return err
 		}
 		var at int64
-		err := tx.QueryRowContext(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards WHERE canonical_sha256 = ?`,
-			c.CanonicalSHA256).Scan(&out.CanonicalSHA256, &out.AgentID, &out.Version, &out.Reason, &at)
+		if err := tx.QueryRowContext(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards WHERE canonical_sha256 = ?`,
+			c.CanonicalSHA256).Scan(&out.CanonicalSHA256, &out.AgentID, &out.Version, &out.Reason, &at); err != nil {
+			return err
+		}
 		out.RevokedAt = store.FromNanos(at)
+		edge, written, err = s.appendTx(ctx, tx, recs, times)
 		return err
 	})
 	if err != nil {
-		return store.CardRevocation{}, fmt.Errorf("store: revoke card %x: %w", c.CanonicalSHA256, err)
+		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card %x: %w", c.CanonicalSHA256, err)
 	}
-	return out, nil
+	s.edge.Store(&edge)
+	s.hashes.Add(written)
+	return out, recs[0], nil
 }
 
 // RevokedCards lists every revoked card.

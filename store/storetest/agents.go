@@ -9,9 +9,34 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
 )
+
+// removeRecord is the audit record of the removal of the agent whose
+// newest version is newest.
+func removeRecord(newest store.AgentCard) (audit.Record, error) {
+	return audit.Record{Time: time.Now(), Caller: "token:admin", Outcome: string(audit.KindAgentRemove), CanonicalSHA256: newest.CanonicalSHA256,
+		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: newest.ID})}, nil
+}
+
+// revokeRecord is the audit record of the revocation of r.
+func revokeRecord(r store.CardRevocation) audit.Record {
+	sum := r.CanonicalSHA256
+	if len(sum) != 32 {
+		sum = make([]byte, 32)
+	}
+	return audit.Record{Time: time.Now(), Caller: "token:admin", Outcome: string(audit.KindCardRevoke), Reason: r.Reason, CanonicalSHA256: sum,
+		Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: r.AgentID, Version: r.Version})}
+}
+
+// revoke is RevokeCard with revokeRecord's record.
+func revoke(s store.Store, t *testing.T, r store.CardRevocation) (store.CardRevocation, error) {
+	out, _, err := s.RevokeCard(t.Context(), r, revokeRecord(r))
+	return out, err
+}
 
 func agentCard(id string, n int) store.AgentCard {
 	sum := sha256.Sum256([]byte(fmt.Sprint(id, n)))
@@ -94,7 +119,7 @@ func testAgents(t *testing.T, open Opener) {
 		t.Fatalf("ListAgents after billing = %+v, %v", page, err)
 	}
 
-	if err := s.RemoveAgent(ctx, "payments"); err != nil {
+	if _, err := s.RemoveAgent(ctx, "payments", removeRecord); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AgentCard(ctx, "payments", 0); !errors.Is(err, store.ErrNotFound) {
@@ -103,7 +128,7 @@ func testAgents(t *testing.T, open Opener) {
 	if _, err := s.AgentHistory(ctx, "payments"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("removed agent's history: err = %v, want ErrNotFound", err)
 	}
-	if err := s.RemoveAgent(ctx, "payments"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.RemoveAgent(ctx, "payments", removeRecord); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("removing again: err = %v, want ErrNotFound", err)
 	}
 	stale := agentCard("payments", 4)
@@ -217,19 +242,19 @@ func testRevokedCards(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := s.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.ID, Version: c.Version, Reason: "leaked"})
+	first, err := revoke(s, t, store.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.ID, Version: c.Version, Reason: "leaked"})
 	if err != nil || first.RevokedAt.IsZero() || first.Reason != "leaked" {
 		t.Fatalf("RevokeCard = %+v, %v", first, err)
 	}
-	again, err := s.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.ID, Version: c.Version, Reason: "other"})
+	again, err := revoke(s, t, store.CardRevocation{CanonicalSHA256: c.CanonicalSHA256, AgentID: c.ID, Version: c.Version, Reason: "other"})
 	if err != nil || again.Reason != "leaked" || !again.RevokedAt.Equal(first.RevokedAt) {
 		t.Fatalf("revoking again = %+v, %v; want the first revocation kept", again, err)
 	}
 	other := agentCard("billing", 7)
-	if _, err := s.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: other.CanonicalSHA256, AgentID: "billing", Version: 2, Reason: "decommissioned"}); err != nil {
+	if _, err := revoke(s, t, store.CardRevocation{CanonicalSHA256: other.CanonicalSHA256, AgentID: "billing", Version: 2, Reason: "decommissioned"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: []byte{1}}); err == nil {
+	if _, err := revoke(s, t, store.CardRevocation{CanonicalSHA256: []byte{1}}); err == nil {
 		t.Fatal("a 1-byte SHA-256 was accepted")
 	}
 	// Newer versions drop the revoked one (keep 1), then the agent goes:
@@ -237,7 +262,7 @@ func testRevokedCards(t *testing.T, open Opener) {
 	if _, err := s.PutAgentCard(ctx, agentCard("payments", 2), 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RemoveAgent(ctx, "payments"); err != nil {
+	if _, err := s.RemoveAgent(ctx, "payments", removeRecord); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.RevokedCards(ctx)
@@ -289,8 +314,108 @@ func testAgentCounts(t *testing.T, open Opener) {
 	put("two", "token:a") // registered again by another caller: now its
 	count("registered again", "token:a", 3, 2)
 	count("registered again", "token:b", 3, 0)
-	if err := s.RemoveAgent(ctx, "one"); err != nil {
+	if _, err := s.RemoveAgent(ctx, "one", removeRecord); err != nil {
 		t.Fatal(err)
 	}
 	count("removed", "token:a", 2, 1)
+}
+
+// testRegistryAdminAudited: RemoveAgent and RevokeCard append their audit
+// record in the action's transaction: the record (made by RemoveAgent's
+// callback from the newest version the transaction reads) is in the chain
+// and the log when the call returns, and a record that is refused, or a
+// callback error, leaves the action undone.
+func testRegistryAdminAudited(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	for n := 1; n <= 3; n++ {
+		if _, err := s.PutAgentCard(ctx, agentCard("payments", n), 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := func() int64 {
+		t.Helper()
+		seq, _, err := s.AuditHead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	undone := func(step string, before int64) {
+		t.Helper()
+		if got := head(); got != before {
+			t.Fatalf("%s: the audit head moved from %d to %d", step, before, got)
+		}
+		if _, err := s.AgentCard(ctx, "payments", 0); err != nil {
+			t.Fatalf("%s: the agent is gone: %v", step, err)
+		}
+		if revs, err := s.RevokedCards(ctx); err != nil || len(revs) != 0 {
+			t.Fatalf("%s: revoked cards %+v, %v; want none", step, revs, err)
+		}
+	}
+	appended := func(step string, rec audit.Record, kind audit.Kind, seq int64) {
+		t.Helper()
+		if rec.Seq != seq || rec.Kind() != kind || len(rec.Hash) == 0 {
+			t.Fatalf("%s: record %+v; want a %s record with seq %d", step, rec, kind, seq)
+		}
+		listed, err := s.ListAudit(ctx, seq-1, 1)
+		if err != nil || len(listed) != 1 || !equalRecords(listed[0], rec) || head() != seq {
+			t.Fatalf("%s: listed %+v, %v; head %d; want the record returned, %+v", step, listed, err, head(), rec)
+		}
+		if entries, err := s.LogEntries(ctx, seq-1, seq); err != nil || len(entries) != 1 {
+			t.Fatalf("%s: the record's log entry: %d, %v", step, len(entries), err)
+		}
+	}
+
+	before := head()
+	refused := errors.New("refused by the caller")
+	if _, err := s.RemoveAgent(ctx, "payments", func(store.AgentCard) (audit.Record, error) { return audit.Record{}, refused }); !errors.Is(err, refused) {
+		t.Fatalf("RemoveAgent with a failing record: %v, want the callback's error", err)
+	}
+	undone("a failing record", before)
+	wrongKind := revokeRecord(store.CardRevocation{CanonicalSHA256: agentCard("payments", 3).CanonicalSHA256, AgentID: "payments", Version: 3, Reason: "leaked"})
+	if _, err := s.RemoveAgent(ctx, "payments", func(store.AgentCard) (audit.Record, error) { return wrongKind, nil }); err == nil {
+		t.Fatal("RemoveAgent with a card.revoke record: no error")
+	}
+	undone("a removal with a card.revoke record", before)
+	noDetail := wrongKind
+	noDetail.Detail = ""
+	rev := store.CardRevocation{CanonicalSHA256: agentCard("payments", 3).CanonicalSHA256, AgentID: "payments", Version: 3, Reason: "leaked"}
+	if _, _, err := s.RevokeCard(ctx, rev, noDetail); err == nil {
+		t.Fatal("RevokeCard with a record without its detail: no error")
+	}
+	rm, _ := removeRecord(agentCard("payments", 3))
+	if _, _, err := s.RevokeCard(ctx, rev, rm); err == nil {
+		t.Fatal("RevokeCard with an agent.remove record: no error")
+	}
+	undone("refused revocation records", before)
+
+	got, rec, err := s.RevokeCard(ctx, rev, revokeRecord(rev))
+	if err != nil || got.Reason != "leaked" {
+		t.Fatalf("RevokeCard = %+v, %v", got, err)
+	}
+	appended("a revocation", rec, audit.KindCardRevoke, before+1)
+	if _, rec, err = s.RevokeCard(ctx, rev, revokeRecord(rev)); err != nil {
+		t.Fatal(err)
+	}
+	appended("a revocation of a revoked card", rec, audit.KindCardRevoke, before+2)
+
+	var seen store.AgentCard
+	rec, err = s.RemoveAgent(ctx, "payments", func(newest store.AgentCard) (audit.Record, error) {
+		seen = newest
+		return removeRecord(newest)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen.Version != 3 || !bytes.Equal(rec.CanonicalSHA256, agentCard("payments", 3).CanonicalSHA256) {
+		t.Fatalf("the removal's record was made from version %d (SHA %x); want the newest, 3", seen.Version, rec.CanonicalSHA256)
+	}
+	appended("a removal", rec, audit.KindAgentRemove, before+3)
+	if _, err := s.AgentCard(ctx, "payments", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the removed agent: %v", err)
+	}
+	if _, err := s.RemoveAgent(ctx, "payments", removeRecord); !errors.Is(err, store.ErrNotFound) || head() != before+3 {
+		t.Fatalf("removing an agent with no version: %v, head %d; want ErrNotFound and no record", err, head())
+	}
 }

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"AgentsConcurrentPuts", testAgentsConcurrent},
 		{"AgentCounts", testAgentCounts},
 		{"RevokedCards", testRevokedCards},
+		{"RegistryAdminAudited", testRegistryAdminAudited},
 		{"MakeKey", testMakeKey},
 		{"MakeKeyRaceMakesOne", testMakeKeyRace},
 		{"Now", testNow},
