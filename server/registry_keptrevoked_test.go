@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 )
