@@ -122,7 +122,27 @@ func (a *Authority) ClaimReplica(ctx context.Context) error {
 	}
 }
 
-// renewName renews the replica name's lease, when claimed.
+// ReplicaNameLostError: another process took this replica's name while
+// its lease had lapsed (the store unreachable for longer than leaseTTL).
+// Until this process claims the name again, it runs no cluster duties and
+// is not ready: both processes would otherwise believe they hold the
+// duties lease, which is held by name.
+type ReplicaNameLostError struct {
+	Name  string
+	Other string // the process holding the name now
+}
+
+func (e *ReplicaNameLostError) Error() string {
+	return fmt.Sprintf("replica name %q was taken by another process (instance %s) while this one's lease had lapsed: "+
+		"two replicas run under one name; this one runs no cluster duties and is not ready until it claims the name again: "+
+		"stop one and give each its own replica name", e.Name, e.Other)
+}
+
+// renewName renews the replica name's lease, when claimed. When another
+// process holds the name, it returns a *ReplicaNameLostError and forgets
+// the duties lease (without releasing it: the lease is held by name, so it
+// is the other process's too now); acquire refuses to take it again until
+// a later renewName claims the name back.
 func (d *duties) renewName(ctx context.Context) error {
 	d.mu.Lock()
 	claimed := d.claimed
@@ -135,16 +155,18 @@ func (d *duties) renewName(ctx context.Context) error {
 	defer d.mu.Unlock()
 	switch {
 	case errors.Is(err, store.ErrLeaseHeld):
-		// Its lease lapsed (the store unreachable for longer than
-		// leaseTTL) and a process started under the same name took it.
 		if !d.lostName {
-			d.log.Error("another process took this replica's name while its lease had lapsed: two replicas run under one name; stop one and give each its own replica name",
+			d.log.Error("another process took this replica's name while its lease had lapsed: two replicas run under one name; "+
+				"this one stops its cluster duties and is not ready until it claims the name again; stop one and give each its own replica name",
 				"replica", d.holder, "instance", d.instance, "other", l.Holder)
 		}
-		d.lostName = true
-		return nil
+		d.lostName, d.have, d.other = true, false, l.Holder
+		return &ReplicaNameLostError{Name: d.holder, Other: l.Holder}
 	case err != nil:
 		return fmt.Errorf("replica name lease: %w", err)
+	}
+	if d.lostName {
+		d.log.Info("this replica claimed its name again; cluster duties resume", "replica", d.holder, "instance", d.instance)
 	}
 	d.name, d.lostName = l, false
 	return nil
@@ -199,8 +221,11 @@ func (d *duties) held(ctx context.Context) (lease store.Lease, ok bool, err erro
 func (d *duties) acquire(ctx context.Context) (store.Lease, bool, error) {
 	d.mu.Lock()
 	yielding := time.Now().Before(d.yieldUntil)
+	lost := d.lostName
 	d.mu.Unlock()
-	if yielding {
+	if yielding || lost {
+		// lost: another process holds this replica's name (renewName),
+		// and with it the duties lease, held by name.
 		return store.Lease{}, false, nil
 	}
 	l, err := d.store.AcquireLease(ctx, dutiesLease, d.holder, leaseTTL)
@@ -291,9 +316,16 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 	if err := a.clock.sync(ctx); err != nil {
 		return fmt.Errorf("store clock: %w", err)
 	}
-	if err := a.duties.renewName(ctx); err != nil {
+	err := a.duties.renewName(ctx)
+	var lost *ReplicaNameLostError
+	switch {
+	case errors.As(err, &lost):
+		a.readiness.nameLost(lost)
+		return err
+	case err != nil:
 		return err
 	}
+	a.readiness.nameLost(nil)
 	_, leader, err := a.duties.acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("duties lease: %w", err)

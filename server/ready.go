@@ -48,6 +48,9 @@ type readiness struct {
 	every    atomic.Int64                // watch period plus timeout, for staleness
 	recheck  chan struct{}               // asks watch for a check now
 	notify   atomic.Pointer[func(error)] // watch's notify, for failed
+	// lost: another process holds this replica's name (nameLost); not
+	// ready until it is claimed again.
+	lost atomic.Pointer[ReplicaNameLostError]
 }
 
 // storeRecheck is how soon readiness is checked again while the store is
@@ -83,7 +86,9 @@ func (r *readiness) check(ctx context.Context) error {
 		r.metrics.ready.Set(0)
 	} else {
 		r.metrics.canaryRuns.WithLabelValues("ok").Inc()
-		r.metrics.ready.Set(1)
+		if r.lost.Load() == nil { // another process holds this replica's name: not ready
+			r.metrics.ready.Set(1)
+		}
 	}
 	return err
 }
@@ -171,6 +176,23 @@ func (r *readiness) failed(err error) {
 	r.request()
 }
 
+// nameLost records whether another process holds this replica's name
+// (nil: this process holds it): while it does, the authority is not ready,
+// whatever the checks say. The health service hears of a change at once.
+func (r *readiness) nameLost(err *ReplicaNameLostError) {
+	if prev := r.lost.Swap(err); (prev == nil) == (err == nil) {
+		return
+	}
+	if err == nil {
+		r.request() // the metric follows the next check
+	} else {
+		r.metrics.ready.Set(0)
+	}
+	if n := r.notify.Load(); n != nil {
+		(*n)(r.ready())
+	}
+}
+
 // storeDown reports whether err means the store cannot take calls now: it
 // is unreachable, or its volume is full.
 func storeDown(err error) bool {
@@ -244,6 +266,9 @@ func (r *readiness) drain() { r.draining.Store(true) }
 func (r *readiness) ready() error {
 	if r.draining.Load() {
 		return ErrDraining
+	}
+	if lost := r.lost.Load(); lost != nil {
+		return lost
 	}
 	st := r.last.Load()
 	if st == nil {

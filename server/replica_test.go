@@ -100,3 +100,69 @@ func testReplicaNameClaimedOnce(t *testing.T, st store.Store) {
 		t.Fatalf("after the holder stopped renewing: %v", err)
 	}
 }
+
+// TestReplicaNameLostStopsDuties: a replica whose name lease lapsed and was
+// taken by another process under the same name stops its cluster duties at
+// once (it no longer believes it holds the duties lease, and does not take
+// it again) and is not ready, until it claims its name back.
+func TestReplicaNameLostStopsDuties(t *testing.T) {
+	ctx := t.Context()
+	_, dir := newAuthority(t)
+	first := replicaOf(t, dir, "cs-1", 0)
+	if err := first.ClaimReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := first.duties.held(ctx); err != nil || !ok {
+		t.Fatalf("first does not hold the duties lease: %v", err)
+	}
+	if err := first.CheckReadiness(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The name's lease lapses (as after the store was unreachable for
+	// longer than its TTL), and a second process under the name takes it.
+	first.duties.mu.Lock()
+	name := first.duties.name
+	first.duties.mu.Unlock()
+	if err := first.store.ReleaseLease(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	second := replicaOf(t, dir, "cs-1", 0)
+	if err := second.ClaimReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	err := first.dutyRound(ctx)
+	var lost *ReplicaNameLostError
+	if !errors.As(err, &lost) || lost.Name != "cs-1" || lost.Other != second.duties.instance {
+		t.Fatalf("first's duty round after losing its name: %v, want *ReplicaNameLostError naming the second", err)
+	}
+	if _, ok, _ := first.duties.held(ctx); ok {
+		t.Fatal("first still believes it holds the duties lease after losing its name")
+	}
+	if err := first.Ready(); !errors.As(err, &lost) {
+		t.Fatalf("first's readiness after losing its name: %v, want not ready", err)
+	}
+	if err := second.dutyRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := second.duties.held(ctx); err != nil || !ok {
+		t.Fatalf("second does not hold the duties lease: %v", err)
+	}
+
+	// The second stops: the first claims its name back and resumes.
+	second.duties.release(ctx)
+	second.duties.releaseName(ctx)
+	if err := first.dutyRound(ctx); err != nil {
+		t.Fatalf("first after the second stopped: %v", err)
+	}
+	if _, ok, err := first.duties.held(ctx); err != nil || !ok {
+		t.Fatalf("first does not hold the duties lease again: %v", err)
+	}
+	if err := first.Ready(); err != nil {
+		t.Fatalf("first not ready after claiming its name back: %v", err)
+	}
+}

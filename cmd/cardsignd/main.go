@@ -39,6 +39,7 @@ import (
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/tlsreload"
+	"github.com/cardsign/cardsign/transparency"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -158,11 +159,14 @@ const pinEnv = daemonconfig.PINEnv
 // directory, the database and the key directory as they were): the
 // checks --check-config runs too (startChecks), the state directories'
 // modes, the backends built, the TLS material and callers loaded, both
-// listeners bound (a port clash), and the database looked at without
-// migrating it. Only then is the store opened (made or migrated); the
-// checks that need its contents (log keys shared with the other replicas,
-// every key's backend) run before the first write of the daemon's own: the
-// log key and the first signing key. Background work is stopped before the
+// listeners bound (a port clash), the database looked at without
+// migrating it (checkStore: every key's backend), and the log keys
+// compared with the other replicas' (precheckLogKeys, read-only). Only then
+// is the store opened (made or migrated); the checks that need it opened
+// (the replica name's claim, a write; each key URI against its backend's
+// settings; the log keys again, for replicas starting at once) run before
+// the first write of the daemon's own: the log key and the first signing
+// key. Background work is stopped before the
 // authority closes the audit log.
 func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error {
 	nofile := fileLimit(log)
@@ -199,6 +203,9 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	defer hl.Close()
 	tlog, err := openLog(ctx, cfg, reg, log)
 	if err != nil {
+		return err
+	}
+	if err := precheckLogKeys(ctx, cfg, tlog.signer); err != nil {
 		return err
 	}
 	st, database, err := openStore(ctx, cfg, log)
@@ -330,13 +337,19 @@ func notBuilt() map[string]string {
 	return m
 }
 
-// checkStore looks at the database of store.url before the start opens
-// (and so migrates) it, reading only: one migrated by a newer cardsignd is
-// refused, and so is one usableCopy refuses. The embedded database needs no
-// look: SQLite's open refuses a newer schema before it writes.
+// checkStore looks at the store before the start opens (and so migrates)
+// it, reading only: a PostgreSQL database migrated by a newer cardsignd is
+// refused, and so is one usableCopy refuses; on either store, a key on
+// record that may still sign whose backend this config or build lacks
+// (checkKeyBackends). It needs no secrets, so --check-config runs it too.
+// SQLite's read-only look refuses a newer schema as its open would.
 func checkStore(ctx context.Context, cfg daemonconfig.Config) error {
 	if !cfg.Store.Postgres() {
-		return nil
+		c, err := sqlite.Inspect(ctx, filepath.Join(cfg.DataDir, sqliteFile))
+		if err != nil {
+			return err
+		}
+		return checkKeyBackends(cfg, c.Keys)
 	}
 	database := cfg.Store.Redacted()
 	c, err := postgres.Inspect(ctx, cfg.Store.PostgresConfig(nil), copyMarker)
@@ -346,7 +359,70 @@ func checkStore(ctx context.Context, cfg daemonconfig.Config) error {
 	if c.Schema.Refused() {
 		return fmt.Errorf("store.url: %s: schema %s", database, c.Schema)
 	}
-	return usableCopy(c, cfg.DataDir, database)
+	if err := usableCopy(c, cfg.DataDir, database); err != nil {
+		return err
+	}
+	return checkKeyBackends(cfg, c.KeyRecords)
+}
+
+// checkKeyBackends refuses keys on record that may still sign or be
+// disabled (not revoked, not expired) whose backend this config does not
+// enable or this build lacks: the check Authority.CheckBackends makes after
+// the store is opened, made before it, from the key URIs alone.
+func checkKeyBackends(cfg daemonconfig.Config, recs []jwks.KeyRecord) error {
+	enabled := map[string]bool{
+		file.Scheme: true,
+		"pkcs11":    cfg.PKCS11.Enabled(),
+		"gcpkms":    cfg.GCPKMS.Enabled() || cfg.Keys.Backend == "gcpkms",
+		"awskms":    cfg.AWSKMS.Enabled() || cfg.Keys.Backend == "awskms",
+	}
+	missing := notBuilt()
+	for _, v := range jwks.Derive(time.Now().Add(cfg.ClockSkew), recs, jwks.Policy{RetireGrace: cfg.Keys.RetireGrace}) {
+		if v.State == jwks.StateRevoked || v.State == jwks.StateExpired {
+			continue
+		}
+		scheme, err := backends.Scheme(v.URI)
+		if err != nil {
+			return fmt.Errorf("key %s: %w", v.KID, err)
+		}
+		switch how, lacking := missing[scheme]; {
+		case !enabled[scheme] && lacking:
+			return fmt.Errorf("key %s (%s) on record uses the %s backend, which is not configured and this cardsignd was built without: %s, and add its section to the config", v.KID, v.State, scheme, how)
+		case !enabled[scheme]:
+			return fmt.Errorf("key %s (%s) on record uses the %s backend, which is not configured: add its section to the config", v.KID, v.State, scheme)
+		}
+	}
+	return nil
+}
+
+// precheckLogKeys compares this replica's log keys with those the replica
+// that started last recorded (compareLogKeys), reading the store without
+// opening or migrating it, so a start it refuses leaves the store as it
+// was. It needs the log keys opened, so --check-config does not run it.
+func precheckLogKeys(ctx context.Context, cfg daemonconfig.Config, s *transparency.Signer) error {
+	var doc store.Document
+	var found bool
+	if cfg.Store.Postgres() {
+		c, err := postgres.Inspect(ctx, cfg.Store.PostgresConfig(nil), logKeysDocument)
+		if err != nil {
+			return err
+		}
+		var body []byte
+		if body, found = c.Documents[logKeysDocument]; found {
+			doc = store.Document{Name: logKeysDocument, Body: body}
+		}
+	} else {
+		c, err := sqlite.Inspect(ctx, filepath.Join(cfg.DataDir, sqliteFile), logKeysDocument)
+		if err != nil {
+			return err
+		}
+		doc, found = c.Documents[logKeysDocument]
+	}
+	if !found {
+		return nil
+	}
+	_, _, err := compareLogKeyDoc(doc, s, slog.New(slog.DiscardHandler))
+	return err
 }
 
 // usableCopy refuses to start on a PostgreSQL database that `cardsignd

@@ -149,28 +149,38 @@ func checkLogKeysOnce(ctx context.Context, st store.Store, s *transparency.Signe
 // and the record's sequence number. serve runs it before anything is
 // written, then checkSharedLogKeys again to record them.
 func compareLogKeys(ctx context.Context, st store.Store, s *transparency.Signer, log *slog.Logger) (seq int64, same bool, err error) {
-	mine := s.SigningKeys()
 	doc, err := st.Document(ctx, logKeysDocument)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		return 0, false, nil
 	case err != nil:
 		return 0, false, fmt.Errorf("log: read the keys the other replicas sign with: %w", err)
-	default:
-		seq = doc.Seq
-		lines := strings.Split(strings.TrimSpace(string(doc.Body)), "\n")
-		origin, theirs := lines[0], lines[1:]
-		if origin != s.Origin() {
-			log.Warn("log.origin differs from the one this store's log was signed under: this starts a new log, and monitors of the old one will report an origin change",
-				"origin", s.Origin(), "previous_origin", origin)
-		} else if !slices.ContainsFunc(mine, func(k string) bool { return slices.Contains(theirs, k) }) {
-			return 0, false, fmt.Errorf("log.keys: the replica that started last (at %s) signs the transparency log %s with %s, and none of this replica's keys (%s) is among them: "+
-				"replicas sharing a store must sign with the same log key, or verifiers trust some replicas' proofs and not others'; "+
-				"install that key here, or, to rotate, list the old key beside the new one on every replica first (a lost key: start a new log under a new log.origin)",
-				doc.UpdatedAt.UTC().Format(time.RFC3339), origin, strings.Join(theirs, ", "), strings.Join(mine, ", "))
-		}
-		if origin == s.Origin() && slices.Equal(theirs, mine) {
-			return seq, true, nil
-		}
+	}
+	return compareLogKeyDoc(doc, s, log)
+}
+
+// compareLogKeyDoc is compareLogKeys over the recorded document, read by
+// the caller (precheckStore reads it before the store is opened).
+func compareLogKeyDoc(doc store.Document, s *transparency.Signer, log *slog.Logger) (seq int64, same bool, err error) {
+	mine := s.SigningKeys()
+	seq = doc.Seq
+	lines := strings.Split(strings.TrimSpace(string(doc.Body)), "\n")
+	origin, theirs := lines[0], lines[1:]
+	when := "at an unknown time"
+	if !doc.UpdatedAt.IsZero() {
+		when = "at " + doc.UpdatedAt.UTC().Format(time.RFC3339)
+	}
+	if origin != s.Origin() {
+		log.Warn("log.origin differs from the one this store's log was signed under: this starts a new log, and monitors of the old one will report an origin change",
+			"origin", s.Origin(), "previous_origin", origin)
+	} else if !slices.ContainsFunc(mine, func(k string) bool { return slices.Contains(theirs, k) }) {
+		return 0, false, fmt.Errorf("log.keys: the replica that started last (%s) signs the transparency log %s with %s, and none of this replica's keys (%s) is among them: "+
+			"replicas sharing a store must sign with the same log key, or verifiers trust some replicas' proofs and not others'; "+
+			"install that key here, or, to rotate, list the old key beside the new one on every replica first (a lost key: start a new log under a new log.origin)",
+			when, origin, strings.Join(theirs, ", "), strings.Join(mine, ", "))
+	}
+	if origin == s.Origin() && slices.Equal(theirs, mine) {
+		return seq, true, nil
 	}
 	return seq, false, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/cardsign/cardsign/jwks"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -44,6 +46,9 @@ type Contents struct {
 	Schema SchemaState
 	// Keys counts the key records (0 in a database without the schema).
 	Keys int64
+	// KeyRecords are the key records themselves (the keys table is the
+	// same in every schema version), for the start's backend check.
+	KeyRecords []jwks.KeyRecord
 	// Documents holds the bodies of the documents asked for that exist.
 	Documents map[string][]byte
 }
@@ -91,6 +96,9 @@ func Inspect(ctx context.Context, cfg Config, documents ...string) (Contents, er
 	}
 	if keys {
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM keys`).Scan(&c.Keys); err != nil {
+			return Contents{}, fmt.Errorf("store: %s: key records: %w", where, classify(ctx, err))
+		}
+		if c.KeyRecords, err = listKeys(ctx, pool); err != nil {
 			return Contents{}, fmt.Errorf("store: %s: key records: %w", where, classify(ctx, err))
 		}
 	}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/store/postgres"
+	"github.com/cardsign/cardsign/store/sqlite"
+)
+
+// olderSQLite makes the embedded database of an older cardsignd in dir:
+// the migrations before the last one, and one key on record, active,
+// whose URI names uri; and the documents in docs (name: body).
+func olderSQLite(t *testing.T, dir, uri string, docs map[string]string) string {
+	t.Helper()
+	files, err := filepath.Glob("../../store/sqlite/migrations/*.sql")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("migrations: %v %v", files, err)
+	}
+	sort.Strings(files)
+	files = files[:len(files)-1]
+	path := filepath.Join(dir, sqliteFile)
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	exec(`PRAGMA journal_mode = WAL`)
+	exec(`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`)
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(string(b))
+		exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, i+1)
+	}
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk, err := jose.NewJWK(priv.Public(), "k1", jose.ES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := jwk.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour).UnixNano()
+	exec(`INSERT INTO keys (kid, uri, alg, public_jwk, created_at, publish_at, activate_at) VALUES ('k1', ?, 'ES256', ?, ?, ?, ?)`, uri, string(pub), at, at, at)
+	for name, body := range docs {
+		exec(`INSERT INTO documents (name, seq, body, meta, updated_at) VALUES (?, 1, ?, x'', ?)`, name, []byte(body), at)
+	}
+	return path
+}
+
+// A key on record whose backend the config lacks: --check-config reports
+// it, and the start refuses it before opening the database, so an older
+// schema is left unmigrated (the file byte-identical).
+func TestRefusedStartLeavesOlderSchema(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	olderSQLite(t, data, "pkcs11:token=cardsign;object=k1", nil)
+	before := snapshot(t, data)
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, cfg, fmt.Sprintf("data_dir: %q\n", data))
+	want := "key k1 (active) on record uses the pkcs11 backend, which is not configured"
+	for _, args := range [][]string{{"--check-config", cfg}, {"--config", cfg, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}} {
+		r := runDaemonOnce(t, args...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, want) {
+			t.Errorf("%s: exit %d, want 1 and %q\n%s", args[0], r.Code, want, r.Stderr)
+		}
+		sameTree(t, args[0], before, snapshot(t, data))
+	}
+}
+
+// Log keys that share none with those the replica that started last
+// recorded: the start refuses them before opening the database, so an
+// older schema is left unmigrated.
+func TestRefusedLogKeysLeaveOlderSchema(t *testing.T) {
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(work, "mine.pem")
+	mustCLI(t, work, "log", "key", "create", "--origin", "test.example/log", mine)
+	theirs := filepath.Join(work, "theirs.pem")
+	mustCLI(t, work, "log", "key", "create", "--origin", "test.example/log", theirs)
+	// What the other replica recorded: the origin and its key's name, as
+	// checkSharedLogKeys writes them (the name read from a start on a
+	// scratch store under the other key).
+	scratch := filepath.Join(work, "scratch")
+	cfgTheirs := filepath.Join(work, "theirs.yaml")
+	writeFile(t, cfgTheirs, fmt.Sprintf("log:\n  origin: test.example/log\n  keys: [%q]\n", "file:"+theirs))
+	d := startDaemon(t, scratch, "--config", cfgTheirs)
+	d.stop()
+	c, err := sqlite.Inspect(t.Context(), filepath.Join(scratch, sqliteFile), logKeysDocument)
+	if err != nil || len(c.Documents[logKeysDocument].Body) == 0 {
+		t.Fatalf("the log keys recorded on the scratch store: %v", err)
+	}
+	olderSQLite(t, data, "file:"+filepath.Join(data, "keys", "k1.pem"), map[string]string{logKeysDocument: string(c.Documents[logKeysDocument].Body)})
+	before := snapshot(t, data)
+	cfg := filepath.Join(work, "mine.yaml")
+	writeFile(t, cfg, fmt.Sprintf("data_dir: %q\nlog:\n  origin: test.example/log\n  keys: [%q]\n", data, "file:"+mine))
+	r := runDaemonOnce(t, "--config", cfg, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "none of this replica's keys") {
+		t.Errorf("start with another log key: exit %d\n%s", r.Code, r.Stderr)
+	}
+	sameTree(t, "refused start", before, snapshot(t, data))
+}
+
+// On PostgreSQL too: a key on record whose backend the config lacks is
+// reported by --check-config and refused by the start before it opens the
+// database, which gets no log key and no first key of its own.
+func TestCheckConfigRefusesKeyBackendPostgres(t *testing.T) {
+	raw := newPGDatabase(t)
+	st, err := postgres.Open(t.Context(), postgres.Config{URL: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	conn, err := pgx.Connect(t.Context(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk, err := jose.NewJWK(priv.Public(), "k1", jose.ES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := jwk.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour).UnixNano()
+	_, err = conn.Exec(t.Context(), `INSERT INTO keys (kid, uri, alg, public_jwk, created_at, publish_at, activate_at) VALUES ('k1', $1, 'ES256', $2, $3, $3, $3)`,
+		"awskms:///arn:aws:kms:eu-west-1:111122223333:key/k1", string(pub), at)
+	conn.Close(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, cfg, fmt.Sprintf("data_dir: %q\nstore:\n  url: %q\n", data, raw))
+	want := "key k1 (active) on record uses the awskms backend, which is not configured"
+	for _, args := range [][]string{{"--check-config", cfg}, {"--config", cfg, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}} {
+		r := runDaemonOnce(t, args...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, want) {
+			t.Errorf("%s: exit %d, want 1 and %q\n%s", args[0], r.Code, want, r.Stderr)
+		}
+	}
+	c, err := postgres.Inspect(t.Context(), postgres.Config{URL: raw}, logKeysDocument)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Documents[logKeysDocument]; ok || c.Keys != 1 {
+		t.Errorf("the refused start wrote: log keys recorded %v, %d key records", ok, c.Keys)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("the refused start made %s (%v)", data, err)
+	}
+}
