@@ -237,20 +237,19 @@ func showTime(t *time.Time) string {
 const RevocationsDocument = "revocations"
 
 // CheckRevocations checks keys (every key record of a store) against doc,
-// the store's latest signed revocation document, and counter, the store's
-// revocation document counter (0 when it has none): every kid the document
+// the store's latest signed revocation document: every kid the document
 // lists as revoked must be revoked in the key records, at the same time (to
 // the second, as the document writes it). Unlike the audit trail, this
 // covers keys that predate the audit of key administration: a revocation
-// erased from the keys table of an upgraded store shows up here.
+// erased from the keys table of an upgraded store shows up here. A key the
+// document lists that disagrees is one of problems.
 //
 // The document's signature is checked against the key records' public
 // keys (a document no key on record signed was not made by cardsignd), and
-// a document whose sequence is below counter is a rollback (an older
-// document put back so that a revocation in a later one is forgotten):
-// either is an error wrapping ErrKeyTrail. A key the document lists that
-// disagrees is one of problems.
-func CheckRevocations(doc Document, counter int64, keys []jwks.KeyRecord) (problems []*KeyTrailError, err error) {
+// its signed sequence must be its row's: either failing is an error
+// wrapping ErrKeyTrail. Whether it is the latest the store signed is not
+// known here: see RevocationsBehind.
+func CheckRevocations(doc Document, keys []jwks.KeyRecord) (problems []*KeyTrailError, err error) {
 	set := jwks.Set{Keys: make([]jose.JWK, 0, len(keys))}
 	for _, k := range keys {
 		pub := k.Public
@@ -261,13 +260,29 @@ func CheckRevocations(doc Document, counter int64, keys []jwks.KeyRecord) (probl
 	if verr != nil {
 		return nil, fmt.Errorf("%w: the stored revocation document (sequence %d) does not verify against the key records: %v", ErrKeyTrail, doc.Seq, verr)
 	}
-	switch {
-	case r.Sequence != doc.Seq:
+	if r.Sequence != doc.Seq {
 		return nil, fmt.Errorf("%w: the stored revocation document says sequence %d, its row %d", ErrKeyTrail, r.Sequence, doc.Seq)
-	case r.Sequence < counter:
-		return nil, fmt.Errorf("%w: the stored revocation document has sequence %d, below the revocation counter %d: an older document was put back (a rollback)", ErrKeyTrail, r.Sequence, counter)
 	}
 	return RevokedIn(r, keys), nil
+}
+
+// RevocationsBehind says why a store's revocation document (sequence
+// stored, 0 when there is none) is behind its counter, "" when it is not.
+// It is not proof of a rollback: a cardsignd stopped between taking a
+// sequence and storing its document (a quick stop at start, a store
+// outage) leaves the same, so callers report it and do not refuse.
+func RevocationsBehind(stored, counter int64) string {
+	switch {
+	case stored >= counter:
+		return ""
+	case stored == 0:
+		return fmt.Sprintf("the revocation counter is %d but no revocation document is stored: a cardsignd stopped before storing its first one, "+
+			"or the document was deleted outside cardsignd", counter)
+	default:
+		return fmt.Sprintf("the stored revocation document has sequence %d, below the revocation counter %d: a cardsignd stopped between signing "+
+			"a document and storing it, or an older document was put back outside cardsignd (a rollback, which would hide later revocations): "+
+			"check a copy you kept with cardsign audit verify --revocations", stored, counter)
+	}
 }
 
 // RevokedIn returns a problem for every key that r lists as revoked and
