@@ -2,6 +2,7 @@ package jwks
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -286,4 +287,26 @@ func timeOf(m card.Value, name string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("member %q is not an RFC 3339 time", name)
 	}
 	return t.UTC(), nil
+}
+
+// VerifyRevocationsSigned checks a revocation document's signature and form
+// as VerifyRevocations does, as of the document's own issued_at: whether it
+// has expired since is not asked. It is for documents kept as evidence (the
+// last one a store holds, a copy saved long ago), never for deciding what
+// is revoked now. issued_at is read unverified only to pick that instant;
+// the content is returned only if the signature verifies.
+func VerifyRevocationsSigned(data []byte, keys KeyLookup) (Revocations, error) {
+	if len(data) > MaxSize {
+		return VerifyRevocations(data, keys, time.Now())
+	}
+	var env struct{ Payload string }
+	var p struct {
+		IssuedAt time.Time `json:"issued_at"`
+	}
+	if err := json.Unmarshal(data, &env); err == nil {
+		if raw, err := jose.DecodeBase64URL(env.Payload); err == nil && json.Unmarshal(raw, &p) == nil && !p.IssuedAt.IsZero() {
+			return VerifyRevocations(data, keys, p.IssuedAt)
+		}
+	}
+	return VerifyRevocations(data, keys, time.Now())
 }

@@ -231,3 +231,81 @@ func showTime(t *time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
+
+// RevocationsDocument is the stored name (and counter name) of the signed
+// revocation document.
+const RevocationsDocument = "revocations"
+
+// CheckRevocations checks keys (every key record of a store) against doc,
+// the store's latest signed revocation document: every kid the document
+// lists as revoked must be revoked in the key records, at the same time (to
+// the second, as the document writes it). Unlike the audit trail, this
+// covers keys that predate the audit of key administration: a revocation
+// erased from the keys table of an upgraded store shows up here. A key the
+// document lists that disagrees is one of problems.
+//
+// The document's signature is checked against the key records' public
+// keys (a document no key on record signed was not made by cardsignd), and
+// its signed sequence must be its row's: either failing is an error
+// wrapping ErrKeyTrail. Whether it is the latest the store signed is not
+// known here: see RevocationsBehind.
+func CheckRevocations(doc Document, keys []jwks.KeyRecord) (problems []*KeyTrailError, err error) {
+	set := jwks.Set{Keys: make([]jose.JWK, 0, len(keys))}
+	for _, k := range keys {
+		pub := k.Public
+		pub.Kid, pub.Alg = k.KID, string(k.Alg)
+		set.Keys = append(set.Keys, pub)
+	}
+	r, verr := jwks.VerifyRevocationsSigned(doc.Body, set)
+	if verr != nil {
+		return nil, fmt.Errorf("%w: the stored revocation document (sequence %d) does not verify against the key records: %v", ErrKeyTrail, doc.Seq, verr)
+	}
+	if r.Sequence != doc.Seq {
+		return nil, fmt.Errorf("%w: the stored revocation document says sequence %d, its row %d", ErrKeyTrail, r.Sequence, doc.Seq)
+	}
+	return RevokedIn(r, keys), nil
+}
+
+// RevocationsBehind says why a store's revocation document (sequence
+// stored, 0 when there is none) is behind its counter, "" when it is not.
+// It is not proof of a rollback: a cardsignd stopped between taking a
+// sequence and storing its document (a quick stop at start, a store
+// outage) leaves the same, so callers report it and do not refuse.
+func RevocationsBehind(stored, counter int64) string {
+	switch {
+	case stored >= counter:
+		return ""
+	case stored == 0:
+		return fmt.Sprintf("the revocation counter is %d but no revocation document is stored: a cardsignd stopped before storing its first one, "+
+			"or the document was deleted outside cardsignd", counter)
+	default:
+		return fmt.Sprintf("the stored revocation document has sequence %d, below the revocation counter %d: a cardsignd stopped between signing "+
+			"a document and storing it, or an older document was put back outside cardsignd (a rollback, which would hide later revocations): "+
+			"check a copy you kept with cardsign audit verify --revocations", stored, counter)
+	}
+}
+
+// RevokedIn returns a problem for every key that r lists as revoked and
+// keys (every key record of a store) do not hold revoked at the same time
+// (to the second, as the document writes it). Revocation cannot be undone
+// and no key record is ever deleted, so a signed document, however old,
+// still holds for the keys it lists.
+func RevokedIn(r jwks.Revocations, keys []jwks.KeyRecord) (problems []*KeyTrailError) {
+	byKID := make(map[string]jwks.KeyRecord, len(keys))
+	for _, k := range keys {
+		byKID[k.KID] = k
+	}
+	for _, rev := range r.Revoked {
+		listed := fmt.Sprintf("the signed revocation document (sequence %d) lists it as revoked at %s", r.Sequence, rev.RevokedAt.UTC().Format(time.RFC3339))
+		k, ok := byKID[rev.KID]
+		switch {
+		case !ok:
+			problems = append(problems, &KeyTrailError{KID: rev.KID, Reason: listed + ", the store has no record of it: it was deleted outside cardsignd"})
+		case k.RevokedAt == nil:
+			problems = append(problems, &KeyTrailError{KID: rev.KID, Reason: listed + ", the store has it not revoked: the revocation was erased outside cardsignd"})
+		case !k.RevokedAt.UTC().Truncate(time.Second).Equal(rev.RevokedAt.UTC().Truncate(time.Second)):
+			problems = append(problems, &KeyTrailError{KID: rev.KID, Reason: listed + ", the store has it revoked at " + showTime(k.RevokedAt)})
+		}
+	}
+	return problems
+}

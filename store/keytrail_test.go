@@ -118,3 +118,83 @@ func TestKeyTrail(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRevocations: every key the store's signed revocation document
+// lists must be revoked in its key records at the same time, and the
+// document must verify against the keys on record; one below the
+// revocation counter is named as a possible rollback.
+func TestCheckRevocations(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	signerPriv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spub, err := jose.NewJWK(signerPriv.Public(), "signer", "ES256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := jwks.KeyRecord{KID: "signer", Alg: jose.ES256, Public: spub, CreatedAt: t0, PublishAt: t0}
+	old := trailKey(t, "old", t0)
+	at := t0.Add(time.Hour).Add(123 * time.Millisecond) // the document writes whole seconds
+	old.RevokedAt, old.RevokeReason = &at, "key-compromise"
+	sign := func(seq int64, kids ...jwks.KeyRecord) store.Document {
+		var revoked []jwks.Revocation
+		for _, k := range kids {
+			revoked = append(revoked, jwks.Revocation{KID: k.KID, RevokedAt: *k.RevokedAt, Reason: k.RevokeReason})
+		}
+		body, err := jwks.SignRevocations(t.Context(), jwks.Revocations{Sequence: seq, IssuedAt: t0, ExpiresAt: t0.Add(time.Hour), Revoked: revoked},
+			signerPriv, jose.ES256, "signer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store.Document{Name: store.RevocationsDocument, Seq: seq, Body: body}
+	}
+	doc := sign(3, old)
+
+	// Agreeing records pass, though the document expired long ago.
+	if problems, err := store.CheckRevocations(doc, []jwks.KeyRecord{signer, old}); err != nil || len(problems) != 0 {
+		t.Fatalf("agreeing records: %v %v", problems, err)
+	}
+	erased := old
+	erased.RevokedAt, erased.RevokeReason = nil, ""
+	moved := old
+	later := at.Add(time.Minute)
+	moved.RevokedAt = &later
+	for _, c := range []struct {
+		name string
+		keys []jwks.KeyRecord
+		want string
+	}{
+		{"erased", []jwks.KeyRecord{signer, erased}, "the revocation was erased"},
+		{"moved", []jwks.KeyRecord{signer, moved}, "the store has it revoked at"},
+		{"deleted", []jwks.KeyRecord{signer}, "the store has no record of it"},
+	} {
+		problems, err := store.CheckRevocations(doc, c.keys)
+		if err != nil || len(problems) != 1 || problems[0].KID != "old" || !strings.Contains(problems[0].Reason, c.want) ||
+			!errors.Is(problems[0], store.ErrKeyTrail) {
+			t.Errorf("%s: %v %v, want one problem with old: %q", c.name, problems, err, c.want)
+		}
+	}
+	// A document behind the counter is named, not refused: an interrupted
+	// signing leaves the same.
+	if n := store.RevocationsBehind(2, 3); !strings.Contains(n, "rollback") {
+		t.Errorf("a document below the counter: %q", n)
+	}
+	if n := store.RevocationsBehind(0, 1); !strings.Contains(n, "no revocation document is stored") {
+		t.Errorf("no document, counter 1: %q", n)
+	}
+	if n := store.RevocationsBehind(3, 3) + store.RevocationsBehind(0, 0); n != "" {
+		t.Errorf("a document at the counter, or none and no counter: %q", n)
+	}
+	// A document no key on record signed (its signer's record replaced).
+	other := trailKey(t, "signer", t0)
+	if _, err := store.CheckRevocations(doc, []jwks.KeyRecord{other, erased}); !errors.Is(err, store.ErrKeyTrail) || !strings.Contains(err.Error(), "does not verify") {
+		t.Errorf("a document the signer on record did not sign: %v", err)
+	}
+	// Its row's sequence raised to pass the counter.
+	bumped := sign(2)
+	bumped.Seq = 3
+	if _, err := store.CheckRevocations(bumped, []jwks.KeyRecord{signer, erased}); !errors.Is(err, store.ErrKeyTrail) {
+		t.Errorf("a document whose row says another sequence: %v", err)
+	}
+}

@@ -179,7 +179,11 @@ func auditCmd() command {
 		}
 		count := v.Count()
 		var keysReport bytes.Buffer // printed after the chain's line
-		keysOK, err := checkKeyTrail(ctx, &keysReport, cl, v, &trail)
+		var revocations *jwks.Revocations
+		if published != nil {
+			revocations = published.doc
+		}
+		keysOK, err := checkKeyTrail(ctx, &keysReport, cl, v, &trail, revocations)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "cardsign audit %s: %s\n", sub, escapeText(err.Error()))
 			return exitFail

@@ -25,6 +25,9 @@ type publishedHead struct {
 	head audit.Head
 	from string   // for messages: "--head" or the document's source
 	note []string // things worth saying about the document (expired, say)
+	// doc is the signed revocation document the head is from (nil for
+	// --head): the keys it lists must be revoked in the key records.
+	doc *jwks.Revocations
 }
 
 // errNoHeadSource: no flag names a head; the caller says that truncation of
@@ -81,7 +84,7 @@ func (s headSource) load(ctx context.Context, client *http.Client, now time.Time
 	if doc.AuditHead == nil {
 		return nil, fmt.Errorf("%w: the revocation document %s (sequence %d) has no audit_head: its cardsignd predates published audit heads", errNoHeadSource, src, doc.Sequence)
 	}
-	p := &publishedHead{head: audit.Head{Seq: doc.AuditHead.Seq, Hash: doc.AuditHead.Hash}, from: fmt.Sprintf("%s (revocation document sequence %d, issued %s)", src, doc.Sequence, doc.IssuedAt.Format(time.RFC3339))}
+	p := &publishedHead{head: audit.Head{Seq: doc.AuditHead.Seq, Hash: doc.AuditHead.Hash}, from: fmt.Sprintf("%s (revocation document sequence %d, issued %s)", src, doc.Sequence, doc.IssuedAt.Format(time.RFC3339)), doc: &doc}
 	if note != "" {
 		p.note = append(p.note, note)
 	}

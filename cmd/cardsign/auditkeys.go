@@ -22,9 +22,12 @@ import (
 // edited in the database behind cardsignd's back (a revocation erased, so
 // the key is published again) disagrees with them. v has walked the log up
 // to its last record; records appended since are read (and chained) first,
-// so a key changed during the walk is not taken for an edit. It prints its
-// finding and reports whether the keys agree.
-func checkKeyTrail(ctx context.Context, out io.Writer, cl *client, v *audit.ChainVerifier, trail *store.KeyTrail) (bool, error) {
+// so a key changed during the walk is not taken for an edit. When doc (a
+// signed revocation document, verified) is given, every key it lists must
+// also be revoked in the key records at the same time: that covers the keys
+// that predate the audit of key administration, which the trail cannot. It
+// prints its finding and reports whether the keys agree.
+func checkKeyTrail(ctx context.Context, out io.Writer, cl *client, v *audit.ChainVerifier, trail *store.KeyTrail, doc *jwks.Revocations) (bool, error) {
 	cctx, cancel := cl.ctx(ctx)
 	res, err := cl.keys.ListKeys(cctx, &pb.ListKeysRequest{})
 	cancel()
@@ -62,6 +65,9 @@ func checkKeyTrail(ctx context.Context, out io.Writer, cl *client, v *audit.Chai
 	// Retirement and expiry as served are derived from every key's
 	// record, not stored: they are not compared.
 	problems, legacy := trail.Check(keys, store.CheckServed)
+	if doc != nil {
+		problems = append(problems, store.RevokedIn(*doc, keys)...)
+	}
 	if len(problems) > 0 {
 		fmt.Fprintf(out, "key records DISAGREE with the audit trail (%d):\n", len(problems))
 		for _, p := range problems {
@@ -76,7 +82,11 @@ func checkKeyTrail(ctx context.Context, out io.Writer, cl *client, v *audit.Chai
 	}
 	note := ""
 	if len(legacy) > 0 {
-		note = fmt.Sprintf(" (%d from before key administration was audited, taken as they are: %s)", len(legacy), escapeText(strings.Join(legacy, ", ")))
+		checked := "taken as they are"
+		if doc != nil {
+			checked = fmt.Sprintf("checked against the revocation document (sequence %d) only", doc.Sequence)
+		}
+		note = fmt.Sprintf(" (%d from before key administration was audited, %s: %s)", len(legacy), checked, escapeText(strings.Join(legacy, ", ")))
 	}
 	fmt.Fprintf(out, "key records agree with the audit trail: %d keys%s\n", len(keys), note)
 	return true, nil

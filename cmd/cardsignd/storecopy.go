@@ -788,14 +788,51 @@ func (c *copier) checkSourceKeys(ctx context.Context, srcKeys []jwks.KeyRecord) 
 		seq = recs[len(recs)-1].Seq
 	}
 	problems, legacy := trail.Check(srcKeys, store.CheckAll)
+	// The signed revocation document covers the keys the trail does not
+	// (legacy keys on an upgraded store): every kid it lists must still be
+	// revoked in the key records.
+	revProblems, err := c.checkSourceRevocations(ctx, srcKeys)
+	if err != nil {
+		return err
+	}
+	problems = append(problems, revProblems...)
 	if len(problems) > 0 {
 		return fmt.Errorf("the source %s: %s; nothing was copied", c.srcName, keyTrailProblems(problems))
 	}
 	if len(legacy) > 0 {
-		fmt.Fprintf(c.out, "store copy: note: %s predate the audit of key administration and are copied as they are: %v\n",
+		fmt.Fprintf(c.out, "store copy: note: %s predate the audit of key administration and are checked against the signed revocation document only: %v\n",
 			count(int64(len(legacy)), "key record"), legacy)
 	}
 	return nil
+}
+
+// checkSourceRevocations checks the source's key records against its
+// stored signed revocation document (store.CheckRevocations), and notes a
+// document behind the revocation counter (store.RevocationsBehind).
+func (c *copier) checkSourceRevocations(ctx context.Context, srcKeys []jwks.KeyRecord) ([]*store.KeyTrailError, error) {
+	var counter, stored int64
+	if ctr, ok := c.src.(store.Counters); ok {
+		var err error
+		if counter, err = ctr.Counter(ctx, store.RevocationsDocument); err != nil {
+			return nil, fmt.Errorf("source: %w", err)
+		}
+	}
+	var problems []*store.KeyTrailError
+	switch doc, err := c.src.Document(ctx, store.RevocationsDocument); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("source: %w", err)
+	default:
+		if problems, err = store.CheckRevocations(doc, srcKeys); err != nil {
+			return nil, fmt.Errorf("the source %s: %w; nothing was copied. The database was edited outside cardsignd: "+
+				"restore it from a backup and find out who could write to it", c.srcName, err)
+		}
+		stored = doc.Seq
+	}
+	if note := store.RevocationsBehind(stored, counter); note != "" {
+		fmt.Fprintf(c.out, "store copy: note: %s\n", note)
+	}
+	return problems, nil
 }
 
 // keyTrailProblems says what disagrees and what to do.
