@@ -220,7 +220,8 @@ func TestDaemonKeyFileDeletedOrReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	readyz(t, d, http.StatusServiceUnavailable)
-	if log := d.log.String(); !strings.Contains(log, kid) || !strings.Contains(log, path+" is gone") {
+	// /readyz turns 503 a moment before the warning is written: wait for it.
+	if log := logWithin(d, 10*time.Second, kid, path+" is gone"); log != "" {
 		t.Errorf("the log does not name the key and its missing file:\n%s", log)
 	}
 	// Restored: ready again.
@@ -233,7 +234,7 @@ func TestDaemonKeyFileDeletedOrReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	readyz(t, d, http.StatusServiceUnavailable)
-	if log := d.log.String(); !strings.Contains(log, "different key") {
+	if log := logWithin(d, 10*time.Second, "different key"); log != "" {
 		t.Errorf("the log does not say the key file holds another key:\n%s", log)
 	}
 	d.stop()
@@ -300,5 +301,28 @@ func TestCLILocalKeyFileRules(t *testing.T) {
 				t.Fatalf("cardsign sign: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// logWithin waits until the daemon's log holds every one of want, for at
+// most d; it returns "" then, or the log as it stood when time ran out.
+func logWithin(d *daemon, within time.Duration, want ...string) string {
+	deadline := time.Now().Add(within)
+	for {
+		log := d.log.String()
+		missing := false
+		for _, w := range want {
+			if !strings.Contains(log, w) {
+				missing = true
+				break
+			}
+		}
+		if !missing {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return log
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
