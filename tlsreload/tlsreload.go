@@ -32,8 +32,8 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/access"
-	"github.com/cardsign/cardsign/internal/secretfile"
 	"github.com/cardsign/cardsign/pemkey"
+	"github.com/cardsign/cardsign/secretfile"
 )
 
 // DefaultInterval is how often Watch polls when Config.Interval is zero.

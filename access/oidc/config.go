@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/glob"
-	"github.com/cardsign/cardsign/internal/secretfile"
+	"github.com/cardsign/cardsign/secretfile"
 )
 
 // Defaults.

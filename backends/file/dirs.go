@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/internal/secretfile"
+	"github.com/cardsign/cardsign/secretfile"
 )
 
 // Config restricts a Backend. The zero Config restricts nothing: that is

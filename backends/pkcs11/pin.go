@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cardsign/cardsign/internal/secretfile"
+	"github.com/cardsign/cardsign/secretfile"
 )
 
 // maxPINFile caps a pin-source file. PKCS#11 PINs are short (SoftHSM allows

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/access/oidc"
-	"github.com/cardsign/cardsign/internal/secretfile"
+	"github.com/cardsign/cardsign/secretfile"
 )
 
 // Verifier returns the auth.oidc verifier, nil when no issuer is configured.

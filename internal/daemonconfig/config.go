@@ -20,9 +20,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/cardsign/cardsign/card"
-	"github.com/cardsign/cardsign/internal/secretfile"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/secretfile"
 	"github.com/cardsign/cardsign/server"
 )
 

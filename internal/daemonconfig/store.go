@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cardsign/cardsign/internal/secretfile"
+	"github.com/cardsign/cardsign/secretfile"
 	"github.com/cardsign/cardsign/store/postgres"
 )
 

@@ -39,7 +39,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cardsign/cardsign/internal/secretfile"
+	"github.com/cardsign/cardsign/secretfile"
 	"github.com/cardsign/cardsign/store"
 )
 
