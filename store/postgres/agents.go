@@ -116,11 +116,20 @@ func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentC
 	return cards[0], nil
 }
 
+// publicAgentCardQuery reads agent id's public versions from the partial
+// index agent_cards_public (migration 8) and only for each of them looks at
+// agents for the newest version: a private id's rows are never read, so it
+// costs what an unknown id costs. OFFSET 0 keeps the EXISTS a subplan run
+// per public row (the planner would otherwise turn it into a join it may
+// start from agents).
+const publicAgentCardQuery = `SELECT ` + agentCardColumns + ` FROM agent_cards c
+	WHERE c.id = $1 AND c.visibility = 'public'
+	AND EXISTS (SELECT 1 FROM agents a WHERE a.id = c.id AND a.last_version = c.version OFFSET 0)`
+
 // PublicAgentCard returns agent id's newest version if it is public (see
 // store.Agents).
 func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
-	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
-		WHERE c.id = $1 AND c.visibility = 'public'`, id)
+	cards, err := s.queryAgentCards(ctx, publicAgentCardQuery, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
