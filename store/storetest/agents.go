@@ -192,6 +192,42 @@ func testAgents(t *testing.T, open Opener) {
 	}
 }
 
+// testPublicAgentCard: PublicAgentCard answers an agent's newest version
+// only, and only when that version is public: an older public version of an
+// agent now private is not served, nor is a removed agent's.
+func testPublicAgentCard(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	ctx := t.Context()
+	put := func(id string, n int, vis store.Visibility) {
+		t.Helper()
+		c := agentCard(id, n)
+		c.Visibility = vis
+		if _, err := s.PutAgentCard(ctx, c, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("status", 1, store.Public)
+	put("status", 2, store.Public)
+	put("docs", 1, store.Public)
+	put("docs", 2, store.Private)
+	put("old", 1, store.Public)
+	if _, err := s.RemoveAgent(ctx, "old", removeRecord); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.PublicAgentCard(ctx, "status"); err != nil || got.Version != 2 || got.Visibility != store.Public {
+		t.Fatalf("PublicAgentCard(status) = version %d %s, %v; want version 2, public", got.Version, got.Visibility, err)
+	}
+	for _, id := range []string{"docs", "old", "nobody"} {
+		if got, err := s.PublicAgentCard(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("PublicAgentCard(%s) = version %d, %v; want ErrNotFound", id, got.Version, err)
+		}
+	}
+	put("docs", 3, store.Public)
+	if got, err := s.PublicAgentCard(ctx, "docs"); err != nil || got.Version != 3 {
+		t.Fatalf("PublicAgentCard(docs) after a public version 3 = version %d, %v", got.Version, err)
+	}
+}
+
 // testAgentsConcurrent: puts for one agent through two handles at once take
 // consecutive versions, none lost or repeated.
 func testAgentsConcurrent(t *testing.T, open Opener) {

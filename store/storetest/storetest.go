@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"ChangeKeysRefusals", testChangeKeysRefusals},
 		{"AuditRegistryRecords", testAuditRegistryRecords},
 		{"Agents", testAgents},
+		{"PublicAgentCard", testPublicAgentCard},
 		{"AgentsConcurrentPuts", testAgentsConcurrent},
 		{"AgentCounts", testAgentCounts},
 		{"RevokedCards", testRevokedCards},
