@@ -83,6 +83,10 @@ type KeyTrail struct {
 	// cardsignd that audited key administration from the first key on,
 	// and no key may lack a record.
 	fromStart bool
+	// baseline: a key.baseline record was seen, recording every key that
+	// had no record at the first start after the upgrade: from there on,
+	// too, no key may lack a record.
+	baseline bool
 }
 
 type trailEntry struct {
@@ -101,6 +105,9 @@ func (t *KeyTrail) Add(r audit.Record) error {
 	}
 	if !r.Kind().IsKey() {
 		return nil
+	}
+	if r.Kind() == audit.KindKeyBaseline {
+		t.baseline = true
 	}
 	st, err := audit.DecodeKeyState(r.Detail)
 	if err != nil {
@@ -147,7 +154,8 @@ const (
 // the kids of keys that predate the trail (created before the first key
 // administration record, by a cardsignd that did not audit key
 // administration): those are taken as they are. A log whose record 1 is a
-// key administration record was audited from its first key on: there,
+// key administration record was audited from its first key on, and one
+// with a key.baseline record recorded every key then on record: there,
 // every key must have a record.
 //
 // A key with records must agree with its last one (a revocation erased, a
@@ -159,7 +167,7 @@ func (t *KeyTrail) Check(keys []jwks.KeyRecord, how KeyCheck) (problems []*KeyTr
 		seen[k.KID] = true
 		e, ok := t.last[k.KID]
 		if !ok {
-			if since, audited := t.Since(); t.fromStart || (audited && !k.CreatedAt.Before(since)) {
+			if since, audited := t.Since(); t.fromStart || t.baseline || (audited && !k.CreatedAt.Before(since)) {
 				problems = append(problems, &KeyTrailError{KID: k.KID, Reason: fmt.Sprintf(
 					"the store has this key, created at %s, but no audit record created or imported it: it was added outside cardsignd",
 					k.CreatedAt.UTC().Format(time.RFC3339Nano))})
