@@ -317,3 +317,43 @@ func RevokedIn(r jwks.Revocations, keys []jwks.KeyRecord) (problems []*KeyTrailE
 	}
 	return problems
 }
+
+// NeedsBaseline says whether BaselineKeys has anything to append, given
+// keys (every key record), baselined and audited as for BaselineChange.
+func NeedsBaseline(keys []jwks.KeyRecord, baselined bool, audited map[string]bool) bool {
+	if baselined {
+		return false
+	}
+	for _, k := range keys {
+		if !audited[k.KID] {
+			return true
+		}
+	}
+	return false
+}
+
+// BaselineChange is the change BaselineKeys makes, given recs (every key
+// record, read in its transaction), baselined (whether a key.baseline
+// record exists) and audited (the kids some key administration record
+// names): a key.baseline record, made by rec, of every key not audited;
+// an empty change when baselined. Each store runs it in its transaction.
+func BaselineChange(recs []jwks.KeyRecord, baselined bool, audited map[string]bool, rec func(jwks.KeyRecord) (audit.Record, error)) (KeyChange, error) {
+	var ch KeyChange
+	if baselined {
+		return ch, nil
+	}
+	for _, k := range recs {
+		if audited[k.KID] {
+			continue
+		}
+		r, err := rec(k)
+		if err != nil {
+			return KeyChange{}, err
+		}
+		if r.Kind() != audit.KindKeyBaseline || r.KID != k.KID {
+			return KeyChange{}, fmt.Errorf("store: baseline of key %s: a %s record of key %q, want a %s record of it", k.KID, r.Kind(), r.KID, audit.KindKeyBaseline)
+		}
+		ch.Audit = append(ch.Audit, r)
+	}
+	return ch, nil
+}
