@@ -34,6 +34,11 @@ const (
 	KindKeyRetire   Kind = "key.retire"   // a key stopped from signing
 	KindKeyRevoke   Kind = "key.revoke"   // a key unpublished for good
 	KindKeyHold     Kind = "key.hold"     // a retired key kept published while live cards carry it (automatic)
+	// KindKeyBaseline: a key that had no key administration record (made
+	// by a release before they existed) recorded as it stood at the first
+	// start after the upgrade (caller cardsignd). From the first baseline
+	// on, every key has a record (store.KeyTrail).
+	KindKeyBaseline Kind = "key.baseline"
 
 	// Registry administration. CanonicalSHA256 is the card's, CardName and
 	// CardVersion its name and version, Detail the agent (EncodeAgentDetail)
@@ -46,13 +51,13 @@ const (
 func Kinds() []Kind {
 	return []Kind{KindSigned, KindRefused,
 		KindKeyCreate, KindKeyImport, KindKeyRotate, KindKeyActivate, KindKeyRetire, KindKeyRevoke, KindKeyHold,
-		KindAgentRemove, KindCardRevoke}
+		KindKeyBaseline, KindAgentRemove, KindCardRevoke}
 }
 
 // IsKey reports whether k is a key administration kind.
 func (k Kind) IsKey() bool {
 	switch k {
-	case KindKeyCreate, KindKeyImport, KindKeyRotate, KindKeyActivate, KindKeyRetire, KindKeyRevoke, KindKeyHold:
+	case KindKeyCreate, KindKeyImport, KindKeyRotate, KindKeyActivate, KindKeyRetire, KindKeyRevoke, KindKeyHold, KindKeyBaseline:
 		return true
 	}
 	return false

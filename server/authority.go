@@ -311,7 +311,9 @@ func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOp
 
 // Bootstrap measures the store clock's offset and creates and activates a
 // first key when the store has none: the embedded default must sign out of
-// the box. Replicas starting together on an empty store make one key.
+// the box. Replicas starting together on an empty store make one key. On a
+// store with keys, it brings keys made before key administration was
+// audited into the audit trail (baselineKeys).
 func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
 	if err := a.clock.sync(ctx); err != nil {
 		return false, &UnavailableError{What: "store clock", Err: err}
@@ -321,7 +323,7 @@ func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
 		return false, err
 	}
 	if len(recs) > 0 {
-		return false, nil
+		return false, a.baselineKeys(ctx)
 	}
 	rec, err := a.makeKey(ctx, audit.KindKeyCreate, a.cfg.DefaultAlg, func(_ time.Time, existing []jwks.KeyRecord) error {
 		if len(existing) > 0 {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -46,6 +47,37 @@ func (a *Authority) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn
 		a.tlog.committed(recs)
 	}
 	return recs, err
+}
+
+// baselineKeys appends a key.baseline record (caller cardsignd) of every
+// key that no key administration record names: keys made by a release
+// before those records existed, in a store upgraded since. It appends
+// them once, at the first start after the upgrade (replicas starting
+// together append one baseline), stating each key as it is then; from
+// there on store.KeyTrail takes no key as legacy, so a key record edited
+// behind cardsignd's back disagrees with the trail like any other.
+func (a *Authority) baselineKeys(ctx context.Context) error {
+	who := actor{caller: SystemCaller}
+	at := a.now()
+	recs, err := a.store.BaselineKeys(ctx, func(k jwks.KeyRecord) (audit.Record, error) {
+		return who.keyRecord(audit.KindKeyBaseline, k, "", at)
+	})
+	if err != nil {
+		return fmt.Errorf("recording the keys from before key administration was audited: %w", err)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if a.tlog != nil {
+		a.tlog.committed(recs)
+	}
+	kids := make([]string, len(recs))
+	for i, r := range recs {
+		kids[i] = r.KID
+	}
+	a.log.Info("recorded the keys from before key administration was audited, as they are now (key.baseline)",
+		"keys", kids, "first_record", recs[0].Seq, "caller", who.caller)
+	return nil
 }
 
 // adminCommitted tells the transparency log about the audit record of a

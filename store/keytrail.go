@@ -83,6 +83,10 @@ type KeyTrail struct {
 	// cardsignd that audited key administration from the first key on,
 	// and no key may lack a record.
 	fromStart bool
+	// baseline: a key.baseline record was seen, recording every key that
+	// had no record at the first start after the upgrade: from there on,
+	// too, no key may lack a record.
+	baseline bool
 }
 
 type trailEntry struct {
@@ -101,6 +105,9 @@ func (t *KeyTrail) Add(r audit.Record) error {
 	}
 	if !r.Kind().IsKey() {
 		return nil
+	}
+	if r.Kind() == audit.KindKeyBaseline {
+		t.baseline = true
 	}
 	st, err := audit.DecodeKeyState(r.Detail)
 	if err != nil {
@@ -147,7 +154,8 @@ const (
 // the kids of keys that predate the trail (created before the first key
 // administration record, by a cardsignd that did not audit key
 // administration): those are taken as they are. A log whose record 1 is a
-// key administration record was audited from its first key on: there,
+// key administration record was audited from its first key on, and one
+// with a key.baseline record recorded every key then on record: there,
 // every key must have a record.
 //
 // A key with records must agree with its last one (a revocation erased, a
@@ -159,7 +167,7 @@ func (t *KeyTrail) Check(keys []jwks.KeyRecord, how KeyCheck) (problems []*KeyTr
 		seen[k.KID] = true
 		e, ok := t.last[k.KID]
 		if !ok {
-			if since, audited := t.Since(); t.fromStart || (audited && !k.CreatedAt.Before(since)) {
+			if since, audited := t.Since(); t.fromStart || t.baseline || (audited && !k.CreatedAt.Before(since)) {
 				problems = append(problems, &KeyTrailError{KID: k.KID, Reason: fmt.Sprintf(
 					"the store has this key, created at %s, but no audit record created or imported it: it was added outside cardsignd",
 					k.CreatedAt.UTC().Format(time.RFC3339Nano))})
@@ -308,4 +316,44 @@ func RevokedIn(r jwks.Revocations, keys []jwks.KeyRecord) (problems []*KeyTrailE
 		}
 	}
 	return problems
+}
+
+// NeedsBaseline says whether BaselineKeys has anything to append, given
+// keys (every key record), baselined and audited as for BaselineChange.
+func NeedsBaseline(keys []jwks.KeyRecord, baselined bool, audited map[string]bool) bool {
+	if baselined {
+		return false
+	}
+	for _, k := range keys {
+		if !audited[k.KID] {
+			return true
+		}
+	}
+	return false
+}
+
+// BaselineChange is the change BaselineKeys makes, given recs (every key
+// record, read in its transaction), baselined (whether a key.baseline
+// record exists) and audited (the kids some key administration record
+// names): a key.baseline record, made by rec, of every key not audited;
+// an empty change when baselined. Each store runs it in its transaction.
+func BaselineChange(recs []jwks.KeyRecord, baselined bool, audited map[string]bool, rec func(jwks.KeyRecord) (audit.Record, error)) (KeyChange, error) {
+	var ch KeyChange
+	if baselined {
+		return ch, nil
+	}
+	for _, k := range recs {
+		if audited[k.KID] {
+			continue
+		}
+		r, err := rec(k)
+		if err != nil {
+			return KeyChange{}, err
+		}
+		if r.Kind() != audit.KindKeyBaseline || r.KID != k.KID {
+			return KeyChange{}, fmt.Errorf("store: baseline of key %s: a %s record of key %q, want a %s record of it", k.KID, r.Kind(), r.KID, audit.KindKeyBaseline)
+		}
+		ch.Audit = append(ch.Audit, r)
+	}
+	return ch, nil
 }

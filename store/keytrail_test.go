@@ -57,6 +57,16 @@ func TestKeyTrail(t *testing.T) {
 	// one upgraded after signing with a key from before.
 	fromStart := []audit.Record{rec(1, audit.KindKeyCreate, k1), rec(2, audit.KindKeyRotate, k2), rec(3, audit.KindKeyRevoke, revoked), rec(4, audit.KindKeyRetire, retired)}
 	upgraded := []audit.Record{sig, rec(2, audit.KindKeyCreate, k1), rec(3, audit.KindKeyRotate, k2), rec(4, audit.KindKeyRevoke, revoked), rec(5, audit.KindKeyRetire, retired)}
+	// The same upgraded log whose older key, revoked, got its baseline
+	// record at the first start after the upgrade: the trail is complete
+	// from there on.
+	legacyRevoked := legacy
+	lat := t0.Add(-time.Minute)
+	legacyRevoked.RevokedAt, legacyRevoked.RevokeReason = &lat, "compromise"
+	legacyErased := legacyRevoked
+	legacyErased.RevokedAt, legacyErased.RevokeReason = nil, ""
+	baselined := []audit.Record{sig, rec(2, audit.KindKeyBaseline, legacyRevoked), rec(3, audit.KindKeyCreate, k1), rec(4, audit.KindKeyRotate, k2),
+		rec(5, audit.KindKeyRevoke, revoked), rec(6, audit.KindKeyRetire, retired)}
 
 	unrevoked := revoked
 	unrevoked.RevokedAt, unrevoked.RevokeReason = nil, ""
@@ -93,6 +103,10 @@ func TestKeyTrail(t *testing.T) {
 		{"upgraded: older key taken as it is", upgraded, []jwks.KeyRecord{legacy, retired, revoked}, store.CheckAll, "", 1},
 		{"upgraded: revocation erased", upgraded, []jwks.KeyRecord{legacy, retired, unrevoked}, store.CheckAll, "revoked_at", 1},
 		{"upgraded: key added after", upgraded, []jwks.KeyRecord{legacy, retired, revoked, rogue}, store.CheckAll, "no audit record", 1},
+		{"baselined: older key agrees", baselined, []jwks.KeyRecord{legacyRevoked, retired, revoked}, store.CheckAll, "", 0},
+		{"baselined: older key's revocation erased", baselined, []jwks.KeyRecord{legacyErased, retired, revoked}, store.CheckAll, "revoked_at: the audit trail says", 0},
+		{"baselined: key added, backdated before the trail", baselined, []jwks.KeyRecord{backdated, legacyRevoked, retired, revoked}, store.CheckAll, "no audit record created or imported it", 0},
+		{"baselined: older key deleted", baselined, []jwks.KeyRecord{retired, revoked}, store.CheckAll, "deleted outside cardsignd", 0},
 		{"no key records at all: every key predates", []audit.Record{sig}, []jwks.KeyRecord{legacy, k1}, store.CheckAll, "", 2},
 	}
 	for _, tt := range tests {

@@ -63,6 +63,16 @@ type Store interface {
 	// stored.
 	ChangeKeys(ctx context.Context, mode KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (KeyChange, error)) ([]audit.Record, error)
 
+	// BaselineKeys brings keys that no key administration record names
+	// (made by a release before those records existed) into the audit
+	// trail: in one ChangeKeys transaction (a KeyTransition's locks), unless
+	// a key.baseline record exists already, it appends the record rec
+	// makes (audit.KindKeyBaseline, stating the key as it is) for each such
+	// key, and returns the records as stored; none when a baseline exists or
+	// every key has a record. Replicas starting together append one
+	// baseline. From it on, KeyTrail takes no key as legacy.
+	BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error)
+
 	// ListKeys returns every key record, ordered by CreatedAt, then KID.
 	ListKeys(ctx context.Context) ([]jwks.KeyRecord, error)
 

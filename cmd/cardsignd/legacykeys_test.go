@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,8 @@ func legacyStore(t *testing.T, dataDir string) (active, revoked string) {
 // audit of key administration (no key record in the audit log), a key's
 // revocation erased in the SQLite file is refused by store copy and
 // reported by cardsign audit verify, from the signed revocation document
-// that lists the key: the audit trail alone takes such keys as they are.
+// that lists the key (and, since the first start recorded the legacy keys,
+// from the audit trail: TestLegacyKeysBaseline).
 func TestErasedLegacyRevocation(t *testing.T) {
 	ctx := t.Context()
 	work := t.TempDir()
@@ -151,5 +153,91 @@ func TestErasedLegacyRevocation(t *testing.T) {
 	if r.Code != 1 || !strings.Contains(r.Stdout, "audit chain intact") || !strings.Contains(r.Stdout, "key records DISAGREE") ||
 		!strings.Contains(r.Stdout, revoked) {
 		t.Fatalf("audit verify against the edited keys table, with the kept revocation document: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// baselines returns the key.baseline records of the SQLite store in
+// dataDir: kid and caller of each, in order.
+func baselines(t *testing.T, dataDir string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "cardsign.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(t.Context(), `SELECT kid, caller FROM audit WHERE outcome = 'key.baseline' ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var kid, caller string
+		if err := rows.Scan(&kid, &caller); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, kid+" by "+caller)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestLegacyKeysBaseline: the first start of the upgraded daemon on a store
+// whose keys predate the audit of key administration records each of them
+// as it is (key.baseline, caller cardsignd), once: a second start appends
+// none. From then on a legacy key's revocation erased in the SQLite file,
+// with the signed revocation document deleted too, is refused by store
+// copy and reported by cardsign audit verify from the audit trail alone.
+func TestLegacyKeysBaseline(t *testing.T) {
+	ctx := t.Context()
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	active, revoked := legacyStore(t, data)
+	if got := baselines(t, data); len(got) != 0 {
+		t.Fatalf("the legacy store has baseline records: %v", got)
+	}
+
+	d := startDaemon(t, data)
+	d.stop()
+	want := []string{active + " by cardsignd", revoked + " by cardsignd"}
+	if got := baselines(t, data); !slices.Equal(got, want) {
+		t.Fatalf("after the first start: baseline records %v, want %v", got, want)
+	}
+	d = startDaemon(t, data)
+	d.stop()
+	if got := baselines(t, data); !slices.Equal(got, want) {
+		t.Fatalf("after a second start: baseline records %v, want %v (none appended)", got, want)
+	}
+
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "cardsign.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TRIGGER keys_immutable`, `UPDATE keys SET revoked_at = NULL, revoke_reason = '' WHERE kid = '` + revoked + `'`,
+		`DELETE FROM documents WHERE name = 'revocations'`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	dst := newPGDatabase(t)
+	r := runDaemonOnce(t, "store", "copy", "--from", data, "--to", dst)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "revoked_at: the audit trail says") || !strings.Contains(r.Stderr, revoked) ||
+		!strings.Contains(r.Stderr, "nothing was copied") {
+		t.Fatalf("store copy of a baselined source whose legacy revocation was erased: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	d = startDaemon(t, data)
+	defer d.stop()
+	r = cli(t, work, nil, "audit", "verify", "--server", d.grpc)
+	if r.Code != 1 || !strings.Contains(r.Stdout, "audit chain intact") || !strings.Contains(r.Stdout, "key records DISAGREE") ||
+		!strings.Contains(r.Stdout, revoked) {
+		t.Fatalf("audit verify of the edited keys table, without a revocation document: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }

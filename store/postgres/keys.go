@@ -325,6 +325,62 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 // taken in UpdateKeys' order (key set, audit head, key rows) in either
 // mode: a creation locks the head after fn, before it writes a row.
 func (s *Store) ChangeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+	return s.changeKeys(ctx, mode, func(ctx context.Context, _ pgx.Tx, recs []jwks.KeyRecord) (store.KeyChange, error) {
+		return fn(ctx, recs)
+	})
+}
+
+// BaselineKeys appends a key.baseline record of every key no key
+// administration record names, unless one exists; see store.Store. It runs
+// under a KeyTransition's locks (key set, then audit head), so replicas
+// starting together append one baseline.
+func (s *Store) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error) {
+	// Looked at first without a lock, so a start whose keys all have a
+	// record (every start after the first) does not hold up appends.
+	baselined, audited, err := keyTrailKids(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("store: baseline keys: %w", err)
+	}
+	keys, err := listKeys(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("store: baseline keys: %w", err)
+	}
+	if !store.NeedsBaseline(keys, baselined, audited) {
+		return nil, nil
+	}
+	return s.changeKeys(ctx, store.KeyTransition, func(ctx context.Context, tx pgx.Tx, recs []jwks.KeyRecord) (store.KeyChange, error) {
+		baselined, audited, err := keyTrailKids(ctx, tx)
+		if err != nil {
+			return store.KeyChange{}, fmt.Errorf("store: baseline keys: %w", err)
+		}
+		return store.BaselineChange(recs, baselined, audited, rec)
+	})
+}
+
+// keyTrailKids says whether a key.baseline record exists and which kids
+// key administration records name.
+func keyTrailKids(ctx context.Context, q querier) (baselined bool, audited map[string]bool, err error) {
+	rows, err := q.Query(ctx, `SELECT DISTINCT outcome, kid FROM audit WHERE outcome NOT IN ('signed', 'refused')`)
+	if err != nil {
+		return false, nil, err
+	}
+	defer rows.Close()
+	audited = map[string]bool{}
+	for rows.Next() {
+		var kind, kid string
+		if err := rows.Scan(&kind, &kid); err != nil {
+			return false, nil, err
+		}
+		if audit.Kind(kind).IsKey() {
+			audited[kid] = true
+			baselined = baselined || audit.Kind(kind) == audit.KindKeyBaseline
+		}
+	}
+	return baselined, audited, rows.Err()
+}
+
+// changeKeys is ChangeKeys with fn given the transaction.
+func (s *Store) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, tx pgx.Tx, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
 	var edge store.LogEdge
@@ -352,7 +408,7 @@ func (s *Store) ChangeKeys(ctx context.Context, mode store.KeyChangeMode, fn fun
 			return err
 		}
 		stored := slices.Clone(recs) // fn may change recs in place
-		ch, err := fn(ctx, recs)
+		ch, err := fn(ctx, tx, recs)
 		if err != nil {
 			fnErr = err
 			return err

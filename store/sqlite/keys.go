@@ -176,6 +176,60 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 // store.Store. The transaction holds SQLite's one write lock throughout,
 // whatever the mode.
 func (s *Store) ChangeKeys(ctx context.Context, _ store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+	return s.changeKeys(ctx, func(ctx context.Context, _ *sql.Tx, recs []jwks.KeyRecord) (store.KeyChange, error) {
+		return fn(ctx, recs)
+	})
+}
+
+// BaselineKeys appends a key.baseline record of every key no key
+// administration record names, unless one exists; see store.Store.
+func (s *Store) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error) {
+	// Looked at first without a lock, so a start whose keys all have a
+	// record (every start after the first) does not hold up appends.
+	baselined, audited, err := keyTrailKids(ctx, s.db)
+	if err != nil {
+		return nil, fmt.Errorf("store: baseline keys: %w", err)
+	}
+	keys, err := listKeys(ctx, s.db)
+	if err != nil {
+		return nil, fmt.Errorf("store: baseline keys: %w", err)
+	}
+	if !store.NeedsBaseline(keys, baselined, audited) {
+		return nil, nil
+	}
+	return s.changeKeys(ctx, func(ctx context.Context, tx *sql.Tx, recs []jwks.KeyRecord) (store.KeyChange, error) {
+		baselined, audited, err := keyTrailKids(ctx, tx)
+		if err != nil {
+			return store.KeyChange{}, fmt.Errorf("store: baseline keys: %w", err)
+		}
+		return store.BaselineChange(recs, baselined, audited, rec)
+	})
+}
+
+// keyTrailKids says whether a key.baseline record exists and which kids
+// key administration records name.
+func keyTrailKids(ctx context.Context, q querier) (baselined bool, audited map[string]bool, err error) {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT outcome, kid FROM audit WHERE outcome NOT IN ('signed', 'refused')`)
+	if err != nil {
+		return false, nil, err
+	}
+	defer rows.Close()
+	audited = map[string]bool{}
+	for rows.Next() {
+		var kind, kid string
+		if err := rows.Scan(&kind, &kid); err != nil {
+			return false, nil, err
+		}
+		if audit.Kind(kind).IsKey() {
+			audited[kid] = true
+			baselined = baselined || audit.Kind(kind) == audit.KindKeyBaseline
+		}
+	}
+	return baselined, audited, rows.Err()
+}
+
+// changeKeys is ChangeKeys with fn given the transaction.
+func (s *Store) changeKeys(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
 	var edge store.LogEdge
@@ -186,7 +240,7 @@ func (s *Store) ChangeKeys(ctx context.Context, _ store.KeyChangeMode, fn func(c
 			return err
 		}
 		stored := slices.Clone(recs) // fn may change recs in place
-		ch, err := fn(ctx, recs)
+		ch, err := fn(ctx, tx, recs)
 		if err != nil {
 			fnErr = err
 			return err

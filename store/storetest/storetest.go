@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"AuditProvenance", testAuditProvenance},
 		{"ChangeKeys", testChangeKeys},
 		{"ChangeKeysRefusals", testChangeKeysRefusals},
+		{"BaselineKeys", testBaselineKeys},
 		{"AuditRegistryRecords", testAuditRegistryRecords},
 		{"Agents", testAgents},
 		{"PublicAgentCard", testPublicAgentCard},
