@@ -208,6 +208,9 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	if err := precheckLogKeys(ctx, cfg, tlog.signer); err != nil {
 		return err
 	}
+	if err := precheckReplica(ctx, cfg, log); err != nil {
+		return err
+	}
 	st, database, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -393,6 +396,21 @@ func checkKeyBackends(cfg daemonconfig.Config, recs []jwks.KeyRecord) error {
 		}
 	}
 	return nil
+}
+
+// precheckReplica refuses a configured replica name another live process
+// holds (server.PrecheckReplica), reading the store without opening or
+// migrating it; Authority.ClaimReplica after the open stays the claim.
+func precheckReplica(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error {
+	read := func(ctx context.Context, name string) (store.Lease, bool, time.Time, error) {
+		return sqlite.InspectLease(ctx, filepath.Join(cfg.DataDir, sqliteFile), name)
+	}
+	if cfg.Store.Postgres() {
+		read = func(ctx context.Context, name string) (store.Lease, bool, time.Time, error) {
+			return postgres.InspectLease(ctx, cfg.Store.PostgresConfig(nil), name)
+		}
+	}
+	return server.PrecheckReplica(ctx, cfg.Replica, read, log)
 }
 
 // precheckLogKeys compares this replica's log keys with those the replica
