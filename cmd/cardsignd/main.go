@@ -161,9 +161,10 @@ const pinEnv = daemonconfig.PINEnv
 // modes, the backends built, the TLS material and callers loaded, both
 // listeners bound (a port clash), the database looked at without
 // migrating it (checkStore: every key's backend), and the log keys
-// compared with the other replicas' (precheckLogKeys, read-only). Only then
-// is the store opened (made or migrated); the checks that need it opened
-// (the replica name's claim, a write; each key URI against its backend's
+// compared with the other replicas' (precheckLogKeys, read-only), and the
+// replica name looked up (precheckReplica, read-only). Only then is the
+// store opened (made or migrated); the checks that need it opened (the
+// replica name's claim, a write, for processes starting at once; each key URI against its backend's
 // settings; the log keys again, for replicas starting at once) run before
 // the first write of the daemon's own: the log key and the first signing
 // key. Background work is stopped before the
