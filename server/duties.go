@@ -122,6 +122,47 @@ func (a *Authority) ClaimReplica(ctx context.Context) error {
 	}
 }
 
+// LeaseReader reads a lease without writing (the store not yet opened):
+// the lease, whether there is one, and the store's clock now.
+type LeaseReader func(ctx context.Context, name string) (l store.Lease, found bool, now time.Time, err error)
+
+// PrecheckReplica is ClaimReplica's refusal made before the store is
+// opened (and so migrated), reading only: it refuses the configured name
+// with a *ReplicaNameInUseError when another process's unexpired lease on
+// it is renewed while this one watches, and returns nil when there is no
+// such lease or it lapses (a killed holder). ClaimReplica after the open
+// stays the authoritative claim (two processes starting at once).
+func PrecheckReplica(ctx context.Context, replica string, read LeaseReader, log *slog.Logger) error {
+	if replica == "" {
+		return nil
+	}
+	var first *store.Lease
+	for {
+		l, found, now, err := read(ctx, replicaLeasePrefix+replica)
+		if err != nil {
+			return fmt.Errorf("reading replica name %q's lease: %w", replica, err)
+		}
+		if !found || !l.Expires.After(now) {
+			return nil
+		}
+		switch {
+		case first == nil:
+			first = &l
+			log.Info("replica name held by another process; waiting for its lease to lapse (a process that stopped) or be renewed (a live one)",
+				"replica", replica, "instance", l.Holder, "until", l.Expires)
+		case l.Holder != first.Holder || l.Epoch != first.Epoch || l.Expires.After(first.Expires):
+			return &ReplicaNameInUseError{Name: replica, Instance: l.Holder, Until: l.Expires}
+		}
+		t := time.NewTimer(leaseRenew / 10)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
 // ReplicaNameLostError: another process took this replica's name while
 // its lease had lapsed (the store unreachable for longer than leaseTTL).
 // Until this process claims the name again, it runs no cluster duties and

@@ -161,9 +161,10 @@ const pinEnv = daemonconfig.PINEnv
 // modes, the backends built, the TLS material and callers loaded, both
 // listeners bound (a port clash), the database looked at without
 // migrating it (checkStore: every key's backend), and the log keys
-// compared with the other replicas' (precheckLogKeys, read-only). Only then
-// is the store opened (made or migrated); the checks that need it opened
-// (the replica name's claim, a write; each key URI against its backend's
+// compared with the other replicas' (precheckLogKeys, read-only), and the
+// replica name looked up (precheckReplica, read-only). Only then is the
+// store opened (made or migrated); the checks that need it opened (the
+// replica name's claim, a write, for processes starting at once; each key URI against its backend's
 // settings; the log keys again, for replicas starting at once) run before
 // the first write of the daemon's own: the log key and the first signing
 // key. Background work is stopped before the
@@ -206,6 +207,9 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		return err
 	}
 	if err := precheckLogKeys(ctx, cfg, tlog.signer); err != nil {
+		return err
+	}
+	if err := precheckReplica(ctx, cfg, log); err != nil {
 		return err
 	}
 	st, database, err := openStore(ctx, cfg, log)
@@ -393,6 +397,21 @@ func checkKeyBackends(cfg daemonconfig.Config, recs []jwks.KeyRecord) error {
 		}
 	}
 	return nil
+}
+
+// precheckReplica refuses a configured replica name another live process
+// holds (server.PrecheckReplica), reading the store without opening or
+// migrating it; Authority.ClaimReplica after the open stays the claim.
+func precheckReplica(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error {
+	read := func(ctx context.Context, name string) (store.Lease, bool, time.Time, error) {
+		return sqlite.InspectLease(ctx, filepath.Join(cfg.DataDir, sqliteFile), name)
+	}
+	if cfg.Store.Postgres() {
+		read = func(ctx context.Context, name string) (store.Lease, bool, time.Time, error) {
+			return postgres.InspectLease(ctx, cfg.Store.PostgresConfig(nil), name)
+		}
+	}
+	return server.PrecheckReplica(ctx, cfg.Replica, read, log)
 }
 
 // precheckLogKeys compares this replica's log keys with those the replica

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/store"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -117,4 +119,39 @@ func Inspect(ctx context.Context, cfg Config, documents ...string) (Contents, er
 		}
 	}
 	return c, nil
+}
+
+// InspectLease connects as Inspect does and reads the lease name and the
+// database clock (now(), the clock leases are on), creating, locking and
+// migrating nothing. A database without the leases table (no schema yet)
+// has no lease: found is false.
+func InspectLease(ctx context.Context, cfg Config, name string) (l store.Lease, found bool, now time.Time, err error) {
+	where := Redact(cfg.URL)
+	poolCfg, err := parseConfig(cfg)
+	if err != nil {
+		return store.Lease{}, false, time.Time{}, fmt.Errorf("store: %s: %w", where, err)
+	}
+	poolCfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return store.Lease{}, false, time.Time{}, fmt.Errorf("store: %s: %w", where, err)
+	}
+	defer pool.Close()
+	var leases bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('leases') IS NOT NULL, clock_timestamp()`).Scan(&leases, &now); err != nil {
+		return store.Lease{}, false, time.Time{}, fmt.Errorf("store: cannot reach PostgreSQL at %s: %w", where, classify(ctx, err))
+	}
+	if !leases {
+		return store.Lease{}, false, now, nil
+	}
+	l = store.Lease{Name: name}
+	err = pool.QueryRow(ctx, `SELECT holder, epoch, expires_at, clock_timestamp() FROM leases WHERE name = $1`, name).Scan(&l.Holder, &l.Epoch, &l.Expires, &now)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return store.Lease{}, false, now, nil
+	case err != nil:
+		return store.Lease{}, false, time.Time{}, fmt.Errorf("store: %s: lease %q: %w", where, name, classify(ctx, err))
+	}
+	l.Expires = l.Expires.UTC()
+	return l, true, now.UTC(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
@@ -30,14 +31,28 @@ type Contents struct {
 // Open migrates the file, and a start it refuses leaves the file as it
 // was. A database made by a newer cardsignd is refused as Open refuses it.
 func Inspect(ctx context.Context, path string, documents ...string) (Contents, error) {
-	abs, err := filepath.Abs(path)
+	db, exists, err := openInspect(path)
+	if err != nil || !exists {
+		return Contents{}, err
+	}
+	defer db.Close()
+	c, err := inspect(ctx, db, documents)
 	if err != nil {
 		return Contents{}, fmt.Errorf("store: inspect %s: %w", path, err)
 	}
+	return c, nil
+}
+
+// openInspect opens the database at path read-only, if it exists.
+func openInspect(path string) (*sql.DB, bool, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: inspect %s: %w", path, err)
+	}
 	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
-		return Contents{}, nil
+		return nil, false, nil
 	} else if err != nil {
-		return Contents{}, fmt.Errorf("store: inspect %s: %w", path, err)
+		return nil, false, fmt.Errorf("store: inspect %s: %w", path, err)
 	}
 	// Read-only. With no write-ahead log beside it, no process has the
 	// file open and its content is all in it: read it as immutable, for a
@@ -51,15 +66,34 @@ func Inspect(ctx context.Context, path string, documents ...string) (Contents, e
 	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: abs, RawQuery: params}).String()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return Contents{}, fmt.Errorf("store: inspect %s: %w", path, err)
+		return nil, false, fmt.Errorf("store: inspect %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	return db, true, nil
+}
+
+// InspectLease reads the lease name of the database at path read-only, as
+// Inspect reads, with the host clock now (the clock the store's leases
+// are on). A database that does not exist or has no leases table (an
+// older schema) has no lease: found is false.
+func InspectLease(ctx context.Context, path, name string) (l store.Lease, found bool, now time.Time, err error) {
+	db, exists, err := openInspect(path)
+	if err != nil || !exists {
+		return store.Lease{}, false, time.Now(), err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
-	c, err := inspect(ctx, db, documents)
-	if err != nil {
-		return Contents{}, fmt.Errorf("store: inspect %s: %w", path, err)
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'leases'`).Scan(&n); err != nil {
+		return store.Lease{}, false, time.Time{}, fmt.Errorf("store: inspect %s: %w", path, err)
 	}
-	return c, nil
+	if n == 0 {
+		return store.Lease{}, false, time.Now(), nil
+	}
+	r, found, err := readLease(ctx, db, name)
+	if err != nil {
+		return store.Lease{}, false, time.Time{}, fmt.Errorf("store: inspect %s: lease %q: %w", path, name, err)
+	}
+	return r.lease(name), found, time.Now(), nil
 }
 
 func inspect(ctx context.Context, db *sql.DB, documents []string) (Contents, error) {
