@@ -1739,8 +1739,9 @@ type AuditRecord struct {
 	// writes: sorted keys, no HTML escaping); empty for other callers.
 	Provenance map[string]string `protobuf:"bytes,16,rep,name=provenance,proto3" json:"provenance,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// For an administrative record (outcome "key.create", "key.import",
-	// "key.rotate", "key.activate", "key.retire", "key.revoke", "key.hold",
-	// "agent.remove" or "card.revoke"), what it states about its subject as
+	// "key.rotate", "key.activate", "key.retire", "key.revoke", "key.hold", "key.baseline" (a key
+	// recorded as it stood at the first start after an upgrade), "agent.remove" or
+	// "card.revoke"), what it states about its subject as
 	// compact JSON: the key's state after the action (its kid and alg are in
 	// kid and alg, its public key's RFC 7638 thumbprint in canonical_sha256),
 	// or the agent acted on (canonical_sha256: its card's). Covered by the
