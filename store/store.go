@@ -16,9 +16,26 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// Store is durable state: keys and the audit log. Every method is safe for
-// concurrent use, also by several processes sharing one store.
+// Store is all of cardsign's durable state, one part per role: the daemon's
+// composition root and the store copier take it whole; every other consumer
+// names the roles it uses (Keys, AuditLog, Log, Leases, Documents, Agents,
+// Clock). Every method is safe for concurrent use, also by several
+// processes sharing one store.
 type Store interface {
+	Keys
+	AuditLog
+	Clock
+	Leases
+	Documents
+	Agents
+	Log
+
+	Close() error
+}
+
+// Keys is the key-record role: the key set and its changes, each change
+// audited in the same transaction.
+type Keys interface {
 	// CreateKey stores a new key record. A KID is never reused: creating a
 	// KID that exists, even a revoked one, fails with ErrExists. check, when
 	// not nil, sees every existing record inside the same transaction and
@@ -75,7 +92,10 @@ type Store interface {
 
 	// ListKeys returns every key record, ordered by CreatedAt, then KID.
 	ListKeys(ctx context.Context) ([]jwks.KeyRecord, error)
+}
 
+// AuditLog is the audit role: the hash-chained records and their head.
+type AuditLog interface {
 	// AppendAudit appends in one transaction: it assigns Seq, PrevHash and
 	// Hash (audit.Record.ComputeHash) from the chain head (AuditHead), ignoring
 	// any the caller set, inserts, commits durably, and returns the records
@@ -95,7 +115,11 @@ type Store interface {
 	// audit.VerifyChain (storetest.RunTampering checks this). The daemon
 	// publishes it in the signed revocation document.
 	AuditHead(ctx context.Context) (seq int64, hash []byte, err error)
+}
 
+// Clock is the shared clock and the named durable counters replicas take
+// turns from.
+type Clock interface {
 	// NextSequence returns the next value (1, 2, …) of a named durable
 	// counter (the revocation document's sequence).
 	NextSequence(ctx context.Context, name string) (int64, error)
@@ -104,13 +128,6 @@ type Store interface {
 	// Replicas take times that other replicas compare (activation,
 	// revocation, lease expiry) from it, not from their own clocks.
 	Now(ctx context.Context) (time.Time, error)
-
-	Leases
-	Documents
-	Agents
-	Log
-
-	Close() error
 }
 
 // KeyChangeMode says when ChangeKeys takes the audit head's lock, which
