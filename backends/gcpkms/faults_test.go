@@ -25,11 +25,7 @@ func TestThrottleBurst(t *testing.T) {
 	const n = 200
 	f := newFake(t, gcpkmsfake.Options{Latency: 5 * time.Millisecond})
 	b, _ := newBackend(t, f, Config{})
-	_, uri := addKey(t, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
-	h, err := b.Open(t.Context(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := openKey(t, b, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
 	jwk, _ := jose.NewJWK(h.Signer.Public(), "", h.Alg)
 	pub, _ := jwk.PublicKey()
 	if err := f.Update(func(o *gcpkmsfake.Options) { o.ThrottleRate = 0.5 }); err != nil {
@@ -141,15 +137,11 @@ func TestIntegrity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, uri := addKey(t, f, tt.alg)
-			h, err := b.Open(t.Context(), uri)
-			if err != nil {
-				t.Fatal(err)
-			}
+			uri, h := openKey(t, b, f, tt.alg)
 			f.Update(tt.fault)
 			defer f.Update(func(o *gcpkmsfake.Options) { *o = gcpkmsfake.Options{} })
 			calls := f.Calls("AsymmetricSign")
-			_, err = jose.Sign(t.Context(), h.Signer, h.Alg, []byte("e30.e30"))
+			_, err := jose.Sign(t.Context(), h.Signer, h.Alg, []byte("e30.e30"))
 			var ie *IntegrityError
 			if !errors.As(err, &ie) || ie.Field != tt.field || ie.Name != nameOf(uri) {
 				t.Fatalf("err = %v, want an *IntegrityError on %s", err, tt.field)
@@ -193,11 +185,7 @@ func TestIntegrity(t *testing.T) {
 func TestDeadline(t *testing.T) {
 	f := newFake(t, gcpkmsfake.Options{})
 	b, _ := newBackend(t, f, Config{})
-	_, uri := addKey(t, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
-	h, err := b.Open(t.Context(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := openKey(t, b, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
 	f.Update(func(o *gcpkmsfake.Options) { o.Unavailable = 1 << 30 })
 	exact := func(d time.Duration) time.Duration { return d } // waits of 50ms, 100ms, 200ms...
 
@@ -246,16 +234,12 @@ func TestDeadline(t *testing.T) {
 func TestAttemptTimeout(t *testing.T) {
 	f := newFake(t, gcpkmsfake.Options{})
 	b, _ := newBackend(t, f, Config{AttemptTimeout: 60 * time.Millisecond})
-	_, uri := addKey(t, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
-	h, err := b.Open(t.Context(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := openKey(t, b, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
 	f.Update(func(o *gcpkmsfake.Options) { o.Latency = 500 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(t.Context(), 400*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = jose.Sign(ctx, h.Signer, h.Alg, []byte("e30.e30"))
+	_, err := jose.Sign(ctx, h.Signer, h.Alg, []byte("e30.e30"))
 	elapsed := time.Since(start)
 	var ue *UnavailableError
 	if !errors.As(err, &ue) || ue.Attempts < 2 {
@@ -319,15 +303,11 @@ func TestRateLimit(t *testing.T) {
 func TestCancel(t *testing.T) {
 	f := newFake(t, gcpkmsfake.Options{})
 	b, _ := newBackend(t, f, Config{})
-	_, uri := addKey(t, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
-	h, err := b.Open(t.Context(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := openKey(t, b, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
 	f.Update(func(o *gcpkmsfake.Options) { o.Unavailable = 1 << 30 })
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(30*time.Millisecond, cancel)
-	_, err = jose.Sign(ctx, h.Signer, h.Alg, []byte("e30.e30"))
+	_, err := jose.Sign(ctx, h.Signer, h.Alg, []byte("e30.e30"))
 	if !errors.Is(err, context.Canceled) || errors.Is(err, backends.ErrUnavailable) {
 		t.Errorf("err = %v, want context.Canceled and not unavailability", err)
 	}
@@ -337,15 +317,11 @@ func TestCancel(t *testing.T) {
 func TestClose(t *testing.T) {
 	f := newFake(t, gcpkmsfake.Options{})
 	b, _ := newBackend(t, f, Config{})
-	_, uri := addKey(t, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
-	h, err := b.Open(t.Context(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
+	uri, h := openKey(t, b, f, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = jose.Sign(t.Context(), h.Signer, h.Alg, []byte("e30.e30"))
+	_, err := jose.Sign(t.Context(), h.Signer, h.Alg, []byte("e30.e30"))
 	if !errors.Is(err, ErrClosed) || !errors.Is(err, backends.ErrUnavailable) {
 		t.Errorf("sign after Close: %v", err)
 	}

@@ -108,4 +108,15 @@ func addKey(t testing.TB, f *gcpkmsfake.Server, alg kmspb.CryptoKeyVersion_Crypt
 }
 
 // nameOf is the resource name in a gcpkms:// URI.
+// openKey adds a version of alg to the fake and opens it.
+func openKey(t testing.TB, b *Backend, f *gcpkmsfake.Server, alg kmspb.CryptoKeyVersion_CryptoKeyVersionAlgorithm) (uri string, h backends.Handle) {
+	t.Helper()
+	_, uri = addKey(t, f, alg)
+	h, err := b.Open(t.Context(), uri)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return uri, h
+}
+
 func nameOf(uri string) string { return strings.TrimPrefix(uri, Scheme+"://") }

@@ -35,11 +35,7 @@ func TestSign(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.kms.String(), func(t *testing.T) {
-			_, uri := addKey(t, f, tt.kms)
-			h, err := b.Open(t.Context(), uri)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
+			_, h := openKey(t, b, f, tt.kms)
 			if h.Alg != tt.alg || h.KID != "" {
 				t.Errorf("Handle alg %q kid %q, want %q and no kid", h.Alg, h.KID, tt.alg)
 			}
@@ -85,11 +81,7 @@ func TestSignOpts(t *testing.T) {
 	f := newFake(t, gcpkmsfake.Options{})
 	b, _ := newBackend(t, f, Config{})
 	open := func(alg kmspb.CryptoKeyVersion_CryptoKeyVersionAlgorithm) *signer {
-		_, uri := addKey(t, f, alg)
-		h, err := b.Open(t.Context(), uri)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, h := openKey(t, b, f, alg)
 		return h.Signer.(*signer)
 	}
 	es256 := open(kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256)
