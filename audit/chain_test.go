@@ -147,19 +147,26 @@ func TestVerifyChain(t *testing.T) {
 				prev = tt.prev(recs)
 			}
 			err := VerifyChain(prev, tt.mod(recs))
-			if tt.reason == "" {
-				if err != nil {
-					t.Fatalf("VerifyChain: %v, want nil", err)
-				}
-				return
-			}
-			var ce *ChainError
-			if !errors.As(err, &ce) {
-				t.Fatalf("VerifyChain = %v, want *ChainError", err)
-			}
-			if ce.Seq != tt.wantSeq || !strings.HasPrefix(ce.Reason, tt.reason) {
-				t.Fatalf("ChainError{Seq: %d, Reason: %q}, want seq %d, reason %q…", ce.Seq, ce.Reason, tt.wantSeq, tt.reason)
-			}
+			checkChainError(t, err, tt.wantSeq, tt.reason)
 		})
+	}
+}
+
+// checkChainError fails t unless err is nil for an empty reason, or a
+// *ChainError at wantSeq whose reason starts with reason.
+func checkChainError(t *testing.T, err error, wantSeq int64, reason string) {
+	t.Helper()
+	if reason == "" {
+		if err != nil {
+			t.Fatalf("VerifyChain: %v, want nil", err)
+		}
+		return
+	}
+	var ce *ChainError
+	if !errors.As(err, &ce) {
+		t.Fatalf("VerifyChain = %v, want *ChainError", err)
+	}
+	if ce.Seq != wantSeq || !strings.HasPrefix(ce.Reason, reason) {
+		t.Fatalf("ChainError{Seq: %d, Reason: %q}, want seq %d, reason %q…", ce.Seq, ce.Reason, wantSeq, reason)
 	}
 }

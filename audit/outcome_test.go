@@ -2,10 +2,7 @@ package audit
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"strings"
 	"testing"
 )
@@ -50,27 +47,13 @@ func TestComputeHashGolden(t *testing.T) {
 func TestComputeHashEncodingRefused(t *testing.T) {
 	r := refusedRecord()
 	prev := bytes.Repeat([]byte{0xab}, 32)
-
-	var buf bytes.Buffer
-	buf.Write(prev)
-	field := func(b []byte) {
-		buf.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
-		buf.Write(b)
-	}
-	field([]byte("cardsign-audit-v1"))
-	field([]byte{0, 0, 0, 0, 0, 0, 0, 7})
-	field([]byte("2026-03-01T12:30:45.120000000Z"))
-	for _, s := range []string{r.Caller, r.RequestID, r.CardName, r.CardVersion} {
-		field([]byte(s))
-	}
-	field(r.CanonicalSHA256)
+	fields := auditorHead(r)
 	for range 4 { // KID, Alg, Profile, Signature: empty
-		field(nil)
+		fields = append(fields, nil)
 	}
-	field([]byte("refused"))
-	field([]byte(refusedReason))
-	want := sha256.Sum256(buf.Bytes())
-	if got := r.ComputeHash(prev); !bytes.Equal(got, want[:]) {
+	fields = append(fields, []byte("refused"), []byte(refusedReason))
+	want := auditorHash(prev, fields...)
+	if got := r.ComputeHash(prev); !bytes.Equal(got, want) {
 		t.Fatalf("ComputeHash = %x, want %x", got, want)
 	}
 }
@@ -245,19 +228,7 @@ func TestVerifyChainOutcome(t *testing.T) {
 			recs := mixedChain()
 			tt.mod(recs)
 			err := VerifyChain(Genesis(), recs)
-			if tt.reason == "" {
-				if err != nil {
-					t.Fatalf("VerifyChain: %v, want nil", err)
-				}
-				return
-			}
-			var ce *ChainError
-			if !errors.As(err, &ce) {
-				t.Fatalf("VerifyChain = %v, want *ChainError", err)
-			}
-			if ce.Seq != tt.wantSeq || !strings.HasPrefix(ce.Reason, tt.reason) {
-				t.Fatalf("ChainError{Seq: %d, Reason: %q}, want seq %d, reason %q…", ce.Seq, ce.Reason, tt.wantSeq, tt.reason)
-			}
+			checkChainError(t, err, tt.wantSeq, tt.reason)
 		})
 	}
 }

@@ -31,27 +31,40 @@ func sampleRecord() Record {
 func TestComputeHashEncoding(t *testing.T) {
 	r := sampleRecord()
 	prev := bytes.Repeat([]byte{0xab}, 32)
-
-	var buf bytes.Buffer
-	buf.Write(prev)
-	field := func(b []byte) {
-		buf.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
-		buf.Write(b)
-	}
-	field([]byte("cardsign-audit-v1"))
-	field([]byte{0, 0, 0, 0, 0, 0, 0, 7})
-	field([]byte("2026-03-01T12:30:45.120000000Z")) // nine digits, trailing zeros kept
-	for _, s := range []string{r.Caller, r.RequestID, r.CardName, r.CardVersion} {
-		field([]byte(s))
-	}
-	field(r.CanonicalSHA256)
+	fields := auditorHead(r) // nine digits, trailing zeros kept
 	for _, s := range []string{r.KID, r.Alg, r.Profile, r.Signature} {
-		field([]byte(s))
+		fields = append(fields, []byte(s))
 	}
-	want := sha256.Sum256(buf.Bytes())
-	if got := r.ComputeHash(prev); !bytes.Equal(got, want[:]) {
+	want := auditorHash(prev, fields...)
+	if got := r.ComputeHash(prev); !bytes.Equal(got, want) {
 		t.Fatalf("ComputeHash = %x, want %x", got, want)
 	}
+}
+
+// auditorHead is the documented encoding's first fields of a record with
+// Seq 7 at 2026-03-01T12:30:45.12Z, written out by hand as an external
+// auditor would: domain, sequence, time, caller, request, card, canonical
+// hash.
+func auditorHead(r Record) [][]byte {
+	return [][]byte{
+		[]byte("cardsign-audit-v1"),
+		{0, 0, 0, 0, 0, 0, 0, 7},
+		[]byte("2026-03-01T12:30:45.120000000Z"),
+		[]byte(r.Caller), []byte(r.RequestID), []byte(r.CardName), []byte(r.CardVersion),
+		r.CanonicalSHA256,
+	}
+}
+
+// auditorHash is SHA-256 over prev and each field with a big-endian 32-bit
+// length before it: the documented encoding, independent of ComputeHash.
+func auditorHash(prev []byte, fields ...[]byte) []byte {
+	buf := bytes.NewBuffer(bytes.Clone(prev))
+	for _, f := range fields {
+		buf.Write(binary.BigEndian.AppendUint32(nil, uint32(len(f))))
+		buf.Write(f)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return sum[:]
 }
 
 func TestComputeHashSensitivity(t *testing.T) {
