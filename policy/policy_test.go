@@ -216,19 +216,7 @@ func TestCheckCardShapes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := p.Check(Caller{Identity: "ci"}, loadJSON(t, tt.card))
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Check refused: %v", err)
-				}
-				return
-			}
-			got, ok := err.(*Refusal)
-			if !ok {
-				t.Fatalf("Check = %v (%T), want *Refusal", err, err)
-			}
-			if *got != *tt.want {
-				t.Errorf("Check refused\n got %+v\nwant %+v", *got, *tt.want)
-			}
+			wantRefusal(t, err, tt.want)
 		})
 	}
 }
@@ -260,19 +248,7 @@ func TestCheckNoRules(t *testing.T) {
 				t.Fatal("Empty() = false for a policy without rules")
 			}
 			err := tt.p.Check(anyone, load(t, "any", tt.ifaces...))
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Check refused: %v", err)
-				}
-				return
-			}
-			got, ok := err.(*Refusal)
-			if !ok {
-				t.Fatalf("Check = %v (%T), want *Refusal", err, err)
-			}
-			if *got != *tt.want {
-				t.Errorf("Check refused\n got %+v\nwant %+v", *got, *tt.want)
-			}
+			wantRefusal(t, err, tt.want)
 		})
 	}
 }
@@ -469,5 +445,24 @@ func BenchmarkCheck(b *testing.B) {
 		if err := p.Check(c, v); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// wantRefusal fails t unless err is nil for a nil want, or a *Refusal
+// equal to want.
+func wantRefusal(t *testing.T, err error, want *Refusal) {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Fatalf("Check refused: %v", err)
+		}
+		return
+	}
+	got, ok := err.(*Refusal)
+	if !ok {
+		t.Fatalf("Check = %v (%T), want *Refusal", err, err)
+	}
+	if *got != *want {
+		t.Errorf("Check refused\n got %+v\nwant %+v", *got, *want)
 	}
 }
