@@ -40,16 +40,7 @@ type CA struct {
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
 	key := newKey(t)
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	tmpl := caTemplate(t, name)
 	cert, certPEM := create(t, tmpl, tmpl, key.Public(), key)
 	return &CA{Cert: cert, Key: key, CertPEM: certPEM}
 }
@@ -122,16 +113,7 @@ func (ca *CA) Issue(t testing.TB, leaf Leaf) (certPEM, keyPEM []byte) {
 func (ca *CA) Intermediate(t testing.TB, name string) *CA {
 	t.Helper()
 	key := newKey(t)
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	tmpl := caTemplate(t, name)
 	cert, certPEM := create(t, tmpl, ca.Cert, key.Public(), ca.Key)
 	chain := append(append([]byte(nil), certPEM...), ca.chainPEM...)
 	return &CA{Cert: cert, Key: key, CertPEM: certPEM, chainPEM: chain}
@@ -204,4 +186,19 @@ func keyPEMOf(t testing.TB, key crypto.Signer) []byte {
 		t.Fatalf("testpki: marshal key: %v", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+// caTemplate is the certificate of a CA named name, valid from an hour ago
+// for a day.
+func caTemplate(t testing.TB, name string) *x509.Certificate {
+	now := time.Now()
+	return &x509.Certificate{
+		SerialNumber:          serial(t),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
 }
