@@ -39,45 +39,42 @@ func (m *kms) setAlias(alias, keyRef string) *apiError {
 	if aerr := checkAliasName(alias); aerr != nil {
 		return aerr
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k, aerr := m.resolve(keyRef, false)
-	if aerr != nil {
-		return aerr
-	}
-	m.aliases[alias] = k.id
-	return nil
+	return m.withKey(keyRef, func(k *key) { m.aliases[alias] = k.id })
 }
 
 // disable disables the key keyRef names and records it for lookup. As the
 // DisableKey operation, it takes a key ID or key ARN, not an alias.
 func (m *kms) disable(keyRef string) *apiError {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k, aerr := m.resolve(keyRef, false)
-	if aerr != nil {
-		return aerr
-	}
-	k.enabled = false
-	m.disabled[k.id] = true
-	return nil
+	return m.withKey(keyRef, func(k *key) {
+		k.enabled = false
+		m.disabled[k.id] = true
+	})
 }
 
 // remove deletes the key keyRef names (key ID or ARN) and the aliases
 // naming it.
 func (m *kms) remove(keyRef string) *apiError {
+	return m.withKey(keyRef, func(k *key) {
+		delete(m.keys, k.id)
+		for alias, id := range m.aliases {
+			if id == k.id {
+				delete(m.aliases, alias)
+			}
+		}
+	})
+}
+
+// withKey calls change with the key keyRef names, holding m.mu. keyRef is a
+// key ID or key ARN, not an alias, as for the KMS operations that change
+// keys.
+func (m *kms) withKey(keyRef string, change func(k *key)) *apiError {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k, aerr := m.resolve(keyRef, false)
 	if aerr != nil {
 		return aerr
 	}
-	delete(m.keys, k.id)
-	for alias, id := range m.aliases {
-		if id == k.id {
-			delete(m.aliases, alias)
-		}
-	}
+	change(k)
 	return nil
 }
 
