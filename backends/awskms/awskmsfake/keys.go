@@ -100,7 +100,7 @@ func generate(spec string) (crypto.Signer, error) {
 
 // newKey makes a key as CreateKey does; usage "" picks KMS's default for
 // the spec.
-func (s *Server) newKey(spec, usage, description string) (*key, *apiError) {
+func (m *kms) newKey(spec, usage, description string) (*key, *apiError) {
 	if spec == "" {
 		spec = specSymmetic
 	}
@@ -131,13 +131,13 @@ func (s *Server) newKey(spec, usage, description string) (*key, *apiError) {
 		return nil, validation("KeyUsage %s is not compatible with KeySpec %s", usage, spec)
 	}
 	k.id = newUUID()
-	k.arn = fmt.Sprintf("arn:aws:kms:%s:%s:key/%s", s.region, s.account, k.id)
+	k.arn = fmt.Sprintf("arn:aws:kms:%s:%s:key/%s", m.region, m.account, k.id)
 	return k, nil
 }
 
 // resolve finds the key a KeyId parameter names: key ID, key ARN, and
-// with allowAlias alias/NAME or an alias ARN. s.mu must be held.
-func (s *Server) resolve(ref string, allowAlias bool) (*key, *apiError) {
+// with allowAlias alias/NAME or an alias ARN. m.mu must be held.
+func (m *kms) resolve(ref string, allowAlias bool) (*key, *apiError) {
 	if ref == "" {
 		return nil, validation("1 validation error detected: Value null at 'keyId' failed to satisfy constraint: Member must not be null")
 	}
@@ -147,7 +147,7 @@ func (s *Server) resolve(ref string, allowAlias bool) (*key, *apiError) {
 		if len(parts) != 5 || parts[1] != "kms" {
 			return nil, errorf("InvalidArnException", "Invalid arn %s", ref)
 		}
-		if parts[2] != s.region || parts[3] != s.account {
+		if parts[2] != m.region || parts[3] != m.account {
 			return nil, notFound(ref)
 		}
 		id = parts[4]
@@ -161,21 +161,21 @@ func (s *Server) resolve(ref string, allowAlias bool) (*key, *apiError) {
 		if !allowAlias {
 			return nil, notFound(ref)
 		}
-		target, ok := s.aliases[id]
+		target, ok := m.aliases[id]
 		if !ok {
-			return nil, errorf("NotFoundException", "Alias %s is not found.", s.aliasARN(id))
+			return nil, errorf("NotFoundException", "Alias %s is not found.", m.aliasARN(id))
 		}
 		id = target
 	}
-	k, ok := s.keys[id]
+	k, ok := m.keys[id]
 	if !ok {
 		return nil, notFound(ref)
 	}
 	return k, nil
 }
 
-func (s *Server) aliasARN(alias string) string {
-	return fmt.Sprintf("arn:aws:kms:%s:%s:%s", s.region, s.account, alias)
+func (m *kms) aliasARN(alias string) string {
+	return fmt.Sprintf("arn:aws:kms:%s:%s:%s", m.region, m.account, alias)
 }
 
 // checkAliasName applies KMS's alias name rules.

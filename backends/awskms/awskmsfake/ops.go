@@ -2,24 +2,32 @@ package awskmsfake
 
 import "slices"
 
+// call is one request as an operation sees it: the body, and the one
+// injected fault that changes what an operation answers rather than
+// replacing the answer (Server decides on faults; the operations only obey).
+type call struct {
+	body       []byte
+	wrongKeyID bool // answer Sign and GetPublicKey with another key's ARN
+}
+
 // handler returns the implementation of a KMS operation, nil if the fake
 // has none.
-func (s *Server) handler(op string) func(body []byte) (any, *apiError) {
+func (m *kms) handler(op string) func(call) (any, *apiError) {
 	switch op {
 	case "Sign":
-		return s.sign
+		return m.sign
 	case "GetPublicKey":
-		return s.getPublicKey
+		return m.getPublicKey
 	case "DescribeKey":
-		return s.describeKey
+		return m.describeKey
 	case "CreateKey":
-		return s.createKey
+		return m.createKey
 	case "CreateAlias":
-		return s.createAlias
+		return m.createAlias
 	case "UpdateAlias":
-		return s.updateAlias
+		return m.updateAlias
 	case "DisableKey":
-		return s.disableKey
+		return m.disableKey
 	}
 	return nil
 }
@@ -43,9 +51,10 @@ type keyMetadata struct {
 	EncryptionAlgorithms  []string `json:",omitempty"`
 }
 
-func (s *Server) metadata(k *key) keyMetadata {
+// metadata is k's KeyMetadata in account.
+func (k *key) metadata(account string) keyMetadata {
 	md := keyMetadata{
-		AWSAccountId:          s.account,
+		AWSAccountId:          account,
 		Arn:                   k.arn,
 		KeyId:                 k.id,
 		CreationDate:          float64(k.created.UnixMilli()) / 1000,
@@ -67,37 +76,37 @@ func (s *Server) metadata(k *key) keyMetadata {
 }
 
 // otherARN returns the ARN of a key other than k, for SetWrongKeyID: an
-// existing one if there is, else a made-up one. s.mu must be held.
-func (s *Server) otherARN(k *key) string {
-	for id, o := range s.keys {
+// existing one if there is, else a made-up one. m.mu must be held.
+func (m *kms) otherARN(k *key) string {
+	for id, o := range m.keys {
 		if id != k.id {
 			return o.arn
 		}
 	}
-	return "arn:aws:kms:" + s.region + ":" + s.account + ":key/" + newUUID()
+	return "arn:aws:kms:" + m.region + ":" + m.account + ":key/" + newUUID()
 }
 
-func (s *Server) sign(body []byte) (any, *apiError) {
+func (m *kms) sign(c call) (any, *apiError) {
 	var in struct {
 		KeyId            string
 		Message          []byte
 		MessageType      string
 		SigningAlgorithm string
 	}
-	if aerr := decode(body, &in); aerr != nil {
+	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	k, aerr := s.resolve(in.KeyId, true)
+	m.mu.Lock()
+	k, aerr := m.resolve(in.KeyId, true)
 	if aerr != nil {
-		s.mu.Unlock()
+		m.mu.Unlock()
 		return nil, aerr
 	}
 	signer, keyARN, usage, enabled, spec := k.signer, k.arn, k.usage, k.enabled, k.spec
-	if s.wrongKeyID {
-		keyARN = s.otherARN(k)
+	if c.wrongKeyID {
+		keyARN = m.otherARN(k)
 	}
-	s.mu.Unlock()
+	m.mu.Unlock()
 
 	switch {
 	case !enabled:
@@ -118,14 +127,14 @@ func (s *Server) sign(body []byte) (any, *apiError) {
 	}{keyARN, sig, in.SigningAlgorithm}, nil
 }
 
-func (s *Server) getPublicKey(body []byte) (any, *apiError) {
+func (m *kms) getPublicKey(c call) (any, *apiError) {
 	var in struct{ KeyId string }
-	if aerr := decode(body, &in); aerr != nil {
+	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, aerr := s.resolve(in.KeyId, true)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, aerr := m.resolve(in.KeyId, true)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -136,8 +145,8 @@ func (s *Server) getPublicKey(body []byte) (any, *apiError) {
 		return nil, errorf("UnsupportedOperationException", "%s key usage is %s which is not valid for GetPublicKey.", k.arn, k.usage)
 	}
 	keyARN := k.arn
-	if s.wrongKeyID {
-		keyARN = s.otherARN(k)
+	if c.wrongKeyID {
+		keyARN = m.otherARN(k)
 	}
 	return struct {
 		KeyId                 string
@@ -149,28 +158,28 @@ func (s *Server) getPublicKey(body []byte) (any, *apiError) {
 	}{keyARN, k.spec, k.spec, k.usage, k.pubDER, signingAlgorithms(k.spec)}, nil
 }
 
-func (s *Server) describeKey(body []byte) (any, *apiError) {
+func (m *kms) describeKey(c call) (any, *apiError) {
 	var in struct{ KeyId string }
-	if aerr := decode(body, &in); aerr != nil {
+	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, aerr := s.resolve(in.KeyId, true)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, aerr := m.resolve(in.KeyId, true)
 	if aerr != nil {
 		return nil, aerr
 	}
-	return struct{ KeyMetadata keyMetadata }{s.metadata(k)}, nil
+	return struct{ KeyMetadata keyMetadata }{k.metadata(m.account)}, nil
 }
 
-func (s *Server) createKey(body []byte) (any, *apiError) {
+func (m *kms) createKey(c call) (any, *apiError) {
 	var in struct {
 		KeySpec               string
 		CustomerMasterKeySpec string
 		KeyUsage              string
 		Description           string
 	}
-	if aerr := decode(body, &in); aerr != nil {
+	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
 	}
 	spec := in.KeySpec
@@ -181,14 +190,14 @@ func (s *Server) createKey(body []byte) (any, *apiError) {
 	if usage == "" {
 		usage = usageEncrypt // KMS's default, unlike the CreateKey helper's
 	}
-	k, aerr := s.newKey(spec, usage, in.Description)
+	k, aerr := m.newKey(spec, usage, in.Description)
 	if aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keys[k.id] = k
-	return struct{ KeyMetadata keyMetadata }{s.metadata(k)}, nil
+	// Described before it is added: once in m.keys, k is m.mu's to guard.
+	md := k.metadata(m.account)
+	m.add(k)
+	return struct{ KeyMetadata keyMetadata }{md}, nil
 }
 
 type aliasInput struct {
@@ -196,66 +205,60 @@ type aliasInput struct {
 	TargetKeyId string
 }
 
-func (s *Server) createAlias(body []byte) (any, *apiError) {
+func (m *kms) createAlias(c call) (any, *apiError) {
 	var in aliasInput
-	if aerr := decode(body, &in); aerr != nil {
+	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
 	}
 	if aerr := checkAliasName(in.AliasName); aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, aerr := s.resolve(in.TargetKeyId, false)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k, aerr := m.resolve(in.TargetKeyId, false)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if _, ok := s.aliases[in.AliasName]; ok {
-		return nil, errorf("AlreadyExistsException", "An alias with the name %s already exists", s.aliasARN(in.AliasName))
+	if _, ok := m.aliases[in.AliasName]; ok {
+		return nil, errorf("AlreadyExistsException", "An alias with the name %s already exists", m.aliasARN(in.AliasName))
 	}
-	s.aliases[in.AliasName] = k.id
+	m.aliases[in.AliasName] = k.id
 	return struct{}{}, nil
 }
 
-func (s *Server) updateAlias(body []byte) (any, *apiError) {
+func (m *kms) updateAlias(c call) (any, *apiError) {
 	var in aliasInput
-	if aerr := decode(body, &in); aerr != nil {
+	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
 	}
 	if aerr := checkAliasName(in.AliasName); aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old, ok := s.aliases[in.AliasName]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.aliases[in.AliasName]
 	if !ok {
-		return nil, errorf("NotFoundException", "Alias %s is not found.", s.aliasARN(in.AliasName))
+		return nil, errorf("NotFoundException", "Alias %s is not found.", m.aliasARN(in.AliasName))
 	}
-	k, aerr := s.resolve(in.TargetKeyId, false)
+	k, aerr := m.resolve(in.TargetKeyId, false)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if o := s.keys[old]; o.usage != k.usage || (o.spec == specSymmetic) != (k.spec == specSymmetic) {
+	if o := m.keys[old]; o.usage != k.usage || (o.spec == specSymmetic) != (k.spec == specSymmetic) {
 		// KMS only moves an alias between keys of the same type and usage.
 		return nil, validation("Alias %s is for a %s %s key; %s is a %s %s key", in.AliasName, o.spec, o.usage, k.arn, k.spec, k.usage)
 	}
-	s.aliases[in.AliasName] = k.id
+	m.aliases[in.AliasName] = k.id
 	return struct{}{}, nil
 }
 
-func (s *Server) disableKey(body []byte) (any, *apiError) {
+func (m *kms) disableKey(c call) (any, *apiError) {
 	var in struct{ KeyId string }
-	if aerr := decode(body, &in); aerr != nil {
+	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// DisableKey takes a key ID or key ARN, not an alias.
-	k, aerr := s.resolve(in.KeyId, false)
-	if aerr != nil {
+	if aerr := m.disable(in.KeyId); aerr != nil {
 		return nil, aerr
 	}
-	k.enabled = false
-	s.disabled[k.id] = true
 	return struct{}{}, nil
 }

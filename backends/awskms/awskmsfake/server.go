@@ -39,18 +39,16 @@ type Options struct {
 	WrongKeyID   bool
 }
 
-// Server is a running fake KMS. It is safe for concurrent use.
+// Server is a running fake KMS: the HTTP front of the KMS operations, the
+// faults injected in front of them, and the Go-side helpers of tests. It is
+// safe for concurrent use.
 type Server struct {
-	region, account string
-	ln              net.Listener
-	srv             *http.Server
-	url             string
+	kms *kms
+	srv *http.Server
+	url string
 
-	mu       sync.Mutex // guards everything below
-	keys     map[string]*key
-	aliases  map[string]string // alias/NAME → key ID
-	disabled map[string]bool   // key IDs DisableKey was called for
-	calls    map[string]int
+	mu    sync.Mutex // guards everything below; never held with kms.mu
+	calls map[string]int
 
 	latency      time.Duration
 	throttleRate float64
@@ -84,13 +82,8 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("awskmsfake: %w", err)
 	}
 	s := &Server{
-		region:       opts.Region,
-		account:      opts.Account,
-		ln:           ln,
+		kms:          newKMS(opts.Region, opts.Account),
 		url:          "http://" + ln.Addr().String(),
-		keys:         map[string]*key{},
-		aliases:      map[string]string{},
-		disabled:     map[string]bool{},
 		calls:        map[string]int{},
 		latency:      opts.Latency,
 		throttleRate: opts.ThrottleRate,
@@ -107,7 +100,7 @@ func Start(opts Options) (*Server, error) {
 func (s *Server) URL() string { return s.url }
 
 // Region returns the Region of the fake's ARNs.
-func (s *Server) Region() string { return s.region }
+func (s *Server) Region() string { return s.kms.region }
 
 // Close stops the server and closes its connections.
 func (s *Server) Close() error { return s.srv.Close() }
@@ -156,94 +149,49 @@ func (s *Server) Calls(op string) int {
 // signing specs, ENCRYPT_DECRYPT for SYMMETRIC_DEFAULT. It returns the key
 // ARN.
 func (s *Server) CreateKey(spec string) (string, error) {
-	k, aerr := s.newKey(spec, "", "")
+	k, aerr := s.kms.newKey(spec, "", "")
 	if aerr != nil {
-		return "", fmt.Errorf("awskmsfake: %w", aerr)
+		return "", wrap(aerr)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keys[k.id] = k
+	s.kms.add(k)
 	return k.arn, nil
 }
 
 // CreateAlias points alias (alias/NAME) at the key keyRef names (key ID or
 // ARN), creating or moving it.
 func (s *Server) CreateAlias(alias, keyRef string) error {
-	if aerr := checkAliasName(alias); aerr != nil {
-		return fmt.Errorf("awskmsfake: %w", aerr)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, aerr := s.resolve(keyRef, false)
-	if aerr != nil {
-		return fmt.Errorf("awskmsfake: %w", aerr)
-	}
-	s.aliases[alias] = k.id
-	return nil
+	return wrap(s.kms.setAlias(alias, keyRef))
 }
 
 // DisableKey disables a key as the DisableKey operation does (and records
 // it for Disabled).
 func (s *Server) DisableKey(keyRef string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, aerr := s.resolve(keyRef, false)
-	if aerr != nil {
-		return fmt.Errorf("awskmsfake: %w", aerr)
-	}
-	k.enabled = false
-	s.disabled[k.id] = true
-	return nil
+	return wrap(s.kms.disable(keyRef))
 }
 
 // DeleteKey removes a key and the aliases naming it, as KMS does when the
 // waiting period of ScheduleKeyDeletion ends: every later request naming
 // it gets NotFoundException.
 func (s *Server) DeleteKey(keyRef string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, aerr := s.resolve(keyRef, false)
-	if aerr != nil {
-		return fmt.Errorf("awskmsfake: %w", aerr)
-	}
-	delete(s.keys, k.id)
-	for alias, id := range s.aliases {
-		if id == k.id {
-			delete(s.aliases, alias)
-		}
-	}
-	return nil
+	return wrap(s.kms.remove(keyRef))
 }
 
 // Disabled reports whether DisableKey (the operation or the method) was
 // called for the key keyRef names: key ID, key ARN or alias.
 func (s *Server) Disabled(keyRef string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, aerr := s.resolve(keyRef, true)
-	return aerr == nil && s.disabled[k.id]
+	_, disabled, _ := s.kms.lookup(keyRef)
+	return disabled
 }
 
 // Key describes the key keyRef names (key ID, key ARN or alias).
 func (s *Server) Key(keyRef string) (KeyInfo, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, aerr := s.resolve(keyRef, true)
-	if aerr != nil {
-		return KeyInfo{}, false
-	}
-	return k.info(), true
+	ki, _, ok := s.kms.lookup(keyRef)
+	return ki, ok
 }
 
 // AliasTarget returns the ARN of the key alias (alias/NAME) points to.
 func (s *Server) AliasTarget(alias string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id, ok := s.aliases[alias]
-	if !ok {
-		return "", false
-	}
-	return s.keys[id].arn, true
+	return s.kms.aliasTarget(alias)
 }
 
 // ServeHTTP answers one KMS request.
@@ -253,7 +201,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "TrentService.")
-	handler := s.handler(op)
+	handler := s.kms.handler(op)
 	if !ok || handler == nil {
 		writeError(w, errorf("UnknownOperationException", "unknown or unsupported operation %q", r.Header.Get("X-Amz-Target")))
 		return
@@ -283,6 +231,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.unavailable--
 	}
 	throttle := !unavailable && s.throttleRate > 0 && rand.Float64() < s.throttleRate
+	wrongKeyID := s.wrongKeyID
 	s.mu.Unlock()
 
 	if latency > 0 {
@@ -299,7 +248,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	resp, aerr := handler(body)
+	resp, aerr := handler(call{body: body, wrongKeyID: wrongKeyID})
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -311,6 +260,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	writeHeaders(w)
 	_, _ = w.Write(out)
+}
+
+// wrap gives a test helper's error the package's prefix; nil stays nil.
+func wrap(aerr *apiError) error {
+	if aerr == nil {
+		return nil
+	}
+	return fmt.Errorf("awskmsfake: %w", aerr)
 }
 
 // checkAuth requires a SigV4 Authorization header and X-Amz-Date, without
