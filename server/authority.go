@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -22,6 +21,7 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
@@ -40,7 +40,7 @@ type Config struct {
 	JKU         string        // put in every signature's protected header when set
 	// Lifetime, when positive, puts iat and exp in every signature's
 	// protected header; the registry signs a registered card again once
-	// RefreshAt (a fraction, default DefaultRefreshAt) of it has passed.
+	// RefreshAt (a fraction, default registry.DefaultRefreshAt) of it has passed.
 	Lifetime      time.Duration
 	RefreshAt     float64
 	Limits        card.Limits
@@ -118,17 +118,9 @@ type Authority struct {
 	duties       *duties
 	poke         chan struct{} // asks RunDuties for a round now
 
-	resignMu sync.Mutex
-	resignSt resignState
+	registry *registry.Registry
 
 	tlog *translog // nil without Config.Log
-	// sealSecret is derived from the log key once (agentSalt).
-	sealMu     sync.Mutex
-	sealSecret []byte
-
-	revokedMu   sync.Mutex
-	revokedList []store.CardRevocation // nil: not read yet, or invalidated
-	revokedAt   time.Time
 }
 
 // NewAuthority wires an authority over st. Close it to flush the audit log.
@@ -173,6 +165,7 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		a.tlog = newTranslog(cfg.Log, st)
 		onCommit = a.tlog.committed
 	}
+	a.registry = a.newRegistry()
 	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
 	a.metrics.Register(keysCollector{a: a, desc: keysDesc})
 	return a

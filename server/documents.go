@@ -17,6 +17,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -494,7 +495,7 @@ func (p *revocationPublisher) assess(ctx context.Context) (revocationDecision, e
 	if err != nil {
 		return revocationDecision{}, &UnavailableError{What: "revoked cards", Err: err}
 	}
-	d.cards = cardRevocations(cards)
+	d.cards = registry.CardRevocations(cards)
 	for _, c := range cards {
 		set.WriteString("|card:" + hex.EncodeToString(c.CanonicalSHA256))
 	}

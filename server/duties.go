@@ -389,7 +389,7 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 	a.duties.succeeded()
 	// The registry's re-signing failing does not give the lease up: the
 	// key signs (the revocation document just did), a card does not.
-	if err := a.resignRegistry(ctx); err != nil {
+	if err := a.registry.Resign(ctx); err != nil {
 		return err
 	}
 	return nil

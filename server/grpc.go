@@ -378,7 +378,7 @@ func agentCardPB(c store.AgentCard, withCard bool) *pb.AgentCard {
 }
 
 func (s agentService) GetAgentCard(ctx context.Context, req *pb.GetAgentCardRequest) (*pb.GetAgentCardResponse, error) {
-	c, err := s.a.AgentCard(ctx, req.GetAgentId(), req.GetVersion())
+	c, err := s.a.registry.Card(ctx, req.GetAgentId(), req.GetVersion())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -392,7 +392,7 @@ func (s agentService) GetAgentCard(ctx context.Context, req *pb.GetAgentCardRequ
 	out := agentCardPB(c, true)
 	// A revoked card is still shown (an auditor looks at it), marked, so
 	// that cardsign agents pull does not publish it without saying why.
-	revoked, err := s.a.revokedCards(ctx)
+	revoked, err := s.a.registry.RevokedCards(ctx)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -414,7 +414,7 @@ func (s agentService) ListAgents(ctx context.Context, req *pb.ListAgentsRequest)
 	case page > maxPage:
 		page = maxPage
 	}
-	cards, err := s.a.ListAgents(ctx, req.GetAfterAgentId(), page)
+	cards, err := s.a.registry.List(ctx, req.GetAfterAgentId(), page)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -429,7 +429,7 @@ func (s agentService) ListAgents(ctx context.Context, req *pb.ListAgentsRequest)
 }
 
 func (s agentService) AgentHistory(ctx context.Context, req *pb.AgentHistoryRequest) (*pb.AgentHistoryResponse, error) {
-	cards, err := s.a.AgentHistory(ctx, req.GetAgentId())
+	cards, err := s.a.registry.History(ctx, req.GetAgentId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -441,7 +441,7 @@ func (s agentService) AgentHistory(ctx context.Context, req *pb.AgentHistoryRequ
 }
 
 func (s agentService) RemoveAgent(ctx context.Context, req *pb.RemoveAgentRequest) (*pb.RemoveAgentResponse, error) {
-	if err := s.a.RemoveAgent(ctx, req.GetAgentId(), caller(ctx)); err != nil {
+	if err := s.a.registry.Remove(ctx, req.GetAgentId(), caller(ctx)); err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	return &pb.RemoveAgentResponse{}, nil

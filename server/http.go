@@ -10,6 +10,7 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
 )
@@ -36,8 +37,9 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	docs := a.newDocumentHandlers()
 	mux.Handle(jwks.JWKSPath, docs.jwks)
 	mux.Handle(jwks.RevocationsPath, docs.revocations)
-	mux.Handle("GET "+AgentCardPath, a.agentCardHandler(opts.Auth))
-	mux.Handle("GET "+AgentLogSaltPath, a.agentLogSaltHandler(opts.Auth))
+	agents := registry.NewHandler(a.registry, func(r *http.Request) bool { return mayRead(r, opts.Auth, a.metrics) }, a.cfg.JWKSMaxAge)
+	mux.Handle("GET "+registry.AgentCardPath, agents.Card())
+	mux.Handle("GET "+registry.AgentLogSaltPath, agents.Salt())
 	if a.tlog != nil {
 		// Public like the JWKS: anyone may check what was signed.
 		mux.Handle(jwks.LogKeyPath, a.logKeyHandler())

@@ -157,14 +157,14 @@ func TestRegistryAdministrationAudited(t *testing.T) {
 	a, _ := newAuthority(t)
 	ctx := context.WithValue(t.Context(), requestIDKey, "req-9")
 	registerAgents(t, a, "payments", "billing")
-	payments, err := a.AgentCard(ctx, "payments", 0)
+	payments, err := a.registry.Card(ctx, "payments", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.RemoveAgent(ctx, "billing", "token:root"); err != nil {
+	if err := a.registry.Remove(ctx, "billing", "token:root"); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := a.store.ListAudit(ctx, 0, 0)

@@ -73,7 +73,7 @@ func TestRegistryAdministrationOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	err = a.RemoveAgent(ctx, "billing", "token:root")
+	err = a.registry.Remove(ctx, "billing", "token:root")
 	_, gerr := sq.AgentCard(ctx, "billing", 0)
 	if gerr != nil && !errors.Is(gerr, store.ErrNotFound) {
 		t.Fatal(gerr)

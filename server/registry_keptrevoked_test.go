@@ -55,7 +55,7 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 			Registration: &Registration{AgentID: id, Visibility: store.Public}}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := a.AgentCard(ctx, id, 0)
+		c, err := a.registry.Card(ctx, id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err = a.AgentCard(ctx, "kept", 0)
+	c, err = a.registry.Card(ctx, "kept", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/registry"
 )
 
 // TestRegistryQuotas: a caller registers at most
@@ -23,6 +24,7 @@ import (
 func TestRegistryQuotas(t *testing.T) {
 	a, _ := newAuthority(t)
 	a.cfg.RegistryMaxAgents, a.cfg.RegistryMaxAgentsPerCaller = 3, 2
+	a.registry = a.newRegistry() // built from the configuration
 	ctx := context.Background()
 	register := func(caller, id string) error {
 		_, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: caller, Identity: access.Identity{Name: caller}, RequestID: "r",
@@ -49,7 +51,7 @@ func TestRegistryQuotas(t *testing.T) {
 			}
 			continue
 		}
-		var qe *QuotaError
+		var qe *registry.QuotaError
 		if !errors.As(err, &qe) || qe.Limit != tc.limit {
 			t.Fatalf("%s registering %s: err = %v, want the quota %s", tc.caller, tc.id, err, tc.limit)
 		}
@@ -69,11 +71,11 @@ func TestRegistryQuotas(t *testing.T) {
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatalf("re-signing a full registry: %v", err)
 	}
-	if c, _ := a.AgentCard(ctx, "b1", 0); len(c.KIDs) != 2 {
+	if c, _ := a.registry.Card(ctx, "b1", 0); len(c.KIDs) != 2 {
 		t.Fatalf("b1 carries %v after a rotation in a full registry", c.KIDs)
 	}
 	// Removing an agent makes room.
-	if err := a.RemoveAgent(ctx, "b1", "token:admin"); err != nil {
+	if err := a.registry.Remove(ctx, "b1", "token:admin"); err != nil {
 		t.Fatal(err)
 	}
 	if err := register("token:b", "b2"); err != nil {

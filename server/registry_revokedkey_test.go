@@ -81,7 +81,7 @@ func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 	if _, err := a.RevokeKey(ctx, k2, "compromised in a test", false); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := a.AgentCard(ctx, "alpha", 0); !slices.Contains(c.KIDs, k2) {
+	if c, _ := a.registry.Card(ctx, "alpha", 0); !slices.Contains(c.KIDs, k2) {
 		t.Fatalf("the stored card no longer carries k2 (%v): the test does not test the moment before re-signing", c.KIDs)
 	}
 	resp, body = get()
@@ -128,6 +128,7 @@ func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
 	a, _ := newAuthority(t)
 	a.cfg.Limits = card.Limits{MaxBytes: 4 << 20, MaxValues: 60000}
+	a.registry = a.newRegistry() // built from the configuration
 	ctx := context.Background()
 	v, err := card.Parse(registryCard(t), card.Limits{})
 	if err != nil {
@@ -161,7 +162,7 @@ func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := a.AgentCard(ctx, "big", 0); !slices.Contains(c.KIDs, k2.KID) {
+	if c, _ := a.registry.Card(ctx, "big", 0); !slices.Contains(c.KIDs, k2.KID) {
 		t.Fatalf("the card is not signed by the pending key too (%v)", c.KIDs)
 	}
 	if _, err := a.RevokeKey(ctx, k2.KID, "compromised in a test", false); err != nil {

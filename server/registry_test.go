@@ -19,6 +19,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/internal/testbin"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -31,39 +32,6 @@ func registryCardB(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func TestDeriveAgentID(t *testing.T) {
-	for _, tt := range []struct{ url, want, err string }{
-		{"https://secure.example.com/a2a", "secure.example.com-a2a", ""},
-		{"https://Payments.Example.com:8443/a2a/v1/", "payments.example.com-a2a-v1", ""},
-		{"https://agent.example.com", "agent.example.com", ""},
-		{"https://agent.example.com/", "agent.example.com", ""},
-		{"https://agent.example.com/a%20b/ü", "agent.example.com-a-20b-c3-bc", ""},
-		{"https://" + strings.Repeat("a", 200) + ".com/x", strings.Repeat("a", 128), ""},
-		{"grpc.example.com:443", "", "no host"},
-	} {
-		v, err := card.Parse([]byte(`{"supportedInterfaces":[{"url":"`+tt.url+`"}]}`), card.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := DeriveAgentID(v)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%s: %q, %v; want an error saying %q", tt.url, got, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("%s: %q, %v; want %q", tt.url, got, err, tt.want)
-		}
-		if err == nil && store.CheckAgentID(got) != nil {
-			t.Errorf("%s: derived id %q is not a valid agent id", tt.url, got)
-		}
-	}
-	if _, err := DeriveAgentID(card.Value{Kind: card.Object}); err == nil {
-		t.Error("a card without interfaces derived an id")
-	}
 }
 
 // TestSignRegisters: a card signed with a registration is the agent's newest
@@ -91,19 +59,19 @@ func testSignRegisters(t *testing.T, a *Authority) {
 	if err != nil || second.Agent.Version != 2 || second.Agent.Visibility != store.Public {
 		t.Fatalf("second version: %+v, %v", second.Agent, err)
 	}
-	got, err := a.AgentCard(ctx, "secure.example.com-a2a", 0)
+	got, err := a.registry.Card(ctx, "secure.example.com-a2a", 0)
 	if err != nil || !bytes.Equal(got.Signed, second.Card) {
 		t.Fatalf("newest card: %+v, %v", got, err)
 	}
 	if unregistered, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", RequestID: "r3"}); err != nil || unregistered.Agent != nil {
 		t.Fatalf("a card signed without registration: %+v, %v", unregistered.Agent, err)
 	}
-	if h, _ := a.AgentHistory(ctx, "secure.example.com-a2a"); len(h) != 2 {
+	if h, _ := a.registry.History(ctx, "secure.example.com-a2a"); len(h) != 2 {
 		t.Fatalf("history holds %d versions after an unregistered signature, want 2", len(h))
 	}
 	seq, _, _ := a.store.AuditHead(ctx)
 	_, err = a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", RequestID: "r4", Registration: &Registration{AgentID: "Bad/Id"}})
-	var re *RegistrationError
+	var re *registry.RegistrationError
 	if !errors.As(err, &re) {
 		t.Fatalf("a bad agent id: err = %v, want a RegistrationError", err)
 	}
@@ -200,8 +168,8 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 	if err != nil || rev.Version != 1 || rev.AgentID != "payments" {
 		t.Fatalf("RevokeAgentCard = %+v, %v", rev, err)
 	}
-	payments, _ := a.AgentCard(ctx, "payments", 0)
-	billing, _ := a.AgentCard(ctx, "billing", 0)
+	payments, _ := a.registry.Card(ctx, "payments", 0)
+	billing, _ := a.registry.Card(ctx, "billing", 0)
 	v, err := a.Verify(ctx, payments.Signed, "")
 	// A private agent: the public revocation document (and so this answer)
 	// names neither the agent nor the reason; the log does.
@@ -227,7 +195,7 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := a.AgentCard(ctx, "payments", 0); c.Version != 1 {
+	if c, _ := a.registry.Card(ctx, "payments", 0); c.Version != 1 {
 		t.Fatalf("the registry signed a revoked card again (version %d)", c.Version)
 	}
 }
@@ -258,7 +226,7 @@ func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
 		RequestID: "reg", Registration: &Registration{AgentID: "legacy", Visibility: store.Public}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := a.AgentCard(ctx, "legacy", 0)
+	c, err := a.registry.Card(ctx, "legacy", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +323,7 @@ func TestRegisterNeedsAgentIDsRule(t *testing.T) {
 	if len(recs) != 1 || !recs[0].Refused() || !strings.Contains(recs[0].Reason, "payments") {
 		t.Fatalf("the refusal's audit records: %+v", recs)
 	}
-	if _, err := a.AgentCard(ctx, "payments", 0); err == nil {
+	if _, err := a.registry.Card(ctx, "payments", 0); err == nil {
 		t.Fatal("the refused registration was stored")
 	}
 }

@@ -28,7 +28,7 @@ func BenchmarkResign1000(b *testing.B) {
 		}
 		start := time.Now()
 		b.StartTimer()
-		if err := a.resignRegistry(ctx); err != nil {
+		if err := a.registry.Resign(ctx); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

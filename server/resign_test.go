@@ -23,6 +23,7 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
@@ -44,7 +45,7 @@ func registerAgents(t *testing.T, a *Authority, ids ...string) {
 func checkRegistry(t *testing.T, a *Authority, step string, kids ...string) {
 	t.Helper()
 	ctx := context.Background()
-	cards, err := a.ListAgents(ctx, "", 0)
+	cards, err := a.registry.List(ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func testResignOnKeyEvents(t *testing.T, a *Authority) {
 
 	// Every version is audited; the re-signatures as the registry's, with
 	// the agent, the version replaced and the keys added and dropped.
-	hist, err := a.AgentHistory(ctx, "beta")
+	hist, err := a.registry.History(ctx, "beta")
 	if err != nil || len(hist) != 5 {
 		t.Fatalf("beta has %d versions, %v; want 5 (registered, +k2, k2 alone, +k3, -k3)", len(hist), err)
 	}
@@ -165,7 +166,7 @@ func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	}
 	var reasons []string
 	for _, r := range recs {
-		if r.Caller == ResignCaller && strings.HasPrefix(r.RequestID, "resign.beta.") {
+		if r.Caller == registry.ResignCaller && strings.HasPrefix(r.RequestID, "resign.beta.") {
 			reasons = append(reasons, r.RequestID)
 		}
 	}
@@ -202,7 +203,7 @@ func TestResignIgnoresPolicy(t *testing.T) {
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatalf("the registry's re-signature was refused: %v", err)
 	}
-	if c, _ := a.AgentCard(ctx, "alpha", 0); len(c.KIDs) != 2 {
+	if c, _ := a.registry.Card(ctx, "alpha", 0); len(c.KIDs) != 2 {
 		t.Fatalf("alpha carries %v after the rotation", c.KIDs)
 	}
 }
@@ -234,7 +235,7 @@ func TestResignHoldsRetiredKey(t *testing.T) {
 	k1 := activeKID(t, a)
 	registerAgents(t, a, "alpha")
 	// A card that cannot be signed again: its stored options are broken.
-	c, _ := a.AgentCard(ctx, "alpha", 0)
+	c, _ := a.registry.Card(ctx, "alpha", 0)
 	c.Options = []byte("{broken")
 	if _, err := st.PutAgentCard(ctx, c, 0); err != nil {
 		t.Fatal(err)
@@ -264,7 +265,7 @@ func TestResignHoldsRetiredKey(t *testing.T) {
 			t.Fatalf("k1 is %s %v after its grace, while a live card still carries it; want retired (published)", v.State, time.Since(retired))
 		}
 	}
-	if c, _ := a.AgentCard(ctx, "alpha", 0); !slices.Contains(c.KIDs, k1) {
+	if c, _ := a.registry.Card(ctx, "alpha", 0); !slices.Contains(c.KIDs, k1) {
 		t.Fatalf("alpha carries %v", c.KIDs)
 	}
 }
@@ -299,7 +300,7 @@ func TestResignResumes(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	if err := a.resignRegistry(cut); err == nil {
+	if err := a.registry.Resign(cut); err == nil {
 		t.Fatal("a pass cut short reported success")
 	}
 	cancel()
@@ -308,7 +309,7 @@ func TestResignResumes(t *testing.T) {
 	if mid-start >= 2*n {
 		t.Fatalf("the pass was not cut short (%d audit records)", mid-start)
 	}
-	if err := a.resignRegistry(ctx); err != nil {
+	if err := a.registry.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
 	checkRegistry(t, a, "after resuming", k1, k2.KID)
@@ -317,7 +318,7 @@ func TestResignResumes(t *testing.T) {
 		t.Fatalf("%d audit records for re-signing %d cards; want %d (one card more at most, cut mid-write)", recs, n, 2*n)
 	}
 	for _, id := range ids {
-		if h, _ := a.AgentHistory(ctx, id); len(h) != 2 {
+		if h, _ := a.registry.History(ctx, id); len(h) != 2 {
 			t.Errorf("agent %s has %d versions, want 2", id, len(h))
 		}
 	}
@@ -333,7 +334,7 @@ func TestResignRefreshes(t *testing.T) {
 	a.cfg.Lifetime, a.cfg.RefreshAt = time.Hour, 0.5
 	ctx := context.Background()
 	registerAgents(t, a, "alpha", "beta")
-	first, _ := a.AgentCard(ctx, "alpha", 0)
+	first, _ := a.registry.Card(ctx, "alpha", 0)
 	var signed struct {
 		Signatures []struct{ Protected string } `json:"signatures"`
 	}
@@ -347,7 +348,7 @@ func TestResignRefreshes(t *testing.T) {
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := a.AgentCard(ctx, "alpha", 0); c.Version != 1 {
+	if c, _ := a.registry.Card(ctx, "alpha", 0); c.Version != 1 {
 		t.Fatalf("a fresh card was signed again (version %d)", c.Version)
 	}
 	// alpha's version was stored 31 minutes ago (behind the store's back).
@@ -359,19 +360,17 @@ func TestResignRefreshes(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	a.resignMu.Lock()
-	a.resignSt = resignState{} // as after a minute: a full pass
-	a.resignMu.Unlock()
+	a.registry = a.newRegistry() // as after a minute, or a new duty holder: a full pass (and the lifetime set above)
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatal(err)
 	}
-	alpha, _ := a.AgentCard(ctx, "alpha", 0)
-	beta, _ := a.AgentCard(ctx, "beta", 0)
+	alpha, _ := a.registry.Card(ctx, "alpha", 0)
+	beta, _ := a.registry.Card(ctx, "beta", 0)
 	if alpha.Version != 2 || beta.Version != 1 {
 		t.Fatalf("after the refresh: alpha version %d (want 2), beta version %d (want 1)", alpha.Version, beta.Version)
 	}
 	recs, _ := a.store.ListAudit(ctx, 0, 0)
-	if last := recs[len(recs)-1]; last.Caller != ResignCaller || last.RequestID != "resign.alpha.v1.refresh" {
+	if last := recs[len(recs)-1]; last.Caller != registry.ResignCaller || last.RequestID != "resign.alpha.v1.refresh" {
 		t.Fatalf("the refresh's audit record: %s %s", last.Caller, last.RequestID)
 	}
 	v, err := a.Verify(ctx, alpha.Signed, "")
@@ -386,22 +385,32 @@ func TestResignNeverOverwrites(t *testing.T) {
 	a, _ := newAuthority(t)
 	ctx := context.Background()
 	registerAgents(t, a, "alpha")
-	v1, _ := a.AgentCard(ctx, "alpha", 0)
+	v1, _ := a.registry.Card(ctx, "alpha", 0)
 	registerAgents(t, a, "alpha") // the owner registers again: version 2
-	if err := a.resign(ctx, v1, []string{activeKID(t, a)}); !errors.Is(err, store.ErrSuperseded) {
+	if err := resignCard(ctx, a, v1, activeKID(t, a)); !errors.Is(err, store.ErrSuperseded) {
 		t.Fatalf("re-signing version 1 after version 2: err = %v, want ErrSuperseded", err)
 	}
-	if c, _ := a.AgentCard(ctx, "alpha", 0); c.Version != 2 {
+	if c, _ := a.registry.Card(ctx, "alpha", 0); c.Version != 2 {
 		t.Fatalf("the newest version is %d, want 2", c.Version)
 	}
-	v2, _ := a.AgentCard(ctx, "alpha", 0)
-	if err := a.RemoveAgent(ctx, "alpha", "token:admin"); err != nil {
+	v2, _ := a.registry.Card(ctx, "alpha", 0)
+	if err := a.registry.Remove(ctx, "alpha", "token:admin"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.resign(ctx, v2, []string{activeKID(t, a)}); !errors.Is(err, store.ErrSuperseded) {
+	if err := resignCard(ctx, a, v2, activeKID(t, a)); !errors.Is(err, store.ErrSuperseded) {
 		t.Fatalf("re-signing a removed agent: err = %v, want ErrSuperseded", err)
 	}
-	if _, err := a.AgentCard(ctx, "alpha", 0); !errors.Is(err, store.ErrNotFound) {
+	if _, err := a.registry.Card(ctx, "alpha", 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the removed agent came back: %v", err)
 	}
+}
+
+// resignCard signs registered card c again for the signing keys want, as
+// the registry's duty does.
+func resignCard(ctx context.Context, a *Authority, c store.AgentCard, want ...string) error {
+	rs, err := registry.NewResignature(c, want)
+	if err != nil {
+		return err
+	}
+	return registryPort{a}.SignAgain(ctx, rs)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
@@ -80,7 +81,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	if req.KeepSignatures {
 		// Our own revoked keys' signatures are not kept (DESIGN §11): not
 		// at registration, nor when the registry signs the card again.
-		if popts.DropKept, _, err = a.revokedKIDs(ctx); err != nil {
+		if popts.DropKept, _, err = a.registry.RevokedKIDs(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -98,12 +99,10 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	}
 	id := ""
 	if req.Registration != nil {
-		if id, err = agentID(req.Registration, prepared.Loaded.Value); err != nil {
+		if req.Registration, req.salt, err = a.registry.Prepare(ctx, req.Registration, prepared.Loaded.Value, req.Caller); err != nil {
 			return nil, err
 		}
-		if req.Registration, req.salt, err = a.prepareRegistration(ctx, id, req); err != nil {
-			return nil, err
-		}
+		id = req.Registration.AgentID
 	}
 	if err := a.checkPolicy(ctx, req, prepared, id, hosts); err != nil {
 		return nil, err
@@ -132,13 +131,14 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 				// log (and a re-signing pass cut short does not sign this
 				// card again).
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registerTimeout)
-				ac, err := a.register(rctx, id, req, res, committed)
+				opts := registry.Options{StripUnknown: req.StripUnknown, Profile: string(req.Mode), KeepSignatures: req.KeepSignatures}
+				ac, err := a.registry.Register(rctx, req.Registration, res, opts, req.Caller, committed[0].Seq)
 				cancel()
 				if err != nil {
 					// Audited but not returned: the caller retries, and a
 					// retry is one more audited signature.
 					discarded = res
-					return nil, &NotRegisteredError{AuditSeq: committed[0].Seq, Err: err}
+					return nil, &registry.NotRegisteredError{AuditSeq: committed[0].Seq, Err: err}
 				}
 				signed.Agent = &ac
 			}
@@ -177,7 +177,7 @@ func (a *Authority) checkPolicy(ctx context.Context, req SignRequest, p *signer.
 	caller := policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames(), Claims: req.Identity.Claims}
 	err := a.cfg.Policy.Check(caller, p.Loaded.Value)
 	if err == nil && id != "" {
-		derived, _ := DeriveAgentID(p.Loaded.Value)
+		derived, _ := registry.DeriveAgentID(p.Loaded.Value)
 		err = a.cfg.Policy.CheckAgent(caller, p.Loaded.Value, id, derived)
 	}
 	if err == nil {
@@ -340,11 +340,11 @@ func (a *Authority) Verify(ctx context.Context, data []byte, profile string) (*s
 		}
 		return jwks.Revocation{KID: kid, RevokedAt: *v.RevokedAt, Reason: v.RevokeReason}.String(), true
 	}}
-	revoked, err := a.revokedCards(ctx)
+	revoked, err := a.registry.RevokedCards(ctx)
 	if err != nil {
 		return nil, &UnavailableError{What: "revoked cards", Err: err}
 	}
-	opts.RevokedCard = jwks.CardLookup(cardRevocations(revoked))
+	opts.RevokedCard = jwks.CardLookup(registry.CardRevocations(revoked))
 	if a.cfg.Log != nil {
 		// A proof this log vouches for is checked; a card signed before the
 		// log existed, without proofs, still verifies.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -48,10 +49,11 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		changed *KeyChangedError
 		keyUn   *KeyUnavailableError
 		bePre   *backends.PreconditionError
-		regErr  *RegistrationError
-		notReg  *NotRegisteredError
+		regErr  *registry.RegistrationError
+		notReg  *registry.NotRegisteredError
+		revFull *registry.RevocationsFullError
 	)
-	var quota *QuotaError
+	var quota *registry.QuotaError
 	switch {
 	case errors.As(err, &quota):
 		return status.Error(codes.ResourceExhausted, quota.Error())
@@ -104,7 +106,7 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		// calls (create, rotate) get it, the log too.
 		log.Warn("key backend precondition failed", "request_id", requestID, "err", err)
 		return status.Error(codes.FailedPrecondition, bePre.Error())
-	case errors.As(err, &preErr), errors.Is(err, ErrNoActiveKey):
+	case errors.As(err, &preErr), errors.As(err, &revFull), errors.Is(err, ErrNoActiveKey):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.As(err, &nfErr), errors.Is(err, store.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())

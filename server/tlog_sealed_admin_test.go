@@ -34,11 +34,11 @@ func testPrivateAgentAdminEntriesSealed(t *testing.T, a *Authority) {
 		if _, err := a.RevokeAgentCard(ctx, ag.id, 0, "withdrawn in a test", "token:team-"+ag.id); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.RemoveAgent(ctx, ag.id, "token:team-"+ag.id); err != nil {
+		if err := a.registry.Remove(ctx, ag.id, "token:team-"+ag.id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	salt, err := a.agentSalt("secret-agent")
+	salt, err := a.registry.Salt("secret-agent")
 	if err != nil {
 		t.Fatal(err)
 	}

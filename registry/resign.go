@@ -1,20 +1,15 @@
-package server
+package registry
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/cardsign/cardsign/access"
-	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/jwks"
-	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -28,15 +23,15 @@ const DefaultRefreshAt = 0.5
 
 // refreshAfter is how long after it was signed a registered card is signed
 // again to stay fresh; 0 without a lifetime.
-func (a *Authority) refreshAfter() time.Duration {
-	if a.cfg.Lifetime <= 0 {
+func (r *Registry) refreshAfter() time.Duration {
+	if r.cfg.Lifetime <= 0 {
 		return 0
 	}
-	f := a.cfg.RefreshAt
+	f := r.cfg.RefreshAt
 	if f <= 0 || f >= 1 {
 		f = DefaultRefreshAt
 	}
-	return time.Duration(float64(a.cfg.Lifetime) * f)
+	return time.Duration(float64(r.cfg.Lifetime) * f)
 }
 
 // resignFullPass is how often the re-signing duty reads every registered
@@ -58,39 +53,35 @@ type resignState struct {
 	passedAt time.Time // when that pass ended
 }
 
-// resignRegistry is the registry's cluster duty: every live registered card
+// Resign is the registry's cluster duty: every live registered card
 // must carry signatures by exactly the keys that sign now (the active key,
 // and a pending one so that verifiers holding either find theirs). A card
 // that does not (a key became pending, was activated, retired or revoked)
-// is signed again from its stored input and options, audited as
+// is signed again from its stored input and options (Signer), audited as
 // ResignCaller with the reason, and stored as the agent's next version. A
 // retired key that live cards still carry (their re-signing failed) stays
-// published: its expiry is pushed RetireGrace ahead at each round, so the
-// retirement clock starts once the last of them is re-signed. It is
-// restartable: a card is judged by what it carries, so a pass cut short
-// leaves the rest for the next round; a card whose audit records are
-// committed is registered whatever happens to the pass's context, so only a
-// process killed between the two signs a card (at most resignWorkers cards)
-// twice.
-func (a *Authority) resignRegistry(ctx context.Context) error {
-	now := a.now()
-	keys, err := a.keys.signing(ctx, now)
+// published (Keys.HoldRetired): its expiry is pushed RetireGrace ahead at
+// each round, so the retirement clock starts once the last of them is
+// re-signed. It is restartable: a card is judged by what it carries, so a
+// pass cut short leaves the rest for the next round; a card whose audit
+// records are committed is registered whatever happens to the pass's
+// context, so only a process killed between the two signs a card (at most
+// resignWorkers cards) twice.
+func (r *Registry) Resign(ctx context.Context) error {
+	now := r.cfg.Now()
+	want, err := r.cfg.Keys.SigningKIDs(ctx, now)
 	if err != nil {
 		return err
 	}
-	want := make([]string, len(keys))
-	for i, k := range keys {
-		want[i] = k.KID
-	}
-	slices.Sort(want)
+	want = slices.Sorted(slices.Values(want))
 	wantText := strings.Join(want, ",")
-	a.resignMu.Lock()
-	st := a.resignSt
-	a.resignMu.Unlock()
+	r.resignMu.Lock()
+	st := r.resignSt
+	r.resignMu.Unlock()
 	if st.kids == wantText && time.Since(st.passedAt) < resignFullPass {
 		return nil
 	}
-	revoked, err := a.revokedCards(ctx)
+	revoked, err := r.RevokedCards(ctx)
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
@@ -98,7 +89,7 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 	staleCards, resigned := 0, 0
 	carried := map[string]bool{} // kids still carried by cards not re-signed
 	for after := ""; ; {
-		page, err := a.store.ListAgents(ctx, after, resignPage)
+		page, err := r.cfg.Agents.ListAgents(ctx, after, resignPage)
 		if err != nil {
 			return fmt.Errorf("registry: %w", err)
 		}
@@ -113,7 +104,7 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 				continue // a revoked card is not signed again: its content is refused
 			}
 			have := slices.Sorted(slices.Values(c.KIDs))
-			refresh := a.refreshAfter()
+			refresh := r.refreshAfter()
 			stale := refresh > 0 && !c.StoredAt.Add(refresh).After(now)
 			if slices.Equal(have, want) && !stale {
 				continue
@@ -123,25 +114,25 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				err := a.resign(ctx, c, want)
+				err := r.resignCard(ctx, c, want)
 				mu.Lock()
 				defer mu.Unlock()
 				if errors.Is(err, store.ErrSuperseded) {
 					// Registered again or removed meanwhile: the newer state
 					// wins (its own signatures are judged next round).
-					a.metrics.registryResigns.WithLabelValues("superseded").Inc()
+					r.cfg.Resigned("superseded")
 					return
 				}
 				if err != nil {
 					failed = append(failed, fmt.Errorf("agent %s: %w", c.ID, err))
-					a.metrics.registryResigns.WithLabelValues("failed").Inc()
+					r.cfg.Resigned("failed")
 					for _, k := range c.KIDs {
 						carried[k] = true
 					}
 					return
 				}
 				resigned++
-				a.metrics.registryResigns.WithLabelValues("resigned").Inc()
+				r.cfg.Resigned("resigned")
 			}()
 		}
 		wg.Wait()
@@ -149,39 +140,46 @@ func (a *Authority) resignRegistry(ctx context.Context) error {
 			break
 		}
 	}
-	a.metrics.registryStale.Set(float64(staleCards - resigned))
+	r.cfg.Stale(staleCards - resigned)
 	if resigned > 0 {
-		a.log.Info("registry: re-signed cards for the current signing keys", "cards", resigned, "kids", wantText)
+		r.cfg.Log.Info("registry: re-signed cards for the current signing keys", "cards", resigned, "kids", wantText)
 	}
-	if err := a.holdRetiredKeys(ctx, carried); err != nil {
+	if err := r.cfg.Keys.HoldRetired(ctx, carried); err != nil {
 		failed = append(failed, err)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("registry: %d of %d cards not re-signed (retried every round): %w", len(failed), staleCards, errors.Join(failed...))
 	}
-	a.resignMu.Lock()
-	a.resignSt = resignState{kids: wantText, passedAt: time.Now()}
-	a.resignMu.Unlock()
+	r.resignMu.Lock()
+	r.resignSt = resignState{kids: wantText, passedAt: time.Now()}
+	r.resignMu.Unlock()
 	return nil
 }
 
-// resign signs one registered card again, as its agent's next version.
-func (a *Authority) resign(ctx context.Context, c store.AgentCard, want []string) error {
-	var opts signOptions
+// resignCard signs one registered card again, as its agent's next version.
+func (r *Registry) resignCard(ctx context.Context, c store.AgentCard, want []string) error {
+	rs, err := NewResignature(c, want)
+	if err != nil {
+		return err
+	}
+	return r.cfg.Signer.SignAgain(ctx, rs)
+}
+
+// NewResignature is the re-signature of registered card c for the signing
+// keys want: from its stored input and options, registered as the version
+// after c's (store.ErrSuperseded when the agent has moved on meanwhile).
+func NewResignature(c store.AgentCard, want []string) (Resignature, error) {
+	var opts Options
 	if len(c.Options) > 0 {
 		if err := json.Unmarshal(c.Options, &opts); err != nil {
-			return fmt.Errorf("stored sign options: %w", err)
+			return Resignature{}, fmt.Errorf("stored sign options: %w", err)
 		}
 	}
-	_, err := a.Sign(ctx, SignRequest{
-		Card: c.Input, StripUnknown: opts.StripUnknown, Mode: signer.Mode(opts.Profile), KeepSignatures: opts.KeepSignatures,
-		Caller:       ResignCaller,
-		Identity:     access.Identity{Name: ResignCaller, Principal: ResignCaller},
+	return Resignature{
+		Card: c.Input, Options: opts,
 		RequestID:    resignReason(c, want),
-		Registration: &Registration{AgentID: c.ID, Visibility: c.Visibility, replaces: c.Version},
-		resign:       true,
-	})
-	return err
+		Registration: &Registration{AgentID: c.ID, Visibility: c.Visibility, replaces: c.Version, resign: true},
+	}, nil
 }
 
 // resignReason is the audit record's request id of a re-signature: the
@@ -217,56 +215,4 @@ func resignReason(c store.AgentCard, want []string) string {
 		out = out[:128]
 	}
 	return string(out)
-}
-
-// holdRetiredKeys keeps a retired key published while live cards still
-// carry it: its expiry is set RetireGrace ahead once less than half the
-// grace is left.
-func (a *Authority) holdRetiredKeys(ctx context.Context, carried map[string]bool) error {
-	if len(carried) == 0 {
-		return nil
-	}
-	grace := a.cfg.RetireGrace
-	if grace <= 0 {
-		return nil
-	}
-	now := a.now()
-	views, err := a.keys.views(ctx, now)
-	if err != nil {
-		return err
-	}
-	hold := map[string]bool{}
-	for _, v := range views {
-		if carried[v.KID] && v.State == jwks.StateRetired && v.ExpiresAt != nil && v.ExpiresAt.Sub(now) < grace/2 {
-			hold[v.KID] = true
-		}
-	}
-	if len(hold) == 0 {
-		return nil
-	}
-	until := now.Add(grace)
-	// Automatic, but a change to a key record like any other: audited, so
-	// the key records still agree with the audit trail.
-	who := actor{caller: SystemCaller}
-	_, err = a.changeKeys(ctx, store.KeyTransition, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
-		var ch store.KeyChange
-		for _, r := range recs {
-			if hold[r.KID] && r.RevokedAt == nil && (r.ExpireAt == nil || r.ExpireAt.Before(until)) {
-				r.ExpireAt = &until
-				ar, err := who.keyRecord(audit.KindKeyHold, r, "live cards still carry its signatures", a.now())
-				if err != nil {
-					return store.KeyChange{}, err
-				}
-				ch.Update = append(ch.Update, r)
-				ch.Audit = append(ch.Audit, ar)
-			}
-		}
-		return ch, nil
-	})
-	if err != nil {
-		return fmt.Errorf("registry: keeping retired keys published: %w", err)
-	}
-	a.log.Warn("registry: retired keys kept published: live cards still carry them (their re-signing failed)", "kids", slices.Sorted(maps.Keys(hold)), "until", until)
-	a.keys.invalidate()
-	return nil
 }

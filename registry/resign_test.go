@@ -1,0 +1,110 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/store"
+)
+
+// TestResign: a pass signs again exactly the live cards whose signatures
+// are not by the signing keys (a revoked card never), each as its agent's
+// next version, with a request id that says why; a pass that left nothing
+// to do is not repeated for the same keys; a card that fails keeps its
+// keys held and is retried.
+func TestResign(t *testing.T) {
+	tr := newTestRegistry(t, nil)
+	ctx := context.Background()
+	for _, id := range []string{"alpha", "beta", "gamma"} {
+		if _, err := tr.register(t, id, store.Public, "token:a", "k1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Resign(ctx); err != nil || len(tr.signer.done) != 0 {
+		t.Fatalf("nothing to do: %v, %d signed", err, len(tr.signer.done))
+	}
+	if _, err := tr.Revoke(ctx, "gamma", 0, "bad", "token:admin"); err != nil {
+		t.Fatal(err)
+	}
+	tr.keys.signing = []string{"k1", "k2"} // k2 pending
+	tr.signer.fail["beta"] = errors.New("backend down")
+	err := tr.Resign(ctx)
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 cards not re-signed") {
+		t.Fatalf("a pass with beta failing: %v", err)
+	}
+	if !tr.keys.held["k1"] {
+		t.Errorf("held keys %v, want k1 (beta still carries it)", tr.keys.held)
+	}
+	var ids []string
+	for _, rs := range tr.signer.done {
+		ids = append(ids, rs.RequestID)
+	}
+	slices.Sort(ids)
+	if want := []string{"resign.alpha.v1.add.k2", "resign.beta.v1.add.k2"}; !slices.Equal(ids, want) {
+		t.Fatalf("re-signatures %v, want %v (gamma is revoked)", ids, want)
+	}
+	if c, _ := tr.Card(ctx, "alpha", 0); c.Version != 2 || !slices.Equal(c.KIDs, []string{"k1", "k2"}) || c.Caller != ResignCaller {
+		t.Fatalf("alpha after the pass: v%d %v by %s", c.Version, c.KIDs, c.Caller)
+	}
+	if tr.outcomes["resigned"] != 1 || tr.outcomes["failed"] != 1 {
+		t.Errorf("outcomes %v", tr.outcomes)
+	}
+	delete(tr.signer.fail, "beta")
+	tr.signer.done = nil
+	if err := tr.Resign(ctx); err != nil || len(tr.signer.done) != 1 || tr.signer.done[0].RequestID != "resign.beta.v1.add.k2" {
+		t.Fatalf("the retry: %v, %+v; want beta signed again", err, tr.signer.done)
+	}
+	tr.signer.done = nil
+	tr.signer.fail["alpha"] = errors.New("would sign again")
+	if err := tr.Resign(ctx); err != nil || len(tr.signer.done) != 0 {
+		t.Fatalf("a pass after one that left nothing to do: %v, %d signed", err, len(tr.signer.done))
+	}
+}
+
+// TestResignRefreshes: with a lifetime, a card is signed again once
+// RefreshAt of it has passed, with the same keys.
+func TestResignRefreshes(t *testing.T) {
+	tr := newTestRegistry(t, func(c *Config) { c.Lifetime, c.RefreshAt = time.Hour, 0.5 })
+	ctx := context.Background()
+	if _, err := tr.register(t, "alpha", store.Public, "token:a", "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Resign(ctx); err != nil || len(tr.signer.done) != 0 {
+		t.Fatalf("a fresh card: %v, %d signed", err, len(tr.signer.done))
+	}
+	tr.agents.versions["alpha"][0].StoredAt = time.Now().Add(-31 * time.Minute)
+	tr.resignSt = resignState{} // as after a minute: a full pass
+	if err := tr.Resign(ctx); err != nil || len(tr.signer.done) != 1 || tr.signer.done[0].RequestID != "resign.alpha.v1.refresh" {
+		t.Fatalf("a card past half its lifetime: %v, %+v", err, tr.signer.done)
+	}
+}
+
+// TestResignature: a re-signature repeats the stored options and replaces
+// the version it starts from; its request id names the keys added and
+// dropped, within the bounds of a request id.
+func TestResignature(t *testing.T) {
+	c := store.AgentCard{ID: "pay", Version: 3, Visibility: store.Public, Input: []byte(`{}`), KIDs: []string{"k1", "k2"},
+		Options: []byte(`{"strip_unknown":true,"profile":"sdk","keep_signatures":true}`)}
+	rs, err := NewResignature(c, []string{"k2", "k3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Options != (Options{StripUnknown: true, Profile: "sdk", KeepSignatures: true}) || rs.Registration.replaces != 3 || !rs.Registration.resign {
+		t.Fatalf("resignature %+v %+v", rs, rs.Registration)
+	}
+	if rs.RequestID != "resign.pay.v3.add.k3.drop.k1" {
+		t.Fatalf("request id %q", rs.RequestID)
+	}
+	c.Options = []byte(`{`)
+	if _, err := NewResignature(c, nil); err == nil {
+		t.Fatal("bad stored options accepted")
+	}
+	c.Options, c.ID = nil, strings.Repeat("a", 128)
+	if rs, err := NewResignature(c, []string{"k/1"}); err != nil || len(rs.RequestID) != 128 || strings.ContainsAny(rs.RequestID, "/") {
+		t.Fatalf("long request id %q, %v", rs.RequestID, err)
+	}
+}

@@ -1,0 +1,207 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/registry"
+	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/store"
+)
+
+// The registry's defaults, as the daemon's configuration names them.
+const (
+	DefaultRegistryKeep               = registry.DefaultKeep
+	DefaultRegistryMaxAgents          = registry.DefaultMaxAgents
+	DefaultRegistryMaxAgentsPerCaller = registry.DefaultMaxAgentsPerCaller
+)
+
+// Registration asks Sign to keep the signed card in the registry
+// (registry.Registration).
+type Registration = registry.Registration
+
+// newRegistry builds the authority's registry over its store, its keys and
+// its Sign, with its metrics and audit hooks.
+func (a *Authority) newRegistry() *registry.Registry {
+	cfg := a.cfg
+	rc := registry.Config{
+		Agents: a.store, Keys: registryPort{a}, Signer: registryPort{a}, Now: a.now, Log: a.log,
+		ActorOf: func(ctx context.Context) registry.Actor {
+			who := actorOf(ctx)
+			return registry.Actor{Caller: who.caller, RequestID: who.requestID, Provenance: who.provenance}
+		},
+		Keep: cfg.RegistryKeep, MaxAgents: cfg.RegistryMaxAgents, MaxAgentsPerCaller: cfg.RegistryMaxAgentsPerCaller,
+		OpenPrivate: cfg.LogOpenPrivate, Lifetime: cfg.Lifetime, RefreshAt: cfg.RefreshAt,
+		KeyRefresh: cfg.KeyRefresh, Limits: cfg.Limits,
+		Committed: a.adminCommitted,
+		CardRevoked: func() {
+			a.revocations.forget()
+			a.pokeDuties()
+		},
+		Wake:     a.pokeDuties,
+		Resigned: func(outcome string) { a.metrics.registryResigns.WithLabelValues(outcome).Inc() },
+		Stale:    func(n int) { a.metrics.registryStale.Set(float64(n)) },
+	}
+	if cfg.Log != nil {
+		rc.SealSecret = func() ([]byte, error) {
+			secret, err := cfg.Log.SealSecret()
+			if err != nil {
+				return nil, &UnavailableError{What: "transparency log key", Err: err}
+			}
+			return secret, nil
+		}
+	}
+	return registry.New(rc)
+}
+
+// registryPort is the authority as the registry sees it: a Signer of
+// registered cards and the signing Keys.
+type registryPort struct{ a *Authority }
+
+// SignAgain signs a registered card again as the registry asks, audited as
+// registry.ResignCaller. The signing policy, which names callers, does not
+// apply: the card was allowed when its caller registered it.
+func (p registryPort) SignAgain(ctx context.Context, r registry.Resignature) error {
+	_, err := p.a.Sign(ctx, SignRequest{
+		Card: r.Card, StripUnknown: r.Options.StripUnknown, Mode: signer.Mode(r.Options.Profile), KeepSignatures: r.Options.KeepSignatures,
+		Caller:       registry.ResignCaller,
+		Identity:     access.Identity{Name: registry.ResignCaller, Principal: registry.ResignCaller},
+		RequestID:    r.RequestID,
+		Registration: r.Registration,
+		resign:       true,
+	})
+	return err
+}
+
+// Records returns the cached key records.
+func (p registryPort) Records(ctx context.Context) ([]jwks.KeyRecord, error) {
+	return p.a.keys.records(ctx, false)
+}
+
+// SigningKIDs returns the kids of the keys that sign at now.
+func (p registryPort) SigningKIDs(ctx context.Context, now time.Time) ([]string, error) {
+	keys, err := p.a.keys.signing(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	kids := make([]string, len(keys))
+	for i, k := range keys {
+		kids[i] = k.KID
+	}
+	return kids, nil
+}
+
+// HoldRetired keeps a retired key published while live cards still carry
+// it: its expiry is set RetireGrace ahead once less than half the grace is
+// left.
+func (p registryPort) HoldRetired(ctx context.Context, carried map[string]bool) error {
+	a := p.a
+	if len(carried) == 0 {
+		return nil
+	}
+	grace := a.cfg.RetireGrace
+	if grace <= 0 {
+		return nil
+	}
+	now := a.now()
+	views, err := a.keys.views(ctx, now)
+	if err != nil {
+		return err
+	}
+	hold := map[string]bool{}
+	for _, v := range views {
+		if carried[v.KID] && v.State == jwks.StateRetired && v.ExpiresAt != nil && v.ExpiresAt.Sub(now) < grace/2 {
+			hold[v.KID] = true
+		}
+	}
+	if len(hold) == 0 {
+		return nil
+	}
+	until := now.Add(grace)
+	// Automatic, but a change to a key record like any other: audited, so
+	// the key records still agree with the audit trail.
+	who := actor{caller: SystemCaller}
+	_, err = a.changeKeys(ctx, store.KeyTransition, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
+		var ch store.KeyChange
+		for _, r := range recs {
+			if hold[r.KID] && r.RevokedAt == nil && (r.ExpireAt == nil || r.ExpireAt.Before(until)) {
+				r.ExpireAt = &until
+				ar, err := who.keyRecord(audit.KindKeyHold, r, "live cards still carry its signatures", a.now())
+				if err != nil {
+					return store.KeyChange{}, err
+				}
+				ch.Update = append(ch.Update, r)
+				ch.Audit = append(ch.Audit, ar)
+			}
+		}
+		return ch, nil
+	})
+	if err != nil {
+		return fmt.Errorf("registry: keeping retired keys published: %w", err)
+	}
+	a.log.Warn("registry: retired keys kept published: live cards still carry them (their re-signing failed)", "kids", slices.Sorted(maps.Keys(hold)), "until", until)
+	a.keys.invalidate()
+	return nil
+}
+
+// RevokeAgentCard revokes one registered card (version 0: the newest):
+// registry.Registry.Revoke, once the reason is checked.
+func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int64, reason, caller string) (store.CardRevocation, error) {
+	if strings.TrimSpace(reason) == "" {
+		return store.CardRevocation{}, &InvalidArgumentError{Field: "reason", Reason: "say why the card is revoked: verifiers show it"}
+	}
+	// Bounded like a key's: every revocation stays in the document for good,
+	// and verifiers read it whole (at most 1 MiB).
+	reason, err := checkReason(reason)
+	if err != nil {
+		return store.CardRevocation{}, err
+	}
+	return a.registry.Revoke(ctx, id, version, reason, caller)
+}
+
+// liveCard is registry.Registry.Served for the gRPC API: a card waiting to
+// be signed again is unavailable, to be retried.
+func (a *Authority) liveCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error) {
+	c, err := a.registry.Served(ctx, c)
+	if errors.Is(err, registry.ErrResigning) {
+		return store.AgentCard{}, &UnavailableError{What: "agent card (being signed again after a key revocation)", Err: err}
+	}
+	if err != nil {
+		return store.AgentCard{}, &UnavailableError{What: "registry", Err: err}
+	}
+	return c, nil
+}
+
+// readerRoles may read a private card, over HTTP as over gRPC.
+var readerRoles = []access.Role{access.RoleReader, access.RoleAuditor, access.RoleAdmin}
+
+// mayRead reports whether the request's credentials hold a reader role (any
+// caller when authentication is off: loopback only).
+func mayRead(r *http.Request, auth *access.Authenticator, m *Metrics) bool {
+	if auth == nil || !auth.Enabled() {
+		return true
+	}
+	creds := httpCredentials(r)
+	id, err := auth.Authenticate(r.Context(), creds)
+	if err != nil {
+		if creds.Authorization != "" || creds.CertIdentity != "" {
+			m.authFailed(creds, err) // a reader with bad credentials, not an anonymous fetch
+		}
+		return false
+	}
+	for _, role := range readerRoles {
+		if id.Has(role) {
+			return true
+		}
+	}
+	return false
+}
