@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // MaxSize caps a JWK Set document. Real sets hold a handful of keys (a few
@@ -61,7 +61,7 @@ func keysArray(data []byte) ([][]byte, error) {
 	switch {
 	case !ok:
 		return nil, errors.New(`missing member "keys"`)
-	case keys.Kind != card.Array:
+	case keys.Kind != strictjson.Array:
 		return nil, errors.New(`member "keys" is not an array`)
 	}
 	out := make([][]byte, len(keys.Arr))

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 )
 
@@ -175,7 +175,7 @@ type signOptions struct {
 
 // agentID returns the agent a registration names, checked, before anything
 // is signed.
-func agentID(reg *Registration, v card.Value) (string, error) {
+func agentID(reg *Registration, v strictjson.Value) (string, error) {
 	id := reg.AgentID
 	if id == "" {
 		var err error
@@ -194,9 +194,9 @@ func agentID(reg *Registration, v card.Value) (string, error) {
 // than a-z 0-9 . _ turned into one '-', cut to store.MaxAgentIDLength.
 // "https://Payments.example.com/a2a/v1" gives "payments.example.com-a2a-v1".
 // The port is left out: one agent may move between ports.
-func DeriveAgentID(v card.Value) (string, error) {
+func DeriveAgentID(v strictjson.Value) (string, error) {
 	ifaces, _ := v.Get("supportedInterfaces")
-	if ifaces.Kind != card.Array || len(ifaces.Arr) == 0 {
+	if ifaces.Kind != strictjson.Array || len(ifaces.Arr) == 0 {
 		return "", errors.New("no agent id given and the card has no supportedInterfaces to derive one from: pass one")
 	}
 	raw, _ := ifaces.Arr[0].Get("url")

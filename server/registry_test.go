@@ -20,6 +20,7 @@ import (
 	"github.com/cardsign/cardsign/internal/testbin"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 func registryCard(t *testing.T) []byte { return registryCardB(t) }
@@ -43,7 +44,7 @@ func TestDeriveAgentID(t *testing.T) {
 		{"https://" + strings.Repeat("a", 200) + ".com/x", strings.Repeat("a", 128), ""},
 		{"grpc.example.com:443", "", "no host"},
 	} {
-		v, err := card.Parse([]byte(`{"supportedInterfaces":[{"url":"`+tt.url+`"}]}`), card.Limits{})
+		v, err := card.Parse([]byte(`{"supportedInterfaces":[{"url":"`+tt.url+`"}]}`), strictjson.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +62,7 @@ func TestDeriveAgentID(t *testing.T) {
 			t.Errorf("%s: derived id %q is not a valid agent id", tt.url, got)
 		}
 	}
-	if _, err := DeriveAgentID(card.Value{Kind: card.Object}); err == nil {
+	if _, err := DeriveAgentID(strictjson.Value{Kind: strictjson.Object}); err == nil {
 		t.Error("a card without interfaces derived an id")
 	}
 }
@@ -262,16 +263,16 @@ func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signed, err := card.Parse(c.Signed, card.Limits{})
+	signed, err := card.Parse(c.Signed, strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sigs, _ := signed.Get("signatures")
-	raw, err := card.Parse([]byte(v03src), card.Limits{})
+	raw, err := card.Parse([]byte(v03src), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v03 := card.ObjectValue(append(raw.Obj, card.Member{Key: "signatures", Val: sigs})...).Compact()
+	v03 := strictjson.ObjectValue(append(raw.Obj, strictjson.Member{Key: "signatures", Val: sigs})...).Compact()
 	if v, err := a.Verify(ctx, v03, ""); err != nil || !v.Valid(true) || bytes.Equal(v.CanonicalSHA256[:], c.CanonicalSHA256) {
 		t.Fatalf("before the revocation, the v0.3 rewrite: %+v, %v (want valid, under another reading than cardsign's)", v, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 )
 
@@ -303,7 +304,7 @@ func (a *Authority) auditRefusal(ctx context.Context, rec audit.Record, refusal 
 // resultOf names a signing request's outcome for metrics.
 func resultOf(err error) string {
 	var (
-		cardErr *card.Error
+		cardErr *strictjson.Error
 		lintErr *card.LintError
 		refused *RefusedError
 	)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 func TestEntryEncoding(t *testing.T) {
@@ -81,7 +82,7 @@ func TestParseEntryRefusals(t *testing.T) {
 
 func TestCardHosts(t *testing.T) {
 	v, err := card.Parse([]byte(`{"name":"A","supportedInterfaces":[{"url":"https://B.example/a"},{"url":"https://a.example:8443/x"},{"url":"not a url"},{"url":"https://b.example/other"},`+
-		`{"url":"grpc.example:443","protocolBinding":"GRPC"},{"url":"https://team.example@victim.example/"}]}`), card.Limits{})
+		`{"url":"grpc.example:443","protocolBinding":"GRPC"},{"url":"https://team.example@victim.example/"}]}`), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestCardHosts(t *testing.T) {
 	for i := range MaxHosts + 5 {
 		ifaces = append(ifaces, fmt.Sprintf(`{"url":"https://h%02d.example/"}`, i))
 	}
-	v, err = card.Parse([]byte(`{"name":"A","supportedInterfaces":[`+strings.Join(ifaces, ",")+`]}`), card.Limits{})
+	v, err = card.Parse([]byte(`{"name":"A","supportedInterfaces":[`+strings.Join(ifaces, ",")+`]}`), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // CardHosts returns the hosts a card's supportedInterfaces[].url (and a v0.3
@@ -15,10 +16,10 @@ import (
 // card with more). A bare host:port (gRPC's form) is read as one, as lint
 // and the signing policy read it. A URL without a host is skipped: lint
 // refuses such a card before it is signed anyway.
-func CardHosts(v card.Value) []string {
+func CardHosts(v strictjson.Value) []string {
 	var hosts []string
-	add := func(raw card.Value) {
-		if raw.Kind != card.String {
+	add := func(raw strictjson.Value) {
+		if raw.Kind != strictjson.String {
 			return
 		}
 		var host string
@@ -31,7 +32,7 @@ func CardHosts(v card.Value) []string {
 			hosts = append(hosts, h)
 		}
 	}
-	if ifaces, ok := v.Get("supportedInterfaces"); ok && ifaces.Kind == card.Array {
+	if ifaces, ok := v.Get("supportedInterfaces"); ok && ifaces.Kind == strictjson.Array {
 		for _, it := range ifaces.Arr {
 			u, _ := it.Get("url")
 			add(u)

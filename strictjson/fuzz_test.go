@@ -1,0 +1,54 @@
+package strictjson
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// pythonVectors are the a2a-python test vectors: non-ASCII text, Struct
+// numbers, key order.
+const pythonVectors = "../testdata/vectors/a2a-python-1.1.0"
+
+// addDocumentSeeds seeds a fuzz target with the cards under testdata/cards
+// and the a2a-python vectors; the targets' own corpora live in
+// testdata/fuzz.
+func addDocumentSeeds(f *testing.F) {
+	for _, pattern := range []string{"../testdata/cards/*.json", pythonVectors + "/*.input.json"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil || len(files) == 0 {
+			f.Fatalf("no seeds for %s: %v", pattern, err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+}
+
+// FuzzParse: Parse never panics, and what it accepts round-trips: printing
+// the value and parsing it again gives the same value.
+func FuzzParse(f *testing.F) {
+	addDocumentSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Parse(data, Limits{MaxBytes: 1 << 16, MaxDepth: 32})
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("Parse returned %T, want *strictjson.Error: %v", err, err)
+			}
+			return
+		}
+		c := v.Compact()
+		w, err := Parse(c, Limits{MaxBytes: 1 << 20, MaxDepth: 32})
+		if err != nil {
+			t.Fatalf("Parse rejects its own output %q: %v", c, err)
+		}
+		if !bytes.Equal(w.Compact(), c) {
+			t.Fatalf("round trip changed the value:\n%q\n%q", c, w.Compact())
+		}
+	})
+}
