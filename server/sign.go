@@ -89,7 +89,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	if err != nil {
 		return nil, err
 	}
-	hosts := transparency.CardHosts(prepared.Loaded.Value)
+	hosts := transparency.CardHosts(card.InterfaceHosts(prepared.Loaded.Value))
 	if n := len(hosts); n > transparency.MaxHosts {
 		// The log entry lists a card's hosts for monitors to match: a host
 		// it could not list would be signed for unseen.

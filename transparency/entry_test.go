@@ -88,7 +88,7 @@ func TestCardHosts(t *testing.T) {
 	}
 	// A bare host:port is read as lint and the policy read it; userinfo is
 	// not the host.
-	if got := strings.Join(CardHosts(v), ","); got != "a.example,b.example,grpc.example,victim.example" {
+	if got := strings.Join(CardHosts(card.InterfaceHosts(v)), ","); got != "a.example,b.example,grpc.example,victim.example" {
 		t.Fatalf("CardHosts = %s", got)
 	}
 	// All hosts, however many: cardsignd refuses a card with more than an
@@ -101,7 +101,7 @@ func TestCardHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(CardHosts(v)); n != MaxHosts+5 {
+	if n := len(CardHosts(card.InterfaceHosts(v))); n != MaxHosts+5 {
 		t.Fatalf("CardHosts listed %d of %d hosts", n, MaxHosts+5)
 	}
 }
