@@ -39,7 +39,7 @@ func ParseProfile(s string) (Profile, error) {
 }
 
 // Canonical returns the canonical bytes of v, a card in the v1.0 shape,
-// under profile p. It fails with an *Error when a field has the wrong JSON
+// under profile p. It fails with a *strictjson.Error when a field has the wrong JSON
 // type: presence rules are defined over typed fields.
 func Canonical(v strictjson.Value, p Profile) ([]byte, error) {
 	switch p {
@@ -50,6 +50,12 @@ func Canonical(v strictjson.Value, p Profile) ([]byte, error) {
 			return spec, nil
 		}
 	}
+	return canonicalProjected(v, p)
+}
+
+// canonicalProjected is the canonical form computed the general way: project
+// the profile's tree, then write it.
+func canonicalProjected(v strictjson.Value, p Profile) ([]byte, error) {
 	t, _, err := project(v, p)
 	if err != nil {
 		return nil, err

@@ -10,25 +10,12 @@ import (
 	"github.com/cardsign/cardsign/strictjson"
 )
 
-// canonicalGeneral is the canonical form computed the slow way: project the
-// profile's tree, then write it.
-func canonicalGeneral(v strictjson.Value, p Profile) ([]byte, error) {
-	t, _, err := project(v, p)
-	if err != nil {
-		return nil, err
-	}
-	if p == ProfilePythonASCII {
-		return encodePython(t), nil
-	}
-	return t.JCS()
-}
-
 // checkOneWalk: the one-walk spec bytes are the projected tree's, and when
 // the walk calls a card clean, the other profiles' bytes are the same.
 func checkOneWalk(t *testing.T, v strictjson.Value) {
 	t.Helper()
 	spec, clean, ok := canonicalSpec(v)
-	want, err := canonicalGeneral(v, ProfileSpec)
+	want, err := canonicalProjected(v, ProfileSpec)
 	if !ok {
 		if err == nil {
 			t.Fatalf("the walk refuses what projection writes: %s", want)
@@ -42,7 +29,7 @@ func checkOneWalk(t *testing.T, v strictjson.Value) {
 		return
 	}
 	for _, p := range []Profile{ProfileSDK, ProfilePythonASCII} {
-		if got, err := canonicalGeneral(v, p); err != nil || !bytes.Equal(got, spec) {
+		if got, err := canonicalProjected(v, p); err != nil || !bytes.Equal(got, spec) {
 			t.Fatalf("clean card, but %s is %s (%v), spec %s", p, got, err, spec)
 		}
 	}
@@ -109,7 +96,7 @@ func TestCanonicalFormsShadowedAndProto(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sdk, _ := canonicalGeneral(l.Value, ProfileSDK)
+		sdk, _ := canonicalProjected(l.Value, ProfileSDK)
 		if !bytes.Equal(f.SDK, sdk) || bytes.Equal(f.SDK, f.Spec) {
 			t.Errorf("%s: forms.SDK %s, want %s (spec %s)", tc.in, f.SDK, sdk, f.Spec)
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/cardsign/cardsign/strictjson"
 )
 
-// JOSE documents are read and written with card's strict JSON codec, so a
+// JOSE documents are read and written with strictjson, the codec cards use, so a
 // JWK means the same to every party exactly as a card does: a key document
 // with two "x" members, invalid UTF-8, a lone surrogate or trailing data is
 // refused rather than resolved the way one parser happens to.
@@ -16,7 +16,7 @@ import (
 const maxDocument = 1 << 20
 
 // ParseObject reads one JOSE JSON object (a JWK, a JWS header or envelope)
-// with card's strict parser, up to 1 MiB. The *strictjson.Error it wraps names the
+// with strictjson's parser, up to 1 MiB. The *strictjson.Error it wraps names the
 // path and the rule; callers that must not quote a document (key files) can
 // reduce it to those with errors.As.
 func ParseObject(data []byte) (strictjson.Value, error) {
@@ -37,7 +37,7 @@ func stringMember(m strictjson.Value, name string) (string, error) {
 // member is one name/value pair of an object written by writeObject.
 type member struct{ name, value string }
 
-// writeObject serializes string members in RFC 8785 form (card's JCS
+// writeObject serializes string members in RFC 8785 form (strictjson's JCS
 // writer), leaving out empty values, which is how optional JWK members are
 // omitted. The same key therefore always has the same bytes, which keeps JWKS
 // ETags stable.

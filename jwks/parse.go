@@ -49,7 +49,7 @@ func Parse(data []byte) (Set, error) {
 }
 
 // keysArray returns the elements of the top-level "keys" array, each in its
-// compact form for jose, after reading the whole document with card's strict
+// compact form for jose, after reading the whole document with strictjson's
 // parser (duplicate members at any depth, invalid UTF-8, lone surrogates,
 // numbers a double cannot hold and trailing data are refused, with the path).
 func keysArray(data []byte) ([][]byte, error) {

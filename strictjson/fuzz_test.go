@@ -11,22 +11,38 @@ import (
 // numbers, key order.
 const pythonVectors = "../testdata/vectors/a2a-python-1.1.0"
 
-// addDocumentSeeds seeds a fuzz target with the cards under testdata/cards
-// and the a2a-python vectors; the targets' own corpora live in
-// testdata/fuzz.
-func addDocumentSeeds(f *testing.F) {
-	for _, pattern := range []string{"../testdata/cards/*.json", pythonVectors + "/*.input.json"} {
-		files, err := filepath.Glob(pattern)
-		if err != nil || len(files) == 0 {
-			f.Fatalf("no seeds for %s: %v", pattern, err)
+// document is a test file's name and contents.
+type document struct {
+	name string
+	data []byte
+}
+
+// readDocuments reads the files that the glob patterns match; each pattern
+// must match some.
+func readDocuments(tb testing.TB, patterns ...string) []document {
+	tb.Helper()
+	var docs []document
+	for _, pattern := range patterns {
+		files, _ := filepath.Glob(pattern)
+		if len(files) == 0 {
+			tb.Fatalf("no documents match %s", pattern)
 		}
 		for _, file := range files {
 			data, err := os.ReadFile(file)
 			if err != nil {
-				f.Fatal(err)
+				tb.Fatal(err)
 			}
-			f.Add(data)
+			docs = append(docs, document{file, data})
 		}
+	}
+	return docs
+}
+
+// addDocumentSeeds seeds a fuzz target with the cards under testdata/cards
+// and the a2a-python inputs; the targets' own corpora live in testdata/fuzz.
+func addDocumentSeeds(f *testing.F) {
+	for _, d := range readDocuments(f, "../testdata/cards/*.json", pythonVectors+"/*.input.json") {
+		f.Add(d.data)
 	}
 }
 

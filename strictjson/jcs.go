@@ -61,9 +61,6 @@ func (w *JCSWriter) Delim(c byte) { w.buf = append(w.buf, c) }
 // refuses.
 func (w *JCSWriter) Fail() { w.bad = true }
 
-// Failed reports whether the walk is unwritable so far.
-func (w *JCSWriter) Failed() bool { return w.bad }
-
 // NotPlain records that the driver wrote or left out something that other
 // writers treat differently (a member outside its schema, say).
 func (w *JCSWriter) NotPlain() { w.plain = false }

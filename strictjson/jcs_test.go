@@ -5,8 +5,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,18 +73,8 @@ func TestJCSMatchesOracle(t *testing.T) {
 	for i, c := range jcsCases() {
 		checkOracle(t, "case "+strconv.Itoa(i), []byte(c))
 	}
-	files, _ := filepath.Glob("../testdata/cards/*.json")
-	vectors, _ := filepath.Glob(pythonVectors + "/*.json")
-	files = append(files, vectors...)
-	if len(files) < 5 {
-		t.Fatalf("found %d documents", len(files))
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkOracle(t, f, data)
+	for _, d := range readDocuments(t, "../testdata/cards/*.json", pythonVectors+"/*.json") {
+		checkOracle(t, d.name, d.data)
 	}
 }
 
