@@ -49,7 +49,7 @@ func FuzzCanonicalize(f *testing.F) {
 			out, err := Canonical(l.Value, p)
 			if err != nil {
 				if _, ok := err.(*strictjson.Error); !ok {
-					t.Fatalf("Canonical returned %T, want *card.Error: %v", err, err)
+					t.Fatalf("Canonical returned %T, want *strictjson.Error: %v", err, err)
 				}
 				profileErrs++
 				continue
