@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/gowebpki/jcs"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(data, Limits{}); err != nil {
+		if _, err := Parse(data, strictjson.Limits{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // Profile selects which canonical bytes a signature covers.
@@ -37,9 +39,9 @@ func ParseProfile(s string) (Profile, error) {
 }
 
 // Canonical returns the canonical bytes of v, a card in the v1.0 shape,
-// under profile p. It fails with an *Error when a field has the wrong JSON
+// under profile p. It fails with a *strictjson.Error when a field has the wrong JSON
 // type: presence rules are defined over typed fields.
-func Canonical(v Value, p Profile) ([]byte, error) {
+func Canonical(v strictjson.Value, p Profile) ([]byte, error) {
 	switch p {
 	case ProfileSpec, ProfileSDK, ProfilePythonASCII:
 		// One walk writes the spec bytes, and says whether the other
@@ -48,6 +50,12 @@ func Canonical(v Value, p Profile) ([]byte, error) {
 			return spec, nil
 		}
 	}
+	return canonicalProjected(v, p)
+}
+
+// canonicalProjected is the canonical form computed the general way: project
+// the profile's tree, then write it.
+func canonicalProjected(v strictjson.Value, p Profile) ([]byte, error) {
 	t, _, err := project(v, p)
 	if err != nil {
 		return nil, err
@@ -92,7 +100,7 @@ func (f *Forms) Same() bool { return len(f.Divergences) == 0 }
 // schema, no oneof with two members, no "__proto__" name, no number, only
 // printable ASCII): then the three forms are one slice, and that is most
 // cards. Otherwise the profiles are projected apart and compared.
-func CanonicalForms(v Value) (*Forms, error) {
+func CanonicalForms(v strictjson.Value) (*Forms, error) {
 	f, err := canonicalForms(v)
 	if err != nil {
 		return nil, err
@@ -144,7 +152,7 @@ func withoutTopMember(canon []byte, name string) []byte {
 	return canon
 }
 
-func canonicalForms(v Value) (*Forms, error) {
+func canonicalForms(v strictjson.Value) (*Forms, error) {
 	spec, clean, ok := canonicalSpec(v)
 	if ok && clean {
 		return &Forms{Spec: spec, SDK: spec, Python: spec}, nil
@@ -155,7 +163,7 @@ func canonicalForms(v Value) (*Forms, error) {
 	}
 	f := &Forms{Unknown: unknown, Divergences: append([]string(nil), unknown...)}
 	var el divergenceList
-	empties(t, &Path{index: -1}, unknown, &el)
+	empties(t, strictjson.Root(), unknown, &el)
 	f.Divergences = append(f.Divergences, el.list()...)
 	if ok {
 		f.Spec = spec
@@ -177,7 +185,7 @@ func canonicalForms(v Value) (*Forms, error) {
 	// Where nothing is written otherwise, the python-ascii bytes are the
 	// sdk bytes by construction: only ASCII text, no numbers, one key order.
 	var pd divergenceList
-	pythonDivergences(sdk, &Path{index: -1}, &pd)
+	pythonDivergences(sdk, strictjson.Root(), &pd)
 	f.PythonDivergences = pd.list()
 	f.Python = f.SDK
 	if len(f.PythonDivergences) > 0 {
@@ -190,13 +198,13 @@ func canonicalForms(v Value) (*Forms, error) {
 // first few by name and the rest by count: a card of thousands of empty
 // strings must not cost a string per value. unknown are the keys outside
 // the schema, listed already.
-func empties(v Value, p *Path, unknown []string, out *divergenceList) {
+func empties(v strictjson.Value, p *strictjson.Path, unknown []string, out *divergenceList) {
 	if v.IsEmpty() {
 		out.addPath(p, "")
 		return
 	}
 	switch v.Kind {
-	case Object:
+	case strictjson.Object:
 		for _, m := range v.Obj {
 			if m.Key == "__proto__" {
 				// cleanEmpty drops it whatever it holds; in a message it
@@ -208,12 +216,12 @@ func empties(v Value, p *Path, unknown []string, out *divergenceList) {
 			}
 			empties(m.Val, p.Key(m.Key), unknown, out)
 		}
-	case Array:
+	case strictjson.Array:
 		for i, e := range v.Arr {
 			switch {
 			case e.IsEmpty():
 				out.addPath(p.Index(i), "")
-			case e.Kind == Object || e.Kind == Array:
+			case e.Kind == strictjson.Object || e.Kind == strictjson.Array:
 				empties(e, p.Index(i), unknown, out)
 			}
 		}
@@ -222,16 +230,16 @@ func empties(v Value, p *Path, unknown []string, out *divergenceList) {
 
 // project is Project, also returning the paths of keys outside the schema
 // that the projection kept (spec profile) or dropped (sdk profile).
-func project(v Value, p Profile) (Value, []string, error) {
+func project(v strictjson.Value, p Profile) (strictjson.Value, []string, error) {
 	switch p {
 	case ProfileSpec, ProfileSDK:
 	case ProfilePythonASCII:
 		p = ProfileSDK // the same tree, written otherwise
 	default:
-		return Value{}, nil, fmt.Errorf("card: unknown canonical profile %q", p)
+		return strictjson.Value{}, nil, fmt.Errorf("card: unknown canonical profile %q", p)
 	}
-	if v.Kind != Object {
-		return Value{}, nil, &Error{Path: "$", Rule: RuleNotObject, Offset: -1, Reason: "an Agent Card is a JSON object, not " + v.Kind.String()}
+	if v.Kind != strictjson.Object {
+		return strictjson.Value{}, nil, &strictjson.Error{Path: "$", Rule: strictjson.RuleNotObject, Offset: -1, Reason: "an Agent Card is a JSON object, not " + v.Kind.String()}
 	}
 	pr := projector{dropUnknown: p == ProfileSDK}
 	if p == ProfileSDK {
@@ -240,23 +248,23 @@ func project(v Value, p Profile) (Value, []string, error) {
 	}
 	t, err := pr.presence(v, cardSchema, true)
 	if err != nil {
-		return Value{}, nil, err
+		return strictjson.Value{}, nil, err
 	}
 	return t, pr.unknown, nil
 }
 
 // sdk is the sdk profile's tree of card v (an object); pr.dropUnknown is set.
-func (pr *projector) sdk(v Value) (Value, error) {
-	if v.Kind != Object {
-		return Value{}, &Error{Path: "$", Rule: RuleNotObject, Offset: -1, Reason: "an Agent Card is a JSON object, not " + v.Kind.String()}
+func (pr *projector) sdk(v strictjson.Value) (strictjson.Value, error) {
+	if v.Kind != strictjson.Object {
+		return strictjson.Value{}, &strictjson.Error{Path: "$", Rule: strictjson.RuleNotObject, Offset: -1, Reason: "an Agent Card is a JSON object, not " + v.Kind.String()}
 	}
 	t, err := pr.presence(v, cardSchema, true)
 	if err != nil {
-		return Value{}, err
+		return strictjson.Value{}, err
 	}
 	t = dropEmpty(t)
-	if t.Kind == Null {
-		t = Value{Kind: Object, Obj: []Member{}}
+	if t.Kind == strictjson.Null {
+		t = strictjson.Value{Kind: strictjson.Object, Obj: []strictjson.Member{}}
 	}
 	return t, nil
 }
@@ -267,7 +275,7 @@ type projector struct {
 	// dropped lists the oneof members the sdk profile drops because an
 	// earlier member of their group is set.
 	dropped []string
-	path    pathStack
+	path    strictjson.PathStack
 }
 
 // presence returns object v, a message m, with §8.4.1 rule 1 applied to each
@@ -276,16 +284,16 @@ type projector struct {
 // other scalars, repeated fields and maps go when they hold their default.
 // Keys outside the schema stay unless pr.dropUnknown: the spec leaves them
 // unspecified, the SDKs drop them.
-func (pr *projector) presence(v Value, m *message, top bool) (Value, error) {
-	out := make([]Member, 0, len(v.Obj))
+func (pr *projector) presence(v strictjson.Value, m *message, top bool) (strictjson.Value, error) {
+	out := make([]strictjson.Member, 0, len(v.Obj))
 	for _, mem := range v.Obj {
 		if top && mem.Key == "signatures" {
 			continue
 		}
-		pr.path.pushKey(mem.Key)
+		pr.path.PushKey(mem.Key)
 		name, f := pr.resolve(v, m, mem.Key)
 		var keep bool
-		var val Value
+		var val strictjson.Value
 		var err error
 		switch {
 		case f == nil:
@@ -299,22 +307,22 @@ func (pr *projector) presence(v Value, m *message, top bool) (Value, error) {
 		default:
 			keep, val, err = pr.member(f, mem.Val)
 		}
-		pr.path.pop()
+		pr.path.Pop()
 		if err != nil {
-			return Value{}, err
+			return strictjson.Value{}, err
 		}
 		if keep {
-			out = append(out, Member{Key: name, Val: val})
+			out = append(out, strictjson.Member{Key: name, Val: val})
 		}
 	}
-	return Value{Kind: Object, Obj: out}, nil
+	return strictjson.Value{Kind: strictjson.Object, Obj: out}, nil
 }
 
 // resolve finds the schema field of member key of object v (message m). The
 // sdk profile also reads a proto field name (icon_url) as its JSON name
 // (iconUrl) when the JSON name is absent, as ProtoJSON readers such as
 // @a2a-js/sdk's fromJSON do; the spec profile treats it as an unknown key.
-func (pr *projector) resolve(v Value, m *message, key string) (string, *field) {
+func (pr *projector) resolve(v strictjson.Value, m *message, key string) (string, *field) {
 	if f := m.field(key); f != nil {
 		return key, f
 	}
@@ -332,7 +340,7 @@ func (pr *projector) resolve(v Value, m *message, key string) (string, *field) {
 // shadowed reports whether oneof member f of object v is preceded, in the
 // declaration order of m, by another member of its group that v sets under
 // either of its names.
-func (pr *projector) shadowed(v Value, m *message, f *field) bool {
+func (pr *projector) shadowed(v strictjson.Value, m *message, f *field) bool {
 	for i := range m.fields {
 		g := &m.fields[i]
 		if g == f {
@@ -361,9 +369,9 @@ func protoName(s string) string {
 
 // member applies the presence rule of field f to its value; pr.path points
 // at it.
-func (pr *projector) member(f *field, val Value) (keep bool, _ Value, err error) {
+func (pr *projector) member(f *field, val strictjson.Value) (keep bool, _ strictjson.Value, err error) {
 	if ok, want := fits(f, val); !ok {
-		return false, Value{}, typeError(pr.path, val, want)
+		return false, strictjson.Value{}, typeError(pr.path, val, want)
 	}
 	explicit := f.required || f.optional || f.oneof != ""
 	switch f.kind {
@@ -385,50 +393,50 @@ func (pr *projector) member(f *field, val Value) (keep bool, _ Value, err error)
 		if !f.required && len(val.Arr) == 0 {
 			return false, val, nil
 		}
-		elems := make([]Value, len(val.Arr))
+		elems := make([]strictjson.Value, len(val.Arr))
 		for i, e := range val.Arr {
-			pr.path.pushIndex(i)
+			pr.path.PushIndex(i)
 			if ok, want := elemFits(f, e); !ok {
-				return false, Value{}, typeError(pr.path, e, want)
+				return false, strictjson.Value{}, typeError(pr.path, e, want)
 			}
 			if elems[i], err = pr.presence(e, f.msg, false); err != nil {
-				return false, Value{}, err
+				return false, strictjson.Value{}, err
 			}
-			pr.path.pop()
+			pr.path.Pop()
 		}
-		return true, Value{Kind: Array, Arr: elems}, nil
+		return true, strictjson.Value{Kind: strictjson.Array, Arr: elems}, nil
 	case kindMessageMap:
 		if !f.required && len(val.Obj) == 0 {
 			return false, val, nil
 		}
-		entries := make([]Member, len(val.Obj))
+		entries := make([]strictjson.Member, len(val.Obj))
 		for i, e := range val.Obj {
-			pr.path.pushKey(e.Key)
+			pr.path.PushKey(e.Key)
 			if ok, want := elemFits(f, e.Val); !ok {
-				return false, Value{}, typeError(pr.path, e.Val, want)
+				return false, strictjson.Value{}, typeError(pr.path, e.Val, want)
 			}
 			sub, err := pr.presence(e.Val, f.msg, false)
 			if err != nil {
-				return false, Value{}, err
+				return false, strictjson.Value{}, err
 			}
-			entries[i] = Member{Key: e.Key, Val: sub}
-			pr.path.pop()
+			entries[i] = strictjson.Member{Key: e.Key, Val: sub}
+			pr.path.Pop()
 		}
-		return true, Value{Kind: Object, Obj: entries}, nil
+		return true, strictjson.Value{Kind: strictjson.Object, Obj: entries}, nil
 	}
 	return true, val, nil
 }
 
-func (pr *projector) checkElems(f *field, v Value) error {
+func (pr *projector) checkElems(f *field, v strictjson.Value) error {
 	for i, e := range v.Arr {
 		if ok, want := elemFits(f, e); !ok {
-			pr.path.pushIndex(i)
+			pr.path.PushIndex(i)
 			return typeError(pr.path, e, want)
 		}
 	}
 	for _, e := range v.Obj {
 		if ok, want := elemFits(f, e.Val); !ok {
-			pr.path.pushKey(e.Key)
+			pr.path.PushKey(e.Key)
 			return typeError(pr.path, e.Val, want)
 		}
 	}
@@ -440,36 +448,36 @@ func (pr *projector) checkElems(f *field, v Value) error {
 // empties becomes empty and goes too. It returns a Null value when v itself
 // ends up empty. A "__proto__" member goes too: cleanEmpty rebuilds every
 // object by assignment, where that key sets the prototype, not a member.
-func dropEmpty(v Value) Value {
+func dropEmpty(v strictjson.Value) strictjson.Value {
 	switch v.Kind {
-	case Object:
-		out := make([]Member, 0, len(v.Obj))
+	case strictjson.Object:
+		out := make([]strictjson.Member, 0, len(v.Obj))
 		for _, m := range v.Obj {
 			if m.Key == "__proto__" {
 				continue
 			}
-			if c := dropEmpty(m.Val); c.Kind != Null {
-				out = append(out, Member{Key: m.Key, Val: c})
+			if c := dropEmpty(m.Val); c.Kind != strictjson.Null {
+				out = append(out, strictjson.Member{Key: m.Key, Val: c})
 			}
 		}
 		if len(out) == 0 {
-			return Value{}
+			return strictjson.Value{}
 		}
-		return Value{Kind: Object, Obj: out}
-	case Array:
-		out := make([]Value, 0, len(v.Arr))
+		return strictjson.Value{Kind: strictjson.Object, Obj: out}
+	case strictjson.Array:
+		out := make([]strictjson.Value, 0, len(v.Arr))
 		for _, e := range v.Arr {
-			if c := dropEmpty(e); c.Kind != Null {
+			if c := dropEmpty(e); c.Kind != strictjson.Null {
 				out = append(out, c)
 			}
 		}
 		if len(out) == 0 {
-			return Value{}
+			return strictjson.Value{}
 		}
-		return Value{Kind: Array, Arr: out}
-	case String:
+		return strictjson.Value{Kind: strictjson.Array, Arr: out}
+	case strictjson.String:
 		if v.Str == "" {
-			return Value{}
+			return strictjson.Value{}
 		}
 	}
 	return v

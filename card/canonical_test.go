@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"testing"
+
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 func canon(t *testing.T, in string, p Profile) string {
@@ -133,13 +135,13 @@ func TestCanonicalTypeErrors(t *testing.T) {
 		{`{"iconUrl":null}`, "iconUrl"},
 	}
 	for _, tc := range tests {
-		v, err := Parse([]byte(tc.in), Limits{})
+		v, err := Parse([]byte(tc.in), strictjson.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range Profiles() {
 			_, err := Canonical(v, p)
-			var e *Error
+			var e *strictjson.Error
 			if !errors.As(err, &e) || e.Path != tc.path || e.Rule != RuleType {
 				t.Errorf("Canonical(%s, %s) = %v, want type error at %s", tc.in, p, err, tc.path)
 			}
@@ -178,7 +180,7 @@ func TestDivergences(t *testing.T) {
 		"securitySchemes", `{"m":{"mtlsSecurityScheme":{}}}`,
 		"securityRequirements", `[{"schemes":{"m":{}}}]`,
 		"iconUrl", `""`,
-	), Limits{})
+	), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +216,7 @@ func TestJSResolverForm(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := Parse([]byte(tc.card), Limits{})
+			v, err := Parse([]byte(tc.card), strictjson.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +224,7 @@ func TestJSResolverForm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := Canonical(v.without("securitySchemes"), ProfileSDK)
+			want, err := Canonical(v.Without("securitySchemes"), ProfileSDK)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,9 +18,36 @@
 // keys, no transport.
 package card
 
+import "github.com/cardsign/cardsign/strictjson"
+
+// Default caps on the values of a card, beyond strictjson's size and depth
+// defaults. A real Agent Card is a few KiB; every JSON value costs a parsed
+// Value and a step of lint and canonicalization however few bytes it takes
+// in the card ("{}," is 3), so the size cap alone lets a 180 KiB card of
+// 60,000 empty skills cost tens of MB per call. The value and item caps bound
+// that work: a real card of 256 KiB holds about 9,000 values (a 200 KiB card
+// of 278 full skills: 7,000).
+const (
+	DefaultMaxValues = 20000
+	DefaultMaxItems  = 4096
+)
+
+// Parse reads one card strictly: strictjson.Parse, with the card caps
+// (DefaultMaxValues, DefaultMaxItems) where lim leaves them zero and the
+// refusals worded for an Agent Card.
+func Parse(data []byte, lim strictjson.Limits) (strictjson.Value, error) {
+	if lim.MaxValues <= 0 {
+		lim.MaxValues = DefaultMaxValues
+	}
+	if lim.MaxItems <= 0 {
+		lim.MaxItems = DefaultMaxItems
+	}
+	return strictjson.ParseAs(data, lim, "card", "an Agent Card is a JSON object")
+}
+
 // Options control Load.
 type Options struct {
-	Limits Limits
+	Limits strictjson.Limits
 	// StripUnknown removes keys outside the v1.0 schema instead of leaving
 	// them for Lint to refuse.
 	StripUnknown bool
@@ -28,10 +55,10 @@ type Options struct {
 
 // Loaded is a card read and brought to the v1.0 shape.
 type Loaded struct {
-	Value    Value    // the card in the v1.0 shape
-	Shape    string   // V03 or V10: the shape the input had
-	Notes    []Note   // what the v0.3 mapping changed
-	Stripped []string // paths removed by StripUnknown
+	Value    strictjson.Value // the card in the v1.0 shape
+	Shape    string           // V03 or V10: the shape the input had
+	Notes    []Note           // what the v0.3 mapping changed
+	Stripped []string         // paths removed by StripUnknown
 	// protocolVersion is a v0.3 card's own protocolVersion, which the
 	// shipped SDKs put in the interfaces where cardsign puts "0.3".
 	protocolVersion string
@@ -47,7 +74,7 @@ func Load(data []byte, opts Options) (*Loaded, error) {
 	l := &Loaded{Shape: V10}
 	if IsV03(v) {
 		l.Shape = V03
-		if pv, _ := v.Get("protocolVersion"); pv.Kind == String {
+		if pv, _ := v.Get("protocolVersion"); pv.Kind == strictjson.String {
 			l.protocolVersion = pv.Str
 		}
 	}

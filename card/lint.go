@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // Severity of a lint finding.
@@ -104,20 +106,20 @@ func (e *LintError) Error() string {
 //
 // It reports at most MaxFindings findings; when there are more, a last
 // finding with RuleTooManyFindings counts them, as an error if any of them is.
-func Lint(v Value) []Finding {
+func Lint(v strictjson.Value) []Finding {
 	l := linter{}
-	if v.Kind != Object {
-		l.add(SeverityError, &Path{index: -1}, RuleNotObject, "an Agent Card is a JSON object, not "+v.Kind.String(), "")
+	if v.Kind != strictjson.Object {
+		l.add(SeverityError, strictjson.Root(), strictjson.RuleNotObject, "an Agent Card is a JSON object, not "+v.Kind.String(), "")
 		return l.findings
 	}
-	l.message(v, cardSchema, &Path{index: -1})
+	l.message(v, cardSchema, strictjson.Root())
 	// The card's name and version go into the audit log, whose PostgreSQL
 	// store cannot hold U+0000 in text (nor can many consumers of card
 	// names): refuse it here, naming the field, rather than fail the
 	// audit commit after signing.
 	for _, name := range []string{"name", "version"} {
-		if f, ok := v.Get(name); ok && f.Kind == String && strings.ContainsRune(f.Str, 0) {
-			l.add(SeverityError, (&Path{index: -1}).Key(name), RuleNUL, "contains U+0000 (NUL), which the audit log cannot record", "remove the \\u0000 escape from "+name)
+		if f, ok := v.Get(name); ok && f.Kind == strictjson.String && strings.ContainsRune(f.Str, 0) {
+			l.add(SeverityError, strictjson.Root().Key(name), RuleNUL, "contains U+0000 (NUL), which the audit log cannot record", "remove the \\u0000 escape from "+name)
 		}
 	}
 	return l.done()
@@ -129,7 +131,7 @@ type linter struct {
 	moreErrors, moreWarnings int
 }
 
-func (l *linter) add(sev Severity, p *Path, rule, msg, fix string) {
+func (l *linter) add(sev Severity, p *strictjson.Path, rule, msg, fix string) {
 	if l.full(sev) {
 		// Counted without building the path: a hostile card must not turn
 		// into a proportional amount of memory (hot callers check full
@@ -172,7 +174,7 @@ func (l *linter) done() []Finding {
 	})
 }
 
-func (l *linter) message(v Value, m *message, p *Path) {
+func (l *linter) message(v strictjson.Value, m *message, p *strictjson.Path) {
 	top := m == cardSchema
 	for _, mem := range v.Obj {
 		mp := p.Key(mem.Key)
@@ -229,7 +231,7 @@ func (l *linter) message(v Value, m *message, p *Path) {
 	}
 }
 
-func (l *linter) value(parent Value, f *field, v Value, p *Path) {
+func (l *linter) value(parent strictjson.Value, f *field, v strictjson.Value, p *strictjson.Path) {
 	switch f.kind {
 	case kindString:
 		if f.url != notURL && v.Str != "" {
@@ -244,7 +246,7 @@ func (l *linter) value(parent Value, f *field, v Value, p *Path) {
 			switch v.Str {
 			case "JSONRPC", "GRPC", "HTTP+JSON":
 			default:
-				l.add(SeverityWarning, p, RuleBinding, "protocol binding "+quoteForMessage(v.Str)+" is not one of the A2A core bindings (JSONRPC, GRPC, HTTP+JSON)", "use a core binding unless clients know this custom one")
+				l.add(SeverityWarning, p, RuleBinding, "protocol binding "+strictjson.QuoteForMessage(v.Str)+" is not one of the A2A core bindings (JSONRPC, GRPC, HTTP+JSON)", "use a core binding unless clients know this custom one")
 			}
 		}
 	case kindMessage:
@@ -280,15 +282,15 @@ func (l *linter) value(parent Value, f *field, v Value, p *Path) {
 
 // freeForm checks a google.protobuf.Struct value: any JSON goes, but keys a
 // JavaScript verifier would turn into prototype writes are refused.
-func (l *linter) freeForm(v Value, p *Path) {
+func (l *linter) freeForm(v strictjson.Value, p *strictjson.Path) {
 	switch v.Kind {
-	case Object:
+	case strictjson.Object:
 		for _, m := range v.Obj {
 			mp := p.Key(m.Key)
 			l.protoKey(m.Key, mp)
 			l.freeForm(m.Val, mp)
 		}
-	case Array:
+	case strictjson.Array:
 		for i, e := range v.Arr {
 			l.freeForm(e, p.Index(i))
 		}
@@ -299,13 +301,13 @@ func (l *linter) freeForm(v Value, p *Path) {
 // where this key sets the prototype instead of a member, so the member
 // vanishes from its canonical bytes and the card would verify differently
 // there than anywhere else.
-func (l *linter) protoKey(key string, p *Path) {
+func (l *linter) protoKey(key string, p *strictjson.Path) {
 	if key == "__proto__" {
 		l.add(SeverityError, p, RulePortability, "the key __proto__ is lost by JavaScript verifiers", "rename the key")
 	}
 }
 
-func (l *linter) unknown(m *message, key string, p *Path, top bool) {
+func (l *linter) unknown(m *message, key string, p *strictjson.Path, top bool) {
 	msg := "key is not in the A2A v1.0 " + m.name + " schema; no verifier's signature check covers it"
 	fix := "remove it, or sign with --strip-unknown"
 	if alias := camelCase(key); alias != key && m.field(alias) != nil {
@@ -347,7 +349,7 @@ func camelCase(s string) string {
 	return b.String()
 }
 
-func (l *linter) url(s string, rule urlRule, binding string, p *Path) {
+func (l *linter) url(s string, rule urlRule, binding string, p *strictjson.Path) {
 	if rule == interfaceURL && binding == "GRPC" && IsHostPort(s) {
 		return
 	}
@@ -374,7 +376,7 @@ func (l *linter) url(s string, rule urlRule, binding string, p *Path) {
 		}
 		l.add(SeverityError, p, RuleURL, "plain http URL for a non-loopback host", fix)
 	default:
-		l.add(SeverityError, p, RuleURL, "URL scheme "+quoteForMessage(u.Scheme)+" is not https", fix)
+		l.add(SeverityError, p, RuleURL, "URL scheme "+strictjson.QuoteForMessage(u.Scheme)+" is not https", fix)
 	}
 }
 
@@ -403,17 +405,17 @@ func IsLoopbackHost(host string) bool {
 
 // StripUnknown returns v without the keys that lie outside the v1.0 schema
 // (free-form params and header are left alone) and the paths it removed.
-func StripUnknown(v Value) (Value, []string) {
+func StripUnknown(v strictjson.Value) (strictjson.Value, []string) {
 	var removed []string
-	out := strip(v, cardSchema, &Path{index: -1}, &removed)
+	out := strip(v, cardSchema, strictjson.Root(), &removed)
 	return out, removed
 }
 
-func strip(v Value, m *message, p *Path, removed *[]string) Value {
-	if v.Kind != Object {
+func strip(v strictjson.Value, m *message, p *strictjson.Path, removed *[]string) strictjson.Value {
+	if v.Kind != strictjson.Object {
 		return v
 	}
-	out := make([]Member, 0, len(v.Obj))
+	out := make([]strictjson.Member, 0, len(v.Obj))
 	for _, mem := range v.Obj {
 		mp := p.Key(mem.Key)
 		f := m.field(mem.Key)
@@ -425,43 +427,43 @@ func strip(v Value, m *message, p *Path, removed *[]string) Value {
 		case kindMessage:
 			mem.Val = strip(mem.Val, f.msg, mp, removed)
 		case kindMessages:
-			if mem.Val.Kind == Array {
-				elems := make([]Value, len(mem.Val.Arr))
+			if mem.Val.Kind == strictjson.Array {
+				elems := make([]strictjson.Value, len(mem.Val.Arr))
 				for i, e := range mem.Val.Arr {
 					elems[i] = strip(e, f.msg, mp.Index(i), removed)
 				}
-				mem.Val = Value{Kind: Array, Arr: elems}
+				mem.Val = strictjson.Value{Kind: strictjson.Array, Arr: elems}
 			}
 		case kindMessageMap:
-			if mem.Val.Kind == Object {
-				entries := make([]Member, len(mem.Val.Obj))
+			if mem.Val.Kind == strictjson.Object {
+				entries := make([]strictjson.Member, len(mem.Val.Obj))
 				for i, e := range mem.Val.Obj {
-					entries[i] = Member{e.Key, strip(e.Val, f.msg, mp.Key(e.Key), removed)}
+					entries[i] = strictjson.Member{Key: e.Key, Val: strip(e.Val, f.msg, mp.Key(e.Key), removed)}
 				}
-				mem.Val = Value{Kind: Object, Obj: entries}
+				mem.Val = strictjson.Value{Kind: strictjson.Object, Obj: entries}
 			}
 		}
 		out = append(out, mem)
 	}
-	return Value{Kind: Object, Obj: out}
+	return strictjson.Value{Kind: strictjson.Object, Obj: out}
 }
 
 // allEmpty reports whether dropEmpty(v) is Null (v is empty or holds only
 // empties and "__proto__" members) without building the cleaned copy.
-func allEmpty(v Value) bool {
+func allEmpty(v strictjson.Value) bool {
 	switch v.Kind {
-	case Null:
+	case strictjson.Null:
 		return true
-	case String:
+	case strictjson.String:
 		return v.Str == ""
-	case Array:
+	case strictjson.Array:
 		for _, e := range v.Arr {
 			if !allEmpty(e) {
 				return false
 			}
 		}
 		return true
-	case Object:
+	case strictjson.Object:
 		for _, m := range v.Obj {
 			if m.Key != "__proto__" && !allEmpty(m.Val) {
 				return false

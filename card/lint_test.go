@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 const baseCard = `{
@@ -23,21 +25,21 @@ const baseCard = `{
 // (JSON values), or removed (value "").
 func withMembers(t testing.TB, kv ...string) []byte {
 	t.Helper()
-	v, err := Parse([]byte(baseCard), Limits{})
+	v, err := Parse([]byte(baseCard), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < len(kv); i += 2 {
 		if kv[i+1] == "" {
-			v = v.without(kv[i])
+			v = v.Without(kv[i])
 			continue
 		}
-		w, err := ParseObject([]byte(`{"x":`+kv[i+1]+`}`), Limits{}) // test values: no card caps
+		w, err := strictjson.Parse([]byte(`{"x":`+kv[i+1]+`}`), strictjson.Limits{}) // test values: no card caps
 		if err != nil {
 			t.Fatalf("bad test value for %s: %v", kv[i], err)
 		}
 		x, _ := w.Get("x")
-		v = v.with(kv[i], x)
+		v = v.With(kv[i], x)
 	}
 	return v.Compact()
 }
@@ -198,7 +200,7 @@ func TestLintFindingsAreBounded(t *testing.T) {
 	data := withMembers(t, "skills", "["+strings.TrimSuffix(strings.Repeat("{},", 60000), ",")+"]")
 	// The parser's item cap refuses such a card by default; with the caps
 	// raised, Lint must still bound what it reports.
-	l, err := Load(data, Options{Limits: Limits{MaxItems: 60000, MaxValues: 70000}})
+	l, err := Load(data, Options{Limits: strictjson.Limits{MaxItems: 60000, MaxValues: 70000}})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -235,7 +237,7 @@ func TestLintRefusesNULInAuditedFields(t *testing.T) {
 	for _, field := range []string{"name", "version"} {
 		raw := `{"name":"A","description":"d","supportedInterfaces":[{"url":"https://a.example","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`
 		raw = strings.Replace(raw, `"`+field+`":"`, `"`+field+`":"x\u0000`, 1)
-		v, err := ParseObject([]byte(raw), Limits{})
+		v, err := strictjson.Parse([]byte(raw), strictjson.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

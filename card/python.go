@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/gowebpki/jcs"
 )
 
@@ -22,19 +23,19 @@ import (
 //   - keys sort by code point, not by UTF-16 code unit.
 
 // encodePython writes t, an sdk-profile tree, as a2a-python ≤ 1.1 does.
-func encodePython(t Value) []byte {
+func encodePython(t strictjson.Value) []byte {
 	return appendPython(make([]byte, 0, 1024), t)
 }
 
-func appendPython(b []byte, v Value) []byte {
+func appendPython(b []byte, v strictjson.Value) []byte {
 	switch v.Kind {
-	case Null, Bool:
-		return appendValue(b, v, "", "") // written alike by every profile
-	case Number:
+	case strictjson.Null, strictjson.Bool:
+		return v.AppendCompact(b) // written alike by every profile
+	case strictjson.Number:
 		return append(b, pythonFloat(v.Str)...)
-	case String:
+	case strictjson.String:
 		return appendASCIIString(b, v.Str)
-	case Array:
+	case strictjson.Array:
 		b = append(b, '[')
 		for i, e := range v.Arr {
 			if i > 0 {
@@ -43,11 +44,11 @@ func appendPython(b []byte, v Value) []byte {
 			b = appendPython(b, e)
 		}
 		return append(b, ']')
-	case Object:
+	case strictjson.Object:
 		members := slices.Clone(v.Obj)
 		// Go compares strings by UTF-8 bytes, which is code point order:
 		// Python's str order.
-		slices.SortFunc(members, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+		slices.SortFunc(members, func(x, y strictjson.Member) int { return strings.Compare(x.Key, y.Key) })
 		b = append(b, '{')
 		for i, m := range members {
 			if i > 0 {
@@ -90,6 +91,8 @@ func appendASCIIString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
+
+const hexDigits = "0123456789abcdef"
 
 func appendU(b []byte, r rune) []byte {
 	return append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
@@ -151,24 +154,24 @@ func pyRepr(f float64) string {
 // outside printable ASCII, numbers Python prints otherwise, and objects
 // whose keys sort otherwise by code point than by UTF-16 code unit. When
 // there are none, the two encodings are the same bytes.
-func pythonDivergences(t Value, p *Path, out *divergenceList) {
+func pythonDivergences(t strictjson.Value, p *strictjson.Path, out *divergenceList) {
 	switch t.Kind {
-	case String:
+	case strictjson.String:
 		if !printableASCII(t.Str) {
 			out.addPath(p, " (non-ASCII text)")
 		}
-	case Number:
+	case strictjson.Number:
 		if py := pythonFloat(t.Str); py != jcsNumber(t.Str) {
 			out.addPath(p, fmt.Sprintf(" (number %s, which a2a-python writes %s)", t.Str, py))
 		}
-	case Array:
+	case strictjson.Array:
 		for i, e := range t.Arr {
 			// A plain ASCII string, the common element, needs no path.
-			if e.Kind != String || !printableASCII(e.Str) {
+			if e.Kind != strictjson.String || !printableASCII(e.Str) {
 				pythonDivergences(e, p.Index(i), out)
 			}
 		}
-	case Object:
+	case strictjson.Object:
 		for _, m := range t.Obj {
 			if !printableASCII(m.Key) {
 				out.addPath(p.Key(m.Key), " (non-ASCII key)")
@@ -217,7 +220,7 @@ func (d *divergenceList) add(s string) {
 
 // addPath adds p's text and suffix, building the text only when the entry
 // is kept.
-func (d *divergenceList) addPath(p *Path, suffix string) {
+func (d *divergenceList) addPath(p *strictjson.Path, suffix string) {
 	if len(d.items) < maxPythonDivergences {
 		d.items = append(d.items, p.String()+suffix)
 		return
@@ -248,7 +251,7 @@ func jcsNumber(lit string) string {
 // sameKeyOrder reports whether sorting members by code point and by UTF-16
 // code unit gives the same order (it does unless keys mix characters above
 // U+FFFF with characters in U+E000..U+FFFF).
-func sameKeyOrder(ms []Member) bool {
+func sameKeyOrder(ms []strictjson.Member) bool {
 	astral, high := false, false
 	for _, m := range ms {
 		for _, r := range m.Key {
@@ -260,9 +263,11 @@ func sameKeyOrder(ms []Member) bool {
 		return true
 	}
 	byPoint := slices.Clone(ms)
-	slices.SortFunc(byPoint, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+	slices.SortFunc(byPoint, func(x, y strictjson.Member) int { return strings.Compare(x.Key, y.Key) })
 	byUnit := slices.Clone(ms)
-	slices.SortFunc(byUnit, func(x, y Member) int { return slices.Compare(utf16.Encode([]rune(x.Key)), utf16.Encode([]rune(y.Key))) })
+	slices.SortFunc(byUnit, func(x, y strictjson.Member) int {
+		return slices.Compare(utf16.Encode([]rune(x.Key)), utf16.Encode([]rune(y.Key)))
+	})
 	for i := range byPoint {
 		if byPoint[i].Key != byUnit[i].Key {
 			return false

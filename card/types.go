@@ -1,47 +1,51 @@
 package card
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cardsign/cardsign/strictjson"
+)
 
 // fits reports whether v has the JSON type field f requires, and if not,
 // a phrase naming the type wanted. null never fits: ProtoJSON reads it as
 // "unset", and a card that says null where it means "absent" is a card
 // whose author's intent lint cannot know.
-func fits(f *field, v Value) (ok bool, want string) {
+func fits(f *field, v strictjson.Value) (ok bool, want string) {
 	if kindFits(f, v) {
 		return true, "" // the description is built only for a refusal
 	}
 	switch f.kind {
 	case kindString:
-		return v.Kind == String, "a string"
+		return v.Kind == strictjson.String, "a string"
 	case kindBool:
-		return v.Kind == Bool, "a boolean"
+		return v.Kind == strictjson.Bool, "a boolean"
 	case kindMessage:
-		return v.Kind == Object, "an object (" + f.msg.name + ")"
+		return v.Kind == strictjson.Object, "an object (" + f.msg.name + ")"
 	case kindStruct:
-		return v.Kind == Object, "a JSON object"
+		return v.Kind == strictjson.Object, "a JSON object"
 	case kindStrings:
-		return v.Kind == Array, "an array of strings"
+		return v.Kind == strictjson.Array, "an array of strings"
 	case kindMessages:
-		return v.Kind == Array, "an array of " + f.msg.name + " objects"
+		return v.Kind == strictjson.Array, "an array of " + f.msg.name + " objects"
 	case kindMessageMap:
-		return v.Kind == Object, "an object mapping names to " + f.msg.name + " objects"
+		return v.Kind == strictjson.Object, "an object mapping names to " + f.msg.name + " objects"
 	case kindStringMap:
-		return v.Kind == Object, "an object mapping names to strings"
+		return v.Kind == strictjson.Object, "an object mapping names to strings"
 	}
 	return false, "a known type"
 }
 
 // elemFits is fits for one element of a repeated or map field.
-func elemFits(f *field, v Value) (ok bool, want string) {
+func elemFits(f *field, v strictjson.Value) (ok bool, want string) {
 	switch f.kind {
 	case kindStrings, kindStringMap:
-		return v.Kind == String, "a string"
+		return v.Kind == strictjson.String, "a string"
 	case kindMessages, kindMessageMap:
-		return v.Kind == Object, "an object (" + f.msg.name + ")"
+		return v.Kind == strictjson.Object, "an object (" + f.msg.name + ")"
 	}
 	return true, ""
 }
 
-func typeError(p fmt.Stringer, v Value, want string) *Error {
-	return &Error{Path: p.String(), Rule: RuleType, Offset: -1, Reason: "must be " + want + ", not " + v.Kind.String()}
+func typeError(p fmt.Stringer, v strictjson.Value, want string) *strictjson.Error {
+	return &strictjson.Error{Path: p.String(), Rule: RuleType, Offset: -1, Reason: "must be " + want + ", not " + v.Kind.String()}
 }

@@ -1,6 +1,10 @@
 package card
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cardsign/cardsign/strictjson"
+)
 
 // Version strings of the two card shapes.
 const (
@@ -19,8 +23,8 @@ func (n Note) String() string { return n.Path + ": " + n.Message }
 
 // IsV03 reports whether v has the v0.3 shape: a top-level url and no
 // supportedInterfaces (DESIGN.md §3).
-func IsV03(v Value) bool {
-	return v.Kind == Object && v.Has("url") && !v.Has("supportedInterfaces")
+func IsV03(v strictjson.Value) bool {
+	return v.Kind == strictjson.Object && v.Has("url") && !v.Has("supportedInterfaces")
 }
 
 // v03Only are the top-level v0.3 members that have no v1.0 field of their own.
@@ -38,7 +42,7 @@ var v03Only = []string{"url", "preferredTransport", "additionalInterfaces", "pro
 // password. A v0.3 card that also carries the v1.0 name of a mapped member
 // (security and securityRequirements, say) is refused: which one the author
 // meant cannot be known. A v1.0 card is returned unchanged with no notes.
-func Upgrade(v Value) (Value, []Note, error) {
+func Upgrade(v strictjson.Value) (strictjson.Value, []Note, error) {
 	if !IsV03(v) {
 		return v, nil, nil
 	}
@@ -49,31 +53,31 @@ func Upgrade(v Value) (Value, []Note, error) {
 
 type upgrader struct{ notes []Note }
 
-func (u *upgrader) note(p *Path, format string, args ...any) {
+func (u *upgrader) note(p *strictjson.Path, format string, args ...any) {
 	u.notes = append(u.notes, Note{Path: p.String(), Message: fmt.Sprintf(format, args...)})
 }
 
-func v03Error(p *Path, format string, args ...any) *Error {
-	return &Error{Path: p.String(), Rule: RuleV03, Offset: -1, Reason: fmt.Sprintf(format, args...)}
+func v03Error(p *strictjson.Path, format string, args ...any) *strictjson.Error {
+	return &strictjson.Error{Path: p.String(), Rule: RuleV03, Offset: -1, Reason: fmt.Sprintf(format, args...)}
 }
 
-func (u *upgrader) card(v Value) (Value, error) {
-	root := &Path{index: -1}
+func (u *upgrader) card(v strictjson.Value) (strictjson.Value, error) {
+	root := strictjson.Root()
 	if err := conflict(v, root, "security", "securityRequirements"); err != nil {
-		return Value{}, err
+		return strictjson.Value{}, err
 	}
 	ifaces, err := u.interfaces(v, root)
 	if err != nil {
-		return Value{}, err
+		return strictjson.Value{}, err
 	}
-	out := make([]Member, 0, len(v.Obj)+1)
+	out := make([]strictjson.Member, 0, len(v.Obj)+1)
 	placed := false
 	for _, m := range v.Obj {
 		mp := root.Key(m.Key)
 		switch m.Key {
 		case "url":
 			// supportedInterfaces takes the place of url, the v0.3 endpoint.
-			out = append(out, Member{"supportedInterfaces", ifaces})
+			out = append(out, strictjson.Member{Key: "supportedInterfaces", Val: ifaces})
 			placed = true
 			continue
 		case "preferredTransport", "additionalInterfaces", "supportsAuthenticatedExtendedCard":
@@ -84,52 +88,52 @@ func (u *upgrader) card(v Value) (Value, error) {
 		case "security":
 			reqs, err := securityRequirements(m.Val, mp)
 			if err != nil {
-				return Value{}, err
+				return strictjson.Value{}, err
 			}
-			out = append(out, Member{"securityRequirements", reqs})
+			out = append(out, strictjson.Member{Key: "securityRequirements", Val: reqs})
 			u.note(mp, "renamed to securityRequirements in the v1.0 shape")
 			continue
 		case "capabilities":
 			caps, err := u.capabilities(m.Val, mp)
 			if err != nil {
-				return Value{}, err
+				return strictjson.Value{}, err
 			}
-			out = append(out, Member{m.Key, caps})
+			out = append(out, strictjson.Member{Key: m.Key, Val: caps})
 			continue
 		case "securitySchemes":
 			schemes, err := u.securitySchemes(m.Val, mp)
 			if err != nil {
-				return Value{}, err
+				return strictjson.Value{}, err
 			}
-			out = append(out, Member{m.Key, schemes})
+			out = append(out, strictjson.Member{Key: m.Key, Val: schemes})
 			continue
 		case "skills":
 			skills, err := u.skills(m.Val, mp)
 			if err != nil {
-				return Value{}, err
+				return strictjson.Value{}, err
 			}
-			out = append(out, Member{m.Key, skills})
+			out = append(out, strictjson.Member{Key: m.Key, Val: skills})
 			continue
 		}
 		out = append(out, m)
 	}
 	if !placed {
-		out = append(out, Member{"supportedInterfaces", ifaces})
+		out = append(out, strictjson.Member{Key: "supportedInterfaces", Val: ifaces})
 	}
-	res := Value{Kind: Object, Obj: out}
+	res := strictjson.Value{Kind: strictjson.Object, Obj: out}
 	if sa, ok := v.Get("supportsAuthenticatedExtendedCard"); ok {
 		sp := root.Key("supportsAuthenticatedExtendedCard")
-		if sa.Kind != Bool {
-			return Value{}, typeError(sp, sa, "a boolean")
+		if sa.Kind != strictjson.Bool {
+			return strictjson.Value{}, typeError(sp, sa, "a boolean")
 		}
 		caps, _ := res.Get("capabilities")
-		if caps.Kind != Object {
-			caps = ObjectValue()
+		if caps.Kind != strictjson.Object {
+			caps = strictjson.ObjectValue()
 		}
 		if caps.Has("extendedAgentCard") {
-			return Value{}, v03Error(sp, "the card also has capabilities.extendedAgentCard; keep one of them")
+			return strictjson.Value{}, v03Error(sp, "the card also has capabilities.extendedAgentCard; keep one of them")
 		}
-		res = res.with("capabilities", caps.with("extendedAgentCard", sa))
+		res = res.With("capabilities", caps.With("extendedAgentCard", sa))
 		u.note(sp, "moved to capabilities.extendedAgentCard")
 	}
 	return res, nil
@@ -137,69 +141,69 @@ func (u *upgrader) card(v Value) (Value, error) {
 
 // conflict refuses an object that has both the v0.3 name and the v1.0 name of
 // a member that the mapping renames.
-func conflict(v Value, p *Path, v03, v10 string) error {
+func conflict(v strictjson.Value, p *strictjson.Path, v03, v10 string) error {
 	if v.Has(v03) && v.Has(v10) {
 		return v03Error(p.Key(v03), "the card also has %s; a v0.3 card is mapped, so keep only %s (or write the card in the v1.0 shape)", v10, v03)
 	}
 	return nil
 }
 
-func (u *upgrader) interfaces(v Value, root *Path) (Value, error) {
+func (u *upgrader) interfaces(v strictjson.Value, root *strictjson.Path) (strictjson.Value, error) {
 	url, _ := v.Get("url")
-	if url.Kind != String {
-		return Value{}, typeError(root.Key("url"), url, "a string")
+	if url.Kind != strictjson.String {
+		return strictjson.Value{}, typeError(root.Key("url"), url, "a string")
 	}
-	binding := StringValue("JSONRPC")
+	binding := strictjson.StringValue("JSONRPC")
 	if t, ok := v.Get("preferredTransport"); ok {
-		if t.Kind != String {
-			return Value{}, typeError(root.Key("preferredTransport"), t, "a string")
+		if t.Kind != strictjson.String {
+			return strictjson.Value{}, typeError(root.Key("preferredTransport"), t, "a string")
 		}
 		binding = t
 	}
-	primary := ObjectValue(Member{"url", url}, Member{"protocolBinding", binding}, Member{"protocolVersion", StringValue(V03)})
-	ifaces := []Value{primary}
-	u.note(root.Key("url"), "url and preferredTransport became supportedInterfaces[0] (protocolBinding %s, protocolVersion %q)", quoteForMessage(binding.Str), V03)
+	primary := strictjson.ObjectValue(strictjson.Member{Key: "url", Val: url}, strictjson.Member{Key: "protocolBinding", Val: binding}, strictjson.Member{Key: "protocolVersion", Val: strictjson.StringValue(V03)})
+	ifaces := []strictjson.Value{primary}
+	u.note(root.Key("url"), "url and preferredTransport became supportedInterfaces[0] (protocolBinding %s, protocolVersion %q)", strictjson.QuoteForMessage(binding.Str), V03)
 	if extra, ok := v.Get("additionalInterfaces"); ok {
 		ap := root.Key("additionalInterfaces")
-		if extra.Kind != Array {
-			return Value{}, typeError(ap, extra, "an array of {url, transport} objects")
+		if extra.Kind != strictjson.Array {
+			return strictjson.Value{}, typeError(ap, extra, "an array of {url, transport} objects")
 		}
 		for i, e := range extra.Arr {
 			ep := ap.Index(i)
-			if e.Kind != Object {
-				return Value{}, typeError(ep, e, "an object with url and transport")
+			if e.Kind != strictjson.Object {
+				return strictjson.Value{}, typeError(ep, e, "an object with url and transport")
 			}
 			eu, _ := e.Get("url")
 			et, _ := e.Get("transport")
-			if eu.Kind != String {
-				return Value{}, typeError(ep.Key("url"), eu, "a string")
+			if eu.Kind != strictjson.String {
+				return strictjson.Value{}, typeError(ep.Key("url"), eu, "a string")
 			}
-			if et.Kind != String {
-				return Value{}, typeError(ep.Key("transport"), et, "a string")
+			if et.Kind != strictjson.String {
+				return strictjson.Value{}, typeError(ep.Key("transport"), et, "a string")
 			}
-			ifaces = append(ifaces, ObjectValue(Member{"url", eu}, Member{"protocolBinding", et}, Member{"protocolVersion", StringValue(V03)}))
+			ifaces = append(ifaces, strictjson.ObjectValue(strictjson.Member{Key: "url", Val: eu}, strictjson.Member{Key: "protocolBinding", Val: et}, strictjson.Member{Key: "protocolVersion", Val: strictjson.StringValue(V03)}))
 		}
 		u.note(ap, "became supportedInterfaces[1:] (protocolVersion %q)", V03)
 	}
-	return Value{Kind: Array, Arr: ifaces}, nil
+	return strictjson.Value{Kind: strictjson.Array, Arr: ifaces}, nil
 }
 
-func (u *upgrader) capabilities(caps Value, p *Path) (Value, error) {
-	if caps.Kind != Object {
-		return Value{}, typeError(p, caps, "an object (AgentCapabilities)")
+func (u *upgrader) capabilities(caps strictjson.Value, p *strictjson.Path) (strictjson.Value, error) {
+	if caps.Kind != strictjson.Object {
+		return strictjson.Value{}, typeError(p, caps, "an object (AgentCapabilities)")
 	}
 	if caps.Has("stateTransitionHistory") {
-		caps = caps.without("stateTransitionHistory")
+		caps = caps.Without("stateTransitionHistory")
 		u.note(p.Key("stateTransitionHistory"), "removed: v1.0 has no stateTransitionHistory capability")
 	}
 	return caps, nil
 }
 
-func (u *upgrader) skills(skills Value, p *Path) (Value, error) {
-	if skills.Kind != Array {
+func (u *upgrader) skills(skills strictjson.Value, p *strictjson.Path) (strictjson.Value, error) {
+	if skills.Kind != strictjson.Array {
 		return skills, nil // lint reports the type
 	}
-	out := make([]Value, len(skills.Arr))
+	out := make([]strictjson.Value, len(skills.Arr))
 	for i, s := range skills.Arr {
 		out[i] = s
 		sec, ok := s.Get("security")
@@ -208,47 +212,47 @@ func (u *upgrader) skills(skills Value, p *Path) (Value, error) {
 		}
 		sp := p.Index(i).Key("security")
 		if err := conflict(s, p.Index(i), "security", "securityRequirements"); err != nil {
-			return Value{}, err
+			return strictjson.Value{}, err
 		}
 		reqs, err := securityRequirements(sec, sp)
 		if err != nil {
-			return Value{}, err
+			return strictjson.Value{}, err
 		}
-		renamed := make([]Member, len(s.Obj))
+		renamed := make([]strictjson.Member, len(s.Obj))
 		for j, m := range s.Obj {
 			if m.Key == "security" {
-				m = Member{"securityRequirements", reqs}
+				m = strictjson.Member{Key: "securityRequirements", Val: reqs}
 			}
 			renamed[j] = m
 		}
-		out[i] = Value{Kind: Object, Obj: renamed}
+		out[i] = strictjson.Value{Kind: strictjson.Object, Obj: renamed}
 		u.note(sp, "renamed to securityRequirements in the v1.0 shape")
 	}
-	return Value{Kind: Array, Arr: out}, nil
+	return strictjson.Value{Kind: strictjson.Array, Arr: out}, nil
 }
 
 // securityRequirements maps v0.3 [{"scheme": ["scope", …]}] to v1.0
 // [{"schemes": {"scheme": {"list": ["scope", …]}}}].
-func securityRequirements(sec Value, p *Path) (Value, error) {
-	if sec.Kind != Array {
-		return Value{}, typeError(p, sec, "an array of {scheme: [scopes]} objects")
+func securityRequirements(sec strictjson.Value, p *strictjson.Path) (strictjson.Value, error) {
+	if sec.Kind != strictjson.Array {
+		return strictjson.Value{}, typeError(p, sec, "an array of {scheme: [scopes]} objects")
 	}
-	out := make([]Value, len(sec.Arr))
+	out := make([]strictjson.Value, len(sec.Arr))
 	for i, req := range sec.Arr {
 		rp := p.Index(i)
-		if req.Kind != Object {
-			return Value{}, typeError(rp, req, "an object mapping scheme names to scope arrays")
+		if req.Kind != strictjson.Object {
+			return strictjson.Value{}, typeError(rp, req, "an object mapping scheme names to scope arrays")
 		}
-		schemes := make([]Member, len(req.Obj))
+		schemes := make([]strictjson.Member, len(req.Obj))
 		for j, m := range req.Obj {
-			if m.Val.Kind != Array {
-				return Value{}, typeError(rp.Key(m.Key), m.Val, "an array of scope strings")
+			if m.Val.Kind != strictjson.Array {
+				return strictjson.Value{}, typeError(rp.Key(m.Key), m.Val, "an array of scope strings")
 			}
-			schemes[j] = Member{m.Key, ObjectValue(Member{"list", m.Val})}
+			schemes[j] = strictjson.Member{Key: m.Key, Val: strictjson.ObjectValue(strictjson.Member{Key: "list", Val: m.Val})}
 		}
-		out[i] = ObjectValue(Member{"schemes", Value{Kind: Object, Obj: schemes}})
+		out[i] = strictjson.ObjectValue(strictjson.Member{Key: "schemes", Val: strictjson.Value{Kind: strictjson.Object, Obj: schemes}})
 	}
-	return Value{Kind: Array, Arr: out}, nil
+	return strictjson.Value{Kind: strictjson.Array, Arr: out}, nil
 }
 
 // v03Schemes maps a v0.3 security scheme `type` to its v1.0 wrapper member.
@@ -260,11 +264,11 @@ var v03Schemes = map[string]string{
 	"mutualTLS":     "mtlsSecurityScheme",
 }
 
-func (u *upgrader) securitySchemes(schemes Value, p *Path) (Value, error) {
-	if schemes.Kind != Object {
+func (u *upgrader) securitySchemes(schemes strictjson.Value, p *strictjson.Path) (strictjson.Value, error) {
+	if schemes.Kind != strictjson.Object {
 		return schemes, nil // lint reports the type
 	}
-	out := make([]Member, len(schemes.Obj))
+	out := make([]strictjson.Member, len(schemes.Obj))
 	for i, m := range schemes.Obj {
 		sp := p.Key(m.Key)
 		out[i] = m
@@ -272,19 +276,19 @@ func (u *upgrader) securitySchemes(schemes Value, p *Path) (Value, error) {
 		if !ok {
 			continue // already a v1.0 wrapper (the proto-JSON drift of v0.3)
 		}
-		if typ.Kind != String {
-			return Value{}, typeError(sp.Key("type"), typ, "a string")
+		if typ.Kind != strictjson.String {
+			return strictjson.Value{}, typeError(sp.Key("type"), typ, "a string")
 		}
 		wrapper, known := v03Schemes[typ.Str]
 		if !known {
-			return Value{}, v03Error(sp.Key("type"), "unsupported v0.3 security scheme type %s (want apiKey, http, oauth2, openIdConnect or mutualTLS)", quoteForMessage(typ.Str))
+			return strictjson.Value{}, v03Error(sp.Key("type"), "unsupported v0.3 security scheme type %s (want apiKey, http, oauth2, openIdConnect or mutualTLS)", strictjson.QuoteForMessage(typ.Str))
 		}
 		if typ.Str == "apiKey" {
 			if err := conflict(m.Val, sp, "in", "location"); err != nil {
-				return Value{}, err
+				return strictjson.Value{}, err
 			}
 		}
-		inner := make([]Member, 0, len(m.Val.Obj))
+		inner := make([]strictjson.Member, 0, len(m.Val.Obj))
 		for _, f := range m.Val.Obj {
 			switch {
 			case f.Key == "type":
@@ -294,24 +298,24 @@ func (u *upgrader) securitySchemes(schemes Value, p *Path) (Value, error) {
 			case f.Key == "flows" && typ.Str == "oauth2":
 				flows, err := u.flows(f.Val, sp.Key("flows"))
 				if err != nil {
-					return Value{}, err
+					return strictjson.Value{}, err
 				}
 				f.Val = flows
 			}
 			inner = append(inner, f)
 		}
-		out[i] = Member{m.Key, ObjectValue(Member{wrapper, Value{Kind: Object, Obj: inner}})}
-		u.note(sp, "type %s became %s", quoteForMessage(typ.Str), wrapper)
+		out[i] = strictjson.Member{Key: m.Key, Val: strictjson.ObjectValue(strictjson.Member{Key: wrapper, Val: strictjson.Value{Kind: strictjson.Object, Obj: inner}})}
+		u.note(sp, "type %s became %s", strictjson.QuoteForMessage(typ.Str), wrapper)
 	}
-	return Value{Kind: Object, Obj: out}, nil
+	return strictjson.Value{Kind: strictjson.Object, Obj: out}, nil
 }
 
 // v03Flows is the order in which the SDKs pick the one v1.0 flow.
 var v03Flows = []string{"authorizationCode", "clientCredentials", "implicit", "password"}
 
-func (u *upgrader) flows(flows Value, p *Path) (Value, error) {
-	if flows.Kind != Object {
-		return Value{}, typeError(p, flows, "an object (OAuthFlows)")
+func (u *upgrader) flows(flows strictjson.Value, p *strictjson.Path) (strictjson.Value, error) {
+	if flows.Kind != strictjson.Object {
+		return strictjson.Value{}, typeError(p, flows, "an object (OAuthFlows)")
 	}
 	for _, name := range v03Flows {
 		f, ok := flows.Get(name)
@@ -323,9 +327,9 @@ func (u *upgrader) flows(flows Value, p *Path) (Value, error) {
 				u.note(p.Key(m.Key), "dropped: a v1.0 OAuthFlows holds one flow, and %s comes first", name)
 			}
 		}
-		return ObjectValue(Member{name, f}), nil
+		return strictjson.ObjectValue(strictjson.Member{Key: name, Val: f}), nil
 	}
-	return Value{}, v03Error(p, "OAuth flows must declare at least one of authorizationCode, clientCredentials, implicit, password")
+	return strictjson.Value{}, v03Error(p, "OAuth flows must declare at least one of authorizationCode, clientCredentials, implicit, password")
 }
 
 // Mapping names one way of reading a v0.3 card as v1.0. The shipped SDKs map
@@ -350,7 +354,7 @@ const (
 // Reading is a card as one mapping reads it, in the v1.0 shape.
 type Reading struct {
 	Mapping Mapping // empty for a v1.0 card, which needs no mapping
-	Value   Value
+	Value   strictjson.Value
 }
 
 // Readings returns the distinct v1.0 readings of a loaded card: its Value
@@ -394,23 +398,23 @@ func (l *Loaded) Reading(m Mapping) Reading {
 
 // withInterfaceVersions returns card v (as Upgrade made it) with
 // protocolVersion first on its first interface and rest on the others.
-func withInterfaceVersions(v Value, first, rest string) Value {
+func withInterfaceVersions(v strictjson.Value, first, rest string) strictjson.Value {
 	ifaces, ok := v.Get("supportedInterfaces")
-	if !ok || ifaces.Kind != Array {
+	if !ok || ifaces.Kind != strictjson.Array {
 		return v
 	}
-	out := make([]Value, len(ifaces.Arr))
+	out := make([]strictjson.Value, len(ifaces.Arr))
 	for i, iface := range ifaces.Arr {
 		pv := rest
 		if i == 0 {
 			pv = first
 		}
 		out[i] = iface
-		if iface.Kind == Object {
-			out[i] = iface.with("protocolVersion", StringValue(pv))
+		if iface.Kind == strictjson.Object {
+			out[i] = iface.With("protocolVersion", strictjson.StringValue(pv))
 		}
 	}
-	return v.with("supportedInterfaces", Value{Kind: Array, Arr: out})
+	return v.With("supportedInterfaces", strictjson.Value{Kind: strictjson.Array, Arr: out})
 }
 
 // Describe says, for a person, how mapping m reads a v0.3 card.

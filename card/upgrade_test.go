@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 func TestUpgradeV03(t *testing.T) {
@@ -62,7 +64,7 @@ func TestUpgradeV03(t *testing.T) {
 
 func TestUpgradeLeavesV10Alone(t *testing.T) {
 	in := withMembers(t)
-	v, err := Parse(in, Limits{})
+	v, err := Parse(in, strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +73,14 @@ func TestUpgradeLeavesV10Alone(t *testing.T) {
 		t.Fatalf("Upgrade changed a v1.0 card: %s %v %v", out.Compact(), notes, err)
 	}
 	// A card with both url and supportedInterfaces is v1.0 with a stray key.
-	v, _ = Parse(withMembers(t, "url", `"https://x.example"`), Limits{})
+	v, _ = Parse(withMembers(t, "url", `"https://x.example"`), strictjson.Limits{})
 	if IsV03(v) {
 		t.Fatal("a card with supportedInterfaces is v1.0")
 	}
 }
 
 func TestUpgradeMinimal(t *testing.T) {
-	v, err := Parse([]byte(`{"name":"A","url":"https://a.example","supportsAuthenticatedExtendedCard":false}`), Limits{})
+	v, err := Parse([]byte(`{"name":"A","url":"https://a.example","supportsAuthenticatedExtendedCard":false}`), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestUpgradeErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		_, err := Load([]byte(tc.in), Options{})
-		var e *Error
+		var e *strictjson.Error
 		if !errors.As(err, &e) || e.Path != tc.path || e.Rule != tc.rule {
 			t.Errorf("Load(%s) = %v, want %s at %s", tc.in, err, tc.rule, tc.path)
 		}

@@ -11,7 +11,7 @@ import (
 	"math/big"
 	"slices"
 
-	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // JWK is a public JSON Web Key (RFC 7517) of a kind cardsign signs with: EC
@@ -118,7 +118,7 @@ func ParseJWK(data []byte) (JWK, error) {
 
 // jwkFromMembers reads the public members and checks the "alg" member names
 // a supported alg. Key validation is left to PublicKey.
-func jwkFromMembers(m card.Value) (JWK, error) {
+func jwkFromMembers(m strictjson.Value) (JWK, error) {
 	var k JWK
 	for _, f := range []struct {
 		name string

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"math/big"
 
-	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // ParsePrivateJWK parses a private JWK (EC or OKP Ed25519 with "d", RSA with
@@ -60,7 +60,7 @@ func ParsePrivateJWK(data []byte) (crypto.Signer, JWK, error) {
 
 // privateMember decodes a base64url private member. Its errors never quote
 // the value.
-func privateMember(m card.Value, name string, size int) ([]byte, error) {
+func privateMember(m strictjson.Value, name string, size int) ([]byte, error) {
 	v, err := stringMember(m, name)
 	if err != nil {
 		return nil, fmt.Errorf("jose: private jwk: %w", err)
@@ -68,7 +68,7 @@ func privateMember(m card.Value, name string, size int) ([]byte, error) {
 	return b64Member(name, v, size)
 }
 
-func ecPrivate(m card.Value, pub *ecdsa.PublicKey, crv string) (*ecdsa.PrivateKey, error) {
+func ecPrivate(m strictjson.Value, pub *ecdsa.PublicKey, crv string) (*ecdsa.PrivateKey, error) {
 	curve, alg, err := curveByName(crv)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func ecPrivate(m card.Value, pub *ecdsa.PublicKey, crv string) (*ecdsa.PrivateKe
 	return priv, nil
 }
 
-func ed25519Private(m card.Value, pub ed25519.PublicKey) (ed25519.PrivateKey, error) {
+func ed25519Private(m strictjson.Value, pub ed25519.PublicKey) (ed25519.PrivateKey, error) {
 	seed, err := privateMember(m, "d", ed25519.SeedSize)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func ed25519Private(m card.Value, pub ed25519.PublicKey) (ed25519.PrivateKey, er
 	return priv, nil
 }
 
-func rsaPrivate(m card.Value, pub *rsa.PublicKey) (*rsa.PrivateKey, error) {
+func rsaPrivate(m strictjson.Value, pub *rsa.PublicKey) (*rsa.PrivateKey, error) {
 	if m.Has("oth") {
 		return nil, errors.New(`jose: private jwk member "oth": multi-prime RSA keys are not supported`)
 	}

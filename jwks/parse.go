@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // MaxSize caps a JWK Set document. Real sets hold a handful of keys (a few
@@ -49,7 +49,7 @@ func Parse(data []byte) (Set, error) {
 }
 
 // keysArray returns the elements of the top-level "keys" array, each in its
-// compact form for jose, after reading the whole document with card's strict
+// compact form for jose, after reading the whole document with strictjson's
 // parser (duplicate members at any depth, invalid UTF-8, lone surrogates,
 // numbers a double cannot hold and trailing data are refused, with the path).
 func keysArray(data []byte) ([][]byte, error) {
@@ -61,7 +61,7 @@ func keysArray(data []byte) ([][]byte, error) {
 	switch {
 	case !ok:
 		return nil, errors.New(`missing member "keys"`)
-	case keys.Kind != card.Array:
+	case keys.Kind != strictjson.Array:
 		return nil, errors.New(`member "keys" is not an array`)
 	}
 	out := make([][]byte, len(keys.Arr))

@@ -13,8 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // RevocationsType is the "typ" of a signed revocation document. It keeps a
@@ -156,7 +156,7 @@ func revocationsPayload(r Revocations) ([]byte, error) {
 	revoked := slices.Clone(r.Revoked)
 	slices.SortFunc(revoked, func(a, b Revocation) int { return cmp.Compare(a.KID, b.KID) })
 	// Members are listed in RFC 8785 order already; JCS would sort them anyway.
-	var doc []card.Member
+	var doc []strictjson.Member
 	if h := r.AuditHead; h != nil {
 		if h.Seq < 0 || h.Seq > maxSequence {
 			return nil, fmt.Errorf("audit head sequence %d is outside 0..2^53-1", h.Seq)
@@ -164,12 +164,12 @@ func revocationsPayload(r Revocations) ([]byte, error) {
 		if len(h.Hash) != auditHeadHashSize {
 			return nil, fmt.Errorf("audit head hash is %d bytes, want %d", len(h.Hash), auditHeadHashSize)
 		}
-		doc = append(doc, card.Member{Key: "audit_head", Val: card.ObjectValue(
-			card.Member{Key: "hash", Val: card.StringValue(hex.EncodeToString(h.Hash))},
-			card.Member{Key: "seq", Val: card.IntValue(h.Seq)},
+		doc = append(doc, strictjson.Member{Key: "audit_head", Val: strictjson.ObjectValue(
+			strictjson.Member{Key: "hash", Val: strictjson.StringValue(hex.EncodeToString(h.Hash))},
+			strictjson.Member{Key: "seq", Val: strictjson.IntValue(h.Seq)},
 		)})
 	}
-	entries := make([]card.Value, 0, len(revoked))
+	entries := make([]strictjson.Value, 0, len(revoked))
 	for i, e := range revoked {
 		if e.KID == "" {
 			return nil, errors.New("revoked entry without kid")
@@ -186,33 +186,33 @@ func revocationsPayload(r Revocations) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kid %q: revoked_at: %w", e.KID, err)
 		}
-		entries = append(entries, card.ObjectValue(
-			card.Member{Key: "kid", Val: card.StringValue(e.KID)},
-			card.Member{Key: "reason", Val: card.StringValue(e.Reason)},
-			card.Member{Key: "revoked_at", Val: card.StringValue(at)},
+		entries = append(entries, strictjson.ObjectValue(
+			strictjson.Member{Key: "kid", Val: strictjson.StringValue(e.KID)},
+			strictjson.Member{Key: "reason", Val: strictjson.StringValue(e.Reason)},
+			strictjson.Member{Key: "revoked_at", Val: strictjson.StringValue(at)},
 		))
 	}
 	doc = append(doc,
-		card.Member{Key: "expires_at", Val: card.StringValue(expires)},
-		card.Member{Key: "issued_at", Val: card.StringValue(issued)},
-		card.Member{Key: "revoked", Val: card.ArrayValue(entries...)},
+		strictjson.Member{Key: "expires_at", Val: strictjson.StringValue(expires)},
+		strictjson.Member{Key: "issued_at", Val: strictjson.StringValue(issued)},
+		strictjson.Member{Key: "revoked", Val: strictjson.ArrayValue(entries...)},
 	)
 	if len(r.Cards) > 0 {
 		cards, err := cardEntries(r.Cards)
 		if err != nil {
 			return nil, err
 		}
-		doc = append(doc, card.Member{Key: "revoked_cards", Val: card.ArrayValue(cards...)})
+		doc = append(doc, strictjson.Member{Key: "revoked_cards", Val: strictjson.ArrayValue(cards...)})
 	}
-	doc = append(doc, card.Member{Key: "sequence", Val: card.IntValue(r.Sequence)})
-	return card.ObjectValue(doc...).JCS()
+	doc = append(doc, strictjson.Member{Key: "sequence", Val: strictjson.IntValue(r.Sequence)})
+	return strictjson.ObjectValue(doc...).JCS()
 }
 
 // cardEntries renders "revoked_cards", sorted by canonical SHA-256.
-func cardEntries(cards []CardRevocation) ([]card.Value, error) {
+func cardEntries(cards []CardRevocation) ([]strictjson.Value, error) {
 	sorted := slices.Clone(cards)
 	slices.SortFunc(sorted, func(a, b CardRevocation) int { return bytes.Compare(a.CanonicalSHA256, b.CanonicalSHA256) })
-	out := make([]card.Value, 0, len(sorted))
+	out := make([]strictjson.Value, 0, len(sorted))
 	for i, c := range sorted {
 		if len(c.CanonicalSHA256) != 32 {
 			return nil, fmt.Errorf("revoked card %q: canonical SHA-256 is %d bytes, want 32", c.AgentID, len(c.CanonicalSHA256))
@@ -227,24 +227,24 @@ func cardEntries(cards []CardRevocation) ([]card.Value, error) {
 		if err != nil {
 			return nil, fmt.Errorf("revoked card %x: revoked_at: %w", c.CanonicalSHA256, err)
 		}
-		out = append(out, card.ObjectValue(
-			card.Member{Key: "agent_id", Val: card.StringValue(c.AgentID)},
-			card.Member{Key: "canonical_sha256", Val: card.StringValue(hex.EncodeToString(c.CanonicalSHA256))},
-			card.Member{Key: "reason", Val: card.StringValue(c.Reason)},
-			card.Member{Key: "revoked_at", Val: card.StringValue(at)},
-			card.Member{Key: "version", Val: card.IntValue(c.Version)},
+		out = append(out, strictjson.ObjectValue(
+			strictjson.Member{Key: "agent_id", Val: strictjson.StringValue(c.AgentID)},
+			strictjson.Member{Key: "canonical_sha256", Val: strictjson.StringValue(hex.EncodeToString(c.CanonicalSHA256))},
+			strictjson.Member{Key: "reason", Val: strictjson.StringValue(c.Reason)},
+			strictjson.Member{Key: "revoked_at", Val: strictjson.StringValue(at)},
+			strictjson.Member{Key: "version", Val: strictjson.IntValue(c.Version)},
 		))
 	}
 	return out, nil
 }
 
 // stringObject returns an object of string members, in the order given.
-func stringObject(kv ...string) card.Value {
-	members := make([]card.Member, 0, len(kv)/2)
+func stringObject(kv ...string) strictjson.Value {
+	members := make([]strictjson.Member, 0, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
-		members = append(members, card.Member{Key: kv[i], Val: card.StringValue(kv[i+1])})
+		members = append(members, strictjson.Member{Key: kv[i], Val: strictjson.StringValue(kv[i+1])})
 	}
-	return card.ObjectValue(members...)
+	return strictjson.ObjectValue(members...)
 }
 
 // SignRevocations serializes r as RFC 8785 JSON
@@ -293,8 +293,8 @@ func SignRevocations(ctx context.Context, r Revocations, s crypto.Signer, alg jo
 // parseAuditHead reads the "audit_head" member as strictly as the rest of
 // the document: exactly "hash" (64 lowercase hex digits, as written) and
 // "seq" (an integer in 0..2^53-1).
-func parseAuditHead(m card.Value) (*AuditHead, error) {
-	if m.Kind != card.Object {
+func parseAuditHead(m strictjson.Value) (*AuditHead, error) {
+	if m.Kind != strictjson.Object {
 		return nil, fmt.Errorf("audit_head: want a JSON object, not %s", m.Kind)
 	}
 	if err := m.ExactMembers("hash", "seq"); err != nil {

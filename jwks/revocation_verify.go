@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // The ways a revocation document can be refused. VerifyRevocations wraps
@@ -177,13 +177,13 @@ func parseRevocations(data []byte) (Revocations, error) {
 		return Revocations{}, err
 	}
 	entries, _ := m.Get("revoked")
-	if entries.Kind != card.Array {
+	if entries.Kind != strictjson.Array {
 		return Revocations{}, errors.New(`member "revoked" is not an array`)
 	}
 	seen := make(map[string]bool, len(entries.Arr))
 	r.Revoked = make([]Revocation, 0, len(entries.Arr))
 	for i, e := range entries.Arr {
-		if e.Kind != card.Object {
+		if e.Kind != strictjson.Object {
 			return Revocations{}, fmt.Errorf("revoked[%d]: want a JSON object, not %s", i, e.Kind)
 		}
 		if err := e.ExactMembers("kid", "reason", "revoked_at"); err != nil {
@@ -210,14 +210,14 @@ func parseRevocations(data []byte) (Revocations, error) {
 
 // parseCardRevocations reads "revoked_cards": objects with every member, a
 // 32-byte hex SHA-256 each, none twice.
-func parseCardRevocations(v card.Value) ([]CardRevocation, error) {
-	if v.Kind != card.Array {
+func parseCardRevocations(v strictjson.Value) ([]CardRevocation, error) {
+	if v.Kind != strictjson.Array {
 		return nil, errors.New(`member "revoked_cards" is not an array`)
 	}
 	seen := make(map[string]bool, len(v.Arr))
 	out := make([]CardRevocation, 0, len(v.Arr))
 	for i, e := range v.Arr {
-		if e.Kind != card.Object {
+		if e.Kind != strictjson.Object {
 			return nil, fmt.Errorf("revoked_cards[%d]: want a JSON object, not %s", i, e.Kind)
 		}
 		if err := e.ExactMembers("agent_id", "canonical_sha256", "reason", "revoked_at", "version"); err != nil {
@@ -253,7 +253,7 @@ func parseCardRevocations(v card.Value) ([]CardRevocation, error) {
 }
 
 // stringOf decodes a member that must be a JSON string.
-func stringOf(m card.Value, name string) (string, error) {
+func stringOf(m strictjson.Value, name string) (string, error) {
 	s, ok, err := m.GetString(name)
 	if err != nil {
 		return "", err
@@ -267,17 +267,17 @@ func stringOf(m card.Value, name string) (string, error) {
 // integerOf decodes a member that must be an integer in 0..2^53-1 written as
 // plain digits: RFC 8785 writes numbers as doubles, which hold integers
 // exactly only that far.
-func integerOf(m card.Value, name string) (int64, error) {
+func integerOf(m strictjson.Value, name string) (int64, error) {
 	v, _ := m.Get(name)
 	n, err := strconv.ParseInt(v.Str, 10, 64)
-	if v.Kind != card.Number || err != nil || n < 0 || n > maxSequence {
+	if v.Kind != strictjson.Number || err != nil || n < 0 || n > maxSequence {
 		return 0, fmt.Errorf("member %q is not an integer in 0..2^53-1", name)
 	}
 	return n, nil
 }
 
 // timeOf decodes an RFC 3339 time member into UTC.
-func timeOf(m card.Value, name string) (time.Time, error) {
+func timeOf(m strictjson.Value, name string) (time.Time, error) {
 	s, err := stringOf(m, name)
 	if err != nil {
 		return time.Time{}, err

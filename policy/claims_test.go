@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // TestClaims: a rule (claims are checked in name order: ref before
@@ -105,7 +105,7 @@ func TestCheckAgent(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		caller  Caller
-		card    card.Value
+		card    strictjson.Value
 		id      string
 		allowed bool
 	}{

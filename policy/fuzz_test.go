@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // FuzzCheck: Compile and Check never panic on any card, identity or
@@ -20,7 +21,7 @@ func FuzzCheck(f *testing.F) {
 			// patterns are short, and long ones only slow the fuzzer down.
 			return
 		}
-		l, err := card.Load(data, card.Options{Limits: card.Limits{MaxBytes: 1 << 16, MaxDepth: 32}})
+		l, err := card.Load(data, card.Options{Limits: strictjson.Limits{MaxBytes: 1 << 16, MaxDepth: 32}})
 		if err != nil {
 			return
 		}

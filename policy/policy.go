@@ -63,6 +63,7 @@ import (
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/glob"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // RequireHTTPSRule is the Refusal.Rule of a refusal by the policy-wide https
@@ -278,7 +279,7 @@ func (r *Refusal) Error() string {
 // card's own URL: some rule that applies to the caller and allows the card
 // must list a matching agent_ids pattern. A policy without rules lets every
 // signer register under any id, as it lets it sign any card.
-func (p *Policy) CheckAgent(caller Caller, v card.Value, id, derived string) error {
+func (p *Policy) CheckAgent(caller Caller, v strictjson.Value, id, derived string) error {
 	if p.Empty() || id == derived {
 		return nil
 	}
@@ -303,7 +304,7 @@ func (p *Policy) CheckAgent(caller Caller, v card.Value, id, derived string) err
 // Check decides whether caller may sign the card v (in the v1.0 shape that
 // card.Load returns). It returns nil when the card is allowed and a
 // *Refusal otherwise.
-func (p *Policy) Check(caller Caller, v card.Value) error {
+func (p *Policy) Check(caller Caller, v strictjson.Value) error {
 	targets := interfaceTargets(v)
 	if p.Empty() {
 		if p != nil && !p.requireHTTPS {
@@ -383,7 +384,7 @@ func (r *rule) checkClaims(c Caller) *Refusal {
 }
 
 // check returns why r refuses the card, or nil when it allows it.
-func (r *rule) check(v card.Value, targets []target) *Refusal {
+func (r *rule) check(v strictjson.Value, targets []target) *Refusal {
 	refuse := func(path, format string, args ...any) *Refusal {
 		return &Refusal{Rule: r.name, Path: path, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -391,7 +392,7 @@ func (r *rule) check(v card.Value, targets []target) *Refusal {
 	switch {
 	case !ok:
 		return refuse("name", "card has no name")
-	case name.Kind != card.String:
+	case name.Kind != strictjson.String:
 		return refuse("name", "name is %s %s, not a string", article(name.Kind), name.Kind)
 	case !slices.ContainsFunc(r.cardNames, func(pat string) bool { return glob.Match(pat, name.Str) }):
 		return refuse("name", "name %s is not in card_names %s", quote(name.Str), r.namesText)
@@ -434,12 +435,12 @@ func (t *target) matches(h hostPattern) bool {
 // interfaceTargets analyses every supportedInterfaces[].url of v. Shapes
 // that lint would refuse become targets that fail every check, so that a
 // card that skipped lint is refused rather than waved through.
-func interfaceTargets(v card.Value) []target {
+func interfaceTargets(v strictjson.Value) []target {
 	ifaces, ok := v.Get("supportedInterfaces")
-	if !ok || ifaces.Kind == card.Null {
+	if !ok || ifaces.Kind == strictjson.Null {
 		return nil
 	}
-	if ifaces.Kind != card.Array {
+	if ifaces.Kind != strictjson.Array {
 		msg := fmt.Sprintf("supportedInterfaces is %s %s, not an array", article(ifaces.Kind), ifaces.Kind)
 		return []target{{path: "supportedInterfaces", hostBad: msg, httpsBad: msg}}
 	}
@@ -450,13 +451,13 @@ func interfaceTargets(v card.Value) []target {
 	return out
 }
 
-func analyse(i int, iface card.Value) target {
+func analyse(i int, iface strictjson.Value) target {
 	t := target{path: fmt.Sprintf("supportedInterfaces[%d].url", i)}
 	bad := func(msg string) target {
 		t.hostBad, t.httpsBad = msg, msg
 		return t
 	}
-	if iface.Kind != card.Object {
+	if iface.Kind != strictjson.Object {
 		t.path = fmt.Sprintf("supportedInterfaces[%d]", i)
 		return bad(fmt.Sprintf("interface is %s %s, not an object", article(iface.Kind), iface.Kind))
 	}
@@ -464,12 +465,12 @@ func analyse(i int, iface card.Value) target {
 	switch {
 	case !ok:
 		return bad("interface has no url")
-	case u.Kind != card.String:
+	case u.Kind != strictjson.String:
 		return bad(fmt.Sprintf("url is %s %s, not a string", article(u.Kind), u.Kind))
 	}
 	raw := u.Str
 	var host string
-	if b, _ := iface.Get("protocolBinding"); b.Kind == card.String && b.Str == "GRPC" && card.IsHostPort(raw) {
+	if b, _ := iface.Get("protocolBinding"); b.Kind == strictjson.String && b.Str == "GRPC" && card.IsHostPort(raw) {
 		// The card linter accepts host:port for gRPC. url.Parse would read
 		// "agent.example.com:443" as scheme "agent.example.com".
 		host, _, _ = net.SplitHostPort(raw)
@@ -536,8 +537,8 @@ func quote(s string) string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-func article(k card.Kind) string {
-	if k == card.Array || k == card.Object {
+func article(k strictjson.Kind) string {
+	if k == strictjson.Array || k == strictjson.Object {
 		return "an"
 	}
 	return "a"

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -18,7 +19,7 @@ type iface struct{ url, binding string }
 // load builds a v1.0 card named name with the given interfaces (JSONRPC
 // unless a binding is given) and reads it through card.Load, as the daemon
 // does.
-func load(t testing.TB, name string, ifaces ...iface) card.Value {
+func load(t testing.TB, name string, ifaces ...iface) strictjson.Value {
 	t.Helper()
 	var list []string
 	for _, f := range ifaces {
@@ -40,7 +41,7 @@ func load(t testing.TB, name string, ifaces ...iface) card.Value {
 }`, strconv.Quote(name), strings.Join(list, ",")))
 }
 
-func loadJSON(t testing.TB, s string) card.Value {
+func loadJSON(t testing.TB, s string) strictjson.Value {
 	t.Helper()
 	l, err := card.Load([]byte(s), card.Options{})
 	if err != nil {

@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 )
 
@@ -107,7 +107,7 @@ type Config struct {
 	// used before they are read again.
 	KeyRefresh time.Duration
 	// Limits bound the signed cards read back (servedCard).
-	Limits card.Limits
+	Limits strictjson.Limits
 
 	// Committed is told of each administrative audit record the store
 	// committed (for the transparency log).
@@ -240,7 +240,7 @@ type Options struct {
 // agent, the salt that seals its log entries (nil when they show their
 // values: a public agent, log.private open, no log). caller is who
 // registers it. The settled registration names the agent.
-func (r *Registry) Prepare(ctx context.Context, reg *Registration, v card.Value, caller string) (*Registration, []byte, error) {
+func (r *Registry) Prepare(ctx context.Context, reg *Registration, v strictjson.Value, caller string) (*Registration, []byte, error) {
 	id, err := agentID(reg, v)
 	if err != nil {
 		return nil, nil, err
@@ -321,7 +321,7 @@ func (r *Registry) quotas() (total, perCaller int64) {
 
 // agentID returns the agent a registration names, checked, before anything
 // is signed.
-func agentID(reg *Registration, v card.Value) (string, error) {
+func agentID(reg *Registration, v strictjson.Value) (string, error) {
 	id := reg.AgentID
 	if id == "" {
 		var err error
@@ -348,9 +348,9 @@ func checkID(id string) error {
 // than a-z 0-9 . _ turned into one '-', cut to store.MaxAgentIDLength.
 // "https://Payments.example.com/a2a/v1" gives "payments.example.com-a2a-v1".
 // The port is left out: one agent may move between ports.
-func DeriveAgentID(v card.Value) (string, error) {
+func DeriveAgentID(v strictjson.Value) (string, error) {
 	ifaces, _ := v.Get("supportedInterfaces")
-	if ifaces.Kind != card.Array || len(ifaces.Arr) == 0 {
+	if ifaces.Kind != strictjson.Array || len(ifaces.Arr) == 0 {
 		return "", errors.New("no agent id given and the card has no supportedInterfaces to derive one from: pass one")
 	}
 	raw, _ := ifaces.Arr[0].Get("url")

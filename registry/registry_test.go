@@ -11,6 +11,7 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 )
 
@@ -24,7 +25,7 @@ func TestDeriveAgentID(t *testing.T) {
 		{"https://" + strings.Repeat("a", 200) + ".com/x", strings.Repeat("a", 128), ""},
 		{"grpc.example.com:443", "", "no host"},
 	} {
-		v, err := card.Parse([]byte(`{"supportedInterfaces":[{"url":"`+tt.url+`"}]}`), card.Limits{})
+		v, err := card.Parse([]byte(`{"supportedInterfaces":[{"url":"`+tt.url+`"}]}`), strictjson.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +43,7 @@ func TestDeriveAgentID(t *testing.T) {
 			t.Errorf("%s: derived id %q is not a valid agent id", tt.url, got)
 		}
 	}
-	if _, err := DeriveAgentID(card.Value{Kind: card.Object}); err == nil {
+	if _, err := DeriveAgentID(strictjson.Value{Kind: strictjson.Object}); err == nil {
 		t.Error("a card without interfaces derived an id")
 	}
 }

@@ -17,13 +17,13 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 )
 
@@ -43,7 +43,7 @@ type Config struct {
 	// RefreshAt (a fraction, default registry.DefaultRefreshAt) of it has passed.
 	Lifetime      time.Duration
 	RefreshAt     float64
-	Limits        card.Limits
+	Limits        strictjson.Limits
 	JWKSMaxAge    time.Duration
 	RevocationTTL time.Duration
 	AuditBatch    int

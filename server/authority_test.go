@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 func newAuthority(t testing.TB) (*Authority, string) {
@@ -35,7 +35,7 @@ func newAuthorityOn(t testing.TB, st store.Store, dir string) *Authority {
 	t.Helper()
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
-		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: card.Limits{},
+		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
 		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
 		Log: testLogSigner(t),
 	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))

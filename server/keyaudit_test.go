@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // lockedBuffer is a log destination the daemon's goroutines may share.
@@ -50,7 +50,7 @@ func TestKeyAdministrationAudited(t *testing.T) {
 	var logs lockedBuffer
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
-		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: card.Limits{},
+		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
 		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
 		Log: testLogSigner(t),
 	}, st, slog.New(slog.NewTextHandler(&logs, nil)))

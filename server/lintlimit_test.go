@@ -17,6 +17,7 @@ import (
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // TestLintErrorFitsClientHeaders: a card of 4,000 empty skills (16,000 lint
@@ -39,8 +40,8 @@ func TestLintErrorFitsClientHeaders(t *testing.T) {
 		t.Fatal("the sample card has no skills array to fill")
 	}
 	_, err = client.SignCard(ctx, &pb.SignCardRequest{Card: []byte(huge), StripUnknown: true})
-	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "skills") || !strings.Contains(st.Message(), card.RuleMaxItems) {
-		t.Fatalf("SignCard(60,000 empty skills) = %v, want INVALID_ARGUMENT naming skills and %s", err, card.RuleMaxItems)
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "skills") || !strings.Contains(st.Message(), strictjson.RuleMaxItems) {
+		t.Fatalf("SignCard(60,000 empty skills) = %v, want INVALID_ARGUMENT naming skills and %s", err, strictjson.RuleMaxItems)
 	}
 	hostile := strings.Replace(string(good), `"skills": [`, `"skills": [`+strings.Repeat("{},", 4000), 1)
 	_, err = client.SignCard(ctx, &pb.SignCardRequest{Card: []byte(hostile), StripUnknown: true})

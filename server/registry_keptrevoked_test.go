@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/access"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // signatureKIDs lists the kids in the protected headers of a signed card's
@@ -20,7 +20,7 @@ import (
 func signatureKIDs(t *testing.T, signed []byte) []string {
 	t.Helper()
 	var kids []string
-	if _, err := signer.DropSignatures(signed, card.Limits{}, func(kid string) bool { kids = append(kids, kid); return false }); err != nil {
+	if _, err := signer.DropSignatures(signed, strictjson.Limits{}, func(kid string) bool { kids = append(kids, kid); return false }); err != nil {
 		t.Fatal(err)
 	}
 	return kids

@@ -20,6 +20,7 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // TestAgentCardWithoutRevokedSignatures: from the moment a key is revoked,
@@ -94,7 +95,7 @@ func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 	if resp.Header.Get("ETag") == etag || resp.Header.Get("Content-Length") != strconv.Itoa(len(body)) {
 		t.Errorf("the card without k2's signature is served with the old ETag or a wrong length: %v", resp.Header)
 	}
-	if _, err := card.Parse(body, card.Limits{}); err != nil {
+	if _, err := card.Parse(body, strictjson.Limits{}); err != nil {
 		t.Fatalf("the served card is not a card: %v", err)
 	}
 	// The gRPC API serves the live card the same way; history as signed.
@@ -127,26 +128,26 @@ func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 // signature, rather than 503 until it is signed again.
 func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
 	a, _ := newAuthority(t)
-	a.cfg.Limits = card.Limits{MaxBytes: 4 << 20, MaxValues: 60000}
+	a.cfg.Limits = strictjson.Limits{MaxBytes: 4 << 20, MaxValues: 60000}
 	a.registry = a.newRegistry() // built from the configuration
 	ctx := context.Background()
-	v, err := card.Parse(registryCard(t), card.Limits{})
+	v, err := card.Parse(registryCard(t), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var skills []card.Value
+	var skills []strictjson.Value
 	for i := range 12 { // 12 × 4,000 tags: over the default 20,000 values, even doubled
-		tags := make([]card.Value, 4000)
+		tags := make([]strictjson.Value, 4000)
 		for j := range tags {
-			tags[j] = card.StringValue(strconv.Itoa(j))
+			tags[j] = strictjson.StringValue(strconv.Itoa(j))
 		}
 		id := "bulk" + strconv.Itoa(i)
-		skills = append(skills, card.ObjectValue(card.Member{Key: "id", Val: card.StringValue(id)}, card.Member{Key: "name", Val: card.StringValue(id)},
-			card.Member{Key: "description", Val: card.StringValue("d")}, card.Member{Key: "tags", Val: card.ArrayValue(tags...)}))
+		skills = append(skills, strictjson.ObjectValue(strictjson.Member{Key: "id", Val: strictjson.StringValue(id)}, strictjson.Member{Key: "name", Val: strictjson.StringValue(id)},
+			strictjson.Member{Key: "description", Val: strictjson.StringValue("d")}, strictjson.Member{Key: "tags", Val: strictjson.ArrayValue(tags...)}))
 	}
 	for i, m := range v.Obj {
 		if m.Key == "skills" {
-			v.Obj[i].Val = card.ArrayValue(append(m.Val.Arr, skills...)...)
+			v.Obj[i].Val = strictjson.ArrayValue(append(m.Val.Arr, skills...)...)
 		}
 	}
 	k1 := activeKID(t, a)

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/access"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
@@ -27,6 +26,7 @@ import (
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // registerAgents signs the security card for each agent id, registered.
@@ -221,7 +221,7 @@ func TestResignHoldsRetiredKey(t *testing.T) {
 	const grace = 2 * time.Second
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
-		Prepublish: time.Hour, RetireGrace: grace, Limits: card.Limits{},
+		Prepublish: time.Hour, RetireGrace: grace, Limits: strictjson.Limits{},
 		JWKSMaxAge: time.Second, RevocationTTL: time.Hour, AuditBatch: 64,
 	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { a.Close() })

@@ -14,6 +14,7 @@ import (
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 )
 
@@ -89,7 +90,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	if err != nil {
 		return nil, err
 	}
-	hosts := transparency.CardHosts(prepared.Loaded.Value)
+	hosts := transparency.CardHosts(card.InterfaceHosts(prepared.Loaded.Value))
 	if n := len(hosts); n > transparency.MaxHosts {
 		// The log entry lists a card's hosts for monitors to match: a host
 		// it could not list would be signed for unseen.
@@ -303,7 +304,7 @@ func (a *Authority) auditRefusal(ctx context.Context, rec audit.Record, refusal 
 // resultOf names a signing request's outcome for metrics.
 func resultOf(err error) string {
 	var (
-		cardErr *card.Error
+		cardErr *strictjson.Error
 		lintErr *card.LintError
 		refused *RefusedError
 	)

@@ -15,6 +15,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // toStatus maps an error to the gRPC status a client can act on. Card and
@@ -39,7 +40,7 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 // statusOf maps err to its gRPC status; toStatus bounds its size.
 func statusOf(log *slog.Logger, requestID string, err error) error {
 	var (
-		cardErr *card.Error
+		cardErr *strictjson.Error
 		lintErr *card.LintError
 		argErr  *InvalidArgumentError
 		preErr  *PreconditionError

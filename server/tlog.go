@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -156,9 +156,9 @@ func (t *translog) attachProofs(ctx context.Context, res *signer.Result, committ
 	if err != nil {
 		return err
 	}
-	headers := make([]card.Value, len(proofs))
+	headers := make([]strictjson.Value, len(proofs))
 	for i, p := range proofs {
-		headers[i] = card.ObjectValue(card.Member{Key: transparency.HeaderMember, Val: card.StringValue(p.Marshal())})
+		headers[i] = strictjson.ObjectValue(strictjson.Member{Key: transparency.HeaderMember, Val: strictjson.StringValue(p.Marshal())})
 	}
 	return res.SetHeaders(headers)
 }

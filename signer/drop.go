@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // DropSignatures returns a signed card without the signatures whose
@@ -18,13 +19,13 @@ import (
 // lim is the limits the card was read under before it was signed (the
 // daemon's configured card limits): a card within them stays readable here,
 // however far they are from the defaults.
-func DropSignatures(signed []byte, lim card.Limits, drop func(kid string) bool) ([]byte, error) {
+func DropSignatures(signed []byte, lim strictjson.Limits, drop func(kid string) bool) ([]byte, error) {
 	v, err := card.Parse(signed, signedLimits(lim, len(signed)))
 	if err != nil {
 		return nil, fmt.Errorf("signer: drop signatures: %w", err)
 	}
 	sigs, ok := v.Get("signatures")
-	if !ok || sigs.Kind != card.Array {
+	if !ok || sigs.Kind != strictjson.Array {
 		return signed, nil
 	}
 	keep := keepSignatures(sigs.Arr, drop)
@@ -37,11 +38,11 @@ func DropSignatures(signed []byte, lim card.Limits, drop func(kid string) bool) 
 // keepSignatures returns the signature objects of sigs but those whose
 // protected header names a kid for which drop reports true (sigs itself
 // when none does). A signature whose header cannot be read is kept.
-func keepSignatures(sigs []card.Value, drop func(kid string) bool) []card.Value {
-	var keep []card.Value
+func keepSignatures(sigs []strictjson.Value, drop func(kid string) bool) []strictjson.Value {
+	var keep []strictjson.Value
 	for _, s := range sigs {
 		kid := ""
-		if p, ok := s.Get("protected"); ok && p.Kind == card.String {
+		if p, ok := s.Get("protected"); ok && p.Kind == strictjson.String {
 			if h, err := parseHeader(p.Str); err == nil {
 				kid = h.kid
 			}
@@ -64,7 +65,7 @@ func keepSignatures(sigs []card.Value, drop func(kid string) bool) []card.Value 
 // doubles the values; the signatures add a few levels, a few values each
 // and one array (more items than the card's own arrays when it kept
 // signatures).
-func signedLimits(lim card.Limits, size int) card.Limits {
+func signedLimits(lim strictjson.Limits, size int) strictjson.Limits {
 	values, items := lim.MaxValues, lim.MaxItems
 	if values <= 0 {
 		values = card.DefaultMaxValues
@@ -72,7 +73,7 @@ func signedLimits(lim card.Limits, size int) card.Limits {
 	if items <= 0 {
 		items = card.DefaultMaxItems
 	}
-	return card.Limits{
+	return strictjson.Limits{
 		MaxBytes:  max(size, lim.MaxBytes),
 		MaxDepth:  1 << 10,
 		MaxValues: 2*values + signedAllowance,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // TestDropSignatures: the signatures by the kids dropped go, the others stay
@@ -32,7 +33,7 @@ func TestDropSignatures(t *testing.T) {
 		{"both", []string{k1.KID, k2.KID}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := DropSignatures(signed.Card, card.Limits{}, func(kid string) bool { return slices.Contains(tc.drop, kid) })
+			out, err := DropSignatures(signed.Card, strictjson.Limits{}, func(kid string) bool { return slices.Contains(tc.drop, kid) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +56,7 @@ func TestDropSignatures(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DropSignatures([]byte(`{"name":`), card.Limits{}, func(string) bool { return true }); err == nil || !strings.Contains(err.Error(), "drop signatures") {
+	if _, err := DropSignatures([]byte(`{"name":`), strictjson.Limits{}, func(string) bool { return true }); err == nil || !strings.Contains(err.Error(), "drop signatures") {
 		t.Fatalf("a broken card: err = %v", err)
 	}
 }
@@ -64,31 +65,31 @@ func TestDropSignatures(t *testing.T) {
 // tags.
 func bigCard(t *testing.T, sizes ...int) []byte {
 	t.Helper()
-	v, err := card.Parse(readCard(t, "interfaces.json"), card.Limits{})
+	v, err := card.Parse(readCard(t, "interfaces.json"), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list []card.Value
+	var list []strictjson.Value
 	for i, n := range sizes {
-		tags := make([]card.Value, n)
+		tags := make([]strictjson.Value, n)
 		for j := range tags {
-			tags[j] = card.StringValue("t" + strconv.Itoa(j))
+			tags[j] = strictjson.StringValue("t" + strconv.Itoa(j))
 		}
 		id := "bulk" + strconv.Itoa(i)
-		list = append(list, card.ObjectValue(
-			card.Member{Key: "id", Val: card.StringValue(id)}, card.Member{Key: "name", Val: card.StringValue(id)},
-			card.Member{Key: "description", Val: card.StringValue("d")}, card.Member{Key: "tags", Val: card.ArrayValue(tags...)}))
+		list = append(list, strictjson.ObjectValue(
+			strictjson.Member{Key: "id", Val: strictjson.StringValue(id)}, strictjson.Member{Key: "name", Val: strictjson.StringValue(id)},
+			strictjson.Member{Key: "description", Val: strictjson.StringValue("d")}, strictjson.Member{Key: "tags", Val: strictjson.ArrayValue(tags...)}))
 	}
 	for i, m := range v.Obj {
 		if m.Key == "skills" {
-			v.Obj[i].Val = card.ArrayValue(append(m.Val.Arr, list...)...)
+			v.Obj[i].Val = strictjson.ArrayValue(append(m.Val.Arr, list...)...)
 		}
 	}
 	return v.Compact()
 }
 
-// countValues counts the JSON values of v, as card.Limits.MaxValues does.
-func countValues(v card.Value) int {
+// countValues counts the JSON values of v, as strictjson.Limits.MaxValues does.
+func countValues(v strictjson.Value) int {
 	n := 1
 	for _, x := range v.Arr {
 		n += countValues(x)
@@ -108,7 +109,7 @@ func TestDropSignaturesLimits(t *testing.T) {
 	keys := []Key{k1.Key, k2.Key}
 	over := bigCard(t, 4000, 4000, 4000, 4000, 4000, 4000, 4000) // over the default 20,000 values
 	// A card of exactly the default cap.
-	probe, err := card.Parse(bigCard(t, 4000, 4000, 4000, 4000, 1000), card.Limits{})
+	probe, err := card.Parse(bigCard(t, 4000, 4000, 4000, 4000, 1000), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,24 +117,24 @@ func TestDropSignaturesLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		data []byte
-		lim  card.Limits
+		lim  strictjson.Limits
 	}{
-		{"raised max values", over, card.Limits{MaxBytes: 1 << 20, MaxValues: 40000}},
-		{"signatures past the default cap", atCap, card.Limits{}},
+		{"raised max values", over, strictjson.Limits{MaxBytes: 1 << 20, MaxValues: 40000}},
+		{"signatures past the default cap", atCap, strictjson.Limits{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			signed, err := Sign(context.Background(), tc.data, Options{Keys: keys, Card: card.Options{Limits: tc.lim}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := card.Parse(signed.Card, card.Limits{MaxBytes: len(signed.Card)}); err == nil {
+			if _, err := card.Parse(signed.Card, strictjson.Limits{MaxBytes: len(signed.Card)}); err == nil {
 				t.Fatal("the signed card is within the default value cap: the test shows nothing")
 			}
 			out, err := DropSignatures(signed.Card, tc.lim, func(kid string) bool { return kid == k2.KID })
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := Verify(context.Background(), out, VerifyOptions{Trusted: keySet(k1, k2), Limits: card.Limits{MaxBytes: 1 << 21, MaxValues: 100000}})
+			v, err := Verify(context.Background(), out, VerifyOptions{Trusted: keySet(k1, k2), Limits: strictjson.Limits{MaxBytes: 1 << 21, MaxValues: 100000}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // fuzzKey is a fixed key so that seeds signed with it stay valid across runs.
@@ -24,7 +25,7 @@ func fuzzKey(f *testing.F) (Key, jwks.Set) {
 }
 
 // FuzzVerify: Verify never panics on any card; unreadable cards are
-// *card.Error; and it never calls a signature valid over content nobody
+// *strictjson.Error; and it never calls a signature valid over content nobody
 // signed: the only key is the fuzzer's, which signed the seeds alone, so a
 // valid signature's profile bytes must be those of a seed.
 func FuzzVerify(f *testing.F) {
@@ -52,13 +53,13 @@ func FuzzVerify(f *testing.F) {
 		}
 		signed[string(forms.Spec)], signed[string(forms.SDK)], signed[string(forms.Python)] = true, true, true
 	}
-	opts := VerifyOptions{Trusted: set, Limits: card.Limits{MaxBytes: 1 << 16, MaxDepth: 32}}
+	opts := VerifyOptions{Trusted: set, Limits: strictjson.Limits{MaxBytes: 1 << 16, MaxDepth: 32}}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := Verify(context.Background(), data, opts)
 		if err != nil {
-			var ce *card.Error
+			var ce *strictjson.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("Verify error is %T, want *card.Error: %v", err, err)
+				t.Fatalf("Verify error is %T, want *strictjson.Error: %v", err, err)
 			}
 			return
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // b64 is base64url without padding (RFC 7515 §2); Strict refuses encodings
@@ -32,20 +33,20 @@ func protectedHeader(alg jose.Alg, kid, jku string, profile card.Profile) []byte
 // protectedHeaderAt is protectedHeader with a signature lifetime: iat and exp
 // (NumericDate, RFC 7519 §2) in sorted key order, when exp is not 0.
 func protectedHeaderAt(alg jose.Alg, kid, jku string, profile card.Profile, iat, exp int64) []byte {
-	members := []card.Member{{Key: "alg", Val: card.StringValue(string(alg))}}
+	members := []strictjson.Member{{Key: "alg", Val: strictjson.StringValue(string(alg))}}
 	if profile != card.ProfileSpec {
-		members = append(members, card.Member{Key: ProfileHeader, Val: card.StringValue(string(profile))})
+		members = append(members, strictjson.Member{Key: ProfileHeader, Val: strictjson.StringValue(string(profile))})
 	}
 	if exp != 0 {
-		members = append(members, card.Member{Key: "exp", Val: card.IntValue(exp)}, card.Member{Key: "iat", Val: card.IntValue(iat)})
+		members = append(members, strictjson.Member{Key: "exp", Val: strictjson.IntValue(exp)}, strictjson.Member{Key: "iat", Val: strictjson.IntValue(iat)})
 	}
 	if jku != "" {
-		members = append(members, card.Member{Key: "jku", Val: card.StringValue(jku)})
+		members = append(members, strictjson.Member{Key: "jku", Val: strictjson.StringValue(jku)})
 	}
 	members = append(members,
-		card.Member{Key: "kid", Val: card.StringValue(kid)},
-		card.Member{Key: "typ", Val: card.StringValue("JOSE")})
-	return card.ObjectValue(members...).Compact()
+		strictjson.Member{Key: "kid", Val: strictjson.StringValue(kid)},
+		strictjson.Member{Key: "typ", Val: strictjson.StringValue("JOSE")})
+	return strictjson.ObjectValue(members...).Compact()
 }
 
 // signingInput is ASCII(b64url(protected) "." b64url(payload)) (RFC 7515 §5.1).

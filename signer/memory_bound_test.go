@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // hostileCard is a valid card head with skills made of n copies of skill.
@@ -49,7 +50,7 @@ func allocated(f func()) uint64 {
 // within 64× the size cap (16 MiB), and a real card of 200 KiB within 16× its
 // own size.
 func TestPrepareMemoryBound(t *testing.T) {
-	const sizeCap = card.DefaultMaxBytes
+	const sizeCap = strictjson.DefaultMaxBytes
 	examples := func(elem string) string {
 		return `{"id":"a","name":"b","description":"c","tags":["x"],"examples":[` + strings.Repeat(elem+",", card.DefaultMaxItems-1) + elem + `]}`
 	}
@@ -59,13 +60,13 @@ func TestPrepareMemoryBound(t *testing.T) {
 		refused string // the rule that refuses it, when it is refused
 		perByte uint64 // bound in bytes allocated per byte of card; 0: 64× the size cap
 	}{
-		{"issue 24: 60,000 empty skills", hostileCard(60000, "{}"), card.RuleMaxItems, 8},
+		{"issue 24: 60,000 empty skills", hostileCard(60000, "{}"), strictjson.RuleMaxItems, 8},
 		{"empty skills up to the item cap", hostileCard(card.DefaultMaxItems, "{}"), "lint", 0},
 		{"small skills up to the value cap", hostileCard((card.DefaultMaxValues-100)/7, `{"tags":[0,0,0,0,0]}`), "lint", 0},
 		{"empty strings up to the value cap", hostileCard(4, examples(`""`)), "", 0},
 		{"short strings up to the value cap", hostileCard(4, examples(`"x"`)), "", 0},
 		{"non-ASCII strings up to the value cap", hostileCard(4, examples(`"\u00e9"`)), "", 0},
-		{"strings past the value cap", hostileCard(5, examples(`"x"`)), card.RuleMaxValues, 0},
+		{"strings past the value cap", hostileCard(5, examples(`"x"`)), strictjson.RuleMaxValues, 0},
 		{"security schemes up to the value cap", schemesCard(4500), "", 0},
 		{"real card grown to 200 KiB", grownCard(t, 200<<10), "", 16},
 	}
@@ -83,7 +84,7 @@ func TestPrepareMemoryBound(t *testing.T) {
 					t.Fatalf("want lint errors, got %v", err)
 				}
 			default:
-				ce, ok := err.(*card.Error)
+				ce, ok := err.(*strictjson.Error)
 				if !ok || ce.Rule != tc.refused {
 					t.Fatalf("want the card refused by %s, got %v", tc.refused, err)
 				}
@@ -103,7 +104,7 @@ func TestPrepareMemoryBound(t *testing.T) {
 // grownCard is the spec sample card with copies of its first skill (fresh
 // ids) until it reaches size bytes.
 func grownCard(t *testing.T, size int) []byte {
-	v, err := card.ParseObject(readCard(t, "spec-sample.json"), card.Limits{})
+	v, err := strictjson.Parse(readCard(t, "spec-sample.json"), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +116,10 @@ func grownCard(t *testing.T, size int) []byte {
 		first := m.Val.Arr[0]
 		for n := 0; ; n++ {
 			skill := first
-			skill.Obj = append([]card.Member{}, first.Obj...)
+			skill.Obj = append([]strictjson.Member{}, first.Obj...)
 			for j := range skill.Obj {
 				if skill.Obj[j].Key == "id" {
-					skill.Obj[j].Val = card.StringValue("grown-" + strings.Repeat("x", n%7) + string(rune('a'+n%26)) + card.IntValue(int64(n)).Str)
+					skill.Obj[j].Val = strictjson.StringValue("grown-" + strings.Repeat("x", n%7) + string(rune('a'+n%26)) + strictjson.IntValue(int64(n)).Str)
 				}
 			}
 			m.Val.Arr = append(m.Val.Arr, skill)

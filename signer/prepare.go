@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // PrepareOptions control Prepare.
@@ -39,8 +40,8 @@ type Prepared struct {
 	// the bytes it computes.
 	Portability []Support
 
-	payloads []payload    // what each key signs, one per profile
-	kept     []card.Value // the card's signatures that stay (KeepSignatures)
+	payloads []payload          // what each key signs, one per profile
+	kept     []strictjson.Value // the card's signatures that stay (KeepSignatures)
 }
 
 // payload is the canonical bytes of one profile.
@@ -50,7 +51,7 @@ type payload struct {
 }
 
 // Prepare parses, lints and canonicalizes a card and chooses the profiles
-// its signatures cover. A malformed card is refused with a *card.Error, one
+// its signatures cover. A malformed card is refused with a *strictjson.Error, one
 // with lint errors with a *card.LintError. It opens no key: a card's faults
 // are reported whatever the state of the key backends.
 func Prepare(data []byte, opts PrepareOptions) (*Prepared, error) {
@@ -95,7 +96,7 @@ func Prepare(data []byte, opts PrepareOptions) (*Prepared, error) {
 	p.Portability = Portability(forms, signed)
 
 	if opts.KeepSignatures {
-		if old, ok := loaded.Value.Get("signatures"); ok && old.Kind == card.Array {
+		if old, ok := loaded.Value.Get("signatures"); ok && old.Kind == strictjson.Array {
 			p.kept = old.Arr
 			if opts.DropKept != nil {
 				p.kept = keepSignatures(old.Arr, opts.DropKept)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -26,16 +27,16 @@ func revokedAsV03(t *testing.T) (c *Result, v03 []byte, k testKey, logKeys []not
 		t.Fatalf("readings %+v: want cardsign's and a2a-python's", rs)
 	}
 	c, k, logKeys = loggedData(t, rs[1].Value.Compact())
-	signed, err := card.Parse(c.Card, card.Limits{})
+	signed, err := card.Parse(c.Card, strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sigs, _ := signed.Get("signatures")
-	raw, err := card.Parse([]byte(v03src), card.Limits{})
+	raw, err := card.Parse([]byte(v03src), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, card.ObjectValue(append(raw.Obj, card.Member{Key: "signatures", Val: sigs})...).Compact(), k, logKeys
+	return c, strictjson.ObjectValue(append(raw.Obj, strictjson.Member{Key: "signatures", Val: sigs})...).Compact(), k, logKeys
 }
 
 // TestVerifyRevokedCardAsV03 (review #1): a revoked v1.0 card rewritten as

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // Key is a signing key: the signer and its JOSE identity.
@@ -98,7 +99,7 @@ type Result struct {
 	Signatures []Signature
 	// sigs are the card's signature objects: the kept ones, then one per
 	// Signatures entry.
-	sigs []card.Value
+	sigs []strictjson.Value
 }
 
 // mayBeProtected reports whether name is a header parameter a protected
@@ -113,22 +114,22 @@ func mayBeProtected(name string) bool {
 }
 
 // SetHeaders gives the signatures unprotected headers, one per Signatures
-// entry (a zero card.Value, a Null, leaves that signature without one), and renders
+// entry (a zero strictjson.Value, a Null, leaves that signature without one), and renders
 // Card again. The unprotected header is outside what the signature covers:
 // cardsignd puts each signature's transparency-log inclusion proof there
 // once the signature is logged. A header member named like a parameter a
 // protected header may hold is refused (RFC 7515 §7.2.1).
-func (r *Result) SetHeaders(headers []card.Value) error {
+func (r *Result) SetHeaders(headers []strictjson.Value) error {
 	if len(headers) != len(r.Signatures) {
 		return fmt.Errorf("signer: %d headers for %d signatures", len(headers), len(r.Signatures))
 	}
 	sigs := slices.Clone(r.sigs)
 	own := len(sigs) - len(r.Signatures)
 	for i, h := range headers {
-		if h.Kind == card.Null {
+		if h.Kind == strictjson.Null {
 			continue
 		}
-		if h.Kind != card.Object {
+		if h.Kind != strictjson.Object {
 			return fmt.Errorf("signer: header of signature %d is %s, not an object", i, h.Kind)
 		}
 		for _, m := range h.Obj {
@@ -137,10 +138,10 @@ func (r *Result) SetHeaders(headers []card.Value) error {
 			}
 		}
 		s := r.Signatures[i]
-		sigs[own+i] = card.ObjectValue(
-			card.Member{Key: "protected", Val: card.StringValue(s.Protected)},
-			card.Member{Key: "signature", Val: card.StringValue(s.Value)},
-			card.Member{Key: "header", Val: h},
+		sigs[own+i] = strictjson.ObjectValue(
+			strictjson.Member{Key: "protected", Val: strictjson.StringValue(s.Protected)},
+			strictjson.Member{Key: "signature", Val: strictjson.StringValue(s.Value)},
+			strictjson.Member{Key: "header", Val: h},
 		)
 	}
 	r.sigs = sigs
@@ -204,7 +205,7 @@ func (p *Prepared) SignWith(ctx context.Context, keys []Key, o SignOptions) (*Re
 	}
 	res := &Result{Prepared: p}
 	// A fresh slice: the kept signatures are shared by every Sign call.
-	sigs := append([]card.Value(nil), p.kept...)
+	sigs := append([]strictjson.Value(nil), p.kept...)
 	for _, k := range keys {
 		for _, pl := range p.payloads {
 			s, err := signOne(ctx, k, o, pl.profile, pl.bytes)
@@ -212,9 +213,9 @@ func (p *Prepared) SignWith(ctx context.Context, keys []Key, o SignOptions) (*Re
 				return nil, err
 			}
 			res.Signatures = append(res.Signatures, s)
-			sigs = append(sigs, card.ObjectValue(
-				card.Member{Key: "protected", Val: card.StringValue(s.Protected)},
-				card.Member{Key: "signature", Val: card.StringValue(s.Value)},
+			sigs = append(sigs, strictjson.ObjectValue(
+				strictjson.Member{Key: "protected", Val: strictjson.StringValue(s.Protected)},
+				strictjson.Member{Key: "signature", Val: strictjson.StringValue(s.Value)},
 			))
 		}
 	}
@@ -258,13 +259,13 @@ func signOne(ctx context.Context, k Key, o SignOptions, profile card.Profile, pa
 
 // withSignatures returns the card with its signatures member set to sigs,
 // where the old one stood, or last.
-func withSignatures(v card.Value, sigs []card.Value) card.Value {
-	out := make([]card.Member, 0, len(v.Obj)+1)
+func withSignatures(v strictjson.Value, sigs []strictjson.Value) strictjson.Value {
+	out := make([]strictjson.Member, 0, len(v.Obj)+1)
 	placed := false
 	for _, m := range v.Obj {
 		if m.Key == "signatures" {
 			if !placed {
-				out = append(out, card.Member{Key: "signatures", Val: card.ArrayValue(sigs...)})
+				out = append(out, strictjson.Member{Key: "signatures", Val: strictjson.ArrayValue(sigs...)})
 				placed = true
 			}
 			continue
@@ -272,7 +273,7 @@ func withSignatures(v card.Value, sigs []card.Value) card.Value {
 		out = append(out, m)
 	}
 	if !placed {
-		out = append(out, card.Member{Key: "signatures", Val: card.ArrayValue(sigs...)})
+		out = append(out, strictjson.Member{Key: "signatures", Val: strictjson.ArrayValue(sigs...)})
 	}
-	return card.ObjectValue(out...)
+	return strictjson.ObjectValue(out...)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 func readCard(t testing.TB, name string) []byte {
@@ -177,8 +178,8 @@ func TestSignRefuses(t *testing.T) {
 	if _, err := Sign(context.Background(), readCard(t, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: card.Options{StripUnknown: true}}); err != nil {
 		t.Fatalf("--strip-unknown must make the sample signable: %v", err)
 	}
-	var ce *card.Error
-	if _, err := Sign(context.Background(), []byte(`{"name":"a","name":"b"}`), Options{Keys: []Key{k.Key}}); !errors.As(err, &ce) || ce.Rule != card.RuleDuplicateKey {
+	var ce *strictjson.Error
+	if _, err := Sign(context.Background(), []byte(`{"name":"a","name":"b"}`), Options{Keys: []Key{k.Key}}); !errors.As(err, &ce) || ce.Rule != strictjson.RuleDuplicateKey {
 		t.Fatalf("duplicate keys: %v", err)
 	}
 	if _, err := Sign(context.Background(), readCard(t, "security.json"), Options{}); !errors.Is(err, ErrNoKeys) {
@@ -472,12 +473,12 @@ func TestPrepareSignsNothing(t *testing.T) {
 	}
 }
 
-// TestPrepareRefusesBadCards: a malformed card is a *card.Error and a card
+// TestPrepareRefusesBadCards: a malformed card is a *strictjson.Error and a card
 // with lint errors a *card.LintError, with no key involved.
 func TestPrepareRefusesBadCards(t *testing.T) {
-	var ce *card.Error
+	var ce *strictjson.Error
 	if _, err := Prepare([]byte(`{"name":`), PrepareOptions{}); !errors.As(err, &ce) {
-		t.Fatalf("malformed card: %T %v, want *card.Error", err, err)
+		t.Fatalf("malformed card: %T %v, want *strictjson.Error", err, err)
 	}
 	var le *card.LintError
 	if _, err := Prepare([]byte(`{"name":"x"}`), PrepareOptions{}); !errors.As(err, &le) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // BenchmarkSignBySize signs the spec sample card (2.5 KB, unknown keys
@@ -17,7 +17,7 @@ import (
 // Run: go test -run '^$' -bench SignBySize -benchtime 2s ./signer
 func BenchmarkSignBySize(b *testing.B) {
 	small := readCard(b, "spec-sample.json")
-	v, err := card.ParseObject(small, card.Limits{})
+	v, err := strictjson.Parse(small, strictjson.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -25,16 +25,16 @@ func BenchmarkSignBySize(b *testing.B) {
 	var large []byte
 	for i := range v.Obj {
 		m := &v.Obj[i]
-		if m.Key != "skills" || m.Val.Kind != card.Array || len(m.Val.Arr) == 0 {
+		if m.Key != "skills" || m.Val.Kind != strictjson.Array || len(m.Val.Arr) == 0 {
 			continue
 		}
 		first := m.Val.Arr[0]
 		for n := 0; len(large) < 200<<10; n++ {
 			skill := first
-			skill.Obj = append([]card.Member{}, first.Obj...)
+			skill.Obj = append([]strictjson.Member{}, first.Obj...)
 			for j := range skill.Obj {
 				if skill.Obj[j].Key == "id" {
-					skill.Obj[j].Val = card.StringValue(fmt.Sprintf("grown-%d", n))
+					skill.Obj[j].Val = strictjson.StringValue(fmt.Sprintf("grown-%d", n))
 				}
 			}
 			m.Val.Arr = append(m.Val.Arr, skill)

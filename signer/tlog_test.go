@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -67,14 +67,14 @@ func loggedData(t *testing.T, data []byte) (*Result, testKey, []note.Verifier) {
 		t.Fatal(err)
 	}
 	cp, _ := ls.Sign(size, root)
-	headers := make([]card.Value, len(res.Signatures))
+	headers := make([]strictjson.Value, len(res.Signatures))
 	for i := range res.Signatures {
 		idx := size - int64(len(res.Signatures)) + int64(i)
 		p, err := transparency.Prove(entries[idx], idx, size, cp, tree)
 		if err != nil {
 			t.Fatal(err)
 		}
-		headers[i] = card.ObjectValue(card.Member{Key: transparency.HeaderMember, Val: card.StringValue(p.Marshal())})
+		headers[i] = strictjson.ObjectValue(strictjson.Member{Key: transparency.HeaderMember, Val: strictjson.StringValue(p.Marshal())})
 	}
 	if err := res.SetHeaders(headers); err != nil {
 		t.Fatal(err)
@@ -182,8 +182,8 @@ func TestSetHeadersRefusesProtectedNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := card.ObjectValue(card.Member{Key: "kid", Val: card.StringValue("x")})
-	if err := res.SetHeaders([]card.Value{h}); err == nil || !strings.Contains(err.Error(), "may be protected") {
+	h := strictjson.ObjectValue(strictjson.Member{Key: "kid", Val: strictjson.StringValue("x")})
+	if err := res.SetHeaders([]strictjson.Value{h}); err == nil || !strings.Contains(err.Error(), "may be protected") {
 		t.Fatalf("got %v", err)
 	}
 	if err := res.SetHeaders(nil); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // signReading signs the sdk bytes of one reading of a v0.3 card the way an
@@ -31,12 +32,12 @@ func signReading(t *testing.T, k testKey, v03 []byte, m card.Mapping) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := card.Parse(v03, card.Limits{})
+	raw, err := card.Parse(v03, strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := card.ObjectValue(card.Member{Key: "protected", Val: card.StringValue(prot)}, card.Member{Key: "signature", Val: card.StringValue(b64.EncodeToString(sig))})
-	return card.ObjectValue(append(raw.Obj, card.Member{Key: "signatures", Val: card.ArrayValue(s)})...).Compact()
+	s := strictjson.ObjectValue(strictjson.Member{Key: "protected", Val: strictjson.StringValue(prot)}, strictjson.Member{Key: "signature", Val: strictjson.StringValue(b64.EncodeToString(sig))})
+	return strictjson.ObjectValue(append(raw.Obj, strictjson.Member{Key: "signatures", Val: strictjson.ArrayValue(s)})...).Compact()
 }
 
 // TestVerifyV03Readings (issue 24 #20): a v0.3 card verifies under the

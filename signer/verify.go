@@ -14,6 +14,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -38,7 +39,7 @@ type VerifyOptions struct {
 	Revoked func(kid string) (reason string, revoked bool)
 	// Profile, when set, is the only canonical profile accepted.
 	Profile card.Profile
-	Limits  card.Limits
+	Limits  strictjson.Limits
 	// MaxSignatures caps the signatures of one card; a card with more is
 	// refused before any is checked. 0 means DefaultMaxSignatures.
 	MaxSignatures int
@@ -74,7 +75,7 @@ const DefaultClockSkew = time.Minute
 // denial-of-service, not a card.
 const DefaultMaxSignatures = 16
 
-// RuleMaxSignatures is the card.Error rule of a card over MaxSignatures.
+// RuleMaxSignatures is the strictjson.Error rule of a card over MaxSignatures.
 const RuleMaxSignatures = "max-signatures"
 
 // Check is the outcome for one signature.
@@ -251,15 +252,15 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	if !ok {
 		return &Verification{forms: forms, formsOf: formsOf, CanonicalSHA256: sum, CardRevoked: revoked}, nil
 	}
-	if sigs.Kind != card.Array {
-		return nil, &card.Error{Path: "signatures", Rule: card.RuleType, Offset: -1, Reason: "must be an array of signature objects, not " + sigs.Kind.String()}
+	if sigs.Kind != strictjson.Array {
+		return nil, &strictjson.Error{Path: "signatures", Rule: card.RuleType, Offset: -1, Reason: "must be an array of signature objects, not " + sigs.Kind.String()}
 	}
 	maxSigs := opts.MaxSignatures
 	if maxSigs <= 0 {
 		maxSigs = DefaultMaxSignatures
 	}
 	if len(sigs.Arr) > maxSigs {
-		return nil, &card.Error{Path: "signatures", Rule: RuleMaxSignatures, Offset: -1, Reason: fmt.Sprintf(
+		return nil, &strictjson.Error{Path: "signatures", Rule: RuleMaxSignatures, Offset: -1, Reason: fmt.Sprintf(
 			"%d signatures, over the limit of %d per card (one per key and profile is normal); raise the limit (cardsign verify --max-signatures N) only for a card you expect to carry that many",
 			len(sigs.Arr), maxSigs)}
 	}
@@ -310,14 +311,14 @@ type reading struct {
 	sum [32]byte
 }
 
-func (v *verifier) verifyOne(ctx context.Context, s card.Value, readings []reading, c *Check) error {
+func (v *verifier) verifyOne(ctx context.Context, s strictjson.Value, readings []reading, c *Check) error {
 	opts := v.opts
-	if s.Kind != card.Object {
+	if s.Kind != strictjson.Object {
 		return fmt.Errorf("signature is %s, not an object", s.Kind)
 	}
 	prot, _ := s.Get("protected")
 	sigv, _ := s.Get("signature")
-	if prot.Kind != card.String || sigv.Kind != card.String {
+	if prot.Kind != strictjson.String || sigv.Kind != strictjson.String {
 		return errors.New("protected and signature must both be strings")
 	}
 	h, err := parseHeader(prot.Str)
@@ -335,7 +336,7 @@ func (v *verifier) verifyOne(ctx context.Context, s card.Value, readings []readi
 		return err
 	}
 	if unprot, ok := s.Get("header"); ok {
-		if unprot.Kind != card.Object {
+		if unprot.Kind != strictjson.Object {
 			return errors.New("header must be an object")
 		}
 		for _, m := range unprot.Obj {
@@ -504,7 +505,7 @@ func parseHeader(protected string) (header, error) {
 	if err != nil {
 		return header{}, fmt.Errorf("protected header is not base64url: %v", err)
 	}
-	v, err := card.Parse(raw, card.Limits{MaxBytes: 8 << 10, MaxDepth: 8})
+	v, err := card.Parse(raw, strictjson.Limits{MaxBytes: 8 << 10, MaxDepth: 8})
 	if err != nil {
 		return header{}, fmt.Errorf("protected header: %v", err)
 	}
@@ -512,7 +513,7 @@ func parseHeader(protected string) (header, error) {
 	for _, m := range v.Obj {
 		h.names[m.Key] = true
 		str := func() (string, error) {
-			if m.Val.Kind != card.String {
+			if m.Val.Kind != strictjson.String {
 				return "", fmt.Errorf("protected header %q must be a string", m.Key)
 			}
 			return m.Val.Str, nil
@@ -547,7 +548,7 @@ func parseHeader(protected string) (header, error) {
 				return header{}, fmt.Errorf("protected header %s: %v", ProfileHeader, err)
 			}
 		case "exp", "iat":
-			if m.Val.Kind != card.Number {
+			if m.Val.Kind != strictjson.Number {
 				return header{}, fmt.Errorf("protected header %q must be a number (seconds since 1970, RFC 7519 NumericDate)", m.Key)
 			}
 			f, err := strconv.ParseFloat(m.Val.Str, 64)
@@ -607,13 +608,13 @@ func checkLifetime(h header, opts VerifyOptions) error {
 // checkProof checks a verified signature's inclusion proof against the log
 // keys, when the verifier gave some. sum is the canonical SHA-256 of the
 // reading the signature verified over: the card the log entry names.
-func (v *verifier) checkProof(s card.Value, kid, sig string, sum [32]byte, c *Check) error {
+func (v *verifier) checkProof(s strictjson.Value, kid, sig string, sum [32]byte, c *Check) error {
 	if len(v.opts.LogKeys) == 0 || !c.HasProof {
 		return nil
 	}
 	unprot, _ := s.Get("header")
 	raw, _ := unprot.Get(transparency.HeaderMember)
-	if raw.Kind != card.String {
+	if raw.Kind != strictjson.String {
 		return fmt.Errorf("header %s must be a string (a C2SP tlog-proof), not %s", transparency.HeaderMember, raw.Kind)
 	}
 	p, err := transparency.ParseProof(raw.Str)

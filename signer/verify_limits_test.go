@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // recordingFetch is a FetchJKU that serves set for every URL and records
@@ -121,9 +121,9 @@ func TestVerifyFetchesJKUOnceAndCapsSignatures(t *testing.T) {
 
 	rf = &recordingFetch{set: keySet(k)}
 	_, err = Verify(context.Background(), withSigs(DefaultMaxSignatures+1), VerifyOptions{AllowJKU: allow, FetchJKU: rf.fetch})
-	var ce *card.Error
+	var ce *strictjson.Error
 	if !errors.As(err, &ce) || ce.Path != "signatures" || !strings.Contains(err.Error(), "16") || len(rf.urls) != 0 {
-		t.Fatalf("%d signatures: err %v, fetches %d; want a card.Error at signatures naming the limit, no fetch", DefaultMaxSignatures+1, err, len(rf.urls))
+		t.Fatalf("%d signatures: err %v, fetches %d; want a strictjson.Error at signatures naming the limit, no fetch", DefaultMaxSignatures+1, err, len(rf.urls))
 	}
 	if ce != nil && ce.Rule != RuleMaxSignatures {
 		t.Errorf("rule %q, want %q", ce.Rule, RuleMaxSignatures)

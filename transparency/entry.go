@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -147,7 +147,7 @@ func appendMember(b []byte, name, value string, optional bool) []byte {
 // appendString appends s as a JSON string (invalid UTF-8, which no audit
 // record holds, as U+FFFD: an entry is always valid JSON).
 func appendString(b []byte, s string) []byte {
-	return card.AppendString(b, strings.ToValidUTF8(s, "\uFFFD"))
+	return strictjson.AppendString(b, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // LeafHash is the RFC 6962 leaf hash of an encoded entry.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 func TestEntryEncoding(t *testing.T) {
@@ -81,13 +82,13 @@ func TestParseEntryRefusals(t *testing.T) {
 
 func TestCardHosts(t *testing.T) {
 	v, err := card.Parse([]byte(`{"name":"A","supportedInterfaces":[{"url":"https://B.example/a"},{"url":"https://a.example:8443/x"},{"url":"not a url"},{"url":"https://b.example/other"},`+
-		`{"url":"grpc.example:443","protocolBinding":"GRPC"},{"url":"https://team.example@victim.example/"}]}`), card.Limits{})
+		`{"url":"grpc.example:443","protocolBinding":"GRPC"},{"url":"https://team.example@victim.example/"}]}`), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A bare host:port is read as lint and the policy read it; userinfo is
 	// not the host.
-	if got := strings.Join(CardHosts(v), ","); got != "a.example,b.example,grpc.example,victim.example" {
+	if got := strings.Join(CardHosts(card.InterfaceHosts(v)), ","); got != "a.example,b.example,grpc.example,victim.example" {
 		t.Fatalf("CardHosts = %s", got)
 	}
 	// All hosts, however many: cardsignd refuses a card with more than an
@@ -96,11 +97,11 @@ func TestCardHosts(t *testing.T) {
 	for i := range MaxHosts + 5 {
 		ifaces = append(ifaces, fmt.Sprintf(`{"url":"https://h%02d.example/"}`, i))
 	}
-	v, err = card.Parse([]byte(`{"name":"A","supportedInterfaces":[`+strings.Join(ifaces, ",")+`]}`), card.Limits{})
+	v, err = card.Parse([]byte(`{"name":"A","supportedInterfaces":[`+strings.Join(ifaces, ",")+`]}`), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(CardHosts(v)); n != MaxHosts+5 {
+	if n := len(CardHosts(card.InterfaceHosts(v))); n != MaxHosts+5 {
 		t.Fatalf("CardHosts listed %d of %d hosts", n, MaxHosts+5)
 	}
 }

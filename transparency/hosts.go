@@ -1,45 +1,15 @@
 package transparency
 
 import (
-	"net"
-	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/cardsign/cardsign/card"
 )
 
-// CardHosts returns the hosts a card's supportedInterfaces[].url (and a v0.3
-// card's url) point at: lower case, without a trailing dot, sorted, each
-// once, all of them (an entry lists at most MaxHosts: cardsignd refuses a
-// card with more). A bare host:port (gRPC's form) is read as one, as lint
-// and the signing policy read it. A URL without a host is skipped: lint
-// refuses such a card before it is signed anyway.
-func CardHosts(v card.Value) []string {
-	var hosts []string
-	add := func(raw card.Value) {
-		if raw.Kind != card.String {
-			return
-		}
-		var host string
-		if card.IsHostPort(raw.Str) {
-			host, _, _ = net.SplitHostPort(raw.Str)
-		} else if u, err := url.Parse(raw.Str); err == nil {
-			host = u.Hostname()
-		}
-		if h := normalHost(host); h != "" {
-			hosts = append(hosts, h)
-		}
-	}
-	if ifaces, ok := v.Get("supportedInterfaces"); ok && ifaces.Kind == card.Array {
-		for _, it := range ifaces.Arr {
-			u, _ := it.Get("url")
-			add(u)
-		}
-	}
-	if u, ok := v.Get("url"); ok {
-		add(u)
-	}
+// CardHosts returns the hosts a card points at (card.InterfaceHosts) as an
+// entry lists them: lower case, without a trailing dot, sorted, each once,
+// all of them (an entry lists at most MaxHosts: cardsignd refuses a card with
+// more).
+func CardHosts(hosts []string) []string {
 	out := sortedHosts(hosts)
 	if len(out) == 0 {
 		return nil

@@ -1,14 +1,14 @@
 package oidc
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
+
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // LooksLikeJWT reports whether a bearer value has the shape of a compact JWS:
@@ -145,84 +145,85 @@ func jsonRefusal(what string, err error) *Error {
 	return refuse(ReasonMalformed, "%s: %v", what, err)
 }
 
-// parseObject decodes a JSON object strictly: a name twice in any object is
-// an error (encoding/json would keep the last one, and another parser the
-// first, so a signed token could mean two things), as is anything after the
-// object. Numbers stay json.Number, so large integers keep their digits.
+// parseObject decodes a JSON object with cardsign's strict parser: a name
+// twice in any object is an error (encoding/json would keep the last one, and
+// another parser the first, so a signed token could mean two things), as is
+// anything after the object, invalid UTF-8 or a lone surrogate. With foldCase
+// two names equal but for case are duplicates too. Numbers stay json.Number,
+// so large integers keep their digits. The size is capped by the token's
+// (Config.MaxTokenBytes), the nesting by maxJSONDepth.
 func parseObject(b []byte, foldCase bool) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	v, err := parseValue(dec, 0, foldCase)
+	v, err := strictjson.Parse(b, strictjson.Limits{MaxBytes: len(b), MaxDepth: maxJSONDepth})
 	if err != nil {
-		return nil, err
+		return nil, parseError(err)
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("not a JSON object")
+	if foldCase && hasFoldedDuplicate(v) {
+		return nil, errDuplicate
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON object")
-	}
-	return obj, nil
+	return toAny(v).(map[string]any), nil
 }
 
-func parseValue(dec *json.Decoder, depth int, foldCase bool) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, errors.New("invalid JSON")
+// parseError says what kind of JSON a segment is not, without quoting it:
+// strictjson's messages name members and values from the token.
+func parseError(err error) error {
+	var e *strictjson.Error
+	if !errors.As(err, &e) {
+		return errors.New("invalid JSON")
 	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return tok, nil // string, json.Number, bool or nil
+	switch e.Rule {
+	case strictjson.RuleDuplicateKey:
+		return errDuplicate
+	case strictjson.RuleDepth:
+		return fmt.Errorf("JSON nested deeper than %d", maxJSONDepth)
+	case strictjson.RuleNotObject:
+		return errors.New("not a JSON object")
+	case strictjson.RuleTrailingData:
+		return errors.New("data after the JSON object")
 	}
-	if depth >= maxJSONDepth {
-		return nil, fmt.Errorf("JSON nested deeper than %d", maxJSONDepth)
+	return fmt.Errorf("invalid JSON (%s)", e.Rule)
+}
+
+// hasFoldedDuplicate reports whether an object in v has two member names
+// equal but for case: JSON decoders disagree on case folding.
+func hasFoldedDuplicate(v strictjson.Value) bool {
+	switch v.Kind {
+	case strictjson.Array:
+		return slices.ContainsFunc(v.Arr, hasFoldedDuplicate)
+	case strictjson.Object:
+		folded := make(map[string]bool, len(v.Obj))
+		for _, m := range v.Obj {
+			k := strings.ToLower(m.Key)
+			if folded[k] || hasFoldedDuplicate(m.Val) {
+				return true
+			}
+			folded[k] = true
+		}
 	}
-	switch d {
-	case '{':
-		obj := map[string]any{}
-		var folded map[string]bool
-		if foldCase {
-			folded = map[string]bool{}
+	return false
+}
+
+// toAny turns a parsed value into what encoding/json would decode with
+// UseNumber: nil, bool, json.Number, string, []any, map[string]any.
+func toAny(v strictjson.Value) any {
+	switch v.Kind {
+	case strictjson.Bool:
+		return v.Bool
+	case strictjson.Number:
+		return json.Number(v.Str)
+	case strictjson.String:
+		return v.Str
+	case strictjson.Array:
+		arr := make([]any, len(v.Arr))
+		for i, e := range v.Arr {
+			arr[i] = toAny(e)
 		}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, errors.New("invalid JSON")
-			}
-			k, ok := kt.(string) // the decoder returns only strings in name position; checked anyway
-			if !ok {
-				return nil, errors.New("invalid JSON")
-			}
-			if _, dup := obj[k]; dup {
-				return nil, errDuplicate
-			}
-			if foldCase {
-				if folded[strings.ToLower(k)] {
-					return nil, errDuplicate
-				}
-				folded[strings.ToLower(k)] = true
-			}
-			if obj[k], err = parseValue(dec, depth+1, foldCase); err != nil {
-				return nil, err
-			}
+		return arr
+	case strictjson.Object:
+		obj := make(map[string]any, len(v.Obj))
+		for _, m := range v.Obj {
+			obj[m.Key] = toAny(m.Val)
 		}
-		if _, err := dec.Token(); err != nil { // '}'
-			return nil, errors.New("invalid JSON")
-		}
-		return obj, nil
-	default: // '['
-		arr := []any{}
-		for dec.More() {
-			v, err := parseValue(dec, depth+1, foldCase)
-			if err != nil {
-				return nil, err
-			}
-			arr = append(arr, v)
-		}
-		if _, err := dec.Token(); err != nil { // ']'
-			return nil, errors.New("invalid JSON")
-		}
-		return arr, nil
+		return obj
 	}
+	return nil
 }

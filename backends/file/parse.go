@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/pemkey"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // parseKey turns the bytes of a key file into a Handle. Every error names the
@@ -38,7 +38,7 @@ func parseJWK(path string, data []byte) (backends.Handle, error) {
 	if err != nil {
 		// The strict parser's messages quote member names, bytes and numbers
 		// of the file: say which rule and where instead.
-		var je *card.Error
+		var je *strictjson.Error
 		if errors.As(err, &je) {
 			at := ""
 			if je.Offset >= 0 {

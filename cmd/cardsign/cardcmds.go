@@ -10,13 +10,14 @@ import (
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // limitFlags registers the parser caps every card-reading command takes.
-func limitFlags(fs *flag.FlagSet) *card.Limits {
-	l := &card.Limits{}
-	fs.IntVar(&l.MaxBytes, "max-bytes", card.DefaultMaxBytes, "refuse cards larger than this many bytes")
-	fs.IntVar(&l.MaxDepth, "max-depth", card.DefaultMaxDepth, "refuse cards nested deeper than this")
+func limitFlags(fs *flag.FlagSet) *strictjson.Limits {
+	l := &strictjson.Limits{}
+	fs.IntVar(&l.MaxBytes, "max-bytes", strictjson.DefaultMaxBytes, "refuse cards larger than this many bytes")
+	fs.IntVar(&l.MaxDepth, "max-depth", strictjson.DefaultMaxDepth, "refuse cards nested deeper than this")
 	fs.IntVar(&l.MaxValues, "max-values", card.DefaultMaxValues, "refuse cards of more JSON values than this (objects, arrays, strings, numbers, booleans, nulls)")
 	return l
 }
@@ -25,7 +26,7 @@ func limitFlags(fs *flag.FlagSet) *card.Limits {
 // code. Errors quote card content; escapeText keeps it from reaching the
 // terminal as control characters.
 func reportCardError(e env, name string, err error) int {
-	var ce *card.Error
+	var ce *strictjson.Error
 	if errors.As(err, &ce) {
 		fmt.Fprintf(e.stderr, "cardsign %s: invalid card: %s\n", name, escapeText(err.Error()))
 		return exitUsage
@@ -104,7 +105,7 @@ func lintCmd() command {
 		}
 		l, err := card.Load(data, card.Options{Limits: *lim, StripUnknown: *strip})
 		if err != nil {
-			var ce *card.Error
+			var ce *strictjson.Error
 			if errors.As(err, &ce) {
 				fmt.Fprintf(e.stdout, "error %s: %s [%s]\n", escapeText(ce.Path), escapeText(ce.Reason), ce.Rule)
 				return exitFail

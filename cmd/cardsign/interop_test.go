@@ -16,6 +16,7 @@ import (
 	gojose "github.com/go-jose/go-jose/v4"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // interopCards are the cards every algorithm signs: non-ASCII text, emoji,
@@ -162,13 +163,13 @@ func TestInteropSignedCardsVerifyEverywhere(t *testing.T) {
 }
 
 // mutate parses a signed card, applies f to it, and writes the result.
-func mutate(t *testing.T, src, dst string, f func(card.Value) card.Value) {
+func mutate(t *testing.T, src, dst string, f func(strictjson.Value) strictjson.Value) {
 	t.Helper()
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := card.Parse(data, card.Limits{})
+	v, err := card.Parse(data, strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +178,8 @@ func mutate(t *testing.T, src, dst string, f func(card.Value) card.Value) {
 
 // set returns object v with member key replaced by (or added as) val; a
 // zero val (null) removes it.
-func set(v card.Value, key string, val card.Value, remove bool) card.Value {
-	out := []card.Member{}
+func set(v strictjson.Value, key string, val strictjson.Value, remove bool) strictjson.Value {
+	out := []strictjson.Member{}
 	found := false
 	for _, m := range v.Obj {
 		if m.Key == key {
@@ -191,28 +192,28 @@ func set(v card.Value, key string, val card.Value, remove bool) card.Value {
 		out = append(out, m)
 	}
 	if !found && !remove {
-		out = append(out, card.Member{Key: key, Val: val})
+		out = append(out, strictjson.Member{Key: key, Val: val})
 	}
-	return card.ObjectValue(out...)
+	return strictjson.ObjectValue(out...)
 }
 
-func get(v card.Value, key string) card.Value { x, _ := v.Get(key); return x }
+func get(v strictjson.Value, key string) strictjson.Value { x, _ := v.Get(key); return x }
 
 // reorder reverses the member order of every object, recursively.
-func reorder(v card.Value) card.Value {
+func reorder(v strictjson.Value) strictjson.Value {
 	switch v.Kind {
-	case card.Object:
-		out := make([]card.Member, len(v.Obj))
+	case strictjson.Object:
+		out := make([]strictjson.Member, len(v.Obj))
 		for i, m := range v.Obj {
-			out[len(v.Obj)-1-i] = card.Member{Key: m.Key, Val: reorder(m.Val)}
+			out[len(v.Obj)-1-i] = strictjson.Member{Key: m.Key, Val: reorder(m.Val)}
 		}
-		return card.ObjectValue(out...)
-	case card.Array:
-		out := make([]card.Value, len(v.Arr))
+		return strictjson.ObjectValue(out...)
+	case strictjson.Array:
+		out := make([]strictjson.Value, len(v.Arr))
 		for i, e := range v.Arr {
 			out[i] = reorder(e)
 		}
-		return card.ArrayValue(out...)
+		return strictjson.ArrayValue(out...)
 	}
 	return v
 }
@@ -227,40 +228,40 @@ func TestTamperFailsEverywhereReorderingDoesNot(t *testing.T) {
 			signed := filepath.Join(dir, "signed.json")
 			writeFile(t, signed, []byte(mustRun(t, dir, "sign", "--key", "file:key", filepath.Join(repoRoot, "testdata/cards/security.json")).Stdout))
 
-			str := card.StringValue
-			tampers := map[string]func(card.Value) card.Value{
-				"change name": func(v card.Value) card.Value { return set(v, "name", str("Evil Agent"), false) },
-				"change interface url": func(v card.Value) card.Value {
+			str := strictjson.StringValue
+			tampers := map[string]func(strictjson.Value) strictjson.Value{
+				"change name": func(v strictjson.Value) strictjson.Value { return set(v, "name", str("Evil Agent"), false) },
+				"change interface url": func(v strictjson.Value) strictjson.Value {
 					ifs := get(v, "supportedInterfaces")
 					ifs.Arr[0] = set(ifs.Arr[0], "url", str("https://evil.example.com/a2a"), false)
 					return set(v, "supportedInterfaces", ifs, false)
 				},
-				"change nested scope": func(v card.Value) card.Value {
+				"change nested scope": func(v strictjson.Value) strictjson.Value {
 					reqs := get(v, "securityRequirements")
 					r0 := reqs.Arr[0]
 					schemes := get(r0, "schemes")
-					schemes = set(schemes, "oauth", card.ObjectValue(card.Member{Key: "list", Val: card.ArrayValue(str("agent:admin"))}), false)
+					schemes = set(schemes, "oauth", strictjson.ObjectValue(strictjson.Member{Key: "list", Val: strictjson.ArrayValue(str("agent:admin"))}), false)
 					reqs.Arr[0] = set(r0, "schemes", schemes, false)
 					return set(v, "securityRequirements", reqs, false)
 				},
-				"flip a boolean": func(v card.Value) card.Value {
-					return set(v, "capabilities", set(get(v, "capabilities"), "streaming", card.BoolValue(false), false), false)
+				"flip a boolean": func(v strictjson.Value) strictjson.Value {
+					return set(v, "capabilities", set(get(v, "capabilities"), "streaming", strictjson.BoolValue(false), false), false)
 				},
-				"add a signed field": func(v card.Value) card.Value {
-					return set(v, "defaultOutputModes", card.ArrayValue(str("application/json"), str("text/html")), false)
+				"add a signed field": func(v strictjson.Value) strictjson.Value {
+					return set(v, "defaultOutputModes", strictjson.ArrayValue(str("application/json"), str("text/html")), false)
 				},
-				"add an optional field": func(v card.Value) card.Value {
-					return set(v, "capabilities", set(get(v, "capabilities"), "extensions", card.ArrayValue(card.ObjectValue(card.Member{Key: "uri", Val: str("urn:evil")})), false), false)
+				"add an optional field": func(v strictjson.Value) strictjson.Value {
+					return set(v, "capabilities", set(get(v, "capabilities"), "extensions", strictjson.ArrayValue(strictjson.ObjectValue(strictjson.Member{Key: "uri", Val: str("urn:evil")})), false), false)
 				},
-				"remove a field": func(v card.Value) card.Value { return set(v, "documentationUrl", card.Value{}, true) },
-				"remove a scheme": func(v card.Value) card.Value {
-					return set(v, "securitySchemes", set(get(v, "securitySchemes"), "mtls", card.Value{}, true), false)
+				"remove a field": func(v strictjson.Value) strictjson.Value { return set(v, "documentationUrl", strictjson.Value{}, true) },
+				"remove a scheme": func(v strictjson.Value) strictjson.Value {
+					return set(v, "securitySchemes", set(get(v, "securitySchemes"), "mtls", strictjson.Value{}, true), false)
 				},
-				"add a proto-name alias": func(v card.Value) card.Value {
+				"add a proto-name alias": func(v strictjson.Value) strictjson.Value {
 					// ProtoJSON readers take icon_url for iconUrl when iconUrl is absent.
-					return set(set(v, "iconUrl", card.Value{}, true), "icon_url", str("https://evil.example.com/i.png"), false)
+					return set(set(v, "iconUrl", strictjson.Value{}, true), "icon_url", str("https://evil.example.com/i.png"), false)
 				},
-				"reorder an array": func(v card.Value) card.Value {
+				"reorder an array": func(v strictjson.Value) strictjson.Value {
 					m := get(v, "defaultInputModes")
 					m.Arr[0], m.Arr[1] = m.Arr[1], m.Arr[0]
 					return set(v, "defaultInputModes", m, false)
@@ -286,7 +287,7 @@ func TestTamperFailsEverywhereReorderingDoesNot(t *testing.T) {
 			mutate(t, signed, reordered, reorder)
 			compact := filepath.Join(dir, "compact.json")
 			raw, _ := os.ReadFile(signed)
-			v, _ := card.Parse(raw, card.Limits{})
+			v, _ := card.Parse(raw, strictjson.Limits{})
 			writeFile(t, compact, v.Compact())
 			for _, f := range []string{reordered, compact} {
 				if r := cardsign(t, dir, nil, "verify", "--jwks", jwksFile, f); r.Code != 0 {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // Exit codes shared by every command.
@@ -159,7 +159,7 @@ func (c command) usageError(e env, format string, args ...any) int {
 
 // oneInput reads the single FILE or - argument of a command, reading at most
 // one byte more than the size cap so the card parser reports the cap by name.
-func (c command) oneInput(e env, pos []string, lim *card.Limits) ([]byte, int, bool) {
+func (c command) oneInput(e env, pos []string, lim *strictjson.Limits) ([]byte, int, bool) {
 	if lim.MaxBytes <= 0 || lim.MaxDepth <= 0 || lim.MaxValues <= 0 {
 		return nil, c.usageError(e, "--max-bytes, --max-depth and --max-values must be positive"), false
 	}

@@ -28,7 +28,6 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
-	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/internal/daemonconfig"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
@@ -38,6 +37,7 @@ import (
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/tlsreload"
 	"github.com/cardsign/cardsign/transparency"
 	"google.golang.org/grpc"
@@ -548,7 +548,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		JKU:           cfg.Signing.JKU,
 		Lifetime:      cfg.Signing.Lifetime,
 		RefreshAt:     cfg.Signing.RefreshAt,
-		Limits:        card.Limits{MaxBytes: cfg.Signing.MaxCardBytes, MaxDepth: cfg.Signing.MaxCardDepth, MaxValues: cfg.Signing.MaxCardValues},
+		Limits:        strictjson.Limits{MaxBytes: cfg.Signing.MaxCardBytes, MaxDepth: cfg.Signing.MaxCardDepth, MaxValues: cfg.Signing.MaxCardValues},
 		JWKSMaxAge:    cfg.JWKS.MaxAge,
 		RevocationTTL: cfg.Revocations.TTL,
 		OmitAuditHead: cfg.Revocations.AuditHead != nil && !*cfg.Revocations.AuditHead,

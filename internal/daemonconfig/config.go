@@ -24,6 +24,7 @@ import (
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/secretfile"
 	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // Config is cardsignd's configuration: one YAML file, every field optional,
@@ -284,8 +285,8 @@ func Defaults() Config {
 			RetireGrace: 30 * 24 * time.Hour,
 		},
 		Signing: SigningConfig{
-			MaxCardBytes:  card.DefaultMaxBytes,
-			MaxCardDepth:  card.DefaultMaxDepth,
+			MaxCardBytes:  strictjson.DefaultMaxBytes,
+			MaxCardDepth:  strictjson.DefaultMaxDepth,
 			MaxCardValues: card.DefaultMaxValues,
 		},
 		JWKS:        JWKSConfig{MaxAge: time.Hour},

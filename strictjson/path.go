@@ -1,11 +1,11 @@
-package card
+package strictjson
 
 import (
 	"strconv"
 	"strings"
 )
 
-// Path is the location of a value in a card, such as skills[2].tags. It is
+// Path is the location of a value in a document, such as skills[2].tags. It is
 // built as a value (not a string) while walking a document so that the walk
 // allocates nothing until an error needs the text.
 type Path struct {
@@ -13,6 +13,9 @@ type Path struct {
 	key    string
 	index  int // -1 for a member key
 }
+
+// Root returns the path of the document itself, "$".
+func Root() *Path { return &Path{index: -1} }
 
 // Key returns the path of member key below p.
 func (p *Path) Key(key string) *Path { return &Path{parent: p, key: key, index: -1} }
@@ -41,14 +44,22 @@ type segment struct {
 	index int
 }
 
-// pathStack is a path kept as a stack during a walk on a hot path: pushing
-// and popping allocate nothing, and the text is built only for an error.
-type pathStack []segment
+// PathStack is a path kept as a stack during a walk on a hot path: pushing
+// and popping allocate nothing, and the text is built only for an error. The
+// zero PathStack is the root, "$".
+type PathStack []segment
 
-func (s *pathStack) pushKey(k string) { *s = append(*s, segment{key: k, index: -1}) }
-func (s *pathStack) pushIndex(i int)  { *s = append(*s, segment{index: i}) }
-func (s *pathStack) pop()             { *s = (*s)[:len(*s)-1] }
-func (s pathStack) String() string    { return formatPath(s) }
+// PushKey descends into member k.
+func (s *PathStack) PushKey(k string) { *s = append(*s, segment{key: k, index: -1}) }
+
+// PushIndex descends into element i.
+func (s *PathStack) PushIndex(i int) { *s = append(*s, segment{index: i}) }
+
+// Pop goes back up one step.
+func (s *PathStack) Pop() { *s = (*s)[:len(*s)-1] }
+
+// String renders the path as Path.String does.
+func (s PathStack) String() string { return formatPath(s) }
 
 func formatPath(segs []segment) string {
 	if len(segs) == 0 {

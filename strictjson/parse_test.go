@@ -1,4 +1,4 @@
-package card
+package strictjson
 
 import (
 	"errors"
@@ -21,9 +21,9 @@ func TestParseRejects(t *testing.T) {
 		{"default size cap", `{"a":"` + strings.Repeat("x", DefaultMaxBytes) + `"}`, Limits{}, "$", RuleSize},
 		{"too deep", deep, Limits{}, "a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a", RuleDepth},
 		{"depth cap configurable", `{"skills":[{"tags":["x"]}]}`, Limits{MaxDepth: 2}, "skills[0]", RuleDepth},
-		{"too many items", `{"skills":[` + strings.Repeat(`{},`, DefaultMaxItems) + `{}]}`, Limits{}, "skills", RuleMaxItems},
+		{"too many items", `{"skills":[` + strings.Repeat(`{},`, 4096) + `{}]}`, Limits{MaxItems: 4096}, "skills", RuleMaxItems},
 		{"item cap configurable", `{"skills":[{"tags":["a","b","c"]}]}`, Limits{MaxItems: 2}, "skills[0].tags", RuleMaxItems},
-		{"too many values", `{"skills":[` + strings.Repeat(`{"tags":["a","b","c","d"]},`, DefaultMaxValues/6) + `{}]}`, Limits{}, "skills[3333]", RuleMaxValues},
+		{"too many values", `{"skills":[` + strings.Repeat(`{"tags":["a","b","c","d"]},`, 20000/6) + `{}]}`, Limits{MaxValues: 20000}, "skills[3333]", RuleMaxValues},
 		{"value cap configurable", `{"name":"a","skills":[{"id":"x"}]}`, Limits{MaxValues: 3}, "skills[0]", RuleMaxValues},
 		{"duplicate key", `{"name":"a","name":"b"}`, Limits{}, "name", RuleDuplicateKey},
 		{"duplicate key after unescape", `{"skills":[{"id":"a","\u0069d":"b"}]}`, Limits{}, "skills[0].id", RuleDuplicateKey},
@@ -68,7 +68,7 @@ func TestParseRejects(t *testing.T) {
 			_, err := Parse([]byte(tc.in), tc.lim)
 			var e *Error
 			if !errors.As(err, &e) {
-				t.Fatalf("Parse(%q) = %v, want *card.Error", abbreviate(tc.in), err)
+				t.Fatalf("Parse(%q) = %v, want *strictjson.Error", abbreviate(tc.in), err)
 			}
 			if e.Path != tc.path || e.Rule != tc.rule {
 				t.Fatalf("Parse(%q): got path %q rule %q (%v), want path %q rule %q", abbreviate(tc.in), e.Path, e.Rule, err, tc.path, tc.rule)
@@ -77,6 +77,19 @@ func TestParseRejects(t *testing.T) {
 				t.Fatalf("reason must be one non-empty line: %q", e.Reason)
 			}
 		})
+	}
+}
+
+// A zero MaxValues or MaxItems is no cap: JWK Sets and revocation documents
+// may hold more entries than a card (card.Parse sets caps of its own).
+func TestParseUncappedByDefault(t *testing.T) {
+	in := `{"keys":[` + strings.Repeat(`{"kid":"k","use":"sig"},`, 10000) + `{}]}`
+	v, err := Parse([]byte(in), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := v.Get("keys"); len(keys.Arr) != 10001 {
+		t.Fatalf("got %d keys", len(keys.Arr))
 	}
 }
 

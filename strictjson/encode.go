@@ -1,4 +1,4 @@
-package card
+package strictjson
 
 import (
 	"strings"
@@ -7,7 +7,10 @@ import (
 
 // Compact returns v as JSON without insignificant whitespace, members in
 // document order.
-func (v Value) Compact() []byte { return appendValue(nil, v, "", "") }
+func (v Value) Compact() []byte { return v.AppendCompact(nil) }
+
+// AppendCompact appends Compact's form of v to b.
+func (v Value) AppendCompact(b []byte) []byte { return appendValue(b, v, "", "") }
 
 // Indent returns v as JSON indented by two spaces per level, with a final
 // newline: the form in which cardsign prints cards for people and files.
@@ -23,7 +26,7 @@ func (v Value) AppendIndent(b []byte) []byte {
 
 // checkUTF8 finds the first key or string of v that is not valid UTF-8.
 // Parse never produces one; values built in code may.
-func checkUTF8(v Value, path *pathStack) error {
+func checkUTF8(v Value, path *PathStack) error {
 	bad := func(what string) error {
 		return &Error{Path: path.String(), Rule: RuleUTF8, Offset: -1, Reason: what + " is not valid UTF-8"}
 	}
@@ -34,22 +37,22 @@ func checkUTF8(v Value, path *pathStack) error {
 		}
 	case Array:
 		for i, e := range v.Arr {
-			path.pushIndex(i)
+			path.PushIndex(i)
 			if err := checkUTF8(e, path); err != nil {
 				return err
 			}
-			path.pop()
+			path.Pop()
 		}
 	case Object:
 		for _, m := range v.Obj {
 			if !utf8.ValidString(m.Key) {
 				return bad("member name")
 			}
-			path.pushKey(m.Key)
+			path.PushKey(m.Key)
 			if err := checkUTF8(m.Val, path); err != nil {
 				return err
 			}
-			path.pop()
+			path.Pop()
 		}
 	}
 	return nil
@@ -149,8 +152,10 @@ func AppendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// quoteForMessage renders s for an error message: short, printable.
-func quoteForMessage(s string) string {
+// QuoteForMessage renders s for an error message: quoted, escaped as JSON,
+// and cut to about 50 characters so that a hostile value cannot flood a
+// message.
+func QuoteForMessage(s string) string {
 	if utf8.RuneCountInString(s) > 60 {
 		r := []rune(s)
 		s = string(r[:50]) + "…"

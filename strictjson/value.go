@@ -1,4 +1,4 @@
-package card
+package strictjson
 
 import (
 	"fmt"
@@ -19,6 +19,7 @@ const (
 	Object
 )
 
+// String names the kind as JSON Schema does ("object", "number", ...).
 func (k Kind) String() string {
 	switch k {
 	case Null:
@@ -38,8 +39,8 @@ func (k Kind) String() string {
 }
 
 // Value is one parsed JSON value. Objects keep their members in document
-// order so that a card can be printed back the way its author wrote it;
-// canonical forms sort them.
+// order so that a document (a card, a JWK) can be printed back the way its
+// author wrote it; canonical forms sort them.
 //
 // A Number keeps its literal text (already checked to fit an IEEE-754
 // double) so that nothing is rounded before RFC 8785 formats it.
@@ -141,9 +142,9 @@ func (v Value) IsEmpty() bool {
 	return false
 }
 
-// with returns a copy of object v where member key is set to val, replacing
+// With returns a copy of object v where member key is set to val, replacing
 // it in place when present and appending it otherwise.
-func (v Value) with(key string, val Value) Value {
+func (v Value) With(key string, val Value) Value {
 	out := make([]Member, 0, len(v.Obj)+1)
 	found := false
 	for _, m := range v.Obj {
@@ -160,8 +161,8 @@ func (v Value) with(key string, val Value) Value {
 	return Value{Kind: Object, Obj: out}
 }
 
-// without returns a copy of object v with the named members removed.
-func (v Value) without(keys ...string) Value {
+// Without returns a copy of object v with the named members removed.
+func (v Value) Without(keys ...string) Value {
 	out := make([]Member, 0, len(v.Obj))
 next:
 	for _, m := range v.Obj {

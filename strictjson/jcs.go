@@ -1,4 +1,4 @@
-package card
+package strictjson
 
 import (
 	"cmp"
@@ -17,32 +17,63 @@ import (
 // Transform, which parses its input again, is kept as the oracle in tests
 // (jcs_test.go, FuzzJCSDifferential) and is not on any production path.
 //
-// The same walk writes the spec canonical bytes of a card (canonicalSpec):
-// it applies the §8.4.1 presence rules on the way and notes whether the sdk
-// and python-ascii profiles would write the very same bytes, so that most
-// cards get all three profiles from one walk.
+// The walk is exported as JCSWriter so that a schema-aware writer (card's
+// spec canonical bytes) can drive it member by member, applying its presence
+// rules on the way, and learn from Plain whether writers that drop empty
+// values or escape non-ASCII text would have written the very same bytes.
 
-// jcsWriter is one RFC 8785 walk.
-type jcsWriter struct {
+// JCSWriter is one RFC 8785 walk. JCS drives it over a whole Value; a
+// schema-aware writer drives it member by member: Delim for the structure,
+// WriteName and WriteValue for members, Mark/Push/Sorted/Release to order
+// the members it keeps.
+type JCSWriter struct {
 	buf []byte
 	// order is scratch for sorting members, used as a stack: an object
 	// pushes the indexes of its members, sorts them, writes, and pops.
 	order []int32
 	// bad is set when v cannot be written (a string or name that is not
 	// valid UTF-8, a number that is not an RFC 8259 number a double holds,
-	// a duplicate name, a card field of the wrong type); the caller then
-	// finds the error, with its path, by a slower walk.
+	// a duplicate name, or what the driver refused with Fail); the caller
+	// then finds the error, with its path, by a slower walk.
 	bad bool
-	// clean stays true while the sdk and python-ascii profiles would write
-	// what was written: no empty value (null, "", [], {}), no number, no
-	// character outside printable ASCII, no "__proto__" name, no key
-	// outside the schema, no oneof with two members set.
-	clean bool
+	// plain stays true while nothing written is where other JSON writers
+	// part ways with RFC 8785: no empty value (null, "", [], {}), no
+	// number, no character outside printable ASCII, no "__proto__" name,
+	// nothing the driver flagged with NotPlain.
+	plain bool
 }
 
-func newJCSWriter(sizeHint int) *jcsWriter {
-	return &jcsWriter{buf: make([]byte, 0, sizeHint), order: make([]int32, 0, 64), clean: true}
+// NewJCSWriter starts a walk with room for sizeHint bytes of output.
+func NewJCSWriter(sizeHint int) *JCSWriter {
+	return &JCSWriter{buf: make([]byte, 0, sizeHint), order: make([]int32, 0, 64), plain: true}
 }
+
+// Result returns the bytes written; plain says that nothing written was an
+// empty value, a number, text outside printable ASCII, a "__proto__" name
+// or flagged with NotPlain; ok is false when something could not be written
+// (out is then meaningless, and JCS of the same value says why).
+func (w *JCSWriter) Result() (out []byte, plain, ok bool) { return w.buf, w.plain, !w.bad }
+
+// Delim writes one structural character: { } [ ] , or :.
+func (w *JCSWriter) Delim(c byte) { w.buf = append(w.buf, c) }
+
+// Fail marks the walk as unwritable: the driver found a value its schema
+// refuses.
+func (w *JCSWriter) Fail() { w.bad = true }
+
+// NotPlain records that the driver wrote or left out something that other
+// writers treat differently (a member outside its schema, say).
+func (w *JCSWriter) NotPlain() { w.plain = false }
+
+// Mark returns the top of the member-order stack, for Push, Sorted and
+// Release.
+func (w *JCSWriter) Mark() int { return len(w.order) }
+
+// Push adds member index i of the object being written above the mark.
+func (w *JCSWriter) Push(i int) { w.order = append(w.order, int32(i)) }
+
+// Release pops the member-order stack back to mark base.
+func (w *JCSWriter) Release(base int) { w.order = w.order[:base] }
 
 // JCS returns v in its RFC 8785 form: members sorted by UTF-16 code units, no
 // whitespace, numbers in ECMAScript form, minimal string escaping. It is the
@@ -51,18 +82,19 @@ func newJCSWriter(sizeHint int) *jcsWriter {
 // it. A string that is not valid UTF-8 is refused with its path rather than
 // written: encoding/json would replace it and sign other text than was given.
 func (v Value) JCS() ([]byte, error) {
-	w := newJCSWriter(256)
-	w.value(v)
+	w := NewJCSWriter(256)
+	w.WriteValue(v)
 	if w.bad {
 		return nil, jcsError(v)
 	}
 	return w.buf, nil
 }
 
-func (w *jcsWriter) value(v Value) {
+// WriteValue writes v in its RFC 8785 form.
+func (w *JCSWriter) WriteValue(v Value) {
 	switch v.Kind {
 	case Null:
-		w.clean = false
+		w.plain = false
 		w.buf = append(w.buf, "null"...)
 	case Bool:
 		if v.Bool {
@@ -71,45 +103,45 @@ func (w *jcsWriter) value(v Value) {
 			w.buf = append(w.buf, "false"...)
 		}
 	case Number:
-		w.clean = false
+		w.plain = false
 		var ok bool
 		if w.buf, ok = appendJCSNumber(w.buf, v.Str); !ok {
 			w.bad = true
 		}
 	case String:
 		if v.Str == "" {
-			w.clean = false
+			w.plain = false
 		}
 		w.str(v.Str)
 	case Array:
 		if len(v.Arr) == 0 {
-			w.clean = false
+			w.plain = false
 		}
 		w.buf = append(w.buf, '[')
 		for i, e := range v.Arr {
 			if i > 0 {
 				w.buf = append(w.buf, ',')
 			}
-			w.value(e)
+			w.WriteValue(e)
 		}
 		w.buf = append(w.buf, ']')
 	case Object:
 		if len(v.Obj) == 0 {
-			w.clean = false
+			w.plain = false
 		}
 		base := len(w.order)
 		for i := range v.Obj {
 			w.order = append(w.order, int32(i))
 		}
-		idx := w.sorted(v.Obj, base)
+		idx := w.Sorted(v.Obj, base)
 		w.buf = append(w.buf, '{')
 		for n, i := range idx {
 			if n > 0 {
 				w.buf = append(w.buf, ',')
 			}
 			m := &v.Obj[i]
-			w.name(m.Key)
-			w.value(m.Val)
+			w.WriteName(m.Key)
+			w.WriteValue(m.Val)
 		}
 		w.buf = append(w.buf, '}')
 		w.order = w.order[:base]
@@ -118,10 +150,11 @@ func (w *jcsWriter) value(v Value) {
 	}
 }
 
-// sorted sorts w.order[base:], indexes into ms, by member name and returns
-// it. Nested objects push above it, so the returned slice stays valid (if
+// Sorted sorts the member indexes pushed above mark base, indexes into ms,
+// by member name (UTF-16 code units) and returns them; a duplicate name makes
+// the walk unwritable. Nested objects push above it, so the returned slice stays valid (if
 // the stack grows, it keeps pointing at the old, unchanged array).
-func (w *jcsWriter) sorted(ms []Member, base int) []int32 {
+func (w *JCSWriter) Sorted(ms []Member, base int) []int32 {
 	idx := w.order[base:]
 	if len(idx) > 1 {
 		slices.SortFunc(idx, func(a, b int32) int { return compareUTF16(ms[a].Key, ms[b].Key) })
@@ -134,21 +167,21 @@ func (w *jcsWriter) sorted(ms []Member, base int) []int32 {
 	return idx
 }
 
-// name writes a member name and the colon after it.
-func (w *jcsWriter) name(k string) {
+// WriteName writes a member name and the colon after it.
+func (w *JCSWriter) WriteName(k string) {
 	if k == "__proto__" {
-		w.clean = false // cleanEmpty drops it
+		w.plain = false // empty-dropping canonicalizers drop it
 	}
 	w.str(k)
 	w.buf = append(w.buf, ':')
 }
 
 // str writes a string; text outside printable ASCII is written as is (RFC
-// 8785) but makes the python-ascii bytes differ.
-func (w *jcsWriter) str(s string) {
+// 8785) but is not plain: an ASCII-escaping writer differs.
+func (w *JCSWriter) str(s string) {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x7f {
-			w.clean = false
+			w.plain = false
 			if !utf8.ValidString(s[i:]) {
 				w.bad = true
 			}
@@ -286,16 +319,16 @@ func isJSONNumber(s string) bool {
 // name or string that is not valid UTF-8, number that is not one, or
 // duplicate name.
 func jcsError(v Value) error {
-	if err := checkUTF8(v, &pathStack{}); err != nil {
+	if err := checkUTF8(v, &PathStack{}); err != nil {
 		return err
 	}
-	if err := checkJCS(v, &pathStack{}); err != nil {
+	if err := checkJCS(v, &PathStack{}); err != nil {
 		return err
 	}
 	return &Error{Path: "$", Rule: RuleSyntax, Offset: -1, Reason: "no RFC 8785 form"}
 }
 
-func checkJCS(v Value, path *pathStack) error {
+func checkJCS(v Value, path *PathStack) error {
 	switch v.Kind {
 	case Null, Bool, String:
 	case Number:
@@ -304,197 +337,27 @@ func checkJCS(v Value, path *pathStack) error {
 		}
 	case Array:
 		for i, e := range v.Arr {
-			path.pushIndex(i)
+			path.PushIndex(i)
 			if err := checkJCS(e, path); err != nil {
 				return err
 			}
-			path.pop()
+			path.Pop()
 		}
 	case Object:
 		for i, m := range v.Obj {
-			path.pushKey(m.Key)
+			path.PushKey(m.Key)
 			for _, o := range v.Obj[:i] {
 				if o.Key == m.Key {
-					return &Error{Path: path.String(), Rule: RuleDuplicateKey, Offset: -1, Reason: "member " + quoteForMessage(m.Key) + " appears more than once in the object"}
+					return &Error{Path: path.String(), Rule: RuleDuplicateKey, Offset: -1, Reason: "member " + QuoteForMessage(m.Key) + " appears more than once in the object"}
 				}
 			}
 			if err := checkJCS(m.Val, path); err != nil {
 				return err
 			}
-			path.pop()
+			path.Pop()
 		}
 	default:
 		return &Error{Path: path.String(), Rule: RuleSyntax, Offset: -1, Reason: "not a JSON value (kind " + strconv.Itoa(int(v.Kind)) + ")"}
 	}
 	return nil
-}
-
-// canonicalSpec writes the spec canonical bytes of card v in one walk: the
-// §8.4.1 presence rules applied on the way, signatures left out, RFC 8785.
-// ok is false when v has none (not an object, a field of the wrong type, a
-// value RFC 8785 cannot write): project then finds the error with its path.
-// clean says that the sdk and python-ascii profiles write the same bytes.
-func canonicalSpec(v Value) (out []byte, clean, ok bool) {
-	if v.Kind != Object {
-		return nil, false, false
-	}
-	w := newJCSWriter(2048)
-	w.message(v, cardSchema, true)
-	if w.bad {
-		return nil, false, false
-	}
-	return w.buf, w.clean, true
-}
-
-// message writes object v, a message m, keeping the members its presence
-// rules keep (projector.presence and projector.member, in the spec profile).
-func (w *jcsWriter) message(v Value, m *message, top bool) {
-	base := len(w.order)
-	var groups [4]string // oneof groups set, to see one set twice
-	ng := 0
-	for i := range v.Obj {
-		mem := &v.Obj[i]
-		if top && mem.Key == "signatures" {
-			continue
-		}
-		f := m.field(mem.Key)
-		if f == nil {
-			w.clean = false // outside the schema: the sdk profile drops it
-			w.order = append(w.order, int32(i))
-			continue
-		}
-		if !kindFits(f, mem.Val) {
-			w.bad = true
-			w.order = w.order[:base]
-			return
-		}
-		if f.oneof != "" {
-			for _, g := range groups[:ng] {
-				if g == f.oneof {
-					w.clean = false // the sdk profile keeps the first only
-				}
-			}
-			if ng < len(groups) {
-				groups[ng] = f.oneof
-				ng++
-			} else {
-				w.clean = false
-			}
-		}
-		if kept(f, mem.Val) {
-			w.order = append(w.order, int32(i))
-		}
-	}
-	idx := w.sorted(v.Obj, base)
-	if len(idx) == 0 {
-		w.clean = false // {}: the sdk profile drops it
-	}
-	w.buf = append(w.buf, '{')
-	for n, i := range idx {
-		if n > 0 {
-			w.buf = append(w.buf, ',')
-		}
-		mem := &v.Obj[i]
-		w.name(mem.Key)
-		if f := m.field(mem.Key); f != nil {
-			w.field(f, mem.Val)
-		} else {
-			w.value(mem.Val)
-		}
-	}
-	w.buf = append(w.buf, '}')
-	w.order = w.order[:base]
-}
-
-// kindFits is fits without the description of what was wanted.
-func kindFits(f *field, v Value) bool {
-	switch f.kind {
-	case kindString:
-		return v.Kind == String
-	case kindBool:
-		return v.Kind == Bool
-	case kindMessage, kindStruct, kindMessageMap, kindStringMap:
-		return v.Kind == Object
-	case kindStrings, kindMessages:
-		return v.Kind == Array
-	}
-	return false
-}
-
-// kept is the presence rule of projector.member for a value that fits f.
-func kept(f *field, v Value) bool {
-	explicit := f.required || f.optional || f.oneof != ""
-	switch f.kind {
-	case kindString:
-		return explicit || v.Str != ""
-	case kindBool:
-		return explicit || v.Bool
-	case kindStrings, kindStringMap, kindMessages, kindMessageMap:
-		return f.required || len(v.Arr)+len(v.Obj) > 0
-	}
-	return true
-}
-
-// field writes the value of a kept member of field f.
-func (w *jcsWriter) field(f *field, v Value) {
-	switch f.kind {
-	case kindMessage:
-		w.message(v, f.msg, false)
-	case kindMessages:
-		if len(v.Arr) == 0 {
-			w.clean = false
-		}
-		w.buf = append(w.buf, '[')
-		for i, e := range v.Arr {
-			if e.Kind != Object {
-				w.bad = true
-				return
-			}
-			if i > 0 {
-				w.buf = append(w.buf, ',')
-			}
-			w.message(e, f.msg, false)
-		}
-		w.buf = append(w.buf, ']')
-	case kindMessageMap:
-		if len(v.Obj) == 0 {
-			w.clean = false
-		}
-		base := len(w.order)
-		for i := range v.Obj {
-			if v.Obj[i].Val.Kind != Object {
-				w.bad = true
-				w.order = w.order[:base]
-				return
-			}
-			w.order = append(w.order, int32(i))
-		}
-		idx := w.sorted(v.Obj, base)
-		w.buf = append(w.buf, '{')
-		for n, i := range idx {
-			if n > 0 {
-				w.buf = append(w.buf, ',')
-			}
-			w.name(v.Obj[i].Key)
-			w.message(v.Obj[i].Val, f.msg, false)
-		}
-		w.buf = append(w.buf, '}')
-		w.order = w.order[:base]
-	case kindStrings, kindStringMap:
-		for _, e := range v.Arr {
-			if e.Kind != String {
-				w.bad = true
-				return
-			}
-		}
-		for _, e := range v.Obj {
-			if e.Val.Kind != String {
-				w.bad = true
-				return
-			}
-		}
-		w.value(v)
-	default:
-		w.value(v)
-	}
 }

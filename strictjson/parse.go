@@ -1,4 +1,4 @@
-package card
+package strictjson
 
 import (
 	"fmt"
@@ -9,27 +9,25 @@ import (
 	"unicode/utf8"
 )
 
-// Default limits for Parse. A real Agent Card is a few KiB; the caps keep a
-// hostile document from costing more than a bounded amount of work.
-//
-// Every JSON value costs a parsed Value (72 bytes) and a step of lint and
-// canonicalization however few bytes it takes in the card ("{}," is 3), so the
-// size cap alone lets a 180 KiB card of 60,000 empty skills cost tens of MB
-// per call. The value and item caps bound that work: a real card of 256 KiB
-// holds about 9,000 values (a 200 KiB card of 278 full skills: 7,000).
+// Default limits for Parse. Documents cardsign reads are a few KiB; the caps
+// keep a hostile one from costing more than a bounded amount of work.
 const (
-	DefaultMaxBytes  = 256 << 10
-	DefaultMaxDepth  = 64
-	DefaultMaxValues = 20000
-	DefaultMaxItems  = 4096
+	DefaultMaxBytes = 256 << 10
+	DefaultMaxDepth = 64
 )
 
-// Limits bounds what Parse accepts. A zero field takes its default.
+// Limits bounds what Parse accepts. A zero MaxBytes or MaxDepth takes its
+// default; a zero MaxValues or MaxItems means no cap beyond what MaxBytes
+// implies (a JWK Set or a revocation document may legitimately hold many
+// entries; card sets its own caps for cards).
 type Limits struct {
 	MaxBytes int // input size in bytes
 	MaxDepth int // nesting of arrays and objects; the top-level object is depth 1
 	// MaxValues caps the JSON values in the document: objects, arrays,
 	// strings, numbers, booleans and nulls, the top-level object included.
+	// Every value costs a parsed Value (72 bytes) and a step of every walk
+	// however few bytes it takes ("{}," is 3), which the size cap alone
+	// does not bound.
 	MaxValues int
 	// MaxItems caps the elements of any one array.
 	MaxItems int
@@ -43,44 +41,31 @@ func (l Limits) withDefaults() Limits {
 		l.MaxDepth = DefaultMaxDepth
 	}
 	if l.MaxValues <= 0 {
-		l.MaxValues = DefaultMaxValues
+		l.MaxValues = math.MaxInt
 	}
 	if l.MaxItems <= 0 {
-		l.MaxItems = DefaultMaxItems
+		l.MaxItems = math.MaxInt
 	}
 	return l
 }
 
 // Parse reads one JSON object strictly. Unlike encoding/json it refuses what
-// would let two parties read different cards from the same bytes: duplicate
-// keys, invalid UTF-8, lone surrogates (which decoders silently replace),
-// numbers that do not fit an IEEE-754 double, and trailing data. Every
-// refusal is an *Error naming the path and the rule.
+// would let two parties read different documents from the same bytes:
+// duplicate keys, invalid UTF-8, lone surrogates (which decoders silently
+// replace), numbers that do not fit an IEEE-754 double, and trailing data.
+// Every refusal is an *Error naming the path and the rule. It is the one
+// reader for every JSON document cardsign reads where two parsers must never
+// disagree: cards, JWKs, JWK Sets, JWS headers and envelopes, revocation
+// documents, log entries, OIDC tokens.
 func Parse(data []byte, lim Limits) (Value, error) {
-	return parseObject(data, lim, "card", "an Agent Card is a JSON object")
+	return ParseAs(data, lim, "document", "want a JSON object")
 }
 
-// ParseObject reads one JSON object by the same rules as Parse, for the other
-// JSON documents cardsign reads where two parsers must never disagree: JWKs,
-// JWK Sets, JWS headers and envelopes, revocation documents. It is Parse
-// without the Agent Card wording in its messages; the refusals, rules and
-// paths are the same. Callers that accept larger documents than a card set
-// lim.MaxBytes. Unlike Parse, a zero MaxValues or MaxItems means no cap
-// beyond what MaxBytes implies: a JWK Set or a revocation document may
-// legitimately hold more entries than a card.
-func ParseObject(data []byte, lim Limits) (Value, error) {
-	if lim.MaxValues <= 0 {
-		lim.MaxValues = math.MaxInt
-	}
-	if lim.MaxItems <= 0 {
-		lim.MaxItems = math.MaxInt
-	}
-	return parseObject(data, lim, "document", "want a JSON object")
-}
-
-// parseObject is Parse and ParseObject; noun and wantObject only word the
-// size and not-object refusals.
-func parseObject(data []byte, lim Limits, noun, wantObject string) (Value, error) {
+// ParseAs is Parse with the size and not-object refusals worded for one kind
+// of document: noun names it ("card is 300000 bytes, more than ..."), and
+// wantObject says what it must be ("an Agent Card is a JSON object, not
+// array"). The refusals, rules and paths are Parse's.
+func ParseAs(data []byte, lim Limits, noun, wantObject string) (Value, error) {
 	lim = lim.withDefaults()
 	if len(data) > lim.MaxBytes {
 		return Value{}, &Error{Path: "$", Rule: RuleSize, Offset: -1,
@@ -109,7 +94,7 @@ type parser struct {
 	data     []byte
 	pos      int
 	maxDepth int
-	stack    pathStack // path to the value being parsed, for errors
+	stack    PathStack // path to the value being parsed, for errors
 	// values counts the values read so far, against maxValues.
 	values, maxValues, maxItems int
 	// elems and members hold the items of the arrays and objects being
