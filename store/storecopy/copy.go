@@ -1,18 +1,19 @@
-package main
+// Package storecopy copies one store into another through the store
+// interfaces only (every key record as it is, the whole audit log in order,
+// the stored documents and their counters, the card registry) and verifies
+// the copy: the destination's audit chain and head against the source's,
+// both transparency logs' roots, and the key records against the source's
+// and the audit trail. It is how a deployment moves from the embedded
+// SQLite store to PostgreSQL (cardsignd store copy).
+package storecopy
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"os/signal"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -20,155 +21,12 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/postgres"
-	"github.com/cardsign/cardsign/store/sqlite"
 )
 
-// topUsage is cardsignd's usage, listing its commands.
-const topUsage = `Usage: cardsignd [flags]
-       cardsignd store copy --from PATH --to URL [--password-file FILE] [--allow-non-empty]
-       cardsignd help
-
-With no flags, keeps everything in ./cardsignd-data, creates and activates an ES256 key on first start,
-and serves gRPC on 127.0.0.1:7700 and HTTP on 127.0.0.1:7701.
-
-Commands:
-  store copy   copy the embedded SQLite database (keys, audit log, revocation document) to an empty
-               PostgreSQL database and verify the copy: the way up from the embedded default
-  help         this text
-`
-
-// runCommand runs a command (an argument that is not a flag comes first).
-func runCommand(args []string, stdout, stderr io.Writer) int {
-	switch args[0] {
-	case "help":
-		fmt.Fprint(stdout, topUsage)
-		fmt.Fprintln(stdout, "\nRun 'cardsignd -h' for the daemon's flags and 'cardsignd store copy -h' for the copy's.")
-		return 0
-	case "store":
-		if len(args) < 2 || args[1] != "copy" {
-			fmt.Fprintf(stderr, "cardsignd store: want a subcommand: copy\n\n%s", topUsage)
-			return 2
-		}
-		return runStoreCopy(args[2:], stderr)
-	}
-	fmt.Fprintf(stderr, "cardsignd: unknown command %q\n\n%s", args[0], topUsage)
-	return 2
-}
-
-const storeCopyUsage = `Usage: cardsignd store copy --from PATH --to URL [--password-file FILE] [--allow-non-empty] [--batch N]
-
-Copies the embedded SQLite database to a PostgreSQL database: every key record as it is, the whole
-audit log in order (its hashes come out identical), and the signed revocation document. Then it
-verifies the copy: the destination's audit chain, its head against the source's, and the key records.
-
-Stop cardsignd before copying: records it writes during the copy are not copied (the final head
-comparison says so). The destination must be empty; --allow-non-empty resumes an interrupted copy
-(the destination's keys and audit log must be a part of the source's). The destination's schema is
-migrated first.
-
-Example:
-  cardsignd store copy --from /var/lib/cardsignd/cardsign.db \
-      --to 'postgres://cardsign@db.example.com/cardsign?sslmode=verify-full' \
-      --password-file /etc/cardsignd/db-password
-
-Flags:
-`
-
-// runStoreCopy is `cardsignd store copy`.
-func runStoreCopy(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cardsignd store copy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	from := fs.String("from", "", "the SQLite database to copy: its file (cardsign.db) or the data directory holding it")
-	to := fs.String("to", "", "the PostgreSQL database to copy to: a postgres:// URL (a password in it shows in ps: prefer --password-file or PGPASSFILE)")
-	passwordFile := fs.String("password-file", "", "file holding the destination's password (mode 0600), as store.password_file")
-	allowNonEmpty := fs.Bool("allow-non-empty", false, "resume an interrupted copy: the destination's keys and audit log must be a part of the source's")
-	batch := fs.Int("batch", defaultCopyBatch, "audit records per transaction")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, storeCopyUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cardsignd store copy: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	if err := checkCopyArgs(*from, *to, *batch); err != nil {
-		fmt.Fprintf(stderr, "cardsignd store copy: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	src, dst, srcPath, err := openCopyStores(ctx, *from, *to, *passwordFile, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "cardsignd store copy: %v\n", err)
-		return 1
-	}
-	defer src.Close()
-	defer dst.Close()
-	c := &copier{src: src, dst: dst, out: stderr, batch: *batch, srcName: srcPath, dstName: postgres.Redact(*to)}
-	if err := c.run(ctx, *allowNonEmpty); err != nil {
-		fmt.Fprintf(stderr, "cardsignd store copy: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-// checkCopyArgs refuses what store copy does not do before anything is
-// opened: it copies SQLite to PostgreSQL, the way up from the embedded
-// default, and nothing else.
-func checkCopyArgs(from, to string, batch int) error {
-	switch {
-	case from == "" || to == "":
-		return errors.New("--from (the SQLite database) and --to (a postgres:// URL) are both required")
-	case postgres.IsURL(from):
-		return errors.New("--from is a PostgreSQL URL: store copy copies the embedded SQLite database (its file or data directory) to PostgreSQL, nothing else")
-	case !postgres.IsURL(to):
-		return errors.New("--to must be a postgres:// or postgresql:// URL: store copy copies the embedded SQLite database to PostgreSQL, nothing else")
-	case batch < 1 || batch > 10000:
-		return fmt.Errorf("--batch %d must be between 1 and 10000", batch)
-	}
-	return nil
-}
-
-// openCopyStores opens the source (an existing SQLite file: opening a
-// missing one would create an empty database) and the destination (migrated
-// to this binary's schema).
-func openCopyStores(ctx context.Context, from, to, passwordFile string, log *slog.Logger) (src, dst store.Store, srcPath string, err error) {
-	srcPath = from
-	fi, err := os.Stat(srcPath)
-	if err == nil && fi.IsDir() {
-		srcPath = filepath.Join(srcPath, sqliteFile)
-		fi, err = os.Stat(srcPath)
-	}
-	switch {
-	case err != nil:
-		return nil, nil, "", fmt.Errorf("--from: %w", err)
-	case !fi.Mode().IsRegular():
-		return nil, nil, "", fmt.Errorf("--from: %s is not a file", srcPath)
-	}
-	lite, err := sqlite.Open(ctx, srcPath)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("source: %w", err)
-	}
-	pg, err := postgres.Open(ctx, postgres.Config{URL: to, PasswordFile: passwordFile, MaxConns: 4, Log: log})
-	if err != nil {
-		lite.Close()
-		return nil, nil, "", fmt.Errorf("destination: %w", err)
-	}
-	return lite, pg, srcPath, nil
-}
-
 const (
-	// defaultCopyBatch is how many audit records one destination
-	// transaction appends.
-	defaultCopyBatch = 500
+	// DefaultBatch is how many audit records one destination
+	// transaction appends when Options.Batch is 0.
+	DefaultBatch = 500
 	// copyProgressEvery: a progress line on stderr every this many
 	// audit records.
 	copyProgressEvery = 10000
@@ -180,15 +38,14 @@ const (
 	dutiesLease = "duties"
 )
 
-// copyMarker is the document store copy keeps at the destination: "in
-// progress" from before the first record is written until the copy is
-// verified, then "complete". cardsignd refuses to start on a database whose
-// copy is in progress: a part-copy lacks the revoked keys and the end of the
-// audit log.
+// Marker is the document a copy keeps at the destination: InProgress from
+// before the first record is written until the copy is verified, then
+// Complete. cardsignd refuses to start on a database whose copy is in
+// progress: a part-copy lacks the revoked keys and the end of the audit log.
 const (
-	copyMarker     = "store-copy"
-	copyInProgress = "in progress"
-	copyComplete   = "complete"
+	Marker     = "store-copy"
+	InProgress = "in progress"
+	Complete   = "complete"
 )
 
 // copiedDocuments are the stored documents a copy carries over: the signed
@@ -196,8 +53,50 @@ const (
 // back for the verifiers that saw it.
 var copiedDocuments = []string{"revocations"}
 
-// copier copies one store into another through the store.Store interface
-// only, then verifies the copy.
+// Options say how to copy.
+type Options struct {
+	// AllowNonEmpty resumes an interrupted copy: the destination's keys and
+	// audit log must be a part of the source's. Without it a destination
+	// holding a key or an audit record is refused with ErrNotEmpty.
+	AllowNonEmpty bool
+	// Batch is how many audit records one destination transaction appends
+	// (0: DefaultBatch).
+	Batch int
+	// SourceName and DestName name the stores in messages; DestName must
+	// not hold a password.
+	SourceName, DestName string
+	// Out receives progress lines, notes and the outcome (nil: discarded).
+	Out io.Writer
+	// StopAfter, when above 0, stops the copy after the unrevoked key
+	// records and that many audit records, leaving the destination marked
+	// InProgress as an interrupted copy does: how tests make a part-copy
+	// to resume.
+	StopAfter int64
+}
+
+// Report is what a copy wrote.
+type Report struct {
+	Keys         int   // key records created at the destination
+	AuditRecords int64 // audit records appended to the destination
+}
+
+// Copy copies src into dst and verifies the copy (see the package comment).
+// The source must be idle: a daemon running on it holds the duties lease,
+// and Copy refuses it. The returned Report counts what was written, also
+// when the copy fails part-way.
+func Copy(ctx context.Context, src, dst store.Store, opts Options) (Report, error) {
+	c := &copier{src: src, dst: dst, out: opts.Out, batch: opts.Batch, srcName: opts.SourceName, dstName: opts.DestName}
+	if c.out == nil {
+		c.out = io.Discard
+	}
+	if c.batch <= 0 {
+		c.batch = DefaultBatch
+	}
+	err := c.run(ctx, opts.AllowNonEmpty, opts.StopAfter)
+	return Report{Keys: c.keysCopied, AuditRecords: c.recordsCopied}, err
+}
+
+// copier is one Copy's state.
 type copier struct {
 	src, dst         store.Store
 	out              io.Writer // progress and the outcome
@@ -209,9 +108,9 @@ type copier struct {
 	recordsCopied int64
 }
 
-// errNotEmpty: the destination holds records and --allow-non-empty was not
-// given.
-var errNotEmpty = errors.New("the destination is not empty")
+// ErrNotEmpty: the destination holds records and Options.AllowNonEmpty was
+// not set.
+var ErrNotEmpty = errors.New("the destination is not empty")
 
 // run copies and verifies. The order keeps the store's rules: key records
 // that are not revoked first, then the audit log (a store refuses to append
@@ -220,8 +119,9 @@ var errNotEmpty = errors.New("the destination is not empty")
 // key records as they are, then later changes to any record (a resumed copy
 // of a source that changed), then the documents. From before the first
 // write until the copy is verified, the destination is marked as a copy in
-// progress (copyMarker), which cardsignd refuses to start on.
-func (c *copier) run(ctx context.Context, allowNonEmpty bool) error {
+// progress (Marker), which cardsignd refuses to start on. stopAfter > 0
+// stops after that many audit records (Options.StopAfter).
+func (c *copier) run(ctx context.Context, allowNonEmpty bool, stopAfter int64) error {
 	c.start = time.Now()
 	if err := c.sourceIdle(ctx); err != nil {
 		return err
@@ -251,7 +151,7 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool) error {
 		if !allowNonEmpty {
 			return fmt.Errorf("%w: %s holds %s and %s; store copy writes to an empty database only "+
 				"(to resume a copy that was interrupted, run it again with --allow-non-empty)",
-				errNotEmpty, c.dstName, count(int64(len(dstKeys)), "key record"), count(dstSeq, "audit record"))
+				ErrNotEmpty, c.dstName, count(int64(len(dstKeys)), "key record"), count(dstSeq, "audit record"))
 		}
 		if err := c.checkPart(ctx, srcKeys, dstKeys, dstSeq, dstHash); err != nil {
 			return err
@@ -259,7 +159,7 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool) error {
 		fmt.Fprintf(c.out, "store copy: resuming: the destination holds %d of the source's %s and its audit log up to record %d\n",
 			len(dstKeys), count(int64(len(srcKeys)), "key record"), dstSeq)
 	}
-	if err := c.mark(ctx, copyInProgress); err != nil {
+	if err := c.mark(ctx, InProgress); err != nil {
 		return err
 	}
 	have := map[string]bool{}
@@ -269,8 +169,11 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool) error {
 	if err := c.copyKeys(ctx, srcKeys, have, false); err != nil {
 		return err
 	}
-	if err := c.copyAudit(ctx, dstSeq, dstHash, 0); err != nil {
+	if err := c.copyAudit(ctx, dstSeq, dstHash, stopAfter); err != nil {
 		return err
+	}
+	if stopAfter > 0 {
+		return nil
 	}
 	if err := c.copyKeys(ctx, srcKeys, have, true); err != nil {
 		return err
@@ -291,7 +194,7 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool) error {
 	if err := c.verify(ctx, docs); err != nil {
 		return err
 	}
-	return c.mark(ctx, copyComplete)
+	return c.mark(ctx, Complete)
 }
 
 // copyAgents copies the card registry: every kept version of every agent,
@@ -351,10 +254,10 @@ func (c *copier) copyAgents(ctx context.Context) error {
 	return nil
 }
 
-// mark records the copy's state at the destination (copyMarker).
+// mark records the copy's state at the destination (Marker).
 func (c *copier) mark(ctx context.Context, state string) error {
 	seq := int64(1)
-	prev, err := c.dst.Document(ctx, copyMarker)
+	prev, err := c.dst.Document(ctx, Marker)
 	switch {
 	case err == nil:
 		seq = prev.Seq + 1
@@ -362,7 +265,7 @@ func (c *copier) mark(ctx context.Context, state string) error {
 		return fmt.Errorf("destination: %w", err)
 	}
 	return c.underLease(ctx, func(l store.Lease) error {
-		if err := c.dst.PutDocument(ctx, l, store.Document{Name: copyMarker, Seq: seq, Body: []byte(state)}); err != nil {
+		if err := c.dst.PutDocument(ctx, l, store.Document{Name: Marker, Seq: seq, Body: []byte(state)}); err != nil {
 			return fmt.Errorf("destination: marking the copy %s: %w", state, err)
 		}
 		return nil
