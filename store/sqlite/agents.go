@@ -279,3 +279,57 @@ func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error
 	}
 	return out, nil
 }
+
+var _ store.AgentImporter = (*Store)(nil)
+
+// ImportAgentCard stores c as it is (see store.AgentImporter): what a store
+// copy from PostgreSQL writes.
+func (s *Store) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
+	if err := store.CheckAgentCard(c); err != nil {
+		return fmt.Errorf("store: import agent card: %w", err)
+	}
+	if c.Version < 1 {
+		return fmt.Errorf("store: import agent card %s: version %d", c.ID, c.Version)
+	}
+	kids, err := json.Marshal(nonNilStrings(c.KIDs))
+	if err != nil {
+		return fmt.Errorf("store: import agent card %s: %w", c.ID, err)
+	}
+	stored, err := store.Nanos(c.StoredAt)
+	if err != nil {
+		return fmt.Errorf("store: import agent card %s: stored_at: %w", c.ID, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agents (id, last_version) VALUES (?, ?)
+			ON CONFLICT (id) DO UPDATE SET last_version = max(last_version, excluded.last_version)`, c.ID, c.Version); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO agent_cards (id, version, visibility, input, options, signed, canonical_sha256, kids, caller, audit_seq, stored_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id, version) DO NOTHING`,
+			c.ID, c.Version, string(c.Visibility), nonNil(c.Input), nonNil(c.Options), nonNil(c.Signed), nonNil(c.CanonicalSHA256),
+			string(kids), c.Caller, c.AuditSeq, stored)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: import agent card %s version %d: %w", c.ID, c.Version, err)
+	}
+	return nil
+}
+
+// ImportCardRevocation stores c as it is (see store.AgentImporter).
+func (s *Store) ImportCardRevocation(ctx context.Context, c store.CardRevocation) error {
+	at, err := store.Nanos(c.RevokedAt)
+	if len(c.CanonicalSHA256) != 32 || c.RevokedAt.IsZero() || err != nil {
+		return fmt.Errorf("store: import card revocation %x: invalid", c.CanonicalSHA256)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_sha256) DO NOTHING`,
+			nonNil(c.CanonicalSHA256), c.AgentID, c.Version, c.Reason, at)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: import card revocation %x: %w", c.CanonicalSHA256, err)
+	}
+	return nil
+}
