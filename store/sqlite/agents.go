@@ -10,10 +10,11 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 	"github.com/cardsign/cardsign/transparency"
 )
 
-const agentCardColumns = `c.id, c.version, c.visibility, c.input, c.options, c.signed, c.canonical_sha256, c.kids, c.caller, c.audit_seq, c.stored_at`
+const agentCardColumns = sqlrows.AgentCardColumns
 
 // PutAgentCard stores c as its agent's next version (see store.Agents).
 func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
@@ -188,30 +189,8 @@ func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]s
 
 // queryAgentCards reads agent cards by q on db, the database or a
 // transaction.
-func queryAgentCards(ctx context.Context, db interface {
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-}, q string, args ...any) ([]store.AgentCard, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.AgentCard
-	for rows.Next() {
-		var c store.AgentCard
-		var vis, kids string
-		var stored int64
-		if err := rows.Scan(&c.ID, &c.Version, &vis, &c.Input, &c.Options, &c.Signed, &c.CanonicalSHA256, &kids, &c.Caller, &c.AuditSeq, &stored); err != nil {
-			return nil, err
-		}
-		c.Visibility = store.Visibility(vis)
-		if err := json.Unmarshal([]byte(kids), &c.KIDs); err != nil {
-			return nil, fmt.Errorf("agent %s version %d: kids: %w", c.ID, c.Version, err)
-		}
-		c.StoredAt = store.FromNanos(stored)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+func queryAgentCards(ctx context.Context, db querier, q string, args ...any) ([]store.AgentCard, error) {
+	return sqlrows.AgentCards(ctx, rowsOf{db}, values{}, q, args...)
 }
 
 func nonNilStrings(s []string) []string {
@@ -259,22 +238,8 @@ func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audi
 
 // RevokedCards lists every revoked card.
 func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards ORDER BY canonical_sha256`)
+	out, err := sqlrows.CardRevocations(ctx, rowsOf{s.db}, values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
 	if err != nil {
-		return nil, fmt.Errorf("store: revoked cards: %w", err)
-	}
-	defer rows.Close()
-	var out []store.CardRevocation
-	for rows.Next() {
-		var c store.CardRevocation
-		var at int64
-		if err := rows.Scan(&c.CanonicalSHA256, &c.AgentID, &c.Version, &c.Reason, &at); err != nil {
-			return nil, fmt.Errorf("store: revoked cards: %w", err)
-		}
-		c.RevokedAt = store.FromNanos(at)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: revoked cards: %w", err)
 	}
 	return out, nil

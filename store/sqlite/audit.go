@@ -8,6 +8,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 	"github.com/cardsign/cardsign/transparency"
 )
 
@@ -171,34 +172,8 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+auditAllColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
+	return sqlrows.ListAudit(ctx, rowsOf{q}, `SELECT `+auditAllColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
 		WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var recs []audit.Record
-	for rows.Next() {
-		var r audit.Record
-		var t int64
-		var entry []byte
-		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &r.Detail, &entry); err != nil {
-			return nil, err
-		}
-		r.Time = store.FromNanos(t)
-		if r.Hosts, err = store.EntryHosts(r.Seq, entry); err != nil {
-			return nil, err
-		}
-		if r.Sealed, err = store.EntrySealed(r.Seq, entry); err != nil {
-			return nil, err
-		}
-		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return recs, nil
 }
 
 // refuseRevoked fails the transaction when a record's key is revoked, at any

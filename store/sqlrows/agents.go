@@ -1,0 +1,53 @@
+package sqlrows
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cardsign/cardsign/store"
+)
+
+// AgentCardColumns are the agent_cards columns (table alias c), in the
+// order AgentCards scans them.
+const AgentCardColumns = `c.id, c.version, c.visibility, c.input, c.options, c.signed, c.canonical_sha256, c.kids, c.caller, c.audit_seq, c.stored_at`
+
+// AgentCards reads agent cards with sql, a SELECT of AgentCardColumns.
+func AgentCards(ctx context.Context, q Querier, v Values, sql string, args ...any) ([]store.AgentCard, error) {
+	return query(ctx, q, func(rows Rows) (store.AgentCard, error) {
+		var c store.AgentCard
+		var vis string
+		kidsDest, kids := v.Strings()
+		storedDest, stored := v.Time()
+		if err := rows.Scan(&c.ID, &c.Version, &vis, &c.Input, &c.Options, &c.Signed, &c.CanonicalSHA256, kidsDest, &c.Caller, &c.AuditSeq, storedDest); err != nil {
+			return store.AgentCard{}, err
+		}
+		c.Visibility = store.Visibility(vis)
+		var err error
+		if c.KIDs, err = kids(); err != nil {
+			return store.AgentCard{}, fmt.Errorf("agent %s version %d: kids: %w", c.ID, c.Version, err)
+		}
+		if c.StoredAt, err = stored(); err != nil {
+			return store.AgentCard{}, fmt.Errorf("agent %s version %d: stored_at: %w", c.ID, c.Version, err)
+		}
+		return c, nil
+	}, sql, args...)
+}
+
+// CardRevocationColumns are the revoked_cards columns, in the order
+// CardRevocations scans them.
+const CardRevocationColumns = `canonical_sha256, agent_id, version, reason, revoked_at`
+
+// CardRevocations reads card revocations with sql, a SELECT of
+// CardRevocationColumns.
+func CardRevocations(ctx context.Context, q Querier, v Values, sql string, args ...any) ([]store.CardRevocation, error) {
+	return query(ctx, q, func(rows Rows) (store.CardRevocation, error) {
+		var c store.CardRevocation
+		atDest, at := v.Time()
+		if err := rows.Scan(&c.CanonicalSHA256, &c.AgentID, &c.Version, &c.Reason, atDest); err != nil {
+			return store.CardRevocation{}, err
+		}
+		var err error
+		c.RevokedAt, err = at()
+		return c, err
+	}, sql, args...)
+}
