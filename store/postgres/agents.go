@@ -6,17 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 	"github.com/cardsign/cardsign/transparency"
 )
 
-const agentCardColumns = `c.id, c.version, c.visibility, c.input, c.options, c.signed, c.canonical_sha256, c.kids, c.caller, c.audit_seq, c.stored_at`
+const agentCardColumns = sqlrows.AgentCardColumns
 
 // PutAgentCard stores c as its agent's next version (see store.Agents). The
 // agent's row is locked for the transaction, so concurrent puts for one
@@ -232,27 +232,8 @@ func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]s
 }
 
 // queryAgentCards reads agent cards by q on db, the pool or a transaction.
-func queryAgentCards(ctx context.Context, db interface {
-	Query(ctx context.Context, q string, args ...any) (pgx.Rows, error)
-}, q string, args ...any) ([]store.AgentCard, error) {
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.AgentCard
-	for rows.Next() {
-		var c store.AgentCard
-		var vis string
-		var stored time.Time
-		if err := rows.Scan(&c.ID, &c.Version, &vis, &c.Input, &c.Options, &c.Signed, &c.CanonicalSHA256, &c.KIDs, &c.Caller, &c.AuditSeq, &stored); err != nil {
-			return nil, err
-		}
-		c.Visibility = store.Visibility(vis)
-		c.StoredAt = stored.UTC()
-		out = append(out, c)
-	}
-	return out, rows.Err()
+func queryAgentCards(ctx context.Context, db querier, q string, args ...any) ([]store.AgentCard, error) {
+	return sqlrows.AgentCards(ctx, rowsOf{db}, values{}, q, args...)
 }
 
 func nonNilBytes(b []byte) []byte {
@@ -311,21 +292,8 @@ func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audi
 
 // RevokedCards lists every revoked card.
 func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards ORDER BY canonical_sha256`)
+	out, err := sqlrows.CardRevocations(ctx, rowsOf{s.pool}, values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
 	if err != nil {
-		return nil, wrap(ctx, "revoked cards", err)
-	}
-	defer rows.Close()
-	var out []store.CardRevocation
-	for rows.Next() {
-		var c store.CardRevocation
-		if err := rows.Scan(&c.CanonicalSHA256, &c.AgentID, &c.Version, &c.Reason, &c.RevokedAt); err != nil {
-			return nil, wrap(ctx, "revoked cards", err)
-		}
-		c.RevokedAt = c.RevokedAt.UTC()
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, wrap(ctx, "revoked cards", err)
 	}
 	return out, nil

@@ -11,10 +11,11 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 	"github.com/cardsign/cardsign/transparency"
 )
 
-const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash, outcome, reason, provenance, detail`
+const auditColumns = sqlrows.AuditColumns
 
 // insertAudit inserts a whole batch with one statement, one array per
 // column: one round trip whatever the batch size, and one run of the
@@ -300,32 +301,6 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := q.Query(ctx, `SELECT `+auditColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
+	return sqlrows.ListAudit(ctx, rowsOf{q}, `SELECT `+auditColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
 		WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var recs []audit.Record
-	for rows.Next() {
-		var r audit.Record
-		var t int64
-		var entry []byte
-		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &r.Detail, &entry); err != nil {
-			return nil, err
-		}
-		r.Time = store.FromNanos(t)
-		if r.Hosts, err = store.EntryHosts(r.Seq, entry); err != nil {
-			return nil, err
-		}
-		if r.Sealed, err = store.EntrySealed(r.Seq, entry); err != nil {
-			return nil, err
-		}
-		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return recs, nil
 }
