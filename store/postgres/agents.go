@@ -16,8 +16,6 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
-const agentCardColumns = sqlrows.AgentCardColumns
-
 // PutAgentCard stores c as its agent's next version (see store.Agents). The
 // agent's row is locked for the transaction, so concurrent puts for one
 // agent (two replicas) take consecutive versions.
@@ -100,13 +98,13 @@ func (s *Store) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
 
 // AgentCard returns version v of agent id, its newest when v is 0.
 func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
-	q := `SELECT ` + agentCardColumns + ` FROM agent_cards c WHERE c.id = $1 AND c.version = $2`
+	q := `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c WHERE c.id = $1 AND c.version = $2`
 	args := []any{id, v}
 	if v == 0 {
-		q = `SELECT ` + agentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`
+		q = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`
 		args = args[:1]
 	}
-	cards, err := s.queryAgentCards(ctx, q, args...)
+	cards, err := queryAgentCards(ctx, s.pool, q, args...)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -122,14 +120,14 @@ func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentC
 // costs what an unknown id costs. OFFSET 0 keeps the EXISTS a subplan run
 // per public row (the planner would otherwise turn it into a join it may
 // start from agents).
-const publicAgentCardQuery = `SELECT ` + agentCardColumns + ` FROM agent_cards c
+const publicAgentCardQuery = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c
 	WHERE c.id = $1 AND c.visibility = 'public'
 	AND EXISTS (SELECT 1 FROM agents a WHERE a.id = c.id AND a.last_version = c.version OFFSET 0)`
 
 // PublicAgentCard returns agent id's newest version if it is public (see
 // store.Agents).
 func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
-	cards, err := s.queryAgentCards(ctx, publicAgentCardQuery, id)
+	cards, err := queryAgentCards(ctx, s.pool, publicAgentCardQuery, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -157,7 +155,7 @@ func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]stor
 		l := int64(limit)
 		lim = &l
 	}
-	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
+	cards, err := queryAgentCards(ctx, s.pool, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
 		WHERE c.id COLLATE "C" > $1 ORDER BY c.id COLLATE "C" LIMIT $2`, after, lim)
 	if err != nil {
 		return nil, wrap(ctx, fmt.Sprintf("list agents after %q", after), err)
@@ -167,7 +165,7 @@ func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]stor
 
 // AgentHistory returns the kept versions of agent id, newest first.
 func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
-	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c WHERE c.id = $1 ORDER BY c.version DESC`, id)
+	cards, err := queryAgentCards(ctx, s.pool, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c WHERE c.id = $1 ORDER BY c.version DESC`, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -191,20 +189,10 @@ func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest s
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM agents WHERE id = $1 FOR UPDATE`, id); err != nil {
 			return err
 		}
-		cards, err := queryAgentCards(ctx, tx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if len(cards) == 0 {
-			return store.ErrNotFound
-		}
-		rec, err := record(cards[0])
-		if err != nil {
-			recErr = err
-			return err
-		}
 		var times []int64
-		if out, times, err = store.PrepareRegistryAudit(rec, audit.KindAgentRemove); err != nil {
+		var err error
+		out, times, err = sqlrows.PrepareAgentRemoval(ctx, rowsOf{tx}, values{}, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`, id, record, &recErr)
+		if err != nil {
 			return err
 		}
 		if err := checkText(out[0]); err != nil {
@@ -225,10 +213,6 @@ func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest s
 	s.edge.Store(&edge)
 	s.hashes.Add(written)
 	return out[0], nil
-}
-
-func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]store.AgentCard, error) {
-	return queryAgentCards(ctx, s.pool, q, args...)
 }
 
 // queryAgentCards reads agent cards by q on db, the pool or a transaction.

@@ -182,17 +182,8 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 		if err := lockAuditHead(ctx, tx); err != nil {
 			return err
 		}
-		recs, err := listKeys(ctx, tx)
+		updated, err := sqlrows.PrepareKeyUpdate(ctx, rowsOf{tx}, listKeysSQL, fn, &fnErr)
 		if err != nil {
-			return err
-		}
-		stored := slices.Clone(recs) // fn may change recs in place
-		updated, err := fn(recs)
-		if err != nil {
-			fnErr = err
-			return err
-		}
-		if err := store.CheckUpdates(stored, updated); err != nil {
 			return err
 		}
 		return updateKeys(ctx, tx, updated)
@@ -219,13 +210,13 @@ func (s *Store) ChangeKeys(ctx context.Context, mode store.KeyChangeMode, fn fun
 // under a KeyTransition's locks (key set, then audit head), so replicas
 // starting together append one baseline.
 func (s *Store) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error) {
-	return sqlrows.BaselineKeys(ctx, rowsOf{s.pool}, listKeysSQL, func(ctx context.Context, fn func(context.Context, sqlrows.Querier, []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+	return sqlrows.BaselineKeys(ctx, rowsOf{s.pool}, listKeysSQL, func(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 		return s.changeKeys(ctx, store.KeyTransition, fn)
 	}, rec)
 }
 
 // changeKeys is ChangeKeys with fn given the transaction.
-func (s *Store) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, tx sqlrows.Querier, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+func (s *Store) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
 	var edge store.LogEdge
@@ -242,20 +233,11 @@ func (s *Store) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn fun
 				return err
 			}
 		}
-		recs, err := listKeys(ctx, tx)
+		ch, err := sqlrows.PrepareKeyChange(ctx, rowsOf{tx}, listKeysSQL, fn, &fnErr)
 		if err != nil {
 			return err
 		}
-		stored := slices.Clone(recs) // fn may change recs in place
-		ch, err := fn(ctx, rowsOf{tx}, recs)
-		if err != nil {
-			fnErr = err
-			return err
-		}
-		var times []int64
-		if out, times, err = store.PrepareKeyChange(stored, ch); err != nil {
-			return err
-		}
+		out = ch.Records
 		for i, r := range out {
 			if err := checkText(r); err != nil {
 				return fmt.Errorf("audit record %d: %w", i, err)
@@ -281,7 +263,7 @@ func (s *Store) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn fun
 		if len(out) == 0 {
 			return nil
 		}
-		edge, written, err = s.appendTx(ctx, tx, out, times, nil)
+		edge, written, err = s.appendTx(ctx, tx, out, ch.Times, nil)
 		return err
 	})
 	if fnErr != nil {

@@ -14,8 +14,6 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
-const agentCardColumns = sqlrows.AgentCardColumns
-
 // PutAgentCard stores c as its agent's next version (see store.Agents).
 func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
 	if err := store.CheckAgentCard(c); err != nil {
@@ -67,13 +65,13 @@ func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (
 
 // AgentCard returns version v of agent id, its newest when v is 0.
 func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
-	q := `SELECT ` + agentCardColumns + ` FROM agent_cards c WHERE c.id = ? AND c.version = ?`
+	q := `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c WHERE c.id = ? AND c.version = ?`
 	args := []any{id, v}
 	if v == 0 {
-		q = `SELECT ` + agentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`
+		q = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`
 		args = args[:1]
 	}
-	cards, err := s.queryAgentCards(ctx, q, args...)
+	cards, err := queryAgentCards(ctx, s.db, q, args...)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -88,14 +86,14 @@ func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentC
 // at agents for the newest version: a private id's rows are never read, so
 // it costs what an unknown id costs. INDEXED BY makes a plan without the
 // index an error rather than a slower lookup.
-const publicAgentCardQuery = `SELECT ` + agentCardColumns + ` FROM agent_cards c INDEXED BY agent_cards_public
+const publicAgentCardQuery = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c INDEXED BY agent_cards_public
 	WHERE c.id = ? AND c.visibility = 'public'
 	AND EXISTS (SELECT 1 FROM agents a WHERE a.id = c.id AND a.last_version = c.version)`
 
 // PublicAgentCard returns agent id's newest version if it is public (see
 // store.Agents).
 func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
-	cards, err := s.queryAgentCards(ctx, publicAgentCardQuery, id)
+	cards, err := queryAgentCards(ctx, s.db, publicAgentCardQuery, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -121,7 +119,7 @@ func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]stor
 	if limit <= 0 {
 		limit = -1
 	}
-	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
+	cards, err := queryAgentCards(ctx, s.db, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
 		WHERE c.id > ? ORDER BY c.id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: list agents after %q: %w", after, err)
@@ -131,7 +129,7 @@ func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]stor
 
 // AgentHistory returns the kept versions of agent id, newest first.
 func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
-	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c WHERE c.id = ? ORDER BY c.version DESC`, id)
+	cards, err := queryAgentCards(ctx, s.db, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c WHERE c.id = ? ORDER BY c.version DESC`, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -150,20 +148,10 @@ func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest s
 	var edge store.LogEdge
 	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
-		cards, err := queryAgentCards(ctx, tx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`, id)
-		if err != nil {
-			return err
-		}
-		if len(cards) == 0 {
-			return store.ErrNotFound
-		}
-		rec, err := record(cards[0])
-		if err != nil {
-			recErr = err
-			return err
-		}
 		var times []int64
-		if out, times, err = store.PrepareRegistryAudit(rec, audit.KindAgentRemove); err != nil {
+		var err error
+		out, times, err = sqlrows.PrepareAgentRemoval(ctx, rowsOf{tx}, values{}, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`, id, record, &recErr)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_cards WHERE id = ?`, id); err != nil {
@@ -181,10 +169,6 @@ func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest s
 	s.edge.Store(&edge)
 	s.hashes.Add(written)
 	return out[0], nil
-}
-
-func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]store.AgentCard, error) {
-	return queryAgentCards(ctx, s.db, q, args...)
 }
 
 // queryAgentCards reads agent cards by q on db, the database or a

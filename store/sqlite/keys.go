@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
@@ -60,17 +59,8 @@ func listKeys(ctx context.Context, q querier) ([]jwks.KeyRecord, error) {
 func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error {
 	var fnErr error
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		recs, err := listKeys(ctx, tx)
+		updated, err := sqlrows.PrepareKeyUpdate(ctx, rowsOf{tx}, listKeysSQL, fn, &fnErr)
 		if err != nil {
-			return err
-		}
-		stored := slices.Clone(recs) // fn may change recs in place
-		updated, err := fn(recs)
-		if err != nil {
-			fnErr = err
-			return err
-		}
-		if err := store.CheckUpdates(stored, updated); err != nil {
 			return err
 		}
 		for _, u := range updated {
@@ -106,26 +96,17 @@ func (s *Store) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audi
 }
 
 // changeKeys is ChangeKeys with fn given the transaction.
-func (s *Store) changeKeys(ctx context.Context, fn func(ctx context.Context, tx sqlrows.Querier, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+func (s *Store) changeKeys(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
 	var edge store.LogEdge
 	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
-		recs, err := listKeys(ctx, tx)
+		ch, err := sqlrows.PrepareKeyChange(ctx, rowsOf{tx}, listKeysSQL, fn, &fnErr)
 		if err != nil {
 			return err
 		}
-		stored := slices.Clone(recs) // fn may change recs in place
-		ch, err := fn(ctx, rowsOf{tx}, recs)
-		if err != nil {
-			fnErr = err
-			return err
-		}
-		var times []int64
-		if out, times, err = store.PrepareKeyChange(stored, ch); err != nil {
-			return err
-		}
+		out = ch.Records
 		if ch.Create != nil {
 			if err := insertKey(ctx, tx, *ch.Create); err != nil {
 				return fmt.Errorf("key %s: %w", ch.Create.KID, err)
@@ -139,7 +120,7 @@ func (s *Store) changeKeys(ctx context.Context, fn func(ctx context.Context, tx 
 		if len(out) == 0 {
 			return nil
 		}
-		edge, written, err = s.appendTx(ctx, tx, out, times)
+		edge, written, err = s.appendTx(ctx, tx, out, ch.Times)
 		return err
 	})
 	if fnErr != nil {

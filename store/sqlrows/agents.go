@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -50,4 +51,27 @@ func CardRevocations(ctx context.Context, q Querier, v Values, sql string, args 
 		c.RevokedAt, err = at()
 		return c, err
 	}, sql, args...)
+}
+
+// PrepareAgentRemoval is the part of store.Agents.RemoveAgent both stores
+// do alike, inside the store's transaction tx and under its locks: it reads
+// agent id's newest version with newest (a SELECT of AgentCardColumns
+// taking id), has record make the removal's audit record of it, and checks
+// that record (store.PrepareRegistryAudit), returning it and its time. No
+// version fails with store.ErrNotFound. A record error is stored in
+// *recErr (the caller's error, returned as is) and returned.
+func PrepareAgentRemoval(ctx context.Context, tx Querier, v Values, newest, id string, record func(newest store.AgentCard) (audit.Record, error), recErr *error) ([]audit.Record, []int64, error) {
+	cards, err := AgentCards(ctx, tx, v, newest, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cards) == 0 {
+		return nil, nil, store.ErrNotFound
+	}
+	rec, err := record(cards[0])
+	if err != nil {
+		*recErr = err
+		return nil, nil, err
+	}
+	return store.PrepareRegistryAudit(rec, audit.KindAgentRemove)
 }

@@ -3,6 +3,7 @@ package sqlrows
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -130,7 +131,7 @@ func KeyTrailKids(ctx context.Context, q Querier) (baselined bool, audited map[s
 
 // KeyChangeTx runs a key change in the store's transaction: ChangeKeys and
 // BaselineKeys give it fn, which sees the transaction's Querier.
-type KeyChangeTx func(ctx context.Context, fn func(ctx context.Context, tx Querier, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error)
+type KeyChangeTx func(ctx context.Context, fn KeyChangeFunc) ([]audit.Record, error)
 
 // BaselineKeys is store.Keys.BaselineKeys over a store: listKeys (the
 // store's ListKeys SQL) and q outside a transaction, change (a
@@ -177,4 +178,62 @@ func fromNullNanos(n *int64) *time.Time {
 	}
 	t := store.FromNanos(*n)
 	return &t
+}
+
+// KeyChangeFunc is the caller's change: fn of store.Keys.ChangeKeys, given
+// the transaction's Querier.
+type KeyChangeFunc func(ctx context.Context, tx Querier, recs []jwks.KeyRecord) (store.KeyChange, error)
+
+// PreparedKeyChange is a change a KeyChangeFunc returned, checked: its
+// audit records as they will be appended and their times
+// (store.PrepareKeyChange).
+type PreparedKeyChange struct {
+	store.KeyChange
+	Records []audit.Record
+	Times   []int64
+}
+
+// PrepareKeyChange is the part of a key change both stores do alike,
+// inside the store's transaction tx and under its locks: it reads every key
+// record (listKeys, the store's ListKeys SQL), runs fn over them, and checks
+// the change fn returns. An fn error is stored in *fnErr (the caller's
+// error, returned as is) and returned.
+func PrepareKeyChange(ctx context.Context, tx Querier, listKeys string, fn KeyChangeFunc, fnErr *error) (PreparedKeyChange, error) {
+	recs, err := ListKeys(ctx, tx, listKeys)
+	if err != nil {
+		return PreparedKeyChange{}, err
+	}
+	stored := slices.Clone(recs) // fn may change recs in place
+	ch, err := fn(ctx, tx, recs)
+	if err != nil {
+		*fnErr = err
+		return PreparedKeyChange{}, err
+	}
+	p := PreparedKeyChange{KeyChange: ch}
+	if p.Records, p.Times, err = store.PrepareKeyChange(stored, ch); err != nil {
+		return PreparedKeyChange{}, err
+	}
+	return p, nil
+}
+
+// PrepareKeyUpdate is the part of store.Keys.UpdateKeys both stores do
+// alike, inside the store's transaction tx and under its locks: it reads
+// every key record, runs fn over them and checks the records fn returns
+// (store.CheckUpdates), which the store then writes. An fn error is stored
+// in *fnErr (the caller's error, returned as is) and returned.
+func PrepareKeyUpdate(ctx context.Context, tx Querier, listKeys string, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error), fnErr *error) ([]jwks.KeyRecord, error) {
+	recs, err := ListKeys(ctx, tx, listKeys)
+	if err != nil {
+		return nil, err
+	}
+	stored := slices.Clone(recs) // fn may change recs in place
+	updated, err := fn(recs)
+	if err != nil {
+		*fnErr = err
+		return nil, err
+	}
+	if err := store.CheckUpdates(stored, updated); err != nil {
+		return nil, err
+	}
+	return updated, nil
 }
