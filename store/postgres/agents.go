@@ -19,7 +19,7 @@ import (
 // PutAgentCard stores c as its agent's next version (see store.Agents). The
 // agent's row is locked for the transaction, so concurrent puts for one
 // agent (two replicas) take consecutive versions.
-func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
+func (s *agents) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
 	if err := store.CheckAgentCard(c); err != nil {
 		return store.AgentCard{}, fmt.Errorf("store: put agent card: %w", err)
 	}
@@ -72,7 +72,7 @@ func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (
 }
 
 // ImportAgentCard stores c as it is (see store.AgentImporter).
-func (s *Store) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
+func (s *agents) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
 	if err := store.CheckAgentCard(c); err != nil {
 		return fmt.Errorf("store: import agent card: %w", err)
 	}
@@ -97,7 +97,7 @@ func (s *Store) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
 }
 
 // AgentCard returns version v of agent id, its newest when v is 0.
-func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
+func (s *agents) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
 	q := `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c WHERE c.id = $1 AND c.version = $2`
 	args := []any{id, v}
 	if v == 0 {
@@ -126,7 +126,7 @@ const publicAgentCardQuery = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent
 
 // PublicAgentCard returns agent id's newest version if it is public (see
 // store.Agents).
-func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
+func (s *agents) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
 	cards, err := queryAgentCards(ctx, s.pool, publicAgentCardQuery, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
@@ -138,7 +138,7 @@ func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard
 }
 
 // CountAgents counts the agents, and caller's (see store.Agents).
-func (s *Store) CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error) {
+func (s *agents) CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE
 			(SELECT c.caller FROM agent_cards c WHERE c.id = a.id AND c.caller <> $1 ORDER BY c.version DESC LIMIT 1) = $2)
 		FROM agents a WHERE EXISTS (SELECT 1 FROM agent_cards c WHERE c.id = a.id)`, skip, caller).Scan(&total, &byCaller)
@@ -149,7 +149,7 @@ func (s *Store) CountAgents(ctx context.Context, caller, skip string) (total, by
 }
 
 // ListAgents returns the newest version of the agents after after, by ID.
-func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
+func (s *agents) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
 	var lim *int64 // NULL: LIMIT ALL
 	if limit > 0 {
 		l := int64(limit)
@@ -164,7 +164,7 @@ func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]stor
 }
 
 // AgentHistory returns the kept versions of agent id, newest first.
-func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
+func (s *agents) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
 	cards, err := queryAgentCards(ctx, s.pool, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c WHERE c.id = $1 ORDER BY c.version DESC`, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
@@ -180,7 +180,7 @@ func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard,
 // transaction (see store.Agents). The agent's row is locked first, as
 // PutAgentCard locks it: no version is added between the read and the
 // removal.
-func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
+func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
 	var recErr error
 	var out []audit.Record
 	var edge store.LogEdge
@@ -234,7 +234,7 @@ func validText(s string) bool {
 
 // RevokeCard records a card revocation and appends rec, its audit record,
 // in one transaction (see store.Agents).
-func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
+func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
 	if len(c.CanonicalSHA256) != 32 {
 		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
 	}
@@ -275,7 +275,7 @@ func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audi
 }
 
 // RevokedCards lists every revoked card.
-func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
+func (s *agents) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
 	out, err := sqlrows.CardRevocations(ctx, rowsOf{s.pool}, values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
 	if err != nil {
 		return nil, wrap(ctx, "revoked cards", err)
@@ -284,7 +284,7 @@ func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error
 }
 
 // ImportCardRevocation stores c as it is (see store.AgentImporter).
-func (s *Store) ImportCardRevocation(ctx context.Context, c store.CardRevocation) error {
+func (s *agents) ImportCardRevocation(ctx context.Context, c store.CardRevocation) error {
 	if len(c.CanonicalSHA256) != 32 || c.RevokedAt.IsZero() || !validText(c.AgentID) || !validText(c.Reason) {
 		return fmt.Errorf("store: import card revocation %x: invalid", c.CanonicalSHA256)
 	}

@@ -53,7 +53,7 @@ const lockKeysShared = `SELECT kid, revoked_at IS NOT NULL FROM keys WHERE kid =
 // revocation), or the revoke updates first, and the append's FOR SHARE
 // waits for the revoke to commit, then (READ COMMITTED re-reads a row
 // changed under a lock) sees revoked_at set and refuses.
-func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
+func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -94,7 +94,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 // kids are the kids of out's signatures, refused if revoked. It returns the
 // log's edge after the append and the tree hashes it wrote, for the caller
 // to keep once tx has committed.
-func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, times []int64, kids []string) (store.LogEdge, []transparency.StoredHash, error) {
+func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, times []int64, kids []string) (store.LogEdge, []transparency.StoredHash, error) {
 	var edge store.LogEdge
 	var written []transparency.StoredHash
 	err := func() error {
@@ -269,7 +269,7 @@ func (c *auditCols) args() []any {
 // AuditHead returns the Seq and Hash of the last audit record ever appended
 // (the high-water mark, kept even if records are deleted behind the store's
 // back), or 0 and audit.Genesis() when none was.
-func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
+func (s *auditTrail) AuditHead(ctx context.Context) (int64, []byte, error) {
 	var seq int64
 	var hash []byte
 	err := s.pool.QueryRow(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&seq, &hash)
@@ -285,7 +285,7 @@ func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
 // ListAudit returns up to limit records with Seq > afterSeq, ascending;
 // limit <= 0 means no limit. Each record's Hosts are read from its
 // transparency-log entry.
-func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
+func (s *auditTrail) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
 	recs, err := listAudit(ctx, s.pool, afterSeq, limit)
 	if err != nil {
 		return nil, wrap(ctx, fmt.Sprintf("list audit after %d", afterSeq), err)

@@ -74,7 +74,7 @@ func insertKey(ctx context.Context, tx pgx.Tx, k sqlrows.Key) error {
 // CreateKey stores a new key record; an existing kid, even a revoked one,
 // fails with store.ErrExists. check sees every record under the key-set
 // lock.
-func (s *Store) CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(existing []jwks.KeyRecord) error) error {
+func (s *keys) CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(existing []jwks.KeyRecord) error) error {
 	r, err := encodeKey(rec)
 	if err != nil {
 		return fmt.Errorf("store: create key %s: %w", rec.KID, err)
@@ -105,7 +105,7 @@ func (s *Store) CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(ex
 // MakeKey runs make under the key-set lock, after reading every record, and
 // stores the record it returns; see store.Store. Two replicas rotating at
 // once run make one after the other, and the second sees the first's key.
-func (s *Store) MakeKey(ctx context.Context, make func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error)) (jwks.KeyRecord, error) {
+func (s *keys) MakeKey(ctx context.Context, make func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error)) (jwks.KeyRecord, error) {
 	var made jwks.KeyRecord
 	var makeErr error
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -150,7 +150,7 @@ func normalizeKey(rec jwks.KeyRecord) jwks.KeyRecord {
 }
 
 // ListKeys returns every key record, ordered by CreatedAt, then KID.
-func (s *Store) ListKeys(ctx context.Context) ([]jwks.KeyRecord, error) {
+func (s *keys) ListKeys(ctx context.Context) ([]jwks.KeyRecord, error) {
 	recs, err := listKeys(ctx, s.pool)
 	if err != nil {
 		return nil, wrap(ctx, "list keys", err)
@@ -168,7 +168,7 @@ func listKeys(ctx context.Context, q querier) ([]jwks.KeyRecord, error) {
 
 // UpdateKeys runs fn over every key record under the key-set lock and
 // writes back the records it returns; see store.Store.
-func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error {
+func (s *keys) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error {
 	var fnErr error
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := lockKeySet(ctx, tx); err != nil {
@@ -199,7 +199,7 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 // returns, its audit records included; see store.Store. The locks are
 // taken in UpdateKeys' order (key set, audit head, key rows) in either
 // mode: a creation locks the head after fn, before it writes a row.
-func (s *Store) ChangeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+func (s *keys) ChangeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
 	return s.changeKeys(ctx, mode, func(ctx context.Context, _ sqlrows.Querier, recs []jwks.KeyRecord) (store.KeyChange, error) {
 		return fn(ctx, recs)
 	})
@@ -209,14 +209,14 @@ func (s *Store) ChangeKeys(ctx context.Context, mode store.KeyChangeMode, fn fun
 // administration record names, unless one exists; see store.Store. It runs
 // under a KeyTransition's locks (key set, then audit head), so replicas
 // starting together append one baseline.
-func (s *Store) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error) {
+func (s *keys) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error) {
 	return sqlrows.BaselineKeys(ctx, rowsOf{s.pool}, listKeysSQL, func(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 		return s.changeKeys(ctx, store.KeyTransition, fn)
 	}, rec)
 }
 
 // changeKeys is ChangeKeys with fn given the transaction.
-func (s *Store) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
+func (s *keys) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
 	var edge store.LogEdge

@@ -15,7 +15,7 @@ import (
 )
 
 // PutAgentCard stores c as its agent's next version (see store.Agents).
-func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
+func (s *agents) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
 	if err := store.CheckAgentCard(c); err != nil {
 		return store.AgentCard{}, fmt.Errorf("store: put agent card: %w", err)
 	}
@@ -64,7 +64,7 @@ func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (
 }
 
 // AgentCard returns version v of agent id, its newest when v is 0.
-func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
+func (s *agents) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
 	q := `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c WHERE c.id = ? AND c.version = ?`
 	args := []any{id, v}
 	if v == 0 {
@@ -92,7 +92,7 @@ const publicAgentCardQuery = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent
 
 // PublicAgentCard returns agent id's newest version if it is public (see
 // store.Agents).
-func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
+func (s *agents) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
 	cards, err := queryAgentCards(ctx, s.db, publicAgentCardQuery, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
@@ -104,7 +104,7 @@ func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard
 }
 
 // CountAgents counts the agents, and caller's (see store.Agents).
-func (s *Store) CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error) {
+func (s *agents) CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(
 			(SELECT c.caller FROM agent_cards c WHERE c.id = a.id AND c.caller <> ? ORDER BY c.version DESC LIMIT 1) IS ?), 0)
 		FROM agents a WHERE EXISTS (SELECT 1 FROM agent_cards c WHERE c.id = a.id)`, skip, caller).Scan(&total, &byCaller)
@@ -115,7 +115,7 @@ func (s *Store) CountAgents(ctx context.Context, caller, skip string) (total, by
 }
 
 // ListAgents returns the newest version of the agents after after, by ID.
-func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
+func (s *agents) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -128,7 +128,7 @@ func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]stor
 }
 
 // AgentHistory returns the kept versions of agent id, newest first.
-func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
+func (s *agents) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
 	cards, err := queryAgentCards(ctx, s.db, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c WHERE c.id = ? ORDER BY c.version DESC`, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
@@ -142,7 +142,7 @@ func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard,
 // RemoveAgent deletes every version of agent id, its counter kept, and
 // appends the audit record that record makes of its newest version, in one
 // transaction (see store.Agents).
-func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
+func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
 	var recErr error
 	var out []audit.Record
 	var edge store.LogEdge
@@ -186,7 +186,7 @@ func nonNilStrings(s []string) []string {
 
 // RevokeCard records a card revocation and appends rec, its audit record,
 // in one transaction (see store.Agents).
-func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
+func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
 	if len(c.CanonicalSHA256) != 32 {
 		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
 	}
@@ -221,7 +221,7 @@ func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audi
 }
 
 // RevokedCards lists every revoked card.
-func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
+func (s *agents) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
 	out, err := sqlrows.CardRevocations(ctx, rowsOf{s.db}, values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
 	if err != nil {
 		return nil, fmt.Errorf("store: revoked cards: %w", err)
@@ -233,7 +233,7 @@ var _ store.AgentImporter = (*Store)(nil)
 
 // ImportAgentCard stores c as it is (see store.AgentImporter): what a store
 // copy from PostgreSQL writes.
-func (s *Store) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
+func (s *agents) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
 	if err := store.CheckAgentCard(c); err != nil {
 		return fmt.Errorf("store: import agent card: %w", err)
 	}
@@ -266,7 +266,7 @@ func (s *Store) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
 }
 
 // ImportCardRevocation stores c as it is (see store.AgentImporter).
-func (s *Store) ImportCardRevocation(ctx context.Context, c store.CardRevocation) error {
+func (s *agents) ImportCardRevocation(ctx context.Context, c store.CardRevocation) error {
 	at, err := store.Nanos(c.RevokedAt)
 	if len(c.CanonicalSHA256) != 32 || c.RevokedAt.IsZero() || err != nil {
 		return fmt.Errorf("store: import card revocation %x: invalid", c.CanonicalSHA256)

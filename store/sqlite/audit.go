@@ -24,7 +24,7 @@ const auditAllColumns = auditColumns + `, outcome, reason, provenance, detail`
 // caller set is replaced; Time is normalized to UTC and an empty Outcome to
 // audit.OutcomeSigned (the hash is the same). A record whose Outcome is
 // invalid (audit.Record.CheckOutcome) fails the whole batch.
-func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
+func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -54,7 +54,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 // nanoseconds) in tx, assigning Seq, PrevHash and Hash in place, and
 // returns the log's edge after the append and the tree hashes it wrote:
 // for the caller to keep once tx has committed.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (store.LogEdge, []transparency.StoredHash, error) {
+func (s *core) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (store.LogEdge, []transparency.StoredHash, error) {
 	var edge store.LogEdge
 	var written []transparency.StoredHash
 	err := func() error {
@@ -120,7 +120,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, ti
 // AuditHead returns the Seq and Hash of the last audit record ever appended
 // (the high-water mark, kept even if records are deleted behind the store's
 // back), or 0 and audit.Genesis() when none was.
-func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
+func (s *auditTrail) AuditHead(ctx context.Context) (int64, []byte, error) {
 	seq, hash, err := auditHead(ctx, s.db)
 	if err != nil {
 		return 0, nil, fmt.Errorf("store: audit head: %w", err)
@@ -158,7 +158,7 @@ func scanHead(row *sql.Row) (int64, []byte, error) {
 // ListAudit returns up to limit records with Seq > afterSeq, ascending;
 // limit <= 0 means no limit. Each record's Hosts are read from its
 // transparency-log entry.
-func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
+func (s *auditTrail) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
 	recs, err := listAudit(ctx, s.db, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)

@@ -14,7 +14,7 @@ import (
 
 // CreateKey stores a new key record; an existing kid, even a revoked one,
 // fails with store.ErrExists.
-func (s *Store) CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(existing []jwks.KeyRecord) error) error {
+func (s *keys) CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(existing []jwks.KeyRecord) error) error {
 	_, err := s.MakeKey(ctx, store.Checked(rec, check))
 	return err
 }
@@ -38,7 +38,7 @@ func insertKey(ctx context.Context, tx *sql.Tx, rec jwks.KeyRecord) error {
 }
 
 // ListKeys returns every key record, ordered by CreatedAt, then KID.
-func (s *Store) ListKeys(ctx context.Context) ([]jwks.KeyRecord, error) {
+func (s *keys) ListKeys(ctx context.Context) ([]jwks.KeyRecord, error) {
 	recs, err := listKeys(ctx, s.db)
 	if err != nil {
 		return nil, fmt.Errorf("store: list keys: %w", err)
@@ -56,7 +56,7 @@ func listKeys(ctx context.Context, q querier) ([]jwks.KeyRecord, error) {
 
 // UpdateKeys runs fn over every key record in one write transaction and
 // writes back the records it returns; see store.Store.
-func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error {
+func (s *keys) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error {
 	var fnErr error
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		updated, err := sqlrows.PrepareKeyUpdate(ctx, rowsOf{tx}, listKeysSQL, fn, &fnErr)
@@ -83,7 +83,7 @@ func (s *Store) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) (
 // writes the change it returns, its audit records included; see
 // store.Store. The transaction holds SQLite's one write lock throughout,
 // whatever the mode.
-func (s *Store) ChangeKeys(ctx context.Context, _ store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+func (s *keys) ChangeKeys(ctx context.Context, _ store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
 	return s.changeKeys(ctx, func(ctx context.Context, _ sqlrows.Querier, recs []jwks.KeyRecord) (store.KeyChange, error) {
 		return fn(ctx, recs)
 	})
@@ -91,12 +91,12 @@ func (s *Store) ChangeKeys(ctx context.Context, _ store.KeyChangeMode, fn func(c
 
 // BaselineKeys appends a key.baseline record of every key no key
 // administration record names, unless one exists; see store.Store.
-func (s *Store) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error) {
+func (s *keys) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error) {
 	return sqlrows.BaselineKeys(ctx, rowsOf{s.db}, listKeysSQL, s.changeKeys, rec)
 }
 
 // changeKeys is ChangeKeys with fn given the transaction.
-func (s *Store) changeKeys(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
+func (s *keys) changeKeys(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
 	var edge store.LogEdge
