@@ -16,6 +16,9 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// agents is the Store's part for store.Agents and store.AgentImporter: the card registry.
+type agents struct{ *core }
+
 // PutAgentCard stores c as its agent's next version (see store.Agents). The
 // agent's row is locked for the transaction, so concurrent puts for one
 // agent (two replicas) take consecutive versions.

@@ -15,6 +15,9 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// auditTrail is the Store's part for store.AuditLog: the hash-chained audit records and their head.
+type auditTrail struct{ *core }
+
 const auditColumns = sqlrows.AuditColumns
 
 // insertAudit inserts a whole batch with one statement, one array per

@@ -17,6 +17,9 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// keys is the Store's part for store.Keys: the key records and their changes.
+type keys struct{ *core }
+
 // encodeKey checks rec can be stored and read back unchanged, and converts
 // it.
 func encodeKey(rec jwks.KeyRecord) (sqlrows.Key, error) {

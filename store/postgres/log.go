@@ -11,6 +11,9 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// logRows is the Store's part for store.Log: the transparency log's rows.
+type logRows struct{ *core }
+
 // The transparency log's storage (store.Log): tables log_entries and
 // log_hashes of migration 6, appended to inside AppendAudit's transaction,
 // under the audit_head lock.

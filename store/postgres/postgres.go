@@ -85,18 +85,6 @@ type Store struct {
 	logRows
 }
 
-// The Store's parts, one per role interface of package store; each reads
-// and writes through the shared core.
-type (
-	keys       struct{ *core } // store.Keys
-	auditTrail struct{ *core } // store.AuditLog
-	clock      struct{ *core } // store.Clock and store.Counters
-	leases     struct{ *core } // store.Leases
-	documents  struct{ *core } // store.Documents
-	agents     struct{ *core } // store.Agents and store.AgentImporter
-	logRows    struct{ *core } // store.Log
-)
-
 // newStore composes a Store of its parts over c.
 func newStore(c *core) *Store {
 	return &Store{core: c, keys: keys{c}, auditTrail: auditTrail{c}, clock: clock{c}, leases: leases{c},
@@ -123,8 +111,9 @@ type core struct {
 }
 
 var (
-	_ store.Store   = (*Store)(nil)
-	_ store.Watcher = (*Store)(nil)
+	_ store.Store    = (*Store)(nil)
+	_ store.Watcher  = (*Store)(nil)
+	_ store.Counters = (*Store)(nil)
 )
 
 // Open connects to the database cfg names, checks it answers, applies any

@@ -9,9 +9,18 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 )
 
-var _ store.Counters = (*Store)(nil)
+// documents is the Store's part for store.Documents.
+type documents struct{ *core }
+
+// leases is the Store's part for store.Leases.
+type leases struct{ *core }
+
+// clock is the Store's part for store.Clock and store.Counters: the store's
+// time and its named counters.
+type clock struct{ *core }
 
 // NextSequence returns the next value (1, 2, …) of the durable counter name.
 // One statement: ON CONFLICT DO UPDATE locks the counter's row, so
@@ -32,11 +41,7 @@ func (s *clock) NextSequence(ctx context.Context, name string) (int64, error) {
 
 // Counter returns the counter's current value (0: never used).
 func (s *clock) Counter(ctx context.Context, name string) (int64, error) {
-	var v int64
-	err := s.pool.QueryRow(ctx, `SELECT value FROM sequences WHERE name = $1`, name).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
+	v, err := sqlrows.Counter(ctx, rowsOf{s.pool}, `SELECT value FROM sequences WHERE name = $1`, name)
 	if err != nil {
 		return 0, wrap(ctx, fmt.Sprintf("counter %q", name), err)
 	}

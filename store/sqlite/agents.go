@@ -14,6 +14,9 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// agents is the Store's part for store.Agents and store.AgentImporter: the card registry.
+type agents struct{ *core }
+
 // PutAgentCard stores c as its agent's next version (see store.Agents).
 func (s *agents) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
 	if err := store.CheckAgentCard(c); err != nil {

@@ -12,6 +12,9 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// auditTrail is the Store's part for store.AuditLog: the hash-chained audit records and their head.
+type auditTrail struct{ *core }
+
 // auditColumns are the columns of migration 1, which every audit row has.
 const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash`
 

@@ -12,6 +12,9 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// keys is the Store's part for store.Keys: the key records and their changes.
+type keys struct{ *core }
+
 // CreateKey stores a new key record; an existing kid, even a revoked one,
 // fails with store.ErrExists.
 func (s *keys) CreateKey(ctx context.Context, rec jwks.KeyRecord, check func(existing []jwks.KeyRecord) error) error {

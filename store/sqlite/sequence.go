@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 )
 
-var _ store.Counters = (*Store)(nil)
+// clock is the Store's part for store.Clock and store.Counters: the store's
+// time and its named counters.
+type clock struct{ *core }
 
 // NextSequence returns the next value (1, 2, …) of the durable counter name.
 func (s *clock) NextSequence(ctx context.Context, name string) (int64, error) {
@@ -30,11 +32,7 @@ func (s *clock) NextSequence(ctx context.Context, name string) (int64, error) {
 
 // Counter returns the counter's current value (0: never used).
 func (s *clock) Counter(ctx context.Context, name string) (int64, error) {
-	var v int64
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM sequences WHERE name = ?`, name).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
+	v, err := sqlrows.Counter(ctx, rowsOf{s.db}, `SELECT value FROM sequences WHERE name = ?`, name)
 	if err != nil {
 		return 0, fmt.Errorf("store: counter %q: %w", name, err)
 	}

@@ -12,6 +12,12 @@ import (
 	"github.com/cardsign/cardsign/store"
 )
 
+// documents is the Store's part for store.Documents.
+type documents struct{ *core }
+
+// leases is the Store's part for store.Leases.
+type leases struct{ *core }
+
 // Now is the store's clock. A SQLite file is shared only by processes on
 // one host, so the host's clock is the store's.
 func (s *clock) Now(context.Context) (time.Time, error) { return time.Now().UTC(), nil }

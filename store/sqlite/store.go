@@ -57,18 +57,6 @@ type Store struct {
 	logRows
 }
 
-// The Store's parts, one per role interface of package store; each reads
-// and writes through the shared core.
-type (
-	keys       struct{ *core } // store.Keys
-	auditTrail struct{ *core } // store.AuditLog
-	clock      struct{ *core } // store.Clock and store.Counters
-	leases     struct{ *core } // store.Leases
-	documents  struct{ *core } // store.Documents
-	agents     struct{ *core } // store.Agents and store.AgentImporter
-	logRows    struct{ *core } // store.Log
-)
-
 // newStore composes a Store of its parts over c.
 func newStore(c *core) *Store {
 	return &Store{core: c, keys: keys{c}, auditTrail: auditTrail{c}, clock: clock{c}, leases: leases{c},
@@ -107,7 +95,10 @@ type core struct {
 	full atomic.Bool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Counters = (*Store)(nil)
+)
 
 // Open opens the SQLite store at path, creating the file with mode 0600 when
 // it does not exist (an existing file keeps its mode), applies any schema

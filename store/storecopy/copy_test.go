@@ -3,9 +3,6 @@ package storecopy_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -15,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/internal/pgtest"
-	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
@@ -27,18 +23,16 @@ import (
 // cluster is the package's PostgreSQL server, started once by TestMain.
 var cluster *pgtest.Cluster
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-// run is TestMain without the exit, so the cluster's Close runs.
-func run(m *testing.M) int {
+func TestMain(m *testing.M) {
 	c, err := pgtest.Start(context.Background(), pgtest.Options{})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		fmt.Fprintln(os.Stderr, "storecopy tests:", err)
+		os.Exit(1)
 	}
-	defer c.Close()
 	cluster = c
-	return m.Run()
+	code := m.Run()
+	c.Close() // before the exit, which runs no deferred call
+	os.Exit(code)
 }
 
 func openSQLite(t *testing.T) store.Store {
@@ -65,19 +59,6 @@ func openPostgres(t *testing.T) store.Store {
 	return s
 }
 
-func key(t *testing.T, kid string, created time.Time) jwks.KeyRecord {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := jose.NewJWK(priv.Public(), kid, "ES256")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jwks.KeyRecord{KID: kid, URI: "file:/keys/" + kid + ".pem", Alg: "ES256", Public: pub, CreatedAt: created, PublishAt: created}
-}
-
 // fill gives s what a daemon leaves: a revoked key and the one signing now
 // (both from before key administration was audited), records audit
 // records signed by the second, and a revocation counter.
@@ -85,7 +66,7 @@ func fill(t *testing.T, s store.Store, records int) {
 	t.Helper()
 	ctx := t.Context()
 	created := time.Date(2026, 5, 4, 3, 2, 1, 0, time.UTC)
-	old, cur := key(t, "k0", created), key(t, "k1", created.Add(time.Hour))
+	old, cur := storetest.NewKey(t, "k0", created), storetest.NewKey(t, "k1", created.Add(time.Hour))
 	for _, k := range []jwks.KeyRecord{old, cur} {
 		if err := s.CreateKey(ctx, k, nil); err != nil {
 			t.Fatal(err)
