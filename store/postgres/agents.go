@@ -16,7 +16,8 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
-// agents is the Store's part for store.Agents and store.AgentImporter: the card registry.
+// agents is the Store's part for store.Agents and store.AgentImporter: the
+// card registry.
 type agents struct{ *core }
 
 // PutAgentCard stores c as its agent's next version (see store.Agents). The
