@@ -195,7 +195,7 @@ func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest 
 		}
 		var times []int64
 		var err error
-		out, times, err = sqlrows.PrepareAgentRemoval(ctx, rowsOf{tx}, values{}, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`, id, record, &recErr)
+		out, times, err = sqlrows.PrepareAgentRemoval(ctx, rowsOf(tx), values{}, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`, id, record, &recErr)
 		if err != nil {
 			return err
 		}
@@ -221,7 +221,7 @@ func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest 
 
 // queryAgentCards reads agent cards by q on db, the pool or a transaction.
 func queryAgentCards(ctx context.Context, db querier, q string, args ...any) ([]store.AgentCard, error) {
-	return sqlrows.AgentCards(ctx, rowsOf{db}, values{}, q, args...)
+	return sqlrows.AgentCards(ctx, rowsOf(db), values{}, q, args...)
 }
 
 func nonNilBytes(b []byte) []byte {
@@ -280,7 +280,7 @@ func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec aud
 
 // RevokedCards lists every revoked card.
 func (s *agents) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
-	out, err := sqlrows.CardRevocations(ctx, rowsOf{s.pool}, values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
+	out, err := sqlrows.CardRevocations(ctx, rowsOf(s.pool), values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
 	if err != nil {
 		return nil, wrap(ctx, "revoked cards", err)
 	}

@@ -304,6 +304,6 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 		l := int64(limit)
 		lim = &l
 	}
-	return sqlrows.ListAudit(ctx, rowsOf{q}, `SELECT `+auditColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
+	return sqlrows.ListAudit(ctx, rowsOf(q), `SELECT `+auditColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
 		WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, lim)
 }

@@ -166,7 +166,7 @@ func (s *keys) ListKeys(ctx context.Context) ([]jwks.KeyRecord, error) {
 const listKeysSQL = `SELECT ` + sqlrows.KeyColumns + ` FROM keys ORDER BY created_at, kid COLLATE "C"`
 
 func listKeys(ctx context.Context, q querier) ([]jwks.KeyRecord, error) {
-	return sqlrows.ListKeys(ctx, rowsOf{q}, listKeysSQL)
+	return sqlrows.ListKeys(ctx, rowsOf(q), listKeysSQL)
 }
 
 // UpdateKeys runs fn over every key record under the key-set lock and
@@ -185,7 +185,7 @@ func (s *keys) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([
 		if err := lockAuditHead(ctx, tx); err != nil {
 			return err
 		}
-		updated, err := sqlrows.PrepareKeyUpdate(ctx, rowsOf{tx}, listKeysSQL, fn, &fnErr)
+		updated, err := sqlrows.PrepareKeyUpdate(ctx, rowsOf(tx), listKeysSQL, fn, &fnErr)
 		if err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func (s *keys) ChangeKeys(ctx context.Context, mode store.KeyChangeMode, fn func
 // under a KeyTransition's locks (key set, then audit head), so replicas
 // starting together append one baseline.
 func (s *keys) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error) {
-	return sqlrows.BaselineKeys(ctx, rowsOf{s.pool}, listKeysSQL, func(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
+	return sqlrows.BaselineKeys(ctx, rowsOf(s.pool), listKeysSQL, func(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 		return s.changeKeys(ctx, store.KeyTransition, fn)
 	}, rec)
 }
@@ -236,7 +236,7 @@ func (s *keys) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn sqlr
 				return err
 			}
 		}
-		ch, err := sqlrows.PrepareKeyChange(ctx, rowsOf{tx}, listKeysSQL, fn, &fnErr)
+		ch, err := sqlrows.PrepareKeyChange(ctx, rowsOf(tx), listKeysSQL, fn, &fnErr)
 		if err != nil {
 			return err
 		}

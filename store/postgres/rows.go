@@ -15,16 +15,7 @@ type querier interface {
 }
 
 // rowsOf gives a pgx pool or transaction to the shared row layer.
-type rowsOf struct{ q querier }
-
-// Query runs sql through pgx.
-func (r rowsOf) Query(ctx context.Context, sql string, args ...any) (sqlrows.Rows, error) {
-	rows, err := r.q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err // not a typed nil in a non-nil interface
-	}
-	return rows, nil
-}
+func rowsOf(q querier) sqlrows.Querier { return sqlrows.Adapt(q.Query) }
 
 // values are PostgreSQL's forms: times are timestamptz, lists of strings
 // text[].

@@ -41,7 +41,7 @@ func (s *clock) NextSequence(ctx context.Context, name string) (int64, error) {
 
 // Counter returns the counter's current value (0: never used).
 func (s *clock) Counter(ctx context.Context, name string) (int64, error) {
-	v, err := sqlrows.Counter(ctx, rowsOf{s.pool}, `SELECT value FROM sequences WHERE name = $1`, name)
+	v, err := sqlrows.Counter(ctx, rowsOf(s.pool), `SELECT value FROM sequences WHERE name = $1`, name)
 	if err != nil {
 		return 0, wrap(ctx, fmt.Sprintf("counter %q", name), err)
 	}

@@ -154,7 +154,7 @@ func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest 
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		var times []int64
 		var err error
-		out, times, err = sqlrows.PrepareAgentRemoval(ctx, rowsOf{tx}, values{}, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`, id, record, &recErr)
+		out, times, err = sqlrows.PrepareAgentRemoval(ctx, rowsOf(tx), values{}, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`, id, record, &recErr)
 		if err != nil {
 			return err
 		}
@@ -178,7 +178,7 @@ func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest 
 // queryAgentCards reads agent cards by q on db, the database or a
 // transaction.
 func queryAgentCards(ctx context.Context, db querier, q string, args ...any) ([]store.AgentCard, error) {
-	return sqlrows.AgentCards(ctx, rowsOf{db}, values{}, q, args...)
+	return sqlrows.AgentCards(ctx, rowsOf(db), values{}, q, args...)
 }
 
 func nonNilStrings(s []string) []string {
@@ -226,7 +226,7 @@ func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec aud
 
 // RevokedCards lists every revoked card.
 func (s *agents) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
-	out, err := sqlrows.CardRevocations(ctx, rowsOf{s.db}, values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
+	out, err := sqlrows.CardRevocations(ctx, rowsOf(s.db), values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
 	if err != nil {
 		return nil, fmt.Errorf("store: revoked cards: %w", err)
 	}

@@ -175,7 +175,7 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	return sqlrows.ListAudit(ctx, rowsOf{q}, `SELECT `+auditAllColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
+	return sqlrows.ListAudit(ctx, rowsOf(q), `SELECT `+auditAllColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
 		WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
 }
 

@@ -54,7 +54,7 @@ func (s *keys) ListKeys(ctx context.Context) ([]jwks.KeyRecord, error) {
 const listKeysSQL = `SELECT ` + sqlrows.KeyColumns + ` FROM keys ORDER BY created_at, kid`
 
 func listKeys(ctx context.Context, q querier) ([]jwks.KeyRecord, error) {
-	return sqlrows.ListKeys(ctx, rowsOf{q}, listKeysSQL)
+	return sqlrows.ListKeys(ctx, rowsOf(q), listKeysSQL)
 }
 
 // UpdateKeys runs fn over every key record in one write transaction and
@@ -62,7 +62,7 @@ func listKeys(ctx context.Context, q querier) ([]jwks.KeyRecord, error) {
 func (s *keys) UpdateKeys(ctx context.Context, fn func(recs []jwks.KeyRecord) ([]jwks.KeyRecord, error)) error {
 	var fnErr error
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		updated, err := sqlrows.PrepareKeyUpdate(ctx, rowsOf{tx}, listKeysSQL, fn, &fnErr)
+		updated, err := sqlrows.PrepareKeyUpdate(ctx, rowsOf(tx), listKeysSQL, fn, &fnErr)
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func (s *keys) ChangeKeys(ctx context.Context, _ store.KeyChangeMode, fn func(ct
 // BaselineKeys appends a key.baseline record of every key no key
 // administration record names, unless one exists; see store.Store.
 func (s *keys) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit.Record, error)) ([]audit.Record, error) {
-	return sqlrows.BaselineKeys(ctx, rowsOf{s.db}, listKeysSQL, s.changeKeys, rec)
+	return sqlrows.BaselineKeys(ctx, rowsOf(s.db), listKeysSQL, s.changeKeys, rec)
 }
 
 // changeKeys is ChangeKeys with fn given the transaction.
@@ -105,7 +105,7 @@ func (s *keys) changeKeys(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audi
 	var edge store.LogEdge
 	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
-		ch, err := sqlrows.PrepareKeyChange(ctx, rowsOf{tx}, listKeysSQL, fn, &fnErr)
+		ch, err := sqlrows.PrepareKeyChange(ctx, rowsOf(tx), listKeysSQL, fn, &fnErr)
 		if err != nil {
 			return err
 		}

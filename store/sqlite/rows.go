@@ -15,17 +15,8 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// rowsOf gives a database/sql querier to the shared row layer.
-type rowsOf struct{ q querier }
-
-// Query runs sql through database/sql.
-func (r rowsOf) Query(ctx context.Context, sql string, args ...any) (sqlrows.Rows, error) {
-	rows, err := r.q.QueryContext(ctx, sql, args...)
-	if err != nil {
-		return nil, err // not a typed nil in a non-nil interface
-	}
-	return rows, nil
-}
+// rowsOf gives a database/sql database or transaction to the shared row layer.
+func rowsOf(q querier) sqlrows.Querier { return sqlrows.Adapt(q.QueryContext) }
 
 // values are SQLite's forms: times are BIGINT unix nanoseconds UTC
 // (store.Nanos), lists of strings a JSON array in TEXT.

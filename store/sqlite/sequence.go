@@ -32,7 +32,7 @@ func (s *clock) NextSequence(ctx context.Context, name string) (int64, error) {
 
 // Counter returns the counter's current value (0: never used).
 func (s *clock) Counter(ctx context.Context, name string) (int64, error) {
-	v, err := sqlrows.Counter(ctx, rowsOf{s.db}, `SELECT value FROM sequences WHERE name = ?`, name)
+	v, err := sqlrows.Counter(ctx, rowsOf(s.db), `SELECT value FROM sequences WHERE name = ?`, name)
 	if err != nil {
 		return 0, fmt.Errorf("store: counter %q: %w", name, err)
 	}

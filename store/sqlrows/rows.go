@@ -25,6 +25,26 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (Rows, error)
 }
 
+// Adapt gives the row layer a dialect's query function, whose rows are of
+// a concrete type (*sql.Rows, pgx.Rows).
+func Adapt[R Rows](query func(ctx context.Context, sql string, args ...any) (R, error)) Querier {
+	return querierFunc(func(ctx context.Context, sql string, args ...any) (Rows, error) {
+		rows, err := query(ctx, sql, args...)
+		if err != nil {
+			return nil, err // not a typed nil in a non-nil interface
+		}
+		return rows, nil
+	})
+}
+
+// querierFunc is a Querier of a function.
+type querierFunc func(ctx context.Context, sql string, args ...any) (Rows, error)
+
+// Query calls f.
+func (f querierFunc) Query(ctx context.Context, sql string, args ...any) (Rows, error) {
+	return f(ctx, sql, args...)
+}
+
 // Values says how a dialect stores the values that differ between the
 // stores: a time (SQLite: BIGINT unix nanoseconds; PostgreSQL: timestamptz)
 // and a list of strings (SQLite: a JSON array in TEXT; PostgreSQL: text[]).
