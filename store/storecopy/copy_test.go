@@ -61,7 +61,8 @@ func openPostgres(t *testing.T) store.Store {
 
 // fill gives s what a daemon leaves: a revoked key and the one signing now
 // (both from before key administration was audited), records audit
-// records signed by the second, and a revocation counter.
+// records signed by the second, a revocation counter and an agent with two
+// card versions.
 func fill(t *testing.T, s store.Store, records int) {
 	t.Helper()
 	ctx := t.Context()
@@ -82,6 +83,11 @@ func fill(t *testing.T, s store.Store, records int) {
 	}
 	for range 3 {
 		if _, err := s.NextSequence(ctx, "revocations"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := range 2 {
+		if _, err := s.PutAgentCard(ctx, storetest.AgentCard("payments", n+1), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,6 +117,9 @@ func checkSame(t *testing.T, src, dst store.Store) {
 		if dstKeys[i].KID != srcKeys[i].KID || (dstKeys[i].RevokedAt == nil) != (srcKeys[i].RevokedAt == nil) {
 			t.Errorf("key %d: %+v, the source's %+v", i, dstKeys[i], srcKeys[i])
 		}
+	}
+	if hist, err := dst.AgentHistory(ctx, "payments"); err != nil || len(hist) != 2 || hist[0].Version != 2 {
+		t.Errorf("the destination's agent history: %d versions, %v; want 2", len(hist), err)
 	}
 	if v, err := dst.NextSequence(ctx, "revocations"); err != nil || v != 4 {
 		t.Errorf("the destination's next revocation sequence: %d, %v; want 4", v, err)
