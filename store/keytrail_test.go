@@ -13,19 +13,13 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/storetest"
 )
 
 func trailKey(t *testing.T, kid string, created time.Time) jwks.KeyRecord {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := jose.NewJWK(priv.Public(), kid, "ES256")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jwks.KeyRecord{KID: kid, URI: "file:/k/" + kid, Alg: jose.ES256, Public: pub, CreatedAt: created, PublishAt: created}
+	k := storetest.NewKey(t, kid, created)
+	k.URI, k.PublishAt = "file:/k/"+kid, created
+	return k
 }
 
 // TestKeyTrail: key records are checked against the last key

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/store/storecopy"
 )
 
 // cardsignd on PostgreSQL: --check-config of the store section, the way up
@@ -326,18 +326,7 @@ func partialCopy(t *testing.T, from, to string, n int64) {
 	}
 	defer src.Close()
 	defer dst.Close()
-	c := &copier{src: src, dst: dst, out: io.Discard, batch: 1, srcName: srcPath, dstName: "partial"}
-	keys, err := src.ListKeys(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.mark(ctx, copyInProgress); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.copyKeys(ctx, keys, map[string]bool{}, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.copyAudit(ctx, 0, audit.Genesis(), n); err != nil {
+	if _, err := storecopy.Copy(ctx, src, dst, storecopy.Options{Batch: 1, SourceName: srcPath, DestName: "partial", StopAfter: n}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,22 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 	"github.com/cardsign/cardsign/transparency"
 )
 
-const agentCardColumns = `c.id, c.version, c.visibility, c.input, c.options, c.signed, c.canonical_sha256, c.kids, c.caller, c.audit_seq, c.stored_at`
+// agents is the Store's part for store.Agents and store.AgentImporter: the
+// card registry.
+type agents struct{ *core }
 
 // PutAgentCard stores c as its agent's next version (see store.Agents). The
 // agent's row is locked for the transaction, so concurrent puts for one
 // agent (two replicas) take consecutive versions.
-func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
+func (s *agents) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
 	if err := store.CheckAgentCard(c); err != nil {
 		return store.AgentCard{}, fmt.Errorf("store: put agent card: %w", err)
 	}
@@ -74,7 +76,7 @@ func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (
 }
 
 // ImportAgentCard stores c as it is (see store.AgentImporter).
-func (s *Store) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
+func (s *agents) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
 	if err := store.CheckAgentCard(c); err != nil {
 		return fmt.Errorf("store: import agent card: %w", err)
 	}
@@ -99,14 +101,14 @@ func (s *Store) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
 }
 
 // AgentCard returns version v of agent id, its newest when v is 0.
-func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
-	q := `SELECT ` + agentCardColumns + ` FROM agent_cards c WHERE c.id = $1 AND c.version = $2`
+func (s *agents) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
+	q := `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c WHERE c.id = $1 AND c.version = $2`
 	args := []any{id, v}
 	if v == 0 {
-		q = `SELECT ` + agentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`
+		q = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`
 		args = args[:1]
 	}
-	cards, err := s.queryAgentCards(ctx, q, args...)
+	cards, err := queryAgentCards(ctx, s.pool, q, args...)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -122,14 +124,14 @@ func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentC
 // costs what an unknown id costs. OFFSET 0 keeps the EXISTS a subplan run
 // per public row (the planner would otherwise turn it into a join it may
 // start from agents).
-const publicAgentCardQuery = `SELECT ` + agentCardColumns + ` FROM agent_cards c
+const publicAgentCardQuery = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c
 	WHERE c.id = $1 AND c.visibility = 'public'
 	AND EXISTS (SELECT 1 FROM agents a WHERE a.id = c.id AND a.last_version = c.version OFFSET 0)`
 
 // PublicAgentCard returns agent id's newest version if it is public (see
 // store.Agents).
-func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
-	cards, err := s.queryAgentCards(ctx, publicAgentCardQuery, id)
+func (s *agents) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
+	cards, err := queryAgentCards(ctx, s.pool, publicAgentCardQuery, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -140,7 +142,7 @@ func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard
 }
 
 // CountAgents counts the agents, and caller's (see store.Agents).
-func (s *Store) CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error) {
+func (s *agents) CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE
 			(SELECT c.caller FROM agent_cards c WHERE c.id = a.id AND c.caller <> $1 ORDER BY c.version DESC LIMIT 1) = $2)
 		FROM agents a WHERE EXISTS (SELECT 1 FROM agent_cards c WHERE c.id = a.id)`, skip, caller).Scan(&total, &byCaller)
@@ -151,13 +153,13 @@ func (s *Store) CountAgents(ctx context.Context, caller, skip string) (total, by
 }
 
 // ListAgents returns the newest version of the agents after after, by ID.
-func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
+func (s *agents) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
 	var lim *int64 // NULL: LIMIT ALL
 	if limit > 0 {
 		l := int64(limit)
 		lim = &l
 	}
-	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
+	cards, err := queryAgentCards(ctx, s.pool, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
 		WHERE c.id COLLATE "C" > $1 ORDER BY c.id COLLATE "C" LIMIT $2`, after, lim)
 	if err != nil {
 		return nil, wrap(ctx, fmt.Sprintf("list agents after %q", after), err)
@@ -166,8 +168,8 @@ func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]stor
 }
 
 // AgentHistory returns the kept versions of agent id, newest first.
-func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
-	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c WHERE c.id = $1 ORDER BY c.version DESC`, id)
+func (s *agents) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
+	cards, err := queryAgentCards(ctx, s.pool, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c WHERE c.id = $1 ORDER BY c.version DESC`, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -182,7 +184,7 @@ func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard,
 // transaction (see store.Agents). The agent's row is locked first, as
 // PutAgentCard locks it: no version is added between the read and the
 // removal.
-func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
+func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
 	var recErr error
 	var out []audit.Record
 	var edge store.LogEdge
@@ -191,20 +193,10 @@ func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest s
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM agents WHERE id = $1 FOR UPDATE`, id); err != nil {
 			return err
 		}
-		cards, err := queryAgentCards(ctx, tx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if len(cards) == 0 {
-			return store.ErrNotFound
-		}
-		rec, err := record(cards[0])
-		if err != nil {
-			recErr = err
-			return err
-		}
 		var times []int64
-		if out, times, err = store.PrepareRegistryAudit(rec, audit.KindAgentRemove); err != nil {
+		var err error
+		out, times, err = sqlrows.PrepareAgentRemoval(ctx, rowsOf(tx), values{}, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = $1`, id, record, &recErr)
+		if err != nil {
 			return err
 		}
 		if err := checkText(out[0]); err != nil {
@@ -227,32 +219,9 @@ func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest s
 	return out[0], nil
 }
 
-func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]store.AgentCard, error) {
-	return queryAgentCards(ctx, s.pool, q, args...)
-}
-
 // queryAgentCards reads agent cards by q on db, the pool or a transaction.
-func queryAgentCards(ctx context.Context, db interface {
-	Query(ctx context.Context, q string, args ...any) (pgx.Rows, error)
-}, q string, args ...any) ([]store.AgentCard, error) {
-	rows, err := db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.AgentCard
-	for rows.Next() {
-		var c store.AgentCard
-		var vis string
-		var stored time.Time
-		if err := rows.Scan(&c.ID, &c.Version, &vis, &c.Input, &c.Options, &c.Signed, &c.CanonicalSHA256, &c.KIDs, &c.Caller, &c.AuditSeq, &stored); err != nil {
-			return nil, err
-		}
-		c.Visibility = store.Visibility(vis)
-		c.StoredAt = stored.UTC()
-		out = append(out, c)
-	}
-	return out, rows.Err()
+func queryAgentCards(ctx context.Context, db querier, q string, args ...any) ([]store.AgentCard, error) {
+	return sqlrows.AgentCards(ctx, rowsOf(db), values{}, q, args...)
 }
 
 func nonNilBytes(b []byte) []byte {
@@ -269,7 +238,7 @@ func validText(s string) bool {
 
 // RevokeCard records a card revocation and appends rec, its audit record,
 // in one transaction (see store.Agents).
-func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
+func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
 	if len(c.CanonicalSHA256) != 32 {
 		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
 	}
@@ -310,29 +279,16 @@ func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audi
 }
 
 // RevokedCards lists every revoked card.
-func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards ORDER BY canonical_sha256`)
+func (s *agents) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
+	out, err := sqlrows.CardRevocations(ctx, rowsOf(s.pool), values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
 	if err != nil {
-		return nil, wrap(ctx, "revoked cards", err)
-	}
-	defer rows.Close()
-	var out []store.CardRevocation
-	for rows.Next() {
-		var c store.CardRevocation
-		if err := rows.Scan(&c.CanonicalSHA256, &c.AgentID, &c.Version, &c.Reason, &c.RevokedAt); err != nil {
-			return nil, wrap(ctx, "revoked cards", err)
-		}
-		c.RevokedAt = c.RevokedAt.UTC()
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, wrap(ctx, "revoked cards", err)
 	}
 	return out, nil
 }
 
 // ImportCardRevocation stores c as it is (see store.AgentImporter).
-func (s *Store) ImportCardRevocation(ctx context.Context, c store.CardRevocation) error {
+func (s *agents) ImportCardRevocation(ctx context.Context, c store.CardRevocation) error {
 	if len(c.CanonicalSHA256) != 32 || c.RevokedAt.IsZero() || !validText(c.AgentID) || !validText(c.Reason) {
 		return fmt.Errorf("store: import card revocation %x: invalid", c.CanonicalSHA256)
 	}

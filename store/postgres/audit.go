@@ -11,10 +11,14 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 	"github.com/cardsign/cardsign/transparency"
 )
 
-const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash, outcome, reason, provenance, detail`
+// auditTrail is the Store's part for store.AuditLog: the hash-chained audit records and their head.
+type auditTrail struct{ *core }
+
+const auditColumns = sqlrows.AuditColumns
 
 // insertAudit inserts a whole batch with one statement, one array per
 // column: one round trip whatever the batch size, and one run of the
@@ -52,7 +56,7 @@ const lockKeysShared = `SELECT kid, revoked_at IS NOT NULL FROM keys WHERE kid =
 // revocation), or the revoke updates first, and the append's FOR SHARE
 // waits for the revoke to commit, then (READ COMMITTED re-reads a row
 // changed under a lock) sees revoked_at set and refuses.
-func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
+func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -93,7 +97,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 // kids are the kids of out's signatures, refused if revoked. It returns the
 // log's edge after the append and the tree hashes it wrote, for the caller
 // to keep once tx has committed.
-func (s *Store) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, times []int64, kids []string) (store.LogEdge, []transparency.StoredHash, error) {
+func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, times []int64, kids []string) (store.LogEdge, []transparency.StoredHash, error) {
 	var edge store.LogEdge
 	var written []transparency.StoredHash
 	err := func() error {
@@ -268,7 +272,7 @@ func (c *auditCols) args() []any {
 // AuditHead returns the Seq and Hash of the last audit record ever appended
 // (the high-water mark, kept even if records are deleted behind the store's
 // back), or 0 and audit.Genesis() when none was.
-func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
+func (s *auditTrail) AuditHead(ctx context.Context) (int64, []byte, error) {
 	var seq int64
 	var hash []byte
 	err := s.pool.QueryRow(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&seq, &hash)
@@ -284,7 +288,7 @@ func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
 // ListAudit returns up to limit records with Seq > afterSeq, ascending;
 // limit <= 0 means no limit. Each record's Hosts are read from its
 // transparency-log entry.
-func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
+func (s *auditTrail) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
 	recs, err := listAudit(ctx, s.pool, afterSeq, limit)
 	if err != nil {
 		return nil, wrap(ctx, fmt.Sprintf("list audit after %d", afterSeq), err)
@@ -300,32 +304,6 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := q.Query(ctx, `SELECT `+auditColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
+	return sqlrows.ListAudit(ctx, rowsOf(q), `SELECT `+auditColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
 		WHERE seq > $1 ORDER BY seq LIMIT $2`, afterSeq, lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var recs []audit.Record
-	for rows.Next() {
-		var r audit.Record
-		var t int64
-		var entry []byte
-		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &r.Detail, &entry); err != nil {
-			return nil, err
-		}
-		r.Time = store.FromNanos(t)
-		if r.Hosts, err = store.EntryHosts(r.Seq, entry); err != nil {
-			return nil, err
-		}
-		if r.Sealed, err = store.EntrySealed(r.Seq, entry); err != nil {
-			return nil, err
-		}
-		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return recs, nil
 }

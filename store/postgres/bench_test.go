@@ -9,6 +9,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/pgtest"
+	"github.com/cardsign/cardsign/store/storetest"
 )
 
 // benchStore opens a store on a fresh database of a cluster of its own with
@@ -85,35 +86,9 @@ func BenchmarkAppendAudit(b *testing.B) {
 	}
 }
 
-// countingCommitter counts the transactions a Batcher runs.
-type countingCommitter struct {
-	*Store
-	txns atomic.Int64
-}
-
-func (c *countingCommitter) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
-	c.txns.Add(1)
-	return c.Store.AppendAudit(ctx, recs)
-}
-
 // BenchmarkBatcherCommit is the daemon's path: 32 goroutines each committing
 // one record at a time through an audit.Batcher onto PostgreSQL.
 func BenchmarkBatcherCommit(b *testing.B) {
 	s := benchStore(b, benchCluster(b))
-	cc := &countingCommitter{Store: s}
-	bt := audit.NewBatcher(cc, 0)
-	defer bt.Close()
-	rec := record("r")
-	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0))) // 32 goroutines in all
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := bt.Commit(context.Background(), []audit.Record{rec}); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
-	b.ReportMetric(float64(b.N)/float64(max(1, cc.txns.Load())), "records/txn")
+	storetest.BenchBatcherCommit(b, s, record("r"))
 }

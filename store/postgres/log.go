@@ -11,6 +11,9 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// logRows is the Store's part for store.Log: the transparency log's rows.
+type logRows struct{ *core }
+
 // The transparency log's storage (store.Log): tables log_entries and
 // log_hashes of migration 6, appended to inside AppendAudit's transaction,
 // under the audit_head lock.
@@ -51,7 +54,7 @@ func queueLog(b *pgx.Batch, first int64, entries [][]byte, hashes []transparency
 // takes the audit_head lock, as appends do, and reads the log's size and
 // the head again, so replicas opening the database at once append each
 // leaf once and no append runs between two chunks of one.
-func (s *Store) catchUpLog(ctx context.Context) error {
+func (s *core) catchUpLog(ctx context.Context) error {
 	// A read first: a caught-up log costs an open no lock. A missing head
 	// row (-1) is reported by lockHead below.
 	var head, size int64
@@ -93,7 +96,7 @@ func catchUpChunk(ctx context.Context, tx pgx.Tx, size, head int64) (int64, erro
 }
 
 // LogHashes returns the tree hashes stored at indexes, in the order asked.
-func (s *Store) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+func (s *logRows) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
 	hs, err := s.hashes.Read(ctx, indexes, func(ctx context.Context, missing []int64) ([]tlog.Hash, error) {
 		return readLogHashes(ctx, s.pool, missing)
 	})
@@ -104,7 +107,7 @@ func (s *Store) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, er
 }
 
 // LogEntries returns the encoded entries of leaves from to to-1.
-func (s *Store) LogEntries(ctx context.Context, from, to int64) ([][]byte, error) {
+func (s *logRows) LogEntries(ctx context.Context, from, to int64) ([][]byte, error) {
 	if err := store.CheckLogRange(from, to); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

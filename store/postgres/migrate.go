@@ -52,7 +52,7 @@ const (
 // newer than this binary's newest migration is refused: a newer cardsignd
 // migrated it, and writing to it with older code could break invariants the
 // newer schema relies on.
-func (s *Store) migrate(ctx context.Context, poolCfg *pgxpool.Config) error {
+func (s *core) migrate(ctx context.Context, poolCfg *pgxpool.Config) error {
 	return migrate(ctx, poolCfg, migrationFiles, s.log)
 }
 

@@ -164,5 +164,5 @@ func openPoolT(t *testing.T, url string) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return &Store{pool: pool}
+	return newStore(&core{pool: pool})
 }

@@ -70,8 +70,30 @@ type Config struct {
 }
 
 // Store is a store.Store on a PostgreSQL database. It is safe for concurrent
-// use, also by several processes sharing the database.
+// use, also by several processes sharing the database. It is composed of
+// one part per role interface of package store (keys, audit log, clock,
+// leases, documents, agents, log rows), each over the connection pool they
+// share (core).
 type Store struct {
+	*core
+	keys
+	auditTrail
+	clock
+	leases
+	documents
+	agents
+	logRows
+}
+
+// newStore composes a Store of its parts over c.
+func newStore(c *core) *Store {
+	return &Store{core: c, keys: keys{c}, auditTrail: auditTrail{c}, clock: clock{c}, leases: leases{c},
+		documents: documents{c}, agents: agents{c}, logRows: logRows{c}}
+}
+
+// core is what the Store's parts share: the connection pool and this
+// process's state of the database.
+type core struct {
 	pool *pgxpool.Pool
 	// conn is the pool's connection config, which Watch copies for its own
 	// dedicated connection.
@@ -89,8 +111,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store   = (*Store)(nil)
-	_ store.Watcher = (*Store)(nil)
+	_ store.Store    = (*Store)(nil)
+	_ store.Watcher  = (*Store)(nil)
+	_ store.Counters = (*Store)(nil)
 )
 
 // Open connects to the database cfg names, checks it answers, applies any
@@ -116,7 +139,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
-	s := &Store{pool: pool, conn: poolCfg.ConnConfig, log: log, where: where, hashes: store.NewHashCache(0)}
+	s := newStore(&core{pool: pool, conn: poolCfg.ConnConfig, log: log, where: where, hashes: store.NewHashCache(0)})
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: cannot reach PostgreSQL at %s (is the server running, and are the URL, sslmode and password right?): %w",
@@ -326,7 +349,7 @@ func (e *commitError) Unwrap() error { return e.err }
 
 // inTx runs fn in one READ COMMITTED transaction and commits it; an fn error
 // rolls it back and is returned unchanged.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
+func (s *core) inTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginQuery})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

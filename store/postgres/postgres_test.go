@@ -3,9 +3,6 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"strconv"
@@ -17,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/storetest"
 )
 
 func record(id string) audit.Record {
@@ -29,18 +26,11 @@ func record(id string) audit.Record {
 	}
 }
 
+// newKey returns a key record created and published now.
 func newKey(t testing.TB, kid string) jwks.KeyRecord {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := jose.NewJWK(priv.Public(), kid, "ES256")
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	return jwks.KeyRecord{KID: kid, URI: "file:/keys/" + kid, Alg: "ES256", Public: pub, CreatedAt: now, PublishAt: now}
+	k := storetest.NewKey(t, kid, time.Now())
+	k.URI, k.PublishAt = "file:/keys/"+kid, k.CreatedAt
+	return k
 }
 
 // TestGuards: what the store never does is refused by the database too,
@@ -123,18 +113,9 @@ func TestGuards(t *testing.T) {
 	if err != nil || next[0].Seq != 3 {
 		t.Fatalf("append after the refusals: %+v, %v", next, err)
 	}
-	if err := audit.VerifyChain(audit.Genesis(), listAllT(t, s)); err != nil {
+	if err := audit.VerifyChain(audit.Genesis(), storetest.ListAudit(t, s)); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func listAllT(t *testing.T, s *Store) []audit.Record {
-	t.Helper()
-	recs, err := s.ListAudit(t.Context(), 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
 }
 
 // TestAppendWaitsForRevoke: an append that reaches a key while a revocation
@@ -210,7 +191,7 @@ func TestAppendWaitsForRevoke(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := listAllT(t, s); len(got) != 0 {
+	if got := storetest.ListAudit(t, s); len(got) != 0 {
 		t.Fatalf("%d records stored, want none", len(got))
 	}
 }
@@ -332,7 +313,7 @@ func TestConcurrentAppendAndKeys(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	recs := listAllT(t, handles[1])
+	recs := storetest.ListAudit(t, handles[1])
 	if len(recs) != 3*30*2 {
 		t.Fatalf("%d records, want %d", len(recs), 3*30*2)
 	}

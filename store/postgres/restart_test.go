@@ -13,6 +13,7 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/storetest"
 )
 
 // TestDatabaseRestart stops the server under an open store: every operation
@@ -112,7 +113,7 @@ func TestDatabaseRestart(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	recs := listAllT(t, s)
+	recs := storetest.ListAudit(t, s)
 	if len(recs) != 2 || recs[0].RequestID != "before" || recs[1].RequestID != "during" {
 		t.Fatalf("records after the restart: %d", len(recs))
 	}

@@ -9,14 +9,23 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 )
 
-var _ store.Counters = (*Store)(nil)
+// documents is the Store's part for store.Documents.
+type documents struct{ *core }
+
+// leases is the Store's part for store.Leases.
+type leases struct{ *core }
+
+// clock is the Store's part for store.Clock and store.Counters: the store's
+// time and its named counters.
+type clock struct{ *core }
 
 // NextSequence returns the next value (1, 2, …) of the durable counter name.
 // One statement: ON CONFLICT DO UPDATE locks the counter's row, so
 // concurrent callers get consecutive values, each once.
-func (s *Store) NextSequence(ctx context.Context, name string) (int64, error) {
+func (s *clock) NextSequence(ctx context.Context, name string) (int64, error) {
 	if name == "" {
 		return 0, errors.New("store: next sequence: empty name")
 	}
@@ -31,12 +40,8 @@ func (s *Store) NextSequence(ctx context.Context, name string) (int64, error) {
 }
 
 // Counter returns the counter's current value (0: never used).
-func (s *Store) Counter(ctx context.Context, name string) (int64, error) {
-	var v int64
-	err := s.pool.QueryRow(ctx, `SELECT value FROM sequences WHERE name = $1`, name).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
+func (s *clock) Counter(ctx context.Context, name string) (int64, error) {
+	v, err := sqlrows.Counter(ctx, rowsOf(s.pool), `SELECT value FROM sequences WHERE name = $1`, name)
 	if err != nil {
 		return 0, wrap(ctx, fmt.Sprintf("counter %q", name), err)
 	}
@@ -44,7 +49,7 @@ func (s *Store) Counter(ctx context.Context, name string) (int64, error) {
 }
 
 // RaiseCounter sets the counter to atLeast when it is below it.
-func (s *Store) RaiseCounter(ctx context.Context, name string, atLeast int64) error {
+func (s *clock) RaiseCounter(ctx context.Context, name string, atLeast int64) error {
 	if name == "" {
 		return errors.New("store: raise counter: empty name")
 	}
@@ -59,7 +64,7 @@ func (s *Store) RaiseCounter(ctx context.Context, name string, atLeast int64) er
 // Now returns the database server's clock (clock_timestamp(): the time of
 // the call, not of the transaction's start), the clock every replica shares.
 // It has microsecond precision.
-func (s *Store) Now(ctx context.Context) (time.Time, error) {
+func (s *clock) Now(ctx context.Context) (time.Time, error) {
 	var t time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t); err != nil {
 		return time.Time{}, wrap(ctx, "database clock", err)
@@ -88,7 +93,7 @@ RETURNING holder, epoch, expires_at`
 // ttl, or renews it; see store.Leases. Expiry is compared on the database's
 // clock only, so a replica whose clock is off neither steals a live lease
 // nor keeps a dead one.
-func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
+func (s *leases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
 	op := fmt.Sprintf("acquire lease %q for %q", name, holder)
 	if name == "" || holder == "" {
 		return store.Lease{}, fmt.Errorf("store: %s: empty lease name or holder", op)
@@ -116,7 +121,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 
 // ReleaseLease expires l now, on the database clock, when it is still held
 // as l (same holder and epoch, unexpired); otherwise it does nothing.
-func (s *Store) ReleaseLease(ctx context.Context, l store.Lease) error {
+func (s *leases) ReleaseLease(ctx context.Context, l store.Lease) error {
 	_, err := s.pool.Exec(ctx, `UPDATE leases SET expires_at = clock_timestamp()
 		WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()`, l.Name, l.Holder, l.Epoch)
 	return wrap(ctx, fmt.Sprintf("release lease %q of %q", l.Name, l.Holder), err)
@@ -124,7 +129,7 @@ func (s *Store) ReleaseLease(ctx context.Context, l store.Lease) error {
 
 // Document returns the stored document name, or an error wrapping
 // store.ErrNotFound.
-func (s *Store) Document(ctx context.Context, name string) (store.Document, error) {
+func (s *documents) Document(ctx context.Context, name string) (store.Document, error) {
 	d := store.Document{Name: name}
 	err := s.pool.QueryRow(ctx, `SELECT seq, body, meta, updated_at FROM documents WHERE name = $1`, name).
 		Scan(&d.Seq, &d.Body, &d.Meta, &d.UpdatedAt)
@@ -145,7 +150,7 @@ func (s *Store) Document(ctx context.Context, name string) (store.Document, erro
 // row) waits until this transaction ends, so the document is committed
 // while fence still holds, or not at all. The sequence check and the write
 // are one upsert that changes nothing unless doc.Seq is greater.
-func (s *Store) PutDocument(ctx context.Context, fence store.Lease, doc store.Document) error {
+func (s *documents) PutDocument(ctx context.Context, fence store.Lease, doc store.Document) error {
 	op := fmt.Sprintf("put document %q (seq %d)", doc.Name, doc.Seq)
 	if doc.Name == "" {
 		return fmt.Errorf("store: %s: empty name", op)

@@ -97,7 +97,7 @@ func (s *Store) Watch(ctx context.Context, fn func(topic string)) error {
 
 // listen runs one connection's life: connect, LISTEN, fn(""), then fn for
 // each notification until an error. connected is called once LISTEN took.
-func (s *Store) listen(ctx context.Context, fn func(string), connected func()) error {
+func (s *core) listen(ctx context.Context, fn func(string), connected func()) error {
 	cfg := s.conn.Copy()
 	// Named apart from the pool's connections in pg_stat_activity: an
 	// operator (or a test) can tell the listener, whatever it last ran.

@@ -10,13 +10,16 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 	"github.com/cardsign/cardsign/transparency"
 )
 
-const agentCardColumns = `c.id, c.version, c.visibility, c.input, c.options, c.signed, c.canonical_sha256, c.kids, c.caller, c.audit_seq, c.stored_at`
+// agents is the Store's part for store.Agents and store.AgentImporter: the
+// card registry.
+type agents struct{ *core }
 
 // PutAgentCard stores c as its agent's next version (see store.Agents).
-func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
+func (s *agents) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
 	if err := store.CheckAgentCard(c); err != nil {
 		return store.AgentCard{}, fmt.Errorf("store: put agent card: %w", err)
 	}
@@ -65,14 +68,14 @@ func (s *Store) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) (
 }
 
 // AgentCard returns version v of agent id, its newest when v is 0.
-func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
-	q := `SELECT ` + agentCardColumns + ` FROM agent_cards c WHERE c.id = ? AND c.version = ?`
+func (s *agents) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
+	q := `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c WHERE c.id = ? AND c.version = ?`
 	args := []any{id, v}
 	if v == 0 {
-		q = `SELECT ` + agentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`
+		q = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`
 		args = args[:1]
 	}
-	cards, err := s.queryAgentCards(ctx, q, args...)
+	cards, err := queryAgentCards(ctx, s.db, q, args...)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -87,14 +90,14 @@ func (s *Store) AgentCard(ctx context.Context, id string, v int64) (store.AgentC
 // at agents for the newest version: a private id's rows are never read, so
 // it costs what an unknown id costs. INDEXED BY makes a plan without the
 // index an error rather than a slower lookup.
-const publicAgentCardQuery = `SELECT ` + agentCardColumns + ` FROM agent_cards c INDEXED BY agent_cards_public
+const publicAgentCardQuery = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c INDEXED BY agent_cards_public
 	WHERE c.id = ? AND c.visibility = 'public'
 	AND EXISTS (SELECT 1 FROM agents a WHERE a.id = c.id AND a.last_version = c.version)`
 
 // PublicAgentCard returns agent id's newest version if it is public (see
 // store.Agents).
-func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
-	cards, err := s.queryAgentCards(ctx, publicAgentCardQuery, id)
+func (s *agents) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
+	cards, err := queryAgentCards(ctx, s.db, publicAgentCardQuery, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -105,7 +108,7 @@ func (s *Store) PublicAgentCard(ctx context.Context, id string) (store.AgentCard
 }
 
 // CountAgents counts the agents, and caller's (see store.Agents).
-func (s *Store) CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error) {
+func (s *agents) CountAgents(ctx context.Context, caller, skip string) (total, byCaller int64, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(
 			(SELECT c.caller FROM agent_cards c WHERE c.id = a.id AND c.caller <> ? ORDER BY c.version DESC LIMIT 1) IS ?), 0)
 		FROM agents a WHERE EXISTS (SELECT 1 FROM agent_cards c WHERE c.id = a.id)`, skip, caller).Scan(&total, &byCaller)
@@ -116,11 +119,11 @@ func (s *Store) CountAgents(ctx context.Context, caller, skip string) (total, by
 }
 
 // ListAgents returns the newest version of the agents after after, by ID.
-func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
+func (s *agents) ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
+	cards, err := queryAgentCards(ctx, s.db, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version
 		WHERE c.id > ? ORDER BY c.id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: list agents after %q: %w", after, err)
@@ -129,8 +132,8 @@ func (s *Store) ListAgents(ctx context.Context, after string, limit int) ([]stor
 }
 
 // AgentHistory returns the kept versions of agent id, newest first.
-func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
-	cards, err := s.queryAgentCards(ctx, `SELECT `+agentCardColumns+` FROM agent_cards c WHERE c.id = ? ORDER BY c.version DESC`, id)
+func (s *agents) AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error) {
+	cards, err := queryAgentCards(ctx, s.db, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c WHERE c.id = ? ORDER BY c.version DESC`, id)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}
@@ -143,26 +146,16 @@ func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard,
 // RemoveAgent deletes every version of agent id, its counter kept, and
 // appends the audit record that record makes of its newest version, in one
 // transaction (see store.Agents).
-func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
+func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
 	var recErr error
 	var out []audit.Record
 	var edge store.LogEdge
 	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
-		cards, err := queryAgentCards(ctx, tx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`, id)
-		if err != nil {
-			return err
-		}
-		if len(cards) == 0 {
-			return store.ErrNotFound
-		}
-		rec, err := record(cards[0])
-		if err != nil {
-			recErr = err
-			return err
-		}
 		var times []int64
-		if out, times, err = store.PrepareRegistryAudit(rec, audit.KindAgentRemove); err != nil {
+		var err error
+		out, times, err = sqlrows.PrepareAgentRemoval(ctx, rowsOf(tx), values{}, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`, id, record, &recErr)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_cards WHERE id = ?`, id); err != nil {
@@ -182,36 +175,10 @@ func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest s
 	return out[0], nil
 }
 
-func (s *Store) queryAgentCards(ctx context.Context, q string, args ...any) ([]store.AgentCard, error) {
-	return queryAgentCards(ctx, s.db, q, args...)
-}
-
 // queryAgentCards reads agent cards by q on db, the database or a
 // transaction.
-func queryAgentCards(ctx context.Context, db interface {
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-}, q string, args ...any) ([]store.AgentCard, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.AgentCard
-	for rows.Next() {
-		var c store.AgentCard
-		var vis, kids string
-		var stored int64
-		if err := rows.Scan(&c.ID, &c.Version, &vis, &c.Input, &c.Options, &c.Signed, &c.CanonicalSHA256, &kids, &c.Caller, &c.AuditSeq, &stored); err != nil {
-			return nil, err
-		}
-		c.Visibility = store.Visibility(vis)
-		if err := json.Unmarshal([]byte(kids), &c.KIDs); err != nil {
-			return nil, fmt.Errorf("agent %s version %d: kids: %w", c.ID, c.Version, err)
-		}
-		c.StoredAt = store.FromNanos(stored)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+func queryAgentCards(ctx context.Context, db querier, q string, args ...any) ([]store.AgentCard, error) {
+	return sqlrows.AgentCards(ctx, rowsOf(db), values{}, q, args...)
 }
 
 func nonNilStrings(s []string) []string {
@@ -223,7 +190,7 @@ func nonNilStrings(s []string) []string {
 
 // RevokeCard records a card revocation and appends rec, its audit record,
 // in one transaction (see store.Agents).
-func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
+func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
 	if len(c.CanonicalSHA256) != 32 {
 		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card: canonical SHA-256 is %d bytes, want 32", len(c.CanonicalSHA256))
 	}
@@ -258,24 +225,64 @@ func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audi
 }
 
 // RevokedCards lists every revoked card.
-func (s *Store) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT canonical_sha256, agent_id, version, reason, revoked_at FROM revoked_cards ORDER BY canonical_sha256`)
+func (s *agents) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
+	out, err := sqlrows.CardRevocations(ctx, rowsOf(s.db), values{}, `SELECT `+sqlrows.CardRevocationColumns+` FROM revoked_cards ORDER BY canonical_sha256`)
 	if err != nil {
 		return nil, fmt.Errorf("store: revoked cards: %w", err)
 	}
-	defer rows.Close()
-	var out []store.CardRevocation
-	for rows.Next() {
-		var c store.CardRevocation
-		var at int64
-		if err := rows.Scan(&c.CanonicalSHA256, &c.AgentID, &c.Version, &c.Reason, &at); err != nil {
-			return nil, fmt.Errorf("store: revoked cards: %w", err)
-		}
-		c.RevokedAt = store.FromNanos(at)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: revoked cards: %w", err)
-	}
 	return out, nil
+}
+
+var _ store.AgentImporter = (*Store)(nil)
+
+// ImportAgentCard stores c as it is (see store.AgentImporter): what a store
+// copy from PostgreSQL writes.
+func (s *agents) ImportAgentCard(ctx context.Context, c store.AgentCard) error {
+	if err := store.CheckAgentCard(c); err != nil {
+		return fmt.Errorf("store: import agent card: %w", err)
+	}
+	if c.Version < 1 {
+		return fmt.Errorf("store: import agent card %s: version %d", c.ID, c.Version)
+	}
+	kids, err := json.Marshal(nonNilStrings(c.KIDs))
+	if err != nil {
+		return fmt.Errorf("store: import agent card %s: %w", c.ID, err)
+	}
+	stored, err := store.Nanos(c.StoredAt)
+	if err != nil {
+		return fmt.Errorf("store: import agent card %s: stored_at: %w", c.ID, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO agents (id, last_version) VALUES (?, ?)
+			ON CONFLICT (id) DO UPDATE SET last_version = max(last_version, excluded.last_version)`, c.ID, c.Version); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO agent_cards (id, version, visibility, input, options, signed, canonical_sha256, kids, caller, audit_seq, stored_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id, version) DO NOTHING`,
+			c.ID, c.Version, string(c.Visibility), nonNil(c.Input), nonNil(c.Options), nonNil(c.Signed), nonNil(c.CanonicalSHA256),
+			string(kids), c.Caller, c.AuditSeq, stored)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: import agent card %s version %d: %w", c.ID, c.Version, err)
+	}
+	return nil
+}
+
+// ImportCardRevocation stores c as it is (see store.AgentImporter).
+func (s *agents) ImportCardRevocation(ctx context.Context, c store.CardRevocation) error {
+	at, err := store.Nanos(c.RevokedAt)
+	if len(c.CanonicalSHA256) != 32 || c.RevokedAt.IsZero() || err != nil {
+		return fmt.Errorf("store: import card revocation %x: invalid", c.CanonicalSHA256)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_sha256) DO NOTHING`,
+			nonNil(c.CanonicalSHA256), c.AgentID, c.Version, c.Reason, at)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: import card revocation %x: %w", c.CanonicalSHA256, err)
+	}
+	return nil
 }

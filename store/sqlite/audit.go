@@ -8,8 +8,12 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 	"github.com/cardsign/cardsign/transparency"
 )
+
+// auditTrail is the Store's part for store.AuditLog: the hash-chained audit records and their head.
+type auditTrail struct{ *core }
 
 // auditColumns are the columns of migration 1, which every audit row has.
 const auditColumns = `seq, time, caller, request_id, card_name, card_version, canonical_sha256, kid, alg, profile, signature, prev_hash, hash`
@@ -23,7 +27,7 @@ const auditAllColumns = auditColumns + `, outcome, reason, provenance, detail`
 // caller set is replaced; Time is normalized to UTC and an empty Outcome to
 // audit.OutcomeSigned (the hash is the same). A record whose Outcome is
 // invalid (audit.Record.CheckOutcome) fails the whole batch.
-func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
+func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -53,7 +57,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 // nanoseconds) in tx, assigning Seq, PrevHash and Hash in place, and
 // returns the log's edge after the append and the tree hashes it wrote:
 // for the caller to keep once tx has committed.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (store.LogEdge, []transparency.StoredHash, error) {
+func (s *core) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (store.LogEdge, []transparency.StoredHash, error) {
 	var edge store.LogEdge
 	var written []transparency.StoredHash
 	err := func() error {
@@ -119,7 +123,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, ti
 // AuditHead returns the Seq and Hash of the last audit record ever appended
 // (the high-water mark, kept even if records are deleted behind the store's
 // back), or 0 and audit.Genesis() when none was.
-func (s *Store) AuditHead(ctx context.Context) (int64, []byte, error) {
+func (s *auditTrail) AuditHead(ctx context.Context) (int64, []byte, error) {
 	seq, hash, err := auditHead(ctx, s.db)
 	if err != nil {
 		return 0, nil, fmt.Errorf("store: audit head: %w", err)
@@ -157,7 +161,7 @@ func scanHead(row *sql.Row) (int64, []byte, error) {
 // ListAudit returns up to limit records with Seq > afterSeq, ascending;
 // limit <= 0 means no limit. Each record's Hosts are read from its
 // transparency-log entry.
-func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
+func (s *auditTrail) ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error) {
 	recs, err := listAudit(ctx, s.db, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit after %d: %w", afterSeq, err)
@@ -171,34 +175,8 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+auditAllColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
+	return sqlrows.ListAudit(ctx, rowsOf(q), `SELECT `+auditAllColumns+`, entry FROM audit LEFT JOIN log_entries ON idx = seq - 1
 		WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var recs []audit.Record
-	for rows.Next() {
-		var r audit.Record
-		var t int64
-		var entry []byte
-		if err := rows.Scan(&r.Seq, &t, &r.Caller, &r.RequestID, &r.CardName, &r.CardVersion,
-			&r.CanonicalSHA256, &r.KID, &r.Alg, &r.Profile, &r.Signature, &r.PrevHash, &r.Hash, &r.Outcome, &r.Reason, &r.Provenance, &r.Detail, &entry); err != nil {
-			return nil, err
-		}
-		r.Time = store.FromNanos(t)
-		if r.Hosts, err = store.EntryHosts(r.Seq, entry); err != nil {
-			return nil, err
-		}
-		if r.Sealed, err = store.EntrySealed(r.Seq, entry); err != nil {
-			return nil, err
-		}
-		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return recs, nil
 }
 
 // refuseRevoked fails the transaction when a record's key is revoked, at any

@@ -77,7 +77,7 @@ func TestMigrateAuditHead(t *testing.T) {
 			if err != nil || out[0].Seq != wantSeq+1 || !bytes.Equal(out[0].PrevHash, wantHash) {
 				t.Fatalf("append after migration: %+v, %v", out, err)
 			}
-			if err := audit.VerifyChain(audit.Genesis(), listAllT(t, s)); err != nil {
+			if err := audit.VerifyChain(audit.Genesis(), storetest.ListAudit(t, s)); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -99,15 +99,6 @@ func (s *Store) appendBeforeHead(ctx context.Context, r audit.Record) ([]audit.R
 		r.Seq, r.Time.UnixNano(), r.Caller, r.RequestID, r.CardName, r.CardVersion, r.CanonicalSHA256,
 		r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash)
 	return []audit.Record{r}, err
-}
-
-func listAllT(t *testing.T, s *Store) []audit.Record {
-	t.Helper()
-	recs, err := s.ListAudit(t.Context(), 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
 }
 
 // TestAuditHeadGuards: the head row cannot be moved back or deleted through

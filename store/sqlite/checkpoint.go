@@ -26,7 +26,7 @@ var errCheckpointBusy = errors.New("WAL checkpoint did not complete: another con
 // WAL to zero bytes (PRAGMA wal_checkpoint(TRUNCATE)). SQLite's automatic
 // checkpoints never shrink the WAL file, and cannot run past a reader, so on
 // a small volume a WAL grown once keeps its space until this runs.
-func (s *Store) Checkpoint(ctx context.Context) error {
+func (s *core) Checkpoint(ctx context.Context) error {
 	// Our own writers wait in Go rather than in SQLite's busy handler.
 	select {
 	case s.writeSlot <- struct{}{}:
@@ -37,7 +37,7 @@ func (s *Store) Checkpoint(ctx context.Context) error {
 	return s.checkpoint(ctx)
 }
 
-func (s *Store) checkpoint(ctx context.Context) error {
+func (s *core) checkpoint(ctx context.Context) error {
 	var busy, frames, done int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done); err != nil {
 		return fmt.Errorf("checkpoint WAL: %w", err)
@@ -55,7 +55,7 @@ func (s *Store) checkpoint(ctx context.Context) error {
 // once, each checkpointing with the busy timeout, kept each other waiting
 // past it. No space to checkpoint into is an error, naming the volume to
 // free.
-func (s *Store) checkpointAtOpen(ctx context.Context) error {
+func (s *core) checkpointAtOpen(ctx context.Context) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (s *Store) checkpointAtOpen(ctx context.Context) error {
 // checkpoints and truncates the WAL, which gives back the space of frames
 // already in the database, and is tried once more. A write that still
 // fails says which volume needs space.
-func (s *Store) writeFreeingWAL(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *core) writeFreeingWAL(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	err := s.write(ctx, fn)
 	if !isFull(err) {
 		return err

@@ -12,11 +12,14 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
+// logRows is the Store's part for store.Log: the transparency log's rows.
+type logRows struct{ *core }
+
 // The transparency log's storage (store.Log): tables log_entries and
 // log_hashes of migration 9, appended to inside AppendAudit's transaction.
 
 // logSize reads the log's size inside tx; the statements are prepared.
-func (s *Store) logSize(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (s *core) logSize(ctx context.Context, tx *sql.Tx) (int64, error) {
 	var n int64
 	if err := tx.StmtContext(ctx, s.stmts.logSize).QueryRowContext(ctx).Scan(&n); err != nil {
 		return 0, fmt.Errorf("transparency log size: %w", err)
@@ -25,7 +28,7 @@ func (s *Store) logSize(ctx context.Context, tx *sql.Tx) (int64, error) {
 }
 
 // txHashes reads stored tree hashes inside tx, with the prepared statement.
-func (s *Store) txHashes(ctx context.Context, tx *sql.Tx) tlog.HashReader {
+func (s *core) txHashes(ctx context.Context, tx *sql.Tx) tlog.HashReader {
 	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
 		stmt := tx.StmtContext(ctx, s.stmts.logHashes)
 		defer stmt.Close()
@@ -37,7 +40,7 @@ func (s *Store) txHashes(ctx context.Context, tx *sql.Tx) tlog.HashReader {
 // add inside tx; the statements are prepared. A statement per row: one
 // statement for all (json_each over the rows) cost more, with this driver,
 // for one leaf and for 64.
-func (s *Store) insertLog(ctx context.Context, tx *sql.Tx, first int64, entries [][]byte, hashes []transparency.StoredHash) error {
+func (s *core) insertLog(ctx context.Context, tx *sql.Tx, first int64, entries [][]byte, hashes []transparency.StoredHash) error {
 	entry := tx.StmtContext(ctx, s.stmts.logEntry)
 	defer entry.Close()
 	for i, e := range entries {
@@ -61,9 +64,9 @@ func (s *Store) insertLog(ctx context.Context, tx *sql.Tx, first int64, entries 
 // transaction (BEGIN IMMEDIATE, as appends) that reads the log's size and
 // the audit head again, so processes opening the file at once append each
 // leaf once and no append runs between two chunks of one.
-func (s *Store) catchUpLog(ctx context.Context) error {
+func (s *core) catchUpLog(ctx context.Context) error {
 	// A read first: a caught-up log costs an open no write lock.
-	head, _, err := s.AuditHead(ctx)
+	head, _, err := (&auditTrail{s}).AuditHead(ctx)
 	if err != nil {
 		return err
 	}
@@ -92,7 +95,7 @@ func (s *Store) catchUpLog(ctx context.Context) error {
 
 // catchUpChunk makes up to store.LogCatchUpChunk records after the log's
 // size leaves inside tx, a write transaction, and returns the log's new size.
-func (s *Store) catchUpChunk(ctx context.Context, tx *sql.Tx, size, head int64) (int64, error) {
+func (s *core) catchUpChunk(ctx context.Context, tx *sql.Tx, size, head int64) (int64, error) {
 	recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
 	if err != nil {
 		return size, fmt.Errorf("list audit after %d: %w", size, err)
@@ -108,7 +111,7 @@ func (s *Store) catchUpChunk(ctx context.Context, tx *sql.Tx, size, head int64) 
 }
 
 // LogHashes returns the tree hashes stored at indexes, in the order asked.
-func (s *Store) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+func (s *logRows) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
 	hs, err := s.hashes.Read(ctx, indexes, func(ctx context.Context, missing []int64) ([]tlog.Hash, error) {
 		return readLogHashes(missing, func(arg string) (*sql.Rows, error) {
 			return s.db.QueryContext(ctx, selectLogHashes, arg)
@@ -121,7 +124,7 @@ func (s *Store) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, er
 }
 
 // LogEntries returns the encoded entries of leaves from to to-1.
-func (s *Store) LogEntries(ctx context.Context, from, to int64) ([][]byte, error) {
+func (s *logRows) LogEntries(ctx context.Context, from, to int64) ([][]byte, error) {
 	if err := store.CheckLogRange(from, to); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

@@ -63,7 +63,7 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // wait for the others' commits). A database whose schema is newer than this
 // binary knows is refused: writing to it could break invariants the newer
 // schema relies on.
-func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
+func (s *core) migrate(ctx context.Context, fsys fs.FS) error {
 	ms, err := loadMigrations(fsys)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/store/storetest"
 )
 
 // TestMigrateAuditWithoutPrevHashIndex: migration 5 rebuilds the audit table
@@ -61,7 +62,7 @@ func TestMigrateAuditWithoutPrevHashIndex(t *testing.T) {
 	if _, err := s.AppendAudit(ctx, []audit.Record{record("d")}); err != nil {
 		t.Fatal(err)
 	}
-	recs := listAllT(t, s)
+	recs := storetest.ListAudit(t, s)
 	if len(recs) != 5 {
 		t.Fatalf("%d records, want 5", len(recs))
 	}

@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlrows"
 )
 
-var _ store.Counters = (*Store)(nil)
+// clock is the Store's part for store.Clock and store.Counters: the store's
+// time and its named counters.
+type clock struct{ *core }
 
 // NextSequence returns the next value (1, 2, …) of the durable counter name.
-func (s *Store) NextSequence(ctx context.Context, name string) (int64, error) {
+func (s *clock) NextSequence(ctx context.Context, name string) (int64, error) {
 	if name == "" {
 		return 0, errors.New("store: next sequence: empty name")
 	}
@@ -29,12 +31,8 @@ func (s *Store) NextSequence(ctx context.Context, name string) (int64, error) {
 }
 
 // Counter returns the counter's current value (0: never used).
-func (s *Store) Counter(ctx context.Context, name string) (int64, error) {
-	var v int64
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM sequences WHERE name = ?`, name).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
+func (s *clock) Counter(ctx context.Context, name string) (int64, error) {
+	v, err := sqlrows.Counter(ctx, rowsOf(s.db), `SELECT value FROM sequences WHERE name = ?`, name)
 	if err != nil {
 		return 0, fmt.Errorf("store: counter %q: %w", name, err)
 	}
@@ -42,7 +40,7 @@ func (s *Store) Counter(ctx context.Context, name string) (int64, error) {
 }
 
 // RaiseCounter sets the counter to atLeast when it is below it.
-func (s *Store) RaiseCounter(ctx context.Context, name string, atLeast int64) error {
+func (s *clock) RaiseCounter(ctx context.Context, name string, atLeast int64) error {
 	if name == "" {
 		return errors.New("store: raise counter: empty name")
 	}

@@ -12,16 +12,22 @@ import (
 	"github.com/cardsign/cardsign/store"
 )
 
+// documents is the Store's part for store.Documents.
+type documents struct{ *core }
+
+// leases is the Store's part for store.Leases.
+type leases struct{ *core }
+
 // Now is the store's clock. A SQLite file is shared only by processes on
 // one host, so the host's clock is the store's.
-func (s *Store) Now(context.Context) (time.Time, error) { return time.Now().UTC(), nil }
+func (s *clock) Now(context.Context) (time.Time, error) { return time.Now().UTC(), nil }
 
 // MakeKey runs make inside the write transaction (which holds SQLite's
 // write lock, the key-set lock of this store) and inserts the record it
 // returns. Audit appends wait while make runs: making a key is rare, and a
 // second process's rotation must see the first's record before it makes a
 // key of its own.
-func (s *Store) MakeKey(ctx context.Context, make func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error)) (jwks.KeyRecord, error) {
+func (s *keys) MakeKey(ctx context.Context, make func(ctx context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error)) (jwks.KeyRecord, error) {
 	var made jwks.KeyRecord
 	var makeErr error
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -45,7 +51,7 @@ func (s *Store) MakeKey(ctx context.Context, make func(ctx context.Context, exis
 }
 
 // AcquireLease takes or renews a lease; see store.Leases.
-func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
+func (s *leases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error) {
 	if name == "" || holder == "" || ttl <= 0 {
 		return store.Lease{}, fmt.Errorf("store: acquire lease %q for %q: name, holder and a positive ttl are required", name, holder)
 	}
@@ -86,7 +92,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 }
 
 // ReleaseLease expires l now if it is still held as l.
-func (s *Store) ReleaseLease(ctx context.Context, l store.Lease) error {
+func (s *leases) ReleaseLease(ctx context.Context, l store.Lease) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ? AND expires_at > ?`,
 			time.Now().UnixNano(), l.Name, l.Holder, l.Epoch, time.Now().UnixNano())
@@ -118,7 +124,7 @@ func readLease(ctx context.Context, q rowQuerier, name string) (leaseRow, bool, 
 }
 
 // Document returns the stored document name.
-func (s *Store) Document(ctx context.Context, name string) (store.Document, error) {
+func (s *documents) Document(ctx context.Context, name string) (store.Document, error) {
 	d := store.Document{Name: name}
 	var updated int64
 	err := s.db.QueryRowContext(ctx, `SELECT seq, body, meta, updated_at FROM documents WHERE name = ?`, name).Scan(&d.Seq, &d.Body, &d.Meta, &updated)
@@ -133,7 +139,7 @@ func (s *Store) Document(ctx context.Context, name string) (store.Document, erro
 }
 
 // PutDocument stores doc if fence is still held and doc.Seq is newer.
-func (s *Store) PutDocument(ctx context.Context, fence store.Lease, doc store.Document) error {
+func (s *documents) PutDocument(ctx context.Context, fence store.Lease, doc store.Document) error {
 	if doc.Name == "" {
 		return errors.New("store: put document: empty name")
 	}

@@ -35,7 +35,7 @@ type statements struct {
 
 // prepare prepares the statements unless they are; the caller holds
 // writeSlot.
-func (s *Store) prepare(ctx context.Context) error {
+func (s *core) prepare(ctx context.Context) error {
 	if s.stmts.insert != nil {
 		return nil
 	}

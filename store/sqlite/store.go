@@ -43,7 +43,29 @@ const maxOpenConns = 4
 const dsnParams = "_busy_timeout=5000&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=on&_txlock=immediate"
 
 // Store is a store.Store on one SQLite file. It is safe for concurrent use.
+// It is composed of one part per role interface of package store (keys,
+// audit log, clock, leases, documents, agents, log rows), each over the
+// database handle they share (core).
 type Store struct {
+	*core
+	keys
+	auditTrail
+	clock
+	leases
+	documents
+	agents
+	logRows
+}
+
+// newStore composes a Store of its parts over c.
+func newStore(c *core) *Store {
+	return &Store{core: c, keys: keys{c}, auditTrail: auditTrail{c}, clock: clock{c}, leases: leases{c},
+		documents: documents{c}, agents: agents{c}, logRows: logRows{c}}
+}
+
+// core is what the Store's parts share: the database handle and this
+// process's state of it.
+type core struct {
 	db *sql.DB
 	// writeSlot (capacity 1) queues this process's writers in Go, honouring
 	// ctx, instead of in SQLite's busy handler, which polls with sleeps.
@@ -73,7 +95,10 @@ type Store struct {
 	full atomic.Bool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Counters = (*Store)(nil)
+)
 
 // Open opens the SQLite store at path, creating the file with mode 0600 when
 // it does not exist (an existing file keeps its mode), applies any schema
@@ -132,7 +157,7 @@ func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 	}
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxOpenConns)
-	s := &Store{db: db, writeSlot: make(chan struct{}, 1), path: abs, hashes: store.NewHashCache(0), log: slog.New(slog.DiscardHandler)}
+	s := newStore(&core{db: db, writeSlot: make(chan struct{}, 1), path: abs, hashes: store.NewHashCache(0), log: slog.New(slog.DiscardHandler)})
 	// Switching a new file to WAL needs an exclusive lock, and SQLite does
 	// not always wait for it through the busy handler: when several
 	// processes open a brand-new database at once, the losers see
@@ -165,7 +190,7 @@ func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 // checkPragmas confirms the connection settings took effect. journal_mode in
 // particular can silently stay "delete" (e.g. on a file system without
 // shared memory), and the store's concurrency story assumes WAL.
-func (s *Store) checkPragmas(ctx context.Context) error {
+func (s *core) checkPragmas(ctx context.Context) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -203,7 +228,7 @@ func (s *Store) Close() error {
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE, see dsnParams) and
 // commits it; an fn error rolls it back and is returned unchanged.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *core) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	select {
 	case s.writeSlot <- struct{}{}:
 	case <-ctx.Done():
@@ -226,7 +251,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return err
 }
 
-func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *core) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

@@ -38,7 +38,9 @@ func revoke(s store.Store, t *testing.T, r store.CardRevocation) (store.CardRevo
 	return out, err
 }
 
-func agentCard(id string, n int) store.AgentCard {
+// AgentCard returns version n of a valid agent card of agent id, private,
+// signed by k1 and k2.
+func AgentCard(id string, n int) store.AgentCard {
 	sum := sha256.Sum256([]byte(fmt.Sprint(id, n)))
 	return store.AgentCard{
 		ID: id, Visibility: store.Private,
@@ -71,7 +73,7 @@ func testAgents(t *testing.T, open Opener) {
 	ctx := t.Context()
 	var last store.AgentCard
 	for n := 1; n <= 3; n++ {
-		c, err := s.PutAgentCard(ctx, agentCard("payments", n), 2)
+		c, err := s.PutAgentCard(ctx, AgentCard("payments", n), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +96,7 @@ func testAgents(t *testing.T, open Opener) {
 	if err != nil || !slices.Equal(versions(hist), []int64{3, 2}) {
 		t.Fatalf("history = %v, %v; want versions 3, 2", versions(hist), err)
 	}
-	pub := agentCard("billing", 1)
+	pub := AgentCard("billing", 1)
 	pub.Visibility = store.Public
 	pub.KIDs = nil
 	if _, err := s.PutAgentCard(ctx, pub, 0); err != nil {
@@ -131,12 +133,12 @@ func testAgents(t *testing.T, open Opener) {
 	if _, err := s.RemoveAgent(ctx, "payments", removeRecord); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("removing again: err = %v, want ErrNotFound", err)
 	}
-	stale := agentCard("payments", 4)
+	stale := AgentCard("payments", 4)
 	stale.Replaces = 3
 	if _, err := s.PutAgentCard(ctx, stale, 2); !errors.Is(err, store.ErrSuperseded) {
 		t.Fatalf("a put replacing version 3 of a removed agent: err = %v, want ErrSuperseded", err)
 	}
-	again, err := s.PutAgentCard(ctx, agentCard("payments", 4), 2)
+	again, err := s.PutAgentCard(ctx, AgentCard("payments", 4), 2)
 	if err != nil || again.Version != 4 {
 		t.Fatalf("put after remove: version %d, %v; want 4 (versions are never reused)", again.Version, err)
 	}
@@ -144,7 +146,7 @@ func testAgents(t *testing.T, open Opener) {
 		replaces int64
 		ok       bool
 	}{{3, false}, {4, true}, {4, false}} {
-		c := agentCard("payments", 5)
+		c := AgentCard("payments", 5)
 		c.Replaces = tc.replaces
 		_, err := s.PutAgentCard(ctx, c, 2)
 		if tc.ok != (err == nil) || (!tc.ok && !errors.Is(err, store.ErrSuperseded)) {
@@ -155,7 +157,7 @@ func testAgents(t *testing.T, open Opener) {
 	// Paging in byte order whatever the database's collation: punctuation
 	// sorts differently in natural-language collations.
 	for _, id := range []string{"a-c", "a.b", "a_z", "ab", "b"} {
-		if _, err := s.PutAgentCard(ctx, agentCard(id, 1), 0); err != nil {
+		if _, err := s.PutAgentCard(ctx, AgentCard(id, 1), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,12 +178,12 @@ func testAgents(t *testing.T, open Opener) {
 	}
 
 	for name, c := range map[string]store.AgentCard{
-		"empty id":      func() store.AgentCard { c := agentCard("x", 1); c.ID = ""; return c }(),
-		"upper case id": func() store.AgentCard { c := agentCard("x", 1); c.ID = "Payments"; return c }(),
-		"slash in id":   func() store.AgentCard { c := agentCard("x", 1); c.ID = "a/b"; return c }(),
-		"visibility":    func() store.AgentCard { c := agentCard("x", 1); c.Visibility = "secret"; return c }(),
-		"no signed":     func() store.AgentCard { c := agentCard("x", 1); c.Signed = nil; return c }(),
-		"short sha":     func() store.AgentCard { c := agentCard("x", 1); c.CanonicalSHA256 = []byte{1}; return c }(),
+		"empty id":      func() store.AgentCard { c := AgentCard("x", 1); c.ID = ""; return c }(),
+		"upper case id": func() store.AgentCard { c := AgentCard("x", 1); c.ID = "Payments"; return c }(),
+		"slash in id":   func() store.AgentCard { c := AgentCard("x", 1); c.ID = "a/b"; return c }(),
+		"visibility":    func() store.AgentCard { c := AgentCard("x", 1); c.Visibility = "secret"; return c }(),
+		"no signed":     func() store.AgentCard { c := AgentCard("x", 1); c.Signed = nil; return c }(),
+		"short sha":     func() store.AgentCard { c := AgentCard("x", 1); c.CanonicalSHA256 = []byte{1}; return c }(),
 	} {
 		if _, err := s.PutAgentCard(ctx, c, 0); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -200,7 +202,7 @@ func testPublicAgentCard(t *testing.T, open Opener) {
 	ctx := t.Context()
 	put := func(id string, n int, vis store.Visibility) {
 		t.Helper()
-		c := agentCard(id, n)
+		c := AgentCard(id, n)
 		c.Visibility = vis
 		if _, err := s.PutAgentCard(ctx, c, 0); err != nil {
 			t.Fatal(err)
@@ -242,7 +244,7 @@ func testAgentsConcurrent(t *testing.T, open Opener) {
 		go func() {
 			defer wg.Done()
 			for n := range each {
-				c, err := s.PutAgentCard(ctx, agentCard("shared", n), 0)
+				c, err := s.PutAgentCard(ctx, AgentCard("shared", n), 0)
 				if err != nil {
 					t.Error(err)
 					return
@@ -274,7 +276,7 @@ func testRevokedCards(t *testing.T, open Opener) {
 	if got, err := s.RevokedCards(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("RevokedCards on an empty store = %v, %v", got, err)
 	}
-	c, err := s.PutAgentCard(ctx, agentCard("payments", 1), 1)
+	c, err := s.PutAgentCard(ctx, AgentCard("payments", 1), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +288,7 @@ func testRevokedCards(t *testing.T, open Opener) {
 	if err != nil || again.Reason != "leaked" || !again.RevokedAt.Equal(first.RevokedAt) {
 		t.Fatalf("revoking again = %+v, %v; want the first revocation kept", again, err)
 	}
-	other := agentCard("billing", 7)
+	other := AgentCard("billing", 7)
 	if _, err := revoke(s, t, store.CardRevocation{CanonicalSHA256: other.CanonicalSHA256, AgentID: "billing", Version: 2, Reason: "decommissioned"}); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +297,7 @@ func testRevokedCards(t *testing.T, open Opener) {
 	}
 	// Newer versions drop the revoked one (keep 1), then the agent goes:
 	// the revocation stays.
-	if _, err := s.PutAgentCard(ctx, agentCard("payments", 2), 1); err != nil {
+	if _, err := s.PutAgentCard(ctx, AgentCard("payments", 2), 1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.RemoveAgent(ctx, "payments", removeRecord); err != nil {
@@ -324,7 +326,7 @@ func testAgentCounts(t *testing.T, open Opener) {
 	const skip = "registry"
 	put := func(id, caller string) {
 		t.Helper()
-		c := agentCard(id, 1)
+		c := AgentCard(id, 1)
 		c.Caller = caller
 		if _, err := s.PutAgentCard(ctx, c, 2); err != nil {
 			t.Fatal(err)
@@ -365,7 +367,7 @@ func testRegistryAdminAudited(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
 	for n := 1; n <= 3; n++ {
-		if _, err := s.PutAgentCard(ctx, agentCard("payments", n), 2); err != nil {
+		if _, err := s.PutAgentCard(ctx, AgentCard("payments", n), 2); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -409,18 +411,18 @@ func testRegistryAdminAudited(t *testing.T, open Opener) {
 		t.Fatalf("RemoveAgent with a failing record: %v, want the callback's error", err)
 	}
 	undone("a failing record", before)
-	wrongKind := revokeRecord(store.CardRevocation{CanonicalSHA256: agentCard("payments", 3).CanonicalSHA256, AgentID: "payments", Version: 3, Reason: "leaked"})
+	wrongKind := revokeRecord(store.CardRevocation{CanonicalSHA256: AgentCard("payments", 3).CanonicalSHA256, AgentID: "payments", Version: 3, Reason: "leaked"})
 	if _, err := s.RemoveAgent(ctx, "payments", func(store.AgentCard) (audit.Record, error) { return wrongKind, nil }); err == nil {
 		t.Fatal("RemoveAgent with a card.revoke record: no error")
 	}
 	undone("a removal with a card.revoke record", before)
 	noDetail := wrongKind
 	noDetail.Detail = ""
-	rev := store.CardRevocation{CanonicalSHA256: agentCard("payments", 3).CanonicalSHA256, AgentID: "payments", Version: 3, Reason: "leaked"}
+	rev := store.CardRevocation{CanonicalSHA256: AgentCard("payments", 3).CanonicalSHA256, AgentID: "payments", Version: 3, Reason: "leaked"}
 	if _, _, err := s.RevokeCard(ctx, rev, noDetail); err == nil {
 		t.Fatal("RevokeCard with a record without its detail: no error")
 	}
-	rm, _ := removeRecord(agentCard("payments", 3))
+	rm, _ := removeRecord(AgentCard("payments", 3))
 	if _, _, err := s.RevokeCard(ctx, rev, rm); err == nil {
 		t.Fatal("RevokeCard with an agent.remove record: no error")
 	}
@@ -444,7 +446,7 @@ func testRegistryAdminAudited(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen.Version != 3 || !bytes.Equal(rec.CanonicalSHA256, agentCard("payments", 3).CanonicalSHA256) {
+	if seen.Version != 3 || !bytes.Equal(rec.CanonicalSHA256, AgentCard("payments", 3).CanonicalSHA256) {
 		t.Fatalf("the removal's record was made from version %d (SHA %x); want the newest, 3", seen.Version, rec.CanonicalSHA256)
 	}
 	appended("a removal", rec, audit.KindAgentRemove, before+3)

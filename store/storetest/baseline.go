@@ -45,8 +45,8 @@ func keyTrailOf(t *testing.T, s store.Store) *store.KeyTrail {
 func testBaselineKeys(t *testing.T, open Opener) {
 	s1, s2 := mustOpen(t, open), mustOpen(t, open)
 	ctx := t.Context()
-	old := newKey(t, "k1", base())
-	revoked := newKey(t, "k0", base().Add(-time.Hour))
+	old := NewKey(t, "k1", base())
+	revoked := NewKey(t, "k0", base().Add(-time.Hour))
 	at := base().Add(time.Minute)
 	revoked.RevokedAt, revoked.RevokeReason = &at, "compromise"
 	legacyKey(t, s1, revoked)
@@ -97,7 +97,7 @@ func testBaselineKeys(t *testing.T, open Opener) {
 	}
 
 	// A later start appends none, even with a key that has no record.
-	legacyKey(t, s1, newKey(t, "k2", base().Add(-2*time.Hour)))
+	legacyKey(t, s1, NewKey(t, "k2", base().Add(-2*time.Hour)))
 	called := false
 	out, err := s2.BaselineKeys(ctx, func(k jwks.KeyRecord) (audit.Record, error) { called = true; return baselineRecord(k) })
 	if err != nil || len(out) != 0 || called {

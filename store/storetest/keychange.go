@@ -32,7 +32,7 @@ func testChangeKeys(t *testing.T, open Opener) {
 	if _, err := s.AppendAudit(ctx, []audit.Record{newRecord("before", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	k := newKey(t, "k1", base())
+	k := NewKey(t, "k1", base())
 	out, err := s.ChangeKeys(ctx, store.KeyCreation, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
 		if len(recs) != 0 {
 			t.Errorf("ChangeKeys saw %d keys, want 0", len(recs))
@@ -96,7 +96,7 @@ func testChangeKeys(t *testing.T, open Opener) {
 func testChangeKeysRefusals(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	k := newKey(t, "k1", base())
+	k := NewKey(t, "k1", base())
 	if _, err := s.ChangeKeys(ctx, store.KeyCreation, func(context.Context, []jwks.KeyRecord) (store.KeyChange, error) {
 		return store.KeyChange{Create: &k, Audit: []audit.Record{keyRecord(t, audit.KindKeyCreate, k, "", base())}}, nil
 	}); err != nil {
@@ -105,7 +105,7 @@ func testChangeKeysRefusals(t *testing.T, open Opener) {
 	revoked := k
 	at := base().Add(time.Minute)
 	revoked.RevokedAt, revoked.RevokeReason = &at, "x"
-	other := newKey(t, "k2", base())
+	other := NewKey(t, "k2", base())
 	fnErr := errors.New("refused by fn")
 	tests := []struct {
 		name string

@@ -105,7 +105,7 @@ func testLogLeaves(t *testing.T, open Opener) {
 func testLogRefusedAppend(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	k := newKey(t, "revoked", base())
+	k := NewKey(t, "revoked", base())
 	k.RevokedAt, k.RevokeReason = ptr(base()), "compromise"
 	if err := s.CreateKey(ctx, k, nil); err != nil {
 		t.Fatal(err)

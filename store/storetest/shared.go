@@ -20,7 +20,7 @@ import (
 func testMakeKey(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	first := newKey(t, "k1", base())
+	first := NewKey(t, "k1", base())
 	got, err := s.MakeKey(ctx, func(_ context.Context, existing []jwks.KeyRecord) (jwks.KeyRecord, error) {
 		if len(existing) != 0 {
 			t.Errorf("make saw %d records in an empty store", len(existing))
@@ -50,12 +50,12 @@ func testMakeKey(t *testing.T, open Opener) {
 	}
 	// A made record whose kid is taken is refused like CreateKey's.
 	if _, err := s.MakeKey(ctx, func(context.Context, []jwks.KeyRecord) (jwks.KeyRecord, error) {
-		return newKey(t, "k1", base().Add(time.Hour)), nil
+		return NewKey(t, "k1", base().Add(time.Hour)), nil
 	}); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("MakeKey with a taken kid: %v, want ErrExists", err)
 	}
 	// An invalid record writes nothing.
-	bad := newKey(t, "k2", base())
+	bad := NewKey(t, "k2", base())
 	bad.URI = ""
 	if _, err := s.MakeKey(ctx, func(context.Context, []jwks.KeyRecord) (jwks.KeyRecord, error) { return bad, nil }); err == nil {
 		t.Fatal("MakeKey stored a record with an empty URI")
@@ -84,7 +84,7 @@ func testMakeKeyRace(t *testing.T, open Opener) {
 					// Give a racing make the time to get in, if the lock
 					// let it.
 					time.Sleep(20 * time.Millisecond)
-					return newKey(t, fmt.Sprintf("k-%d-%d", h, i), base()), nil
+					return NewKey(t, fmt.Sprintf("k-%d-%d", h, i), base()), nil
 				})
 				errs <- err
 			})

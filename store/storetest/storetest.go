@@ -101,8 +101,9 @@ func base() time.Time {
 	return time.Date(2026, 5, 4, 3, 2, 1, 123456789, time.FixedZone("CEST", 2*3600))
 }
 
-// newKey returns a valid record with a real public key.
-func newKey(t *testing.T, kid string, created time.Time) jwks.KeyRecord {
+// NewKey returns a valid key record with a real (P-256) public key,
+// created at created and published a minute later.
+func NewKey(t testing.TB, kid string, created time.Time) jwks.KeyRecord {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -192,18 +193,18 @@ func testKeysRoundTrip(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
 	// Every field set, including all optional times.
-	full := newKey(t, "k-full", base())
+	full := NewKey(t, "k-full", base())
 	full.ActivateAt = ptr(base().Add(time.Hour + 1))
 	full.RetireAt = ptr(base().Add(2*time.Hour + 2))
 	full.ExpireAt = ptr(base().Add(3*time.Hour + 3))
 	full.RevokedAt = ptr(base().Add(4*time.Hour + 4))
 	full.RevokeReason = "key compromise"
 	// Every optional time nil.
-	bare := newKey(t, "k-bare", base().Add(-time.Hour))
+	bare := NewKey(t, "k-bare", base().Add(-time.Hour))
 	// Same CreatedAt as full: ordered by KID after CreatedAt.
-	tieA := newKey(t, "k-a", base())
+	tieA := NewKey(t, "k-a", base())
 	// Created at the Unix epoch: zero nanoseconds must not read back as nil.
-	epoch := newKey(t, "k-epoch", time.Unix(0, 0))
+	epoch := NewKey(t, "k-epoch", time.Unix(0, 0))
 	epoch.ActivateAt = ptr(time.Unix(0, 0))
 
 	for _, r := range []jwks.KeyRecord{full, bare, tieA, epoch} {
@@ -217,11 +218,11 @@ func testKeysRoundTrip(t *testing.T, open Opener) {
 func testCreateKeyExists(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	k := newKey(t, "k1", base())
+	k := NewKey(t, "k1", base())
 	if err := s.CreateKey(ctx, k, nil); err != nil {
 		t.Fatal(err)
 	}
-	other := newKey(t, "k1", base().Add(time.Hour))
+	other := NewKey(t, "k1", base().Add(time.Hour))
 	if err := s.CreateKey(ctx, other, nil); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("CreateKey(existing kid) = %v, want ErrExists", err)
 	}
@@ -257,7 +258,7 @@ func testCreateKeyInvalid(t *testing.T, open Opener) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newKey(t, "k-"+tt.name, base())
+			r := NewKey(t, "k-"+tt.name, base())
 			tt.mod(&r)
 			if err := s.CreateKey(t.Context(), r, nil); err == nil {
 				t.Fatal("CreateKey succeeded")
@@ -270,7 +271,7 @@ func testCreateKeyInvalid(t *testing.T, open Opener) {
 func testUpdateKeysRoundTrip(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	k1, k2, k3 := newKey(t, "k1", base()), newKey(t, "k2", base().Add(time.Second)), newKey(t, "k3", base().Add(2*time.Second))
+	k1, k2, k3 := NewKey(t, "k1", base()), NewKey(t, "k2", base().Add(time.Second)), NewKey(t, "k3", base().Add(2*time.Second))
 	k1.ActivateAt = ptr(base())
 	k3.ExpireAt = ptr(base().Add(time.Hour))
 	for _, r := range []jwks.KeyRecord{k1, k2, k3} {
@@ -317,7 +318,7 @@ func testUpdateKeysRoundTrip(t *testing.T, open Opener) {
 func testUpdateKeysFnError(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	k1, k2 := newKey(t, "k1", base()), newKey(t, "k2", base().Add(time.Second))
+	k1, k2 := NewKey(t, "k1", base()), NewKey(t, "k2", base().Add(time.Second))
 	for _, r := range []jwks.KeyRecord{k1, k2} {
 		if err := s.CreateKey(ctx, r, nil); err != nil {
 			t.Fatal(err)
@@ -338,14 +339,14 @@ func testUpdateKeysFnError(t *testing.T, open Opener) {
 func testUpdateKeysRefusals(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	k1, k2 := newKey(t, "k1", base()), newKey(t, "k2", base().Add(time.Second))
+	k1, k2 := NewKey(t, "k1", base()), NewKey(t, "k2", base().Add(time.Second))
 	k2.RevokedAt, k2.RevokeReason = ptr(base()), "compromised"
 	for _, r := range []jwks.KeyRecord{k1, k2} {
 		if err := s.CreateKey(ctx, r, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	other := newKey(t, "k1", base())
+	other := NewKey(t, "k1", base())
 	tests := []struct {
 		name string
 		// mod changes recs[1] (k2) or recs[0]; recs[0] also gets a valid
@@ -381,7 +382,7 @@ func testUpdateKeysRefusals(t *testing.T, open Opener) {
 func testUpdateKeysConcurrent(t *testing.T, open Opener) {
 	s1, s2 := mustOpen(t, open), mustOpen(t, open)
 	ctx := t.Context()
-	if err := s1.CreateKey(ctx, newKey(t, "k1", base()), nil); err != nil {
+	if err := s1.CreateKey(ctx, NewKey(t, "k1", base()), nil); err != nil {
 		t.Fatal(err)
 	}
 	const workers, each = 4, 10
@@ -457,12 +458,20 @@ func equalRecords(a, b audit.Record) bool {
 		bytes.Equal(a.PrevHash, b.PrevHash) && bytes.Equal(a.Hash, b.Hash)
 }
 
-func listAll(t *testing.T, s store.Store) []audit.Record {
+// ListAudit returns every audit record of s, checking nothing: tests of a
+// broken chain read it so.
+func ListAudit(t testing.TB, s store.AuditLog) []audit.Record {
 	t.Helper()
 	recs, err := s.ListAudit(t.Context(), 0, 0)
 	if err != nil {
 		t.Fatalf("ListAudit: %v", err)
 	}
+	return recs
+}
+
+func listAll(t *testing.T, s store.Store) []audit.Record {
+	t.Helper()
+	recs := ListAudit(t, s)
 	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
 		t.Fatalf("VerifyChain: %v", err)
 	}
@@ -669,7 +678,7 @@ func testReopen(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := newKey(t, "k1", base())
+	k := NewKey(t, "k1", base())
 	k.ActivateAt = ptr(base().Add(time.Hour))
 	if err := s.CreateKey(ctx, k, nil); err != nil {
 		t.Fatal(err)
@@ -708,7 +717,7 @@ func testContextCanceled(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := s.CreateKey(ctx, newKey(t, "k1", base()), nil); !errors.Is(err, context.Canceled) {
+	if err := s.CreateKey(ctx, NewKey(t, "k1", base()), nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("CreateKey = %v, want context.Canceled", err)
 	}
 	if _, err := s.AppendAudit(ctx, []audit.Record{newRecord("a", 1)}); !errors.Is(err, context.Canceled) {
@@ -734,7 +743,7 @@ func testContextCanceled(t *testing.T, open Opener) {
 func testCreateKeyCheck(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := context.Background()
-	first := newKey(t, "k1", base())
+	first := NewKey(t, "k1", base())
 	if err := s.CreateKey(ctx, first, func(existing []jwks.KeyRecord) error {
 		if len(existing) != 0 {
 			t.Errorf("check saw %d records in an empty store", len(existing))
@@ -745,7 +754,7 @@ func testCreateKeyCheck(t *testing.T, open Opener) {
 	}
 	refusal := errors.New("a rotation is already scheduled")
 	var seen []string
-	err := s.CreateKey(ctx, newKey(t, "k2", base().Add(time.Second)), func(existing []jwks.KeyRecord) error {
+	err := s.CreateKey(ctx, NewKey(t, "k2", base().Add(time.Second)), func(existing []jwks.KeyRecord) error {
 		for _, r := range existing {
 			seen = append(seen, r.KID)
 		}
@@ -763,7 +772,7 @@ func testCreateKeyCheck(t *testing.T, open Opener) {
 func testAuditRefusesRevoked(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := context.Background()
-	if err := s.CreateKey(ctx, newKey(t, "k1", base()), nil); err != nil {
+	if err := s.CreateKey(ctx, NewKey(t, "k1", base()), nil); err != nil {
 		t.Fatal(err)
 	}
 	before := newRecord("before", 1) // base()+1ms
@@ -879,7 +888,7 @@ func testAuditRefusedRecord(t *testing.T, open Opener) {
 func testAuditRefusedRevoked(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	k := newKey(t, "k1", base())
+	k := NewKey(t, "k1", base())
 	k.RevokedAt, k.RevokeReason = ptr(base()), "compromise"
 	if err := s.CreateKey(ctx, k, nil); err != nil {
 		t.Fatal(err)
