@@ -28,7 +28,7 @@ func (a *Authority) JWKS(ctx context.Context) (jwks.Document, error) {
 		a.log.Error("JWKS not served", "err", err)
 		return jwks.Document{}, err
 	}
-	doc, err := jwks.Render(a.now(), recs, a.policy(), a.cfg.JWKSMaxAge)
+	doc, err := jwks.Render(a.now(), recs, a.keys.policy, a.cfg.JWKSMaxAge)
 	if err != nil {
 		a.log.Error("JWKS not served", "err", err)
 	}
@@ -89,7 +89,7 @@ func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 		return jwks.Rendition{}, err
 	}
 	readAt := a.keys.readTime()
-	doc, err := jwks.Render(now, recs, a.policy(), a.cfg.JWKSMaxAge)
+	doc, err := jwks.Render(now, recs, a.keys.policy, a.cfg.JWKSMaxAge)
 	if err != nil {
 		a.log.Error("JWKS not served", "err", err)
 		return jwks.Rendition{}, err
@@ -97,7 +97,7 @@ func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 	a.stale.current(a.log, "JWKS", &a.stale.jwks)
 	until := now.Add(max(a.keys.refresh-time.Since(readAt), 0))
 	maxAge := max(a.cfg.JWKSMaxAge, 0)
-	if next, ok := jwks.NextTransition(now, recs, a.policy()); ok {
+	if next, ok := jwks.NextTransition(now, recs, a.keys.policy); ok {
 		if next.Before(until) {
 			until = next
 		}
@@ -199,14 +199,14 @@ func (a *Authority) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
 	if !ok || !documentsFallBack(err) || left <= 0 {
 		return jwks.Rendition{}, false
 	}
-	doc, rerr := jwks.Render(now, recs, a.policy(), a.cfg.JWKSMaxAge)
+	doc, rerr := jwks.Render(now, recs, a.keys.policy, a.cfg.JWKSMaxAge)
 	if rerr != nil {
 		return jwks.Rendition{}, false
 	}
 	end := now.Add(left)
 	until := now.Add(min(documentStaleRetry, left))
 	maxAge := min(max(a.cfg.JWKSMaxAge, 0), end.Sub(until))
-	if next, ok := jwks.NextTransition(now, recs, a.policy()); ok {
+	if next, ok := jwks.NextTransition(now, recs, a.keys.policy); ok {
 		if next.Before(until) {
 			until = next
 		}

@@ -39,7 +39,7 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 	a.cfg.JWKSMaxAge = 24 * time.Hour
 	a.cfg.RevocationTTL = 2 * time.Hour // the bound of a JWKS served from the last read
 	// A pending key activates in an hour: a scheduled transition.
-	if _, err := a.RotateKey(ctx, "", durationPtr(time.Hour)); err != nil {
+	if _, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); a.CheckReadiness(ctx) != nil; time.Sleep(10 * time.Millisecond) {

@@ -24,11 +24,11 @@ func TestRevocationPublisherCache(t *testing.T) {
 	if !bytes.Equal(doc1, doc0) || r1.Sequence != r0.Sequence {
 		t.Fatalf("after forget: sequence %d, want the stored document (sequence %d)", r1.Sequence, r0.Sequence)
 	}
-	pending, err := a.RotateKey(ctx, "", durationPtr(time.Hour))
+	pending, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
 		t.Fatal(err)
 	}
 	_, r2 := verifiedRevocations(t, a)

@@ -62,11 +62,11 @@ func TestRevocationDocumentSignedOnceServedByAll(t *testing.T) {
 
 	// b revokes a key; a (the holder) re-signs at its next round, told of
 	// the change; until then b serves the stored document, still valid.
-	pending, err := b.RotateKey(ctx, "", durationPtr(time.Hour))
+	pending, err := b.admin.RotateKey(ctx, "", durationPtr(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.RevokeKey(ctx, pending.KID, "keyCompromise", false); err != nil {
+	if _, err := b.admin.RevokeKey(ctx, pending.KID, "keyCompromise", false); err != nil {
 		t.Fatal(err)
 	}
 	if doc, _ := verifiedRevocations(t, b); !bytes.Equal(doc, docA) {
@@ -115,7 +115,7 @@ func TestClockSkewUsesStoreClock(t *testing.T) {
 	if d := fast.now().Sub(a.now()); d < -2*time.Second || d > 2*time.Second {
 		t.Fatalf("skewed replica's clock is %s from the store's", d)
 	}
-	v, err := fast.RotateKey(ctx, "", durationPtr(10*time.Second))
+	v, err := fast.admin.RotateKey(ctx, "", durationPtr(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestClockSkewUsesStoreClock(t *testing.T) {
 	}
 	// Neither replica thinks the rotated key is active yet.
 	for name, r := range map[string]*Authority{"a": a, "fast": fast} {
-		views, err := r.Keys(ctx)
+		views, err := r.admin.Keys(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,11 +141,11 @@ func TestRevocationDocumentSignedOncePerChange(t *testing.T) {
 	ctx := t.Context()
 	a, _ := newAuthority(t)
 	_, before := verifiedRevocations(t, a)
-	pending, err := a.RotateKey(ctx, "", durationPtr(time.Hour))
+	pending, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
 		t.Fatal(err)
 	}
 	docs := make([][]byte, 20)

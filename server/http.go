@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/server/httpapi"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
 )
@@ -32,7 +32,7 @@ type HTTPOptions struct {
 func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	a.metrics.Register(backendCollector{sources: opts.Stats})
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", requireRole(a.metrics, opts.Auth, access.RoleAuditor, a.metrics.Handler()))
+	mux.Handle("/metrics", httpapi.RequireRole(opts.Auth, access.RoleAuditor, a.metrics.authFailed, a.metrics.Handler()))
 	docs := a.newDocumentHandlers()
 	mux.Handle(jwks.JWKSPath, docs.jwks)
 	mux.Handle(jwks.RevocationsPath, docs.revocations)
@@ -43,9 +43,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 		mux.Handle(jwks.LogKeyPath, a.logKeyHandler())
 		mux.Handle(jwks.LogPrefix, http.StripPrefix(jwks.LogPrefix, transparency.NewHandler(a.tlog, a.log)))
 	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
-	})
+	mux.HandleFunc("/healthz", httpapi.Healthz)
 	mux.HandleFunc(DocumentsReadyPath, func(w http.ResponseWriter, r *http.Request) {
 		code, body := docs.ready(r.Context(), a)
 		writeJSON(w, code, body)
@@ -130,46 +128,6 @@ func (d documentHandlers) ready(ctx context.Context, a *Authority) (int, map[str
 	return code, body
 }
 
-// requireRole guards h with a role when authentication is on. Refusals say
-// nothing about what was wrong, as on the gRPC side.
-func requireRole(m *Metrics, auth *access.Authenticator, role access.Role, h http.Handler) http.Handler {
-	if auth == nil || !auth.Enabled() {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		creds := httpCredentials(r)
-		id, err := auth.Authenticate(r.Context(), creds)
-		if err != nil {
-			m.authFailed(creds, err)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="cardsignd"`)
-			http.Error(w, "authentication required", http.StatusUnauthorized)
-			return
-		}
-		if !id.Has(role) {
-			http.Error(w, "permission denied", http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// httpCredentials is what an HTTP request presents: its bearer and its
-// verified client certificate. Two Authorization headers make an invalid
-// bearer: refused rather than one picked.
-func httpCredentials(r *http.Request) access.Credentials {
-	creds := access.Credentials{Authorization: r.Header.Get("Authorization")}
-	if len(r.Header.Values("Authorization")) > 1 {
-		creds.Authorization = "invalid"
-	}
-	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-		creds.CertIdentity = access.CertificateIdentity(r.TLS.VerifiedChains[0][0])
-	}
-	return creds
-}
+// writeJSON and httpCredentials are httpapi's, for the registry's handlers.
+func writeJSON(w http.ResponseWriter, code int, v any)   { httpapi.WriteJSON(w, code, v) }
+func httpCredentials(r *http.Request) access.Credentials { return httpapi.Credentials(r) }

@@ -221,7 +221,7 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 		t.Fatalf("the revocation document does not list the card: %s", payloadText(t, doc))
 	}
 	hour := time.Hour
-	if _, err := a.RotateKey(ctx, "", &hour); err != nil {
+	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.dutyRound(ctx); err != nil {

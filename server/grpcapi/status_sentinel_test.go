@@ -1,4 +1,4 @@
-package server
+package grpcapi
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/server"
 )
 
 // TestStatusProviderKey: a backend error matching backends.ErrKeyDisabled
@@ -30,14 +31,34 @@ func TestStatusProviderKey(t *testing.T) {
 			codes.NotFound, []string{"kid-2", "not found at its provider", "restore it there, or rotate"}},
 	}
 	for _, tt := range tests {
-		st := status.Convert(toStatus(log, "req-1", tt.err))
-		if st.Code() != tt.code {
-			t.Errorf("%v: %v %q, want %v", tt.err, st.Code(), st.Message(), tt.code)
+		wantStatus(t, log, tt.err, tt.code, tt.has...)
+	}
+}
+
+// wantStatus checks err's status: its code, and that its message says has.
+func wantStatus(t *testing.T, log *slog.Logger, err error, code codes.Code, has ...string) {
+	t.Helper()
+	st := status.Convert(Status(log, "req-1", err))
+	if st.Code() != code {
+		t.Errorf("%v: %v %q, want %v", err, st.Code(), st.Message(), code)
+	}
+	for _, s := range has {
+		if !strings.Contains(st.Message(), s) {
+			t.Errorf("%q does not mention %q", st.Message(), s)
 		}
-		for _, s := range tt.has {
-			if !strings.Contains(st.Message(), s) {
-				t.Errorf("%q does not mention %q", st.Message(), s)
-			}
-		}
+	}
+}
+
+// TestQuotaStatus: a registration over a registry quota is
+// RESOURCE_EXHAUSTED naming the limit and the fix (raise it), whether the
+// registry or the caller is full (server's TestRegistryQuotas makes them).
+func TestQuotaStatus(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, err := range []error{
+		&server.QuotaError{Limit: "registry.max_agents", Max: 2},
+		&server.QuotaError{Limit: "registry.max_agents_per_caller", Max: 1, Caller: "token:a"},
+	} {
+		limit := err.(*server.QuotaError).Limit
+		wantStatus(t, log, fmt.Errorf("registering: %w", err), codes.ResourceExhausted, limit, "raise "+limit)
 	}
 }
