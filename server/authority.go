@@ -105,7 +105,7 @@ type Authority struct {
 	keys        *keyring
 	admin       *KeyAdmin
 	revocations *revocationPublisher
-	stale       staleDocuments // documents served from the last read
+	docs        *documents
 	// replicaNamed: Config.Replica was set, and ClaimReplica keeps it to
 	// one live process.
 	replicaNamed bool
@@ -169,6 +169,8 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		a.tlog = newTranslog(cfg.Log, st)
 		onCommit = a.tlog.committed
 	}
+	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
+		jwksMaxAge: cfg.JWKSMaxAge, revocationTTL: cfg.RevocationTTL}
 	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
 	a.admin = &KeyAdmin{cfg: cfg, st: st, keys: keys, now: now, log: log, logged: onCommit,
 		changed: func() {
@@ -183,14 +185,16 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 // Admin is the authority's key administration.
 func (a *Authority) Admin() *KeyAdmin { return a.admin }
 
-// Metrics are the authority's metrics.
-func (a *Authority) Metrics() *Metrics { return a.metrics }
+// API is what the packages that serve the authority (server/grpcapi) use
+// besides its methods.
+type API struct {
+	Audit   store.AuditLog // listed a page at a time
+	Metrics *Metrics       // calls and refusals are counted there
+	Limits  card.Limits    // the cards read (LintCard, as Sign does)
+}
 
-// CardLimits bound the cards the authority reads.
-func (a *Authority) CardLimits() card.Limits { return a.cfg.Limits }
-
-// AuditLog is the store's audit log, for listing it.
-func (a *Authority) AuditLog() store.AuditLog { return a.store }
+// API returns the parts the serving packages use.
+func (a *Authority) API() API { return API{Audit: a.store, Metrics: a.metrics, Limits: a.cfg.Limits} }
 
 // Replica is this process's name among the replicas (Config.Replica, or
 // the host/pid/random name given when it was empty).

@@ -22,17 +22,32 @@ import (
 
 // JWKS renders the published key set now. It is computed from the stored
 // records on each call (microseconds), never from a backend.
-func (a *Authority) JWKS(ctx context.Context) (jwks.Document, error) {
-	recs, err := a.keys.records(ctx, false)
+func (d *documents) JWKS(ctx context.Context) (jwks.Document, error) {
+	recs, err := d.keys.records(ctx, false)
 	if err != nil {
-		a.log.Error("JWKS not served", "err", err)
+		d.log.Error("JWKS not served", "err", err)
 		return jwks.Document{}, err
 	}
-	doc, err := jwks.Render(a.now(), recs, a.keys.policy, a.cfg.JWKSMaxAge)
+	doc, err := jwks.Render(d.now(), recs, d.keys.policy, d.jwksMaxAge)
 	if err != nil {
-		a.log.Error("JWKS not served", "err", err)
+		d.log.Error("JWKS not served", "err", err)
 	}
 	return doc, err
+}
+
+// documents renders the published documents, the JWKS and the revocation
+// document, for serving: from the store, or from the last read while the
+// store is unreachable (within their validity).
+type documents struct {
+	keys        *keyring
+	revocations *revocationPublisher
+	readiness   *readiness
+	metrics     *Metrics
+	log         *slog.Logger
+	now         func() time.Time
+	stale       staleDocuments // documents served from the last read
+
+	jwksMaxAge, revocationTTL time.Duration
 }
 
 // documentHandlers serve the published documents from pre-rendered bytes
@@ -46,22 +61,22 @@ type documentHandlers struct {
 
 // newDocumentHandlers makes the JWKS and revocation document handlers, each
 // counting its requests by status.
-func (a *Authority) newDocumentHandlers() documentHandlers {
-	now := func() time.Time { return a.now() } // a.now as it is at each call (tests move it)
+func (d *documents) newDocumentHandlers() documentHandlers {
+	now := func() time.Time { return d.now() } // d.now as it is at each call (tests move it)
 	return documentHandlers{
 		jwks: jwks.NewCachedHandler(jwks.CacheOptions{
 			What:    "JWKS",
-			Render:  a.renderJWKS,
-			Version: a.keys.version.Load,
+			Render:  d.renderJWKS,
+			Version: d.keys.version.Load,
 			Now:     now,
-			Observe: a.countDocumentRequest("jwks"),
+			Observe: d.countDocumentRequest("jwks"),
 		}),
 		revocations: jwks.NewCachedHandler(jwks.CacheOptions{
 			What:    "revocation document",
-			Render:  a.renderRevocations,
-			Version: a.revocationsVersion,
+			Render:  d.renderRevocations,
+			Version: d.revocationsVersion,
 			Now:     now,
-			Observe: a.countDocumentRequest("revocations"),
+			Observe: d.countDocumentRequest("revocations"),
 		}),
 	}
 }
@@ -77,27 +92,27 @@ func (a *Authority) newDocumentHandlers() documentHandlers {
 // Cache-Control's max-age is what is left until the next transition from
 // the end of that period, so however late in it the rendition is served,
 // no cache keeps the set past the transition.
-func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
-	now := a.now()
-	recs, err := a.keys.records(ctx, false)
+func (d *documents) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
+	now := d.now()
+	recs, err := d.keys.records(ctx, false)
 	if err != nil {
-		a.readiness.failed(err)
-		if r, ok := a.staleJWKS(now, err); ok {
+		d.readiness.failed(err)
+		if r, ok := d.staleJWKS(now, err); ok {
 			return r, nil
 		}
-		a.log.Error("JWKS not served", "err", err)
+		d.log.Error("JWKS not served", "err", err)
 		return jwks.Rendition{}, err
 	}
-	readAt := a.keys.readTime()
-	doc, err := jwks.Render(now, recs, a.keys.policy, a.cfg.JWKSMaxAge)
+	readAt := d.keys.readTime()
+	doc, err := jwks.Render(now, recs, d.keys.policy, d.jwksMaxAge)
 	if err != nil {
-		a.log.Error("JWKS not served", "err", err)
+		d.log.Error("JWKS not served", "err", err)
 		return jwks.Rendition{}, err
 	}
-	a.stale.current(a.log, "JWKS", &a.stale.jwks)
-	until := now.Add(max(a.keys.refresh-time.Since(readAt), 0))
-	maxAge := max(a.cfg.JWKSMaxAge, 0)
-	if next, ok := jwks.NextTransition(now, recs, a.keys.policy); ok {
+	d.stale.current(d.log, "JWKS", &d.stale.jwks)
+	until := now.Add(max(d.keys.refresh-time.Since(readAt), 0))
+	maxAge := max(d.jwksMaxAge, 0)
+	if next, ok := jwks.NextTransition(now, recs, d.keys.policy); ok {
 		if next.Before(until) {
 			until = next
 		}
@@ -115,19 +130,19 @@ func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 // here (the publisher's changes, which follow another replica's re-signing
 // by its notification). The publisher's own re-signing rules are untouched:
 // each render asks it, and the duty round keeps asking.
-func (a *Authority) renderRevocations(ctx context.Context) (jwks.Rendition, error) {
-	now := a.now()
-	body, err := a.revocations.document(ctx)
+func (d *documents) renderRevocations(ctx context.Context) (jwks.Rendition, error) {
+	now := d.now()
+	body, err := d.revocations.document(ctx)
 	if err != nil {
-		a.readiness.failed(err)
-		if r, ok := a.staleRevocations(now, err); ok {
+		d.readiness.failed(err)
+		if r, ok := d.staleRevocations(now, err); ok {
 			return r, nil
 		}
-		a.log.Error("revocation document not served", "err", err)
+		d.log.Error("revocation document not served", "err", err)
 		return jwks.Rendition{}, err
 	}
-	a.stale.current(a.log, "revocation document", &a.stale.revocations)
-	return jwks.Rendition{Static: jwks.NewRevocationStatic(body), Until: now.Add(a.keys.refresh)}, nil
+	d.stale.current(d.log, "revocation document", &d.stale.revocations)
+	return jwks.Rendition{Static: jwks.NewRevocationStatic(body), Until: now.Add(d.keys.refresh)}, nil
 }
 
 // documentStaleRetry is how often a document served from the last read
@@ -181,9 +196,9 @@ func documentsFallBack(err error) bool {
 // JWKS is served from it: a key revoked meanwhile is unpublished at the
 // next read, so as long as a revocation document lives (revocations.ttl,
 // whose stored copy is served as long), and no longer.
-func (a *Authority) staleJWKSFor() time.Duration {
-	if a.cfg.RevocationTTL > 0 {
-		return a.cfg.RevocationTTL
+func (d *documents) staleJWKSFor() time.Duration {
+	if d.revocationTTL > 0 {
+		return d.revocationTTL
 	}
 	return time.Hour
 }
@@ -193,26 +208,26 @@ func (a *Authority) staleJWKSFor() time.Duration {
 // transitions still happen. Caches may keep it until the first of the next
 // scheduled transition, the end of the bound (staleJWKSFor past the read)
 // and jwks_max_age; the store is tried again every documentStaleRetry.
-func (a *Authority) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
-	recs, readAt, ok := a.keys.lastRead()
-	left := a.staleJWKSFor() - time.Since(readAt)
+func (d *documents) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
+	recs, readAt, ok := d.keys.lastRead()
+	left := d.staleJWKSFor() - time.Since(readAt)
 	if !ok || !documentsFallBack(err) || left <= 0 {
 		return jwks.Rendition{}, false
 	}
-	doc, rerr := jwks.Render(now, recs, a.keys.policy, a.cfg.JWKSMaxAge)
+	doc, rerr := jwks.Render(now, recs, d.keys.policy, d.jwksMaxAge)
 	if rerr != nil {
 		return jwks.Rendition{}, false
 	}
 	end := now.Add(left)
 	until := now.Add(min(documentStaleRetry, left))
-	maxAge := min(max(a.cfg.JWKSMaxAge, 0), end.Sub(until))
-	if next, ok := jwks.NextTransition(now, recs, a.keys.policy); ok {
+	maxAge := min(max(d.jwksMaxAge, 0), end.Sub(until))
+	if next, ok := jwks.NextTransition(now, recs, d.keys.policy); ok {
 		if next.Before(until) {
 			until = next
 		}
 		maxAge = min(maxAge, next.Sub(until))
 	}
-	a.stale.served(a.log, "JWKS", &a.stale.jwks, readAt, end, err)
+	d.stale.served(d.log, "JWKS", &d.stale.jwks, readAt, end, err)
 	return jwks.Rendition{
 		Static: jwks.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwks.CacheControl(maxAge)),
 		Until:  until,
@@ -222,12 +237,12 @@ func (a *Authority) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
 // staleRevocations serves the last revocation document read or signed when
 // the store cannot be read (err), until its exp. Its Cache-Control stays
 // no-cache: caches revalidate every use, so none keeps it past then.
-func (a *Authority) staleRevocations(now time.Time, err error) (jwks.Rendition, bool) {
-	last := a.revocations.lastGood()
+func (d *documents) staleRevocations(now time.Time, err error) (jwks.Rendition, bool) {
+	last := d.revocations.lastGood()
 	if last == nil || !documentsFallBack(err) || !now.Before(last.state.ExpiresAt) {
 		return jwks.Rendition{}, false
 	}
-	a.stale.served(a.log, "revocation document", &a.stale.revocations, last.readAt, last.state.ExpiresAt, err)
+	d.stale.served(d.log, "revocation document", &d.stale.revocations, last.readAt, last.state.ExpiresAt, err)
 	return jwks.Rendition{
 		Static: jwks.NewRevocationStatic(last.doc.Body),
 		Until:  minTime(now.Add(documentStaleRetry), last.state.ExpiresAt),
@@ -243,16 +258,16 @@ func minTime(a, b time.Time) time.Time {
 
 // revocationsVersion moves whenever the key records or the revocation
 // document may have changed.
-func (a *Authority) revocationsVersion() uint64 {
-	return a.keys.version.Load() + a.revocations.changes.Load()
+func (d *documents) revocationsVersion() uint64 {
+	return d.keys.version.Load() + d.revocations.changes.Load()
 }
 
 // countDocumentRequest counts a published document's requests by status,
 // so a dashboard shows how many verifiers revalidate (304) versus download.
 // The usual statuses' counters are looked up once.
-func (a *Authority) countDocumentRequest(doc string) func(code int) {
-	ok := a.metrics.jwksRequests.WithLabelValues(doc, "200")
-	notModified := a.metrics.jwksRequests.WithLabelValues(doc, "304")
+func (d *documents) countDocumentRequest(doc string) func(code int) {
+	ok := d.metrics.jwksRequests.WithLabelValues(doc, "200")
+	notModified := d.metrics.jwksRequests.WithLabelValues(doc, "304")
 	return func(code int) {
 		switch code {
 		case http.StatusOK:
@@ -260,7 +275,7 @@ func (a *Authority) countDocumentRequest(doc string) func(code int) {
 		case http.StatusNotModified:
 			notModified.Inc()
 		default:
-			a.metrics.jwksRequests.WithLabelValues(doc, strconv.Itoa(code)).Inc()
+			d.metrics.jwksRequests.WithLabelValues(doc, strconv.Itoa(code)).Inc()
 		}
 	}
 }

@@ -36,8 +36,8 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 	}
 	defer st.Close()
 	a := newAuthorityOn(t, st, t.TempDir())
-	a.cfg.JWKSMaxAge = 24 * time.Hour
-	a.cfg.RevocationTTL = 2 * time.Hour // the bound of a JWKS served from the last read
+	a.docs.jwksMaxAge = 24 * time.Hour
+	a.docs.revocationTTL = 2 * time.Hour // the bound of a JWKS served from the last read
 	// A pending key activates in an hour: a scheduled transition.
 	if _, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour)); err != nil {
 		t.Fatal(err)
@@ -104,14 +104,14 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 
 	// The bound: half an hour after the last read, however far the next
 	// transition is.
-	a.cfg.RevocationTTL = 30 * time.Minute
+	a.docs.revocationTTL = 30 * time.Minute
 	a.keys.invalidate()
 	if got := maxAge(get(jwks.JWKSPath)); got <= 0 || got > 30*time.Minute {
 		t.Fatalf("JWKS max-age %s: past the bound of half an hour after the last read", got)
 	}
 	// Past the bound, and past the revocation document's exp: 503, not
 	// an outdated document.
-	a.cfg.RevocationTTL = time.Nanosecond
+	a.docs.revocationTTL = time.Nanosecond
 	a.keys.invalidate()
 	if rec := get(jwks.JWKSPath); rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("JWKS past its bound: %d", rec.Code)

@@ -76,7 +76,7 @@ func TestJWKSPrerenderedAtTransitions(t *testing.T) {
 	}
 	activation := *second.ActivateAt
 	expiry := activation.Add(a.cfg.RetireGrace) // first leaves the set then
-	h := a.newDocumentHandlers().jwks
+	h := a.docs.newDocumentHandlers().jwks
 	both := []string{first, second.KID}
 	slices.Sort(both)
 
@@ -129,7 +129,7 @@ func TestJWKSPrerenderedAtTransitions(t *testing.T) {
 func TestDocumentsPrerenderedFollowChanges(t *testing.T) {
 	ctx := context.Background()
 	a, _ := newAuthority(t)
-	h := a.newDocumentHandlers()
+	h := a.docs.newDocumentHandlers()
 	rotate := func() string {
 		v, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour))
 		if err != nil {

@@ -33,7 +33,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	a.metrics.Register(backendCollector{sources: opts.Stats})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", httpapi.RequireRole(opts.Auth, access.RoleAuditor, a.metrics.authFailed, a.metrics.Handler()))
-	docs := a.newDocumentHandlers()
+	docs := a.docs.newDocumentHandlers()
 	mux.Handle(jwks.JWKSPath, docs.jwks)
 	mux.Handle(jwks.RevocationsPath, docs.revocations)
 	mux.Handle("GET "+AgentCardPath, a.agentCardHandler(opts.Auth))
@@ -79,7 +79,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 				}
 			}
 			body := map[string]any{"status": "not ready", "reason": reason}
-			if a.stale.jwks.Load() != nil || a.stale.revocations.Load() != nil {
+			if a.docs.stale.jwks.Load() != nil || a.docs.stale.revocations.Load() != nil {
 				// Signing stopped, but verifiers still get the keys.
 				body["documents"] = "served from the last read while the store is unavailable: see " + DocumentsReadyPath
 			}
@@ -113,7 +113,7 @@ func (d documentHandlers) ready(ctx context.Context, a *Authority) (int, map[str
 		name  string
 		h     *jwks.CachedHandler
 		stale *atomic.Pointer[staleDocument]
-	}{{"jwks", d.jwks, &a.stale.jwks}, {"revocations", d.revocations, &a.stale.revocations}} {
+	}{{"jwks", d.jwks, &a.docs.stale.jwks}, {"revocations", d.revocations, &a.docs.stale.revocations}} {
 		if _, err := doc.h.Current(ctx); err != nil {
 			code, body["status"] = http.StatusServiceUnavailable, "not ready"
 			body[doc.name] = map[string]any{"state": "unavailable"}

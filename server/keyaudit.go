@@ -49,11 +49,6 @@ func (k *KeyAdmin) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn 
 	return recs, err
 }
 
-// changeKeys is KeyAdmin.changeKeys, for the registry's re-signing.
-func (a *Authority) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
-	return a.admin.changeKeys(ctx, mode, fn)
-}
-
 // baselineKeys appends a key.baseline record (caller cardsignd) of every
 // key that no key administration record names: keys made by a release
 // before those records existed, in a store upgraded since. It appends
@@ -83,13 +78,4 @@ func (k *KeyAdmin) baselineKeys(ctx context.Context) error {
 	k.log.Info("recorded the keys from before key administration was audited, as they are now (key.baseline)",
 		"keys", kids, "first_record", recs[0].Seq, "caller", who.caller)
 	return nil
-}
-
-// adminCommitted tells the transparency log about the audit record of a
-// registry administration, committed by the store with the action itself
-// (Store.RemoveAgent, Store.RevokeCard), as changeKeys does for keys.
-func (a *Authority) adminCommitted(rec audit.Record) {
-	if a.tlog != nil {
-		a.tlog.committed([]audit.Record{rec})
-	}
 }

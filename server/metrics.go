@@ -13,6 +13,7 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/server/httpapi"
+	"github.com/cardsign/cardsign/signer"
 )
 
 // BackendStats are a key backend's request counters: what a KMS backend
@@ -256,4 +257,15 @@ func (m *Metrics) ListenerCounters(listener string) (open httpapi.Gauge, refused
 	return m.connections.WithLabelValues(listener),
 		m.connectionsRefused.WithLabelValues(listener, httpapi.RefusedTotal),
 		m.connectionsRefused.WithLabelValues(listener, httpapi.RefusedPerIP)
+}
+
+// countSignatures counts a result's signatures (none for nil) as returned
+// ("signed") or made and then dropped ("discarded"), by key and backend.
+func (m *Metrics) countSignatures(outcome string, res *signer.Result, principal string, backendOf func(kid string) string) {
+	if res == nil {
+		return
+	}
+	for _, s := range res.Signatures {
+		m.signatures.WithLabelValues(outcome, string(s.Alg), backendOf(s.KID), principal).Inc()
+	}
 }

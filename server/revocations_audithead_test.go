@@ -119,7 +119,7 @@ func verifiedRevocations(t *testing.T, a *Authority) ([]byte, jwks.Revocations) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := a.JWKS(ctx)
+	set, err := a.docs.JWKS(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

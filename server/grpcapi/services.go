@@ -28,13 +28,13 @@ import (
 // NewServer returns a gRPC server with the signing, key and audit
 // services, the standard health service and reflection.
 func NewServer(a *server.Authority, log *slog.Logger, opts Options) (*grpc.Server, *health.Server) {
-	limits := a.CardLimits()
+	api := a.API()
 	if opts.MaxMessageBytes <= 0 {
 		// The largest legal card plus room for the rest of the request.
-		opts.MaxMessageBytes = limits.MaxBytes + 64<<10
+		opts.MaxMessageBytes = api.Limits.MaxBytes + 64<<10
 	}
 	opts = opts.withDefaults()
-	g := &gate{log: log, opts: opts, metrics: a.Metrics(), refusals: httpapi.NewRefusalLog(log, opts.RefusalLogBurst, opts.RefusalLogInterval),
+	g := &gate{log: log, opts: opts, metrics: api.Metrics, refusals: httpapi.NewRefusalLog(log, opts.RefusalLogBurst, opts.RefusalLogInterval),
 		anonStreams: httpapi.NewSlots(opts.MaxUnauthenticatedStreams, opts.MaxUnauthenticatedStreamsPerIP)}
 	so := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(g.unary),
@@ -63,7 +63,7 @@ func NewServer(a *server.Authority, log *slog.Logger, opts Options) (*grpc.Serve
 		so = append(so, grpc.Creds(opts.Creds))
 	}
 	s := grpc.NewServer(so...)
-	svc := &services{signing: a, keys: a.Admin(), agents: a, audit: a.AuditLog(), limits: limits, log: log}
+	svc := &services{signing: a, keys: a.Admin(), agents: a, audit: api.Audit, limits: api.Limits, log: log}
 	pb.RegisterSigningServiceServer(s, signingService{services: svc})
 	pb.RegisterAgentServiceServer(s, agentService{services: svc})
 	pb.RegisterKeyServiceServer(s, keyService{services: svc})
