@@ -18,6 +18,7 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/server/revocations"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
 )
@@ -104,7 +105,7 @@ type Authority struct {
 
 	keys        *keyring
 	admin       *KeyAdmin
-	revocations *revocationPublisher
+	revocations *revocations.Publisher
 	docs        *documents
 	// replicaNamed: Config.Replica was set, and ClaimReplica keeps it to
 	// one live process.
@@ -149,18 +150,17 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		newBackendLimits(cfg.BackendConcurrency, cfg.Metrics.backendSign))
 	d := newDuties(st, cfg.Replica, clk, log)
 	a := &Authority{
-		cfg:         cfg,
-		store:       st,
-		batcher:     nil, // below: it reports commits to the log
-		log:         log,
-		metrics:     cfg.Metrics,
-		now:         now,
-		keys:        keys,
-		revocations: newRevocationPublisher(st, keys, d, now, log, cfg.RevocationTTL, cfg.KeyRefresh, cfg.OmitAuditHead),
-		readiness:   newReadiness(st, keys, now, cfg.Metrics, log),
-		clock:       clk,
-		duties:      d,
-		poke:        make(chan struct{}, 1),
+		cfg:       cfg,
+		store:     st,
+		batcher:   nil, // below: it reports commits to the log
+		log:       log,
+		metrics:   cfg.Metrics,
+		now:       now,
+		keys:      keys,
+		readiness: newReadiness(st, keys, now, cfg.Metrics, log),
+		clock:     clk,
+		duties:    d,
+		poke:      make(chan struct{}, 1),
 
 		replicaNamed: named,
 	}
@@ -169,12 +169,13 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		a.tlog = newTranslog(cfg.Log, st)
 		onCommit = a.tlog.committed
 	}
+	a.revocations = newPublisher(a, cfg.OmitAuditHead)
 	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
 		jwksMaxAge: cfg.JWKSMaxAge, revocationTTL: cfg.RevocationTTL}
 	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
 	a.admin = &KeyAdmin{cfg: cfg, st: st, keys: keys, now: now, log: log, logged: onCommit,
 		changed: func() {
-			a.revocations.forget()
+			a.revocations.Forget()
 			a.pokeDuties()
 		},
 		requestReady: a.readiness.request}

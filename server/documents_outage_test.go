@@ -76,7 +76,7 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 	// Both documents are due for a re-read now (as after their refresh
 	// period, without waiting for it).
 	a.keys.invalidate()
-	a.revocations.forget()
+	a.revocations.Forget()
 	rec := get(jwks.JWKSPath)
 	if rec.Code != http.StatusOK || rec.Body.String() != jwksUp.Body.String() || rec.Header().Get("Etag") != jwksUp.Header().Get("Etag") {
 		t.Fatalf("JWKS with the database stopped: %d %s", rec.Code, rec.Body)
@@ -116,12 +116,10 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 	if rec := get(jwks.JWKSPath); rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("JWKS past its bound: %d", rec.Code)
 	}
-	a.revocations.mu.Lock()
-	expired := *a.revocations.good
-	expired.state.ExpiresAt = a.now().Add(-time.Second)
-	a.revocations.good = &expired
-	a.revocations.mu.Unlock()
-	a.revocations.forget()
+	// The clock past the document's exp (revocations.ttl is an hour).
+	later := a.now().Add(2 * time.Hour)
+	a.setClock(func() time.Time { return later })
+	a.revocations.Forget()
 	if rec := get(jwks.RevocationsPath); rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("revocation document past its exp: %d", rec.Code)
 	}

@@ -19,7 +19,7 @@ func TestRevocationPublisherCache(t *testing.T) {
 	if doc, _ := verifiedRevocations(t, a); !bytes.Equal(doc, doc0) {
 		t.Fatal("re-signed although nothing changed")
 	}
-	a.revocations.forget()
+	a.revocations.Forget()
 	doc1, r1 := verifiedRevocations(t, a)
 	if !bytes.Equal(doc1, doc0) || r1.Sequence != r0.Sequence {
 		t.Fatalf("after forget: sequence %d, want the stored document (sequence %d)", r1.Sequence, r0.Sequence)

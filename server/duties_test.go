@@ -17,6 +17,7 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/server/revocations"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlite"
 )
@@ -97,7 +98,7 @@ func TestRevocationDocumentSignedOnceServedByAll(t *testing.T) {
 	if err != nil || !ok || l.Epoch != old.Epoch+1 {
 		t.Fatalf("b after a's release: held %v at epoch %d (a had %d), %v", ok, l.Epoch, old.Epoch, err)
 	}
-	if err := a.store.PutDocument(ctx, old, store.Document{Name: revocationsDoc, Seq: rB2.Sequence + 100, Body: []byte("stale")}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := a.store.PutDocument(ctx, old, store.Document{Name: revocations.DocumentName, Seq: rB2.Sequence + 100, Body: []byte("stale")}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("a write fenced by the released lease: %v", err)
 	}
 	if _, ok, _ := a.duties.held(ctx); ok {
@@ -202,7 +203,7 @@ func TestRevocationDocumentSurvivesDatabaseRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clock.Add(int64(revocationHeadRefresh))
+	clock.Add(int64(revocations.HeadRefresh))
 	_, r1 := verifiedRevocations(t, a)
 	if r1.AuditHead.Seq != 4 || r1.Sequence <= r0.Sequence { // the first key's record, then three
 		t.Fatalf("after three records: %+v", r1)

@@ -397,7 +397,7 @@ func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int6
 	a.revokedMu.Lock()
 	a.revokedList = nil
 	a.revokedMu.Unlock()
-	a.revocations.forget()
+	a.revocations.Forget()
 	a.pokeDuties()
 	a.log.Warn("card revoked", "agent", c.ID, "version", c.Version, "canonical_sha256", fmt.Sprintf("%x", c.CanonicalSHA256), "reason", reason, "caller", caller)
 	return rev, nil

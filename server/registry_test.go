@@ -213,7 +213,7 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 	if v, _ := a.Verify(ctx, billing.Signed, ""); v.Valid(false) {
 		t.Fatal("a card with the same content as a revoked one verifies")
 	}
-	doc, err := a.revocations.document(ctx)
+	doc, err := a.revocations.Document(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

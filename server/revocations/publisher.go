@@ -1,4 +1,9 @@
-package server
+// Package revocations publishes the signed revocation document (the keys
+// and cards revoked, and the audit log head) that every replica serves: the
+// replica holding the duties lease signs it once per change and keeps it in
+// the store, the others serve the stored bytes, and while the store is
+// unreachable the last one read is served until it expires.
+package revocations
 
 import (
 	"bytes"
@@ -8,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,270 +20,51 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 )
 
-// JWKS renders the published key set now. It is computed from the stored
-// records on each call (microseconds), never from a backend.
-func (d *documents) JWKS(ctx context.Context) (jwks.Document, error) {
-	recs, err := d.keys.records(ctx, false)
-	if err != nil {
-		d.log.Error("JWKS not served", "err", err)
-		return jwks.Document{}, err
-	}
-	doc, err := jwks.Render(d.now(), recs, d.keys.policy, d.jwksMaxAge)
-	if err != nil {
-		d.log.Error("JWKS not served", "err", err)
-	}
-	return doc, err
+// Config is what a publisher reads, signs with and writes to.
+type Config struct {
+	Store Store
+	Keys  Keys
+	// RevokedCards are the cards revoked in the registry.
+	RevokedCards func(ctx context.Context) ([]jwks.CardRevocation, error)
+	// Lease reports whether this process holds the duties lease (and
+	// which lease fences the write); only its holder signs.
+	Lease func(ctx context.Context) (lease store.Lease, held bool, err error)
+	// Unavailable wraps a failure of a dependency (what: the store's
+	// document, its sequence, the audit log) as the caller reports one.
+	Unavailable func(what string, err error) error
+	Now         func() time.Time
+	Log         *slog.Logger
+	TTL         time.Duration // a document's lifetime; re-signed at half of it
+	Refresh     time.Duration // how long a read of the stored document is reused
+	// OmitAuditHead leaves the audit head out, for verifiers built before
+	// the document had one.
+	OmitAuditHead bool
 }
 
-// documents renders the published documents, the JWKS and the revocation
-// document, for serving: from the store, or from the last read while the
-// store is unreachable (within their validity).
-type documents struct {
-	keys        *keyring
-	revocations *revocationPublisher
-	readiness   *readiness
-	metrics     *Metrics
-	log         *slog.Logger
-	now         func() time.Time
-	stale       staleDocuments // documents served from the last read
-
-	jwksMaxAge, revocationTTL time.Duration
+// Store holds the signed document and the sequence and audit head it
+// carries.
+type Store interface {
+	store.Documents
+	NextSequence(ctx context.Context, name string) (int64, error)
+	AuditHead(ctx context.Context) (seq int64, hash []byte, err error)
 }
 
-// documentHandlers serve the published documents from pre-rendered bytes
-// and headers (jwks.CachedHandler): a request reads an atomic pointer, the
-// versions of what the document was rendered from and the clock, and
-// writes; nothing is rendered, hashed or formatted per request.
-type documentHandlers struct {
-	jwks        *jwks.CachedHandler
-	revocations *jwks.CachedHandler
+// Keys are the key records and the key that signs the document.
+type Keys interface {
+	// Records are the key records now (a recent read).
+	Records(ctx context.Context) ([]jwks.KeyRecord, error)
+	Policy() jwks.Policy
+	// DocumentSigner picks the key that signs among views.
+	DocumentSigner(views []jwks.View) (jwks.View, error)
+	// Open opens rec's key to sign with; its error names the key.
+	Open(ctx context.Context, rec jwks.KeyRecord) (signer.Key, error)
 }
 
-// newDocumentHandlers makes the JWKS and revocation document handlers, each
-// counting its requests by status.
-func (d *documents) newDocumentHandlers() documentHandlers {
-	now := func() time.Time { return d.now() } // d.now as it is at each call (tests move it)
-	return documentHandlers{
-		jwks: jwks.NewCachedHandler(jwks.CacheOptions{
-			What:    "JWKS",
-			Render:  d.renderJWKS,
-			Version: d.keys.version.Load,
-			Now:     now,
-			Observe: d.countDocumentRequest("jwks"),
-		}),
-		revocations: jwks.NewCachedHandler(jwks.CacheOptions{
-			What:    "revocation document",
-			Render:  d.renderRevocations,
-			Version: d.revocationsVersion,
-			Now:     now,
-			Observe: d.countDocumentRequest("revocations"),
-		}),
-	}
-}
-
-// renderJWKS renders the JWKS for serving until the first of: the next
-// scheduled key transition (the set may gain or lose a key then), and the
-// moment the key records it was rendered from are due for their periodic
-// re-read (so another replica's change is seen even without a
-// notification). A change to the records before then (a revocation here,
-// a notification from another replica, any re-read) moves the keyring's
-// version, and the next request renders again.
-//
-// Cache-Control's max-age is what is left until the next transition from
-// the end of that period, so however late in it the rendition is served,
-// no cache keeps the set past the transition.
-func (d *documents) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
-	now := d.now()
-	recs, err := d.keys.records(ctx, false)
-	if err != nil {
-		d.readiness.failed(err)
-		if r, ok := d.staleJWKS(now, err); ok {
-			return r, nil
-		}
-		d.log.Error("JWKS not served", "err", err)
-		return jwks.Rendition{}, err
-	}
-	readAt := d.keys.readTime()
-	doc, err := jwks.Render(now, recs, d.keys.policy, d.jwksMaxAge)
-	if err != nil {
-		d.log.Error("JWKS not served", "err", err)
-		return jwks.Rendition{}, err
-	}
-	d.stale.current(d.log, "JWKS", &d.stale.jwks)
-	until := now.Add(max(d.keys.refresh-time.Since(readAt), 0))
-	maxAge := max(d.jwksMaxAge, 0)
-	if next, ok := jwks.NextTransition(now, recs, d.keys.policy); ok {
-		if next.Before(until) {
-			until = next
-		}
-		maxAge = min(maxAge, next.Sub(until))
-	}
-	return jwks.Rendition{
-		Static: jwks.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwks.CacheControl(maxAge)),
-		Until:  until,
-	}, nil
-}
-
-// renderRevocations prepares the revocation document for serving until the
-// next periodic re-read of what it is made from, or until a change: a key
-// record (the keyring's version), or the document forgotten or re-signed
-// here (the publisher's changes, which follow another replica's re-signing
-// by its notification). The publisher's own re-signing rules are untouched:
-// each render asks it, and the duty round keeps asking.
-func (d *documents) renderRevocations(ctx context.Context) (jwks.Rendition, error) {
-	now := d.now()
-	body, err := d.revocations.document(ctx)
-	if err != nil {
-		d.readiness.failed(err)
-		if r, ok := d.staleRevocations(now, err); ok {
-			return r, nil
-		}
-		d.log.Error("revocation document not served", "err", err)
-		return jwks.Rendition{}, err
-	}
-	d.stale.current(d.log, "revocation document", &d.stale.revocations)
-	return jwks.Rendition{Static: jwks.NewRevocationStatic(body), Until: now.Add(d.keys.refresh)}, nil
-}
-
-// documentStaleRetry is how often a document served from the last read
-// while the store is unreachable is tried against the store again; the
-// requests in between are answered from memory.
-const documentStaleRetry = time.Second
-
-// staleDocuments says which published documents are served from the last
-// read because the store is unreachable, for /readyz and its log lines.
-type staleDocuments struct {
-	jwks, revocations atomic.Pointer[staleDocument]
-}
-
-// staleDocument is a document served from the last read.
-type staleDocument struct {
-	Since time.Time `json:"since"` // first served so
-	Read  time.Time `json:"read"`  // when what it was made from was read
-	Until time.Time `json:"until"` // served so at most until then (then 503)
-}
-
-// served records that what is served from the last read now lasts until
-// until, logging when it starts.
-func (s *staleDocuments) served(log *slog.Logger, what string, p *atomic.Pointer[staleDocument], read, until time.Time, err error) {
-	old := p.Load()
-	d := &staleDocument{Since: time.Now(), Read: read, Until: until}
-	if old != nil {
-		d.Since = old.Since
-	}
-	p.Store(d)
-	if old == nil {
-		log.Warn("store unavailable: serving the "+what+" from the last read (signed, within its validity)",
-			"read", read, "until", until, "err", err)
-	}
-}
-
-// current records that a document is rendered from the store again.
-func (s *staleDocuments) current(log *slog.Logger, what string, p *atomic.Pointer[staleDocument]) {
-	if old := p.Swap(nil); old != nil {
-		log.Info("store available: the "+what+" is current again", "stale_for", time.Since(old.Since).Round(time.Millisecond))
-	}
-}
-
-// documentsFallBack reports whether a document that failed to render with
-// err may be served from the last read: the store is unreachable (or did
-// not answer in time), not a refusal or a broken record.
-func documentsFallBack(err error) bool {
-	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// staleJWKSFor bounds how long after the last read of the key records the
-// JWKS is served from it: a key revoked meanwhile is unpublished at the
-// next read, so as long as a revocation document lives (revocations.ttl,
-// whose stored copy is served as long), and no longer.
-func (d *documents) staleJWKSFor() time.Duration {
-	if d.revocationTTL > 0 {
-		return d.revocationTTL
-	}
-	return time.Hour
-}
-
-// staleJWKS renders the JWKS from the key records last read when the store
-// cannot be read (err): the set as those records make it now, so scheduled
-// transitions still happen. Caches may keep it until the first of the next
-// scheduled transition, the end of the bound (staleJWKSFor past the read)
-// and jwks_max_age; the store is tried again every documentStaleRetry.
-func (d *documents) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
-	recs, readAt, ok := d.keys.lastRead()
-	left := d.staleJWKSFor() - time.Since(readAt)
-	if !ok || !documentsFallBack(err) || left <= 0 {
-		return jwks.Rendition{}, false
-	}
-	doc, rerr := jwks.Render(now, recs, d.keys.policy, d.jwksMaxAge)
-	if rerr != nil {
-		return jwks.Rendition{}, false
-	}
-	end := now.Add(left)
-	until := now.Add(min(documentStaleRetry, left))
-	maxAge := min(max(d.jwksMaxAge, 0), end.Sub(until))
-	if next, ok := jwks.NextTransition(now, recs, d.keys.policy); ok {
-		if next.Before(until) {
-			until = next
-		}
-		maxAge = min(maxAge, next.Sub(until))
-	}
-	d.stale.served(d.log, "JWKS", &d.stale.jwks, readAt, end, err)
-	return jwks.Rendition{
-		Static: jwks.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwks.CacheControl(maxAge)),
-		Until:  until,
-	}, true
-}
-
-// staleRevocations serves the last revocation document read or signed when
-// the store cannot be read (err), until its exp. Its Cache-Control stays
-// no-cache: caches revalidate every use, so none keeps it past then.
-func (d *documents) staleRevocations(now time.Time, err error) (jwks.Rendition, bool) {
-	last := d.revocations.lastGood()
-	if last == nil || !documentsFallBack(err) || !now.Before(last.state.ExpiresAt) {
-		return jwks.Rendition{}, false
-	}
-	d.stale.served(d.log, "revocation document", &d.stale.revocations, last.readAt, last.state.ExpiresAt, err)
-	return jwks.Rendition{
-		Static: jwks.NewRevocationStatic(last.doc.Body),
-		Until:  minTime(now.Add(documentStaleRetry), last.state.ExpiresAt),
-	}, true
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-// revocationsVersion moves whenever the key records or the revocation
-// document may have changed.
-func (d *documents) revocationsVersion() uint64 {
-	return d.keys.version.Load() + d.revocations.changes.Load()
-}
-
-// countDocumentRequest counts a published document's requests by status,
-// so a dashboard shows how many verifiers revalidate (304) versus download.
-// The usual statuses' counters are looked up once.
-func (d *documents) countDocumentRequest(doc string) func(code int) {
-	ok := d.metrics.jwksRequests.WithLabelValues(doc, "200")
-	notModified := d.metrics.jwksRequests.WithLabelValues(doc, "304")
-	return func(code int) {
-		switch code {
-		case http.StatusOK:
-			ok.Inc()
-		case http.StatusNotModified:
-			notModified.Inc()
-		default:
-			d.metrics.jwksRequests.WithLabelValues(doc, strconv.Itoa(code)).Inc()
-		}
-	}
-}
-
-// revocationHeadRefresh is how long a revocation document is served after
+// HeadRefresh is how long a revocation document is served after
 // the audit log head moved past the one it carries. The head is what lets an
 // auditor catch records deleted from the end of the log (audit.Head.Check):
 // records appended after the last published head are not covered, so the
@@ -289,38 +73,21 @@ func (d *documents) countDocumentRequest(doc string) func(code int) {
 // sequence write per fetch. One minute bounds both: at most one re-sign per
 // minute for the head, and a published head at most a minute (plus the time
 // since the last fetch) behind the log.
-const revocationHeadRefresh = time.Minute
+const HeadRefresh = time.Minute
 
-// Revocations returns the signed revocation document (see
-// revocationPublisher.document).
-func (a *Authority) Revocations(ctx context.Context) ([]byte, error) {
-	doc, err := a.revocations.document(ctx)
-	if err != nil {
-		a.log.Error("revocation document not served", "err", err)
-	}
-	return doc, err
-}
+// ErrNoSigner: no key may sign the document now (none published, or the
+// one that should cannot be opened here).
+var ErrNoSigner = errors.New("no published key to sign the revocation document")
 
-var errNoRevocationSigner = errors.New("no published key to sign the revocation document")
+// DocumentName is the revocation document's name in the store.
+const DocumentName = "revocations"
 
-// revocationsDoc is the revocation document's name in the store.
-const revocationsDoc = "revocations"
-
-// revocationPublisher keeps the signed revocation document in the store,
+// Publisher keeps the signed revocation document in the store,
 // where every replica reads it: the replica holding the duties lease signs
 // it (once per change, with the next sequence number of the cluster), the
 // others serve the stored bytes, so every replica serves the same document.
-type revocationPublisher struct {
-	store   store.Store
-	keys    *keyring
-	duties  *duties
-	now     func() time.Time
-	log     *slog.Logger
-	ttl     time.Duration
-	refresh time.Duration // how long a read of the stored document is reused
-	// omitAuditHead leaves the audit head out, for verifiers built before
-	// the document had one.
-	omitAuditHead bool
+type Publisher struct {
+	Config
 
 	// signing serializes re-signing in this process; mu guards the cache
 	// alone, so forgetting it never waits for a signature.
@@ -342,8 +109,8 @@ type revocationPublisher struct {
 	maxHead audit.Head
 
 	// changes grows when the cached document is forgotten or replaced by
-	// one signed here: the pre-rendered copy served over HTTP is then out
-	// of date (documentHandlers).
+	// one signed here: a pre-rendered copy served over HTTP is then out of
+	// date (Changes).
 	changes atomic.Uint64
 }
 
@@ -354,27 +121,42 @@ type storedRevocations struct {
 	readAt time.Time // read from or written to the store then
 }
 
-// lastGood is the last document read from or written to the store (nil:
-// none yet).
-func (p *revocationPublisher) lastGood() *storedRevocations {
+// LastGood is the last document read from or written to the store, when
+// it was read and when it expires; ok is false before any. It is what is
+// served while the store is unreachable.
+func (p *Publisher) LastGood() (body []byte, readAt, expires time.Time, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.good
+	if p.good == nil {
+		return nil, time.Time{}, time.Time{}, false
+	}
+	return p.good.doc.Body, p.good.readAt, p.good.state.ExpiresAt, true
 }
 
-func newRevocationPublisher(st store.Store, keys *keyring, d *duties, now func() time.Time, log *slog.Logger, ttl, refresh time.Duration, omitAuditHead bool) *revocationPublisher {
-	return &revocationPublisher{store: st, keys: keys, duties: d, now: now, log: log, ttl: ttl, refresh: refresh, omitAuditHead: omitAuditHead}
+// Changes grows whenever the document to serve may have changed: forgotten
+// (a change announced), or replaced by one signed here.
+func (p *Publisher) Changes() uint64 { return p.changes.Load() }
+
+// Reread reads the stored document again when its last read is older than
+// the refresh period, so that a replica that does not sign it has it at
+// hand should the store go away.
+func (p *Publisher) Reread(ctx context.Context) error {
+	_, err := p.stored(ctx)
+	return err
 }
 
-// document returns the signed revocation document. It is re-signed, with
+// New returns a publisher; nothing is read before the first Document.
+func New(c Config) *Publisher { return &Publisher{Config: c} }
+
+// Document returns the signed revocation document. It is re-signed, with
 // the next sequence number, when the revoked set or the signing key changes,
 // when half its lifetime has passed, so a cached copy never expires in a
 // client's hands, and when the audit head it carries is behind the log's and
-// the document is revocationHeadRefresh old. Only the holder of the duties
+// the document is HeadRefresh old. Only the holder of the duties
 // lease re-signs; another replica serves the stored document while it is
 // valid, the holder bringing it up to date within a lease renewal (at once
 // for a key change it is told of).
-func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
+func (p *Publisher) Document(ctx context.Context) ([]byte, error) {
 	d, err := p.assess(ctx)
 	if err != nil || !d.due {
 		return d.body(), err
@@ -387,7 +169,7 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 		return d.body(), err
 	}
 	prev, cur, now := d.prev, d.cur, d.now
-	lease, leader, err := p.duties.held(ctx)
+	lease, leader, err := p.Lease(ctx)
 	if err != nil || !leader {
 		// Another replica signs it (or the lease is in doubt): serve what
 		// is stored while it is valid.
@@ -397,21 +179,21 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 		if err == nil {
 			err = fmt.Errorf("the replica holding the duties lease (%s) has not signed it yet", lease.Holder)
 		}
-		return nil, &UnavailableError{What: "revocation document", Err: err}
+		return nil, p.Unavailable("revocation document", err)
 	}
 	if d.wentBack {
-		p.log.Error("audit log head went back: the database was edited or replaced outside cardsignd; "+
+		p.Log.Error("audit log head went back: the database was edited or replaced outside cardsignd; "+
 			"the revocation document keeps the head already published. Restore the database from a backup and run cardsign audit verify",
 			"published_seq", cur.Published.Seq, "published_hash", hex.EncodeToString(cur.Published.Hash),
 			"store_seq", cur.Store.Seq, "store_hash", hex.EncodeToString(cur.Store.Hash))
 	}
-	key, err := p.keys.open(ctx, d.signer.KeyRecord)
+	key, err := p.Keys.Open(ctx, d.signer.KeyRecord)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errNoRevocationSigner, &KeyUnavailableError{KID: d.signer.KID, Err: err})
+		return nil, fmt.Errorf("%w: %w", ErrNoSigner, err)
 	}
-	docSeq, err := p.store.NextSequence(ctx, revocationsDoc)
+	docSeq, err := p.Store.NextSequence(ctx, DocumentName)
 	if err != nil {
-		return nil, &UnavailableError{What: "revocation document sequence", Err: err}
+		return nil, p.Unavailable("revocation document sequence", err)
 	}
 	// Never below what was stored (a document copied from another store
 	// may be ahead of this store's counter) nor what this process already
@@ -425,13 +207,13 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 	}
 	docSeq = max(docSeq, floor+1)
 	cur.IssuedAt = now.Truncate(time.Second)
-	cur.ExpiresAt = now.Add(p.ttl).Truncate(time.Second)
-	cur.RefreshAt = now.Add(p.ttl / 2)
+	cur.ExpiresAt = now.Add(p.TTL).Truncate(time.Second)
+	cur.RefreshAt = now.Add(p.TTL / 2)
 	body := jwks.Revocations{Sequence: docSeq, IssuedAt: cur.IssuedAt, ExpiresAt: cur.ExpiresAt, Revoked: d.revoked, Cards: d.cards}
-	if !p.omitAuditHead {
+	if !p.OmitAuditHead {
 		body.AuditHead = &jwks.AuditHead{Seq: cur.Published.Seq, Hash: cur.Published.Hash}
 	}
-	signed, err := jwks.SignRevocations(ctx, body, key.key.Signer, key.key.Alg, key.key.KID)
+	signed, err := jwks.SignRevocations(ctx, body, key.Signer, key.Alg, key.KID)
 	if err != nil {
 		return nil, err
 	}
@@ -439,16 +221,16 @@ func (p *revocationPublisher) document(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc := store.Document{Name: revocationsDoc, Seq: docSeq, Body: signed, Meta: meta}
-	if err := p.store.PutDocument(ctx, lease, doc); err != nil {
+	doc := store.Document{Name: DocumentName, Seq: docSeq, Body: signed, Meta: meta}
+	if err := p.Store.PutDocument(ctx, lease, doc); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrStaleDocument) {
 			// Another replica took over and signed: serve its document.
-			p.forget()
+			p.Forget()
 			if prev, rerr := p.stored(ctx); rerr == nil && prev != nil && now.Before(prev.state.ExpiresAt) {
 				return prev.doc.Body, nil
 			}
 		}
-		return nil, &UnavailableError{What: "revocation document", Err: err}
+		return nil, p.Unavailable("revocation document", err)
 	}
 	p.mu.Lock()
 	p.cached, p.readAt = &storedRevocations{doc: doc, state: cur, readAt: time.Now()}, time.Now()
@@ -482,7 +264,7 @@ func (d revocationDecision) body() []byte {
 
 // assess compares the stored document with the key records and audit head
 // now.
-func (p *revocationPublisher) assess(ctx context.Context) (revocationDecision, error) {
+func (p *Publisher) assess(ctx context.Context) (revocationDecision, error) {
 	prev, err := p.stored(ctx)
 	if err != nil {
 		return revocationDecision{}, err
@@ -490,32 +272,31 @@ func (p *revocationPublisher) assess(ctx context.Context) (revocationDecision, e
 	if prev != nil {
 		p.remember(prev.doc.Seq, prev.state.Published)
 	}
-	recs, err := p.keys.records(ctx, false)
+	recs, err := p.Keys.Records(ctx)
 	if err != nil {
 		return revocationDecision{}, err
 	}
-	d := revocationDecision{prev: prev, now: p.now()}
-	views := jwks.Derive(d.now, recs, p.keys.policy)
+	d := revocationDecision{prev: prev, now: p.Now()}
+	views := jwks.Derive(d.now, recs, p.Keys.Policy())
 	d.revoked = jwks.RevokedFrom(recs, d.now)
-	if d.signer, err = documentSignerView(views); err != nil {
-		return revocationDecision{}, fmt.Errorf("%w: %v", errNoRevocationSigner, err)
+	if d.signer, err = p.Keys.DocumentSigner(views); err != nil {
+		return revocationDecision{}, fmt.Errorf("%w: %v", ErrNoSigner, err)
 	}
 	var set strings.Builder
 	set.WriteString(d.signer.KID)
 	for _, r := range d.revoked {
 		set.WriteString("|" + r.KID)
 	}
-	cards, err := p.store.RevokedCards(ctx)
+	d.cards, err = p.RevokedCards(ctx)
 	if err != nil {
-		return revocationDecision{}, &UnavailableError{What: "revoked cards", Err: err}
+		return revocationDecision{}, p.Unavailable("revoked cards", err)
 	}
-	d.cards = cardRevocations(cards)
-	for _, c := range cards {
+	for _, c := range d.cards {
 		set.WriteString("|card:" + hex.EncodeToString(c.CanonicalSHA256))
 	}
-	seq, hash, err := p.store.AuditHead(ctx)
+	seq, hash, err := p.Store.AuditHead(ctx)
 	if err != nil {
-		return revocationDecision{}, &UnavailableError{What: "audit log", Err: fmt.Errorf("audit head for the revocation document: %w", err)}
+		return revocationDecision{}, p.Unavailable("audit log", fmt.Errorf("audit head for the revocation document: %w", err))
 	}
 	storeHead := audit.Head{Seq: seq, Hash: hash}
 	d.cur = revocationState{Set: set.String(), Published: storeHead, Store: storeHead}
@@ -538,7 +319,7 @@ func (p *revocationPublisher) assess(ctx context.Context) (revocationDecision, e
 		switch {
 		case headEqual(prev.state.Store, d.cur.Store): // the log did not move
 			d.due = false
-		case !d.wentBack && d.now.Before(prev.state.IssuedAt.Add(revocationHeadRefresh)):
+		case !d.wentBack && d.now.Before(prev.state.IssuedAt.Add(HeadRefresh)):
 			d.due = false
 		}
 	}
@@ -547,7 +328,7 @@ func (p *revocationPublisher) assess(ctx context.Context) (revocationDecision, e
 
 // remember raises the process's high-water marks of the document sequence
 // and the audit head published, which outlive the database they came from.
-func (p *revocationPublisher) remember(seq int64, head audit.Head) {
+func (p *Publisher) remember(seq int64, head audit.Head) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.maxSeq = max(p.maxSeq, seq)
@@ -565,26 +346,26 @@ func (s *storedRevocations) stateOrZero() revocationState {
 
 // stored returns the stored document (nil when there is none), read again
 // when the last read is older than the refresh period or was forgotten.
-func (p *revocationPublisher) stored(ctx context.Context) (*storedRevocations, error) {
+func (p *Publisher) stored(ctx context.Context) (*storedRevocations, error) {
 	p.mu.Lock()
 	cached, readAt := p.cached, p.readAt
 	p.mu.Unlock()
-	if cached != nil && time.Since(readAt) < p.refresh {
+	if cached != nil && time.Since(readAt) < p.Refresh {
 		return cached, nil
 	}
 	start := time.Now()
-	doc, err := p.store.Document(ctx, revocationsDoc)
+	doc, err := p.Store.Document(ctx, DocumentName)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &UnavailableError{What: "revocation document", Err: err}
+		return nil, p.Unavailable("revocation document", err)
 	}
 	s := &storedRevocations{doc: doc, readAt: start}
 	if err := json.Unmarshal(doc.Meta, &s.state); err != nil {
 		// Written by this code only; unreadable means edited by hand.
 		// Treat it as due for re-signing.
-		p.log.Warn("stored revocation document has unreadable metadata; re-signing it", "seq", doc.Seq, "err", err)
+		p.Log.Warn("stored revocation document has unreadable metadata; re-signing it", "seq", doc.Seq, "err", err)
 		s.state = revocationState{}
 	}
 	p.mu.Lock()
@@ -598,9 +379,9 @@ func (p *revocationPublisher) stored(ctx context.Context) (*storedRevocations, e
 	return s, nil
 }
 
-// forget makes the next document call read the stored document again
+// Forget makes the next Document call read the stored document again
 // (and re-sign it when due).
-func (p *revocationPublisher) forget() {
+func (p *Publisher) Forget() {
 	p.mu.Lock()
 	p.cached, p.forgotAt = nil, time.Now()
 	p.mu.Unlock()
