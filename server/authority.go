@@ -201,9 +201,6 @@ func (a *Authority) API() API { return API{Audit: a.store, Metrics: a.metrics, L
 // the host/pid/random name given when it was empty).
 func (a *Authority) Replica() string { return a.cfg.Replica }
 
-// ErrDraining: the daemon is shutting down.
-var ErrDraining = errors.New("shutting down")
-
 // Drain marks the authority as shutting down, for readiness.
 func (a *Authority) Drain() { a.readiness.drain() }
 

@@ -19,31 +19,6 @@ import (
 	"github.com/cardsign/cardsign/store"
 )
 
-// InvalidArgumentError is a request field that cannot be used.
-type InvalidArgumentError struct{ Field, Reason string }
-
-func (e *InvalidArgumentError) Error() string { return e.Field + ": " + e.Reason }
-
-// PreconditionError is a key operation the key's state does not allow.
-type PreconditionError struct{ Reason string }
-
-func (e *PreconditionError) Error() string { return e.Reason }
-
-// UnavailableError is a dependency (the store, a key backend) that cannot
-// answer now; the caller may retry.
-type UnavailableError struct {
-	What string
-	Err  error
-}
-
-func (e *UnavailableError) Error() string { return e.What + " unavailable: " + e.Err.Error() }
-func (e *UnavailableError) Unwrap() error { return e.Err }
-
-// NotFoundError is an unknown kid.
-type NotFoundError struct{ KID string }
-
-func (e *NotFoundError) Error() string { return "no key with kid " + e.KID }
-
 func parseAlg(s string) (jose.Alg, error) {
 	if s == "" {
 		return "", nil

@@ -48,10 +48,6 @@ type Signed struct {
 	Agent *store.AgentCard
 }
 
-// ErrAudit wraps a failure to commit audit records: the signature was made
-// and then discarded.
-var ErrAudit = errors.New("audit record not committed; the signature was discarded")
-
 // Sign signs a card with the active key and any pending key, then commits one
 // audit record per signature. It returns the signed card only once those
 // records are durable. The card is read and checked before any key is
@@ -256,19 +252,6 @@ func (a *Authority) commit(ctx context.Context, expected *audit.Expected, recs [
 	a.metrics.auditCommit.Observe(time.Since(start).Seconds())
 	return committed, nil
 }
-
-// RefusedError is a card the signing policy refused; the refusal is in the
-// audit log as record Seq.
-type RefusedError struct {
-	Refusal *policy.Refusal
-	Seq     int64
-	// AuditErr is set when the refusal could not be recorded: the card
-	// is refused all the same.
-	AuditErr error
-}
-
-func (e *RefusedError) Error() string { return e.Refusal.Error() }
-func (e *RefusedError) Unwrap() error { return e.Refusal }
 
 // auditRefusal records a policy refusal. A refusal that cannot be recorded
 // is still a refusal: the card is not signed either way, and the caller
