@@ -6,12 +6,8 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -21,7 +17,7 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
-	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/server/revocations"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
@@ -108,8 +104,9 @@ type Authority struct {
 	metrics *Metrics
 
 	keys        *keyring
-	revocations *revocationPublisher
-	stale       staleDocuments // documents served from the last read
+	admin       *KeyAdmin
+	revocations *revocations.Publisher
+	docs        *documents
 	// replicaNamed: Config.Replica was set, and ClaimReplica keeps it to
 	// one live process.
 	replicaNamed bool
@@ -145,18 +142,17 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		newBackendLimits(cfg.BackendConcurrency, cfg.Metrics.backendSign))
 	d := newDuties(st, cfg.Replica, clk, log)
 	a := &Authority{
-		cfg:         cfg,
-		store:       st,
-		batcher:     nil, // below: it reports commits to the log
-		log:         log,
-		metrics:     cfg.Metrics,
-		now:         now,
-		keys:        keys,
-		revocations: newRevocationPublisher(st, keys, d, now, log, cfg.RevocationTTL, cfg.KeyRefresh, cfg.OmitAuditHead),
-		readiness:   newReadiness(st, keys, now, cfg.Metrics, log),
-		clock:       clk,
-		duties:      d,
-		poke:        make(chan struct{}, 1),
+		cfg:       cfg,
+		store:     st,
+		batcher:   nil, // below: it reports commits to the log
+		log:       log,
+		metrics:   cfg.Metrics,
+		now:       now,
+		keys:      keys,
+		readiness: newReadiness(st, keys, now, cfg.Metrics, log),
+		clock:     clk,
+		duties:    d,
+		poke:      make(chan struct{}, 1),
 
 		replicaNamed: named,
 	}
@@ -165,18 +161,38 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		a.tlog = newTranslog(cfg.Log, st)
 		onCommit = a.tlog.committed
 	}
+	a.revocations = newPublisher(a, cfg.OmitAuditHead)
+	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
+		jwksMaxAge: cfg.JWKSMaxAge, revocationTTL: cfg.RevocationTTL}
 	a.registry = a.newRegistry()
 	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
+	a.admin = &KeyAdmin{cfg: cfg, st: st, keys: keys, now: now, log: log, logged: onCommit,
+		changed: func() {
+			a.revocations.Forget()
+			a.pokeDuties()
+		},
+		requestReady: a.readiness.request}
 	a.metrics.Register(keysCollector{a: a, desc: keysDesc})
 	return a
 }
 
+// Admin is the authority's key administration.
+func (a *Authority) Admin() *KeyAdmin { return a.admin }
+
+// API is what the packages that serve the authority (server/grpcapi) use
+// besides its methods.
+type API struct {
+	Audit   store.AuditLog    // listed a page at a time
+	Metrics *Metrics          // calls and refusals are counted there
+	Limits  strictjson.Limits // the cards read (LintCard, as Sign does)
+}
+
+// API returns the parts the serving packages use.
+func (a *Authority) API() API { return API{Audit: a.store, Metrics: a.metrics, Limits: a.cfg.Limits} }
+
 // Replica is this process's name among the replicas (Config.Replica, or
 // the host/pid/random name given when it was empty).
 func (a *Authority) Replica() string { return a.cfg.Replica }
-
-// ErrDraining: the daemon is shutting down.
-var ErrDraining = errors.New("shutting down")
 
 // Drain marks the authority as shutting down, for readiness.
 func (a *Authority) Drain() { a.readiness.drain() }
@@ -184,122 +200,9 @@ func (a *Authority) Drain() { a.readiness.drain() }
 // Close commits the audit records already queued and stops the batcher.
 func (a *Authority) Close() error { return a.batcher.Close() }
 
-func (a *Authority) policy() jwks.Policy { return a.keys.policy }
-
 // views derives every key's state now.
 func (a *Authority) views(ctx context.Context) ([]jwks.View, error) {
 	return a.keys.views(ctx, a.now())
-}
-
-// newKey makes a key in the configured backend and returns its record,
-// published now and not yet scheduled to sign. Callers run it inside
-// store.MakeKey, under the key-set lock, so a replica that loses a race
-// (another replica's rotation committed first) never makes a key at all.
-func (a *Authority) newKey(ctx context.Context, alg jose.Alg) (jwks.KeyRecord, error) {
-	if alg == "" {
-		alg = a.cfg.DefaultAlg
-	}
-	b, err := a.cfg.Backends.Backend(ctx, a.cfg.KeyBackend)
-	if err != nil {
-		return jwks.KeyRecord{}, fmt.Errorf("key backend %q: %w", a.cfg.KeyBackend, err)
-	}
-	creator, ok := b.(backends.Creator)
-	if !ok {
-		return jwks.KeyRecord{}, fmt.Errorf("key backend %q cannot create keys", a.cfg.KeyBackend)
-	}
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return jwks.KeyRecord{}, err
-	}
-	// A file path for the file backend, an object label elsewhere (an HSM).
-	name := fmt.Sprintf("cardsign-%s-%s", a.now().Format("20060102T150405Z"), hex.EncodeToString(rnd[:]))
-	if a.cfg.KeyBackend == "file" {
-		name = filepath.Join(a.cfg.KeyDir, name+".pem")
-	}
-	uri, err := creator.Create(ctx, backends.CreateRequest{Alg: alg, Name: name})
-	if err != nil {
-		return jwks.KeyRecord{}, fmt.Errorf("create %s key: %w", alg, err)
-	}
-	rec, err := a.record(ctx, uri, backends.OpenOptions{Alg: alg})
-	if err != nil {
-		// Made but unreadable: not recorded, so say where it is.
-		a.log.Error("a key was made at its backend but could not be opened; it is not recorded: delete it there", "uri", backends.Redact(uri), "err", err)
-	}
-	return rec, err
-}
-
-// makeKey makes a new key under the store's key-set lock: check sees every
-// key on record first and may refuse, so no backend key is made then. The
-// record and its audit record (kind, naming the caller of ctx) are
-// committed together.
-func (a *Authority) makeKey(ctx context.Context, kind audit.Kind, alg jose.Alg, check func(now time.Time, existing []jwks.KeyRecord) error, adjust func(*jwks.KeyRecord)) (jwks.KeyRecord, error) {
-	var made string // the URI of a key made at its backend
-	var rec jwks.KeyRecord
-	who := actorOf(ctx)
-	// A creation: the backend makes the key while appends go on.
-	_, err := a.changeKeys(ctx, store.KeyCreation, func(ctx context.Context, existing []jwks.KeyRecord) (store.KeyChange, error) {
-		if check != nil {
-			if err := check(a.now(), existing); err != nil {
-				return store.KeyChange{}, err
-			}
-		}
-		var err error
-		rec, err = a.newKey(ctx, alg)
-		if err != nil {
-			return store.KeyChange{}, err
-		}
-		made = rec.URI
-		if err := notAlreadyKnown(rec)(existing); err != nil {
-			return store.KeyChange{}, err
-		}
-		if adjust != nil {
-			adjust(&rec)
-		}
-		ar, err := who.keyRecord(kind, rec, "", rec.CreatedAt)
-		if err != nil {
-			return store.KeyChange{}, err
-		}
-		return store.KeyChange{Create: &rec, Audit: []audit.Record{ar}}, nil
-	})
-	if err != nil && made != "" {
-		// Made, then not recorded (the store went away at the commit, or
-		// the transaction timed out): nobody will use the key, and an
-		// operator must know it exists.
-		a.log.Error("a key was made at its backend but its record was not committed: delete it there, or import it",
-			"uri", backends.Redact(made), "err", err)
-	}
-	if err != nil {
-		return jwks.KeyRecord{}, err
-	}
-	return rec, nil
-}
-
-// record opens a key URI and builds its record: the public JWK is read once,
-// here, and never fetched from the backend again.
-func (a *Authority) record(ctx context.Context, uri string, opts backends.OpenOptions) (jwks.KeyRecord, error) {
-	open := a.cfg.Backends.Open
-	if scheme, err := backends.Scheme(uri); err == nil {
-		if b, ok := a.cfg.ImportBackends[scheme]; ok {
-			// The restricted backend opens what it checked (the resolved
-			// path, no symbolic link swapped in since): checking first and
-			// opening through the unrestricted one would leave a window.
-			open = func(ctx context.Context, uri string, opts backends.OpenOptions) (signer.Key, error) {
-				return backends.OpenWith(ctx, b, uri, opts)
-			}
-		}
-	}
-	k, err := open(ctx, uri, opts)
-	if err != nil {
-		return jwks.KeyRecord{}, err
-	}
-	pub, err := k.JWK()
-	if err != nil {
-		return jwks.KeyRecord{}, err
-	}
-	// The signer is not cached here: the record is not committed yet, and a
-	// refused insert must not leave a signer under someone else's kid.
-	now := a.now()
-	return jwks.KeyRecord{KID: k.KID, URI: uri, Alg: k.Alg, Public: pub, CreatedAt: now, PublishAt: now}, nil
 }
 
 // Bootstrap measures the store clock's offset and creates and activates a
@@ -316,9 +219,9 @@ func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
 		return false, err
 	}
 	if len(recs) > 0 {
-		return false, a.baselineKeys(ctx)
+		return false, a.admin.baselineKeys(ctx)
 	}
-	rec, err := a.makeKey(ctx, audit.KindKeyCreate, a.cfg.DefaultAlg, func(_ time.Time, existing []jwks.KeyRecord) error {
+	rec, err := a.admin.makeKey(ctx, audit.KindKeyCreate, a.cfg.DefaultAlg, func(_ time.Time, existing []jwks.KeyRecord) error {
 		if len(existing) > 0 {
 			return errAlreadyBootstrapped
 		}

@@ -59,7 +59,7 @@ func activeKID(t *testing.T, a *Authority) string {
 
 func activeView(t *testing.T, a *Authority) jwks.View {
 	t.Helper()
-	views, err := a.Keys(context.Background())
+	views, err := a.admin.Keys(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,21 +83,21 @@ func TestKeyTransitionsRefuseWhatWouldSurprise(t *testing.T) {
 	a, dir := newAuthority(t)
 	first := activeKID(t, a)
 
-	_, err := a.RetireKey(ctx, first, false)
+	_, err := a.admin.RetireKey(ctx, first, false)
 	wantPrecondition(t, err, "active key")
-	_, err = a.RevokeKey(ctx, first, "", false)
+	_, err = a.admin.RevokeKey(ctx, first, "", false)
 	wantPrecondition(t, err, "only active key")
-	_, err = a.ActivateKey(ctx, first)
+	_, err = a.admin.ActivateKey(ctx, first)
 	wantPrecondition(t, err, "already active")
 
-	rot, err := a.RotateKey(ctx, "EdDSA", nil)
+	rot, err := a.admin.RotateKey(ctx, "EdDSA", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rot.State != jwks.StatePending || rot.Alg != jose.EdDSA || rot.ActivateAt == nil {
 		t.Fatalf("rotated key: %+v", rot)
 	}
-	_, err = a.RotateKey(ctx, "", nil)
+	_, err = a.admin.RotateKey(ctx, "", nil)
 	wantPrecondition(t, err, "already scheduled")
 
 	// During prepublication both keys sign.
@@ -107,57 +107,57 @@ func TestKeyTransitionsRefuseWhatWouldSurprise(t *testing.T) {
 	}
 
 	// Revoking the pending key cancels the rotation: the old key keeps signing.
-	if _, err := a.RevokeKey(ctx, rot.KID, "superseded: changed our mind", false); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, rot.KID, "superseded: changed our mind", false); err != nil {
 		t.Fatal(err)
 	}
 	if activeKID(t, a) != first {
 		t.Fatal("revoking a pending key must not retire the active one")
 	}
-	_, err = a.ActivateKey(ctx, rot.KID)
+	_, err = a.admin.ActivateKey(ctx, rot.KID)
 	wantPrecondition(t, err, "revoked")
-	_, err = a.RevokeKey(ctx, rot.KID, "", false)
+	_, err = a.admin.RevokeKey(ctx, rot.KID, "", false)
 	wantPrecondition(t, err, "already revoked")
 
 	// Import an existing key file, then activate it.
-	imported, err := a.ImportKey(ctx, "file:"+filepath.Join(dir, "keys", "missing.pem"), "", "")
+	imported, err := a.admin.ImportKey(ctx, "file:"+filepath.Join(dir, "keys", "missing.pem"), "", "")
 	var ia *InvalidArgumentError
 	if !errors.As(err, &ia) {
 		t.Fatalf("importing a missing file: %v", err)
 	}
 	for _, uri := range []string{"awskms:///alias/cardsign", "awskms:///arn:aws:kms:us-east-1:111122223333:alias/cardsign", "pkcs11:token=t;object=o?pin-value=1234"} {
-		if _, err := a.ImportKey(ctx, uri, "", ""); !errors.As(err, &ia) || strings.Contains(err.Error(), "1234") {
+		if _, err := a.admin.ImportKey(ctx, uri, "", ""); !errors.As(err, &ia) || strings.Contains(err.Error(), "1234") {
 			t.Fatalf("import %s: %v, want a refusal without the PIN in it", uri, err)
 		}
 	}
-	created, err := a.CreateKey(ctx, "ES384")
+	created, err := a.admin.CreateKey(ctx, "ES384")
 	if err != nil || created.State != jwks.StatePending || created.ActivateAt != nil {
 		t.Fatalf("CreateKey: %+v %v", created, err)
 	}
-	if imported, err = a.ImportKey(ctx, created.URI, "", ""); err == nil {
+	if imported, err = a.admin.ImportKey(ctx, created.URI, "", ""); err == nil {
 		t.Fatalf("importing the same key twice must fail (kid %s)", imported.KID)
 	}
-	if _, err := a.ActivateKey(ctx, created.KID); err != nil {
+	if _, err := a.admin.ActivateKey(ctx, created.KID); err != nil {
 		t.Fatal(err)
 	}
 	if activeKID(t, a) != created.KID {
 		t.Fatal("activate did not take effect")
 	}
-	views, _ := a.Keys(ctx)
+	views, _ := a.admin.Keys(ctx)
 	for _, v := range views {
 		if v.KID == first && v.State != jwks.StateRetired {
 			t.Fatalf("the superseded key is %s, want retired", v.State)
 		}
 	}
-	_, err = a.RotateKey(ctx, "", durationPtr(-time.Second))
+	_, err = a.admin.RotateKey(ctx, "", durationPtr(-time.Second))
 	if !errors.As(err, &ia) {
 		t.Fatalf("negative prepublish: %v", err)
 	}
-	_, err = a.CreateKey(ctx, "HS256")
+	_, err = a.admin.CreateKey(ctx, "HS256")
 	if !errors.As(err, &ia) {
 		t.Fatalf("unknown alg: %v", err)
 	}
 	var nf *NotFoundError
-	if _, err := a.ActivateKey(ctx, "nope"); !errors.As(err, &nf) {
+	if _, err := a.admin.ActivateKey(ctx, "nope"); !errors.As(err, &nf) {
 		t.Fatalf("unknown kid: %v", err)
 	}
 }
@@ -205,5 +205,5 @@ func TestSignCommitsAuditBeforeReturning(t *testing.T) {
 
 // setClock sets the clock of a and of its parts, for tests that move time.
 func (a *Authority) setClock(now func() time.Time) {
-	a.now, a.revocations.now, a.readiness.now = now, now, now
+	a.now, a.readiness.now, a.docs.now, a.admin.now = now, now, now, now // the revocation publisher reads a.now
 }

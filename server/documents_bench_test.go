@@ -110,8 +110,8 @@ func BenchmarkBareHandler(b *testing.B) {
 
 // benchJWKSHandler and benchRevocationsHandler are the handlers
 // NewHTTPHandler mounts.
-func benchJWKSHandler(a *Authority) http.Handler { return a.newDocumentHandlers().jwks }
+func benchJWKSHandler(a *Authority) http.Handler { return a.docs.newDocumentHandlers().jwks }
 
 func benchRevocationsHandler(a *Authority) http.Handler {
-	return a.newDocumentHandlers().revocations
+	return a.docs.newDocumentHandlers().revocations
 }

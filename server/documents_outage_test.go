@@ -36,10 +36,10 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 	}
 	defer st.Close()
 	a := newAuthorityOn(t, st, t.TempDir())
-	a.cfg.JWKSMaxAge = 24 * time.Hour
-	a.cfg.RevocationTTL = 2 * time.Hour // the bound of a JWKS served from the last read
+	a.docs.jwksMaxAge = 24 * time.Hour
+	a.docs.revocationTTL = 2 * time.Hour // the bound of a JWKS served from the last read
 	// A pending key activates in an hour: a scheduled transition.
-	if _, err := a.RotateKey(ctx, "", durationPtr(time.Hour)); err != nil {
+	if _, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); a.CheckReadiness(ctx) != nil; time.Sleep(10 * time.Millisecond) {
@@ -76,7 +76,7 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 	// Both documents are due for a re-read now (as after their refresh
 	// period, without waiting for it).
 	a.keys.invalidate()
-	a.revocations.forget()
+	a.revocations.Forget()
 	rec := get(jwks.JWKSPath)
 	if rec.Code != http.StatusOK || rec.Body.String() != jwksUp.Body.String() || rec.Header().Get("Etag") != jwksUp.Header().Get("Etag") {
 		t.Fatalf("JWKS with the database stopped: %d %s", rec.Code, rec.Body)
@@ -104,24 +104,22 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 
 	// The bound: half an hour after the last read, however far the next
 	// transition is.
-	a.cfg.RevocationTTL = 30 * time.Minute
+	a.docs.revocationTTL = 30 * time.Minute
 	a.keys.invalidate()
 	if got := maxAge(get(jwks.JWKSPath)); got <= 0 || got > 30*time.Minute {
 		t.Fatalf("JWKS max-age %s: past the bound of half an hour after the last read", got)
 	}
 	// Past the bound, and past the revocation document's exp: 503, not
 	// an outdated document.
-	a.cfg.RevocationTTL = time.Nanosecond
+	a.docs.revocationTTL = time.Nanosecond
 	a.keys.invalidate()
 	if rec := get(jwks.JWKSPath); rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("JWKS past its bound: %d", rec.Code)
 	}
-	a.revocations.mu.Lock()
-	expired := *a.revocations.good
-	expired.state.ExpiresAt = a.now().Add(-time.Second)
-	a.revocations.good = &expired
-	a.revocations.mu.Unlock()
-	a.revocations.forget()
+	// The clock past the document's exp (revocations.ttl is an hour).
+	later := a.now().Add(2 * time.Hour)
+	a.setClock(func() time.Time { return later })
+	a.revocations.Forget()
 	if rec := get(jwks.RevocationsPath); rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("revocation document past its exp: %d", rec.Code)
 	}

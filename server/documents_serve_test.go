@@ -70,13 +70,13 @@ func TestJWKSPrerenderedAtTransitions(t *testing.T) {
 	a.setClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
 	set := func(t0 time.Time) { mu.Lock(); now = t0; mu.Unlock() }
 	first := activeKID(t, a)
-	second, err := a.RotateKey(ctx, "", durationPtr(time.Hour))
+	second, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	activation := *second.ActivateAt
 	expiry := activation.Add(a.cfg.RetireGrace) // first leaves the set then
-	h := a.newDocumentHandlers().jwks
+	h := a.docs.newDocumentHandlers().jwks
 	both := []string{first, second.KID}
 	slices.Sort(both)
 
@@ -129,9 +129,9 @@ func TestJWKSPrerenderedAtTransitions(t *testing.T) {
 func TestDocumentsPrerenderedFollowChanges(t *testing.T) {
 	ctx := context.Background()
 	a, _ := newAuthority(t)
-	h := a.newDocumentHandlers()
+	h := a.docs.newDocumentHandlers()
 	rotate := func() string {
-		v, err := a.RotateKey(ctx, "", durationPtr(time.Hour))
+		v, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestDocumentsPrerenderedFollowChanges(t *testing.T) {
 
 	// Here.
 	p1 := rotate()
-	if _, err := a.RevokeKey(ctx, p1, "superseded", false); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, p1, "superseded", false); err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(serveDoc(t, h.jwks, "").kids, p1) || !slices.Contains(revokedIn(), p1) {
@@ -179,7 +179,7 @@ func TestDocumentsPrerenderedFollowChanges(t *testing.T) {
 	other := NewAuthority(cfg, a.store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { other.Close() })
 	p2 := rotate()
-	if _, err := other.RevokeKey(ctx, p2, "superseded", false); err != nil {
+	if _, err := other.admin.RevokeKey(ctx, p2, "superseded", false); err != nil {
 		t.Fatal(err)
 	}
 	a.changed(store.TopicKeys)
@@ -190,7 +190,7 @@ func TestDocumentsPrerenderedFollowChanges(t *testing.T) {
 	// By another process, not announced: within the periodic re-read.
 	p3 := rotate()
 	revokedIn()
-	if _, err := other.RevokeKey(ctx, p3, "superseded", false); err != nil {
+	if _, err := other.admin.RevokeKey(ctx, p3, "superseded", false); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

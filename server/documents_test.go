@@ -19,16 +19,16 @@ func TestRevocationPublisherCache(t *testing.T) {
 	if doc, _ := verifiedRevocations(t, a); !bytes.Equal(doc, doc0) {
 		t.Fatal("re-signed although nothing changed")
 	}
-	a.revocations.forget()
+	a.revocations.Forget()
 	doc1, r1 := verifiedRevocations(t, a)
 	if !bytes.Equal(doc1, doc0) || r1.Sequence != r0.Sequence {
 		t.Fatalf("after forget: sequence %d, want the stored document (sequence %d)", r1.Sequence, r0.Sequence)
 	}
-	pending, err := a.RotateKey(ctx, "", durationPtr(time.Hour))
+	pending, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
 		t.Fatal(err)
 	}
 	_, r2 := verifiedRevocations(t, a)

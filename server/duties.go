@@ -375,12 +375,12 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 		// Read the stored revocation document now and then, though no
 		// verifier asked this replica for it yet: it is what this replica
 		// serves if the store goes away.
-		if _, err := a.revocations.stored(ctx); err != nil {
+		if err := a.revocations.Reread(ctx); err != nil {
 			return fmt.Errorf("revocation document: %w", err)
 		}
 		return nil
 	}
-	if _, err := a.revocations.document(ctx); err != nil {
+	if _, err := a.revocations.Document(ctx); err != nil {
 		if a.duties.failed(ctx, err) {
 			return fmt.Errorf("revocation document: %w; gave the duties lease up for %s so that a replica that can sign takes it", err, yieldFor)
 		}
@@ -439,11 +439,11 @@ func (d *duties) succeeded() {
 func (a *Authority) changed(topic string) {
 	switch topic {
 	case store.TopicDocuments:
-		a.revocations.forget()
+		a.revocations.Forget()
 		return
 	default: // keys, or "" after a reconnect: anything may have changed
 		a.keys.invalidate()
-		a.revocations.forget()
+		a.revocations.Forget()
 		a.readiness.request()
 	}
 	a.pokeDuties()

@@ -17,6 +17,7 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/server/revocations"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlite"
 )
@@ -62,11 +63,11 @@ func TestRevocationDocumentSignedOnceServedByAll(t *testing.T) {
 
 	// b revokes a key; a (the holder) re-signs at its next round, told of
 	// the change; until then b serves the stored document, still valid.
-	pending, err := b.RotateKey(ctx, "", durationPtr(time.Hour))
+	pending, err := b.admin.RotateKey(ctx, "", durationPtr(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.RevokeKey(ctx, pending.KID, "keyCompromise", false); err != nil {
+	if _, err := b.admin.RevokeKey(ctx, pending.KID, "keyCompromise", false); err != nil {
 		t.Fatal(err)
 	}
 	if doc, _ := verifiedRevocations(t, b); !bytes.Equal(doc, docA) {
@@ -97,7 +98,7 @@ func TestRevocationDocumentSignedOnceServedByAll(t *testing.T) {
 	if err != nil || !ok || l.Epoch != old.Epoch+1 {
 		t.Fatalf("b after a's release: held %v at epoch %d (a had %d), %v", ok, l.Epoch, old.Epoch, err)
 	}
-	if err := a.store.PutDocument(ctx, old, store.Document{Name: revocationsDoc, Seq: rB2.Sequence + 100, Body: []byte("stale")}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := a.store.PutDocument(ctx, old, store.Document{Name: revocations.DocumentName, Seq: rB2.Sequence + 100, Body: []byte("stale")}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("a write fenced by the released lease: %v", err)
 	}
 	if _, ok, _ := a.duties.held(ctx); ok {
@@ -115,7 +116,7 @@ func TestClockSkewUsesStoreClock(t *testing.T) {
 	if d := fast.now().Sub(a.now()); d < -2*time.Second || d > 2*time.Second {
 		t.Fatalf("skewed replica's clock is %s from the store's", d)
 	}
-	v, err := fast.RotateKey(ctx, "", durationPtr(10*time.Second))
+	v, err := fast.admin.RotateKey(ctx, "", durationPtr(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestClockSkewUsesStoreClock(t *testing.T) {
 	}
 	// Neither replica thinks the rotated key is active yet.
 	for name, r := range map[string]*Authority{"a": a, "fast": fast} {
-		views, err := r.Keys(ctx)
+		views, err := r.admin.Keys(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,11 +142,11 @@ func TestRevocationDocumentSignedOncePerChange(t *testing.T) {
 	ctx := t.Context()
 	a, _ := newAuthority(t)
 	_, before := verifiedRevocations(t, a)
-	pending, err := a.RotateKey(ctx, "", durationPtr(time.Hour))
+	pending, err := a.admin.RotateKey(ctx, "", durationPtr(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, pending.KID, "superseded", false); err != nil {
 		t.Fatal(err)
 	}
 	docs := make([][]byte, 20)
@@ -202,7 +203,7 @@ func TestRevocationDocumentSurvivesDatabaseRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clock.Add(int64(revocationHeadRefresh))
+	clock.Add(int64(revocations.HeadRefresh))
 	_, r1 := verifiedRevocations(t, a)
 	if r1.AuditHead.Seq != 4 || r1.Sequence <= r0.Sequence { // the first key's record, then three
 		t.Fatalf("after three records: %+v", r1)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/registry"
+	"github.com/cardsign/cardsign/server/httpapi"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
 )
@@ -33,8 +33,8 @@ type HTTPOptions struct {
 func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	a.metrics.Register(backendCollector{sources: opts.Stats})
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", requireRole(a.metrics, opts.Auth, access.RoleAuditor, a.metrics.Handler()))
-	docs := a.newDocumentHandlers()
+	mux.Handle("/metrics", httpapi.RequireRole(opts.Auth, access.RoleAuditor, a.metrics.authFailed, a.metrics.Handler()))
+	docs := a.docs.newDocumentHandlers()
 	mux.Handle(jwks.JWKSPath, docs.jwks)
 	mux.Handle(jwks.RevocationsPath, docs.revocations)
 	agents := registry.NewHandler(a.registry, func(r *http.Request) bool { return mayRead(r, opts.Auth, a.metrics) }, a.cfg.JWKSMaxAge)
@@ -45,9 +45,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 		mux.Handle(jwks.LogKeyPath, a.logKeyHandler())
 		mux.Handle(jwks.LogPrefix, http.StripPrefix(jwks.LogPrefix, transparency.NewHandler(a.tlog, a.log)))
 	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
-	})
+	mux.HandleFunc("/healthz", httpapi.Healthz)
 	mux.HandleFunc(DocumentsReadyPath, func(w http.ResponseWriter, r *http.Request) {
 		code, body := docs.ready(r.Context(), a)
 		writeJSON(w, code, body)
@@ -83,7 +81,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 				}
 			}
 			body := map[string]any{"status": "not ready", "reason": reason}
-			if a.stale.jwks.Load() != nil || a.stale.revocations.Load() != nil {
+			if a.docs.stale.jwks.Load() != nil || a.docs.stale.revocations.Load() != nil {
 				// Signing stopped, but verifiers still get the keys.
 				body["documents"] = "served from the last read while the store is unavailable: see " + DocumentsReadyPath
 			}
@@ -117,7 +115,7 @@ func (d documentHandlers) ready(ctx context.Context, a *Authority) (int, map[str
 		name  string
 		h     *jwks.CachedHandler
 		stale *atomic.Pointer[staleDocument]
-	}{{"jwks", d.jwks, &a.stale.jwks}, {"revocations", d.revocations, &a.stale.revocations}} {
+	}{{"jwks", d.jwks, &a.docs.stale.jwks}, {"revocations", d.revocations, &a.docs.stale.revocations}} {
 		if _, err := doc.h.Current(ctx); err != nil {
 			code, body["status"] = http.StatusServiceUnavailable, "not ready"
 			body[doc.name] = map[string]any{"state": "unavailable"}
@@ -132,46 +130,6 @@ func (d documentHandlers) ready(ctx context.Context, a *Authority) (int, map[str
 	return code, body
 }
 
-// requireRole guards h with a role when authentication is on. Refusals say
-// nothing about what was wrong, as on the gRPC side.
-func requireRole(m *Metrics, auth *access.Authenticator, role access.Role, h http.Handler) http.Handler {
-	if auth == nil || !auth.Enabled() {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		creds := httpCredentials(r)
-		id, err := auth.Authenticate(r.Context(), creds)
-		if err != nil {
-			m.authFailed(creds, err)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="cardsignd"`)
-			http.Error(w, "authentication required", http.StatusUnauthorized)
-			return
-		}
-		if !id.Has(role) {
-			http.Error(w, "permission denied", http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// httpCredentials is what an HTTP request presents: its bearer and its
-// verified client certificate. Two Authorization headers make an invalid
-// bearer: refused rather than one picked.
-func httpCredentials(r *http.Request) access.Credentials {
-	creds := access.Credentials{Authorization: r.Header.Get("Authorization")}
-	if len(r.Header.Values("Authorization")) > 1 {
-		creds.Authorization = "invalid"
-	}
-	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-		creds.CertIdentity = access.CertificateIdentity(r.TLS.VerifiedChains[0][0])
-	}
-	return creds
-}
+// writeJSON and httpCredentials are httpapi's, for the registry's handlers.
+func writeJSON(w http.ResponseWriter, code int, v any)   { httpapi.WriteJSON(w, code, v) }
+func httpCredentials(r *http.Request) access.Credentials { return httpapi.Credentials(r) }

@@ -23,11 +23,11 @@ type actor struct {
 
 // actorOf is the caller of ctx's gRPC call, or SystemCaller outside one.
 func actorOf(ctx context.Context) actor {
-	c := caller(ctx)
-	if c == "" {
-		return actor{caller: SystemCaller, requestID: requestID(ctx)}
+	c := CallOf(ctx)
+	if c.Caller == "" {
+		return actor{caller: SystemCaller, requestID: c.RequestID}
 	}
-	return actor{caller: c, requestID: requestID(ctx), provenance: audit.EncodeProvenance(identity(ctx).Provenance)}
+	return actor{caller: c.Caller, requestID: c.RequestID, provenance: audit.EncodeProvenance(c.Identity.Provenance)}
 }
 
 // keyRecord is the audit record of kind done by who to the key whose
@@ -41,10 +41,10 @@ func (who actor) keyRecord(kind audit.Kind, rec jwks.KeyRecord, reason string, t
 // changeKeys runs fn in a store.ChangeKeys transaction and tells the
 // transparency log about the records it committed, as the batcher does for
 // signatures.
-func (a *Authority) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
-	recs, err := a.store.ChangeKeys(ctx, mode, fn)
-	if err == nil && a.tlog != nil && len(recs) > 0 {
-		a.tlog.committed(recs)
+func (k *KeyAdmin) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
+	recs, err := k.st.ChangeKeys(ctx, mode, fn)
+	if err == nil && k.logged != nil && len(recs) > 0 {
+		k.logged(recs)
 	}
 	return recs, err
 }
@@ -56,10 +56,10 @@ func (a *Authority) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn
 // together append one baseline), stating each key as it is then; from
 // there on store.KeyTrail takes no key as legacy, so a key record edited
 // behind cardsignd's back disagrees with the trail like any other.
-func (a *Authority) baselineKeys(ctx context.Context) error {
+func (k *KeyAdmin) baselineKeys(ctx context.Context) error {
 	who := actor{caller: SystemCaller}
-	at := a.now()
-	recs, err := a.store.BaselineKeys(ctx, func(k jwks.KeyRecord) (audit.Record, error) {
+	at := k.now()
+	recs, err := k.st.BaselineKeys(ctx, func(k jwks.KeyRecord) (audit.Record, error) {
 		return who.keyRecord(audit.KindKeyBaseline, k, "", at)
 	})
 	if err != nil {
@@ -68,23 +68,14 @@ func (a *Authority) baselineKeys(ctx context.Context) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if a.tlog != nil {
-		a.tlog.committed(recs)
+	if k.logged != nil {
+		k.logged(recs)
 	}
 	kids := make([]string, len(recs))
 	for i, r := range recs {
 		kids[i] = r.KID
 	}
-	a.log.Info("recorded the keys from before key administration was audited, as they are now (key.baseline)",
+	k.log.Info("recorded the keys from before key administration was audited, as they are now (key.baseline)",
 		"keys", kids, "first_record", recs[0].Seq, "caller", who.caller)
 	return nil
-}
-
-// adminCommitted tells the transparency log about the audit record of a
-// registry administration, committed by the store with the action itself
-// (Store.RemoveAgent, Store.RevokeCard), as changeKeys does for keys.
-func (a *Authority) adminCommitted(rec audit.Record) {
-	if a.tlog != nil {
-		a.tlog.committed([]audit.Record{rec})
-	}
 }

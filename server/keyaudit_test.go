@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlite"
@@ -64,26 +65,26 @@ func TestKeyAdministrationAudited(t *testing.T) {
 	first := activeKID(t, a)
 
 	const who = "token:alice"
-	ctx := context.WithValue(context.WithValue(t.Context(), callerKey, who), requestIDKey, "req-1")
-	created, err := a.CreateKey(ctx, "ES384")
+	ctx := WithCall(t.Context(), Call{Caller: who, RequestID: "req-1"})
+	created, err := a.admin.CreateKey(ctx, "ES384")
 	if err != nil {
 		t.Fatal(err)
 	}
-	imported, err := a.ImportKey(ctx, "file:"+writeKeyFile(t, filepath.Join(dir, "keys")), "", "")
+	imported, err := a.admin.ImportKey(ctx, "file:"+writeKeyFile(t, filepath.Join(dir, "keys")), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rotated, err := a.RotateKey(ctx, "", nil)
+	rotated, err := a.admin.RotateKey(ctx, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ActivateKey(ctx, rotated.KID); err != nil {
+	if _, err := a.admin.ActivateKey(ctx, rotated.KID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.RetireKey(ctx, created.KID, false); err != nil {
+	if _, err := a.admin.RetireKey(ctx, created.KID, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.RevokeKey(ctx, imported.KID, "key file leaked", false); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, imported.KID, "key file leaked", false); err != nil {
 		t.Fatal(err)
 	}
 
@@ -155,7 +156,7 @@ func TestKeyAdministrationAudited(t *testing.T) {
 // like signatures.
 func TestRegistryAdministrationAudited(t *testing.T) {
 	a, _ := newAuthority(t)
-	ctx := context.WithValue(t.Context(), requestIDKey, "req-9")
+	ctx := WithCall(t.Context(), Call{RequestID: "req-9"})
 	registerAgents(t, a, "payments", "billing")
 	payments, err := a.registry.Card(ctx, "payments", 0)
 	if err != nil {
@@ -182,4 +183,19 @@ func TestRegistryAdministrationAudited(t *testing.T) {
 	if d, err := audit.DecodeAgentDetail(rm.Detail); rm.Kind() != audit.KindAgentRemove || rm.Caller != "token:root" || err != nil || d.Agent != "billing" {
 		t.Errorf("agent removal record: %+v", rm)
 	}
+}
+
+// writeKeyFile writes a new P-256 private key into dir, as an operator would
+// before importing it.
+func writeKeyFile(t *testing.T, dir string) string {
+	t.Helper()
+	f, err := os.CreateTemp(dir, "import-*.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(testsupport.NewKeyPEM(t)); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
 }

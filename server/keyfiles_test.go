@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -16,14 +16,16 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/server/grpcapi"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // activeFile returns the active key's kid and file path.
-func activeFile(t *testing.T, a *Authority) (kid, path string) {
+func activeFile(t *testing.T, a *server.Authority) (kid, path string) {
 	t.Helper()
-	v := activeView(t, a)
+	v := server.ActiveView(t, a)
 	return v.KID, strings.TrimPrefix(v.URI, "file:")
 }
 
@@ -42,7 +44,7 @@ func replaceKeyFile(t *testing.T, path string) {
 
 func wantStatus(t *testing.T, err error, code codes.Code, substrs ...string) {
 	t.Helper()
-	st := status.Convert(toStatus(discard, "req-1", err))
+	st := status.Convert(grpcapi.Status(discard, "req-1", err))
 	if st.Code() != code {
 		t.Fatalf("status %v %q (from %v); want %v", st.Code(), st.Message(), err, code)
 	}
@@ -54,18 +56,18 @@ func wantStatus(t *testing.T, err error, code codes.Code, substrs ...string) {
 }
 
 func TestReplacedKeyFileIsFailedPrecondition(t *testing.T) {
-	a, _ := newAuthority(t)
+	a, _ := server.NewTestAuthority(t)
 	kid, path := activeFile(t, a)
 	replaceKeyFile(t, path)
 	// As after a restart: nothing opened yet.
-	a.keys.forget()
-	_, err := a.keys.signing(context.Background(), a.now())
+	a.ForgetKeys()
+	err := a.OpenSigningKeys(context.Background())
 	if err == nil {
 		t.Fatal("signing keys opened a replaced key file")
 	}
-	var ke *KeyChangedError
+	var ke *server.KeyChangedError
 	if !errors.As(err, &ke) || ke.KID != kid {
-		t.Errorf("want a *KeyChangedError for %s, got %T %v", kid, err, err)
+		t.Errorf("want a *server.KeyChangedError for %s, got %T %v", kid, err, err)
 	}
 	wantStatus(t, err, codes.FailedPrecondition, "key "+kid+": the backend's public key is not the one on record")
 	if err := a.CheckReadiness(context.Background()); err == nil || !strings.Contains(err.Error(), kid) {
@@ -88,7 +90,7 @@ func TestReadinessNoticesKeyFileGoneOrReplaced(t *testing.T) {
 		{"replaced", replaceKeyFile, "different key"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a, _ := newAuthority(t)
+			a, _ := server.NewTestAuthority(t)
 			if err := a.CheckReadiness(ctx); err != nil {
 				t.Fatalf("canary: %v", err)
 			}
@@ -108,14 +110,14 @@ func TestReadinessNoticesKeyFileGoneOrReplaced(t *testing.T) {
 }
 
 func TestCreateKeyInUnusableDirIsFailedPrecondition(t *testing.T) {
-	a, dir := newAuthority(t)
+	a, dir := server.NewTestAuthority(t)
 	keys := filepath.Join(dir, "keys")
 	// Root may write anywhere, so make the key directory a file: the same
 	// class of operator error as a directory the daemon cannot write.
 	if err := os.RemoveAll(keys); err != nil {
 		t.Fatal(err)
 	}
-	_, err := a.CreateKey(context.Background(), "")
+	_, err := a.Admin().CreateKey(context.Background(), "")
 	wantStatus(t, err, codes.FailedPrecondition, "create key in "+keys, "create the directory")
 	var pe *backends.PreconditionError
 	if !errors.As(err, &pe) {
@@ -124,13 +126,13 @@ func TestCreateKeyInUnusableDirIsFailedPrecondition(t *testing.T) {
 }
 
 func TestImportOpensThroughRestrictedBackend(t *testing.T) {
-	a, dir := newAuthority(t)
+	a, dir := server.NewTestAuthority(t)
 	keyDir := filepath.Join(dir, "keys")
 	restricted, err := file.New(file.Config{AllowedDirs: []string{keyDir}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.cfg.ImportBackends = map[string]backends.Backend{file.Scheme: restricted}
+	a.SetImportBackends(map[string]backends.Backend{file.Scheme: restricted})
 	ctx := context.Background()
 
 	// A key outside, and a symbolic link to it inside the key directory.
@@ -143,10 +145,10 @@ func TestImportOpensThroughRestrictedBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, uri := range []string{"file:/etc/passwd", "file:" + outside, "file:" + link} {
-		_, err := a.ImportKey(ctx, uri, "", "")
+		_, err := a.Admin().ImportKey(ctx, uri, "", "")
 		wantStatus(t, err, codes.InvalidArgument, "outside the allowed directories")
 	}
-	if _, err := a.ImportKey(ctx, "file:"+writeKeyFile(t, keyDir), "", ""); err != nil {
+	if _, err := a.Admin().ImportKey(ctx, "file:"+server.WriteKeyFile(t, keyDir), "", ""); err != nil {
 		t.Fatalf("a key inside the key directory: %v", err)
 	}
 }

@@ -44,14 +44,6 @@ func kidChar(r rune) bool {
 // time.Duration (about 292 years).
 const MaxPrepublish = 366 * 24 * time.Hour
 
-// prepublishFrom turns RotateKey's prepublish_seconds into a duration.
-func prepublishFrom(seconds int64) (time.Duration, error) {
-	if seconds < 0 || seconds > int64(MaxPrepublish/time.Second) {
-		return 0, &InvalidArgumentError{Field: "prepublish_seconds", Reason: fmt.Sprintf("must be between 0 and %d (%s), not %d", int64(MaxPrepublish/time.Second), MaxPrepublish, seconds)}
-	}
-	return time.Duration(seconds) * time.Second, nil
-}
-
 // revocationReasons are the codes a revocation reason starts with, after the
 // reason codes of RFC 5280 §5.3.1 that apply to a signing key.
 var revocationReasons = [...]string{"unspecified", "key-compromise", "superseded", "cessation-of-operation", "affiliation-changed", "privilege-withdrawn"}

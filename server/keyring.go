@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -81,9 +80,6 @@ func (k *keyring) views(ctx context.Context, now time.Time) ([]jwks.View, error)
 	}
 	return jwks.Derive(now, recs, k.policy), nil
 }
-
-// ErrNoActiveKey means signing has stopped until a key is activated.
-var ErrNoActiveKey = errors.New("no active signing key: rotate or activate a key (the last active key was revoked or retired)")
 
 // signing opens the active key and the keys scheduled to follow it, as
 // they stand at now, each checked against its published public key.
@@ -233,30 +229,3 @@ func (k *keyring) backendOf(kid string) string {
 
 // publicKey is what crypto public keys have in common.
 type publicKey interface{ Equal(crypto.PublicKey) bool }
-
-// KeyChangedError reports a key whose backend now returns another public
-// key than the one recorded (and published) when the key was created or
-// imported: the key file or backend key was replaced. Signing with it would
-// publish signatures no verifier accepts, so it is refused; an operator
-// must restore the key or rotate. It maps to FAILED_PRECONDITION.
-type KeyChangedError struct{ KID string }
-
-func (e *KeyChangedError) Error() string {
-	return "key " + e.KID + ": the backend's public key is not the one on record; the key was replaced at its backend: restore the original key, or rotate to a new key and revoke " + e.KID
-}
-
-// KeyUnavailableError is a key on record and due to sign that this process
-// cannot open: whatever the backend's reason (a key file missing here, a
-// KMS outage), it maps to UNAVAILABLE, so that a client of several replicas
-// tries another, which may have the key; the message says which key and
-// why, and /readyz says this replica is not ready.
-type KeyUnavailableError struct {
-	KID string
-	Err error
-}
-
-func (e *KeyUnavailableError) Error() string {
-	return "signing key " + e.KID + " cannot be opened here: " + e.Err.Error()
-}
-
-func (e *KeyUnavailableError) Unwrap() error { return e.Err }

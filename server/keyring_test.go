@@ -43,7 +43,7 @@ func TestKeyringRecordsCache(t *testing.T) {
 	ctx := context.Background()
 	a, _ := newAuthority(t)
 	st := &countingStore{Store: a.store}
-	k := newKeyring(st, a.cfg.Backends, time.Hour, a.policy(), newBackendLimits(nil, a.metrics.backendSign))
+	k := newKeyring(st, a.cfg.Backends, time.Hour, a.keys.policy, newBackendLimits(nil, a.metrics.backendSign))
 	for range 3 {
 		if recs, err := k.records(ctx, false); err != nil || len(recs) != 1 {
 			t.Fatalf("records: %d %v", len(recs), err)
@@ -68,7 +68,7 @@ func TestKeyringRecordsCache(t *testing.T) {
 	for st.reads.Load() != 3 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := a.CreateKey(ctx, ""); err != nil {
+	if _, err := a.admin.CreateKey(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	if recs, err := k.records(ctx, true); err != nil || len(recs) != 2 {
@@ -123,7 +123,7 @@ func TestKeyringWithoutKeys(t *testing.T) {
 	ctx := context.Background()
 	a, _ := newAuthority(t)
 	kid := activeKID(t, a)
-	if _, err := a.RevokeKey(ctx, kid, "superseded", true); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, kid, "superseded", true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.keys.signing(ctx, a.now()); !errors.Is(err, ErrNoActiveKey) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/server/httpapi"
+	"github.com/cardsign/cardsign/signer"
 )
 
 // BackendStats are a key backend's request counters: what a KMS backend
@@ -216,8 +218,10 @@ func (c backendCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// authFailed counts a refused authentication: an identity token by the
+// AuthFailed counts a refused authentication: an identity token by the
 // verifier's reason, anything else by what was presented.
+func (m *Metrics) AuthFailed(creds access.Credentials, err error) { m.authFailed(creds, err) }
+
 func (m *Metrics) authFailed(creds access.Credentials, err error) {
 	if m == nil {
 		return
@@ -234,4 +238,34 @@ func (m *Metrics) authFailed(creds access.Credentials, err error) {
 		method = "cert"
 	}
 	m.authFailures.WithLabelValues(method, "unknown").Inc()
+}
+
+// RateLimited counts a call refused over its caller's rate; sign says it
+// was a signing request, counted among those too.
+func (m *Metrics) RateLimited(principal string, sign bool) {
+	m.rateLimited.WithLabelValues(principal).Inc()
+	if sign {
+		m.signRequests.WithLabelValues(resultRateLimited, principal).Inc()
+	}
+}
+
+// RPC counts a finished gRPC call by method and status code.
+func (m *Metrics) RPC(method, code string) { m.rpcs.WithLabelValues(method, code).Inc() }
+
+// ListenerCounters are a listener's connection counters (httpapi.LimitListener).
+func (m *Metrics) ListenerCounters(listener string) (open httpapi.Gauge, refusedTotal, refusedPerIP httpapi.Counter) {
+	return m.connections.WithLabelValues(listener),
+		m.connectionsRefused.WithLabelValues(listener, httpapi.RefusedTotal),
+		m.connectionsRefused.WithLabelValues(listener, httpapi.RefusedPerIP)
+}
+
+// countSignatures counts a result's signatures (none for nil) as returned
+// ("signed") or made and then dropped ("discarded"), by key and backend.
+func (m *Metrics) countSignatures(outcome string, res *signer.Result, principal string, backendOf func(kid string) string) {
+	if res == nil {
+		return
+	}
+	for _, s := range res.Signatures {
+		m.signatures.WithLabelValues(outcome, string(s.Alg), backendOf(s.KID), principal).Inc()
+	}
 }

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/server"
 )
 
 // TestSignAndVerifyReportPortability: SignCard says why it added a
@@ -14,7 +15,7 @@ import (
 // VerifyCard says the same of the signed card, and of a card signed only
 // for a2a-python ≤ 1.1 that the others are not.
 func TestSignAndVerifyReportPortability(t *testing.T) {
-	a, _ := newAuthority(t)
+	a, _ := server.NewTestAuthority(t)
 	client := pb.NewSigningServiceClient(serveGRPC(t, a))
 	ctx := context.Background()
 	data, err := os.ReadFile("../testdata/cards/unicode.json")

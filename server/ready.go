@@ -22,9 +22,6 @@ type readyState struct {
 	failure bool
 }
 
-// ErrNotChecked: no readiness check has finished yet.
-var ErrNotChecked = errors.New("readiness not checked yet")
-
 // errStale: the periodic check stopped reporting (it hangs or was stopped).
 var errStale = errors.New("readiness check is overdue")
 

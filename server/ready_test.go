@@ -68,7 +68,7 @@ func TestReadinessRecheck(t *testing.T) {
 		t.Fatalf("first check: %v", err)
 	}
 	// Revoking the only active key must show within the hour's interval.
-	if _, err := a.RevokeKey(ctx, activeKID(t, a), "superseded", true); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, activeKID(t, a), "superseded", true); err != nil {
 		t.Fatal(err)
 	}
 	select {

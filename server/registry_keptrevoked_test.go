@@ -41,12 +41,12 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	hour := time.Hour
-	k2v, err := a.RotateKey(ctx, "", &hour)
+	k2v, err := a.admin.RotateKey(ctx, "", &hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k2 := k2v.KID
-	if _, err := a.ActivateKey(ctx, k2); err != nil {
+	if _, err := a.admin.ActivateKey(ctx, k2); err != nil {
 		t.Fatal(err)
 	}
 	register := func(id string) store.AgentCard {
@@ -85,7 +85,7 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 		t.Fatalf("before the revocation the kept k1 signature is not served: %v", kids)
 	}
 
-	if _, err := a.RevokeKey(ctx, k1, "compromised in a test", false); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, k1, "compromised in a test", false); err != nil {
 		t.Fatal(err)
 	}
 	if kids := served(); slices.Contains(kids, k1) || !slices.Contains(kids, k2) {
@@ -97,7 +97,7 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 
 	// A new pending key: the duty signs the card again from its input, with
 	// keep_signatures, and leaves k1's signature out.
-	k3v, err := a.RotateKey(ctx, "", &hour)
+	k3v, err := a.admin.RotateKey(ctx, "", &hour)
 	if err != nil {
 		t.Fatal(err)
 	}

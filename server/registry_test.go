@@ -182,7 +182,7 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 	if v, _ := a.Verify(ctx, billing.Signed, ""); v.Valid(false) {
 		t.Fatal("a card with the same content as a revoked one verifies")
 	}
-	doc, err := a.revocations.document(ctx)
+	doc, err := a.revocations.Document(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 		t.Fatalf("the revocation document does not list the card: %s", payloadText(t, doc))
 	}
 	hour := time.Hour
-	if _, err := a.RotateKey(ctx, "", &hour); err != nil {
+	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.dutyRound(ctx); err != nil {

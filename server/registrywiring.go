@@ -42,9 +42,15 @@ func (a *Authority) newRegistry() *registry.Registry {
 		Keep: cfg.RegistryKeep, MaxAgents: cfg.RegistryMaxAgents, MaxAgentsPerCaller: cfg.RegistryMaxAgentsPerCaller,
 		OpenPrivate: cfg.LogOpenPrivate, Lifetime: cfg.Lifetime, RefreshAt: cfg.RefreshAt,
 		KeyRefresh: cfg.KeyRefresh, Limits: cfg.Limits,
-		Committed: a.adminCommitted,
+		// The store committed the record with the action itself
+		// (RemoveAgent, RevokeCard): the log hears of it here.
+		Committed: func(rec audit.Record) {
+			if a.tlog != nil {
+				a.tlog.committed([]audit.Record{rec})
+			}
+		},
 		CardRevoked: func() {
-			a.revocations.forget()
+			a.revocations.Forget()
 			a.pokeDuties()
 		},
 		Wake:     a.pokeDuties,
@@ -130,7 +136,7 @@ func (p registryPort) HoldRetired(ctx context.Context, carried map[string]bool) 
 	// Automatic, but a change to a key record like any other: audited, so
 	// the key records still agree with the audit trail.
 	who := actor{caller: SystemCaller}
-	_, err = a.changeKeys(ctx, store.KeyTransition, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
+	_, err = a.admin.changeKeys(ctx, store.KeyTransition, func(_ context.Context, recs []jwks.KeyRecord) (store.KeyChange, error) {
 		var ch store.KeyChange
 		for _, r := range recs {
 			if hold[r.KID] && r.RevokedAt == nil && (r.ExpireAt == nil || r.ExpireAt.Before(until)) {

@@ -23,7 +23,7 @@ func BenchmarkResign1000(b *testing.B) {
 			}
 		}
 		hour := time.Hour
-		if _, err := a.RotateKey(ctx, "", &hour); err != nil {
+		if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
 			b.Fatal(err)
 		}
 		start := time.Now()

@@ -92,7 +92,7 @@ func onBothStores(t *testing.T, fn func(t *testing.T, a *Authority)) {
 		// The first key activates at the database's now; this process's
 		// estimate of that clock may trail it by part of a round trip.
 		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			views, err := a.Keys(context.Background())
+			views, err := a.admin.Keys(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	checkRegistry(t, a, "start", k1)
 
 	hour := time.Hour
-	k2v, err := a.RotateKey(ctx, "", &hour)
+	k2v, err := a.admin.RotateKey(ctx, "", &hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	}
 	checkRegistry(t, a, "rotation (k2 pending)", k1, k2)
 
-	if _, err := a.ActivateKey(ctx, k2); err != nil {
+	if _, err := a.admin.ActivateKey(ctx, k2); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.dutyRound(ctx); err != nil {
@@ -138,7 +138,7 @@ func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	}
 	checkRegistry(t, a, "activation of k2", k2)
 
-	k3v, err := a.RotateKey(ctx, "", &hour)
+	k3v, err := a.admin.RotateKey(ctx, "", &hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func testResignOnKeyEvents(t *testing.T, a *Authority) {
 		t.Fatal(err)
 	}
 	checkRegistry(t, a, "rotation (k3 pending)", k2, k3v.KID)
-	if _, err := a.RevokeKey(ctx, k3v.KID, "compromised in a test", false); err != nil {
+	if _, err := a.admin.RevokeKey(ctx, k3v.KID, "compromised in a test", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.dutyRound(ctx); err != nil {
@@ -197,7 +197,7 @@ func TestResignIgnoresPolicy(t *testing.T) {
 	}
 	a.cfg.Policy = pol
 	hour := time.Hour
-	if _, err := a.RotateKey(ctx, "", &hour); err != nil {
+	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.dutyRound(ctx); err != nil {
@@ -241,11 +241,11 @@ func TestResignHoldsRetiredKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	hour := time.Hour
-	k2, err := a.RotateKey(ctx, "", &hour)
+	k2, err := a.admin.RotateKey(ctx, "", &hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ActivateKey(ctx, k2.KID); err != nil {
+	if _, err := a.admin.ActivateKey(ctx, k2.KID); err != nil {
 		t.Fatal(err)
 	}
 	retired := time.Now()
@@ -256,7 +256,7 @@ func TestResignHoldsRetiredKey(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	views, err := a.Keys(ctx)
+	views, err := a.admin.Keys(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestResignResumes(t *testing.T) {
 	registerAgents(t, a, ids...)
 	k1 := activeKID(t, a)
 	hour := time.Hour
-	k2, err := a.RotateKey(ctx, "", &hour)
+	k2, err := a.admin.RotateKey(ctx, "", &hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,11 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/server/revocations"
 )
 
 // TestRevocationsCarryAuditHead: the revocation document carries the audit
-// head; it follows the head at most once per revocationHeadRefresh; and a
+// head; it follows the head at most once per revocations.HeadRefresh; and a
 // store head that goes back (the database edited under the daemon) does not
 // lower the published head.
 func TestRevocationsCarryAuditHead(t *testing.T) {
@@ -60,15 +61,15 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	appendRec()
 	appendRec()
 	if doc, _ := fetch(); !bytes.Equal(doc, doc0) {
-		t.Fatal("re-signed within revocationHeadRefresh of the last document: one signature per fetch after every append")
+		t.Fatal("re-signed within revocations.HeadRefresh of the last document: one signature per fetch after every append")
 	}
-	advance(revocationHeadRefresh)
+	advance(revocations.HeadRefresh)
 	doc1, r1 := fetch()
 	wantHead(r1, 3, recs[2].Hash)
 	if r1.Sequence <= r0.Sequence {
 		t.Fatalf("sequence %d after %d", r1.Sequence, r0.Sequence)
 	}
-	advance(revocationHeadRefresh)
+	advance(revocations.HeadRefresh)
 	if doc, _ := fetch(); !bytes.Equal(doc, doc1) {
 		t.Fatal("re-signed although neither the head nor anything else changed")
 	}
@@ -95,7 +96,7 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 	if doc, _ := fetch(); !bytes.Equal(doc, doc2) {
 		t.Fatal("re-signed again although the store's head did not move")
 	}
-	a.revocations.forget()
+	a.revocations.Forget()
 	_, r3 := fetch()
 	wantHead(r3, 3, recs[2].Hash)
 }
@@ -104,7 +105,8 @@ func TestRevocationsCarryAuditHead(t *testing.T) {
 // documents that verifiers built before the member can still read.
 func TestRevocationsWithoutAuditHead(t *testing.T) {
 	a, _ := newAuthority(t)
-	a.revocations.omitAuditHead = true
+	a.revocations = newPublisher(a, true)
+	a.docs.revocations = a.revocations
 	if _, r := verifiedRevocations(t, a); r.AuditHead != nil {
 		t.Fatalf("document with audit_head %+v; want none", r.AuditHead)
 	}
@@ -119,7 +121,7 @@ func verifiedRevocations(t *testing.T, a *Authority) ([]byte, jwks.Revocations) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := a.JWKS(ctx)
+	set, err := a.docs.JWKS(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestRevokeWhileSigning(t *testing.T) {
 	const rounds, callers = 8, 10
 	for round := range rounds {
 		// A pending key signs beside the active one until it is revoked.
-		pending, err := a.RotateKey(ctx, "", durationPtr(3600e9))
+		pending, err := a.admin.RotateKey(ctx, "", durationPtr(3600e9))
 		if err != nil {
 			t.Fatalf("round %d: rotate: %v", round, err)
 		}
@@ -80,7 +80,7 @@ func TestRevokeWhileSigning(t *testing.T) {
 			t.Fatalf("round %d: signing before the revocation: %v", round, failures[0])
 		}
 		mu.Unlock()
-		v, err := a.RevokeKey(ctx, kid, "unspecified: race test", false)
+		v, err := a.admin.RevokeKey(ctx, kid, "unspecified: race test", false)
 		revoked.Store(true)
 		if err != nil {
 			t.Fatalf("round %d: revoke: %v", round, err)

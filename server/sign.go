@@ -50,10 +50,6 @@ type Signed struct {
 	Agent *store.AgentCard
 }
 
-// ErrAudit wraps a failure to commit audit records: the signature was made
-// and then discarded.
-var ErrAudit = errors.New("audit record not committed; the signature was discarded")
-
 // Sign signs a card with the active key and any pending key, then commits one
 // audit record per signature. It returns the signed card only once those
 // records are durable. The card is read and checked before any key is
@@ -68,9 +64,9 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		a.metrics.signDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
 		a.metrics.signRequests.WithLabelValues(result, principal).Inc()
 		if signed != nil {
-			a.countSignatures("signed", signed.Result, principal)
+			a.metrics.countSignatures("signed", signed.Result, principal, a.keys.backendOf)
 		}
-		a.countSignatures("discarded", discarded, principal)
+		a.metrics.countSignatures("discarded", discarded, principal, a.keys.backendOf)
 	}()
 
 	// Announced before the work, so that audit transactions starting
@@ -105,8 +101,11 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		}
 		id = req.Registration.AgentID
 	}
-	if err := a.checkPolicy(ctx, req, prepared, id, hosts); err != nil {
-		return nil, err
+	if err := checkPolicy(a.cfg.Policy, req, prepared, id); err != nil {
+		// A refusal is recorded in the audit log before it is returned.
+		rec := recordFor(a.now(), req, prepared, hosts)
+		rec.Outcome, rec.Reason = audit.OutcomeRefused, err.Error()
+		return nil, a.auditRefusal(ctx, rec, err)
 	}
 	for attempt := 1; ; attempt++ {
 		keys, err := a.keys.signing(ctx, a.now())
@@ -117,9 +116,9 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		if err != nil {
 			return nil, err
 		}
-		committed, err := a.commit(ctx, expected, a.auditRecords(req, res, hosts))
+		committed, err := a.commit(ctx, expected, auditRecords(a.now(), req, res, hosts))
 		if err == nil && a.tlog != nil {
-			if err := a.attachProofs(ctx, res, committed); err != nil {
+			if err := attachProofs(ctx, a.tlog, res, committed); err != nil {
 				discarded = res
 				return nil, err
 			}
@@ -152,7 +151,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 			discarded = res
 			return nil, err
 		}
-		a.countSignatures("discarded", res, principal)
+		a.metrics.countSignatures("discarded", res, principal, a.keys.backendOf)
 		a.log.Info("a signing key was revoked while a card was being signed; signing again", "request_id", req.RequestID, "attempt", attempt)
 		if _, err := a.keys.records(ctx, true); err != nil {
 			return nil, err
@@ -168,31 +167,25 @@ const registerTimeout = 10 * time.Second
 // under it: two revocations in a row within one request are already rare.
 const maxSignAttempts = 3
 
-// checkPolicy applies the signing policy to a prepared card, and to the agent
-// id it is registered under when it is (id not empty). A refusal is recorded
-// in the audit log before it is returned.
-func (a *Authority) checkPolicy(ctx context.Context, req SignRequest, p *signer.Prepared, id string, hosts []string) error {
-	if a.cfg.Policy == nil || req.resign {
+// checkPolicy applies the signing policy (nil: none) to a prepared card,
+// and to the agent id it is registered under when it is (id not empty).
+func checkPolicy(pol *policy.Policy, req SignRequest, p *signer.Prepared, id string) error {
+	if pol == nil || req.resign {
 		return nil
 	}
 	caller := policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames(), Claims: req.Identity.Claims}
-	err := a.cfg.Policy.Check(caller, p.Loaded.Value)
+	err := pol.Check(caller, p.Loaded.Value)
 	if err == nil && id != "" {
 		derived, _ := registry.DeriveAgentID(p.Loaded.Value)
-		err = a.cfg.Policy.CheckAgent(caller, p.Loaded.Value, id, derived)
+		err = pol.CheckAgent(caller, p.Loaded.Value, id, derived)
 	}
-	if err == nil {
-		return nil
-	}
-	rec := a.recordFor(req, p, hosts)
-	rec.Outcome, rec.Reason = audit.OutcomeRefused, err.Error()
-	return a.auditRefusal(ctx, rec, err)
+	return err
 }
 
 // auditRecords are the records of a signed card, one per signature.
-func (a *Authority) auditRecords(req SignRequest, res *signer.Result, hosts []string) []audit.Record {
+func auditRecords(now time.Time, req SignRequest, res *signer.Result, hosts []string) []audit.Record {
 	recs := make([]audit.Record, len(res.Signatures))
-	base := a.recordFor(req, res.Prepared, hosts)
+	base := recordFor(now, req, res.Prepared, hosts)
 	for i, s := range res.Signatures {
 		recs[i] = base
 		recs[i].KID, recs[i].Alg, recs[i].Profile, recs[i].Signature = s.KID, string(s.Alg), string(s.Profile), s.Value
@@ -200,24 +193,13 @@ func (a *Authority) auditRecords(req SignRequest, res *signer.Result, hosts []st
 	return recs
 }
 
-// countSignatures counts a result's signatures (none for nil) as returned
-// ("signed") or made and then dropped ("discarded"), by key and backend.
-func (a *Authority) countSignatures(outcome string, res *signer.Result, principal string) {
-	if res == nil {
-		return
-	}
-	for _, s := range res.Signatures {
-		a.metrics.signatures.WithLabelValues(outcome, string(s.Alg), a.keys.backendOf(s.KID), principal).Inc()
-	}
-}
-
 // recordFor starts the audit record of a request about a prepared card.
 // hosts are the card's (transparency.CardHosts), for its log entry.
-func (a *Authority) recordFor(req SignRequest, p *signer.Prepared, hosts []string) audit.Record {
+func recordFor(now time.Time, req SignRequest, p *signer.Prepared, hosts []string) audit.Record {
 	name, _ := p.Loaded.Value.Get("name")
 	version, _ := p.Loaded.Value.Get("version")
 	rec := audit.Record{
-		Time:            a.now(),
+		Time:            now,
 		Caller:          req.Caller,
 		RequestID:       req.RequestID,
 		CardName:        name.Str,
@@ -238,10 +220,10 @@ func (a *Authority) recordFor(req SignRequest, p *signer.Prepared, hosts []strin
 // logged already; a proof that cannot be made (the store cannot be read)
 // fails the request, which the caller retries: a card is never returned
 // without its proofs.
-func (a *Authority) attachProofs(ctx context.Context, res *signer.Result, committed []audit.Record) error {
+func attachProofs(ctx context.Context, tl *translog, res *signer.Result, committed []audit.Record) error {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proofTimeout)
 	defer cancel()
-	if err := a.tlog.attachProofs(pctx, res, committed); err != nil {
+	if err := tl.attachProofs(pctx, res, committed); err != nil {
 		return &UnavailableError{What: "transparency log proof", Err: fmt.Errorf("audit record %d is committed: %w", committed[0].Seq, err)}
 	}
 	return nil
@@ -271,19 +253,6 @@ func (a *Authority) commit(ctx context.Context, expected *audit.Expected, recs [
 	a.metrics.auditCommit.Observe(time.Since(start).Seconds())
 	return committed, nil
 }
-
-// RefusedError is a card the signing policy refused; the refusal is in the
-// audit log as record Seq.
-type RefusedError struct {
-	Refusal *policy.Refusal
-	Seq     int64
-	// AuditErr is set when the refusal could not be recorded: the card
-	// is refused all the same.
-	AuditErr error
-}
-
-func (e *RefusedError) Error() string { return e.Refusal.Error() }
-func (e *RefusedError) Unwrap() error { return e.Refusal }
 
 // auditRefusal records a policy refusal. A refusal that cannot be recorded
 // is still a refusal: the card is not signed either way, and the caller

@@ -44,7 +44,7 @@ func testPrivateAgentEntriesSealed(t *testing.T, a *Authority) {
 	sign("", "")
 	sign("secret-agent", "") // a new version: still private, still sealed
 	hour := time.Hour
-	if _, err := a.RotateKey(ctx, "", &hour); err != nil {
+	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.dutyRound(ctx); err != nil {

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/server"
 )
 
 // TestVerifyCardV03SignedByA2APython (issue 24 #20): the daemon's VerifyCard
@@ -18,7 +19,7 @@ import (
 // card as a2a-python maps it (protocolVersion "0.3.0" on every interface).
 func TestVerifyCardV03SignedByA2APython(t *testing.T) {
 	ctx := context.Background()
-	a, dir := newAuthority(t)
+	a, dir := server.NewTestAuthority(t)
 	// The vectors' Ed25519 test key: seed 0x20 0x21 … 0x3f (their README).
 	seed := make([]byte, ed25519.SeedSize)
 	for i := range seed {
@@ -32,7 +33,7 @@ func TestVerifyCardV03SignedByA2APython(t *testing.T) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ImportKey(ctx, "file:"+keyFile, "EdDSA", "a2a-python-1.1.0-ed25519"); err != nil {
+	if _, err := a.Admin().ImportKey(ctx, "file:"+keyFile, "EdDSA", "a2a-python-1.1.0-ed25519"); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile("../testdata/vectors/a2a-python-1.1.0/g_v03_legacy.input-signed.json")

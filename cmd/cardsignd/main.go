@@ -34,6 +34,8 @@ import (
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/ratelimit"
 	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/server/grpcapi"
+	"github.com/cardsign/cardsign/server/httpapi"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
@@ -576,7 +578,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 	// Every key that may still sign or be disabled needs its backend: a
 	// missing section would otherwise surface only when signing fails. It is
 	// the last check, before the first writes.
-	if err := auth.CheckBackends(ctx); err != nil {
+	if err := auth.Admin().CheckBackends(ctx); err != nil {
 		return nil, nil, err
 	}
 	// A replica name a live process holds is refused (waiting out a killed
@@ -673,8 +675,8 @@ func listen(cfg daemonconfig.Config, tlsOn, authOn bool, nofile uint64, metrics 
 	// handshake; each listener has limits of its own, so a flood of one
 	// cannot starve the other.
 	climits := daemonconfig.ConnLimits(cfg.Limits, nofile, log)
-	gl = server.LimitListener(gl, "grpc", climits, metrics, log)
-	hl = server.LimitListener(hl, "http", climits, metrics, log)
+	gl = httpapi.LimitListener(gl, "grpc", climits, metrics, log)
+	hl = httpapi.LimitListener(hl, "http", climits, metrics, log)
 	log.Info("connection limits", "max_connections", climits.Max, "max_connections_per_ip", climits.MaxPerIP,
 		"max_streams_per_connection", cfg.Limits.MaxStreamsPerConnection, "max_header_bytes", cfg.Limits.MaxHeaderBytes,
 		"handshake_timeout", cfg.Limits.HandshakeTimeout, "idle_timeout", cfg.Limits.IdleTimeout,
@@ -696,7 +698,7 @@ func newHTTPServer(l daemonconfig.LimitsConfig, auth *server.Authority, opts ser
 		// Headers are read before /metrics authenticates anyone.
 		MaxHeaderBytes: l.MaxHeaderBytes,
 		HTTP2:          &http.HTTP2Config{MaxConcurrentStreams: l.MaxStreamsPerConnection},
-		ErrorLog:       server.NewHTTPErrorLog(log, l.RefusalLogBurst, l.RefusalLogInterval),
+		ErrorLog:       httpapi.NewErrorLog(log, l.RefusalLogBurst, l.RefusalLogInterval),
 	}
 }
 
@@ -704,7 +706,7 @@ func newHTTPServer(l daemonconfig.LimitsConfig, auth *server.Authority, opts ser
 // connection limits, and TLS when it is on.
 func newGRPCServer(cfg daemonconfig.Config, auth *server.Authority, authn *access.Authenticator, reloader *tlsreload.Reloader, log *slog.Logger) (*grpc.Server, *health.Server) {
 	l := cfg.Limits
-	gopts := server.GRPCOptions{
+	gopts := grpcapi.Options{
 		Auth:            authn,
 		RateLimit:       ratelimit.New(l.Rate, l.Burst),
 		RequestTimeout:  l.RequestTimeout,
@@ -724,7 +726,7 @@ func newGRPCServer(cfg daemonconfig.Config, auth *server.Authority, authn *acces
 		grpcAuth, _ := cfg.TLS.ClientCertModes()
 		gopts.Creds = credentials.NewTLS(reloader.ServerConfig(grpcAuth, "h2"))
 	}
-	return server.NewGRPCServer(auth, log, gopts)
+	return grpcapi.NewServer(auth, log, gopts)
 }
 
 // httpTLS puts TLS on the HTTP listener when it is on and returns the

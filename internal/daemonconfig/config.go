@@ -25,6 +25,8 @@ import (
 	"github.com/cardsign/cardsign/secretfile"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/strictjson"
+	"github.com/cardsign/cardsign/server/grpcapi"
+	"github.com/cardsign/cardsign/server/httpapi"
 )
 
 // Config is cardsignd's configuration: one YAML file, every field optional,
@@ -298,15 +300,15 @@ func Defaults() Config {
 			Burst:          200,
 			RequestTimeout: 30 * time.Second,
 
-			MaxStreamsPerConnection: server.DefaultMaxStreamsPerConnection,
-			MaxHeaderBytes:          server.DefaultMaxHeaderBytes,
-			HandshakeTimeout:        server.DefaultHandshakeTimeout,
-			IdleTimeout:             server.DefaultIdleTimeout,
-			RefusalLogBurst:         server.DefaultRefusalLogBurst,
-			RefusalLogInterval:      server.DefaultRefusalLogInterval,
+			MaxStreamsPerConnection: grpcapi.DefaultMaxStreamsPerConnection,
+			MaxHeaderBytes:          grpcapi.DefaultMaxHeaderBytes,
+			HandshakeTimeout:        grpcapi.DefaultHandshakeTimeout,
+			IdleTimeout:             grpcapi.DefaultIdleTimeout,
+			RefusalLogBurst:         httpapi.DefaultRefusalLogBurst,
+			RefusalLogInterval:      httpapi.DefaultRefusalLogInterval,
 
-			MaxUnauthenticatedStreams:      server.DefaultMaxUnauthenticatedStreams,
-			MaxUnauthenticatedStreamsPerIP: server.DefaultMaxUnauthenticatedStreamsPerIP,
+			MaxUnauthenticatedStreams:      grpcapi.DefaultMaxUnauthenticatedStreams,
+			MaxUnauthenticatedStreamsPerIP: grpcapi.DefaultMaxUnauthenticatedStreamsPerIP,
 		},
 		Readiness: ReadinessConfig{Interval: 10 * time.Second, Timeout: 5 * time.Second},
 		Store:     StoreConfig{MaxConns: DefaultStoreMaxConns},

@@ -3,7 +3,7 @@ package daemonconfig
 import (
 	"log/slog"
 
-	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/server/httpapi"
 )
 
 const (
@@ -25,8 +25,8 @@ const (
 // ConnLimits resolves the connection limits: configured values win; zeros
 // are derived from the open file limit nofile, so that both listeners at
 // their limits leave fdReserve descriptors for the rest of the daemon.
-func ConnLimits(l LimitsConfig, nofile uint64, log *slog.Logger) server.ConnLimits {
-	out := server.ConnLimits{Max: l.MaxConnections, MaxPerIP: l.MaxConnectionsPerIP,
+func ConnLimits(l LimitsConfig, nofile uint64, log *slog.Logger) httpapi.ConnLimits {
+	out := httpapi.ConnLimits{Max: l.MaxConnections, MaxPerIP: l.MaxConnectionsPerIP,
 		RefusalLogBurst: l.RefusalLogBurst, RefusalLogInterval: l.RefusalLogInterval}
 	if out.Max == 0 {
 		budget := derivedMaxConnections // nofile 0: the limit is unknown

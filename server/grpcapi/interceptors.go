@@ -1,4 +1,4 @@
-package server
+package grpcapi
 
 import (
 	"context"
@@ -25,14 +25,8 @@ import (
 	"github.com/cardsign/cardsign/access"
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/ratelimit"
-)
-
-type ctxKey int
-
-const (
-	requestIDKey ctxKey = iota
-	callerKey
-	identityKey
+	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/server/httpapi"
 )
 
 // RequestIDHeader is the metadata key a client may set (and the server
@@ -52,12 +46,9 @@ func echoUnaryRequestID(ctx context.Context, failed bool) {
 	}
 }
 
-func requestID(ctx context.Context) string { s, _ := ctx.Value(requestIDKey).(string); return s }
-func caller(ctx context.Context) string    { s, _ := ctx.Value(callerKey).(string); return s }
-func identity(ctx context.Context) access.Identity {
-	id, _ := ctx.Value(identityKey).(access.Identity)
-	return id
-}
+func requestID(ctx context.Context) string         { return server.CallOf(ctx).RequestID }
+func caller(ctx context.Context) string            { return server.CallOf(ctx).Caller }
+func identity(ctx context.Context) access.Identity { return server.CallOf(ctx).Identity }
 
 func newRequestID() string {
 	var b [12]byte
@@ -87,8 +78,8 @@ var methodRoles = map[string][]access.Role{
 	pb.AgentService_RevokeAgentCard_FullMethodName:  {access.RoleAdmin},
 }
 
-// GRPCOptions are the gRPC listener's security and limits.
-type GRPCOptions struct {
+// Options are the gRPC listener's security and limits.
+type Options struct {
 	// Creds secures the transport (TLS, mTLS); nil serves plaintext, which
 	// the daemon allows on loopback only.
 	Creds credentials.TransportCredentials
@@ -145,13 +136,13 @@ const (
 // rate limit and deadline. It is shared by unary and stream calls.
 type gate struct {
 	log     *slog.Logger
-	opts    GRPCOptions
-	metrics *Metrics
+	opts    Options
+	metrics *server.Metrics
 	// refusals bounds the log lines of refused calls, which anyone who can
 	// connect can cause.
-	refusals *refusalLog
+	refusals *httpapi.RefusalLog
 	// anonStreams counts the open streams no credential authenticated.
-	anonStreams *sourceSlots
+	anonStreams *httpapi.Slots
 }
 
 var (
@@ -175,7 +166,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	if id == "" {
 		id = newRequestID()
 	}
-	ctx = context.WithValue(ctx, requestIDKey, id)
+	ctx = server.WithCall(ctx, server.Call{RequestID: id})
 	if isHealth(method) {
 		// Load balancers and orchestrators probe without credentials.
 		return ctx, "health-probe", nil
@@ -189,7 +180,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	} else {
 		var err error
 		if who, err = auth.Authenticate(ctx, creds); err != nil {
-			g.metrics.authFailed(creds, err)
+			g.metrics.AuthFailed(creds, err)
 			if e, ok := errors.AsType[*access.IDTokenError](err); ok {
 				// The verifier's detail (never the token or a claim value)
 				// goes to the log, bounded like every refusal anyone can cause.
@@ -211,7 +202,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	if who.Method == access.MethodNone && p != nil && p.Addr != nil {
 		name = who.Name + "@" + p.Addr.String()
 	}
-	ctx = context.WithValue(context.WithValue(ctx, callerKey, name), identityKey, who)
+	ctx = server.WithCall(ctx, server.Call{RequestID: id, Caller: name, Identity: who})
 
 	if strings.HasPrefix(method, "/grpc.reflection.") {
 		// Any authenticated caller may list the API.
@@ -223,10 +214,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	}
 	if g.opts.RateLimit != nil {
 		if ok, wait := g.opts.RateLimit.Allow(who.Name); !ok {
-			g.metrics.rateLimited.WithLabelValues(who.Principal).Inc()
-			if method == pb.SigningService_SignCard_FullMethodName {
-				g.metrics.signRequests.WithLabelValues(resultRateLimited, who.Principal).Inc()
-			}
+			g.metrics.RateLimited(who.Principal, method == pb.SigningService_SignCard_FullMethodName)
 			return ctx, name, rateLimited(wait)
 		}
 	}
@@ -262,19 +250,19 @@ func (g *gate) holdStream(ctx context.Context, method string) (func(), error) {
 	p, _ := peer.FromContext(ctx)
 	var ip netip.Addr
 	if p != nil && p.Addr != nil {
-		ip = sourceIP(p.Addr)
+		ip = httpapi.SourceIP(p.Addr)
 	}
-	switch g.anonStreams.acquire(ip) {
+	switch g.anonStreams.Acquire(ip) {
 	case "":
-		return func() { g.anonStreams.release(ip) }, nil
-	case connRefusedPerIP:
+		return func() { g.anonStreams.Release(ip) }, nil
+	case httpapi.RefusedPerIP:
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"too many unauthenticated streams open from %s (limits.max_unauthenticated_streams_per_ip: %d): close idle ones, send credentials (a bearer token or client certificate) with them, or raise the limit",
-			ip, g.anonStreams.maxPerIP)
+			ip, g.anonStreams.MaxPerIP())
 	default:
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"too many unauthenticated streams open (limits.max_unauthenticated_streams: %d): send credentials (a bearer token or client certificate) with them, or raise the limit",
-			g.anonStreams.max)
+			g.anonStreams.Max())
 	}
 }
 
@@ -339,7 +327,7 @@ func (g *gate) finish(ctx context.Context, method, id, who string, refused bool,
 	}
 	code := status.Code(*err)
 	if !isHealth(method) {
-		g.metrics.rpcs.WithLabelValues(method, code.String()).Inc()
+		g.metrics.RPC(method, code.String())
 	}
 	lvl := slog.LevelDebug
 	// A health Watch ends Canceled whenever a client of several replicas
@@ -425,4 +413,27 @@ func validRequestID(s string) bool {
 		}
 	}
 	return true
+}
+
+// withDefaults fills the zero limits of o with their defaults.
+func (o Options) withDefaults() Options {
+	if o.MaxConcurrentStreams == 0 {
+		o.MaxConcurrentStreams = DefaultMaxStreamsPerConnection
+	}
+	if o.MaxHeaderListBytes == 0 {
+		o.MaxHeaderListBytes = DefaultMaxHeaderBytes
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxUnauthenticatedStreams <= 0 {
+		o.MaxUnauthenticatedStreams = DefaultMaxUnauthenticatedStreams
+	}
+	if o.MaxUnauthenticatedStreamsPerIP <= 0 {
+		o.MaxUnauthenticatedStreamsPerIP = DefaultMaxUnauthenticatedStreamsPerIP
+	}
+	return o
 }

@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"context"
@@ -18,10 +18,10 @@ const (
 	DefaultRefusalLogInterval = 10 * time.Second
 )
 
-// refusalLog writes the first burst refusals of each reason per interval
+// RefusalLog writes the first burst refusals of each reason per interval
 // and then, at the end of the interval, one line counting the rest. It is
 // owned by its gate (or listener); there is no process-wide state.
-type refusalLog struct {
+type RefusalLog struct {
 	log      *slog.Logger
 	burst    int
 	interval time.Duration
@@ -37,19 +37,21 @@ type refusalWindow struct {
 	suppressed int
 }
 
-func newRefusalLog(log *slog.Logger, burst int, interval time.Duration) *refusalLog {
+// NewRefusalLog logs to log at most burst refusals per reason per interval
+// (0: the defaults).
+func NewRefusalLog(log *slog.Logger, burst int, interval time.Duration) *RefusalLog {
 	if burst <= 0 {
 		burst = DefaultRefusalLogBurst
 	}
 	if interval <= 0 {
 		interval = DefaultRefusalLogInterval
 	}
-	return &refusalLog{log: log, burst: burst, interval: interval, windows: map[string]*refusalWindow{}}
+	return &RefusalLog{log: log, burst: burst, interval: interval, windows: map[string]*refusalWindow{}}
 }
 
 // Log writes msg with args at level when the reason's budget for the
 // current interval allows, and otherwise counts it for the summary.
-func (r *refusalLog) Log(ctx context.Context, level slog.Level, reason, msg string, args ...any) {
+func (r *RefusalLog) Log(ctx context.Context, level slog.Level, reason, msg string, args ...any) {
 	now := time.Now()
 	r.mu.Lock()
 	w := r.windows[reason]
@@ -75,7 +77,7 @@ func (r *refusalLog) Log(ctx context.Context, level slog.Level, reason, msg stri
 	}
 }
 
-func (r *refusalLog) summarize(reason string, w *refusalWindow) {
+func (r *RefusalLog) summarize(reason string, w *refusalWindow) {
 	r.mu.Lock()
 	n, logged := w.suppressed, w.logged
 	w.suppressed = 0
@@ -86,15 +88,15 @@ func (r *refusalLog) summarize(reason string, w *refusalWindow) {
 	}
 }
 
-// NewHTTPErrorLog returns a logger for http.Server.ErrorLog. net/http writes
+// NewErrorLog returns a logger for http.Server.ErrorLog. net/http writes
 // a line there for every failed TLS handshake and malformed request, which
 // anyone who can connect can cause: the lines go through a refusal log's
 // budget instead of straight to stderr.
-func NewHTTPErrorLog(log *slog.Logger, burst int, interval time.Duration) *stdlog.Logger {
-	return stdlog.New(refusalWriter{newRefusalLog(log, burst, interval)}, "", 0)
+func NewErrorLog(log *slog.Logger, burst int, interval time.Duration) *stdlog.Logger {
+	return stdlog.New(refusalWriter{NewRefusalLog(log, burst, interval)}, "", 0)
 }
 
-type refusalWriter struct{ r *refusalLog }
+type refusalWriter struct{ r *RefusalLog }
 
 func (w refusalWriter) Write(p []byte) (int, error) {
 	w.r.Log(context.Background(), slog.LevelWarn, "http-server", "HTTP listener error", "err", strings.TrimSpace(string(p)))

@@ -1,4 +1,4 @@
-package server
+package grpcapi
 
 import (
 	"context"
@@ -24,6 +24,8 @@ import (
 	"github.com/cardsign/cardsign/access/oidc"
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/internal/oidctest"
+	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/server/servertest"
 )
 
 // attemptCounter counts a client's call attempts (gRPC's own retries
@@ -49,9 +51,9 @@ func (c *attemptCounter) HandleConn(context.Context, stats.ConnStats) {}
 // attempt during a database restart. The request id is still echoed, in
 // the trailers of an error and the headers of a success.
 func TestErrorsAreTrailersOnly(t *testing.T) {
-	a, _ := newAuthority(t)
+	a, _ := servertest.New(t)
 	token := "cst_trailers-only-test-token"
-	srv, _ := NewGRPCServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), GRPCOptions{
+	srv, _ := NewServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{
 		Auth: access.New([]access.Token{{Name: "t", SHA256: sha256.Sum256([]byte(token)), Roles: []access.Role{access.RoleSigner}}}, nil),
 	})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -127,9 +129,9 @@ func TestErrorsAreTrailersOnly(t *testing.T) {
 // the setting, a slot given back is reusable, and a watcher that sends
 // credentials (as cardsign does) is not counted.
 func TestUnauthenticatedStreamLimits(t *testing.T) {
-	a, _ := newAuthority(t)
+	a, _ := servertest.New(t)
 	token := "cst_stream-limit-test-token"
-	srv, _ := NewGRPCServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), GRPCOptions{
+	srv, _ := NewServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{
 		Auth:                           access.New([]access.Token{{Name: "t", SHA256: sha256.Sum256([]byte(token)), Roles: []access.Role{access.RoleSigner}}}, nil),
 		MaxUnauthenticatedStreams:      5,
 		MaxUnauthenticatedStreamsPerIP: 3,
@@ -250,7 +252,7 @@ func (bearerCreds) RequireTransportSecurity() bool { return false }
 // and the gate's reason, and a valid identity token that no auth.oidc rule
 // matches is told "no rule matched", not a bare "permission denied".
 func TestRefusalsInTheLog(t *testing.T) {
-	a, _ := newAuthority(t)
+	a, _ := servertest.New(t)
 	is := oidctest.New(t)
 	v, err := oidc.New(context.Background(), oidc.Config{
 		Issuers: []oidc.IssuerConfig{{Issuer: is.URL, Audience: "cardsign"}},
@@ -259,8 +261,8 @@ func TestRefusalsInTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuf{}
-	srv, _ := NewGRPCServer(a, slog.New(slog.NewTextHandler(logs, nil)), GRPCOptions{
+	logs := &testsupport.SyncBuffer{}
+	srv, _ := NewServer(a, slog.New(slog.NewTextHandler(logs, nil)), Options{
 		Auth: access.New([]access.Token{
 			{Name: "t", SHA256: sha256.Sum256([]byte("cst_x")), Roles: []access.Role{access.RoleAuditor}},
 			{Name: "s", SHA256: sha256.Sum256([]byte("cst_s")), Roles: []access.Role{access.RoleSigner}},

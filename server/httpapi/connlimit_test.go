@@ -1,17 +1,17 @@
-package server
+package httpapi
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // acceptAll accepts from l until it is closed, keeping the connections.
@@ -58,8 +58,8 @@ func TestLimitListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuf
-	l := LimitListener(raw, "test", ConnLimits{Max: 2, MaxPerIP: 1}, NewMetrics(), slog.New(slog.NewTextHandler(&logs, nil)))
+	var logs testsupport.SyncBuffer
+	l := LimitListener(raw, "test", ConnLimits{Max: 2, MaxPerIP: 1}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	defer l.Close()
 	accepted := acceptAll(t, l)
 	addr := raw.Addr().String()
@@ -97,17 +97,9 @@ func TestLimitListener(t *testing.T) {
 	}
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func TestRefusalLogSummarizes(t *testing.T) {
-	var logs syncBuf
-	r := newRefusalLog(slog.New(slog.NewTextHandler(&logs, nil)), 3, time.Second)
+	var logs testsupport.SyncBuffer
+	r := NewRefusalLog(slog.New(slog.NewTextHandler(&logs, nil)), 3, time.Second)
 	for range 100 {
 		r.Log(context.Background(), slog.LevelInfo, "Unauthenticated", "rpc", "code", "Unauthenticated")
 		r.Log(context.Background(), slog.LevelInfo, "PermissionDenied", "rpc", "code", "PermissionDenied")

@@ -1,4 +1,4 @@
-package server
+package grpcapi
 
 import (
 	"context"
@@ -14,14 +14,15 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/registry"
+	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/strictjson"
 )
 
-// toStatus maps an error to the gRPC status a client can act on. Card and
+// Status maps an error to the gRPC status a client can act on. Card and
 // lint errors carry their JSON paths in a google.rpc.BadRequest detail;
 // internal errors are logged and reported without internals.
-func toStatus(log *slog.Logger, requestID string, err error) error {
+func Status(log *slog.Logger, requestID string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -37,18 +38,18 @@ func toStatus(log *slog.Logger, requestID string, err error) error {
 	return status.ErrorProto(p)
 }
 
-// statusOf maps err to its gRPC status; toStatus bounds its size.
+// statusOf maps err to its gRPC status; Status bounds its size.
 func statusOf(log *slog.Logger, requestID string, err error) error {
 	var (
 		cardErr *strictjson.Error
 		lintErr *card.LintError
-		argErr  *InvalidArgumentError
-		preErr  *PreconditionError
-		nfErr   *NotFoundError
-		unErr   *UnavailableError
-		refused *RefusedError
-		changed *KeyChangedError
-		keyUn   *KeyUnavailableError
+		argErr  *server.InvalidArgumentError
+		preErr  *server.PreconditionError
+		nfErr   *server.NotFoundError
+		unErr   *server.UnavailableError
+		refused *server.RefusedError
+		changed *server.KeyChangedError
+		keyUn   *server.KeyUnavailableError
 		bePre   *backends.PreconditionError
 		regErr  *registry.RegistrationError
 		notReg  *registry.NotRegisteredError
@@ -107,7 +108,7 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		// calls (create, rotate) get it, the log too.
 		log.Warn("key backend precondition failed", "request_id", requestID, "err", err)
 		return status.Error(codes.FailedPrecondition, bePre.Error())
-	case errors.As(err, &preErr), errors.As(err, &revFull), errors.Is(err, ErrNoActiveKey):
+	case errors.As(err, &preErr), errors.As(err, &revFull), errors.Is(err, server.ErrNoActiveKey):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.As(err, &nfErr), errors.Is(err, store.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
@@ -125,7 +126,7 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		return status.Error(codes.DeadlineExceeded, "request deadline exceeded")
 	case errors.Is(err, store.ErrKeyRevoked):
 		return status.Error(codes.Aborted, "a signing key was revoked while this card was being signed; the signature was discarded: retry (request "+requestID+")")
-	case errors.Is(err, ErrAudit):
+	case errors.Is(err, server.ErrAudit):
 		log.Error("audit commit failed; signature discarded", "request_id", requestID, "err", err)
 		return status.Error(codes.Unavailable, "audit log unavailable: the signature was discarded; retry later (request "+requestID+")")
 	case errors.As(err, &unErr):

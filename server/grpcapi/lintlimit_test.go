@@ -1,4 +1,4 @@
-package server
+package grpcapi
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/strictjson"
+	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/server/servertest"
 )
 
 // TestLintErrorFitsClientHeaders: a card of 4,000 empty skills (16,000 lint
@@ -27,11 +29,11 @@ import (
 // client's header list and failed as a protocol error. One of 60,000 empty
 // skills is refused before lint, by the parser's item cap, naming the array.
 func TestLintErrorFitsClientHeaders(t *testing.T) {
-	a, _ := newAuthority(t)
+	a, _ := servertest.New(t)
 	client := pb.NewSigningServiceClient(serveGRPC(t, a))
 	ctx := context.Background()
 
-	good, err := os.ReadFile("../testdata/cards/spec-sample.json")
+	good, err := os.ReadFile("../../testdata/cards/spec-sample.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +77,9 @@ func TestLintErrorFitsClientHeaders(t *testing.T) {
 
 // serveGRPC serves a's gRPC services on a loopback port, without TLS or
 // auth, to a client that accepts 8 KiB of headers (grpc-java's default).
-func serveGRPC(t *testing.T, a *Authority) *grpc.ClientConn {
+func serveGRPC(t *testing.T, a *server.Authority) *grpc.ClientConn {
 	t.Helper()
-	srv, _ := NewGRPCServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), GRPCOptions{MaxMessageBytes: 1 << 20})
+	srv, _ := NewServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{MaxMessageBytes: 1 << 20})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

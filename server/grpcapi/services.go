@@ -1,8 +1,9 @@
-package server
+package grpcapi
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,20 +19,25 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/registry"
+	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/server/httpapi"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
-// NewGRPCServer returns a gRPC server with the signing, key and audit
+// NewServer returns a gRPC server with the signing, key and audit
 // services, the standard health service and reflection.
-func NewGRPCServer(a *Authority, log *slog.Logger, opts GRPCOptions) (*grpc.Server, *health.Server) {
+func NewServer(a *server.Authority, log *slog.Logger, opts Options) (*grpc.Server, *health.Server) {
+	api := a.API()
 	if opts.MaxMessageBytes <= 0 {
 		// The largest legal card plus room for the rest of the request.
-		opts.MaxMessageBytes = a.cfg.Limits.MaxBytes + 64<<10
+		opts.MaxMessageBytes = api.Limits.MaxBytes + 64<<10
 	}
 	opts = opts.withDefaults()
-	g := &gate{log: log, opts: opts, metrics: a.metrics, refusals: newRefusalLog(log, opts.RefusalLogBurst, opts.RefusalLogInterval),
-		anonStreams: newSourceSlots(opts.MaxUnauthenticatedStreams, opts.MaxUnauthenticatedStreamsPerIP)}
+	g := &gate{log: log, opts: opts, metrics: api.Metrics, refusals: httpapi.NewRefusalLog(log, opts.RefusalLogBurst, opts.RefusalLogInterval),
+		anonStreams: httpapi.NewSlots(opts.MaxUnauthenticatedStreams, opts.MaxUnauthenticatedStreamsPerIP)}
 	so := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(g.unary),
 		grpc.ChainStreamInterceptor(g.stream),
@@ -59,7 +65,7 @@ func NewGRPCServer(a *Authority, log *slog.Logger, opts GRPCOptions) (*grpc.Serv
 		so = append(so, grpc.Creds(opts.Creds))
 	}
 	s := grpc.NewServer(so...)
-	svc := &services{a: a, log: log}
+	svc := &services{signing: a, keys: a.Admin(), agents: a.Agents(), audit: api.Audit, limits: api.Limits, log: log}
 	pb.RegisterSigningServiceServer(s, signingService{services: svc})
 	pb.RegisterAgentServiceServer(s, agentService{services: svc})
 	pb.RegisterKeyServiceServer(s, keyService{services: svc})
@@ -70,13 +76,51 @@ func NewGRPCServer(a *Authority, log *slog.Logger, opts GRPCOptions) (*grpc.Serv
 	return s, hs
 }
 
+// Signing signs and verifies cards: the authority.
+type Signing interface {
+	Sign(ctx context.Context, req server.SignRequest) (*server.Signed, error)
+	Verify(ctx context.Context, data []byte, profile string) (*signer.Verification, error)
+}
+
+// Keys administers the signing keys: the authority's key administration.
+type Keys interface {
+	Keys(ctx context.Context) ([]jwks.View, error)
+	CreateKey(ctx context.Context, algName string) (jwks.View, error)
+	ImportKey(ctx context.Context, uri, algName, kid string) (jwks.View, error)
+	RotateKey(ctx context.Context, algName string, prepublish *time.Duration) (jwks.View, error)
+	ActivateKey(ctx context.Context, kid string) (jwks.View, error)
+	RetireKey(ctx context.Context, kid string, force bool) (jwks.View, error)
+	RevokeKey(ctx context.Context, kid, reason string, force bool) (jwks.View, error)
+}
+
+// Agents is the card registry as the AgentService sees it.
+type Agents interface {
+	AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error)
+	// LiveCard is c as served now: without signatures by keys revoked since.
+	LiveCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error)
+	RevokedCards(ctx context.Context) ([]store.CardRevocation, error)
+	ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error)
+	AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error)
+	RemoveAgent(ctx context.Context, id, caller string) error
+	RevokeAgentCard(ctx context.Context, id string, version int64, reason, caller string) (store.CardRevocation, error)
+}
+
+// auditPages reads the audit log a page at a time.
+type auditPages interface {
+	ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error)
+}
+
 type services struct {
-	a   *Authority
-	log *slog.Logger
+	signing Signing
+	keys    Keys
+	agents  Agents
+	audit   auditPages
+	limits  strictjson.Limits
+	log     *slog.Logger
 }
 
 func (s *services) fail(ctx context.Context, err error) error {
-	return toStatus(s.log, requestID(ctx), err)
+	return Status(s.log, requestID(ctx), err)
 }
 
 type signingService struct {
@@ -99,7 +143,7 @@ func modeOf(p pb.Profile) (signer.Mode, error) {
 	case pb.Profile_PROFILE_PYTHON_ASCII:
 		return signer.ModePythonASCII, nil
 	}
-	return "", &InvalidArgumentError{Field: "profile", Reason: "unknown profile value"}
+	return "", &server.InvalidArgumentError{Field: "profile", Reason: "unknown profile value"}
 }
 
 func portability(rows []signer.Support) []*pb.VerifierSupport {
@@ -134,20 +178,20 @@ func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	sreq := SignRequest{
+	sreq := server.SignRequest{
 		Card: req.GetCard(), StripUnknown: req.GetStripUnknown(), Mode: mode, KeepSignatures: req.GetKeepSignatures(),
 		Caller: caller(ctx), Identity: identity(ctx), RequestID: requestID(ctx),
 	}
 	if req.GetRegister() || req.GetAgentId() != "" || req.GetVisibility() != "" {
-		reg := &Registration{AgentID: req.GetAgentId()}
+		reg := &registry.Registration{AgentID: req.GetAgentId()}
 		if req.GetVisibility() != "" {
 			if reg.Visibility, err = store.ParseVisibility(req.GetVisibility()); err != nil {
-				return nil, s.fail(ctx, &InvalidArgumentError{Field: "visibility", Reason: err.Error()})
+				return nil, s.fail(ctx, &server.InvalidArgumentError{Field: "visibility", Reason: err.Error()})
 			}
 		}
 		sreq.Registration = reg
 	}
-	res, err := s.a.Sign(ctx, sreq)
+	res, err := s.signing.Sign(ctx, sreq)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -173,7 +217,7 @@ func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (
 }
 
 func (s signingService) VerifyCard(ctx context.Context, req *pb.VerifyCardRequest) (*pb.VerifyCardResponse, error) {
-	res, err := s.a.Verify(ctx, req.GetCard(), req.GetProfile())
+	res, err := s.signing.Verify(ctx, req.GetCard(), req.GetProfile())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -187,7 +231,7 @@ func (s signingService) VerifyCard(ctx context.Context, req *pb.VerifyCardReques
 }
 
 func (s signingService) LintCard(ctx context.Context, req *pb.LintCardRequest) (*pb.LintCardResponse, error) {
-	l, err := card.Load(req.GetCard(), cardOptions(s.a.cfg, req.GetStripUnknown()))
+	l, err := card.Load(req.GetCard(), card.Options{Limits: s.limits, StripUnknown: req.GetStripUnknown()})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -220,7 +264,7 @@ func keyOf(v jwks.View) *pb.Key {
 }
 
 func (s keyService) ListKeys(ctx context.Context, _ *pb.ListKeysRequest) (*pb.ListKeysResponse, error) {
-	views, err := s.a.Keys(ctx)
+	views, err := s.keys.Keys(ctx)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -232,7 +276,7 @@ func (s keyService) ListKeys(ctx context.Context, _ *pb.ListKeysRequest) (*pb.Li
 }
 
 func (s keyService) CreateKey(ctx context.Context, req *pb.CreateKeyRequest) (*pb.CreateKeyResponse, error) {
-	v, err := s.a.CreateKey(ctx, req.GetAlg())
+	v, err := s.keys.CreateKey(ctx, req.GetAlg())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -240,7 +284,7 @@ func (s keyService) CreateKey(ctx context.Context, req *pb.CreateKeyRequest) (*p
 }
 
 func (s keyService) ImportKey(ctx context.Context, req *pb.ImportKeyRequest) (*pb.ImportKeyResponse, error) {
-	v, err := s.a.ImportKey(ctx, req.GetUri(), req.GetAlg(), req.GetKid())
+	v, err := s.keys.ImportKey(ctx, req.GetUri(), req.GetAlg(), req.GetKid())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -256,7 +300,7 @@ func (s keyService) RotateKey(ctx context.Context, req *pb.RotateKeyRequest) (*p
 		}
 		wait = &d
 	}
-	v, err := s.a.RotateKey(ctx, req.GetAlg(), wait)
+	v, err := s.keys.RotateKey(ctx, req.GetAlg(), wait)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -264,7 +308,7 @@ func (s keyService) RotateKey(ctx context.Context, req *pb.RotateKeyRequest) (*p
 }
 
 func (s keyService) ActivateKey(ctx context.Context, req *pb.ActivateKeyRequest) (*pb.ActivateKeyResponse, error) {
-	v, err := s.a.ActivateKey(ctx, req.GetKid())
+	v, err := s.keys.ActivateKey(ctx, req.GetKid())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -272,7 +316,7 @@ func (s keyService) ActivateKey(ctx context.Context, req *pb.ActivateKeyRequest)
 }
 
 func (s keyService) RetireKey(ctx context.Context, req *pb.RetireKeyRequest) (*pb.RetireKeyResponse, error) {
-	v, err := s.a.RetireKey(ctx, req.GetKid(), req.GetForce())
+	v, err := s.keys.RetireKey(ctx, req.GetKid(), req.GetForce())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -280,7 +324,7 @@ func (s keyService) RetireKey(ctx context.Context, req *pb.RetireKeyRequest) (*p
 }
 
 func (s keyService) RevokeKey(ctx context.Context, req *pb.RevokeKeyRequest) (*pb.RevokeKeyResponse, error) {
-	v, err := s.a.RevokeKey(ctx, req.GetKid(), req.GetReason(), req.GetForce())
+	v, err := s.keys.RevokeKey(ctx, req.GetKid(), req.GetReason(), req.GetForce())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -294,8 +338,8 @@ type auditService struct {
 
 var _ pb.AuditServiceServer = auditService{}
 
-// AuditRecordPB converts an audit record for the wire.
-func AuditRecordPB(r audit.Record) *pb.AuditRecord {
+// auditRecordPB converts an audit record for the wire.
+func auditRecordPB(r audit.Record) *pb.AuditRecord {
 	return &pb.AuditRecord{
 		Sequence: r.Seq, Time: timestamppb.New(r.Time), Caller: r.Caller, RequestId: r.RequestID,
 		CardName: r.CardName, CardVersion: r.CardVersion, CanonicalSha256: r.CanonicalSHA256,
@@ -323,7 +367,7 @@ func (s auditService) ListAuditRecords(ctx context.Context, req *pb.ListAuditRec
 	size := int(req.GetPageSize())
 	switch {
 	case size < 0:
-		return nil, s.fail(ctx, &InvalidArgumentError{Field: "page_size", Reason: "must not be negative"})
+		return nil, s.fail(ctx, &server.InvalidArgumentError{Field: "page_size", Reason: "must not be negative"})
 	case size == 0:
 		size = defaultAuditPage
 	case size > maxAuditPage:
@@ -333,14 +377,14 @@ func (s auditService) ListAuditRecords(ctx context.Context, req *pb.ListAuditRec
 	// primary key on seq (WHERE seq > after ORDER BY seq LIMIT size), so a
 	// page costs the same at seq 10 as at seq 10,000,000 and memory is
 	// bounded whatever the size of the log.
-	recs, err := s.a.store.ListAudit(ctx, req.GetAfterSequence(), size)
+	recs, err := s.audit.ListAudit(ctx, req.GetAfterSequence(), size)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	out := &pb.ListAuditRecordsResponse{Records: make([]*pb.AuditRecord, 0, len(recs))}
 	n := 0
 	for i, r := range recs {
-		out.Records = append(out.Records, AuditRecordPB(r))
+		out.Records = append(out.Records, auditRecordPB(r))
 		// A page stops short of gRPC's default 4 MiB receive limit, should
 		// records be large (long reasons, say): the client goes on from the
 		// last one sent. The sum of the fields' lengths, plus room for tags,
@@ -378,21 +422,21 @@ func agentCardPB(c store.AgentCard, withCard bool) *pb.AgentCard {
 }
 
 func (s agentService) GetAgentCard(ctx context.Context, req *pb.GetAgentCardRequest) (*pb.GetAgentCardResponse, error) {
-	c, err := s.a.registry.Card(ctx, req.GetAgentId(), req.GetVersion())
+	c, err := s.agents.AgentCard(ctx, req.GetAgentId(), req.GetVersion())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	if req.GetVersion() == 0 {
 		// The live card, served as over HTTP: without signatures by keys
 		// revoked since (a history version is shown as it was signed).
-		if c, err = s.a.liveCard(ctx, c); err != nil {
+		if c, err = s.agents.LiveCard(ctx, c); err != nil {
 			return nil, s.fail(ctx, err)
 		}
 	}
 	out := agentCardPB(c, true)
 	// A revoked card is still shown (an auditor looks at it), marked, so
 	// that cardsign agents pull does not publish it without saying why.
-	revoked, err := s.a.registry.RevokedCards(ctx)
+	revoked, err := s.agents.RevokedCards(ctx)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -414,7 +458,7 @@ func (s agentService) ListAgents(ctx context.Context, req *pb.ListAgentsRequest)
 	case page > maxPage:
 		page = maxPage
 	}
-	cards, err := s.a.registry.List(ctx, req.GetAfterAgentId(), page)
+	cards, err := s.agents.ListAgents(ctx, req.GetAfterAgentId(), page)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -429,7 +473,7 @@ func (s agentService) ListAgents(ctx context.Context, req *pb.ListAgentsRequest)
 }
 
 func (s agentService) AgentHistory(ctx context.Context, req *pb.AgentHistoryRequest) (*pb.AgentHistoryResponse, error) {
-	cards, err := s.a.registry.History(ctx, req.GetAgentId())
+	cards, err := s.agents.AgentHistory(ctx, req.GetAgentId())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -441,17 +485,25 @@ func (s agentService) AgentHistory(ctx context.Context, req *pb.AgentHistoryRequ
 }
 
 func (s agentService) RemoveAgent(ctx context.Context, req *pb.RemoveAgentRequest) (*pb.RemoveAgentResponse, error) {
-	if err := s.a.registry.Remove(ctx, req.GetAgentId(), caller(ctx)); err != nil {
+	if err := s.agents.RemoveAgent(ctx, req.GetAgentId(), caller(ctx)); err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	return &pb.RemoveAgentResponse{}, nil
 }
 
 func (s agentService) RevokeAgentCard(ctx context.Context, req *pb.RevokeAgentCardRequest) (*pb.RevokeAgentCardResponse, error) {
-	r, err := s.a.RevokeAgentCard(ctx, req.GetAgentId(), req.GetVersion(), req.GetReason(), caller(ctx))
+	r, err := s.agents.RevokeAgentCard(ctx, req.GetAgentId(), req.GetVersion(), req.GetReason(), caller(ctx))
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	return &pb.RevokeAgentCardResponse{AgentId: r.AgentID, Version: r.Version, CanonicalSha256: r.CanonicalSHA256,
 		RevokedAt: timestamppb.New(r.RevokedAt), Reason: r.Reason}, nil
+}
+
+// prepublishFrom turns RotateKey's prepublish_seconds into a duration.
+func prepublishFrom(seconds int64) (time.Duration, error) {
+	if seconds < 0 || seconds > int64(server.MaxPrepublish/time.Second) {
+		return 0, &server.InvalidArgumentError{Field: "prepublish_seconds", Reason: fmt.Sprintf("must be between 0 and %d (%s), not %d", int64(server.MaxPrepublish/time.Second), server.MaxPrepublish, seconds)}
+	}
+	return time.Duration(seconds) * time.Second, nil
 }

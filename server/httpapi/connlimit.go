@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"context"
@@ -21,10 +21,11 @@ type ConnLimits struct {
 	RefusalLogInterval time.Duration
 }
 
-// Reasons a connection was refused, the "reason" label.
+// Reasons a connection (or stream) was refused: the "reason" label, and
+// what Slots.Acquire returns.
 const (
-	connRefusedTotal = "total"
-	connRefusedPerIP = "per_ip"
+	RefusedTotal = "total"
+	RefusedPerIP = "per_ip"
 )
 
 // LimitListener wraps l so that a connection over the limits is closed as
@@ -40,32 +41,37 @@ const (
 // keeps the backlog empty, frees the descriptor immediately, tells the
 // client right away (a reset, so it backs off or tries another replica), and
 // lets the per-address limit apply to the noisy source only.
-func LimitListener(l net.Listener, name string, lim ConnLimits, m *Metrics, log *slog.Logger) net.Listener {
-	ll := &limitListener{Listener: l, name: name, lim: lim, slots: newSourceSlots(lim.Max, lim.MaxPerIP),
-		refusals: newRefusalLog(log, lim.RefusalLogBurst, lim.RefusalLogInterval)}
+//
+// m counts the listener's connections; nil counts nothing.
+func LimitListener(l net.Listener, name string, lim ConnLimits, m ListenerMetrics, log *slog.Logger) net.Listener {
+	ll := &limitListener{Listener: l, name: name, lim: lim, slots: NewSlots(lim.Max, lim.MaxPerIP),
+		refusals: NewRefusalLog(log, lim.RefusalLogBurst, lim.RefusalLogInterval)}
 	if m != nil {
-		ll.open = m.connections.WithLabelValues(name)
-		ll.refusedTotal = m.connectionsRefused.WithLabelValues(name, connRefusedTotal)
-		ll.refusedPerIP = m.connectionsRefused.WithLabelValues(name, connRefusedPerIP)
+		ll.open, ll.refusedTotal, ll.refusedPerIP = m.ListenerCounters(name)
 	}
 	return ll
+}
+
+// ListenerMetrics gives a listener its counters: the connections open, and
+// those refused over the total and the per-source limit.
+type ListenerMetrics interface {
+	ListenerCounters(listener string) (open Gauge, refusedTotal, refusedPerIP Counter)
 }
 
 type limitListener struct {
 	net.Listener
 	name     string
 	lim      ConnLimits
-	refusals *refusalLog
-	slots    *sourceSlots
+	refusals *RefusalLog
+	slots    *Slots
 
-	open                       gauge
-	refusedTotal, refusedPerIP counter
+	open                       Gauge
+	refusedTotal, refusedPerIP Counter
 }
 
-// sourceSlots counts what is open (connections, streams) in all and per
-// source address against a total and a per-source limit; zero is
-// unlimited.
-type sourceSlots struct {
+// Slots counts what is open (connections, streams) in all and per source
+// address against a total and a per-source limit; zero is unlimited.
+type Slots struct {
 	max, maxPerIP int
 
 	mu    sync.Mutex
@@ -73,17 +79,24 @@ type sourceSlots struct {
 	byIP  map[netip.Addr]int
 }
 
-func newSourceSlots(max, maxPerIP int) *sourceSlots {
-	return &sourceSlots{max: max, maxPerIP: maxPerIP, byIP: map[netip.Addr]int{}}
+// NewSlots counts against max in all and maxPerIP per source address.
+func NewSlots(max, maxPerIP int) *Slots {
+	return &Slots{max: max, maxPerIP: maxPerIP, byIP: map[netip.Addr]int{}}
 }
 
-// gauge and counter are the parts of the Prometheus types used here; nil
+// Max is the limit in all (0: none).
+func (s *Slots) Max() int { return s.max }
+
+// MaxPerIP is the limit per source address (0: none).
+func (s *Slots) MaxPerIP() int { return s.maxPerIP }
+
+// Gauge and Counter are the parts of the Prometheus types used here; nil
 // (no metrics) is allowed.
-type gauge interface {
+type Gauge interface {
 	Inc()
 	Dec()
 }
-type counter interface{ Inc() }
+type Counter interface{ Inc() }
 
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
@@ -91,8 +104,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		ip := sourceIP(c.RemoteAddr())
-		reason := l.slots.acquire(ip)
+		ip := SourceIP(c.RemoteAddr())
+		reason := l.slots.Acquire(ip)
 		if reason == "" {
 			if l.open != nil {
 				l.open.Inc()
@@ -105,9 +118,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			_ = tc.SetLinger(0)
 		}
 		_ = c.Close()
-		if reason == connRefusedTotal && l.refusedTotal != nil {
+		if reason == RefusedTotal && l.refusedTotal != nil {
 			l.refusedTotal.Inc()
-		} else if reason == connRefusedPerIP && l.refusedPerIP != nil {
+		} else if reason == RefusedPerIP && l.refusedPerIP != nil {
 			l.refusedPerIP.Inc()
 		}
 		l.refusals.Log(context.Background(), slog.LevelWarn, "connection-"+reason,
@@ -116,23 +129,24 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// acquire counts one more from ip, or says which limit it is over
-// (connRefusedTotal, connRefusedPerIP).
-func (s *sourceSlots) acquire(ip netip.Addr) string {
+// Acquire counts one more from ip, or says which limit it is over
+// (RefusedTotal, RefusedPerIP).
+func (s *Slots) Acquire(ip netip.Addr) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.max > 0 && s.total >= s.max {
-		return connRefusedTotal
+		return RefusedTotal
 	}
 	if s.maxPerIP > 0 && s.byIP[ip] >= s.maxPerIP {
-		return connRefusedPerIP
+		return RefusedPerIP
 	}
 	s.total++
 	s.byIP[ip]++
 	return ""
 }
 
-func (s *sourceSlots) release(ip netip.Addr) {
+// Release gives back what Acquire took for ip.
+func (s *Slots) Release(ip netip.Addr) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total--
@@ -142,15 +156,15 @@ func (s *sourceSlots) release(ip netip.Addr) {
 }
 
 func (l *limitListener) release(ip netip.Addr) {
-	l.slots.release(ip)
+	l.slots.Release(ip)
 	if l.open != nil {
 		l.open.Dec()
 	}
 }
 
-// sourceIP is the address a connection comes from; IPv4-mapped IPv6
+// SourceIP is the address a connection comes from; IPv4-mapped IPv6
 // addresses count as their IPv4 address.
-func sourceIP(a net.Addr) netip.Addr {
+func SourceIP(a net.Addr) netip.Addr {
 	if ta, ok := a.(*net.TCPAddr); ok {
 		return ta.AddrPort().Addr().Unmap()
 	}
@@ -172,27 +186,4 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
-}
-
-// withDefaults fills the zero limits of o with their defaults.
-func (o GRPCOptions) withDefaults() GRPCOptions {
-	if o.MaxConcurrentStreams == 0 {
-		o.MaxConcurrentStreams = DefaultMaxStreamsPerConnection
-	}
-	if o.MaxHeaderListBytes == 0 {
-		o.MaxHeaderListBytes = DefaultMaxHeaderBytes
-	}
-	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	if o.MaxUnauthenticatedStreams <= 0 {
-		o.MaxUnauthenticatedStreams = DefaultMaxUnauthenticatedStreams
-	}
-	if o.MaxUnauthenticatedStreamsPerIP <= 0 {
-		o.MaxUnauthenticatedStreamsPerIP = DefaultMaxUnauthenticatedStreamsPerIP
-	}
-	return o
 }
