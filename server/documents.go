@@ -17,6 +17,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/jwks/jwksserve"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -36,12 +37,12 @@ func (a *Authority) JWKS(ctx context.Context) (jwks.Document, error) {
 }
 
 // documentHandlers serve the published documents from pre-rendered bytes
-// and headers (jwks.CachedHandler): a request reads an atomic pointer, the
+// and headers (jwksserve.CachedHandler): a request reads an atomic pointer, the
 // versions of what the document was rendered from and the clock, and
 // writes; nothing is rendered, hashed or formatted per request.
 type documentHandlers struct {
-	jwks        *jwks.CachedHandler
-	revocations *jwks.CachedHandler
+	jwks        *jwksserve.CachedHandler
+	revocations *jwksserve.CachedHandler
 }
 
 // newDocumentHandlers makes the JWKS and revocation document handlers, each
@@ -49,14 +50,14 @@ type documentHandlers struct {
 func (a *Authority) newDocumentHandlers() documentHandlers {
 	now := func() time.Time { return a.now() } // a.now as it is at each call (tests move it)
 	return documentHandlers{
-		jwks: jwks.NewCachedHandler(jwks.CacheOptions{
+		jwks: jwksserve.NewCachedHandler(jwksserve.CacheOptions{
 			What:    "JWKS",
 			Render:  a.renderJWKS,
 			Version: a.keys.version.Load,
 			Now:     now,
 			Observe: a.countDocumentRequest("jwks"),
 		}),
-		revocations: jwks.NewCachedHandler(jwks.CacheOptions{
+		revocations: jwksserve.NewCachedHandler(jwksserve.CacheOptions{
 			What:    "revocation document",
 			Render:  a.renderRevocations,
 			Version: a.revocationsVersion,
@@ -77,7 +78,7 @@ func (a *Authority) newDocumentHandlers() documentHandlers {
 // Cache-Control's max-age is what is left until the next transition from
 // the end of that period, so however late in it the rendition is served,
 // no cache keeps the set past the transition.
-func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
+func (a *Authority) renderJWKS(ctx context.Context) (jwksserve.Rendition, error) {
 	now := a.now()
 	recs, err := a.keys.records(ctx, false)
 	if err != nil {
@@ -86,13 +87,13 @@ func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 			return r, nil
 		}
 		a.log.Error("JWKS not served", "err", err)
-		return jwks.Rendition{}, err
+		return jwksserve.Rendition{}, err
 	}
 	readAt := a.keys.readTime()
 	doc, err := jwks.Render(now, recs, a.policy(), a.cfg.JWKSMaxAge)
 	if err != nil {
 		a.log.Error("JWKS not served", "err", err)
-		return jwks.Rendition{}, err
+		return jwksserve.Rendition{}, err
 	}
 	a.stale.current(a.log, "JWKS", &a.stale.jwks)
 	until := now.Add(max(a.keys.refresh-time.Since(readAt), 0))
@@ -103,8 +104,8 @@ func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 		}
 		maxAge = min(maxAge, next.Sub(until))
 	}
-	return jwks.Rendition{
-		Static: jwks.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwks.CacheControl(maxAge)),
+	return jwksserve.Rendition{
+		Static: jwksserve.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwksserve.CacheControl(maxAge)),
 		Until:  until,
 	}, nil
 }
@@ -115,7 +116,7 @@ func (a *Authority) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 // here (the publisher's changes, which follow another replica's re-signing
 // by its notification). The publisher's own re-signing rules are untouched:
 // each render asks it, and the duty round keeps asking.
-func (a *Authority) renderRevocations(ctx context.Context) (jwks.Rendition, error) {
+func (a *Authority) renderRevocations(ctx context.Context) (jwksserve.Rendition, error) {
 	now := a.now()
 	body, err := a.revocations.document(ctx)
 	if err != nil {
@@ -124,10 +125,10 @@ func (a *Authority) renderRevocations(ctx context.Context) (jwks.Rendition, erro
 			return r, nil
 		}
 		a.log.Error("revocation document not served", "err", err)
-		return jwks.Rendition{}, err
+		return jwksserve.Rendition{}, err
 	}
 	a.stale.current(a.log, "revocation document", &a.stale.revocations)
-	return jwks.Rendition{Static: jwks.NewRevocationStatic(body), Until: now.Add(a.keys.refresh)}, nil
+	return jwksserve.Rendition{Static: jwksserve.NewRevocationStatic(body), Until: now.Add(a.keys.refresh)}, nil
 }
 
 // documentStaleRetry is how often a document served from the last read
@@ -193,15 +194,15 @@ func (a *Authority) staleJWKSFor() time.Duration {
 // transitions still happen. Caches may keep it until the first of the next
 // scheduled transition, the end of the bound (staleJWKSFor past the read)
 // and jwks_max_age; the store is tried again every documentStaleRetry.
-func (a *Authority) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
+func (a *Authority) staleJWKS(now time.Time, err error) (jwksserve.Rendition, bool) {
 	recs, readAt, ok := a.keys.lastRead()
 	left := a.staleJWKSFor() - time.Since(readAt)
 	if !ok || !documentsFallBack(err) || left <= 0 {
-		return jwks.Rendition{}, false
+		return jwksserve.Rendition{}, false
 	}
 	doc, rerr := jwks.Render(now, recs, a.policy(), a.cfg.JWKSMaxAge)
 	if rerr != nil {
-		return jwks.Rendition{}, false
+		return jwksserve.Rendition{}, false
 	}
 	end := now.Add(left)
 	until := now.Add(min(documentStaleRetry, left))
@@ -213,8 +214,8 @@ func (a *Authority) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
 		maxAge = min(maxAge, next.Sub(until))
 	}
 	a.stale.served(a.log, "JWKS", &a.stale.jwks, readAt, end, err)
-	return jwks.Rendition{
-		Static: jwks.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwks.CacheControl(maxAge)),
+	return jwksserve.Rendition{
+		Static: jwksserve.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwksserve.CacheControl(maxAge)),
 		Until:  until,
 	}, true
 }
@@ -222,14 +223,14 @@ func (a *Authority) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
 // staleRevocations serves the last revocation document read or signed when
 // the store cannot be read (err), until its exp. Its Cache-Control stays
 // no-cache: caches revalidate every use, so none keeps it past then.
-func (a *Authority) staleRevocations(now time.Time, err error) (jwks.Rendition, bool) {
+func (a *Authority) staleRevocations(now time.Time, err error) (jwksserve.Rendition, bool) {
 	last := a.revocations.lastGood()
 	if last == nil || !documentsFallBack(err) || !now.Before(last.state.ExpiresAt) {
-		return jwks.Rendition{}, false
+		return jwksserve.Rendition{}, false
 	}
 	a.stale.served(a.log, "revocation document", &a.stale.revocations, last.readAt, last.state.ExpiresAt, err)
-	return jwks.Rendition{
-		Static: jwks.NewRevocationStatic(last.doc.Body),
+	return jwksserve.Rendition{
+		Static: jwksserve.NewRevocationStatic(last.doc.Body),
 		Until:  minTime(now.Add(documentStaleRetry), last.state.ExpiresAt),
 	}, true
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/jwks/jwksserve"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 )
@@ -94,7 +95,7 @@ func (a *Authority) agentCardHandler(auth *access.Authenticator) http.Handler {
 		if c.Visibility != store.Public {
 			h.Set("Vary", "Authorization")
 		}
-		if jwks.ETagListMatches(r.Header["If-None-Match"], etag) {
+		if jwksserve.ETagListMatches(r.Header["If-None-Match"], etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
