@@ -12,9 +12,9 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/backends/internal/keylimit"
 	"github.com/cardsign/cardsign/backends/internal/kmsstats"
 	"github.com/cardsign/cardsign/backends/internal/retry"
+	"github.com/cardsign/cardsign/ratelimit"
 )
 
 // Scheme is the URI scheme this backend serves.
@@ -40,7 +40,7 @@ type Backend struct {
 	retry     *retry.Policy
 	// limits are the per-key rate limiters, by key ARN (Open resolves
 	// aliases and key IDs to it), shared by every signer of a key.
-	limits *keylimit.Map
+	limits *ratelimit.Limiter
 	closed atomic.Bool
 
 	mu      sync.Mutex // guards clients
@@ -73,7 +73,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		log:     cfg.Logger,
 		region:  ac.Region,
 		clients: map[string]*kms.Client{},
-		limits:  keylimit.New(cfg.RateLimit, burstWindow),
+		limits:  ratelimit.New(cfg.RateLimit, ratelimit.BurstFor(cfg.RateLimit, burstWindow)),
 	}
 	b.retry = b.retryPolicy()
 	switch hc := ac.HTTPClient.(type) {

@@ -8,9 +8,9 @@ import (
 
 	kms "cloud.google.com/go/kms/apiv1"
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/backends/internal/keylimit"
 	"github.com/cardsign/cardsign/backends/internal/kmsstats"
 	"github.com/cardsign/cardsign/backends/internal/retry"
+	"github.com/cardsign/cardsign/ratelimit"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,7 +27,7 @@ type Backend struct {
 	closed atomic.Bool
 	// limits are the per-key-version rate limiters, by version name,
 	// shared by everything that signs with a version through this Backend.
-	limits *keylimit.Map
+	limits *ratelimit.Limiter
 }
 
 var (
@@ -70,7 +70,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		cfg:    cfg,
 		log:    cfg.Logger,
 		client: client,
-		limits: keylimit.New(cfg.RateLimit, burstWindow),
+		limits: ratelimit.New(cfg.RateLimit, ratelimit.BurstFor(cfg.RateLimit, burstWindow)),
 	}
 	b.retry = b.retryPolicy()
 	return b, nil
