@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/cardsign/cardsign/limits"
 )
 
 // ConnLimits bounds one listener's open connections. Zero means unlimited.
@@ -177,22 +179,22 @@ func (c *limitConn) Close() error {
 // withDefaults fills the zero limits of o with their defaults.
 func (o GRPCOptions) withDefaults() GRPCOptions {
 	if o.MaxConcurrentStreams == 0 {
-		o.MaxConcurrentStreams = DefaultMaxStreamsPerConnection
+		o.MaxConcurrentStreams = limits.DefaultMaxStreamsPerConnection
 	}
 	if o.MaxHeaderListBytes == 0 {
-		o.MaxHeaderListBytes = DefaultMaxHeaderBytes
+		o.MaxHeaderListBytes = limits.DefaultMaxHeaderBytes
 	}
 	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = DefaultHandshakeTimeout
+		o.HandshakeTimeout = limits.DefaultHandshakeTimeout
 	}
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultIdleTimeout
+		o.IdleTimeout = limits.DefaultIdleTimeout
 	}
 	if o.MaxUnauthenticatedStreams <= 0 {
-		o.MaxUnauthenticatedStreams = DefaultMaxUnauthenticatedStreams
+		o.MaxUnauthenticatedStreams = limits.DefaultMaxUnauthenticatedStreams
 	}
 	if o.MaxUnauthenticatedStreamsPerIP <= 0 {
-		o.MaxUnauthenticatedStreamsPerIP = DefaultMaxUnauthenticatedStreamsPerIP
+		o.MaxUnauthenticatedStreamsPerIP = limits.DefaultMaxUnauthenticatedStreamsPerIP
 	}
 	return o
 }

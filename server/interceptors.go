@@ -102,7 +102,7 @@ type GRPCOptions struct {
 	// MaxMessageBytes is the largest request accepted.
 	MaxMessageBytes int
 	// MaxConcurrentStreams bounds the calls (streams) open at once on one
-	// connection; 0 is DefaultMaxStreamsPerConnection.
+	// connection; 0 is limits.DefaultMaxStreamsPerConnection.
 	MaxConcurrentStreams uint32
 	// MaxUnauthenticatedStreams and MaxUnauthenticatedStreamsPerIP bound
 	// the streams open at once that no credential authenticated (health
@@ -113,13 +113,13 @@ type GRPCOptions struct {
 	MaxUnauthenticatedStreams      int
 	MaxUnauthenticatedStreamsPerIP int
 	// MaxHeaderListBytes bounds a call's metadata, read before
-	// authentication; 0 is DefaultMaxHeaderBytes.
+	// authentication; 0 is limits.DefaultMaxHeaderBytes.
 	MaxHeaderListBytes uint32
 	// HandshakeTimeout bounds connection setup (TLS and the HTTP/2
-	// preface); 0 is DefaultHandshakeTimeout.
+	// preface); 0 is limits.DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection with no call open for that long; 0
-	// is DefaultIdleTimeout.
+	// is limits.DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// RefusalLogBurst and RefusalLogInterval bound the log lines written
 	// for refused calls: the first RefusalLogBurst per reason per interval,
@@ -127,19 +127,6 @@ type GRPCOptions struct {
 	RefusalLogBurst    int
 	RefusalLogInterval time.Duration
 }
-
-// Defaults of the connection limits shared by both listeners.
-const (
-	DefaultMaxStreamsPerConnection = 100
-	DefaultMaxHeaderBytes          = 16 << 10
-	DefaultHandshakeTimeout        = 10 * time.Second
-	DefaultIdleTimeout             = 2 * time.Minute
-	// A cardsign client holds one health Watch per replica it balances
-	// over, and sends its credentials on it: only anonymous watchers
-	// (authentication off, or a client without credentials) count.
-	DefaultMaxUnauthenticatedStreams      = 256
-	DefaultMaxUnauthenticatedStreamsPerIP = 32
-)
 
 // gate runs before every call: request id, caller identity, authorization,
 // rate limit and deadline. It is shared by unary and stream calls.

@@ -8,14 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// Defaults for refusal logging: enough lines to see who is knocking, few
-// enough that a flood of unauthenticated calls cannot fill the disk with
-// logs (one line per refusal was 36 MB in 10 s).
-const (
-	DefaultRefusalLogBurst    = 10
-	DefaultRefusalLogInterval = 10 * time.Second
+	"github.com/cardsign/cardsign/limits"
 )
 
 // refusalLog writes the first burst refusals of each reason per interval
@@ -39,10 +33,10 @@ type refusalWindow struct {
 
 func newRefusalLog(log *slog.Logger, burst int, interval time.Duration) *refusalLog {
 	if burst <= 0 {
-		burst = DefaultRefusalLogBurst
+		burst = limits.DefaultRefusalLogBurst
 	}
 	if interval <= 0 {
-		interval = DefaultRefusalLogInterval
+		interval = limits.DefaultRefusalLogInterval
 	}
 	return &refusalLog{log: log, burst: burst, interval: interval, windows: map[string]*refusalWindow{}}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/limits"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
@@ -23,18 +24,6 @@ import (
 // each entry stays for good, and the document must stay well under the
 // 1 MiB verifiers read.
 const MaxRevokedCards = 1000
-
-// DefaultRegistryKeep is how many versions of an agent's card the registry
-// keeps when the configuration does not say (registry.keep).
-const DefaultRegistryKeep = 20
-
-// Default registry quotas (registry.max_agents, registry.max_agents_per_caller):
-// an organisation's agents number in the hundreds; each agent may hold
-// registry.keep versions of a card of up to signing.max_card_bytes.
-const (
-	DefaultRegistryMaxAgents          = 10000
-	DefaultRegistryMaxAgentsPerCaller = 1000
-)
 
 // QuotaError is a new agent the registry's quotas leave no room for: the
 // card is refused before it is signed. Limit names the configuration field.
@@ -123,7 +112,7 @@ func (a *Authority) checkQuota(ctx context.Context, caller string) error {
 }
 
 func (a *Authority) registryQuotas() (total, perCaller int64) {
-	total, perCaller = DefaultRegistryMaxAgents, DefaultRegistryMaxAgentsPerCaller
+	total, perCaller = limits.DefaultRegistryMaxAgents, limits.DefaultRegistryMaxAgentsPerCaller
 	if a.cfg.RegistryMaxAgents > 0 {
 		total = int64(a.cfg.RegistryMaxAgents)
 	}
@@ -249,7 +238,7 @@ func (a *Authority) registryKeep() int {
 	if a.cfg.RegistryKeep > 0 {
 		return a.cfg.RegistryKeep
 	}
-	return DefaultRegistryKeep
+	return limits.DefaultRegistryKeep
 }
 
 // AgentCard returns version v of agent id's card (0: the newest).

@@ -672,7 +672,8 @@ func listen(cfg daemonconfig.Config, tlsOn, authOn bool, nofile uint64, metrics 
 	// Excess connections are closed as soon as accepted, before any TLS
 	// handshake; each listener has limits of its own, so a flood of one
 	// cannot starve the other.
-	climits := daemonconfig.ConnLimits(cfg.Limits, nofile, log)
+	rl := daemonconfig.ConnLimits(cfg.Limits, nofile, log)
+	climits := server.ConnLimits{Max: rl.MaxConnections, MaxPerIP: rl.MaxConnectionsPerIP, RefusalLogBurst: rl.RefusalLogBurst, RefusalLogInterval: rl.RefusalLogInterval}
 	gl = server.LimitListener(gl, "grpc", climits, metrics, log)
 	hl = server.LimitListener(hl, "http", climits, metrics, log)
 	log.Info("connection limits", "max_connections", climits.Max, "max_connections_per_ip", climits.MaxPerIP,
