@@ -1,3 +1,5 @@
+//go:build !noawskms
+
 package awskms
 
 import (
@@ -16,9 +18,6 @@ import (
 	"github.com/cardsign/cardsign/backends/internal/retry"
 	"github.com/cardsign/cardsign/ratelimit"
 )
-
-// Scheme is the URI scheme this backend serves.
-const Scheme = "awskms"
 
 // maxIdleConnsPerHost replaces the SDK's default of 10 idle connections per
 // host: with more concurrent signatures than that, every request beyond
@@ -158,6 +157,10 @@ func (b *Backend) Close() error {
 func (b *Backend) closedErr(op, key string) error {
 	return &UnavailableError{Op: op, Key: key, Reason: ErrClosed}
 }
+
+// NotBuilt is empty: this build has the awskms backend (no_awskms.go is
+// the stub of a build without it).
+const NotBuilt = ""
 
 // Constructor builds this backend for a backends.Registry from a Config
 // whose Settings is a Config.

@@ -1,3 +1,5 @@
+//go:build !nogcpkms
+
 package gcpkms
 
 import (
@@ -95,6 +97,10 @@ func (b *Backend) Close() error {
 // connections let a burst of signatures go out, and their answers come
 // back, in parallel. ClientOptions may override it.
 const connPoolSize = 4
+
+// NotBuilt is empty: this build has the gcpkms backend (no_gcpkms.go is
+// the stub of a build without it).
+const NotBuilt = ""
 
 // Constructor builds this backend for a backends.Registry from a Config
 // whose Settings is a Config.

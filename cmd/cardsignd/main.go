@@ -329,18 +329,6 @@ func startChecks(ctx context.Context) []func(daemonconfig.Config) error {
 	}
 }
 
-// notBuilt names the key backends this build lacks (build tags, cgo), with
-// how to get them.
-func notBuilt() map[string]string {
-	m := map[string]string{}
-	for scheme, how := range map[string]string{"pkcs11": pkcs11NotBuilt, "gcpkms": gcpkmsNotBuilt, "awskms": awskmsNotBuilt} {
-		if how != "" {
-			m[scheme] = how
-		}
-	}
-	return m
-}
-
 // checkStore looks at the store before the start opens (and so migrates)
 // it, reading only: a PostgreSQL database migrated by a newer cardsignd is
 // refused, and so is one usableCopy refuses; on either store, a key on
