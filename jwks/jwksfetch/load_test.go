@@ -19,18 +19,7 @@ import (
 )
 
 func TestLoad(t *testing.T) {
-	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k1, err := jose.NewJWK(ec.Public(), "k1", jose.ES256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jwks.Set{Keys: []jose.JWK{k1}}.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := oneKeySet(t, "k1")
 	dir := t.TempDir()
 	good := filepath.Join(dir, "jwks.json")
 	big := filepath.Join(dir, "big.json")
@@ -114,4 +103,22 @@ func TestLoad(t *testing.T) {
 	if !strings.Contains(gotAccept, jwks.MediaType) {
 		t.Errorf("Accept = %q", gotAccept)
 	}
+}
+
+// oneKeySet returns a JWK Set of one fresh P-256 key named kid.
+func oneKeySet(t *testing.T, kid string) []byte {
+	t.Helper()
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var k jose.JWK
+	if err == nil {
+		k, err = jose.NewJWK(ec.Public(), kid, jose.ES256)
+	}
+	var doc []byte
+	if err == nil {
+		doc, err = jwks.Set{Keys: []jose.JWK{k}}.MarshalJSON()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
