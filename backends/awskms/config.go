@@ -17,6 +17,11 @@ import (
 	"github.com/cardsign/cardsign/backends"
 )
 
+// sdkConfig is the type of Config.AWSConfig: aws.Config. A build without
+// the backend (no_awskms.go) makes it an empty struct, so that Config needs
+// nothing of the AWS SDK there.
+type sdkConfig = aws.Config
+
 // normalize checks c and returns it with defaults filled in.
 func (c Config) normalize() (Config, error) {
 	if c.Endpoint != "" {

@@ -8,6 +8,10 @@ import (
 	"github.com/cardsign/cardsign/backends"
 )
 
+// sdkConfig stands for aws.Config (config.go) in a build without the
+// backend: Config.AWSConfig is then of no use, and the SDK stays out.
+type sdkConfig = struct{}
+
 // NotBuilt says how to get the awskms backend, which this build lacks: a
 // binary reports it as "rebuild BINARY without -tags noawskms".
 const NotBuilt = "without -tags noawskms"

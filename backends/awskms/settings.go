@@ -6,8 +6,6 @@ package awskms
 
 import (
 	"log/slog"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // Scheme is the URI scheme this backend serves.
@@ -49,11 +47,12 @@ type Config struct {
 	// (Debug) and give-ups (Warn); nil means slog.Default(). Credentials are
 	// never logged.
 	Logger *slog.Logger
-	// AWSConfig, if set, supplies credentials, HTTP client and the like; it
-	// is copied. nil loads the standard chain with config.LoadDefaultConfig.
+	// AWSConfig (an *aws.Config), if set, supplies credentials, HTTP
+	// client and the like; it is copied. nil loads the standard chain with
+	// config.LoadDefaultConfig.
 	// Its retryer is not used: the backend owns retries (see the package
 	// comment). An SDK BuildableClient (or none) gets an idle connection
 	// pool of 256 per host instead of 10; other HTTP clients are used as
 	// they are.
-	AWSConfig *aws.Config
+	AWSConfig *sdkConfig
 }

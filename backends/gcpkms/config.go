@@ -8,7 +8,15 @@ import (
 	"math"
 	"net"
 	"strings"
+
+	"google.golang.org/api/option"
 )
+
+// clientOption is the element type of Config.ClientOptions:
+// option.ClientOption. A build without the backend (no_gcpkms.go) makes it
+// an empty interface, so that Config needs nothing of the Google API client
+// there.
+type clientOption = option.ClientOption
 
 // normalize checks c and returns it with defaults filled in.
 func (c Config) normalize() (Config, error) {

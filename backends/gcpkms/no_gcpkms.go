@@ -8,6 +8,11 @@ import (
 	"github.com/cardsign/cardsign/backends"
 )
 
+// clientOption stands for option.ClientOption (config.go) in a build
+// without the backend: Config.ClientOptions is then of no use, and the
+// Google API client stays out.
+type clientOption = any
+
 // NotBuilt says how to get the gcpkms backend, which this build lacks: a
 // binary reports it as "rebuild BINARY without -tags nogcpkms".
 const NotBuilt = "without -tags nogcpkms"

@@ -7,8 +7,6 @@ package gcpkms
 import (
 	"log/slog"
 	"time"
-
-	"google.golang.org/api/option"
 )
 
 // Scheme is the URI scheme of Cloud KMS key versions:
@@ -54,8 +52,8 @@ type Config struct {
 	AttemptTimeout time.Duration
 	// Logger receives key and retry events; nil means slog.Default().
 	Logger *slog.Logger
-	// ClientOptions are passed to the Cloud KMS client after the options
-	// above, e.g. option.WithCredentialsFile. Without them the standard
+	// ClientOptions (option.ClientOption values) are passed to the Cloud
+	// KMS client after the options above, e.g. option.WithCredentialsFile. Without them the standard
 	// credential chain is used.
-	ClientOptions []option.ClientOption
+	ClientOptions []clientOption
 }
