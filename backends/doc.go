@@ -11,9 +11,12 @@
 // kms/apiv1: each backend package exports a Constructor, and the program
 // (the daemon's wiring, the CLI, a test) owns a Registry value and adds the
 // constructors it wants with their configuration. Nothing is global, so a
-// restricted and an unrestricted file backend can live side by side, and a
-// binary built without a backend (CGO_ENABLED=0 or -tags nopkcs11) adds
-// Missing(scheme, …) instead, which says what the build lacks.
+// restricted and an unrestricted file backend can live side by side. A
+// backend that a build tag can leave out (CGO_ENABLED=0 or -tags nopkcs11,
+// nogcpkms, noawskms) has a stub in its own package for such a build
+// (no_pkcs11.go, as smallstep's kms/awskms/no_awskms.go), and binaries add
+// it with AddBuilt, which adds Missing(scheme, …) in a build without it, so
+// a key URI naming it says what the build lacks.
 //
 //	reg := backends.NewRegistry()
 //	reg.Add(file.Scheme, file.Constructor, backends.Config{})

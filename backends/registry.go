@@ -167,6 +167,22 @@ func (e *NotBuiltError) Error() string {
 	return fmt.Sprintf("backends: this build has no %s backend; %s", e.Scheme, e.How)
 }
 
+// AddBuilt is how a binary adds a backend that a build tag may leave out:
+// notBuilt is the backend package's NotBuilt, empty when this build has the
+// backend, and then ctor and cfg are added as Add does. Otherwise the scheme
+// gets a Missing constructor saying how to get it (Rebuild), so a key URI
+// naming it says what this build lacks instead of "unknown scheme".
+func (r *Registry) AddBuilt(binary, scheme string, ctor Constructor, notBuilt string, cfg Config) error {
+	if notBuilt != "" {
+		return r.Add(scheme, Missing(scheme, Rebuild(binary, notBuilt)), Config{})
+	}
+	return r.Add(scheme, ctor, cfg)
+}
+
+// Rebuild is how to get a backend that binary was built without, given the
+// backend package's NotBuilt: "rebuild cardsignd without -tags noawskms".
+func Rebuild(binary, notBuilt string) string { return "rebuild " + binary + " " + notBuilt }
+
 // Missing is the constructor a build without a backend adds for its scheme,
 // so a key URI or a config section naming it says what this build lacks
 // instead of "unknown scheme".

@@ -201,3 +201,24 @@ func TestOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestAddBuilt: a backend the build has is added as it is; one it lacks is
+// added as Missing, its error saying how to rebuild this binary.
+func TestAddBuilt(t *testing.T) {
+	ctx := context.Background()
+	r := NewRegistry()
+	built := func(context.Context, Config) (Backend, error) { return nil, errors.New("built constructor ran") }
+	if err := r.AddBuilt("cardsignd", "test-built", built, "", Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Backend(ctx, "test-built"); err == nil || !strings.Contains(err.Error(), "built constructor ran") {
+		t.Errorf("a built backend: %v, want its own constructor's answer", err)
+	}
+	if err := r.AddBuilt("cardsignd", "test-lacking", built, "without -tags notest", Config{}); err != nil {
+		t.Fatal(err)
+	}
+	var nb *NotBuiltError
+	if _, err := r.Backend(ctx, "test-lacking"); !errors.As(err, &nb) || nb.How != "rebuild cardsignd without -tags notest" {
+		t.Errorf("a backend left out of the build: %v, want a NotBuiltError saying how to rebuild cardsignd", err)
+	}
+}

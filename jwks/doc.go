@@ -8,8 +8,9 @@
 //
 // The package also derives key lifecycle states (Derive: scheduled, pending,
 // active, retired, expired, revoked) from the timestamps of stored
-// KeyRecords, renders and serves the JWKS of the published keys (Render,
-// Handler), and signs, verifies and serves the revocation document
-// (SignRevocations, VerifyRevocations, RevocationHandler). None of it keeps
-// state: the same records and instant always give the same answer.
+// KeyRecords, renders the JWKS of the published keys (Render), and signs and
+// verifies the revocation document (SignRevocations, VerifyRevocations).
+// None of it keeps state: the same records and instant always give the same
+// answer. Serving the documents over HTTP is jwks/jwksserve's job, fetching
+// them jwks/jwksfetch's, so that jwks (and signer above it) has no net/http.
 package jwks

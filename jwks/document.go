@@ -1,6 +1,8 @@
 package jwks
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,7 +54,18 @@ func Render(now time.Time, recs []KeyRecord, p Policy, maxAge time.Duration) (Do
 	if next, ok := NextTransition(now, recs, p); ok {
 		age = min(age, next.Sub(now))
 	}
-	return Document{Body: body, ETag: etagOf(body), MaxAge: age}, nil
+	return Document{Body: body, ETag: ETagOf(body), MaxAge: age}, nil
+}
+
+// ETagOf returns the strong entity tag of body (see Document.ETag): the full
+// unpadded base64url SHA-256 of the bytes, quoted. The full 43 characters are
+// kept rather than a prefix: the tag costs nothing to send, and a tag that
+// depends on every bit of the body needs no argument about collisions. Since
+// the body's bytes depend only on the key set, so does the tag, on every
+// replica and across restarts.
+func ETagOf(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:]) + `"`
 }
 
 // publicKeyOf returns the JWK to publish for r: its stored public JWK, with

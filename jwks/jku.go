@@ -310,5 +310,21 @@ func unhex(c byte) byte {
 // this package reports, and quoted, because it is attacker text that will
 // reach a terminal.
 func quoteURL(raw string) string {
-	return strconv.QuoteToASCII(redact(raw))
+	return strconv.QuoteToASCII(RedactURL(raw))
+}
+
+// RedactURL drops credentials and the query from a URL before it goes into
+// an error message; a JWKS URL may carry an access token. What does not
+// parse as a URL with a scheme (a file path) is returned as it is.
+func RedactURL(src string) string {
+	u, err := url.Parse(src)
+	if err != nil || u.Scheme == "" {
+		return src
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	u.Fragment = ""
+	return u.String()
 }

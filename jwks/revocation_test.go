@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -278,35 +277,6 @@ func TestVerifyRevocationsErrors(t *testing.T) {
 	if _, err := VerifyRevocations(good, nil, valid); !errors.Is(err, ErrRevocationsUnknownKey) {
 		t.Errorf("nil keys: %v", err)
 	}
-}
-
-func TestRevocationHandler(t *testing.T) {
-	ec, _, _ := testKeys(t)
-	doc, err := SignRevocations(context.Background(), sampleRevocations(), ec, jose.ES256, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fail := false
-	h := RevocationHandler(func(context.Context) ([]byte, error) {
-		if fail {
-			return nil, errors.New("store: database is locked at /data/cardsign.db")
-		}
-		return doc, nil
-	})
-	ok := map[string]string{
-		"Content-Type":                "application/json",
-		"Cache-Control":               "no-cache",
-		"ETag":                        etagOf(doc),
-		"Access-Control-Allow-Origin": "*",
-	}
-	inm := map[string][]string{"If-None-Match": {etagOf(doc)}}
-	check(t, "GET", h, http.MethodGet, nil, response{200, ok, string(doc)})
-	check(t, "HEAD", h, http.MethodHead, nil, response{200, ok, ""})
-	check(t, "If-None-Match", h, http.MethodGet, inm, response{304, map[string]string{"ETag": etagOf(doc), "Cache-Control": "no-cache"}, ""})
-	check(t, "If-None-Match stale", h, http.MethodGet, map[string][]string{"If-None-Match": {`"x"`}}, response{200, ok, string(doc)})
-	check(t, "PUT", h, http.MethodPut, nil, response{405, map[string]string{"Allow": "GET, HEAD"}, "method not allowed\n"})
-	fail = true
-	check(t, "source error", h, http.MethodGet, nil, response{503, map[string]string{"ETag": ""}, "revocation document temporarily unavailable\n"})
 }
 
 // TestRevocationsCards: revoked cards round-trip sorted by canonical SHA-256

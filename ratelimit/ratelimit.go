@@ -1,5 +1,8 @@
-// Package ratelimit gives each caller its own token bucket, so that one
-// busy or hostile caller cannot use up the signing capacity of the others.
+// Package ratelimit gives each key its own token bucket: each caller, so
+// that one busy or hostile caller cannot use up the signing capacity of the
+// others (Allow, which refuses), and each KMS key a backend signs with, so
+// that every signer of a key shares its rate and one busy key does not slow
+// the others (Wait, which paces).
 //
 // Buckets are golang.org/x/time/rate limiters kept in a map by key (the
 // caller identity). The map must not grow without bound when an attacker
@@ -18,6 +21,8 @@
 package ratelimit
 
 import (
+	"context"
+	"errors"
 	"hash/maphash"
 	"math"
 	"sync"
@@ -28,6 +33,15 @@ import (
 
 // MaxKeys is the most keys a Limiter tracks at once.
 const MaxKeys = 100_000
+
+// maxBurst bounds the burst BurstFor computes, whatever the rate: a float
+// rate of 1e300 would otherwise overflow the int conversion.
+const maxBurst = 1 << 20
+
+// ErrWouldExceedDeadline is Wait's answer when the token would come after
+// the context's deadline: Wait refuses at once rather than sleep into a
+// failure.
+var ErrWouldExceedDeadline = errors.New("ratelimit: wait would exceed the context deadline")
 
 const (
 	// shardCount spreads keys over separately locked maps so that callers
@@ -48,7 +62,7 @@ type Limiter struct {
 	refill   time.Duration // how long an empty bucket takes to fill
 	perShard int           // the key cap of each shard
 	seed     maphash.Seed
-	overflow *rate.Limiter // shared by new keys while their shard is full
+	overflow *bucket // shared by new keys while their shard is full
 	now      func() time.Time
 	shards   []shard // nil when unlimited
 }
@@ -90,12 +104,23 @@ func newLimiter(r float64, burst, maxKeys int, now func() time.Time) *Limiter {
 	l.refill = durationOf(float64(burst), r)
 	l.perShard = max(1, (maxKeys+shardCount-1)/shardCount)
 	l.seed = maphash.MakeSeed()
-	l.overflow = rate.NewLimiter(l.limit, burst)
+	l.overflow = &bucket{lim: rate.NewLimiter(l.limit, burst)}
 	l.shards = make([]shard, shardCount)
 	for i := range l.shards {
 		l.shards[i].buckets = make(map[string]*bucket)
 	}
 	return l
+}
+
+// BurstFor returns the burst that holds window's worth of tokens at rate
+// per second: at least 1, at most 2^20, 1 for an unlimited rate. It is
+// computed as rate·window/second rather than rate·window.Seconds(), so that
+// 30/s over 100ms is 3, not the 4 that 30·0.1 rounds up to.
+func BurstFor(rate float64, window time.Duration) int {
+	if math.IsInf(rate, 1) {
+		return 1
+	}
+	return int(min(max(1, math.Ceil(rate*float64(window)/float64(time.Second))), maxBurst))
 }
 
 // Allow takes one token for key. When the bucket is empty it returns false
@@ -105,14 +130,14 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	if l.shards == nil {
 		return true, 0
 	}
-	s := &l.shards[maphash.String(l.seed, key)%shardCount]
+	s := l.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Reading the clock under the lock gives each bucket its calls in clock
 	// order: rate.Limiter credits a call that arrives with an earlier time
 	// than the last one with time it has already credited.
 	now := l.now()
-	lim := l.bucket(s, key, now)
+	lim := l.bucket(s, key, now).lim
 	if lim.AllowN(now, 1) {
 		return true, 0
 	}
@@ -120,22 +145,94 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	return false, max(d, time.Nanosecond)
 }
 
-// bucket returns the rate limiter of key in shard s, creating it when
-// needed, after sweeping s when a sweep is due. s.mu must be held.
-func (l *Limiter) bucket(s *shard, key string, now time.Time) *rate.Limiter {
+// Wait takes one token for key, waiting until it is available. It returns
+// the context's error if ctx ends first, and ErrWouldExceedDeadline at once
+// when the token would come after ctx's deadline. A waiting call keeps its
+// key's bucket from being swept until its token's time, so that waiters
+// queued on a bucket are never joined by a fresh, full one.
+func (l *Limiter) Wait(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if l.shards == nil {
+		return nil
+	}
+	s := l.shardOf(key)
+	s.mu.Lock()
+	now := l.now()
+	b := l.bucket(s, key, now)
+	r := b.lim.ReserveN(now, 1) // always OK: the burst is at least 1
+	delay := r.DelayFrom(now)
+	if deadline, ok := ctx.Deadline(); ok && now.Add(delay).After(deadline) {
+		r.CancelAt(now)
+		s.mu.Unlock()
+		return ErrWouldExceedDeadline
+	}
+	if until := now.Add(delay); b != l.overflow && until.After(b.lastUsed) {
+		b.lastUsed = until
+	}
+	s.mu.Unlock()
+	if delay == 0 {
+		return nil
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		r.Cancel() // give the token back to the callers behind
+		return ctx.Err()
+	}
+}
+
+// Limit is the rate of every key's bucket in tokens per second (rate.Inf
+// when unlimited).
+func (l *Limiter) Limit() rate.Limit {
+	if l.shards == nil {
+		return rate.Inf
+	}
+	return l.limit
+}
+
+// Key is one key's share of a Limiter, for a client that makes every call
+// of its key through it (a backend's signer of one KMS key).
+type Key struct {
+	l   *Limiter
+	key string
+}
+
+// Key returns key's share of l.
+func (l *Limiter) Key(key string) Key { return Key{l: l, key: key} }
+
+// Wait takes one token for the key (Limiter.Wait).
+func (k Key) Wait(ctx context.Context) error { return k.l.Wait(ctx, k.key) }
+
+// Limit is the key's rate (Limiter.Limit).
+func (k Key) Limit() rate.Limit { return k.l.Limit() }
+
+func (l *Limiter) shardOf(key string) *shard {
+	return &l.shards[maphash.String(l.seed, key)%shardCount]
+}
+
+// bucket returns the bucket of key in shard s, creating it when needed,
+// after sweeping s when a sweep is due. s.mu must be held.
+func (l *Limiter) bucket(s *shard, key string, now time.Time) *bucket {
 	if now.Sub(s.lastSweep) >= sweepInterval || len(s.buckets) >= 2*max(s.sweptLen, minSweepLen) {
 		s.sweep(now, l.refill)
 	}
 	if b, ok := s.buckets[key]; ok {
-		b.lastUsed = now
-		return b.lim
+		if now.After(b.lastUsed) {
+			b.lastUsed = now
+		}
+		return b
 	}
 	if len(s.buckets) >= l.perShard {
 		return l.overflow
 	}
 	b := &bucket{lim: rate.NewLimiter(l.limit, l.burst), lastUsed: now}
 	s.buckets[key] = b
-	return b.lim
+	return b
 }
 
 // sweep drops the buckets idle for at least refill: each has refilled

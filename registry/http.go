@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/jwks/jwksserve"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 )
@@ -122,7 +123,7 @@ func (h *Handler) Card() http.Handler {
 		if c.Visibility != store.Public {
 			hd.Set("Vary", "Authorization")
 		}
-		if jwks.ETagListMatches(r.Header["If-None-Match"], etag) {
+		if jwksserve.ETagListMatches(r.Header["If-None-Match"], etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}

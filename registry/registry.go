@@ -21,6 +21,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/limits"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/strictjson"
@@ -31,18 +32,6 @@ import (
 // each entry stays for good, and the document must stay well under the
 // 1 MiB verifiers read.
 const MaxRevokedCards = 1000
-
-// DefaultKeep is how many versions of an agent's card the registry keeps
-// when the configuration does not say (registry.keep).
-const DefaultKeep = 20
-
-// Default registry quotas (registry.max_agents, registry.max_agents_per_caller):
-// an organisation's agents number in the hundreds; each agent may hold
-// registry.keep versions of a card of up to signing.max_card_bytes.
-const (
-	DefaultMaxAgents          = 10000
-	DefaultMaxAgentsPerCaller = 1000
-)
 
 // Signer signs a registered card again and registers the result as the
 // agent's next version (the authority's Sign, audited as ResignCaller).
@@ -91,7 +80,7 @@ type Config struct {
 	ActorOf func(ctx context.Context) Actor
 	Log     *slog.Logger
 
-	// Keep is how many versions of a card are kept (0: DefaultKeep);
+	// Keep is how many versions of a card are kept (0: limits.DefaultRegistryKeep);
 	// MaxAgents and MaxAgentsPerCaller are the quotas (0: the defaults).
 	Keep, MaxAgents, MaxAgentsPerCaller int
 	// SealSecret derives the secret private agents' log entries are sealed
@@ -309,7 +298,7 @@ func (r *Registry) checkQuota(ctx context.Context, caller string) error {
 }
 
 func (r *Registry) quotas() (total, perCaller int64) {
-	total, perCaller = DefaultMaxAgents, DefaultMaxAgentsPerCaller
+	total, perCaller = limits.DefaultRegistryMaxAgents, limits.DefaultRegistryMaxAgentsPerCaller
 	if r.cfg.MaxAgents > 0 {
 		total = int64(r.cfg.MaxAgents)
 	}
@@ -392,7 +381,7 @@ func (r *Registry) Register(ctx context.Context, reg *Registration, res *signer.
 	}
 	keep := r.cfg.Keep
 	if keep <= 0 {
-		keep = DefaultKeep
+		keep = limits.DefaultRegistryKeep
 	}
 	// The card as signed, in its v1.0 shape (a v0.3 card mapped, unknown
 	// keys stripped when asked): its canonical forms follow from it, byte

@@ -44,11 +44,11 @@ type Config struct {
 	RevocationTTL time.Duration
 	AuditBatch    int
 	// RegistryKeep is how many versions of each agent's card the registry
-	// keeps; 0 means DefaultRegistryKeep.
+	// keeps; 0 means limits.DefaultRegistryKeep.
 	RegistryKeep int
 	// RegistryMaxAgents and RegistryMaxAgentsPerCaller bound the agents the
 	// registry holds, in all and per caller; 0 means
-	// DefaultRegistryMaxAgents, DefaultRegistryMaxAgentsPerCaller.
+	// limits.DefaultRegistryMaxAgents, limits.DefaultRegistryMaxAgentsPerCaller.
 	RegistryMaxAgents          int
 	RegistryMaxAgentsPerCaller int
 	// LogOpenPrivate shows a private agent's caller, card name and hosts

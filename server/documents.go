@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/jwks/jwksserve"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/server/revocations"
 	"github.com/cardsign/cardsign/signer"
@@ -47,12 +48,12 @@ type documents struct {
 }
 
 // documentHandlers serve the published documents from pre-rendered bytes
-// and headers (jwks.CachedHandler): a request reads an atomic pointer, the
+// and headers (jwksserve.CachedHandler): a request reads an atomic pointer, the
 // versions of what the document was rendered from and the clock, and
 // writes; nothing is rendered, hashed or formatted per request.
 type documentHandlers struct {
-	jwks        *jwks.CachedHandler
-	revocations *jwks.CachedHandler
+	jwks        *jwksserve.CachedHandler
+	revocations *jwksserve.CachedHandler
 }
 
 // newDocumentHandlers makes the JWKS and revocation document handlers, each
@@ -60,14 +61,14 @@ type documentHandlers struct {
 func (d *documents) newDocumentHandlers() documentHandlers {
 	now := func() time.Time { return d.now() } // d.now as it is at each call (tests move it)
 	return documentHandlers{
-		jwks: jwks.NewCachedHandler(jwks.CacheOptions{
+		jwks: jwksserve.NewCachedHandler(jwksserve.CacheOptions{
 			What:    "JWKS",
 			Render:  d.renderJWKS,
 			Version: d.keys.version.Load,
 			Now:     now,
 			Observe: d.countDocumentRequest("jwks"),
 		}),
-		revocations: jwks.NewCachedHandler(jwks.CacheOptions{
+		revocations: jwksserve.NewCachedHandler(jwksserve.CacheOptions{
 			What:    "revocation document",
 			Render:  d.renderRevocations,
 			Version: d.revocationsVersion,
@@ -88,7 +89,7 @@ func (d *documents) newDocumentHandlers() documentHandlers {
 // Cache-Control's max-age is what is left until the next transition from
 // the end of that period, so however late in it the rendition is served,
 // no cache keeps the set past the transition.
-func (d *documents) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
+func (d *documents) renderJWKS(ctx context.Context) (jwksserve.Rendition, error) {
 	now := d.now()
 	recs, err := d.keys.records(ctx, false)
 	if err != nil {
@@ -97,13 +98,13 @@ func (d *documents) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 			return r, nil
 		}
 		d.log.Error("JWKS not served", "err", err)
-		return jwks.Rendition{}, err
+		return jwksserve.Rendition{}, err
 	}
 	readAt := d.keys.readTime()
 	doc, err := jwks.Render(now, recs, d.keys.policy, d.jwksMaxAge)
 	if err != nil {
 		d.log.Error("JWKS not served", "err", err)
-		return jwks.Rendition{}, err
+		return jwksserve.Rendition{}, err
 	}
 	d.stale.current(d.log, "JWKS", &d.stale.jwks)
 	until := now.Add(max(d.keys.refresh-time.Since(readAt), 0))
@@ -114,8 +115,8 @@ func (d *documents) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 		}
 		maxAge = min(maxAge, next.Sub(until))
 	}
-	return jwks.Rendition{
-		Static: jwks.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwks.CacheControl(maxAge)),
+	return jwksserve.Rendition{
+		Static: jwksserve.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwksserve.CacheControl(maxAge)),
 		Until:  until,
 	}, nil
 }
@@ -126,7 +127,7 @@ func (d *documents) renderJWKS(ctx context.Context) (jwks.Rendition, error) {
 // here (the publisher's changes, which follow another replica's re-signing
 // by its notification). The publisher's own re-signing rules are untouched:
 // each render asks it, and the duty round keeps asking.
-func (d *documents) renderRevocations(ctx context.Context) (jwks.Rendition, error) {
+func (d *documents) renderRevocations(ctx context.Context) (jwksserve.Rendition, error) {
 	now := d.now()
 	body, err := d.revocations.Document(ctx)
 	if err != nil {
@@ -135,10 +136,10 @@ func (d *documents) renderRevocations(ctx context.Context) (jwks.Rendition, erro
 			return r, nil
 		}
 		d.log.Error("revocation document not served", "err", err)
-		return jwks.Rendition{}, err
+		return jwksserve.Rendition{}, err
 	}
 	d.stale.current(d.log, "revocation document", &d.stale.revocations)
-	return jwks.Rendition{Static: jwks.NewRevocationStatic(body), Until: now.Add(d.keys.refresh)}, nil
+	return jwksserve.Rendition{Static: jwksserve.NewRevocationStatic(body), Until: now.Add(d.keys.refresh)}, nil
 }
 
 // documentStaleRetry is how often a document served from the last read
@@ -204,15 +205,15 @@ func (d *documents) staleJWKSFor() time.Duration {
 // transitions still happen. Caches may keep it until the first of the next
 // scheduled transition, the end of the bound (staleJWKSFor past the read)
 // and jwks_max_age; the store is tried again every documentStaleRetry.
-func (d *documents) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
+func (d *documents) staleJWKS(now time.Time, err error) (jwksserve.Rendition, bool) {
 	recs, readAt, ok := d.keys.lastRead()
 	left := d.staleJWKSFor() - time.Since(readAt)
 	if !ok || !documentsFallBack(err) || left <= 0 {
-		return jwks.Rendition{}, false
+		return jwksserve.Rendition{}, false
 	}
 	doc, rerr := jwks.Render(now, recs, d.keys.policy, d.jwksMaxAge)
 	if rerr != nil {
-		return jwks.Rendition{}, false
+		return jwksserve.Rendition{}, false
 	}
 	end := now.Add(left)
 	until := now.Add(min(documentStaleRetry, left))
@@ -224,8 +225,8 @@ func (d *documents) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
 		maxAge = min(maxAge, next.Sub(until))
 	}
 	d.stale.served(d.log, "JWKS", &d.stale.jwks, readAt, end, err)
-	return jwks.Rendition{
-		Static: jwks.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwks.CacheControl(maxAge)),
+	return jwksserve.Rendition{
+		Static: jwksserve.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwksserve.CacheControl(maxAge)),
 		Until:  until,
 	}, true
 }
@@ -233,14 +234,14 @@ func (d *documents) staleJWKS(now time.Time, err error) (jwks.Rendition, bool) {
 // staleRevocations serves the last revocation document read or signed when
 // the store cannot be read (err), until its exp. Its Cache-Control stays
 // no-cache: caches revalidate every use, so none keeps it past then.
-func (d *documents) staleRevocations(now time.Time, err error) (jwks.Rendition, bool) {
+func (d *documents) staleRevocations(now time.Time, err error) (jwksserve.Rendition, bool) {
 	body, readAt, expires, ok := d.revocations.LastGood()
 	if !ok || !documentsFallBack(err) || !now.Before(expires) {
-		return jwks.Rendition{}, false
+		return jwksserve.Rendition{}, false
 	}
 	d.stale.served(d.log, "revocation document", &d.stale.revocations, readAt, expires, err)
-	return jwks.Rendition{
-		Static: jwks.NewRevocationStatic(body),
+	return jwksserve.Rendition{
+		Static: jwksserve.NewRevocationStatic(body),
 		Until:  minTime(now.Add(documentStaleRetry), expires),
 	}, true
 }

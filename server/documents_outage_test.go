@@ -11,6 +11,7 @@ import (
 
 	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/jwks/jwksserve"
 	"github.com/cardsign/cardsign/store/postgres"
 )
 
@@ -85,7 +86,7 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 		t.Fatalf("JWKS max-age %s with the database stopped: not past the pending key's activation in an hour", got)
 	}
 	rec = get(jwks.RevocationsPath)
-	if rec.Code != http.StatusOK || rec.Body.String() != revUp.Body.String() || rec.Header().Get("Cache-Control") != jwks.RevocationCacheControl {
+	if rec.Code != http.StatusOK || rec.Body.String() != revUp.Body.String() || rec.Header().Get("Cache-Control") != jwksserve.RevocationCacheControl {
 		t.Fatalf("revocation document with the database stopped: %d %s %q", rec.Code, rec.Body, rec.Header().Get("Cache-Control"))
 	}
 	rec = get("/readyz")

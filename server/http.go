@@ -9,6 +9,7 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/jwks/jwksserve"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/server/httpapi"
 	"github.com/cardsign/cardsign/store"
@@ -113,7 +114,7 @@ func (d documentHandlers) ready(ctx context.Context, a *Authority) (int, map[str
 	body := map[string]any{"status": "ready"}
 	for _, doc := range []struct {
 		name  string
-		h     *jwks.CachedHandler
+		h     *jwksserve.CachedHandler
 		stale *atomic.Pointer[staleDocument]
 	}{{"jwks", d.jwks, &a.docs.stale.jwks}, {"revocations", d.revocations, &a.docs.stale.revocations}} {
 		if _, err := doc.h.Current(ctx); err != nil {

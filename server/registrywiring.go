@@ -18,13 +18,6 @@ import (
 	"github.com/cardsign/cardsign/store"
 )
 
-// The registry's defaults, as the daemon's configuration names them.
-const (
-	DefaultRegistryKeep               = registry.DefaultKeep
-	DefaultRegistryMaxAgents          = registry.DefaultMaxAgents
-	DefaultRegistryMaxAgentsPerCaller = registry.DefaultMaxAgentsPerCaller
-)
-
 // Registration asks Sign to keep the signed card in the registry
 // (registry.Registration).
 type Registration = registry.Registration

@@ -1,3 +1,5 @@
+//go:build !noawskms
+
 package awskms
 
 import (
@@ -12,13 +14,10 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/backends/internal/keylimit"
 	"github.com/cardsign/cardsign/backends/internal/kmsstats"
 	"github.com/cardsign/cardsign/backends/internal/retry"
+	"github.com/cardsign/cardsign/ratelimit"
 )
-
-// Scheme is the URI scheme this backend serves.
-const Scheme = "awskms"
 
 // maxIdleConnsPerHost replaces the SDK's default of 10 idle connections per
 // host: with more concurrent signatures than that, every request beyond
@@ -40,7 +39,7 @@ type Backend struct {
 	retry     *retry.Policy
 	// limits are the per-key rate limiters, by key ARN (Open resolves
 	// aliases and key IDs to it), shared by every signer of a key.
-	limits *keylimit.Map
+	limits *ratelimit.Limiter
 	closed atomic.Bool
 
 	mu      sync.Mutex // guards clients
@@ -73,7 +72,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		log:     cfg.Logger,
 		region:  ac.Region,
 		clients: map[string]*kms.Client{},
-		limits:  keylimit.New(cfg.RateLimit, burstWindow),
+		limits:  ratelimit.New(cfg.RateLimit, ratelimit.BurstFor(cfg.RateLimit, burstWindow)),
 	}
 	b.retry = b.retryPolicy()
 	switch hc := ac.HTTPClient.(type) {
@@ -158,6 +157,10 @@ func (b *Backend) Close() error {
 func (b *Backend) closedErr(op, key string) error {
 	return &UnavailableError{Op: op, Key: key, Reason: ErrClosed}
 }
+
+// NotBuilt is empty: this build has the awskms backend (no_awskms.go is
+// the stub of a build without it).
+const NotBuilt = ""
 
 // Constructor builds this backend for a backends.Registry from a Config
 // whose Settings is a Config.

@@ -1,3 +1,5 @@
+//go:build !noawskms
+
 package awskms
 
 import (
@@ -87,7 +89,7 @@ func (b *Backend) Open(ctx context.Context, uri string) (backends.Handle, error)
 		return backends.Handle{}, b.fail("", &UnsupportedKeyError{Key: keyARN, Reason: fmt.Sprintf("public key does not fit KeySpec %s", md.KeySpec), Err: err})
 	}
 
-	s := &signer{b: b, client: client, arn: keyARN, scheme: sch, pub: pub, limiter: b.limits.For(keyARN)}
+	s := &signer{b: b, client: client, arn: keyARN, scheme: sch, pub: pub, limiter: b.limits.Key(keyARN)}
 	b.log.Debug("awskms: key opened", "key", keyARN, "alg", sch.alg, "keyspec", md.KeySpec)
 	return backends.Handle{Signer: s, Alg: sch.alg}, nil
 }

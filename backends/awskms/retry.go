@@ -1,3 +1,5 @@
+//go:build !noawskms
+
 package awskms
 
 import (
@@ -10,7 +12,6 @@ import (
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-	"golang.org/x/time/rate"
 
 	"github.com/cardsign/cardsign/backends/internal/kmsstats"
 	"github.com/cardsign/cardsign/backends/internal/retry"
@@ -54,9 +55,9 @@ func (b *Backend) retryPolicy() *retry.Policy {
 
 // call describes one KMS operation for do.
 type call struct {
-	op      string        // the KMS operation, for errors and logs
-	key     string        // the key (or alias, or KeySpec), for errors and logs
-	limiter *rate.Limiter // per-key rate limit, nil for none
+	op      string      // the KMS operation, for errors and logs
+	key     string      // the key (or alias, or KeySpec), for errors and logs
+	limiter retry.Pacer // per-key rate limit, nil for none
 	// idempotent operations are retried after any transient error; the
 	// others (CreateKey) only after throttling, which KMS answers without
 	// executing the request: a retry after a 5xx might create a second key.

@@ -1,3 +1,5 @@
+//go:build !noawskms
+
 package awskms
 
 import (

@@ -1,3 +1,5 @@
+//go:build !noawskms
+
 package awskms
 
 import (
@@ -10,8 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/cardsign/cardsign/backends/internal/retry"
 	"github.com/cardsign/cardsign/jose"
-	"golang.org/x/time/rate"
 )
 
 // signer is the crypto.Signer (and jose.ContextSigner) of one KMS key. It
@@ -23,7 +25,7 @@ type signer struct {
 	arn     string // the key ARN, resolved at Open: every request names it
 	scheme  scheme
 	pub     crypto.PublicKey // read at Open
-	limiter *rate.Limiter
+	limiter retry.Pacer
 }
 
 // Public returns the public key read when the key was opened.

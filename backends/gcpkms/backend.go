@@ -1,3 +1,5 @@
+//go:build !nogcpkms
+
 package gcpkms
 
 import (
@@ -8,9 +10,9 @@ import (
 
 	kms "cloud.google.com/go/kms/apiv1"
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/backends/internal/keylimit"
 	"github.com/cardsign/cardsign/backends/internal/kmsstats"
 	"github.com/cardsign/cardsign/backends/internal/retry"
+	"github.com/cardsign/cardsign/ratelimit"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,7 +29,7 @@ type Backend struct {
 	closed atomic.Bool
 	// limits are the per-key-version rate limiters, by version name,
 	// shared by everything that signs with a version through this Backend.
-	limits *keylimit.Map
+	limits *ratelimit.Limiter
 }
 
 var (
@@ -70,7 +72,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		cfg:    cfg,
 		log:    cfg.Logger,
 		client: client,
-		limits: keylimit.New(cfg.RateLimit, burstWindow),
+		limits: ratelimit.New(cfg.RateLimit, ratelimit.BurstFor(cfg.RateLimit, burstWindow)),
 	}
 	b.retry = b.retryPolicy()
 	return b, nil
@@ -95,6 +97,10 @@ func (b *Backend) Close() error {
 // connections let a burst of signatures go out, and their answers come
 // back, in parallel. ClientOptions may override it.
 const connPoolSize = 4
+
+// NotBuilt is empty: this build has the gcpkms backend (no_gcpkms.go is
+// the stub of a build without it).
+const NotBuilt = ""
 
 // Constructor builds this backend for a backends.Registry from a Config
 // whose Settings is a Config.

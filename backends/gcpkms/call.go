@@ -1,3 +1,5 @@
+//go:build !nogcpkms
+
 package gcpkms
 
 import (
@@ -6,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -62,7 +63,7 @@ type op struct {
 	what string // "sign", "get public key", ... for errors and logs
 	name string // the resource
 	// limiter, when set, paces every attempt (the per-key-version rate).
-	limiter *rate.Limiter
+	limiter retry.Pacer
 	// once marks operations that must not be repeated once they may have
 	// taken effect (CreateCryptoKeyVersion would make a second version):
 	// they are retried only on RESOURCE_EXHAUSTED and UNAVAILABLE, which

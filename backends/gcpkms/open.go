@@ -1,3 +1,5 @@
+//go:build !nogcpkms
+
 package gcpkms
 
 import (
@@ -39,7 +41,7 @@ func (b *Backend) Open(ctx context.Context, uri string) (backends.Handle, error)
 	if err != nil {
 		return backends.Handle{}, err
 	}
-	s := &signer{b: b, name: name, alg: alg, pub: pub, limiter: b.limits.For(name)}
+	s := &signer{b: b, name: name, alg: alg, pub: pub, limiter: b.limits.Key(name)}
 	b.log.Info("gcpkms: key opened", "key", name, "alg", alg.jose, "algorithm", v.GetAlgorithm().String())
 	return backends.Handle{Signer: s, Alg: alg.jose}, nil
 }

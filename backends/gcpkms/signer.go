@@ -1,3 +1,5 @@
+//go:build !nogcpkms
+
 package gcpkms
 
 import (
@@ -9,7 +11,7 @@ import (
 	"io"
 
 	"cloud.google.com/go/kms/apiv1/kmspb"
-	"golang.org/x/time/rate"
+	"github.com/cardsign/cardsign/backends/internal/retry"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -20,7 +22,7 @@ type signer struct {
 	name    string // the CryptoKeyVersion resource name
 	alg     algorithm
 	pub     crypto.PublicKey
-	limiter *rate.Limiter
+	limiter retry.Pacer
 }
 
 // Public returns the public key read when the key was opened.

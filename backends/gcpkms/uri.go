@@ -1,3 +1,5 @@
+//go:build !nogcpkms
+
 package gcpkms
 
 import (
@@ -6,10 +8,6 @@ import (
 
 	"github.com/cardsign/cardsign/backends"
 )
-
-// Scheme is the URI scheme of Cloud KMS key versions:
-// gcpkms://projects/P/locations/L/keyRings/R/cryptoKeys/K/cryptoKeyVersions/N.
-const Scheme = "gcpkms"
 
 // Resource names. Project IDs may be domain-scoped ("example.com:proj");
 // key ring and key IDs are [a-zA-Z0-9_-]{1,63} in Cloud KMS. Nothing that

@@ -1,3 +1,5 @@
+//go:build cgo && !nopkcs11
+
 package pkcs11
 
 import (
@@ -296,6 +298,10 @@ func (b *Backend) Close() error {
 	b.log.Info("pkcs11: backend closed")
 	return nil
 }
+
+// NotBuilt is empty: this build has the pkcs11 backend (no_pkcs11.go is
+// the stub of a build without it).
+const NotBuilt = ""
 
 // Constructor builds this backend for a backends.Registry from a Config
 // whose Settings is a Config.

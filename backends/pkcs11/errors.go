@@ -1,3 +1,5 @@
+//go:build cgo && !nopkcs11
+
 package pkcs11
 
 import (

@@ -1,3 +1,5 @@
+//go:build cgo && !nopkcs11
+
 package pkcs11
 
 import (
@@ -9,9 +11,6 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	pkcs11uri "github.com/stefanberger/go-pkcs11uri"
 )
-
-// Scheme is the URI scheme of this backend (RFC 7512).
-const Scheme = "pkcs11"
 
 // keyURI is a parsed pkcs11: key URI. RFC 7512 semantics: every attribute
 // given must match; an attribute left out matches anything.

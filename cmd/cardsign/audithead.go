@@ -12,6 +12,7 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/jwks/jwksfetch"
 )
 
 // headSource is where `audit verify` takes the published head from: the
@@ -67,13 +68,13 @@ func (s headSource) load(ctx context.Context, client *http.Client, now time.Time
 		}
 		src = u.Scheme + "://" + u.Host + jwks.RevocationsPath
 	}
-	trusted, err := jwks.Load(ctx, s.jwks, client)
+	trusted, err := jwksfetch.Load(ctx, s.jwks, client)
 	if err != nil {
 		return nil, err
 	}
 	// The same reader as cardsign verify: at most jwks.MaxSize bytes, no
 	// devices or directories, an HTTP error status named.
-	data, err := jwks.ReadDocument(ctx, src, client)
+	data, err := jwksfetch.ReadDocument(ctx, src, client)
 	if err != nil {
 		return nil, fmt.Errorf("revocation document %s: %w", src, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/jwks/jwksfetch"
 	"github.com/cardsign/cardsign/signer"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -92,7 +93,7 @@ func verifyCmd() command {
 		jkuClient := &http.Client{Timeout: *timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return errors.New("a jku URL must answer itself; redirects are not followed")
 		}}
-		trusted, err := jwks.Load(ctx, *src, client)
+		trusted, err := jwksfetch.Load(ctx, *src, client)
 		if err != nil {
 			return fail(exitUsage, err)
 		}
@@ -111,7 +112,7 @@ func verifyCmd() command {
 			Trusted:  trusted,
 			AllowJKU: allow,
 			FetchJKU: func(ctx context.Context, u string) (signer.KeySource, error) {
-				return jwks.Load(ctx, u, jkuClient)
+				return jwksfetch.Load(ctx, u, jkuClient)
 			},
 			Profile:       p,
 			Limits:        *lim,
@@ -198,8 +199,8 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 	}
 	// Read with the JWKS rules: size cap, no devices (a revocation
 	// document of /dev/zero must not exhaust memory).
-	data, err := jwks.ReadDocument(ctx, src, client)
-	var se *jwks.StatusError
+	data, err := jwksfetch.ReadDocument(ctx, src, client)
+	var se *jwksfetch.StatusError
 	if errors.As(err, &se) && se.Code == http.StatusNotFound {
 		fmt.Fprintf(e.stderr, "note: no revocation document at %s; revoked keys are known only by their absence from the JWKS\n", escapeText(se.URL))
 		return nil, nil, nil

@@ -331,18 +331,6 @@ func startChecks(ctx context.Context) []func(daemonconfig.Config) error {
 	}
 }
 
-// notBuilt names the key backends this build lacks (build tags, cgo), with
-// how to get them.
-func notBuilt() map[string]string {
-	m := map[string]string{}
-	for scheme, how := range map[string]string{"pkcs11": pkcs11NotBuilt, "gcpkms": gcpkmsNotBuilt, "awskms": awskmsNotBuilt} {
-		if how != "" {
-			m[scheme] = how
-		}
-	}
-	return m
-}
-
 // checkStore looks at the store before the start opens (and so migrates)
 // it, reading only: a PostgreSQL database migrated by a newer cardsignd is
 // refused, and so is one usableCopy refuses; on either store, a key on
@@ -674,7 +662,8 @@ func listen(cfg daemonconfig.Config, tlsOn, authOn bool, nofile uint64, metrics 
 	// Excess connections are closed as soon as accepted, before any TLS
 	// handshake; each listener has limits of its own, so a flood of one
 	// cannot starve the other.
-	climits := daemonconfig.ConnLimits(cfg.Limits, nofile, log)
+	rl := daemonconfig.ConnLimits(cfg.Limits, nofile, log)
+	climits := httpapi.ConnLimits{Max: rl.MaxConnections, MaxPerIP: rl.MaxConnectionsPerIP, RefusalLogBurst: rl.RefusalLogBurst, RefusalLogInterval: rl.RefusalLogInterval}
 	gl = httpapi.LimitListener(gl, "grpc", climits, metrics, log)
 	hl = httpapi.LimitListener(hl, "http", climits, metrics, log)
 	log.Info("connection limits", "max_connections", climits.Max, "max_connections_per_ip", climits.MaxPerIP,

@@ -16,8 +16,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/glob"
-	"github.com/cardsign/cardsign/server/grpcapi"
-	"github.com/cardsign/cardsign/server/httpapi"
+	"github.com/cardsign/cardsign/limits"
 	"github.com/cardsign/cardsign/tlsreload"
 )
 
@@ -290,32 +289,32 @@ func (c *Config) validateConnLimits(bad reporter) {
 		bad("limits.max_connections_per_ip", "%d is more than limits.max_connections (%d): lower it or raise max_connections", l.MaxConnectionsPerIP, l.MaxConnections)
 	}
 	if l.MaxStreamsPerConnection < 1 || l.MaxStreamsPerConnection > 10000 {
-		bad("limits.max_streams_per_connection", "%d must be between 1 and 10000 (default %d)", l.MaxStreamsPerConnection, grpcapi.DefaultMaxStreamsPerConnection)
+		bad("limits.max_streams_per_connection", "%d must be between 1 and 10000 (default %d)", l.MaxStreamsPerConnection, limits.DefaultMaxStreamsPerConnection)
 	}
 	// The floor leaves room for a bearer token, a request id and gRPC's
 	// own headers.
 	if l.MaxHeaderBytes < 4<<10 || l.MaxHeaderBytes > 1<<20 {
-		bad("limits.max_header_bytes", "%d must be between 4096 and 1048576 (default %d)", l.MaxHeaderBytes, grpcapi.DefaultMaxHeaderBytes)
+		bad("limits.max_header_bytes", "%d must be between 4096 and 1048576 (default %d)", l.MaxHeaderBytes, limits.DefaultMaxHeaderBytes)
 	}
 	if l.HandshakeTimeout < 100*time.Millisecond || l.HandshakeTimeout > 5*time.Minute {
-		bad("limits.handshake_timeout", "%s must be between 100ms and 5m (default %s)", l.HandshakeTimeout, grpcapi.DefaultHandshakeTimeout)
+		bad("limits.handshake_timeout", "%s must be between 100ms and 5m (default %s)", l.HandshakeTimeout, limits.DefaultHandshakeTimeout)
 	}
 	if l.IdleTimeout < time.Second || l.IdleTimeout > 24*time.Hour {
-		bad("limits.idle_timeout", "%s must be between 1s and 24h (default %s)", l.IdleTimeout, grpcapi.DefaultIdleTimeout)
+		bad("limits.idle_timeout", "%s must be between 1s and 24h (default %s)", l.IdleTimeout, limits.DefaultIdleTimeout)
 	}
 	if l.MaxUnauthenticatedStreams < 1 || l.MaxUnauthenticatedStreams > maxConnectionsCeiling {
-		bad("limits.max_unauthenticated_streams", "%d must be between 1 and %d (default %d)", l.MaxUnauthenticatedStreams, maxConnectionsCeiling, grpcapi.DefaultMaxUnauthenticatedStreams)
+		bad("limits.max_unauthenticated_streams", "%d must be between 1 and %d (default %d)", l.MaxUnauthenticatedStreams, maxConnectionsCeiling, limits.DefaultMaxUnauthenticatedStreams)
 	}
 	if l.MaxUnauthenticatedStreamsPerIP < 1 {
-		bad("limits.max_unauthenticated_streams_per_ip", "%d must be at least 1 (default %d)", l.MaxUnauthenticatedStreamsPerIP, grpcapi.DefaultMaxUnauthenticatedStreamsPerIP)
+		bad("limits.max_unauthenticated_streams_per_ip", "%d must be at least 1 (default %d)", l.MaxUnauthenticatedStreamsPerIP, limits.DefaultMaxUnauthenticatedStreamsPerIP)
 	} else if l.MaxUnauthenticatedStreamsPerIP > l.MaxUnauthenticatedStreams {
 		bad("limits.max_unauthenticated_streams_per_ip", "%d is more than limits.max_unauthenticated_streams (%d): lower it or raise max_unauthenticated_streams", l.MaxUnauthenticatedStreamsPerIP, l.MaxUnauthenticatedStreams)
 	}
 	if l.RefusalLogBurst < 1 || l.RefusalLogBurst > 10000 {
-		bad("limits.refusal_log_burst", "%d must be between 1 and 10000 (default %d)", l.RefusalLogBurst, httpapi.DefaultRefusalLogBurst)
+		bad("limits.refusal_log_burst", "%d must be between 1 and 10000 (default %d)", l.RefusalLogBurst, limits.DefaultRefusalLogBurst)
 	}
 	if l.RefusalLogInterval < time.Second || l.RefusalLogInterval > time.Hour {
-		bad("limits.refusal_log_interval", "%s must be between 1s and 1h (default %s)", l.RefusalLogInterval, httpapi.DefaultRefusalLogInterval)
+		bad("limits.refusal_log_interval", "%s must be between 1s and 1h (default %s)", l.RefusalLogInterval, limits.DefaultRefusalLogInterval)
 	}
 }
 

@@ -21,12 +21,10 @@ import (
 
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/limits"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/secretfile"
-	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/strictjson"
-	"github.com/cardsign/cardsign/server/grpcapi"
-	"github.com/cardsign/cardsign/server/httpapi"
 )
 
 // Config is cardsignd's configuration: one YAML file, every field optional,
@@ -257,9 +255,9 @@ type AuditConfig struct {
 }
 
 // RegistryConfig is the card registry's: how many versions of each agent's
-// card are kept (0: server.DefaultRegistryKeep), and how many agents it holds
-// in all and per caller (0: server.DefaultRegistryMaxAgents,
-// server.DefaultRegistryMaxAgentsPerCaller).
+// card are kept (0: limits.DefaultRegistryKeep), and how many agents it holds
+// in all and per caller (0: limits.DefaultRegistryMaxAgents,
+// limits.DefaultRegistryMaxAgentsPerCaller).
 type RegistryConfig struct {
 	Keep               int `yaml:"keep"`
 	MaxAgents          int `yaml:"max_agents"`
@@ -300,15 +298,15 @@ func Defaults() Config {
 			Burst:          200,
 			RequestTimeout: 30 * time.Second,
 
-			MaxStreamsPerConnection: grpcapi.DefaultMaxStreamsPerConnection,
-			MaxHeaderBytes:          grpcapi.DefaultMaxHeaderBytes,
-			HandshakeTimeout:        grpcapi.DefaultHandshakeTimeout,
-			IdleTimeout:             grpcapi.DefaultIdleTimeout,
-			RefusalLogBurst:         httpapi.DefaultRefusalLogBurst,
-			RefusalLogInterval:      httpapi.DefaultRefusalLogInterval,
+			MaxStreamsPerConnection: limits.DefaultMaxStreamsPerConnection,
+			MaxHeaderBytes:          limits.DefaultMaxHeaderBytes,
+			HandshakeTimeout:        limits.DefaultHandshakeTimeout,
+			IdleTimeout:             limits.DefaultIdleTimeout,
+			RefusalLogBurst:         limits.DefaultRefusalLogBurst,
+			RefusalLogInterval:      limits.DefaultRefusalLogInterval,
 
-			MaxUnauthenticatedStreams:      grpcapi.DefaultMaxUnauthenticatedStreams,
-			MaxUnauthenticatedStreamsPerIP: grpcapi.DefaultMaxUnauthenticatedStreamsPerIP,
+			MaxUnauthenticatedStreams:      limits.DefaultMaxUnauthenticatedStreams,
+			MaxUnauthenticatedStreamsPerIP: limits.DefaultMaxUnauthenticatedStreamsPerIP,
 		},
 		Readiness: ReadinessConfig{Interval: 10 * time.Second, Timeout: 5 * time.Second},
 		Store:     StoreConfig{MaxConns: DefaultStoreMaxConns},
@@ -411,13 +409,13 @@ func (c *Config) Validate() error {
 	c.validatePolicyCallers(bad)
 	c.validateLimits(bad)
 	if c.Registry.Keep < 0 || c.Registry.Keep > 10000 {
-		bad("registry.keep", "%d must be between 1 and 10000 (0 or unset: %d)", c.Registry.Keep, server.DefaultRegistryKeep)
+		bad("registry.keep", "%d must be between 1 and 10000 (0 or unset: %d)", c.Registry.Keep, limits.DefaultRegistryKeep)
 	}
 	if c.Registry.MaxAgents < 0 || c.Registry.MaxAgents > maxRegistryAgents {
-		bad("registry.max_agents", "%d must be between 1 and %d (0 or unset: %d)", c.Registry.MaxAgents, maxRegistryAgents, server.DefaultRegistryMaxAgents)
+		bad("registry.max_agents", "%d must be between 1 and %d (0 or unset: %d)", c.Registry.MaxAgents, maxRegistryAgents, limits.DefaultRegistryMaxAgents)
 	}
 	if c.Registry.MaxAgentsPerCaller < 0 || c.Registry.MaxAgentsPerCaller > maxRegistryAgents {
-		bad("registry.max_agents_per_caller", "%d must be between 1 and %d (0 or unset: %d)", c.Registry.MaxAgentsPerCaller, maxRegistryAgents, server.DefaultRegistryMaxAgentsPerCaller)
+		bad("registry.max_agents_per_caller", "%d must be between 1 and %d (0 or unset: %d)", c.Registry.MaxAgentsPerCaller, maxRegistryAgents, limits.DefaultRegistryMaxAgentsPerCaller)
 	}
 	c.validateStore(bad)
 	c.validateLog(bad)

@@ -153,8 +153,8 @@ func TestConnLimitsDerivedFromFileLimit(t *testing.T) {
 		{nofile: 1024, configured: LimitsConfig{MaxConnections: 10}, wantMax: 10, wantIP: 10},
 	} {
 		got := ConnLimits(tc.configured, tc.nofile, quiet)
-		if got.Max != tc.wantMax || got.MaxPerIP != tc.wantIP {
-			t.Errorf("nofile %d, configured %+v: max %d per IP %d, want %d and %d", tc.nofile, tc.configured, got.Max, got.MaxPerIP, tc.wantMax, tc.wantIP)
+		if got.MaxConnections != tc.wantMax || got.MaxConnectionsPerIP != tc.wantIP {
+			t.Errorf("nofile %d, configured %+v: max %d per IP %d, want %d and %d", tc.nofile, tc.configured, got.MaxConnections, got.MaxConnectionsPerIP, tc.wantMax, tc.wantIP)
 		}
 	}
 }

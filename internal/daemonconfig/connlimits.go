@@ -2,8 +2,6 @@ package daemonconfig
 
 import (
 	"log/slog"
-
-	"github.com/cardsign/cardsign/server/httpapi"
 )
 
 const (
@@ -22,13 +20,13 @@ const (
 	derivedMaxPerIP = 64
 )
 
-// ConnLimits resolves the connection limits: configured values win; zeros
-// are derived from the open file limit nofile, so that both listeners at
-// their limits leave fdReserve descriptors for the rest of the daemon.
-func ConnLimits(l LimitsConfig, nofile uint64, log *slog.Logger) httpapi.ConnLimits {
-	out := httpapi.ConnLimits{Max: l.MaxConnections, MaxPerIP: l.MaxConnectionsPerIP,
-		RefusalLogBurst: l.RefusalLogBurst, RefusalLogInterval: l.RefusalLogInterval}
-	if out.Max == 0 {
+// ConnLimits returns l with its connection limits resolved: configured
+// values win; zeros are derived from the open file limit nofile, so that
+// both listeners at their limits leave fdReserve descriptors for the rest
+// of the daemon. The caller hands MaxConnections, MaxConnectionsPerIP and
+// the refusal log settings to each listener.
+func ConnLimits(l LimitsConfig, nofile uint64, log *slog.Logger) LimitsConfig {
+	if l.MaxConnections == 0 {
 		budget := derivedMaxConnections // nofile 0: the limit is unknown
 		if nofile > 0 {
 			budget = 0
@@ -36,14 +34,14 @@ func ConnLimits(l LimitsConfig, nofile uint64, log *slog.Logger) httpapi.ConnLim
 				budget = int(min(nofile-fdReserve, 2*maxConnectionsCeiling) / 2)
 			}
 		}
-		out.Max = max(16, min(derivedMaxConnections, budget))
+		l.MaxConnections = max(16, min(derivedMaxConnections, budget))
 	}
-	if out.MaxPerIP == 0 {
-		out.MaxPerIP = min(derivedMaxPerIP, out.Max)
+	if l.MaxConnectionsPerIP == 0 {
+		l.MaxConnectionsPerIP = min(derivedMaxPerIP, l.MaxConnections)
 	}
-	if need := uint64(2*out.Max + fdReserve); nofile > 0 && need > nofile {
+	if need := uint64(2*l.MaxConnections + fdReserve); nofile > 0 && need > nofile {
 		log.Warn("limits.max_connections on both listeners could use more file descriptors than the open file limit allows: signing and the JWKS may fail with \"too many open files\"; lower limits.max_connections or raise the limit (LimitNOFILE= in the systemd unit, ulimit -n)",
-			"max_connections", out.Max, "nofile", nofile, "needed", need)
+			"max_connections", l.MaxConnections, "nofile", nofile, "needed", need)
 	}
-	return out
+	return l
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/limits"
 	"github.com/cardsign/cardsign/ratelimit"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/server/httpapi"
@@ -93,7 +94,7 @@ type Options struct {
 	// MaxMessageBytes is the largest request accepted.
 	MaxMessageBytes int
 	// MaxConcurrentStreams bounds the calls (streams) open at once on one
-	// connection; 0 is DefaultMaxStreamsPerConnection.
+	// connection; 0 is limits.DefaultMaxStreamsPerConnection.
 	MaxConcurrentStreams uint32
 	// MaxUnauthenticatedStreams and MaxUnauthenticatedStreamsPerIP bound
 	// the streams open at once that no credential authenticated (health
@@ -104,13 +105,13 @@ type Options struct {
 	MaxUnauthenticatedStreams      int
 	MaxUnauthenticatedStreamsPerIP int
 	// MaxHeaderListBytes bounds a call's metadata, read before
-	// authentication; 0 is DefaultMaxHeaderBytes.
+	// authentication; 0 is limits.DefaultMaxHeaderBytes.
 	MaxHeaderListBytes uint32
 	// HandshakeTimeout bounds connection setup (TLS and the HTTP/2
-	// preface); 0 is DefaultHandshakeTimeout.
+	// preface); 0 is limits.DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection with no call open for that long; 0
-	// is DefaultIdleTimeout.
+	// is limits.DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// RefusalLogBurst and RefusalLogInterval bound the log lines written
 	// for refused calls: the first RefusalLogBurst per reason per interval,
@@ -118,19 +119,6 @@ type Options struct {
 	RefusalLogBurst    int
 	RefusalLogInterval time.Duration
 }
-
-// Defaults of the connection limits shared by both listeners.
-const (
-	DefaultMaxStreamsPerConnection = 100
-	DefaultMaxHeaderBytes          = 16 << 10
-	DefaultHandshakeTimeout        = 10 * time.Second
-	DefaultIdleTimeout             = 2 * time.Minute
-	// A cardsign client holds one health Watch per replica it balances
-	// over, and sends its credentials on it: only anonymous watchers
-	// (authentication off, or a client without credentials) count.
-	DefaultMaxUnauthenticatedStreams      = 256
-	DefaultMaxUnauthenticatedStreamsPerIP = 32
-)
 
 // gate runs before every call: request id, caller identity, authorization,
 // rate limit and deadline. It is shared by unary and stream calls.
@@ -418,22 +406,22 @@ func validRequestID(s string) bool {
 // withDefaults fills the zero limits of o with their defaults.
 func (o Options) withDefaults() Options {
 	if o.MaxConcurrentStreams == 0 {
-		o.MaxConcurrentStreams = DefaultMaxStreamsPerConnection
+		o.MaxConcurrentStreams = limits.DefaultMaxStreamsPerConnection
 	}
 	if o.MaxHeaderListBytes == 0 {
-		o.MaxHeaderListBytes = DefaultMaxHeaderBytes
+		o.MaxHeaderListBytes = limits.DefaultMaxHeaderBytes
 	}
 	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = DefaultHandshakeTimeout
+		o.HandshakeTimeout = limits.DefaultHandshakeTimeout
 	}
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultIdleTimeout
+		o.IdleTimeout = limits.DefaultIdleTimeout
 	}
 	if o.MaxUnauthenticatedStreams <= 0 {
-		o.MaxUnauthenticatedStreams = DefaultMaxUnauthenticatedStreams
+		o.MaxUnauthenticatedStreams = limits.DefaultMaxUnauthenticatedStreams
 	}
 	if o.MaxUnauthenticatedStreamsPerIP <= 0 {
-		o.MaxUnauthenticatedStreamsPerIP = DefaultMaxUnauthenticatedStreamsPerIP
+		o.MaxUnauthenticatedStreamsPerIP = limits.DefaultMaxUnauthenticatedStreamsPerIP
 	}
 	return o
 }

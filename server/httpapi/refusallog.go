@@ -8,14 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// Defaults for refusal logging: enough lines to see who is knocking, few
-// enough that a flood of unauthenticated calls cannot fill the disk with
-// logs (one line per refusal was 36 MB in 10 s).
-const (
-	DefaultRefusalLogBurst    = 10
-	DefaultRefusalLogInterval = 10 * time.Second
+	"github.com/cardsign/cardsign/limits"
 )
 
 // RefusalLog writes the first burst refusals of each reason per interval
@@ -41,10 +35,10 @@ type refusalWindow struct {
 // (0: the defaults).
 func NewRefusalLog(log *slog.Logger, burst int, interval time.Duration) *RefusalLog {
 	if burst <= 0 {
-		burst = DefaultRefusalLogBurst
+		burst = limits.DefaultRefusalLogBurst
 	}
 	if interval <= 0 {
-		interval = DefaultRefusalLogInterval
+		interval = limits.DefaultRefusalLogInterval
 	}
 	return &RefusalLog{log: log, burst: burst, interval: interval, windows: map[string]*refusalWindow{}}
 }

@@ -102,11 +102,19 @@ type Policy struct {
 	Describe func(error) string
 }
 
+// Pacer paces the attempts on one key: a *rate.Limiter, or the key's share
+// of a ratelimit.Limiter. Wait takes a token, refusing at once when it would
+// come after the context's deadline; Limit is the rate, for the error.
+type Pacer interface {
+	Wait(ctx context.Context) error
+	Limit() rate.Limit
+}
+
 // Call is one operation for Do.
 type Call struct {
-	Op       string        // the operation, for errors and logs: "Sign", "get key version"
-	Key      string        // the key (or alias, or key spec), for errors and logs
-	Limiter  *rate.Limiter // the key's rate limiter; nil for none
+	Op       string // the operation, for errors and logs: "Sign", "get key version"
+	Key      string // the key (or alias, or key spec), for errors and logs
+	Limiter  Pacer  // the key's rate limiter; nil for none
 	Classify Classifier
 }
 

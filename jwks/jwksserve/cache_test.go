@@ -1,4 +1,4 @@
-package jwks
+package jwksserve
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/jwks"
 )
 
 // TestCachedHandler: a rendition is served until its Until on the given
@@ -26,7 +28,7 @@ func TestCachedHandler(t *testing.T) {
 			}
 			renders++
 			body := []byte(`{"keys":[],"n":` + strconv.Itoa(renders) + `}`)
-			return Rendition{Static: NewStatic(body, "", MediaType, CacheControl(time.Minute)), Until: now.Add(10 * time.Second)}, nil
+			return Rendition{Static: NewStatic(body, "", jwks.MediaType, CacheControl(time.Minute)), Until: now.Add(10 * time.Second)}, nil
 		},
 		Version: func() uint64 { return version },
 		Now:     func() time.Time { return now },
@@ -36,15 +38,15 @@ func TestCachedHandler(t *testing.T) {
 	ok := func(n int) response {
 		b := body(n)
 		return response{200, map[string]string{
-			"ETag": etagOf([]byte(b)), "Cache-Control": "public, max-age=60", "Content-Type": MediaType,
+			"ETag": jwks.ETagOf([]byte(b)), "Cache-Control": "public, max-age=60", "Content-Type": jwks.MediaType,
 			"Content-Length": strconv.Itoa(len(b)), "Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff",
 		}, b}
 	}
 	check(t, "first", h, http.MethodGet, nil, ok(1))
 	check(t, "again", h, http.MethodGet, nil, ok(1))
 	check(t, "HEAD", h, http.MethodHead, nil, response{200, ok(1).headers, ""})
-	check(t, "304", h, http.MethodGet, map[string][]string{"If-None-Match": {`"x", W/` + etagOf([]byte(body(1)))}},
-		response{304, map[string]string{"ETag": etagOf([]byte(body(1))), "Cache-Control": "public, max-age=60", "Content-Type": "", "Content-Length": ""}, ""})
+	check(t, "304", h, http.MethodGet, map[string][]string{"If-None-Match": {`"x", W/` + jwks.ETagOf([]byte(body(1)))}},
+		response{304, map[string]string{"ETag": jwks.ETagOf([]byte(body(1))), "Cache-Control": "public, max-age=60", "Content-Type": "", "Content-Length": ""}, ""})
 	check(t, "POST", h, http.MethodPost, nil, response{405, map[string]string{"Allow": "GET, HEAD", "ETag": ""}, "method not allowed\n"})
 	now = now.Add(10*time.Second - 1)
 	check(t, "just before Until", h, http.MethodGet, nil, ok(1))
@@ -101,16 +103,16 @@ func TestCachedHandlerSlowRender(t *testing.T) {
 	}
 }
 
-// TestHandlerFollowsSource: Handler keeps the headers of the last Document,
+// TestHandlerFollowsSource: Handler keeps the headers of the last jwks.Document,
 // and follows a new one.
 func TestHandlerFollowsSource(t *testing.T) {
-	doc := Document{Body: []byte(`{"keys":[]}`), MaxAge: time.Minute}
-	h := Handler(func(context.Context) (Document, error) { return doc, nil })
-	check(t, "first", h, http.MethodGet, nil, response{200, map[string]string{"ETag": etagOf(doc.Body), "Cache-Control": "public, max-age=60"}, `{"keys":[]}`})
+	doc := jwks.Document{Body: []byte(`{"keys":[]}`), MaxAge: time.Minute}
+	h := Handler(func(context.Context) (jwks.Document, error) { return doc, nil })
+	check(t, "first", h, http.MethodGet, nil, response{200, map[string]string{"ETag": jwks.ETagOf(doc.Body), "Cache-Control": "public, max-age=60"}, `{"keys":[]}`})
 	doc.MaxAge = 59500 * time.Millisecond
-	check(t, "max-age down", h, http.MethodGet, nil, response{200, map[string]string{"ETag": etagOf(doc.Body), "Cache-Control": "public, max-age=59"}, `{"keys":[]}`})
-	doc = Document{Body: []byte(`{"keys":[ ]}`), MaxAge: time.Minute}
-	check(t, "new set", h, http.MethodGet, nil, response{200, map[string]string{"ETag": etagOf(doc.Body), "Cache-Control": "public, max-age=60"}, `{"keys":[ ]}`})
+	check(t, "max-age down", h, http.MethodGet, nil, response{200, map[string]string{"ETag": jwks.ETagOf(doc.Body), "Cache-Control": "public, max-age=59"}, `{"keys":[]}`})
+	doc = jwks.Document{Body: []byte(`{"keys":[ ]}`), MaxAge: time.Minute}
+	check(t, "new set", h, http.MethodGet, nil, response{200, map[string]string{"ETag": jwks.ETagOf(doc.Body), "Cache-Control": "public, max-age=60"}, `{"keys":[ ]}`})
 }
 
 // TestRevocationHandlerFollowsSource: a new document gets its own ETag and
@@ -118,9 +120,9 @@ func TestHandlerFollowsSource(t *testing.T) {
 func TestRevocationHandlerFollowsSource(t *testing.T) {
 	buf := []byte("document-1")
 	h := RevocationHandler(func(context.Context) ([]byte, error) { return buf, nil })
-	check(t, "first", h, http.MethodGet, nil, response{200, map[string]string{"ETag": etagOf([]byte("document-1")), "Content-Length": "10"}, "document-1"})
+	check(t, "first", h, http.MethodGet, nil, response{200, map[string]string{"ETag": jwks.ETagOf([]byte("document-1")), "Content-Length": "10"}, "document-1"})
 	copy(buf, "document-2")
-	check(t, "rewritten in place", h, http.MethodGet, nil, response{200, map[string]string{"ETag": etagOf([]byte("document-2"))}, "document-2"})
+	check(t, "rewritten in place", h, http.MethodGet, nil, response{200, map[string]string{"ETag": jwks.ETagOf([]byte("document-2"))}, "document-2"})
 	buf = []byte("document-30")
-	check(t, "longer", h, http.MethodGet, nil, response{200, map[string]string{"ETag": etagOf(buf), "Content-Length": "11"}, "document-30"})
+	check(t, "longer", h, http.MethodGet, nil, response{200, map[string]string{"ETag": jwks.ETagOf(buf), "Content-Length": "11"}, "document-30"})
 }

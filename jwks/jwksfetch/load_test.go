@@ -1,7 +1,10 @@
-package jwks
+package jwksfetch
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -12,21 +15,18 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
 )
 
 func TestLoad(t *testing.T) {
-	ec, _, _ := testKeys(t)
-	doc, err := Set{Keys: []jose.JWK{mustJWK(t, ec, "k1", jose.ES256)}}.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := oneKeySet(t, "k1")
 	dir := t.TempDir()
 	good := filepath.Join(dir, "jwks.json")
 	big := filepath.Join(dir, "big.json")
 	if err := os.WriteFile(good, doc, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(big, []byte(strings.Repeat(" ", MaxSize+1)), 0o644); err != nil {
+	if err := os.WriteFile(big, []byte(strings.Repeat(" ", jwks.MaxSize+1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -35,11 +35,11 @@ func TestLoad(t *testing.T) {
 		gotAccept = r.Header.Get("Accept")
 		switch r.URL.Path {
 		case "/jwks.json":
-			w.Header().Set("Content-Type", MediaType)
+			w.Header().Set("Content-Type", jwks.MediaType)
 			w.Write(doc)
 		case "/big":
 			w.Write([]byte(`{"keys":[],"pad":"`))
-			w.Write([]byte(strings.Repeat("a", MaxSize)))
+			w.Write([]byte(strings.Repeat("a", jwks.MaxSize)))
 			w.Write([]byte(`"}`))
 		case "/slow":
 			select {
@@ -100,7 +100,25 @@ func TestLoad(t *testing.T) {
 	if _, err := ReadDocument(context.Background(), srv.URL+"/missing", srv.Client()); !errors.As(err, &se) || se.Code != http.StatusNotFound {
 		t.Errorf("ReadDocument of a 404: %v, want a *StatusError with code 404", err)
 	}
-	if !strings.Contains(gotAccept, MediaType) {
+	if !strings.Contains(gotAccept, jwks.MediaType) {
 		t.Errorf("Accept = %q", gotAccept)
 	}
+}
+
+// oneKeySet returns a JWK Set of one fresh P-256 key named kid.
+func oneKeySet(t *testing.T, kid string) []byte {
+	t.Helper()
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var k jose.JWK
+	if err == nil {
+		k, err = jose.NewJWK(ec.Public(), kid, jose.ES256)
+	}
+	var doc []byte
+	if err == nil {
+		doc, err = jwks.Set{Keys: []jose.JWK{k}}.MarshalJSON()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }

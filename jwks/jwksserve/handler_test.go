@@ -1,4 +1,4 @@
-package jwks
+package jwksserve
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/jwks/jwksfetch"
 )
 
 // response is what a handler test checks; headers absent from want are
@@ -44,18 +47,14 @@ func check(t *testing.T, name string, h http.Handler, method string, reqHeaders 
 }
 
 func TestHandler(t *testing.T) {
-	recs, _ := keyRecords(t)
-	doc, err := Render(at(rotT-hour-90*time.Second-500*time.Millisecond), recs, testPolicy, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := renderRotation(t, at(rotT-time.Hour-90*time.Second-500*time.Millisecond))
 	if doc.MaxAge != 90*time.Second+500*time.Millisecond {
 		t.Fatalf("MaxAge = %v", doc.MaxAge)
 	}
 	body := string(doc.Body)
-	h := Handler(func(context.Context) (Document, error) { return doc, nil })
+	h := Handler(func(context.Context) (jwks.Document, error) { return doc, nil })
 	ok := map[string]string{
-		"Content-Type":                MediaType,
+		"Content-Type":                jwks.MediaType,
 		"ETag":                        doc.ETag,
 		"Cache-Control":               "public, max-age=90", // rounded down: never past the transition
 		"Access-Control-Allow-Origin": "*",
@@ -95,12 +94,12 @@ func TestHandler(t *testing.T) {
 func TestHandlerSourceError(t *testing.T) {
 	secret := "open /var/lib/cardsign/store.db?pin=1234: permission denied"
 	calls := 0
-	h := Handler(func(ctx context.Context) (Document, error) {
+	h := Handler(func(ctx context.Context) (jwks.Document, error) {
 		calls++
 		if ctx == nil {
 			t.Error("nil context")
 		}
-		return Document{}, errors.New(secret)
+		return jwks.Document{}, errors.New(secret)
 	})
 	check(t, "source error", h, http.MethodGet, nil, response{503,
 		map[string]string{"Cache-Control": "no-store", "ETag": "", "Content-Type": "text/plain; charset=utf-8"},
@@ -121,11 +120,11 @@ func TestHandlerMaxAge(t *testing.T) {
 		{time.Hour, "public, max-age=3600"},
 		{-time.Second, "public, max-age=0"},
 	} {
-		doc := Document{Body: []byte(`{"keys":[]}`), MaxAge: tt.maxAge}
-		h := Handler(func(context.Context) (Document, error) { return doc, nil })
+		doc := jwks.Document{Body: []byte(`{"keys":[]}`), MaxAge: tt.maxAge}
+		h := Handler(func(context.Context) (jwks.Document, error) { return doc, nil })
 		check(t, tt.want, h, http.MethodGet, nil, response{200, map[string]string{
 			"Cache-Control": tt.want,
-			"ETag":          etagOf(doc.Body), // computed when the Document has none
+			"ETag":          jwks.ETagOf(doc.Body), // computed when the jwks.Document has none
 		}, `{"keys":[]}`})
 	}
 }
@@ -133,12 +132,8 @@ func TestHandlerMaxAge(t *testing.T) {
 // TestHandlerOverHTTP goes through a real server, where HEAD handling and
 // Content-Length are net/http's as much as ours.
 func TestHandlerOverHTTP(t *testing.T) {
-	recs, _ := keyRecords(t)
-	doc, err := Render(at(rotT), recs, testPolicy, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(Handler(func(context.Context) (Document, error) { return doc, nil }))
+	doc := renderRotation(t, at(rotT))
+	srv := httptest.NewServer(Handler(func(context.Context) (jwks.Document, error) { return doc, nil }))
 	defer srv.Close()
 	c := srv.Client()
 
@@ -152,7 +147,7 @@ func TestHandlerOverHTTP(t *testing.T) {
 		t.Errorf("HEAD: %d, %d body bytes, Content-Length %d", resp.StatusCode, len(b), resp.ContentLength)
 	}
 
-	set, err := Load(context.Background(), srv.URL, c)
+	set, err := jwksfetch.Load(context.Background(), srv.URL, c)
 	if err != nil {
 		t.Fatalf("Load from Handler: %v", err)
 	}

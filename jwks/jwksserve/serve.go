@@ -1,28 +1,18 @@
-package jwks
+// Package jwksserve serves the documents cardsignd publishes (the JWKS and
+// the signed revocation document) over HTTP: pre-rendered bytes and headers,
+// entity tags and conditional requests, GET and HEAD only, open CORS. It is
+// kept apart from jwks so that what only builds and checks documents does
+// not depend on net/http.
+package jwksserve
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cardsign/cardsign/jwks"
 )
-
-// etagOf returns the strong entity tag of body: the full unpadded base64url
-// SHA-256 of the bytes, quoted. The full 43 characters are kept rather than a
-// prefix: the tag costs nothing to send, and a tag that depends on every bit
-// of the body needs no argument about collisions. Since the body's bytes
-// depend only on the key set, so does the tag, on every replica and across
-// restarts.
-func etagOf(body []byte) string {
-	sum := sha256.Sum256(body)
-	return `"` + base64.RawURLEncoding.EncodeToString(sum[:]) + `"`
-}
-
-// ETagOf is the strong entity tag the handlers send for body (see
-// Document.ETag).
-func ETagOf(body []byte) string { return etagOf(body) }
 
 // CacheControl is the JWKS Cache-Control value for maxAge: "public,
 // max-age=N" with N its whole seconds, rounded down (so never past the
@@ -61,11 +51,11 @@ type Static struct {
 }
 
 // NewStatic prepares body for serving: its entity tag (etag, or the body's
-// SHA-256 as etagOf when etag is empty), Content-Type, Cache-Control and
+// SHA-256 as jwks.ETagOf when etag is empty), Content-Type, Cache-Control and
 // Content-Length. body must not be modified afterwards.
 func NewStatic(body []byte, etag, contentType, cacheControl string) *Static {
 	if etag == "" {
-		etag = etagOf(body)
+		etag = jwks.ETagOf(body)
 	}
 	return &Static{
 		body:           body,

@@ -1,4 +1,8 @@
-package jwks
+// Package jwksfetch reads JWK Sets and revocation documents from where a
+// verifier was told to find them: an http(s) URL or a local file. It is
+// kept apart from jwks so that what only parses and checks documents
+// (signer among them) does not depend on net/http.
+package jwksfetch
 
 import (
 	"context"
@@ -10,20 +14,22 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/cardsign/cardsign/jwks"
 )
 
 // Load reads a JWK Set from src: an http:// or https:// URL, fetched with ctx
 // through client (http.DefaultClient when nil), or else a file path. Either
-// way at most MaxSize bytes are read. Which src to trust is the caller's
+// way at most jwks.MaxSize bytes are read. Which src to trust is the caller's
 // decision (DESIGN §4: a JWKS the verifier chose, or an allow-listed jku).
-func Load(ctx context.Context, src string, client *http.Client) (Set, error) {
+func Load(ctx context.Context, src string, client *http.Client) (jwks.Set, error) {
 	data, err := ReadDocument(ctx, src, client)
 	if err != nil {
-		return Set{}, fmt.Errorf("jwks: load %w", err)
+		return jwks.Set{}, fmt.Errorf("jwks: load %w", err)
 	}
-	set, err := Parse(data)
+	set, err := jwks.Parse(data)
 	if err != nil {
-		return Set{}, fmt.Errorf("jwks: load %s: %w", redact(src), err)
+		return jwks.Set{}, fmt.Errorf("jwks: load %s: %w", jwks.RedactURL(src), err)
 	}
 	return set, nil
 }
@@ -41,7 +47,7 @@ func (e *StatusError) Error() string {
 }
 
 // ReadDocument reads a JWKS or revocation document from src, an http(s)
-// URL or a file path, with the rules Load applies: at most MaxSize bytes
+// URL or a file path, with the rules Load applies: at most jwks.MaxSize bytes
 // (one more is an error, not a truncation), and of local files only
 // regular files and pipes (so "--jwks <(curl …)" works), never a device
 // such as /dev/zero or a directory. Errors begin with the (redacted) src.
@@ -56,7 +62,7 @@ func ReadDocument(ctx context.Context, src string, client *http.Client) ([]byte,
 	case strings.Contains(src, "://"):
 		// Anything else that looks like a URL would otherwise be read as an
 		// odd relative path and fail with a confusing "no such file".
-		return nil, fmt.Errorf("%s: unsupported URL scheme (use http://, https:// or a file path)", redact(src))
+		return nil, fmt.Errorf("%s: unsupported URL scheme (use http://, https:// or a file path)", jwks.RedactURL(src))
 	default:
 		return readFile(ctx, src)
 	}
@@ -68,9 +74,9 @@ func fetch(ctx context.Context, src string, client *http.Client) ([]byte, error)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", redact(src), err)
+		return nil, fmt.Errorf("%s: %w", jwks.RedactURL(src), err)
 	}
-	req.Header.Set("Accept", MediaType+", application/json")
+	req.Header.Set("Accept", jwks.MediaType+", application/json")
 	resp, err := client.Do(req)
 	if err != nil {
 		// *url.Error would print the URL with its query; name it redacted.
@@ -78,13 +84,13 @@ func fetch(ctx context.Context, src string, client *http.Client) ([]byte, error)
 		if errors.As(err, &ue) {
 			err = fmt.Errorf("%s: %w", ue.Op, ue.Err)
 		}
-		return nil, fmt.Errorf("%s: %w", redact(src), err)
+		return nil, fmt.Errorf("%s: %w", jwks.RedactURL(src), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{URL: redact(src), Status: resp.Status, Code: resp.StatusCode}
+		return nil, &StatusError{URL: jwks.RedactURL(src), Status: resp.Status, Code: resp.StatusCode}
 	}
-	return readCapped(resp.Body, redact(src))
+	return readCapped(resp.Body, jwks.RedactURL(src))
 }
 
 func readFile(ctx context.Context, path string) ([]byte, error) {
@@ -131,30 +137,15 @@ func fileKind(m fs.FileMode) string {
 	}
 }
 
-// readCapped reads r up to MaxSize bytes; one byte more is an error rather
+// readCapped reads r up to jwks.MaxSize bytes; one byte more is an error rather
 // than a silently truncated (and then unparsable) document.
 func readCapped(r io.Reader, what string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
+	data, err := io.ReadAll(io.LimitReader(r, jwks.MaxSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%s: document larger than %d bytes", what, MaxSize)
+	if len(data) > jwks.MaxSize {
+		return nil, fmt.Errorf("%s: document larger than %d bytes", what, jwks.MaxSize)
 	}
 	return data, nil
-}
-
-// redact drops credentials and the query from a URL before it goes into an
-// error message; a JWKS URL may carry an access token.
-func redact(src string) string {
-	u, err := url.Parse(src)
-	if err != nil || u.Scheme == "" {
-		return src
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "…"
-	}
-	u.Fragment = ""
-	return u.String()
 }

@@ -1,4 +1,4 @@
-package jwks
+package jwksserve
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/cardsign/cardsign/jwks"
 )
 
 // Handler serves the JWKS that source returns, for /.well-known/jwks.json.
@@ -23,7 +25,7 @@ import (
 // The headers of the last Document served are kept: while source returns
 // the same set (same ETag) with the same whole seconds of max-age, nothing
 // is formatted again.
-func Handler(source func(ctx context.Context) (Document, error)) http.Handler {
+func Handler(source func(ctx context.Context) (jwks.Document, error)) http.Handler {
 	var last atomic.Pointer[jwksMemo]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !checkMethod(w, r) {
@@ -36,12 +38,12 @@ func Handler(source func(ctx context.Context) (Document, error)) http.Handler {
 		}
 		etag := doc.ETag
 		if etag == "" {
-			etag = etagOf(doc.Body)
+			etag = jwks.ETagOf(doc.Body)
 		}
 		secs := int64(max(doc.MaxAge, 0) / time.Second)
 		m := last.Load()
 		if m == nil || m.secs != secs || m.s.etag != etag || len(m.s.body) != len(doc.Body) {
-			m = &jwksMemo{s: NewStatic(bytes.Clone(doc.Body), etag, MediaType, CacheControl(doc.MaxAge)), secs: secs}
+			m = &jwksMemo{s: NewStatic(bytes.Clone(doc.Body), etag, jwks.MediaType, CacheControl(doc.MaxAge)), secs: secs}
 			last.Store(m)
 		}
 		m.s.serve(w, r)
