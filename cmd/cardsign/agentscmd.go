@@ -81,14 +81,13 @@ func (o *agentsOptions) run(ctx context.Context, in *call) int {
 	case sub != "revoke" && o.reason != "":
 		return in.usageError("--reason is for revoke")
 	}
-	cl, code, ok := in.dial()
+	cl, code, ok := in.session(ctx)
 	if !ok {
 		return code
 	}
 	defer cl.close()
-	cctx, cancel := cl.ctx(ctx)
-	defer cancel()
-	a := &agentsCall{call: in, o: o, cl: cl, ctx: cctx}
+	cctx := cl.ctx
+	a := &agentsCall{call: in, o: o, cl: cl.client, ctx: cctx}
 	switch sub {
 	case "list":
 		return a.list()

@@ -57,18 +57,14 @@ func canonicalizeCmd() command {
 		profile := fs.String("profile", "spec", "canonical profile: spec (A2A §8.4.1 to the letter), sdk (what @a2a-js/sdk and a2a-python ≥ 1.2 compute) or python-ascii (what a2a-python ≤ 1.1 computes)")
 		lim := limitFlags(fs)
 		return func(_ context.Context, in *call) int {
-			e, pos := in.env, in.pos
+			e := in.env
 			p, err := card.ParseProfile(*profile)
 			if err != nil {
 				return c.usageError(e, "%v", err)
 			}
-			data, code, ok := c.oneInput(e, pos, lim)
+			l, code, ok := in.loadCard(lim)
 			if !ok {
 				return code
-			}
-			l, err := card.Load(data, card.Options{Limits: *lim})
-			if err != nil {
-				return reportCardError(e, c.name, err)
 			}
 			out, err := card.Canonical(l.Value, p)
 			if err != nil {
@@ -142,14 +138,10 @@ func upgradeCmd() command {
 	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		lim := limitFlags(fs)
 		return func(_ context.Context, in *call) int {
-			e, pos := in.env, in.pos
-			data, code, ok := c.oneInput(e, pos, lim)
+			e := in.env
+			l, code, ok := in.loadCard(lim)
 			if !ok {
 				return code
-			}
-			l, err := card.Load(data, card.Options{Limits: *lim})
-			if err != nil {
-				return reportCardError(e, c.name, err)
 			}
 			printNotes(e, c.name, l)
 			if l.Shape == card.V10 {

@@ -42,14 +42,13 @@ func keysCmd() command {
 			if len(pos) != n {
 				return c.usageError(e, "%s takes %d argument(s), got %d", sub, n, len(pos))
 			}
-			cl, code, ok := in.dial()
+			cl, code, ok := in.session(ctx)
 			if !ok {
 				return code
 			}
 			defer cl.close()
-			cctx, cancel := cl.ctx(ctx)
-			defer cancel()
-			keys, err := keysCall(cctx, cl, sub, pos, keysOptions{alg: *alg, kid: *kid, prepublish: *prepublish, reason: *reason, force: *force})
+			cctx := cl.ctx
+			keys, err := keysCall(cctx, cl.client, sub, pos, keysOptions{alg: *alg, kid: *kid, prepublish: *prepublish, reason: *reason, force: *force})
 			if err != nil {
 				fmt.Fprintf(e.stderr, "cardsign keys %s: %s\n", sub, describe(err))
 				return exitFail

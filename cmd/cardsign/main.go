@@ -139,6 +139,30 @@ func (in *call) dial() (cl *client, code int, ok bool) {
 	return cl, 0, true
 }
 
+// session is a connection to cardsignd with the deadline of one call.
+type session struct {
+	*client
+	ctx    context.Context // bounded by --timeout
+	cancel context.CancelFunc
+}
+
+// session dials cardsignd for one call bounded by --timeout; when it
+// cannot, it says why and ok is false, with the exit code.
+func (in *call) session(ctx context.Context) (s *session, code int, ok bool) {
+	cl, code, ok := in.dial()
+	if !ok {
+		return nil, code, false
+	}
+	cctx, cancel := cl.ctx(ctx)
+	return &session{client: cl, ctx: cctx, cancel: cancel}, 0, true
+}
+
+// close ends the call's deadline and the connection.
+func (s *session) close() {
+	s.cancel()
+	s.client.close()
+}
+
 // usageError prints a usage problem of the call and returns exitUsage.
 func (in *call) usageError(format string, args ...any) int {
 	return in.c.usageError(in.env, format, args...)
@@ -279,6 +303,22 @@ func (c command) oneInput(e env, pos []string, lim *card.Limits) ([]byte, int, b
 	return data, 0, true
 }
 
+// loadCard reads the call's one card argument and loads it within lim;
+// when it cannot, it has said why and ok is false, with the exit code.
+func (in *call) loadCard(lim *card.Limits) (l *card.Loaded, code int, ok bool) {
+	data, code, ok := in.c.oneInput(in.env, in.pos, lim)
+	if !ok {
+		return nil, code, false
+	}
+	l, err := card.Load(data, card.Options{Limits: *lim})
+	if err != nil {
+		return nil, reportCardError(in.env, in.c.name, err), false
+	}
+	return l, 0, true
+}
+
+// readInput reads the file name, or standard input for -, up to limit
+// bytes.
 func readInput(e env, name string, limit int64) ([]byte, error) {
 	var r io.Reader
 	if name == "-" {

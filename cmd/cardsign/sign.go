@@ -194,13 +194,12 @@ func profileOf(m signer.Mode) pb.Profile {
 // remote signs through cardsignd.
 func remote(ctx context.Context, in *call, req *pb.SignCardRequest) int {
 	e, c := in.env, in.c
-	cl, code, ok := in.dial()
+	cl, code, ok := in.session(ctx)
 	if !ok {
 		return code
 	}
 	defer cl.close()
-	cctx, cancel := cl.ctx(ctx)
-	defer cancel()
+	cctx := cl.ctx
 	res, err := cl.signing.SignCard(cctx, req)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, describe(err))

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -224,11 +223,11 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 		return nil, nil, nil
 	}
 	if src == "" {
-		u, err := url.Parse(jwksSrc)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		beside, ok := jwks.RevocationsURLBeside(jwksSrc)
+		if !ok {
 			return nil, nil, nil
 		}
-		src = u.Scheme + "://" + u.Host + jwks.RevocationsPath
+		src = beside
 	}
 	// Read with the JWKS rules: size cap, no devices (a revocation
 	// document of /dev/zero must not exhaust memory).
@@ -245,17 +244,7 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 	if err != nil {
 		return nil, nil, fmt.Errorf("revocation document %s: %w", src, err)
 	}
-	byKID := map[string]jwks.Revocation{}
-	for _, r := range doc.Revoked {
-		byKID[r.KID] = r
-	}
-	return func(kid string) (string, bool) {
-		r, ok := byKID[kid]
-		if !ok {
-			return "", false
-		}
-		return r.String(), true
-	}, jwks.CardLookup(doc.Cards), nil
+	return jwks.RevokedKeyLookup(doc.Revoked), jwks.CardLookup(doc.Cards), nil
 }
 
 // noDowngrade follows at most 5 redirects and none from https to plain
