@@ -125,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	log := newLogger(cfg, stderr)
+	log := cfg.Logger(stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := serve(ctx, cfg, log); err != nil {
@@ -138,16 +138,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 // checkTimeout bounds the start-up checks of --check-config that reach the
 // database.
 const checkTimeout = 10 * time.Second
-
-func newLogger(cfg daemonconfig.Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
-	opts := &slog.HandlerOptions{Level: lvl}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
 
 // pinEnv is the PIN's environment variable (the tests set it).
 const pinEnv = daemonconfig.PINEnv

@@ -2,7 +2,6 @@ package daemonconfig
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/cardsign/cardsign/backends"
@@ -38,13 +37,4 @@ func (c *Config) CheckKeyBackends(recs []jwks.KeyRecord, notBuilt map[string]str
 		}
 	}
 	return nil
-}
-
-// WarnPrepublish warns when keys.prepublish is shorter than jwks.max_age:
-// valid, but verifiers may then meet a key they have not fetched yet.
-func (c *Config) WarnPrepublish(log *slog.Logger) {
-	if c.Keys.Prepublish < c.JWKS.MaxAge {
-		log.Warn("keys.prepublish is shorter than jwks.max_age: verifiers holding a cached JWKS may not know a rotated key when it starts signing",
-			"prepublish", c.Keys.Prepublish, "jwks_max_age", c.JWKS.MaxAge)
-	}
 }
