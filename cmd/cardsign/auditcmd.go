@@ -39,195 +39,240 @@ func auditCmd() command {
 			"  cardsign audit verify --jwks http://127.0.0.1:7701/.well-known/jwks.json --log http://127.0.0.1:7701/log/ --log-key http://127.0.0.1:7701/.well-known/cardsign-log-key\n" +
 			"  transparency log consistent with the audit records: 7 leaves, root 36nc…",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		if code, done := c.subcommandHelp(e, args); done {
-			return code
-		}
-		sub := args[0]
-		fs := flag.NewFlagSet(c.name+" "+sub, flag.ContinueOnError)
-		conn := addConnFlags(fs)
-		timeout := fs.Duration("timeout", 60*time.Second, "deadline of each call")
-		after := fs.Int64("after", 0, "list: records with a sequence number above this")
-		limit := fs.Int("limit", 0, "list: at most this many records (default all)")
-		asJSON := fs.Bool("json", false, "list: one JSON object per line")
-		var hs headSource
-		fs.StringVar(&hs.jwks, "jwks", "", "verify: trusted JWKS (file or http(s) URL) to check the signed revocation document, whose audit_head the log must hold; default: no head, and a truncated tail goes unnoticed")
-		fs.StringVar(&hs.revocations, "revocations", "", "verify: the signed revocation document (file or URL), a fresh one or a copy kept from before; default: "+jwks.RevocationsPath+" on the --jwks URL's host")
-		fs.StringVar(&hs.head, "head", "", "verify: a head to check against, SEQ:HASH (hash in hex), instead of a revocation document")
-		logURL := fs.String("log", "", "verify: the transparency log's URL prefix (cardsignd: "+jwks.LogPrefix+"); every record is then checked against its log entry, and the tree rebuilt from the entries against the log's signed checkpoint")
-		logKey := fs.String("log-key", "", "verify, with --log: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+jwks.LogKeyPath+")")
-		pos, code, done := c.parse(e, fs, args[1:])
-		if done {
-			return code
-		}
-		if sub != "list" && sub != "verify" {
-			return c.usageError(e, "unknown subcommand %q", sub)
-		}
-		if len(pos) > 0 {
-			return c.usageError(e, "unexpected argument %q", pos[0])
-		}
-		if sub == "list" && (hs.jwks != "" || hs.revocations != "" || hs.head != "" || *logURL != "" || *logKey != "") {
-			return c.usageError(e, "--jwks, --revocations, --head, --log and --log-key are for audit verify")
-		}
-		if (*logURL == "") != (*logKey == "") {
-			return c.usageError(e, "--log and --log-key go together: the log is checked only against keys you name")
-		}
-		// The head is read before the log: records appended meanwhile only
-		// extend the log past it, while a head read after the walk could be
-		// past the records seen and look like a truncation.
-		var published *publishedHead
-		var noHead string // why there is no head to check against
-		if sub == "verify" {
-			hctx, cancel := context.WithTimeout(ctx, *timeout)
-			var err error
-			published, err = hs.load(hctx, &http.Client{Timeout: *timeout, CheckRedirect: noDowngrade}, time.Now())
-			cancel()
-			var up *usageProblem
-			switch {
-			case errors.As(err, &up):
-				return c.usageError(e, "%s", up.msg)
-			case errors.Is(err, errNoHeadSource):
-				noHead = "give --jwks URL to check against the audit head in cardsignd's signed revocation document, or --head SEQ:HASH"
-				if err != errNoHeadSource { // wrapped: it says why
-					noHead = err.Error()
-				}
-			case err != nil:
-				fmt.Fprintf(e.stderr, "cardsign audit verify: published head: %s\n", escapeText(err.Error()))
-				return exitUsage
-			}
-		}
-		// The log's checkpoint too is read before the records, for the
-		// same reason: records appended meanwhile are past it, not missing.
-		var lc *logChecker
-		if *logURL != "" {
-			hctx, cancel := context.WithTimeout(ctx, *timeout)
-			hc := &http.Client{Timeout: *timeout, CheckRedirect: noDowngrade}
-			keys, err := loadLogKeys(hctx, *logKey, hc)
-			if err != nil {
-				cancel()
-				return c.usageError(e, "--log-key: %s", escapeText(err.Error()))
-			}
-			tc := &transparency.Client{URL: *logURL, HTTP: hc, Keys: keys}
-			cp, err := tc.Checkpoint(hctx)
-			cancel()
-			if err != nil {
-				fmt.Fprintf(e.stderr, "cardsign audit verify: transparency log: %s\n", escapeText(err.Error()))
-				return exitFail
-			}
-			lc = newLogChecker(tc, cp, *timeout)
-		}
-		cl, err := dial(e, conn, *timeout)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitUsage
-		}
-		defer cl.close()
-		if sub == "list" {
-			// Lines go out page by page as they arrive: nothing but the
-			// page being printed is held.
-			out := bufio.NewWriterSize(e.stdout, 64<<10)
-			for r, err := range auditRecords(ctx, cl, *after, *limit) {
-				if err != nil {
-					out.Flush()
-					fmt.Fprintf(e.stderr, "cardsign audit %s: %s\n", sub, describe(err))
-					return exitFail
-				}
-				printRecord(out, r, *asJSON)
-			}
-			if err := out.Flush(); err != nil {
-				fmt.Fprintf(e.stderr, "cardsign audit %s: %v\n", sub, err)
-				return exitFail
-			}
-			return exitOK
-		}
-		// verify: the whole log from seq 1, checked record by record as
-		// the pages arrive; the verifier keeps only the previous hash and,
-		// for the published head, the hash of the record at its seq.
-		var head *audit.Head
-		if published != nil {
-			head = &published.head
-		}
-		v := audit.NewChainVerifier(audit.Genesis(), head)
-		var trail store.KeyTrail // the key administration records, to check the keys against
-		for r, err := range auditRecords(ctx, cl, 0, 0) {
-			if err != nil {
-				fmt.Fprintf(e.stderr, "cardsign audit %s: %s\n", sub, describe(err))
-				return exitFail
-			}
-			if err := v.Add(r); err != nil {
-				var ce *audit.ChainError
-				if errors.As(err, &ce) {
-					fmt.Fprintf(e.stdout, "audit chain BROKEN at record %d: %s\n", ce.Seq, escapeText(ce.Reason))
-				} else {
-					fmt.Fprintf(e.stdout, "audit chain BROKEN: %s\n", escapeText(err.Error()))
-				}
-				return exitFail
-			}
-			if err := trail.Add(r); err != nil {
-				fmt.Fprintf(e.stdout, "audit chain BROKEN: %v\n", err)
-				return exitFail
-			}
-			if lc != nil {
-				if err := lc.add(ctx, r); err != nil {
-					return lc.report(e, err)
-				}
-			}
-		}
-		if err := v.Finish(); err != nil {
-			fmt.Fprintf(e.stdout, "%s\nhead published by %s\nthe log was edited outside cardsignd: restore the database from a backup and find out who could write to it\n", escapeText(err.Error()), escapeText(published.from))
-			return exitFail
-		}
-		count := v.Count()
-		var keysReport bytes.Buffer // printed after the chain's line
-		var revocations *jwks.Revocations
-		if published != nil {
-			revocations = published.doc
-		}
-		keysOK, err := checkKeyTrail(ctx, &keysReport, cl, v, &trail, revocations)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign audit %s: %s\n", sub, escapeText(err.Error()))
-			return exitFail
-		}
-		_, lastHash := v.Last()
-		if lc != nil {
-			if err := lc.finish(count); err != nil {
-				return lc.report(e, err)
-			}
-		}
-		fmt.Fprintf(e.stdout, "audit chain intact: %d records, head %s\n", v.Count(), hex.EncodeToString(lastHash))
-		e.stdout.Write(keysReport.Bytes())
-		if lc != nil {
-			fmt.Fprintf(e.stdout, "transparency log consistent with the audit records: %d leaves, root %s (checkpoint of %s from %s)\n",
-				lc.cp.Size, lc.cp.Root, escapeText(lc.cp.Origin), lc.c.URL)
-			if v.Count() > lc.cp.Size {
-				fmt.Fprintf(e.stdout, "note: records %d to %d came after the log's checkpoint and are not checked against the log yet\n", lc.cp.Size+1, v.Count())
-			}
-		}
-		if noHead != "" {
-			fmt.Fprintf(e.stdout, "note: no published head to check against: truncation of the tail cannot be detected (%s)\n", escapeText(noHead))
-		}
-		if published != nil {
-			for _, n := range published.note {
-				fmt.Fprintf(e.stdout, "note: %s\n", escapeText(n))
-			}
-			if published.head.Seq == 0 {
-				// Every log extends the empty one: a head of record 0 (a
-				// document signed before the first record) checks nothing,
-				// and saying "the log holds it" would pass off no check as
-				// one.
-				fmt.Fprintf(e.stdout, "note: nothing to check against: the published head from %s is record 0, the empty log (signed before the first record); truncation of the tail cannot be detected: check against a later document or --head SEQ:HASH\n",
-					escapeText(published.from))
-			} else {
-				fmt.Fprintf(e.stdout, "checked against the published head record %d (hash %s) from %s: the log holds it\n",
-					published.head.Seq, hex.EncodeToString(published.head.Hash), escapeText(published.from))
-			}
-		}
-		if !keysOK {
-			return exitFail
-		}
-		return exitOK
+	c.subcommands = true
+	c.daemon = &daemonFlags{timeout: 60 * time.Second, timeoutUsage: "deadline of each call"}
+	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
+		o := &auditOptions{}
+		fs.Int64Var(&o.after, "after", 0, "list: records with a sequence number above this")
+		fs.IntVar(&o.limit, "limit", 0, "list: at most this many records (default all)")
+		fs.BoolVar(&o.asJSON, "json", false, "list: one JSON object per line")
+		fs.StringVar(&o.hs.jwks, "jwks", "", "verify: trusted JWKS (file or http(s) URL) to check the signed revocation document, whose audit_head the log must hold; default: no head, and a truncated tail goes unnoticed")
+		fs.StringVar(&o.hs.revocations, "revocations", "", "verify: the signed revocation document (file or URL), a fresh one or a copy kept from before; default: "+jwks.RevocationsPath+" on the --jwks URL's host")
+		fs.StringVar(&o.hs.head, "head", "", "verify: a head to check against, SEQ:HASH (hash in hex), instead of a revocation document")
+		fs.StringVar(&o.logURL, "log", "", "verify: the transparency log's URL prefix (cardsignd: "+jwks.LogPrefix+"); every record is then checked against its log entry, and the tree rebuilt from the entries against the log's signed checkpoint")
+		fs.StringVar(&o.logKey, "log-key", "", "verify, with --log: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+jwks.LogKeyPath+")")
+		return o.run
 	}
 	return c
+}
+
+// auditOptions are the flags of audit list and audit verify.
+type auditOptions struct {
+	after          int64
+	limit          int
+	asJSON         bool
+	hs             headSource
+	logURL, logKey string
+}
+
+// run checks the arguments and runs audit list or audit verify.
+func (o *auditOptions) run(ctx context.Context, in *call) int {
+	sub, pos, hs := in.sub, in.pos, o.hs
+	if sub != "list" && sub != "verify" {
+		return in.usageError("unknown subcommand %q", sub)
+	}
+	if len(pos) > 0 {
+		return in.usageError("unexpected argument %q", pos[0])
+	}
+	if sub == "list" && (hs.jwks != "" || hs.revocations != "" || hs.head != "" || o.logURL != "" || o.logKey != "") {
+		return in.usageError("--jwks, --revocations, --head, --log and --log-key are for audit verify")
+	}
+	if (o.logURL == "") != (o.logKey == "") {
+		return in.usageError("--log and --log-key go together: the log is checked only against keys you name")
+	}
+	if sub == "verify" {
+		return o.verify(ctx, in)
+	}
+	cl, code, ok := in.dial()
+	if !ok {
+		return code
+	}
+	defer cl.close()
+	// Lines go out page by page as they arrive: nothing but the
+	// page being printed is held.
+	out := bufio.NewWriterSize(in.stdout, 64<<10)
+	for r, err := range auditRecords(ctx, cl, o.after, o.limit) {
+		if err != nil {
+			out.Flush()
+			fmt.Fprintf(in.stderr, "cardsign audit %s: %s\n", sub, describe(err))
+			return exitFail
+		}
+		printRecord(out, r, o.asJSON)
+	}
+	if err := out.Flush(); err != nil {
+		fmt.Fprintf(in.stderr, "cardsign audit %s: %v\n", sub, err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// loadHead reads the published head to check against; noHead says why
+// there is none.
+func (o *auditOptions) loadHead(ctx context.Context, in *call) (published *publishedHead, noHead string, code int, ok bool) {
+	hctx, cancel := context.WithTimeout(ctx, in.timeout)
+	published, err := o.hs.load(hctx, &http.Client{Timeout: in.timeout, CheckRedirect: noDowngrade}, time.Now())
+	cancel()
+	var up *usageProblem
+	switch {
+	case errors.As(err, &up):
+		return nil, "", in.usageError("%s", up.msg), false
+	case errors.Is(err, errNoHeadSource):
+		noHead = "give --jwks URL to check against the audit head in cardsignd's signed revocation document, or --head SEQ:HASH"
+		if err != errNoHeadSource { // wrapped: it says why
+			noHead = err.Error()
+		}
+	case err != nil:
+		fmt.Fprintf(in.stderr, "cardsign audit verify: published head: %s\n", escapeText(err.Error()))
+		return nil, "", exitUsage, false
+	}
+	return published, noHead, 0, true
+}
+
+// openLog reads the log's checkpoint (nil without --log), for the records
+// to be checked against.
+func (o *auditOptions) openLog(ctx context.Context, in *call) (lc *logChecker, code int, ok bool) {
+	if o.logURL == "" {
+		return nil, 0, true
+	}
+	hctx, cancel := context.WithTimeout(ctx, in.timeout)
+	defer cancel()
+	hc := &http.Client{Timeout: in.timeout, CheckRedirect: noDowngrade}
+	keys, err := loadLogKeys(hctx, o.logKey, hc)
+	if err != nil {
+		return nil, in.usageError("--log-key: %s", escapeText(err.Error())), false
+	}
+	tc := &transparency.Client{URL: o.logURL, HTTP: hc, Keys: keys}
+	cp, err := tc.Checkpoint(hctx)
+	if err != nil {
+		fmt.Fprintf(in.stderr, "cardsign audit verify: transparency log: %s\n", escapeText(err.Error()))
+		return nil, exitFail, false
+	}
+	return newLogChecker(tc, cp, in.timeout), 0, true
+}
+
+// verify walks the whole log from seq 1, checked record by record as the
+// pages arrive, against the published head, the key records and the
+// transparency log, and reports.
+func (o *auditOptions) verify(ctx context.Context, in *call) int {
+	// The head is read before the log: records appended meanwhile only
+	// extend the log past it, while a head read after the walk could be
+	// past the records seen and look like a truncation.
+	published, noHead, code, ok := o.loadHead(ctx, in)
+	if !ok {
+		return code
+	}
+	// The log's checkpoint too is read before the records, for the
+	// same reason: records appended meanwhile are past it, not missing.
+	lc, code, ok := o.openLog(ctx, in)
+	if !ok {
+		return code
+	}
+	cl, code, ok := in.dial()
+	if !ok {
+		return code
+	}
+	defer cl.close()
+	// The verifier keeps only the previous hash and, for the published
+	// head, the hash of the record at its seq.
+	var head *audit.Head
+	if published != nil {
+		head = &published.head
+	}
+	v := audit.NewChainVerifier(audit.Genesis(), head)
+	var trail store.KeyTrail // the key administration records, to check the keys against
+	if code, ok := walkAudit(ctx, in, cl, v, &trail, lc); !ok {
+		return code
+	}
+	if err := v.Finish(); err != nil {
+		fmt.Fprintf(in.stdout, "%s\nhead published by %s\nthe log was edited outside cardsignd: restore the database from a backup and find out who could write to it\n", escapeText(err.Error()), escapeText(published.from))
+		return exitFail
+	}
+	var keysReport bytes.Buffer // printed after the chain's line
+	var revocations *jwks.Revocations
+	if published != nil {
+		revocations = published.doc
+	}
+	keysOK, err := checkKeyTrail(ctx, &keysReport, cl, v, &trail, revocations)
+	if err != nil {
+		fmt.Fprintf(in.stderr, "cardsign audit %s: %s\n", in.sub, escapeText(err.Error()))
+		return exitFail
+	}
+	if lc != nil {
+		if err := lc.finish(v.Count()); err != nil {
+			return lc.report(in.env, err)
+		}
+	}
+	reportAudit(in.stdout, v, keysReport.Bytes(), lc, published, noHead)
+	if !keysOK {
+		return exitFail
+	}
+	return exitOK
+}
+
+// walkAudit feeds every record to the chain verifier, the key trail and
+// the log checker; ok is false when one of them refused a record (and it
+// was reported).
+func walkAudit(ctx context.Context, in *call, cl *client, v *audit.ChainVerifier, trail *store.KeyTrail, lc *logChecker) (code int, ok bool) {
+	for r, err := range auditRecords(ctx, cl, 0, 0) {
+		if err != nil {
+			fmt.Fprintf(in.stderr, "cardsign audit %s: %s\n", in.sub, describe(err))
+			return exitFail, false
+		}
+		if err := v.Add(r); err != nil {
+			var ce *audit.ChainError
+			if errors.As(err, &ce) {
+				fmt.Fprintf(in.stdout, "audit chain BROKEN at record %d: %s\n", ce.Seq, escapeText(ce.Reason))
+			} else {
+				fmt.Fprintf(in.stdout, "audit chain BROKEN: %s\n", escapeText(err.Error()))
+			}
+			return exitFail, false
+		}
+		if err := trail.Add(r); err != nil {
+			fmt.Fprintf(in.stdout, "audit chain BROKEN: %v\n", err)
+			return exitFail, false
+		}
+		if lc != nil {
+			if err := lc.add(ctx, r); err != nil {
+				return lc.report(in.env, err), false
+			}
+		}
+	}
+	return 0, true
+}
+
+// reportAudit prints the verdict of a verified walk: the chain, the keys,
+// the log, and what the head did or could not check.
+func reportAudit(w io.Writer, v *audit.ChainVerifier, keysReport []byte, lc *logChecker, published *publishedHead, noHead string) {
+	_, lastHash := v.Last()
+	fmt.Fprintf(w, "audit chain intact: %d records, head %s\n", v.Count(), hex.EncodeToString(lastHash))
+	w.Write(keysReport)
+	if lc != nil {
+		fmt.Fprintf(w, "transparency log consistent with the audit records: %d leaves, root %s (checkpoint of %s from %s)\n",
+			lc.cp.Size, lc.cp.Root, escapeText(lc.cp.Origin), lc.c.URL)
+		if v.Count() > lc.cp.Size {
+			fmt.Fprintf(w, "note: records %d to %d came after the log's checkpoint and are not checked against the log yet\n", lc.cp.Size+1, v.Count())
+		}
+	}
+	if noHead != "" {
+		fmt.Fprintf(w, "note: no published head to check against: truncation of the tail cannot be detected (%s)\n", escapeText(noHead))
+	}
+	if published == nil {
+		return
+	}
+	for _, n := range published.note {
+		fmt.Fprintf(w, "note: %s\n", escapeText(n))
+	}
+	if published.head.Seq == 0 {
+		// Every log extends the empty one: a head of record 0 (a
+		// document signed before the first record) checks nothing,
+		// and saying "the log holds it" would pass off no check as
+		// one.
+		fmt.Fprintf(w, "note: nothing to check against: the published head from %s is record 0, the empty log (signed before the first record); truncation of the tail cannot be detected: check against a later document or --head SEQ:HASH\n",
+			escapeText(published.from))
+	} else {
+		fmt.Fprintf(w, "checked against the published head record %d (hash %s) from %s: the log holds it\n",
+			published.head.Seq, hex.EncodeToString(published.head.Hash), escapeText(published.from))
+	}
 }
 
 // auditPageSize is the page size audit list and verify ask for: the

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/jwks/jwksfetch"
 )
@@ -62,11 +59,11 @@ func (s headSource) load(ctx context.Context, client *http.Client, now time.Time
 	}
 	src := s.revocations
 	if src == "" {
-		u, err := url.Parse(s.jwks)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		beside, ok := jwks.RevocationsURLBeside(s.jwks)
+		if !ok {
 			return nil, &usageProblem{"--jwks is a file: name the revocation document too (--revocations FILE|URL)"}
 		}
-		src = u.Scheme + "://" + u.Host + jwks.RevocationsPath
+		src = beside
 	}
 	trusted, err := jwksfetch.Load(ctx, s.jwks, client)
 	if err != nil {
@@ -96,39 +93,15 @@ func (s headSource) load(ctx context.Context, client *http.Client, now time.Time
 // head. An expired document is still good for that: a head is a fact about
 // the past ("the log had reached record N"), so a copy kept from months ago
 // must still catch a truncation. Its signature is then checked as of its
-// own issued_at (read from the payload only to pick that instant; the
-// payload is used only if the signature verifies), and a note says so.
+// own issued_at (jwks.VerifyRevocationsSigned), and a note says so.
 func verifyRevocationsForHead(data []byte, trusted jwks.KeyLookup, now time.Time) (jwks.Revocations, string, error) {
 	doc, err := jwks.VerifyRevocations(data, trusted, now)
 	if !errors.Is(err, jwks.ErrRevocationsExpired) {
 		return doc, "", err
 	}
-	issued, perr := issuedAt(data)
-	if perr != nil {
+	doc, err = jwks.VerifyRevocationsSigned(data, trusted)
+	if err != nil {
 		return jwks.Revocations{}, "", err
 	}
-	doc, err2 := jwks.VerifyRevocations(data, trusted, issued)
-	if err2 != nil {
-		return jwks.Revocations{}, "", err2
-	}
 	return doc, fmt.Sprintf("the revocation document expired at %s; its audit head still counts (a head only says what the log had reached)", doc.ExpiresAt.Format(time.RFC3339)), nil
-}
-
-// issuedAt reads issued_at from a flattened JWS payload, unverified.
-func issuedAt(data []byte) (time.Time, error) {
-	var env struct{ Payload string }
-	if err := json.Unmarshal(data, &env); err != nil {
-		return time.Time{}, err
-	}
-	raw, err := jose.DecodeBase64URL(env.Payload)
-	if err != nil {
-		return time.Time{}, err
-	}
-	var p struct {
-		IssuedAt time.Time `json:"issued_at"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return time.Time{}, err
-	}
-	return p.IssuedAt, nil
 }

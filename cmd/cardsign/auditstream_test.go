@@ -143,7 +143,7 @@ func TestAuditStreamsLargeLog(t *testing.T) {
 
 	run := func(w io.Writer, args ...string) (int, string) {
 		var stderr bytes.Buffer
-		code := auditCmd().run(ctx, env{stdin: strings.NewReader(""), stdout: w, stderr: &stderr}, append(args, "--server", addr))
+		code := auditCmd().invoke(ctx, env{stdin: strings.NewReader(""), stdout: w, stderr: &stderr}, append(args, "--server", addr))
 		return code, stderr.String()
 	}
 

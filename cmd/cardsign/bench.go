@@ -27,85 +27,93 @@ func benchCmd() command {
 			"  cardsign bench --server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700 --ca-file ca.pem --token-file signer.token   # three replicas\n" +
 			"  cardsign bench --server cardsign.internal:7700 --ca-file ca.pem --token-file signer.token\n  CARDSIGN_PKCS11_MODULE=/usr/lib/softhsm/libsofthsm2.so CARDSIGN_PKCS11_PIN=1234 \\\n    cardsign bench --server 127.0.0.1:7700 --compare-key 'pkcs11:token=cardsign;object=k1'",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-		conn := addConnFlags(fs)
+	// bench has no --timeout: each call's deadline is 30s.
+	c.daemon = &daemonFlags{timeout: 30 * time.Second}
+	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		conc := fs.Int("concurrency", 32, "concurrent signing calls")
 		dur := fs.Duration("duration", 10*time.Second, "how long to send load (bounded: at most 10m)")
 		cardFile := fs.String("card", "", "card to sign (default: a built-in sample card)")
 		var compare keyFlags
 		fs.Var(&compare.uris, "compare-key", "key URI to sign with in-process for the comparison (default: a fresh in-memory ES256 key), e.g. the daemon's own pkcs11: key")
-		pos, code, done := c.parse(e, fs, args)
-		if done {
-			return code
-		}
-		if len(pos) > 0 {
-			return c.usageError(e, "unexpected argument %q", pos[0])
-		}
-		if *conc < 1 || *conc > 4096 || *dur <= 0 || *dur > 10*time.Minute {
-			return c.usageError(e, "--concurrency must be 1..4096 and --duration 0..10m")
-		}
-		data := []byte(benchCard)
-		if *cardFile != "" {
-			var err error
-			if data, err = os.ReadFile(*cardFile); err != nil {
-				fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
-				return exitUsage
+		return func(ctx context.Context, in *call) int {
+			e, pos := in.env, in.pos
+			if len(pos) > 0 {
+				return c.usageError(e, "unexpected argument %q", pos[0])
 			}
-		}
-		cl, err := dial(e, conn, 30*time.Second)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
-			return exitUsage
-		}
-		defer cl.close()
-		// One call first: a refusal (lint, no active key) is reported, not benchmarked.
-		warm, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err = cl.signing.SignCard(warm, &pb.SignCardRequest{Card: data})
-		cancel()
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign bench: %s\n", describe(err))
-			return exitFail
-		}
-		remote := load(ctx, *conc, *dur, func(ctx context.Context) error {
-			_, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: data})
-			return err
-		})
-		local := signer.Key{Alg: jose.ES256, KID: "bench"}
-		if len(compare.uris) > 0 {
-			keys, err := compare.open(ctx)
-			if err != nil {
-				fmt.Fprintf(e.stderr, "cardsign bench: --compare-key: %v\n", err)
-				return exitUsage
+			if *conc < 1 || *conc > 4096 || *dur <= 0 || *dur > 10*time.Minute {
+				return c.usageError(e, "--concurrency must be 1..4096 and --duration 0..10m")
 			}
-			local = keys[0]
-		} else {
-			key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			data := []byte(benchCard)
+			if *cardFile != "" {
+				var err error
+				if data, err = os.ReadFile(*cardFile); err != nil {
+					fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
+					return exitUsage
+				}
+			}
+			cl, code, ok := in.dial()
+			if !ok {
+				return code
+			}
+			defer cl.close()
+			// One call first: a refusal (lint, no active key) is reported, not benchmarked.
+			warm, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_, err := cl.signing.SignCard(warm, &pb.SignCardRequest{Card: data})
+			cancel()
 			if err != nil {
-				fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
+				fmt.Fprintf(e.stderr, "cardsign bench: %s\n", describe(err))
 				return exitFail
 			}
-			local.Signer = key
+			remote := load(ctx, *conc, *dur, func(ctx context.Context) error {
+				_, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: data})
+				return err
+			})
+			local, code, ok := benchKey(ctx, e, &compare)
+			if !ok {
+				return code
+			}
+			opts := signer.Options{Keys: []signer.Key{local}}
+			inproc := load(ctx, *conc, min(*dur, 10*time.Second), func(ctx context.Context) error {
+				_, err := signer.Sign(ctx, data, opts)
+				return err
+			})
+			fmt.Fprintf(e.stdout, "cardsignd SignCard:      %d signs in %s, %.0f signs/s, p50 %s, p99 %s, %d errors (concurrency %d)\n",
+				remote.n, remote.elapsed.Round(time.Millisecond), remote.rate(), remote.p(50), remote.p(99), remote.errors, *conc)
+			fmt.Fprintf(e.stdout, "in-process %s Sign:   %d signs in %s, %.0f signs/s, p50 %s, p99 %s\n",
+				local.Alg, inproc.n, inproc.elapsed.Round(time.Millisecond), inproc.rate(), inproc.p(50), inproc.p(99))
+			fmt.Fprintf(e.stdout, "ratio daemon/in-process: %.2f\n", remote.rate()/inproc.rate())
+			if remote.firstErr != nil {
+				fmt.Fprintf(e.stderr, "first error: %s\n", describe(remote.firstErr))
+				return exitFail
+			}
+			return exitOK
 		}
-		opts := signer.Options{Keys: []signer.Key{local}}
-		inproc := load(ctx, *conc, min(*dur, 10*time.Second), func(ctx context.Context) error {
-			_, err := signer.Sign(ctx, data, opts)
-			return err
-		})
-		fmt.Fprintf(e.stdout, "cardsignd SignCard:      %d signs in %s, %.0f signs/s, p50 %s, p99 %s, %d errors (concurrency %d)\n",
-			remote.n, remote.elapsed.Round(time.Millisecond), remote.rate(), remote.p(50), remote.p(99), remote.errors, *conc)
-		fmt.Fprintf(e.stdout, "in-process %s Sign:   %d signs in %s, %.0f signs/s, p50 %s, p99 %s\n",
-			local.Alg, inproc.n, inproc.elapsed.Round(time.Millisecond), inproc.rate(), inproc.p(50), inproc.p(99))
-		fmt.Fprintf(e.stdout, "ratio daemon/in-process: %.2f\n", remote.rate()/inproc.rate())
-		if remote.firstErr != nil {
-			fmt.Fprintf(e.stderr, "first error: %s\n", describe(remote.firstErr))
-			return exitFail
-		}
-		return exitOK
 	}
 	return c
 }
 
+// benchKey is the key of the in-process comparison: the first
+// --compare-key, or a fresh in-memory ES256 key.
+func benchKey(ctx context.Context, e env, compare *keyFlags) (signer.Key, int, bool) {
+	local := signer.Key{Alg: jose.ES256, KID: "bench"}
+	if len(compare.uris) > 0 {
+		keys, err := compare.open(ctx)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign bench: --compare-key: %v\n", err)
+			return local, exitUsage, false
+		}
+		return keys[0], 0, true
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cardsign bench: %v\n", err)
+		return local, exitFail, false
+	}
+	local.Signer = key
+	return local, 0, true
+}
+
+// loadResult is one load run's counts and latencies.
 type loadResult struct {
 	n, errors int
 	elapsed   time.Duration

@@ -54,32 +54,26 @@ func canonicalizeCmd() command {
 		usage:   "[--profile spec|sdk|python-ascii] FILE|-",
 		example: "  cardsign canonicalize agent-card.json | sha256sum\n  cardsign canonicalize --profile sdk - < agent-card.json",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		profile := fs.String("profile", "spec", "canonical profile: spec (A2A §8.4.1 to the letter), sdk (what @a2a-js/sdk and a2a-python ≥ 1.2 compute) or python-ascii (what a2a-python ≤ 1.1 computes)")
 		lim := limitFlags(fs)
-		pos, code, done := c.parse(e, fs, args)
-		if done {
-			return code
+		return func(_ context.Context, in *call) int {
+			e := in.env
+			p, err := card.ParseProfile(*profile)
+			if err != nil {
+				return c.usageError(e, "%v", err)
+			}
+			l, code, ok := in.loadCard(lim)
+			if !ok {
+				return code
+			}
+			out, err := card.Canonical(l.Value, p)
+			if err != nil {
+				return reportCardError(e, c.name, err)
+			}
+			e.stdout.Write(out)
+			return exitOK
 		}
-		p, err := card.ParseProfile(*profile)
-		if err != nil {
-			return c.usageError(e, "%v", err)
-		}
-		data, code, ok := c.oneInput(e, pos, lim)
-		if !ok {
-			return code
-		}
-		l, err := card.Load(data, card.Options{Limits: *lim})
-		if err != nil {
-			return reportCardError(e, c.name, err)
-		}
-		out, err := card.Canonical(l.Value, p)
-		if err != nil {
-			return reportCardError(e, c.name, err)
-		}
-		e.stdout.Write(out)
-		return exitOK
 	}
 	return c
 }
@@ -91,48 +85,46 @@ func lintCmd() command {
 		usage:   "[--strip-unknown] FILE|-",
 		example: "  cardsign lint agent-card.json\n  error skills[0].tags: REQUIRED field of AgentSkill is missing [required]; fix: add tags",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		strip := fs.Bool("strip-unknown", false, "drop keys outside the v1.0 schema (and say which) instead of reporting them")
 		lim := limitFlags(fs)
-		pos, code, done := c.parse(e, fs, args)
-		if done {
-			return code
-		}
-		data, code, ok := c.oneInput(e, pos, lim)
-		if !ok {
-			return code
-		}
-		l, err := card.Load(data, card.Options{Limits: *lim, StripUnknown: *strip})
-		if err != nil {
-			var ce *strictjson.Error
-			if errors.As(err, &ce) {
-				fmt.Fprintf(e.stdout, "error %s: %s [%s]\n", escapeText(ce.Path), escapeText(ce.Reason), ce.Rule)
+		return func(_ context.Context, in *call) int {
+			e, pos := in.env, in.pos
+			data, code, ok := c.oneInput(e, pos, lim)
+			if !ok {
+				return code
+			}
+			l, err := card.Load(data, card.Options{Limits: *lim, StripUnknown: *strip})
+			if err != nil {
+				var ce *strictjson.Error
+				if errors.As(err, &ce) {
+					fmt.Fprintf(e.stdout, "error %s: %s [%s]\n", escapeText(ce.Path), escapeText(ce.Reason), ce.Rule)
+					return exitFail
+				}
+				return reportCardError(e, c.name, err)
+			}
+			printNotes(e, c.name, l)
+			findings := card.Lint(l.Value)
+			errs, warns := 0, 0
+			for _, f := range findings {
+				fmt.Fprintln(e.stdout, escapeText(f.String()))
+				if f.Severity == card.SeverityError {
+					errs++
+				} else {
+					warns++
+				}
+			}
+			fmt.Fprintf(e.stderr, "%d errors, %d warnings\n", errs, warns)
+			if errs > 0 {
 				return exitFail
 			}
-			return reportCardError(e, c.name, err)
-		}
-		printNotes(e, c.name, l)
-		findings := card.Lint(l.Value)
-		errs, warns := 0, 0
-		for _, f := range findings {
-			fmt.Fprintln(e.stdout, escapeText(f.String()))
-			if f.Severity == card.SeverityError {
-				errs++
-			} else {
-				warns++
+			forms, err := card.CanonicalForms(l.Value)
+			if err != nil {
+				return reportCardError(e, c.name, err)
 			}
+			printSigningPlan(e.stdout, forms)
+			return exitOK
 		}
-		fmt.Fprintf(e.stderr, "%d errors, %d warnings\n", errs, warns)
-		if errs > 0 {
-			return exitFail
-		}
-		forms, err := card.CanonicalForms(l.Value)
-		if err != nil {
-			return reportCardError(e, c.name, err)
-		}
-		printSigningPlan(e.stdout, forms)
-		return exitOK
 	}
 	return c
 }
@@ -144,27 +136,21 @@ func upgradeCmd() command {
 		usage:   "FILE|-",
 		example: "  cardsign upgrade old-card.json > agent-card.json",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		lim := limitFlags(fs)
-		pos, code, done := c.parse(e, fs, args)
-		if done {
-			return code
+		return func(_ context.Context, in *call) int {
+			e := in.env
+			l, code, ok := in.loadCard(lim)
+			if !ok {
+				return code
+			}
+			printNotes(e, c.name, l)
+			if l.Shape == card.V10 {
+				fmt.Fprintf(e.stderr, "cardsign %s: the card is already in the v1.0 shape\n", c.name)
+			}
+			e.stdout.Write(l.Value.Indent())
+			return exitOK
 		}
-		data, code, ok := c.oneInput(e, pos, lim)
-		if !ok {
-			return code
-		}
-		l, err := card.Load(data, card.Options{Limits: *lim})
-		if err != nil {
-			return reportCardError(e, c.name, err)
-		}
-		printNotes(e, c.name, l)
-		if l.Shape == card.V10 {
-			fmt.Fprintf(e.stderr, "cardsign %s: the card is already in the v1.0 shape\n", c.name)
-		}
-		e.stdout.Write(l.Value.Indent())
-		return exitOK
 	}
 	return c
 }

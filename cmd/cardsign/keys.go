@@ -18,53 +18,51 @@ func keygenCmd() command {
 		usage:   "--alg ES256|ES384|ES512|RS256|PS256|EdDSA --out FILE",
 		example: "  cardsign keygen --alg EdDSA --out signing-key.pem",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		algName := fs.String("alg", "ES256", "JOSE algorithm of the new key")
 		out := fs.String("out", "", "file to write; it must not exist (required)")
-		pos, code, done := c.parse(e, fs, args)
-		if done {
-			return code
+		return func(ctx context.Context, in *call) int {
+			e, pos := in.env, in.pos
+			if len(pos) > 0 {
+				return c.usageError(e, "unexpected argument %q", pos[0])
+			}
+			if *out == "" {
+				return c.usageError(e, "--out is required")
+			}
+			alg, err := jose.ParseAlg(*algName)
+			if err != nil {
+				return c.usageError(e, "%v", err)
+			}
+			// keygen writes a key file: the file backend, not a registry.
+			b, err := file.New(file.Config{})
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+				return exitFail
+			}
+			uri, err := b.Create(ctx, backends.CreateRequest{Alg: alg, Name: *out})
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+				return exitFail
+			}
+			key, err := backends.OpenWith(ctx, b, uri, backends.OpenOptions{})
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+				return exitFail
+			}
+			jwk, err := key.JWK()
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+				return exitFail
+			}
+			b2, err := jwk.MarshalJSON()
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+				return exitFail
+			}
+			fmt.Fprintf(e.stderr, "cardsign %s: wrote %s (mode 0600), kid %s, alg %s; sign with --key %s\n", c.name, *out, key.KID, key.Alg, uri)
+			fmt.Fprintf(e.stdout, "%s\n", b2)
+			return exitOK
 		}
-		if len(pos) > 0 {
-			return c.usageError(e, "unexpected argument %q", pos[0])
-		}
-		if *out == "" {
-			return c.usageError(e, "--out is required")
-		}
-		alg, err := jose.ParseAlg(*algName)
-		if err != nil {
-			return c.usageError(e, "%v", err)
-		}
-		// keygen writes a key file: the file backend, not a registry.
-		b, err := file.New(file.Config{})
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitFail
-		}
-		uri, err := b.Create(ctx, backends.CreateRequest{Alg: alg, Name: *out})
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitFail
-		}
-		key, err := backends.OpenWith(ctx, b, uri, backends.OpenOptions{})
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitFail
-		}
-		jwk, err := key.JWK()
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitFail
-		}
-		b2, err := jwk.MarshalJSON()
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitFail
-		}
-		fmt.Fprintf(e.stderr, "cardsign %s: wrote %s (mode 0600), kid %s, alg %s; sign with --key %s\n", c.name, *out, key.KID, key.Alg, uri)
-		fmt.Fprintf(e.stdout, "%s\n", b2)
-		return exitOK
 	}
 	return c
 }
@@ -76,38 +74,36 @@ func jwksCmd() command {
 		usage:   "--key URI [--key URI...] [--kid KID] [--alg ALG]",
 		example: "  cardsign jwks --key file:signing-key.pem --key file:next-key.pem > jwks.json",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		var kf keyFlags
 		kf.register(fs, "(required)")
-		pos, code, done := c.parse(e, fs, args)
-		if done {
-			return code
-		}
-		if len(pos) > 0 {
-			return c.usageError(e, "unexpected argument %q", pos[0])
-		}
-		keys, err := kf.open(ctx)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitUsage
-		}
-		var set jwks.Set
-		for _, k := range keys {
-			jwk, err := k.JWK()
+		return func(ctx context.Context, in *call) int {
+			e, pos := in.env, in.pos
+			if len(pos) > 0 {
+				return c.usageError(e, "unexpected argument %q", pos[0])
+			}
+			keys, err := kf.open(ctx)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+				return exitUsage
+			}
+			var set jwks.Set
+			for _, k := range keys {
+				jwk, err := k.JWK()
+				if err != nil {
+					fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+					return exitFail
+				}
+				set.Keys = append(set.Keys, jwk)
+			}
+			out, err := set.MarshalJSON()
 			if err != nil {
 				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 				return exitFail
 			}
-			set.Keys = append(set.Keys, jwk)
+			fmt.Fprintf(e.stdout, "%s\n", out)
+			return exitOK
 		}
-		out, err := set.MarshalJSON()
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitFail
-		}
-		fmt.Fprintf(e.stdout, "%s\n", out)
-		return exitOK
 	}
 	return c
 }

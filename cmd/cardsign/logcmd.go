@@ -35,26 +35,30 @@ const exitAlarm = 3
 // keys of about 100 bytes, with room for comments.
 const maxLogKeyBytes = 64 << 10
 
+// logUsage is log's usage: its subcommands, what they check, and its exit
+// codes.
+const logUsage = "key create --origin ORIGIN FILE | key show --origin ORIGIN FILE |\n" +
+	"       checkpoint --url URL --log-key KEY [--json] [--out FILE] |\n" +
+	"       verify --url URL --log-key KEY OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE] |\n" +
+	"       monitor --url URL --log-key KEY --state FILE [--watch NAME|HOST ...] [--json]\n\n" +
+	"--url is the log's prefix (cardsignd serves it at " + jwks.LogPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
+	"a file of such keys (one a line), or an http(s) URL serving them (cardsignd: " + jwks.LogKeyPath + "); take it from\n" +
+	"a source you trust, not only from the log's own server.\n\n" +
+	"verify proves that NEW (default: the log's current checkpoint) extends OLD. monitor does the same from the\n" +
+	"checkpoint saved in --state (the first run trusts the log's current one: trust on first use), walks the new\n" +
+	"leaves, checks each against the tree, and reports the entries whose card name is a --watch NAME (or matches\n" +
+	"it as a pattern with * and ?) or whose card points at a --watch HOST (\"*.example.com\" matches subdomains);\n" +
+	"with --json, one object per line: {\"event\":\"entry\"|\"alarm\"|\"checkpoint\",...}. The state file advances only\n" +
+	"when the run succeeds, so an alarm is raised again on every run until someone looks.\n\n" +
+	"Exit codes: 0 consistent (monitor: matching entries are reported, not failures); 1 the check could not be\n" +
+	"made (network, an unreadable state file, a bad answer); 2 usage; 3 ALARM: the log FORKED (two trees that do\n" +
+	"not extend one another), ROLLED BACK, changed ORIGIN, or served data its own signed checkpoint contradicts."
+
 func logCmd() command {
 	c := command{
 		name:    "log",
 		summary: "The transparency log: make its key, fetch and verify its checkpoint, prove two checkpoints consistent, monitor it for cards signed in your name.",
-		usage: "key create --origin ORIGIN FILE | key show --origin ORIGIN FILE |\n" +
-			"       checkpoint --url URL --log-key KEY [--json] [--out FILE] |\n" +
-			"       verify --url URL --log-key KEY OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE] |\n" +
-			"       monitor --url URL --log-key KEY --state FILE [--watch NAME|HOST ...] [--json]\n\n" +
-			"--url is the log's prefix (cardsignd serves it at " + jwks.LogPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
-			"a file of such keys (one a line), or an http(s) URL serving them (cardsignd: " + jwks.LogKeyPath + "); take it from\n" +
-			"a source you trust, not only from the log's own server.\n\n" +
-			"verify proves that NEW (default: the log's current checkpoint) extends OLD. monitor does the same from the\n" +
-			"checkpoint saved in --state (the first run trusts the log's current one: trust on first use), walks the new\n" +
-			"leaves, checks each against the tree, and reports the entries whose card name is a --watch NAME (or matches\n" +
-			"it as a pattern with * and ?) or whose card points at a --watch HOST (\"*.example.com\" matches subdomains);\n" +
-			"with --json, one object per line: {\"event\":\"entry\"|\"alarm\"|\"checkpoint\",...}. The state file advances only\n" +
-			"when the run succeeds, so an alarm is raised again on every run until someone looks.\n\n" +
-			"Exit codes: 0 consistent (monitor: matching entries are reported, not failures); 1 the check could not be\n" +
-			"made (network, an unreadable state file, a bad answer); 2 usage; 3 ALARM: the log FORKED (two trees that do\n" +
-			"not extend one another), ROLLED BACK, changed ORIGIN, or served data its own signed checkpoint contradicts.",
+		usage:   logUsage,
 		example: "  cardsign log key create --origin cardsign.example.com/log /etc/cardsign/log-key.pem\n" +
 			"  cardsign.example.com/log+1a2b3c4d+AbCd…\n" +
 			"  cardsign log checkpoint --url https://cardsign.example.com/log/ --log-key cardsign.example.com/log+1a2b3c4d+AbCd… --out cp-monday\n" +
@@ -63,23 +67,9 @@ func logCmd() command {
 			"  # crontab: alert on exit 3, read the matches\n" +
 			"  */10 * * * * cardsign log monitor --url https://cardsign.example.com/log/ --log-key log-keys.txt --state /var/lib/cardsign-monitor/state.json --watch payments-agent --watch '*.payments.example.com' --json >> /var/log/cardsign-monitor.jsonl",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		if code, done := c.subcommandHelp(e, args); done {
-			return code
-		}
-		sub := args[0]
-		rest := args[1:]
-		if sub == "key" {
-			if len(rest) == 0 || strings.HasPrefix(rest[0], "-") && rest[0] != "-h" && rest[0] != "--help" {
-				return c.usageError(e, "key wants a subcommand: key create or key show")
-			}
-			if rest[0] == "-h" || rest[0] == "--help" {
-				fmt.Fprint(e.stdout, c.help(nil))
-				return exitOK
-			}
-			sub, rest = "key "+rest[0], rest[1:]
-		}
-		fs := flag.NewFlagSet(c.name+" "+sub, flag.ContinueOnError)
+	c.subcommands = true
+	c.groups = map[string]string{"key": "key create or key show"}
+	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		origin := fs.String("origin", "", "key create, key show: the log's origin, a schema-less URL such as cardsign.example.com/log (cardsignd's log origin)")
 		logURL := fs.String("url", "", "checkpoint, verify, monitor: the log's URL prefix, e.g. https://cardsign.example.com"+jwks.LogPrefix)
 		logKey := fs.String("log-key", "", "checkpoint, verify, monitor: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them")
@@ -91,81 +81,102 @@ func logCmd() command {
 		var salts stringsFlag
 		fs.Var(&salts, "salt", "monitor: a private agent's log salt (hex, from GET /agents/ID/log-salt with a reader token; repeatable): its sealed entries match a --watch NAME or HOST exactly")
 		timeout := fs.Duration("timeout", 10*time.Minute, "checkpoint, verify, monitor: deadline of the whole command, walk included")
-		pos, code, done := c.parse(e, fs, rest)
-		if done {
-			return code
-		}
-		given := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		allowed := map[string][]string{
-			"key create": {"origin"}, "key show": {"origin"},
-			"checkpoint": {"url", "log-key", "json", "out", "timeout"},
-			"verify":     {"url", "log-key", "timeout"},
-			"monitor":    {"url", "log-key", "json", "state", "watch", "salt", "timeout"},
-		}
-		flags, known := allowed[sub]
-		if !known {
-			return c.usageError(e, "unknown subcommand %q", sub)
-		}
-		for name := range given {
-			if !slices.Contains(flags, name) {
-				return c.usageError(e, "--%s is not a flag of log %s", name, sub)
+		return func(ctx context.Context, in *call) int {
+			e, pos := in.env, in.pos
+			if code, ok := logFlagsOf(fs, in); !ok {
+				return code
 			}
-		}
-		if strings.HasPrefix(sub, "key ") {
-			if len(pos) != 1 {
-				return c.usageError(e, "%s wants one key file, got %d arguments", sub, len(pos))
+			if strings.HasPrefix(sub, "key ") {
+				return logKeyCmd(ctx, in, *origin)
 			}
-			if err := transparency.CheckOrigin(*origin); err != nil {
-				return c.usageError(e, "--origin: %v", err)
+			switch {
+			case *logURL == "":
+				return c.usageError(e, "--url is required: the log's prefix, e.g. https://cardsign.example.com%s", jwks.LogPrefix)
+			case *logKey == "":
+				return c.usageError(e, "--log-key is required: the log is checked only against keys you name")
+			case *timeout <= 0:
+				return c.usageError(e, "--timeout must be positive")
+			case sub == "checkpoint" && len(pos) > 0:
+				return c.usageError(e, "unexpected argument %q", pos[0])
+			case sub == "verify" && (len(pos) < 1 || len(pos) > 2):
+				return c.usageError(e, "verify wants OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE], got %d arguments", len(pos))
+			case sub == "monitor" && len(pos) > 0:
+				return c.usageError(e, "unexpected argument %q", pos[0])
+			case sub == "monitor" && *state == "":
+				return c.usageError(e, "monitor needs --state FILE: where it keeps the last checkpoint it proved")
 			}
-			if sub == "key create" {
-				return logKeyCreate(e, *origin, pos[0])
+			saltBytes, code, ok := parseSalts(in, salts)
+			if !ok {
+				return code
 			}
-			return logKeyShow(ctx, e, *origin, pos[0])
-		}
-		switch {
-		case *logURL == "":
-			return c.usageError(e, "--url is required: the log's prefix, e.g. https://cardsign.example.com%s", jwks.LogPrefix)
-		case *logKey == "":
-			return c.usageError(e, "--log-key is required: the log is checked only against keys you name")
-		case *timeout <= 0:
-			return c.usageError(e, "--timeout must be positive")
-		case sub == "checkpoint" && len(pos) > 0:
-			return c.usageError(e, "unexpected argument %q", pos[0])
-		case sub == "verify" && (len(pos) < 1 || len(pos) > 2):
-			return c.usageError(e, "verify wants OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE], got %d arguments", len(pos))
-		case sub == "monitor" && len(pos) > 0:
-			return c.usageError(e, "unexpected argument %q", pos[0])
-		case sub == "monitor" && *state == "":
-			return c.usageError(e, "monitor needs --state FILE: where it keeps the last checkpoint it proved")
-		}
-		var saltBytes [][]byte
-		for i, h := range salts {
-			b, err := hex.DecodeString(strings.TrimSpace(h))
-			if err != nil || len(b) != sha256.Size {
-				return c.usageError(e, "--salt #%d: want the 64 hex digits GET /agents/ID/log-salt serves", i+1)
+			ctx, cancel := context.WithTimeout(ctx, *timeout)
+			defer cancel()
+			hc := &http.Client{Timeout: min(*timeout, 2*time.Minute), CheckRedirect: noDowngrade}
+			keys, err := loadLogKeys(ctx, *logKey, hc)
+			if err != nil {
+				return c.usageError(e, "--log-key: %s", escapeText(err.Error()))
 			}
-			saltBytes = append(saltBytes, b)
-		}
-		ctx, cancel := context.WithTimeout(ctx, *timeout)
-		defer cancel()
-		hc := &http.Client{Timeout: min(*timeout, 2*time.Minute), CheckRedirect: noDowngrade}
-		keys, err := loadLogKeys(ctx, *logKey, hc)
-		if err != nil {
-			return c.usageError(e, "--log-key: %s", escapeText(err.Error()))
-		}
-		lc := &transparency.Client{URL: *logURL, HTTP: hc, Keys: keys}
-		switch sub {
-		case "checkpoint":
-			return logCheckpoint(ctx, e, lc, *asJSON, *out)
-		case "verify":
-			return logVerify(ctx, e, lc, pos)
-		default:
-			return logMonitor(ctx, e, lc, *state, watch, saltBytes, *asJSON)
+			lc := &transparency.Client{URL: *logURL, HTTP: hc, Keys: keys}
+			switch sub {
+			case "checkpoint":
+				return logCheckpoint(ctx, e, lc, *asJSON, *out)
+			case "verify":
+				return logVerify(ctx, e, lc, pos)
+			default:
+				return logMonitor(ctx, e, lc, *state, watch, saltBytes, *asJSON)
+			}
 		}
 	}
 	return c
+}
+
+// logFlagsOf refuses an unknown subcommand and the flags of another
+// subcommand: log's subcommands share one flag set.
+func logFlagsOf(fs *flag.FlagSet, in *call) (code int, ok bool) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	allowed := map[string][]string{
+		"key create": {"origin"}, "key show": {"origin"},
+		"checkpoint": {"url", "log-key", "json", "out", "timeout"},
+		"verify":     {"url", "log-key", "timeout"},
+		"monitor":    {"url", "log-key", "json", "state", "watch", "salt", "timeout"},
+	}
+	flags, known := allowed[in.sub]
+	if !known {
+		return in.usageError("unknown subcommand %q", in.sub), false
+	}
+	for name := range given {
+		if !slices.Contains(flags, name) {
+			return in.usageError("--%s is not a flag of log %s", name, in.sub), false
+		}
+	}
+	return 0, true
+}
+
+// logKeyCmd runs log key create and log key show.
+func logKeyCmd(ctx context.Context, in *call, origin string) int {
+	if len(in.pos) != 1 {
+		return in.usageError("%s wants one key file, got %d arguments", in.sub, len(in.pos))
+	}
+	if err := transparency.CheckOrigin(origin); err != nil {
+		return in.usageError("--origin: %v", err)
+	}
+	if in.sub == "key create" {
+		return logKeyCreate(in.env, origin, in.pos[0])
+	}
+	return logKeyShow(ctx, in.env, origin, in.pos[0])
+}
+
+// parseSalts reads the --salt values: 32 bytes in hex each.
+func parseSalts(in *call, salts []string) (saltBytes [][]byte, code int, ok bool) {
+	for i, h := range salts {
+		b, err := hex.DecodeString(strings.TrimSpace(h))
+		if err != nil || len(b) != sha256.Size {
+			return nil, in.usageError("--salt #%d: want the 64 hex digits GET /agents/ID/log-salt serves", i+1), false
+		}
+		saltBytes = append(saltBytes, b)
+	}
+	return saltBytes, 0, true
 }
 
 // logKeyCreate makes a new Ed25519 log key in a new file (mode 0600) and

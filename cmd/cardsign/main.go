@@ -13,7 +13,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/strictjson"
 )
 
@@ -31,12 +33,140 @@ type env struct {
 	stdout, stderr io.Writer
 }
 
+// command is one entry of the command table: its help, how its arguments
+// are read, and whether it talks to cardsignd. Every command runs through
+// command.invoke, so flags, help, usage errors, dialing and credentials are
+// handled in one place.
 type command struct {
 	name    string
 	summary string
 	usage   string // after "cardsign NAME "
 	example string
-	run     func(ctx context.Context, e env, args []string) int
+	// subcommands: the first argument names a subcommand; without one, or
+	// with -h, the command prints its help.
+	subcommands bool
+	// groups are the subcommands that take a subcommand of their own
+	// (log key create), each with the ones it takes, for its usage error.
+	groups map[string]string
+	// daemon, when set, makes the command one that talks to cardsignd: the
+	// connection flags (--server, TLS, token, certificate, identity token)
+	// are added and call.dial connects with them.
+	daemon *daemonFlags
+	// flags registers the flags of the command (or of its subcommand sub)
+	// on fs and returns the run that reads them once parsed; nil for an
+	// unknown subcommand.
+	flags func(fs *flag.FlagSet, sub string) runFunc
+}
+
+// runFunc runs a command once its flags are parsed.
+type runFunc func(ctx context.Context, in *call) int
+
+// daemonFlags is how a command talks to cardsignd.
+type daemonFlags struct {
+	timeout      time.Duration // the default deadline of each call
+	timeoutUsage string        // --timeout's usage; empty: no --timeout flag
+}
+
+// call is one run of a command: its environment, its subcommand and
+// positional arguments and, for a command that talks to cardsignd, the
+// connection flags given.
+type call struct {
+	env
+	c       command
+	sub     string
+	pos     []string
+	conn    *connFlags
+	timeout time.Duration
+}
+
+// invoke runs the command with its arguments (after its name).
+func (c command) invoke(ctx context.Context, e env, args []string) int {
+	sub := ""
+	if c.subcommands {
+		if code, done := c.subcommandHelp(e, args); done {
+			return code
+		}
+		sub, args = args[0], args[1:]
+		if subs, group := c.groups[sub]; group {
+			if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" {
+				return c.usageError(e, "%s wants a subcommand: %s", sub, subs)
+			}
+			if args[0] == "-h" || args[0] == "--help" {
+				fmt.Fprint(e.stdout, c.help(nil))
+				return exitOK
+			}
+			sub, args = sub+" "+args[0], args[1:]
+		}
+	}
+	return c.invokeSub(ctx, e, sub, args)
+}
+
+// invokeSub parses the flags of the command's subcommand sub ("" for
+// none) and runs it.
+func (c command) invokeSub(ctx context.Context, e env, sub string, args []string) int {
+	name := c.name
+	if sub != "" {
+		name += " " + sub
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	in := &call{env: e, c: c, sub: sub}
+	if d := c.daemon; d != nil {
+		in.conn = addConnFlags(fs)
+		in.timeout = d.timeout
+		if d.timeoutUsage != "" {
+			fs.DurationVar(&in.timeout, "timeout", d.timeout, d.timeoutUsage)
+		}
+	}
+	run := c.flags(fs, sub)
+	if run == nil {
+		return c.usageError(e, "unknown subcommand %q", sub)
+	}
+	pos, code, done := c.parse(e, fs, args)
+	if done {
+		return code
+	}
+	in.pos = pos
+	return run(ctx, in)
+}
+
+// dial connects to cardsignd with the call's connection flags; when it
+// cannot, it says why and ok is false, with the exit code.
+func (in *call) dial() (cl *client, code int, ok bool) {
+	cl, err := dial(in.env, in.conn, in.timeout)
+	if err != nil {
+		fmt.Fprintf(in.stderr, "cardsign %s: %v\n", in.c.name, err)
+		return nil, exitUsage, false
+	}
+	return cl, 0, true
+}
+
+// session is a connection to cardsignd with the deadline of one call.
+type session struct {
+	*client
+	ctx    context.Context // bounded by --timeout
+	cancel context.CancelFunc
+}
+
+// session dials cardsignd for one call bounded by --timeout; when it
+// cannot, it says why and ok is false, with the exit code.
+func (in *call) session(ctx context.Context) (s *session, code int, ok bool) {
+	cl, code, ok := in.dial()
+	if !ok {
+		return nil, code, false
+	}
+	cctx, cancel := cl.ctx(ctx)
+	return &session{client: cl, ctx: cctx, cancel: cancel}, 0, true
+}
+
+// close ends the call's deadline and the connection.
+func (s *session) close() {
+	s.cancel()
+	s.client.close()
+}
+
+// usageError prints a usage problem of the call and returns exitUsage.
+func (in *call) usageError(format string, args ...any) int {
+	return in.c.usageError(in.env, format, args...)
 }
 
 func commands() []command {
@@ -70,7 +200,7 @@ func run(ctx context.Context, e env, args []string) int {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
+			return c.invoke(ctx, e, args[1:])
 		}
 	}
 	fmt.Fprintf(e.stderr, "cardsign: unknown command %q\n\n", args[0])
@@ -174,6 +304,22 @@ func (c command) oneInput(e env, pos []string, lim *strictjson.Limits) ([]byte, 
 	return data, 0, true
 }
 
+// loadCard reads the call's one card argument and loads it within lim;
+// when it cannot, it has said why and ok is false, with the exit code.
+func (in *call) loadCard(lim *strictjson.Limits) (l *card.Loaded, code int, ok bool) {
+	data, code, ok := in.c.oneInput(in.env, in.pos, lim)
+	if !ok {
+		return nil, code, false
+	}
+	l, err := card.Load(data, card.Options{Limits: *lim})
+	if err != nil {
+		return nil, reportCardError(in.env, in.c.name, err), false
+	}
+	return l, 0, true
+}
+
+// readInput reads the file name, or standard input for -, up to limit
+// bytes.
 func readInput(e env, name string, limit int64) ([]byte, error) {
 	var r io.Reader
 	if name == "-" {

@@ -77,8 +77,8 @@ func signCmd() command {
 			"  cardsign sign --server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json   # three replicas: balanced, failed over\n" +
 			"  cardsign sign --server cardsign.internal:7700 --tls --register --agent payments --visibility public agent-card.json > signed.json   # kept in the registry",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.daemon = &daemonFlags{timeout: 30 * time.Second, timeoutUsage: "deadline of the signing call to cardsignd"}
+	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		var kf keyFlags
 		kf.register(fs, "(required)")
 		jku := fs.String("jku", "", "public JWKS URL to put in the protected header as a hint for verifiers (https)")
@@ -89,86 +89,94 @@ func signCmd() command {
 		register := fs.Bool("register", false, "keep the signed card in cardsignd's registry as its agent's newest version (--server only)")
 		agent := fs.String("agent", "", "with --register: the agent's id (1-128 of a-z 0-9 . - _; default: derived by cardsignd from the card's first interface URL)")
 		visibility := fs.String("visibility", "", "with --register: public (served to anyone) or private (readers only); default: private for a new agent, unchanged for a known one")
-		conn := addConnFlags(fs)
 		fs.Lookup("server").Usage = "sign through cardsignd at this address HOST:PORT, or through several replicas: HOST:PORT,HOST:PORT,... (balanced over the ready ones, failed over; default $" + serverEnv + " when no --key is given)"
-		timeout := fs.Duration("timeout", 30*time.Second, "deadline of the signing call to cardsignd")
 		lim := limitFlags(fs)
-		pos, code, done := c.parse(e, fs, args)
-		if done {
-			return code
-		}
-		mode, err := signer.ParseMode(*profile)
-		if err != nil {
-			return c.usageError(e, "%v", err)
-		}
-		if *jku != "" {
-			u, err := url.Parse(*jku)
-			loopbackHTTP := err == nil && u.Scheme == "http" && card.IsLoopbackHost(u.Hostname())
-			if err != nil || (u.Scheme != "https" && !loopbackHTTP) || u.Host == "" {
+		return func(ctx context.Context, in *call) int {
+			e, pos := in.env, in.pos
+			mode, err := signer.ParseMode(*profile)
+			if err != nil {
+				return c.usageError(e, "%v", err)
+			}
+			if *jku != "" && !jkuUsable(*jku) {
 				return c.usageError(e, "--jku must be an absolute https URL (http only for loopback hosts), got %q", *jku)
 			}
-		}
-		if len(pos) == 1 && pos[0] == "-" && conn.idt.file == "-" {
-			return c.usageError(e, "%v", errIDTokenAndStdin)
-		}
-		data, code, ok := c.oneInput(e, pos, lim)
-		if !ok {
-			return code
-		}
-		given := connFlagsGiven(fs)
-		if len(given) > 0 && len(kf.uris) > 0 {
-			return c.usageError(e, "--%s and --key exclude each other: the daemon signs with its own keys", given[0])
-		}
-		if (len(given) > 0 || serverAddr(conn.server) != "") && len(kf.uris) == 0 {
-			if *jku != "" || kf.kid != "" || kf.alg != "" || *lifetime != 0 {
-				return c.usageError(e, "--jku, --kid, --alg and --lifetime are the daemon's configuration when signing through --server")
+			if len(pos) == 1 && pos[0] == "-" && in.conn.idt.file == "-" {
+				return c.usageError(e, "%v", errIDTokenAndStdin)
 			}
-			if !*register && (*agent != "" || *visibility != "") {
-				return c.usageError(e, "--agent and --visibility go with --register")
+			data, code, ok := c.oneInput(e, pos, lim)
+			if !ok {
+				return code
 			}
-			return c.remote(ctx, e, conn, *timeout, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep,
-				Register: *register, AgentId: *agent, Visibility: *visibility})
+			given := connFlagsGiven(fs)
+			if len(given) > 0 && len(kf.uris) > 0 {
+				return c.usageError(e, "--%s and --key exclude each other: the daemon signs with its own keys", given[0])
+			}
+			if (len(given) > 0 || serverAddr(in.conn.server) != "") && len(kf.uris) == 0 {
+				if *jku != "" || kf.kid != "" || kf.alg != "" || *lifetime != 0 {
+					return c.usageError(e, "--jku, --kid, --alg and --lifetime are the daemon's configuration when signing through --server")
+				}
+				if !*register && (*agent != "" || *visibility != "") {
+					return c.usageError(e, "--agent and --visibility go with --register")
+				}
+				return remote(ctx, in, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep,
+					Register: *register, AgentId: *agent, Visibility: *visibility})
+			}
+			if *register || *agent != "" || *visibility != "" {
+				return c.usageError(e, "--register, --agent and --visibility need --server: the registry is cardsignd's")
+			}
+			keys, err := kf.open(ctx)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+				return exitUsage
+			}
+			if *lifetime < 0 {
+				return c.usageError(e, "--lifetime must be positive, got %s", *lifetime)
+			}
+			opts := signer.Options{JKU: *jku, Mode: mode, KeepSignatures: *keep, Lifetime: *lifetime,
+				Card: card.Options{Limits: *lim, StripUnknown: *strip}}
+			opts.Keys = keys
+			res, err := signer.Sign(ctx, data, opts)
+			if err != nil {
+				return reportSignError(e, c.name, err)
+			}
+			return printSigned(e, c.name, res)
 		}
-		if *register || *agent != "" || *visibility != "" {
-			return c.usageError(e, "--register, --agent and --visibility need --server: the registry is cardsignd's")
-		}
-		keys, err := kf.open(ctx)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-			return exitUsage
-		}
-		if *lifetime < 0 {
-			return c.usageError(e, "--lifetime must be positive, got %s", *lifetime)
-		}
-		opts := signer.Options{JKU: *jku, Mode: mode, KeepSignatures: *keep, Lifetime: *lifetime,
-			Card: card.Options{Limits: *lim, StripUnknown: *strip}}
-		opts.Keys = keys
-		res, err := signer.Sign(ctx, data, opts)
-		if err != nil {
-			return reportSignError(e, c.name, err)
-		}
-		printNotes(e, c.name, res.Loaded)
-		for _, w := range res.Warnings {
-			fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, escapeText(w.String()))
-		}
-		if len(res.Divergences) > 0 {
-			fmt.Fprintf(e.stderr, "cardsign %s: signing the spec and sdk profiles separately: A2A §8.4.1 keeps these empty values and the shipped verifiers (@a2a-js/sdk, a2a-python) drop them: %s\n",
-				c.name, escapeText(strings.Join(res.Divergences, ", ")))
-		}
-		if len(res.PythonDivergences) > 0 {
-			fmt.Fprintf(e.stderr, "cardsign %s: adding a python-ascii signature for a2a-python ≤1.1, which writes these otherwise than RFC 8785: %s\n",
-				c.name, escapeText(strings.Join(res.PythonDivergences, ", ")))
-		}
-		for _, s := range res.Signatures {
-			fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile)\n", c.name, escapeValue(s.KID), s.Alg, s.Profile)
-		}
-		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, signer.FormatPortability("verifies in: ", res.Portability))
-		e.stdout.Write(res.Card)
-		return exitOK
 	}
 	return c
 }
 
+// jkuUsable says whether jku is an absolute https URL, or http to a
+// loopback host.
+func jkuUsable(jku string) bool {
+	u, err := url.Parse(jku)
+	loopbackHTTP := err == nil && u.Scheme == "http" && card.IsLoopbackHost(u.Hostname())
+	return err == nil && (u.Scheme == "https" || loopbackHTTP) && u.Host != ""
+}
+
+// printSigned reports an offline signature's notes, warnings and keys on
+// stderr and prints the signed card.
+func printSigned(e env, name string, res *signer.Result) int {
+	printNotes(e, name, res.Loaded)
+	for _, w := range res.Warnings {
+		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", name, escapeText(w.String()))
+	}
+	if len(res.Divergences) > 0 {
+		fmt.Fprintf(e.stderr, "cardsign %s: signing the spec and sdk profiles separately: A2A §8.4.1 keeps these empty values and the shipped verifiers (@a2a-js/sdk, a2a-python) drop them: %s\n",
+			name, escapeText(strings.Join(res.Divergences, ", ")))
+	}
+	if len(res.PythonDivergences) > 0 {
+		fmt.Fprintf(e.stderr, "cardsign %s: adding a python-ascii signature for a2a-python ≤1.1, which writes these otherwise than RFC 8785: %s\n",
+			name, escapeText(strings.Join(res.PythonDivergences, ", ")))
+	}
+	for _, s := range res.Signatures {
+		fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile)\n", name, escapeValue(s.KID), s.Alg, s.Profile)
+	}
+	fmt.Fprintf(e.stderr, "cardsign %s: %s\n", name, signer.FormatPortability("verifies in: ", res.Portability))
+	e.stdout.Write(res.Card)
+	return exitOK
+}
+
+// profileOf is the API's name of a signing mode.
 func profileOf(m signer.Mode) pb.Profile {
 	switch m {
 	case signer.ModeSpec:
@@ -184,15 +192,14 @@ func profileOf(m signer.Mode) pb.Profile {
 }
 
 // remote signs through cardsignd.
-func (c command) remote(ctx context.Context, e env, conn *connFlags, timeout time.Duration, req *pb.SignCardRequest) int {
-	cl, err := dial(e, conn, timeout)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-		return exitUsage
+func remote(ctx context.Context, in *call, req *pb.SignCardRequest) int {
+	e, c := in.env, in.c
+	cl, code, ok := in.session(ctx)
+	if !ok {
+		return code
 	}
 	defer cl.close()
-	cctx, cancel := cl.ctx(ctx)
-	defer cancel()
+	cctx := cl.ctx
 	res, err := cl.signing.SignCard(cctx, req)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, describe(err))

@@ -35,67 +35,59 @@ func tokenCmd() command {
 			"  cardsign token hash release.token\n" +
 			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		if code, done := c.subcommandHelp(e, args); done {
-			return code
-		}
-		switch args[0] {
+	c.subcommands = true
+	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
+		switch sub {
 		case "new":
-			return c.tokenNew(e, args[1:])
+			return c.tokenNew(fs)
 		case "hash":
-			return c.tokenHash(e, args[1:])
+			return c.tokenHash
 		}
-		return c.usageError(e, "unknown subcommand %q", args[0])
+		return nil
 	}
 	return c
 }
 
-// tokenNew generates a token, writes it to --out or stdout, and prints the
+// tokenNew registers the flags of token new; its run generates a token, writes it to --out or stdout, and prints the
 // config entry (the token's hash, never the token) to stderr.
-func (c command) tokenNew(e env, args []string) int {
-	fs := flag.NewFlagSet(c.name+" new", flag.ContinueOnError)
+func (c command) tokenNew(fs *flag.FlagSet) runFunc {
 	name := fs.String("name", "", "name of the token in cardsignd's config and audit records: 1-64 of A-Z a-z 0-9 . _ - (required)")
 	rolesFlag := fs.String("roles", "", "comma-separated roles the token grants: signer, admin, auditor (required)")
 	out := fs.String("out", "", "file to write the token to, created with mode 0600; it must not exist (default: standard output)")
-	pos, code, done := c.parse(e, fs, args)
-	if done {
-		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError(e, "new: unexpected argument %q", pos[0])
-	}
-	if !tokenNameRE.MatchString(*name) {
-		return c.usageError(e, "--name must be 1-64 of A-Z a-z 0-9 . _ -, got %q", *name)
-	}
-	roles, err := parseRoles(*rolesFlag)
-	if err != nil {
-		return c.usageError(e, "--roles: %v", err)
-	}
-	tok, err := newToken()
-	if err != nil {
-		fmt.Fprintf(e.stderr, "cardsign %s new: %v\n", c.name, err)
-		return exitFail
-	}
-	if *out != "" {
-		if err := writeSecret(*out, tok+"\n"); err != nil {
-			fmt.Fprintf(e.stderr, "cardsign %s new: %v\n", c.name, err)
-			return exitUsage
+	return func(_ context.Context, in *call) int {
+		e, pos := in.env, in.pos
+		if len(pos) > 0 {
+			return c.usageError(e, "new: unexpected argument %q", pos[0])
 		}
-	} else if _, err := fmt.Fprintln(e.stdout, tok); err != nil {
-		fmt.Fprintf(e.stderr, "cardsign %s new: writing the token to standard output: %v\n", c.name, err)
-		return exitFail
+		if !tokenNameRE.MatchString(*name) {
+			return c.usageError(e, "--name must be 1-64 of A-Z a-z 0-9 . _ -, got %q", *name)
+		}
+		roles, err := parseRoles(*rolesFlag)
+		if err != nil {
+			return c.usageError(e, "--roles: %v", err)
+		}
+		tok, err := newToken()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign %s new: %v\n", c.name, err)
+			return exitFail
+		}
+		if *out != "" {
+			if err := writeSecret(*out, tok+"\n"); err != nil {
+				fmt.Fprintf(e.stderr, "cardsign %s new: %v\n", c.name, err)
+				return exitUsage
+			}
+		} else if _, err := fmt.Fprintln(e.stdout, tok); err != nil {
+			fmt.Fprintf(e.stderr, "cardsign %s new: writing the token to standard output: %v\n", c.name, err)
+			return exitFail
+		}
+		fmt.Fprint(e.stderr, tokenConfig(*name, tokenHash(tok), roles))
+		return exitOK
 	}
-	fmt.Fprint(e.stderr, tokenConfig(*name, tokenHash(tok), roles))
-	return exitOK
 }
 
 // tokenHash prints the SHA-256 of a token read from a file or stdin.
-func (c command) tokenHash(e env, args []string) int {
-	fs := flag.NewFlagSet(c.name+" hash", flag.ContinueOnError)
-	pos, code, done := c.parse(e, fs, args)
-	if done {
-		return code
-	}
+func (c command) tokenHash(_ context.Context, in *call) int {
+	e, pos := in.env, in.pos
 	if len(pos) > 1 {
 		return c.usageError(e, "hash takes at most one file (default: standard input), got %d", len(pos))
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/jwks/jwksfetch"
 	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/strictjson"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -29,155 +29,189 @@ func verifyCmd() command {
 			"  cardsign verify --jwks http://127.0.0.1:7701/.well-known/jwks.json --log-key http://127.0.0.1:7701/.well-known/cardsign-log-key signed.json\n" +
 			"  signature[0] kid=3kP… alg=ES256: valid (spec profile), logged: cardsign.localhost/log leaf 41 of 57",
 	}
-	c.run = func(ctx context.Context, e env, args []string) int {
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-		src := fs.String("jwks", "", "trusted JWKS: a file or an http(s) URL (required)")
-		all := fs.Bool("all", false, "require every signature to verify")
-		profile := fs.String("profile", "", "accept only signatures over this canonical profile (spec, sdk or python-ascii); default any")
-		var allow stringsFlag
-		fs.Var(&allow, "allow-jku", "follow a signature's jku when its normalized URL (dot segments resolved, scheme and host lower-cased, default port dropped) is under this URL prefix, at a path-segment boundary (repeatable); default: jku is ignored")
-		timeout := fs.Duration("timeout", 10*time.Second, "timeout for each HTTP fetch (JWKS, jku, revocation document)")
-		maxTime := fs.Duration("max-time", 30*time.Second, "bound on the whole verification, fetches included")
-		maxSigs := fs.Int("max-signatures", signer.DefaultMaxSignatures, "refuse a card with more signatures than this")
-		skew := fs.Duration("clock-skew", signer.DefaultClockSkew, "leeway for a signature's exp and iat (a signature past exp + this is refused)")
-		revSrc := fs.String("revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
-		logKey := fs.String("log-key", "", "the transparency log's key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+jwks.LogKeyPath+"); a signature then counts only with an inclusion proof the log key vouches for")
-		lim := limitFlags(fs)
-		pos, code, done := c.parse(e, fs, args)
-		if done {
-			return code
-		}
-		if *src == "" {
-			return c.usageError(e, "--jwks is required: verification only trusts keys you name")
-		}
-		if *skew < 0 || *skew > time.Hour {
-			return c.usageError(e, "--clock-skew must be between 0s and 1h, got %s", *skew)
-		}
-		if *maxSigs <= 0 {
-			return c.usageError(e, "--max-signatures must be positive, got %d", *maxSigs)
-		}
-		if *timeout <= 0 || *maxTime <= 0 {
-			return c.usageError(e, "--timeout and --max-time must be positive durations such as 10s")
-		}
-		if _, err := jwks.ParseJKUAllowList(allow); err != nil {
-			return c.usageError(e, "--%v", escapeText(err.Error()))
-		}
-		var p card.Profile
-		if *profile != "" {
-			var err error
-			if p, err = card.ParseProfile(*profile); err != nil {
-				return c.usageError(e, "%v", err)
-			}
-		}
-		data, code, ok := c.oneInput(e, pos, lim)
-		if !ok {
-			return code
-		}
-		// One deadline for the whole run: a card with many signatures, or
-		// servers that answer slowly, cannot keep the verifier busy longer.
-		ctx, cancel := context.WithTimeout(ctx, *maxTime)
-		defer cancel()
-		fail := func(code int, err error) int {
-			msg := err.Error()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				msg += fmt.Sprintf(" (the whole run is bounded by --max-time %s)", *maxTime)
-			}
-			fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, escapeText(msg))
-			return code
-		}
-		// The JWKS named on the command line may redirect, but never from
-		// https to plain http off this machine; a jku is a hint from the
-		// card, so it is fetched from exactly the allowed URL, no redirects
-		// (a 3xx could otherwise lead outside the allow-list).
-		client := &http.Client{Timeout: *timeout, CheckRedirect: noDowngrade}
-		jkuClient := &http.Client{Timeout: *timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
-			return errors.New("a jku URL must answer itself; redirects are not followed")
-		}}
-		trusted, err := jwksfetch.Load(ctx, *src, client)
-		if err != nil {
-			return fail(exitUsage, err)
-		}
-		revoked, revokedCard, err := loadRevocations(ctx, e, *src, *revSrc, client, trusted)
-		if err != nil {
-			return fail(exitUsage, err)
-		}
-		var logKeys []note.Verifier
-		if *logKey != "" {
-			if logKeys, err = loadLogKeys(ctx, *logKey, client); err != nil {
-				return fail(exitUsage, fmt.Errorf("--log-key: %w", err))
-			}
-		}
-		res, err := signer.Verify(ctx, data, signer.VerifyOptions{
-			Revoked:  revoked,
-			Trusted:  trusted,
-			AllowJKU: allow,
-			FetchJKU: func(ctx context.Context, u string) (signer.KeySource, error) {
-				return jwksfetch.Load(ctx, u, jkuClient)
-			},
-			Profile:       p,
-			Limits:        *lim,
-			MaxSignatures: *maxSigs,
-			ClockSkew:     skewOption(*skew),
-			RevokedCard:   revokedCard,
-			LogKeys:       logKeys,
-			RequireLog:    len(logKeys) > 0,
-		})
-		if err != nil {
-			if ctx.Err() != nil {
-				return fail(exitFail, err)
-			}
-			return reportCardError(e, c.name, err)
-		}
-		if len(res.Checks) == 0 {
-			fmt.Fprintln(e.stdout, "no signatures: the card is not signed")
-			return exitFail
-		}
-		for _, ch := range res.Checks {
-			// kid, alg and reason come from the card (or embed its text):
-			// escaped, so that they cannot forge lines or drive a terminal.
-			if ch.Valid {
-				logged := ""
-				switch {
-				case ch.Logged != nil:
-					logged = fmt.Sprintf(", logged: %s leaf %d of %d", escapeText(ch.Logged.Origin), ch.Logged.Index, ch.Logged.Size)
-				case ch.HasProof:
-					logged = ", carries a log inclusion proof (not checked: give --log-key)"
-				}
-				mapped := ""
-				if ch.Mapping != "" {
-					mapped = ", " + ch.Mapping.Describe()
-				}
-				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: valid (%s profile%s)%s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Profile, mapped, logged)
-			} else {
-				fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: invalid: %s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), escapeText(ch.Reason))
-			}
-		}
-		// Which shipped verifiers would accept the card: each computes its
-		// own bytes, and a signature covers the verifiers whose bytes it
-		// signed.
-		fmt.Fprintln(e.stdout, escapeText(signer.FormatPortability("verifies in: ", res.Portability())))
-		if u := res.Uncovered(); len(u) > 0 && res.Valid(false) {
-			fmt.Fprintf(e.stderr, "warning: these keys are outside the v1.0 schema and covered by no verified signature: %s\n", escapeText(strings.Join(u, ", ")))
-		}
-		if res.CardRevoked != "" {
-			fmt.Fprintf(e.stdout, "card revoked: %s\n", escapeText(res.CardRevoked))
-			fmt.Fprintln(e.stderr, "verification failed: the card itself is listed in the signed revocation document")
-			return exitFail
-		}
-		if !res.Valid(*all) {
-			switch revoked := revokedOnly(res.Checks); {
-			case *all:
-				fmt.Fprintln(e.stderr, "verification failed: not every signature verifies")
-			case revoked != "":
-				fmt.Fprintf(e.stderr, "verification failed: %s\n", escapeText(revoked))
-			default:
-				fmt.Fprintln(e.stderr, "verification failed: no signature verifies")
-			}
-			return exitFail
-		}
-		return exitOK
+	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
+		o := &verifyOptions{}
+		fs.StringVar(&o.src, "jwks", "", "trusted JWKS: a file or an http(s) URL (required)")
+		fs.BoolVar(&o.all, "all", false, "require every signature to verify")
+		fs.StringVar(&o.profile, "profile", "", "accept only signatures over this canonical profile (spec, sdk or python-ascii); default any")
+		fs.Var(&o.allow, "allow-jku", "follow a signature's jku when its normalized URL (dot segments resolved, scheme and host lower-cased, default port dropped) is under this URL prefix, at a path-segment boundary (repeatable); default: jku is ignored")
+		fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout for each HTTP fetch (JWKS, jku, revocation document)")
+		fs.DurationVar(&o.maxTime, "max-time", 30*time.Second, "bound on the whole verification, fetches included")
+		fs.IntVar(&o.maxSigs, "max-signatures", signer.DefaultMaxSignatures, "refuse a card with more signatures than this")
+		fs.DurationVar(&o.skew, "clock-skew", signer.DefaultClockSkew, "leeway for a signature's exp and iat (a signature past exp + this is refused)")
+		fs.StringVar(&o.revSrc, "revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
+		fs.StringVar(&o.logKey, "log-key", "", "the transparency log's key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+jwks.LogKeyPath+"); a signature then counts only with an inclusion proof the log key vouches for")
+		o.lim = limitFlags(fs)
+		return o.run
 	}
 	return c
+}
+
+// verifyOptions are verify's flags.
+type verifyOptions struct {
+	src, profile, revSrc, logKey string
+	all                          bool
+	allow                        stringsFlag
+	timeout, maxTime, skew       time.Duration
+	maxSigs                      int
+	lim                          *strictjson.Limits
+}
+
+// run checks the flags, reads the card, verifies it and reports.
+func (o *verifyOptions) run(ctx context.Context, in *call) int {
+	p, code, ok := o.check(in)
+	if !ok {
+		return code
+	}
+	data, code, ok := in.c.oneInput(in.env, in.pos, o.lim)
+	if !ok {
+		return code
+	}
+	// One deadline for the whole run: a card with many signatures, or
+	// servers that answer slowly, cannot keep the verifier busy longer.
+	ctx, cancel := context.WithTimeout(ctx, o.maxTime)
+	defer cancel()
+	res, code, ok := o.verify(ctx, in, data, p)
+	if !ok {
+		return code
+	}
+	return o.report(in.env, res)
+}
+
+// check refuses flag values out of range, and returns the profile asked
+// for (zero: any).
+func (o *verifyOptions) check(in *call) (p card.Profile, code int, ok bool) {
+	switch {
+	case o.src == "":
+		return p, in.usageError("--jwks is required: verification only trusts keys you name"), false
+	case o.skew < 0 || o.skew > time.Hour:
+		return p, in.usageError("--clock-skew must be between 0s and 1h, got %s", o.skew), false
+	case o.maxSigs <= 0:
+		return p, in.usageError("--max-signatures must be positive, got %d", o.maxSigs), false
+	case o.timeout <= 0 || o.maxTime <= 0:
+		return p, in.usageError("--timeout and --max-time must be positive durations such as 10s"), false
+	}
+	if _, err := jwks.ParseJKUAllowList(o.allow); err != nil {
+		return p, in.usageError("--%v", escapeText(err.Error())), false
+	}
+	if o.profile != "" {
+		var err error
+		if p, err = card.ParseProfile(o.profile); err != nil {
+			return p, in.usageError("%v", err), false
+		}
+	}
+	return p, 0, true
+}
+
+// verify fetches the trusted keys, the revocation document and the log
+// keys, and verifies the card with them.
+func (o *verifyOptions) verify(ctx context.Context, in *call, data []byte, p card.Profile) (*signer.Verification, int, bool) {
+	e, name := in.env, in.c.name
+	fail := func(code int, err error) (*signer.Verification, int, bool) {
+		msg := err.Error()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			msg += fmt.Sprintf(" (the whole run is bounded by --max-time %s)", o.maxTime)
+		}
+		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", name, escapeText(msg))
+		return nil, code, false
+	}
+	// The JWKS named on the command line may redirect, but never from
+	// https to plain http off this machine; a jku is a hint from the
+	// card, so it is fetched from exactly the allowed URL, no redirects
+	// (a 3xx could otherwise lead outside the allow-list).
+	client := &http.Client{Timeout: o.timeout, CheckRedirect: noDowngrade}
+	jkuClient := &http.Client{Timeout: o.timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return errors.New("a jku URL must answer itself; redirects are not followed")
+	}}
+	trusted, err := jwksfetch.Load(ctx, o.src, client)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	revoked, revokedCard, err := loadRevocations(ctx, e, o.src, o.revSrc, client, trusted)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	var logKeys []note.Verifier
+	if o.logKey != "" {
+		if logKeys, err = loadLogKeys(ctx, o.logKey, client); err != nil {
+			return fail(exitUsage, fmt.Errorf("--log-key: %w", err))
+		}
+	}
+	res, err := signer.Verify(ctx, data, signer.VerifyOptions{
+		Revoked:  revoked,
+		Trusted:  trusted,
+		AllowJKU: o.allow,
+		FetchJKU: func(ctx context.Context, u string) (signer.KeySource, error) {
+			return jwksfetch.Load(ctx, u, jkuClient)
+		},
+		Profile:       p,
+		Limits:        *o.lim,
+		MaxSignatures: o.maxSigs,
+		ClockSkew:     skewOption(o.skew),
+		RevokedCard:   revokedCard,
+		LogKeys:       logKeys,
+		RequireLog:    len(logKeys) > 0,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(exitFail, err)
+		}
+		return nil, reportCardError(e, name, err), false
+	}
+	return res, 0, true
+}
+
+// report prints each signature's verdict and where the card verifies, and
+// returns the exit code.
+func (o *verifyOptions) report(e env, res *signer.Verification) int {
+	if len(res.Checks) == 0 {
+		fmt.Fprintln(e.stdout, "no signatures: the card is not signed")
+		return exitFail
+	}
+	for _, ch := range res.Checks {
+		// kid, alg and reason come from the card (or embed its text):
+		// escaped, so that they cannot forge lines or drive a terminal.
+		if ch.Valid {
+			logged := ""
+			switch {
+			case ch.Logged != nil:
+				logged = fmt.Sprintf(", logged: %s leaf %d of %d", escapeText(ch.Logged.Origin), ch.Logged.Index, ch.Logged.Size)
+			case ch.HasProof:
+				logged = ", carries a log inclusion proof (not checked: give --log-key)"
+			}
+			mapped := ""
+			if ch.Mapping != "" {
+				mapped = ", " + ch.Mapping.Describe()
+			}
+			fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: valid (%s profile%s)%s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), ch.Profile, mapped, logged)
+		} else {
+			fmt.Fprintf(e.stdout, "signature[%d] kid=%s alg=%s: invalid: %s\n", ch.Index, orDash(ch.KID), orDash(ch.Alg), escapeText(ch.Reason))
+		}
+	}
+	// Which shipped verifiers would accept the card: each computes its
+	// own bytes, and a signature covers the verifiers whose bytes it
+	// signed.
+	fmt.Fprintln(e.stdout, escapeText(signer.FormatPortability("verifies in: ", res.Portability())))
+	if u := res.Uncovered(); len(u) > 0 && res.Valid(false) {
+		fmt.Fprintf(e.stderr, "warning: these keys are outside the v1.0 schema and covered by no verified signature: %s\n", escapeText(strings.Join(u, ", ")))
+	}
+	if res.CardRevoked != "" {
+		fmt.Fprintf(e.stdout, "card revoked: %s\n", escapeText(res.CardRevoked))
+		fmt.Fprintln(e.stderr, "verification failed: the card itself is listed in the signed revocation document")
+		return exitFail
+	}
+	if !res.Valid(o.all) {
+		switch revoked := revokedOnly(res.Checks); {
+		case o.all:
+			fmt.Fprintln(e.stderr, "verification failed: not every signature verifies")
+		case revoked != "":
+			fmt.Fprintf(e.stderr, "verification failed: %s\n", escapeText(revoked))
+		default:
+			fmt.Fprintln(e.stderr, "verification failed: no signature verifies")
+		}
+		return exitFail
+	}
+	return exitOK
 }
 
 // loadRevocations fetches and verifies the revocation document that goes
@@ -191,11 +225,11 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 		return nil, nil, nil
 	}
 	if src == "" {
-		u, err := url.Parse(jwksSrc)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		beside, ok := jwks.RevocationsURLBeside(jwksSrc)
+		if !ok {
 			return nil, nil, nil
 		}
-		src = u.Scheme + "://" + u.Host + jwks.RevocationsPath
+		src = beside
 	}
 	// Read with the JWKS rules: size cap, no devices (a revocation
 	// document of /dev/zero must not exhaust memory).
@@ -212,17 +246,7 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 	if err != nil {
 		return nil, nil, fmt.Errorf("revocation document %s: %w", src, err)
 	}
-	byKID := map[string]jwks.Revocation{}
-	for _, r := range doc.Revoked {
-		byKID[r.KID] = r
-	}
-	return func(kid string) (string, bool) {
-		r, ok := byKID[kid]
-		if !ok {
-			return "", false
-		}
-		return r.String(), true
-	}, jwks.CardLookup(doc.Cards), nil
+	return jwks.RevokedKeyLookup(doc.Revoked), jwks.CardLookup(doc.Cards), nil
 }
 
 // noDowngrade follows at most 5 redirects and none from https to plain

@@ -23,12 +23,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/internal/daemonconfig"
+	"github.com/cardsign/cardsign/internal/sdnotify"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
@@ -128,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	log := newLogger(cfg, stderr)
+	log := cfg.Logger(stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := serve(ctx, cfg, log); err != nil {
@@ -141,16 +140,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 // checkTimeout bounds the start-up checks of --check-config that reach the
 // database.
 const checkTimeout = 10 * time.Second
-
-func newLogger(cfg daemonconfig.Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
-	opts := &slog.HandlerOptions{Level: lvl}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
 
 // pinEnv is the PIN's environment variable (the tests set it).
 const pinEnv = daemonconfig.PINEnv
@@ -173,14 +162,7 @@ const pinEnv = daemonconfig.PINEnv
 // authority closes the audit log.
 func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error {
 	nofile := fileLimit(log)
-	for _, check := range startChecks(ctx) {
-		if err := check(cfg); err != nil {
-			return err
-		}
-	}
-	// Existing state directories are judged here; openStore makes missing
-	// ones (mode 0700) after every check.
-	if err := cfg.CheckStateDirs(log); err != nil {
+	if err := checkBeforeWrites(ctx, cfg, log); err != nil {
 		return err
 	}
 	reg, stats, err := openBackends(ctx, cfg, log)
@@ -226,20 +208,11 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	go func() {
-		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := authn.PrefetchIDTokenKeys(pctx); err != nil {
-			log.Warn("identity token issuers: keys not fetched at start; fetched again at the first token", "err", err)
-		}
-	}()
-	sd := serviceNotifier()
+	go prefetchIDTokenKeys(ctx, authn, log)
+	sd := sdnotify.FromEnv()
 	bg := startBackground(ctx, auth, reloader, sd, log)
 	defer bg.stop()
-	if cfg.Keys.Prepublish < cfg.JWKS.MaxAge {
-		log.Warn("keys.prepublish is shorter than jwks.max_age: verifiers holding a cached JWKS may not know a rotated key when it starts signing",
-			"prepublish", cfg.Keys.Prepublish, "jwks_max_age", cfg.JWKS.MaxAge)
-	}
+	cfg.WarnPrepublish(log)
 	httpSrv := newHTTPServer(cfg.Limits, auth, server.HTTPOptions{Stats: stats, Auth: authn}, log)
 	gs, hs := newGRPCServer(cfg, auth, authn, reloader, log)
 	hl, scheme := httpTLS(httpSrv, hl, cfg.TLS, reloader)
@@ -250,31 +223,57 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	go func() { errc <- httpSrv.Serve(hl) }()
 	setHealth(auth.Ready())
 
-	if !authn.Enabled() {
-		log.Warn("no authentication configured: every local caller may sign and manage keys (the embedded default; listening on loopback only)")
-	}
-	if reloader == nil {
-		log.Warn("TLS is off: plaintext on loopback only")
-	}
-	if pol.Empty() {
-		log.Info("no signing policy rules: any caller with the signer role may sign any card (require_https still applies)")
-	}
-	summary := []any{
+	warnOpen(authn.Enabled(), reloader != nil, pol.Empty(), log)
+	log.Info("cardsignd ready",
 		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
-		"jwks", scheme + "://" + hl.Addr().String() + jwks.JWKSPath,
+		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
 		"tls", reloader != nil, "authentication", authn.Enabled(),
 		"data_dir", cfg.DataDir, "database", database, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
-		"backends", strings.Join(reg.Schemes(), ","), "replica", auth.Replica(),
-	}
-	log.Info("cardsignd ready", summary...)
-	sd.notifyReady(log, gl.Addr(), hl.Addr())
+		"backends", strings.Join(reg.Schemes(), ","), "replica", auth.Replica())
+	sd.Ready(log, fmt.Sprintf("serving gRPC on %s, HTTP on %s", gl.Addr(), hl.Addr()))
 
 	serveErr := waitForStop(ctx, errc, log)
-	sd.notifyStopping(log)
+	sd.Stopping(log, "stopping: finishing in-flight signatures and their audit records")
 	if err := shutdown(bg, auth, gs, hs, httpSrv, cfg.ShutdownTimeout, log); err != nil {
 		return err
 	}
 	return serveErr
+}
+
+// prefetchIDTokenKeys fetches the identity token issuers' keys in the
+// background, so the first token need not wait for them.
+func prefetchIDTokenKeys(ctx context.Context, authn *access.Authenticator, log *slog.Logger) {
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := authn.PrefetchIDTokenKeys(pctx); err != nil {
+		log.Warn("identity token issuers: keys not fetched at start; fetched again at the first token", "err", err)
+	}
+}
+
+// warnOpen says, once serving, what is left open by choice: no
+// authentication, no TLS, no signing policy.
+func warnOpen(authOn, tlsOn, noPolicy bool, log *slog.Logger) {
+	if !authOn {
+		log.Warn("no authentication configured: every local caller may sign and manage keys (the embedded default; listening on loopback only)")
+	}
+	if !tlsOn {
+		log.Warn("TLS is off: plaintext on loopback only")
+	}
+	if noPolicy {
+		log.Info("no signing policy rules: any caller with the signer role may sign any card (require_https still applies)")
+	}
+}
+
+// checkBeforeWrites runs the checks --check-config runs too (startChecks),
+// then judges the existing state directories; openStore makes missing ones
+// (mode 0700) after every check.
+func checkBeforeWrites(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error {
+	for _, check := range startChecks(ctx) {
+		if err := check(cfg); err != nil {
+			return err
+		}
+	}
+	return cfg.CheckStateDirs(log)
 }
 
 // fileLimit raises the open file limit as far as allowed and returns it
@@ -335,7 +334,7 @@ func startChecks(ctx context.Context) []func(daemonconfig.Config) error {
 // it, reading only: a PostgreSQL database migrated by a newer cardsignd is
 // refused, and so is one usableCopy refuses; on either store, a key on
 // record that may still sign whose backend this config or build lacks
-// (checkKeyBackends). It needs no secrets, so --check-config runs it too.
+// (daemonconfig.CheckKeyBackends). It needs no secrets, so --check-config runs it too.
 // SQLite's read-only look refuses a newer schema as its open would.
 func checkStore(ctx context.Context, cfg daemonconfig.Config) error {
 	if !cfg.Store.Postgres() {
@@ -343,7 +342,7 @@ func checkStore(ctx context.Context, cfg daemonconfig.Config) error {
 		if err != nil {
 			return err
 		}
-		return checkKeyBackends(cfg, c.Keys)
+		return cfg.CheckKeyBackends(c.Keys, notBuilt())
 	}
 	database := cfg.Store.Redacted()
 	c, err := postgres.Inspect(ctx, cfg.Store.PostgresConfig(nil), copyMarker)
@@ -356,37 +355,7 @@ func checkStore(ctx context.Context, cfg daemonconfig.Config) error {
 	if err := usableCopy(c, cfg.DataDir, database); err != nil {
 		return err
 	}
-	return checkKeyBackends(cfg, c.KeyRecords)
-}
-
-// checkKeyBackends refuses keys on record that may still sign or be
-// disabled (not revoked, not expired) whose backend this config does not
-// enable or this build lacks: the check Authority.CheckBackends makes after
-// the store is opened, made before it, from the key URIs alone.
-func checkKeyBackends(cfg daemonconfig.Config, recs []jwks.KeyRecord) error {
-	enabled := map[string]bool{
-		file.Scheme: true,
-		"pkcs11":    cfg.PKCS11.Enabled(),
-		"gcpkms":    cfg.GCPKMS.Enabled() || cfg.Keys.Backend == "gcpkms",
-		"awskms":    cfg.AWSKMS.Enabled() || cfg.Keys.Backend == "awskms",
-	}
-	missing := notBuilt()
-	for _, v := range jwks.Derive(time.Now().Add(cfg.ClockSkew), recs, jwks.Policy{RetireGrace: cfg.Keys.RetireGrace}) {
-		if v.State == jwks.StateRevoked || v.State == jwks.StateExpired {
-			continue
-		}
-		scheme, err := backends.Scheme(v.URI)
-		if err != nil {
-			return fmt.Errorf("key %s: %w", v.KID, err)
-		}
-		switch how, lacking := missing[scheme]; {
-		case !enabled[scheme] && lacking:
-			return fmt.Errorf("key %s (%s) on record uses the %s backend, which is not configured and this cardsignd was built without: %s, and add its section to the config", v.KID, v.State, scheme, how)
-		case !enabled[scheme]:
-			return fmt.Errorf("key %s (%s) on record uses the %s backend, which is not configured: add its section to the config", v.KID, v.State, scheme)
-		}
-	}
-	return nil
+	return cfg.CheckKeyBackends(c.KeyRecords, notBuilt())
 }
 
 // precheckReplica refuses a configured replica name another live process
@@ -602,7 +571,7 @@ func openTLS(c daemonconfig.TLSConfig, metrics *server.Metrics, log *slog.Logger
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
-	metrics.Register(tlsCollector(reloader))
+	metrics.Register(reloader.Collector())
 	return reloader, nil
 }
 
@@ -618,7 +587,7 @@ type background struct {
 // startBackground starts the cluster duties (the duties lease, the
 // revocation document, following other replicas' changes), watching the TLS
 // files when TLS is on, and SIGHUP.
-func startBackground(ctx context.Context, auth *server.Authority, reloader *tlsreload.Reloader, sd *sdNotifier, log *slog.Logger) *background {
+func startBackground(ctx context.Context, auth *server.Authority, reloader *tlsreload.Reloader, sd *sdnotify.Notifier, log *slog.Logger) *background {
 	bg := &background{}
 	bg.ctx, bg.cancel = context.WithCancel(ctx)
 	// Stopped with the rest, before the authority closes: it releases the
@@ -789,7 +758,7 @@ func shutdown(bg *background, auth *server.Authority, gs *grpc.Server, hs *healt
 
 // reloadOnHUP reloads the TLS files at once on SIGHUP, for operators and
 // tools (cert-manager hooks) that would rather not wait for the next poll.
-func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, sd *sdNotifier, log *slog.Logger) {
+func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, sd *sdnotify.Notifier, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -798,9 +767,9 @@ func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, sd *sdNotifier, log
 		case <-ctx.Done():
 			return
 		case <-hup:
-			sd.notifyReloading(log)
+			sd.Reloading(log)
 			reloadTLS(r, log)
-			sd.notifyReloaded(log)
+			sd.Reloaded(log)
 		}
 	}
 }
@@ -819,30 +788,4 @@ func reloadTLS(r *tlsreload.Reloader, log *slog.Logger) {
 	if !changed { // a change is logged by the reloader itself
 		log.Info("SIGHUP: TLS files unchanged", "not_after", r.Leaf().NotAfter)
 	}
-}
-
-// tlsCollector exports the serving certificate's expiry and reload counts.
-func tlsCollector(r *tlsreload.Reloader) prometheus.Collector {
-	return tlsMetrics{r: r,
-		expiry:   prometheus.NewDesc("cardsign_tls_certificate_expiry_timestamp_seconds", "NotAfter of the serving certificate.", nil, nil),
-		reloads:  prometheus.NewDesc("cardsign_tls_reloads_total", "TLS file reloads that changed the served material.", nil, nil),
-		failures: prometheus.NewDesc("cardsign_tls_reload_failures_total", "TLS file reloads that failed (the previous material kept serving).", nil, nil),
-	}
-}
-
-type tlsMetrics struct {
-	r                         *tlsreload.Reloader
-	expiry, reloads, failures *prometheus.Desc
-}
-
-func (m tlsMetrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- m.expiry
-	ch <- m.reloads
-	ch <- m.failures
-}
-
-func (m tlsMetrics) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(m.expiry, prometheus.GaugeValue, float64(m.r.Leaf().NotAfter.Unix()))
-	ch <- prometheus.MustNewConstMetric(m.reloads, prometheus.CounterValue, float64(m.r.Reloads()))
-	ch <- prometheus.MustNewConstMetric(m.failures, prometheus.CounterValue, float64(m.r.Failures()))
 }

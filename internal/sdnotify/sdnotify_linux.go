@@ -1,6 +1,14 @@
 //go:build linux
 
-package main
+// Package sdnotify speaks the service manager notification protocol of
+// sd_notify(3), without libsystemd: one datagram per state change,
+// KEY=VALUE lines, sent to the AF_UNIX socket named by NOTIFY_SOCKET (a
+// path, or an abstract socket written @NAME). Under Type=notify systemd
+// starts ordering dependent units at READY=1, holds `systemctl reload`
+// between RELOADING=1 and READY=1 (Type=notify-reload, systemd 253 and
+// newer), and shows STATUS= in `systemctl status`. Without NOTIFY_SOCKET
+// nothing is sent; on other systems than Linux every call is a no-op.
+package sdnotify
 
 import (
 	"fmt"
@@ -15,37 +23,15 @@ import (
 	"unsafe"
 )
 
-// The service manager notification protocol of sd_notify(3), without
-// libsystemd: one datagram per state change, KEY=VALUE lines, sent to the
-// AF_UNIX socket named by NOTIFY_SOCKET (a path, or an abstract socket
-// written @NAME). Under Type=notify systemd starts ordering dependent units
-// at READY=1, holds `systemctl reload` between RELOADING=1 and READY=1
-// (Type=notify-reload, systemd 253 and newer), and shows STATUS= in
-// `systemctl status`. Without NOTIFY_SOCKET nothing is sent.
-
-// notifySocketEnv names the service manager's socket.
-const notifySocketEnv = "NOTIFY_SOCKET"
+// SocketEnv names the service manager's socket.
+const SocketEnv = "NOTIFY_SOCKET"
 
 // notifyTimeout bounds one send: a service manager that does not read its
 // socket must not hold up start, reload or shutdown.
 const notifyTimeout = 2 * time.Second
 
-// serviceNotifier is this process's notifier, made from NOTIFY_SOCKET.
-func serviceNotifier() *sdNotifier { return newSDNotifier(os.Getenv(notifySocketEnv)) }
-
-// notifyReady tells the service manager that both listeners are serving.
-func (n *sdNotifier) notifyReady(log *slog.Logger, grpcAddr, httpAddr net.Addr) {
-	n.ready(log, fmt.Sprintf("serving gRPC on %s, HTTP on %s", grpcAddr, httpAddr))
-}
-
-// notifyReloading tells it that a SIGHUP reload has begun; notifyReloaded,
-// that it is over (whatever its outcome: a failed TLS reload keeps serving
-// the previous material, and says so in the log).
-func (n *sdNotifier) notifyReloading(log *slog.Logger) { n.reloading(log) }
-func (n *sdNotifier) notifyReloaded(log *slog.Logger)  { n.reloaded(log) }
-
-// notifyStopping tells it that the drain has begun.
-func (n *sdNotifier) notifyStopping(log *slog.Logger) { n.stopping(log) }
+// FromEnv is this process's notifier, made from NOTIFY_SOCKET.
+func FromEnv() *Notifier { return New(os.Getenv(SocketEnv)) }
 
 // sdState is where the notifier is in the protocol. It keeps the messages
 // in an order systemd accepts whatever the signals' timing: no reload
@@ -59,11 +45,11 @@ const (
 	sdStoppingState
 )
 
-// sdNotifier sends state changes to one notification socket. Sends are
+// Notifier sends state changes to one notification socket. Sends are
 // serialized (a reload's READY=1 never overtakes its RELOADING=1). A failed
-// send is logged once, never fatal: cardsignd serves the same without a
+// send is logged once, never fatal: a daemon serves the same without a
 // service manager.
-type sdNotifier struct {
+type Notifier struct {
 	addr    string // NOTIFY_SOCKET; empty: not under a service manager
 	timeout time.Duration
 
@@ -73,11 +59,15 @@ type sdNotifier struct {
 	warned bool   // a failed send was logged; later ones are not
 }
 
-func newSDNotifier(addr string) *sdNotifier {
-	return &sdNotifier{addr: addr, timeout: notifyTimeout}
+// New is a notifier for the socket addr (NOTIFY_SOCKET's value; empty:
+// not under a service manager, and nothing is sent).
+func New(addr string) *Notifier {
+	return &Notifier{addr: addr, timeout: notifyTimeout}
 }
 
-func (n *sdNotifier) ready(log *slog.Logger, status string) {
+// Ready tells the service manager that the daemon serves, with status
+// shown by `systemctl status`; only the first call sends.
+func (n *Notifier) Ready(log *slog.Logger, status string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.state != sdStarting {
@@ -87,7 +77,9 @@ func (n *sdNotifier) ready(log *slog.Logger, status string) {
 	n.send(log, "READY=1\nSTATUS="+n.status+"\nMAINPID="+strconv.Itoa(os.Getpid()))
 }
 
-func (n *sdNotifier) reloading(log *slog.Logger) {
+// Reloading tells it that a reload (SIGHUP) has begun; ignored before
+// Ready and after Stopping.
+func (n *Notifier) Reloading(log *slog.Logger) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.state != sdServing {
@@ -102,7 +94,10 @@ func (n *sdNotifier) reloading(log *slog.Logger) {
 	n.send(log, msg)
 }
 
-func (n *sdNotifier) reloaded(log *slog.Logger) {
+// Reloaded tells it that the reload is over, whatever its outcome (a
+// failed reload keeps serving the previous material, and says so in the
+// log); it sends Ready's status again.
+func (n *Notifier) Reloaded(log *slog.Logger) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.state != sdReloadingState {
@@ -112,18 +107,20 @@ func (n *sdNotifier) reloaded(log *slog.Logger) {
 	n.send(log, "READY=1\nSTATUS="+n.status)
 }
 
-func (n *sdNotifier) stopping(log *slog.Logger) {
+// Stopping tells it that the drain has begun, with status; later calls
+// send nothing.
+func (n *Notifier) Stopping(log *slog.Logger, status string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.state == sdStoppingState {
 		return
 	}
 	n.state = sdStoppingState
-	n.send(log, "STOPPING=1\nSTATUS=stopping: finishing in-flight signatures and their audit records")
+	n.send(log, "STOPPING=1\nSTATUS="+oneLine(status))
 }
 
 // send writes one message; n.mu is held.
-func (n *sdNotifier) send(log *slog.Logger, msg string) {
+func (n *Notifier) send(log *slog.Logger, msg string) {
 	if n.addr == "" {
 		return
 	}
@@ -134,12 +131,12 @@ func (n *sdNotifier) send(log *slog.Logger, msg string) {
 	}
 }
 
-func (n *sdNotifier) write(msg string) error {
+func (n *Notifier) write(msg string) error {
 	// systemd 254 and newer may also name a vsock address (vsock:CID:PORT),
-	// for a virtual machine's manager; cardsignd supports the two forms a
+	// for a virtual machine's manager; this package supports the two forms a
 	// service's manager uses.
 	if !strings.HasPrefix(n.addr, "/") && !strings.HasPrefix(n.addr, "@") {
-		return fmt.Errorf("%s=%q is neither an absolute path nor an abstract socket (@NAME)", notifySocketEnv, n.addr)
+		return fmt.Errorf("%s=%q is neither an absolute path nor an abstract socket (@NAME)", SocketEnv, n.addr)
 	}
 	// A leading @ is an abstract socket: the net package turns it into the
 	// leading NUL byte the kernel expects.
