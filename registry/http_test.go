@@ -129,8 +129,7 @@ func TestCardWithoutRevokedSignatures(t *testing.T) {
 // TestSaltHTTP: an agent's log salt to a reader, for any id; a 404 to
 // anyone else, and without a log.
 func TestSaltHTTP(t *testing.T) {
-	secret := []byte("0123456789abcdef0123456789abcdef")
-	tr := newTestRegistry(t, func(c *Config) { c.SealSecret = func() ([]byte, error) { return secret, nil } })
+	tr := newTestRegistry(t, withLog)
 	h := testHandler(tr)
 	if w := serve(h, "GET", "/agents/anyone/log-salt", nil); w.Code != 404 {
 		t.Fatalf("salt to an anonymous caller: %d, want 404", w.Code)
@@ -144,7 +143,7 @@ func TestSaltHTTP(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &got); w.Code != 200 || err != nil {
 		t.Fatalf("salt to a reader: %d %q", w.Code, w.Body)
 	}
-	if got.AgentID != "anyone" || got.Salt != hex.EncodeToString(transparency.AgentSalt(secret, "anyone")) || !got.Sealed {
+	if got.AgentID != "anyone" || got.Salt != hex.EncodeToString(transparency.AgentSalt([]byte(testSecret), "anyone")) || !got.Sealed {
 		t.Fatalf("salt: %+v", got)
 	}
 	nolog := testHandler(newTestRegistry(t, nil))
