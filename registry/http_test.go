@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -103,6 +104,9 @@ func TestCardWithoutRevokedSignatures(t *testing.T) {
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil || len(doc.Signatures) != 1 {
 		t.Fatalf("served signatures: %+v, %v; want k2's only", doc, err)
+	}
+	if h, err := base64.RawURLEncoding.DecodeString(doc.Signatures[0].Protected); err != nil || !strings.Contains(string(h), `"kid":"k2"`) {
+		t.Fatalf("served signature's header %s, %v; want k2's", h, err)
 	}
 	c, err := tr.Card(t.Context(), "both", 0)
 	if err != nil {
