@@ -2,150 +2,91 @@ package registry
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/sqlite"
 )
 
-// memAgents is store.Agents in memory, with the rules the SQL stores keep:
-// versions count up, a put replacing a version that is no longer the
-// newest is store.ErrSuperseded, keep bounds the versions.
-type memAgents struct {
-	mu       sync.Mutex
-	versions map[string][]store.AgentCard // oldest first
-	revoked  []store.CardRevocation
-	seq      int64
-	reads    int // RevokedCards calls
+// countingAgents is a real store's agent rows, counting the RevokedCards
+// reads: the registry is to read them once per KeyRefresh, not per request.
+type countingAgents struct {
+	store.Agents
+	reads atomic.Int64
 }
 
-func newMemAgents() *memAgents { return &memAgents{versions: map[string][]store.AgentCard{}} }
-
-func (m *memAgents) PutAgentCard(_ context.Context, c store.AgentCard, keep int) (store.AgentCard, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	vs := m.versions[c.ID]
-	if c.Replaces != 0 && (len(vs) == 0 || vs[len(vs)-1].Version != c.Replaces) {
-		return store.AgentCard{}, store.ErrSuperseded
-	}
-	c.Version = 1
-	if len(vs) > 0 {
-		c.Version = vs[len(vs)-1].Version + 1
-	}
-	c.StoredAt = time.Now()
-	vs = append(vs, c)
-	if len(vs) > keep {
-		vs = vs[len(vs)-keep:]
-	}
-	m.versions[c.ID] = vs
-	return c, nil
+func (c *countingAgents) RevokedCards(ctx context.Context) ([]store.CardRevocation, error) {
+	c.reads.Add(1)
+	return c.Agents.RevokedCards(ctx)
 }
 
-func (m *memAgents) AgentCard(_ context.Context, id string, v int64) (store.AgentCard, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	vs := m.versions[id]
-	for i := len(vs) - 1; i >= 0; i-- {
-		if v == 0 || vs[i].Version == v {
-			return vs[i], nil
-		}
-	}
-	return store.AgentCard{}, store.ErrNotFound
-}
-
-func (m *memAgents) PublicAgentCard(ctx context.Context, id string) (store.AgentCard, error) {
-	c, err := m.AgentCard(ctx, id, 0)
-	if err == nil && c.Visibility != store.Public {
-		return store.AgentCard{}, store.ErrNotFound
-	}
-	return c, err
-}
-
-func (m *memAgents) CountAgents(_ context.Context, caller, skip string) (total, byCaller int64, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, vs := range m.versions {
-		total++
-		first := vs[0].Caller
-		if first == caller && first != skip {
-			byCaller++
-		}
-	}
-	return total, byCaller, nil
-}
-
-func (m *memAgents) ListAgents(_ context.Context, after string, limit int) ([]store.AgentCard, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var ids []string
-	for id := range m.versions {
-		if id > after {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	if limit > 0 && len(ids) > limit {
-		ids = ids[:limit]
-	}
-	var out []store.AgentCard
-	for _, id := range ids {
-		vs := m.versions[id]
-		out = append(out, vs[len(vs)-1])
-	}
-	return out, nil
-}
-
-func (m *memAgents) AgentHistory(_ context.Context, id string) ([]store.AgentCard, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := slices.Clone(m.versions[id])
-	slices.Reverse(out)
-	return out, nil
-}
-
-func (m *memAgents) RemoveAgent(_ context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	vs := m.versions[id]
-	if len(vs) == 0 {
-		return audit.Record{}, store.ErrNotFound
-	}
-	rec, err := record(vs[len(vs)-1])
+// openStore opens a SQLite store in a temporary directory, closed when the
+// test ends.
+func openStore(t testing.TB) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cardsign.db"))
 	if err != nil {
-		return audit.Record{}, err
+		t.Fatal(err)
 	}
-	m.seq++
-	rec.Seq = m.seq
-	delete(m.versions, id)
-	return rec, nil
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
 }
 
-func (m *memAgents) RevokeCard(_ context.Context, c store.CardRevocation, rec audit.Record) (store.CardRevocation, audit.Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c.RevokedAt = time.Now()
-	m.revoked = append(m.revoked, c)
-	m.seq++
-	rec.Seq = m.seq
-	return c, rec, nil
+// testKeys are ES256 keys by kid, made on first use: the cards the tests
+// register carry real signatures.
+type testKeys struct {
+	mu   sync.Mutex
+	keys map[string]signer.Key
 }
 
-func (m *memAgents) RevokedCards(context.Context) ([]store.CardRevocation, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.reads++
-	return slices.Clone(m.revoked), nil
+func (k *testKeys) key(t testing.TB, kid string) signer.Key {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if key, ok := k.keys[kid]; ok {
+		return key
+	}
+	priv, err := file.Generate(jose.ES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.keys == nil {
+		k.keys = map[string]signer.Key{}
+	}
+	k.keys[kid] = signer.Key{Signer: priv, Alg: jose.ES256, KID: kid}
+	return k.keys[kid]
+}
+
+// sign prepares raw and signs it with kids.
+func (k *testKeys) sign(t testing.TB, raw []byte, kids ...string) *signer.Result {
+	t.Helper()
+	var keys []signer.Key
+	for _, kid := range kids {
+		keys = append(keys, k.key(t, kid))
+	}
+	res, err := prepared(t, raw).Sign(t.Context(), keys, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // fakeKeys is the signing keys: signing sign now, revoked are revoked.
@@ -183,12 +124,13 @@ func (k *fakeKeys) HoldRetired(_ context.Context, carried map[string]bool) error
 	return nil
 }
 
-// fakeSigner signs again as the authority does: Prepare, "sign" with the
+// fakeSigner signs again as the authority does: Prepare, sign with the
 // signing keys, Register; fail names agents it refuses to sign.
 type fakeSigner struct {
 	t    testing.TB
 	reg  *Registry
 	keys *fakeKeys
+	sign *testKeys
 	mu   sync.Mutex
 	done []Resignature
 	fail map[string]error
@@ -203,7 +145,7 @@ func (s *fakeSigner) SignAgain(ctx context.Context, rs Resignature) error {
 		return err
 	}
 	kids, _ := s.keys.SigningKIDs(ctx, time.Now())
-	res := signedResult(s.t, rs.Card, kids...)
+	res := s.sign.sign(s.t, rs.Card, kids...)
 	reg, _, err := s.reg.Prepare(ctx, rs.Registration, res.Loaded.Value, ResignCaller)
 	if err != nil {
 		return err
@@ -222,38 +164,31 @@ func testCard(t testing.TB) []byte {
 	return b
 }
 
-// signedResult is raw prepared and "signed" by kids: a card with one
-// signature object per kid (the signature values are not real).
-func signedResult(t testing.TB, raw []byte, kids ...string) *signer.Result {
+// prepared is raw prepared for signing.
+func prepared(t testing.TB, raw []byte) *signer.Prepared {
 	t.Helper()
 	p, err := signer.Prepare(raw, signer.PrepareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(p.Loaded.Value.Compact(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	var sigs []any
-	res := &signer.Result{Prepared: p}
-	for _, kid := range kids {
-		prot := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"ES256","kid":"` + kid + `"}`))
-		sigs = append(sigs, map[string]any{"protected": prot, "signature": "AAAA"})
-		res.Signatures = append(res.Signatures, signer.Signature{KID: kid, Alg: "ES256", Protected: prot, Value: "AAAA"})
-	}
-	doc["signatures"] = sigs
-	if res.Card, err = json.MarshalIndent(doc, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return p
 }
 
-// testRegistry is a registry over memory, with keys k1 signing.
+// testSecret is the seal secret of the tests with a transparency log.
+const testSecret = "0123456789abcdef0123456789abcdef"
+
+// withLog gives the registry a transparency log: private agents' entries
+// are sealed with testSecret.
+func withLog(c *Config) { c.SealSecret = func() ([]byte, error) { return []byte(testSecret), nil } }
+
+// testRegistry is a registry over a SQLite store, with keys k1 signing.
 type testRegistry struct {
 	*Registry
-	agents   *memAgents
+	agents   *countingAgents
 	keys     *fakeKeys
+	signKeys *testKeys
 	signer   *fakeSigner
+	skew     atomic.Int64 // how far the registry's clock is ahead, in ns
 	mu       sync.Mutex
 	admin    []audit.Record // Committed
 	revoked  int            // CardRevoked calls
@@ -262,10 +197,12 @@ type testRegistry struct {
 }
 
 func newTestRegistry(t testing.TB, edit func(*Config)) *testRegistry {
-	tr := &testRegistry{agents: newMemAgents(), keys: &fakeKeys{signing: []string{"k1"}}, outcomes: map[string]int{}}
-	tr.signer = &fakeSigner{t: t, keys: tr.keys, fail: map[string]error{}}
+	tr := &testRegistry{agents: &countingAgents{Agents: openStore(t)}, keys: &fakeKeys{signing: []string{"k1"}},
+		signKeys: &testKeys{}, outcomes: map[string]int{}}
+	tr.signer = &fakeSigner{t: t, keys: tr.keys, sign: tr.signKeys, fail: map[string]error{}}
 	cfg := Config{
-		Agents: tr.agents, Keys: tr.keys, Signer: tr.signer, Now: time.Now,
+		Agents: tr.agents, Keys: tr.keys, Signer: tr.signer,
+		Now:     func() time.Time { return time.Now().Add(time.Duration(tr.skew.Load())) },
 		ActorOf: func(context.Context) Actor { return Actor{Caller: "cardsignd", RequestID: "req"} },
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Committed: func(r audit.Record) {
@@ -285,6 +222,9 @@ func newTestRegistry(t testing.TB, edit func(*Config)) *testRegistry {
 	return tr
 }
 
+// later moves the registry's clock d ahead of the store's.
+func (tr *testRegistry) later(d time.Duration) { tr.skew.Add(int64(d)) }
+
 // register registers the test card, named id (so that each agent's card
 // has content of its own), as agent id by caller, signed by kids.
 func (tr *testRegistry) register(t testing.TB, id string, vis store.Visibility, caller string, kids ...string) (store.AgentCard, error) {
@@ -298,10 +238,10 @@ func (tr *testRegistry) register(t testing.TB, id string, vis store.Visibility, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := signedResult(t, raw, kids...)
-	reg, _, err := tr.Prepare(context.Background(), &Registration{AgentID: id, Visibility: vis}, res.Loaded.Value, caller)
+	res := tr.signKeys.sign(t, raw, kids...)
+	reg, _, err := tr.Prepare(t.Context(), &Registration{AgentID: id, Visibility: vis}, res.Loaded.Value, caller)
 	if err != nil {
 		return store.AgentCard{}, err
 	}
-	return tr.Register(context.Background(), reg, res, Options{}, caller, 1)
+	return tr.Register(t.Context(), reg, res, Options{}, caller, 1)
 }

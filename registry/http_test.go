@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -104,6 +105,9 @@ func TestCardWithoutRevokedSignatures(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil || len(doc.Signatures) != 1 {
 		t.Fatalf("served signatures: %+v, %v; want k2's only", doc, err)
 	}
+	if h, err := base64.RawURLEncoding.DecodeString(doc.Signatures[0].Protected); err != nil || !strings.Contains(string(h), `"kid":"k2"`) {
+		t.Fatalf("served signature's header %s, %v; want k2's", h, err)
+	}
 	c, err := tr.Card(t.Context(), "both", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -129,8 +133,7 @@ func TestCardWithoutRevokedSignatures(t *testing.T) {
 // TestSaltHTTP: an agent's log salt to a reader, for any id; a 404 to
 // anyone else, and without a log.
 func TestSaltHTTP(t *testing.T) {
-	secret := []byte("0123456789abcdef0123456789abcdef")
-	tr := newTestRegistry(t, func(c *Config) { c.SealSecret = func() ([]byte, error) { return secret, nil } })
+	tr := newTestRegistry(t, withLog)
 	h := testHandler(tr)
 	if w := serve(h, "GET", "/agents/anyone/log-salt", nil); w.Code != 404 {
 		t.Fatalf("salt to an anonymous caller: %d, want 404", w.Code)
@@ -144,7 +147,7 @@ func TestSaltHTTP(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &got); w.Code != 200 || err != nil {
 		t.Fatalf("salt to a reader: %d %q", w.Code, w.Body)
 	}
-	if got.AgentID != "anyone" || got.Salt != hex.EncodeToString(transparency.AgentSalt(secret, "anyone")) || !got.Sealed {
+	if got.AgentID != "anyone" || got.Salt != hex.EncodeToString(transparency.AgentSalt([]byte(testSecret), "anyone")) || !got.Sealed {
 		t.Fatalf("salt: %+v", got)
 	}
 	nolog := testHandler(newTestRegistry(t, nil))

@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func TestQuotas(t *testing.T) {
 	if _, err := tr.register(t, "b2", store.Public, "token:b", "k1"); !errors.As(err, &qe) || qe.Limit != "registry.max_agents" || qe.Caller != "" {
 		t.Fatalf("a fourth agent: err = %v, want the registry quota", err)
 	}
-	v := signedResult(t, testCard(t)).Loaded.Value
+	v := prepared(t, testCard(t)).Loaded.Value
 	if _, _, err := tr.Prepare(context.Background(), &Registration{AgentID: "b2", resign: true}, v, ResignCaller); err != nil {
 		t.Fatalf("a re-signature: %v", err)
 	}
@@ -82,18 +83,17 @@ func TestQuotas(t *testing.T) {
 // seals a private agent's entries unless the log shows them open or there
 // is no log.
 func TestPrepare(t *testing.T) {
-	secret := []byte("0123456789abcdef0123456789abcdef")
 	calls := 0
-	seal := func() ([]byte, error) { calls++; return secret, nil }
+	seal := func() ([]byte, error) { calls++; return []byte(testSecret), nil }
 	tr := newTestRegistry(t, func(c *Config) { c.SealSecret = seal })
 	ctx := context.Background()
-	v := signedResult(t, testCard(t)).Loaded.Value
+	v := prepared(t, testCard(t)).Loaded.Value
 	derived, err := DeriveAgentID(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg, salt, err := tr.Prepare(ctx, &Registration{}, v, "token:a")
-	if err != nil || reg.AgentID != derived || reg.Visibility != store.Private || !bytes.Equal(salt, transparency.AgentSalt(secret, derived)) {
+	if err != nil || reg.AgentID != derived || reg.Visibility != store.Private || !bytes.Equal(salt, transparency.AgentSalt([]byte(testSecret), derived)) {
 		t.Fatalf("a new agent: %+v, salt %x, %v; want %s, private, sealed", reg, salt, err, derived)
 	}
 	if _, err := tr.register(t, "pub", store.Public, "token:a", "k1"); err != nil {
@@ -129,9 +129,8 @@ func TestPrepare(t *testing.T) {
 // for a private agent; the revoked cards are read again at once; the
 // document's bound is a RevocationsFullError.
 func TestRevoke(t *testing.T) {
-	secret := []byte("0123456789abcdef0123456789abcdef")
 	tr := newTestRegistry(t, func(c *Config) {
-		c.SealSecret = func() ([]byte, error) { return secret, nil }
+		withLog(c)
 		c.KeyRefresh = time.Hour
 	})
 	ctx := context.Background()
@@ -143,8 +142,13 @@ func TestRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := tr.RevokedCards(ctx); err != nil || len(got) != 0 {
-		t.Fatalf("revoked before any revocation: %v, %v", got, err)
+	for range 2 {
+		if got, err := tr.RevokedCards(ctx); err != nil || len(got) != 0 {
+			t.Fatalf("revoked before any revocation: %v, %v", got, err)
+		}
+	}
+	if n := tr.agents.reads.Load(); n != 1 {
+		t.Fatalf("the revoked cards were read from the store %d times within KeyRefresh, want once", n)
 	}
 	rev, err := tr.Revoke(ctx, "pub", 0, "key compromise", "token:admin")
 	if err != nil || rev.AgentID != "pub" || rev.Version != pub.Version {
@@ -156,6 +160,10 @@ func TestRevoke(t *testing.T) {
 	got, err := tr.RevokedCards(ctx)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("revoked cards after two revocations: %v, %v (the cache was not invalidated)", got, err)
+	}
+	reads := tr.agents.reads.Load()
+	if _, err := tr.RevokedCards(ctx); err != nil || tr.agents.reads.Load() != reads {
+		t.Fatalf("the revoked cards were read again within KeyRefresh (%v)", err)
 	}
 	if got[0].AgentID != "pub" || got[0].Reason != "key compromise" {
 		t.Errorf("public card's entry %+v, want its id and reason", got[0])
@@ -172,13 +180,35 @@ func TestRevoke(t *testing.T) {
 	if !cardRevoked(got, pub) || !cardRevoked(got, priv) {
 		t.Error("cardRevoked does not find the revoked cards")
 	}
-	for i := len(tr.agents.revoked); i < MaxRevokedCards; i++ {
-		tr.agents.revoked = append(tr.agents.revoked, store.CardRevocation{CanonicalSHA256: []byte{byte(i), byte(i >> 8)}})
+}
+
+// TestRevokeBound: the revocation document holds MaxRevokedCards cards; a
+// revocation beyond them is a RevocationsFullError, and nothing is revoked.
+func TestRevokeBound(t *testing.T) {
+	tr := newTestRegistry(t, nil)
+	ctx := t.Context()
+	for _, id := range []string{"last", "over"} {
+		if _, err := tr.register(t, id, store.Public, "token:a", "k1"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	tr.revokedList = nil
+	for i := range MaxRevokedCards - 1 {
+		sum := sha256.Sum256([]byte{byte(i), byte(i >> 8)})
+		rec := audit.Record{Time: time.Now(), Caller: "token:admin", Outcome: string(audit.KindCardRevoke), Reason: "old", CanonicalSHA256: sum[:],
+			Detail: audit.EncodeAgentDetail(audit.AgentDetail{Agent: "old", Version: 1})}
+		if _, _, err := tr.agents.RevokeCard(ctx, store.CardRevocation{CanonicalSHA256: sum[:], Reason: "old"}, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tr.Revoke(ctx, "last", 0, "the last room", "token:admin"); err != nil {
+		t.Fatalf("revoking the last card the document holds: %v", err)
+	}
 	var full *RevocationsFullError
-	if _, err := tr.Revoke(ctx, "pub", 0, "again", "token:admin"); !errors.As(err, &full) || full.Revoked != MaxRevokedCards {
+	if _, err := tr.Revoke(ctx, "over", 0, "beyond", "token:admin"); !errors.As(err, &full) || full.Revoked != MaxRevokedCards {
 		t.Fatalf("revoking beyond the bound: err = %v, want RevocationsFullError", err)
+	}
+	if got, err := tr.RevokedCards(ctx); err != nil || len(got) != MaxRevokedCards {
+		t.Fatalf("revoked cards after a revocation beyond the bound: %d, %v; want %d", len(got), err, MaxRevokedCards)
 	}
 }
 

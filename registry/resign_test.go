@@ -76,7 +76,7 @@ func TestResignRefreshes(t *testing.T) {
 	if err := tr.Resign(ctx); err != nil || len(tr.signer.done) != 0 {
 		t.Fatalf("a fresh card: %v, %d signed", err, len(tr.signer.done))
 	}
-	tr.agents.versions["alpha"][0].StoredAt = time.Now().Add(-31 * time.Minute)
+	tr.later(31 * time.Minute)
 	tr.resignSt = resignState{} // as after a minute: a full pass
 	if err := tr.Resign(ctx); err != nil || len(tr.signer.done) != 1 || tr.signer.done[0].RequestID != "resign.alpha.v1.refresh" {
 		t.Fatalf("a card past half its lifetime: %v, %+v", err, tr.signer.done)
