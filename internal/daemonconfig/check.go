@@ -134,7 +134,7 @@ func yamlProblem(msg string) Problem {
 
 type reporter func(path, format string, args ...any)
 
-func (c *Config) validateTLS(bad reporter) {
+func validateTLS(c *Config, bad reporter) {
 	t := c.TLS
 	if !t.Enabled() {
 		if t.ClientCAFile != "" {
@@ -199,7 +199,7 @@ func validateRoles(bad reporter, path string, roles []string) {
 	}
 }
 
-func (c *Config) validateAuth(bad reporter) {
+func validateAuth(c *Config, bad reporter) {
 	names := map[string]bool{}
 	hashes := map[string]int{}
 	for i, t := range c.Auth.Tokens {
@@ -241,7 +241,7 @@ func (c *Config) validateAuth(bad reporter) {
 	}
 }
 
-func (c *Config) validateLimits(bad reporter) {
+func validateLimits(c *Config, bad reporter) {
 	l := c.Limits
 	if l.Rate < 0 {
 		bad("limits.rate", "must not be negative (0 means unlimited)")
@@ -273,12 +273,12 @@ func (c *Config) validateLimits(bad reporter) {
 	if l.MaxMessageBytes < 0 || l.MaxMessageBytes > 64<<20 {
 		bad("limits.max_message_bytes", "%d must be between 0 (max_card_bytes + 64 KiB) and 64 MiB", l.MaxMessageBytes)
 	}
-	c.validateConnLimits(bad)
+	validateConnLimits(c, bad)
 }
 
 // validateConnLimits checks the connection limits; 0 for max_connections
 // and max_connections_per_ip means derived from the open file limit.
-func (c *Config) validateConnLimits(bad reporter) {
+func validateConnLimits(c *Config, bad reporter) {
 	l := c.Limits
 	if l.MaxConnections < 0 || l.MaxConnections > maxConnectionsCeiling {
 		bad("limits.max_connections", "%d must be between 0 (derived from the open file limit) and %d", l.MaxConnections, maxConnectionsCeiling)
@@ -321,7 +321,7 @@ func (c *Config) validateConnLimits(bad reporter) {
 // validatePolicyCallers catches policy rules that can never apply: an
 // identity pattern cardsignd never produces, a token that does not exist,
 // roles that cannot sign. Such a rule fails closed, but silently.
-func (c *Config) validatePolicyCallers(bad reporter) {
+func validatePolicyCallers(c *Config, bad reporter) {
 	tokens := map[string]bool{}
 	for _, t := range c.Auth.Tokens {
 		tokens[t.Name] = true

@@ -399,15 +399,15 @@ func (c *Config) Validate() error {
 	if c.GRPCAddr == c.HTTPAddr && !strings.HasSuffix(c.GRPCAddr, ":0") {
 		bad("http_addr", "must differ from grpc_addr")
 	}
-	c.validateTLS(bad)
-	c.validateAuth(bad)
+	validateTLS(c, bad)
+	validateAuth(c, bad)
 	if _, probs := policy.Compile(c.Policy); len(probs) > 0 {
 		for _, p := range probs {
 			bad("policy."+p.Path, "%s", p.Message)
 		}
 	}
-	c.validatePolicyCallers(bad)
-	c.validateLimits(bad)
+	validatePolicyCallers(c, bad)
+	validateLimits(c, bad)
 	if c.Registry.Keep < 0 || c.Registry.Keep > 10000 {
 		bad("registry.keep", "%d must be between 1 and 10000 (0 or unset: %d)", c.Registry.Keep, limits.DefaultRegistryKeep)
 	}
@@ -417,8 +417,8 @@ func (c *Config) Validate() error {
 	if c.Registry.MaxAgentsPerCaller < 0 || c.Registry.MaxAgentsPerCaller > maxRegistryAgents {
 		bad("registry.max_agents_per_caller", "%d must be between 1 and %d (0 or unset: %d)", c.Registry.MaxAgentsPerCaller, maxRegistryAgents, limits.DefaultRegistryMaxAgentsPerCaller)
 	}
-	c.validateStore(bad)
-	c.validateLog(bad)
+	validateStore(c, bad)
+	validateLog(c, bad)
 	if c.Readiness.Interval < 100*time.Millisecond {
 		bad("readiness.interval", "%s is shorter than 100ms", c.Readiness.Interval)
 	}

@@ -2,6 +2,7 @@ package daemonconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,8 +11,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/secretfile"
 	"github.com/cardsign/cardsign/store/postgres"
@@ -55,7 +54,7 @@ const (
 )
 
 // validateStore checks the store section and the replica name.
-func (c *Config) validateStore(bad reporter) {
+func validateStore(c *Config, bad reporter) {
 	s := c.Store
 	if s.URL == "" {
 		// Settings that only mean something for PostgreSQL, set in the
@@ -231,24 +230,18 @@ func (c *Config) checkStoreConnection(ctx context.Context, w io.Writer) *Error {
 	problem := func(format string, args ...any) *Error {
 		return &Error{File: c.file, positions: c.positions, Problems: []Problem{{Path: "store.url", Message: fmt.Sprintf(format, args...)}}}
 	}
-	// The daemon's own parser (postgres.Open parses with it too), password
+	// The daemon's own parser and connection (postgres.Open's), password
 	// file applied: what connects here connects at start.
-	poolCfg, err := postgres.ParseConfig(c.Store.PostgresConfig(nil))
-	if err != nil {
-		return problem("%s: %s", where, redactErr(err, c.Store.URL))
-	}
-	cc := poolCfg.ConnConfig
-	cc.ConnectTimeout = storeConnectTimeout
-	ctx, cancel := context.WithTimeout(ctx, storeConnectTimeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, cc)
-	if err != nil {
+	version, err := postgres.Probe(ctx, c.Store.PostgresConfig(nil), storeConnectTimeout)
+	var pe *postgres.ProbeError
+	switch {
+	case errors.As(err, &pe) && !pe.Connected:
 		return problem("cannot connect to %s within %s (is the server running, and are the host, port, sslmode and password right?): %s",
 			where, storeConnectTimeout, redactErr(err, c.Store.URL))
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
+	case errors.As(err, &pe):
 		return problem("connected to %s, but a query failed: %s", where, redactErr(err, c.Store.URL))
+	case err != nil:
+		return problem("%s: %s", where, redactErr(err, c.Store.URL))
 	}
 	schema, err := postgres.CheckSchema(ctx, c.Store.PostgresConfig(nil))
 	if err != nil {
@@ -258,6 +251,6 @@ func (c *Config) checkStoreConnection(ctx context.Context, w io.Writer) *Error {
 		return problem("%s: schema %s", where, schema)
 	}
 	fmt.Fprintf(w, "store.url: connected to %s (PostgreSQL %s); schema %s\n",
-		where, conn.PgConn().ParameterStatus("server_version"), schema)
+		where, version, schema)
 	return nil
 }

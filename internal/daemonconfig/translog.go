@@ -47,7 +47,7 @@ func (c Config) LogKeyURIs() (uris []string, made bool) {
 }
 
 // validateLog checks the log section.
-func (c *Config) validateLog(bad reporter) {
+func validateLog(c *Config, bad reporter) {
 	if err := transparency.CheckOrigin(c.Log.Origin); err != nil {
 		bad("log.origin", "%v", err)
 	}

@@ -393,3 +393,38 @@ func isUniqueViolation(err error, constraint string) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == constraint
 }
+
+// ProbeError is a failed Probe: Connected says whether it got as far as a
+// connection (and a query then failed).
+type ProbeError struct {
+	Connected bool
+	Err       error
+}
+
+func (e *ProbeError) Error() string { return e.Err.Error() }
+func (e *ProbeError) Unwrap() error { return e.Err }
+
+// Probe connects to the database cfg names (its password file applied, as
+// Open connects) within timeout, runs a query and returns the server's
+// version; it opens no pool and applies no migration. A configuration that
+// does not parse is returned as is; a connection or query that fails is a
+// *ProbeError.
+func Probe(ctx context.Context, cfg Config, timeout time.Duration) (serverVersion string, err error) {
+	poolCfg, err := ParseConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	cc := poolCfg.ConnConfig
+	cc.ConnectTimeout = timeout
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return "", &ProbeError{Err: err}
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
+		return "", &ProbeError{Connected: true, Err: err}
+	}
+	return conn.PgConn().ParameterStatus("server_version"), nil
+}
