@@ -383,7 +383,7 @@ func keyTrailKids(ctx context.Context, q querier) (baselined bool, audited map[s
 func (s *Store) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn func(ctx context.Context, tx pgx.Tx, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := lockKeySet(ctx, tx); err != nil {

@@ -146,7 +146,7 @@ func (s *Store) AgentHistory(ctx context.Context, id string) ([]store.AgentCard,
 func (s *Store) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
 	var recErr error
 	var out []audit.Record
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		cards, err := queryAgentCards(ctx, tx, `SELECT `+agentCardColumns+` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`, id)
@@ -232,7 +232,7 @@ func (s *Store) RevokeCard(ctx context.Context, c store.CardRevocation, rec audi
 		return store.CardRevocation{}, audit.Record{}, err
 	}
 	var out store.CardRevocation
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err = s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)

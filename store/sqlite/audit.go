@@ -31,7 +31,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 	if err != nil {
 		return nil, err
 	}
-	var edge store.LogEdge // the log's edge after this append
+	var edge transparency.Edge // the log's edge after this append
 	var written []transparency.StoredHash
 	appendTx := func(tx *sql.Tx) (err error) {
 		edge, written, err = s.appendTx(ctx, tx, out, times)
@@ -53,8 +53,8 @@ func (s *Store) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.R
 // nanoseconds) in tx, assigning Seq, PrevHash and Hash in place, and
 // returns the log's edge after the append and the tree hashes it wrote:
 // for the caller to keep once tx has committed.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (store.LogEdge, []transparency.StoredHash, error) {
-	var edge store.LogEdge
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (transparency.Edge, []transparency.StoredHash, error) {
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := func() error {
 		// The head read and the inserts share one BEGIN IMMEDIATE
@@ -86,7 +86,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, ti
 				return err
 			}
 		}
-		if err := store.CheckLogSize(size, seq); err != nil {
+		if err := transparency.CheckSize(size, seq); err != nil {
 			return err
 		}
 		stmt := tx.StmtContext(ctx, s.stmts.insert)
@@ -102,16 +102,12 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, ti
 			}
 			prev = r.Hash
 		}
-		var last store.LogEdge
+		var last transparency.Edge
 		if e := s.edge.Load(); e != nil && !caughtUp {
 			last = *e
 		}
-		entries, hashes, next, err := last.Append(seq, out, s.txHashes(ctx, tx))
-		if err != nil {
-			return err
-		}
-		edge, written = next, hashes
-		return s.insertLog(ctx, tx, seq, entries, hashes)
+		edge, written, err = last.Integrate(ctx, txLog{s, tx}, seq, out)
+		return err
 	}()
 	return edge, written, err
 }
@@ -187,10 +183,10 @@ func listAudit(ctx context.Context, q querier, afterSeq int64, limit int) ([]aud
 			return nil, err
 		}
 		r.Time = store.FromNanos(t)
-		if r.Hosts, err = store.EntryHosts(r.Seq, entry); err != nil {
+		if r.Hosts, err = transparency.EntryHosts(r.Seq, entry); err != nil {
 			return nil, err
 		}
-		if r.Sealed, err = store.EntrySealed(r.Seq, entry); err != nil {
+		if r.Sealed, err = transparency.EntrySealed(r.Seq, entry); err != nil {
 			return nil, err
 		}
 		recs = append(recs, r)

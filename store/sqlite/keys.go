@@ -232,7 +232,7 @@ func keyTrailKids(ctx context.Context, q querier) (baselined bool, audited map[s
 func (s *Store) changeKeys(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx, recs []jwks.KeyRecord) (store.KeyChange, error)) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		recs, err := listKeys(ctx, tx)
