@@ -12,6 +12,7 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/tlogserve"
 )
 
 // HTTPOptions configures the HTTP listener's handler.
@@ -40,8 +41,8 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	mux.Handle("GET "+AgentLogSaltPath, a.agentLogSaltHandler(opts.Auth))
 	if a.tlog != nil {
 		// Public like the JWKS: anyone may check what was signed.
-		mux.Handle(jwks.LogKeyPath, a.logKeyHandler())
-		mux.Handle(jwks.LogPrefix, http.StripPrefix(jwks.LogPrefix, transparency.NewHandler(a.tlog, a.log)))
+		mux.Handle(transparency.KeyPath, tlogserve.KeysHandler(a.cfg.Log.VerifierKeys(), a.cfg.JWKSMaxAge))
+		mux.Handle(transparency.PathPrefix, http.StripPrefix(transparency.PathPrefix, tlogserve.NewHandler(a.tlog, a.log)))
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})

@@ -20,6 +20,7 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/tlogclient"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/tlog"
@@ -54,8 +55,8 @@ func auditCmd() command {
 		fs.StringVar(&hs.jwks, "jwks", "", "verify: trusted JWKS (file or http(s) URL) to check the signed revocation document, whose audit_head the log must hold; default: no head, and a truncated tail goes unnoticed")
 		fs.StringVar(&hs.revocations, "revocations", "", "verify: the signed revocation document (file or URL), a fresh one or a copy kept from before; default: "+jwks.RevocationsPath+" on the --jwks URL's host")
 		fs.StringVar(&hs.head, "head", "", "verify: a head to check against, SEQ:HASH (hash in hex), instead of a revocation document")
-		logURL := fs.String("log", "", "verify: the transparency log's URL prefix (cardsignd: "+jwks.LogPrefix+"); every record is then checked against its log entry, and the tree rebuilt from the entries against the log's signed checkpoint")
-		logKey := fs.String("log-key", "", "verify, with --log: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+jwks.LogKeyPath+")")
+		logURL := fs.String("log", "", "verify: the transparency log's URL prefix (cardsignd: "+transparency.PathPrefix+"); every record is then checked against its log entry, and the tree rebuilt from the entries against the log's signed checkpoint")
+		logKey := fs.String("log-key", "", "verify, with --log: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+transparency.KeyPath+")")
 		pos, code, done := c.parse(e, fs, args[1:])
 		if done {
 			return code
@@ -107,7 +108,7 @@ func auditCmd() command {
 				cancel()
 				return c.usageError(e, "--log-key: %s", escapeText(err.Error()))
 			}
-			tc := &transparency.Client{URL: *logURL, HTTP: hc, Keys: keys}
+			tc := &tlogclient.Client{URL: *logURL, HTTP: hc, Keys: keys}
 			cp, err := tc.Checkpoint(hctx)
 			cancel()
 			if err != nil {
@@ -353,7 +354,7 @@ func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 // holds. The checker holds one entry bundle and one hash tile per level:
 // constant memory, whatever the size of the log.
 type logChecker struct {
-	c       *transparency.Client
+	c       *tlogclient.Client
 	cp      transparency.Checkpoint
 	timeout time.Duration
 
@@ -379,7 +380,7 @@ type logMismatch struct {
 
 func (m *logMismatch) Error() string { return m.msg }
 
-func newLogChecker(c *transparency.Client, cp transparency.Checkpoint, timeout time.Duration) *logChecker {
+func newLogChecker(c *tlogclient.Client, cp transparency.Checkpoint, timeout time.Duration) *logChecker {
 	f := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
 	return &logChecker{c: c, cp: cp, timeout: timeout, bundleN: -1, rng: f.NewEmptyRange(0)}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -40,7 +41,7 @@ func verifyCmd() command {
 		maxSigs := fs.Int("max-signatures", signer.DefaultMaxSignatures, "refuse a card with more signatures than this")
 		skew := fs.Duration("clock-skew", signer.DefaultClockSkew, "leeway for a signature's exp and iat (a signature past exp + this is refused)")
 		revSrc := fs.String("revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
-		logKey := fs.String("log-key", "", "the transparency log's key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+jwks.LogKeyPath+"); a signature then counts only with an inclusion proof the log key vouches for")
+		logKey := fs.String("log-key", "", "the transparency log's key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+transparency.KeyPath+"); a signature then counts only with an inclusion proof the log key vouches for")
 		lim := limitFlags(fs)
 		pos, code, done := c.parse(e, fs, args)
 		if done {

@@ -1,4 +1,4 @@
-package transparency_test
+package memlog
 
 import (
 	"crypto/ed25519"
@@ -11,26 +11,32 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/internal/memlog"
 	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/note"
 )
 
-const testOrigin = "cardsign.test/log"
+// The helpers of the tests of package transparency and its client and
+// server: a log's history, and a server that can misbehave.
 
-// newLog returns an empty in-memory log of testOrigin and its verifiers.
-func newLog(t testing.TB) (*memlog.Log, []note.Verifier) {
+// TestOrigin is the origin of NewTest's log.
+const TestOrigin = "cardsign.test/log"
+
+// NewTest returns an empty in-memory log of TestOrigin, with a new key, and
+// its verifiers.
+func NewTest(t testing.TB) (*Log, []note.Verifier) {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newLogWith(t, testOrigin, key)
+	return NewTestWith(t, TestOrigin, key)
 }
 
-func newLogWith(t testing.TB, origin string, key ed25519.PrivateKey) (*memlog.Log, []note.Verifier) {
+// NewTestWith returns an empty in-memory log of origin signed with key, and
+// its verifiers.
+func NewTestWith(t testing.TB, origin string, key ed25519.PrivateKey) (*Log, []note.Verifier) {
 	t.Helper()
-	l, err := memlog.New(origin, key)
+	l, err := New(origin, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +51,10 @@ func newLogWith(t testing.TB, origin string, key ed25519.PrivateKey) (*memlog.Lo
 	return l, vs
 }
 
-// entries returns the encoded entries of audit records first+1 to
+// Entries returns the encoded entries of audit records first+1 to
 // first+n: card "agent-I" at host aI.example.com, every tenth a refused
 // request, prefix distinguishing one history from another (a fork's).
-func entries(first, n int, prefix string) [][]byte {
+func Entries(first, n int, prefix string) [][]byte {
 	out := make([][]byte, n)
 	prev := audit.Genesis()
 	for i := range n {
@@ -69,40 +75,52 @@ func entries(first, n int, prefix string) [][]byte {
 	return out
 }
 
-func appendN(t testing.TB, l *memlog.Log, n int, prefix string) {
+// AppendN appends the entries of the next n records of the history prefix
+// names (Entries).
+func (l *Log) AppendN(t testing.TB, n int, prefix string) {
 	t.Helper()
-	if err := l.Append(entries(int(l.Len()), n, prefix)...); err != nil {
+	if err := l.Append(Entries(int(l.Len()), n, prefix)...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// swapServer is an HTTP server whose handler a test can replace: the same
+// SwapServer is an HTTP server whose handler a test can replace: the same
 // URL serves an honest log, then a forked one.
-type swapServer struct {
+type SwapServer struct {
 	*httptest.Server
 	h atomic.Pointer[http.Handler]
 }
 
-func newSwapServer(t testing.TB, h http.Handler) *swapServer {
-	s := &swapServer{}
-	s.set(h)
+// NewSwapServer starts a SwapServer serving h, closed when t ends.
+func NewSwapServer(t testing.TB, h http.Handler) *SwapServer {
+	s := &SwapServer{}
+	s.Set(h)
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.h.Load()).ServeHTTP(w, r) }))
 	t.Cleanup(s.Close)
 	return s
 }
 
-func (s *swapServer) set(h http.Handler) { s.h.Store(&h) }
+// Set makes s serve h from now on.
+func (s *SwapServer) Set(h http.Handler) { s.h.Store(&h) }
 
-// mounted serves h at /log/ as cardsignd does.
-func mounted(h http.Handler) http.Handler {
+// Request returns h's answer to a request of method for path.
+func Request(t testing.TB, h http.Handler, method, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec
+}
+
+// Mounted serves h at /log/ as cardsignd does.
+func Mounted(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/log/", http.StripPrefix("/log/", h))
 	return mux
 }
 
-// flipByte returns h with one byte of the body of path flipped: a
+// FlipByte returns h with one byte of the body of path flipped: a
 // tampered tile or entry on the wire or in a cache.
-func flipByte(h http.Handler, path string, at int) http.Handler {
+func FlipByte(h http.Handler, path string, at int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != path {
 			h.ServeHTTP(w, r)
@@ -118,6 +136,6 @@ func flipByte(h http.Handler, path string, at int) http.Handler {
 			w.Header()[k] = v
 		}
 		w.WriteHeader(rec.Code)
-		w.Write(body)
+		_, _ = w.Write(body)
 	})
 }
