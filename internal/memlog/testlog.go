@@ -51,11 +51,11 @@ func NewTestWith(t testing.TB, origin string, key ed25519.PrivateKey) (*Log, []n
 	return l, vs
 }
 
-// Entries returns the encoded entries of audit records first+1 to
-// first+n: card "agent-I" at host aI.example.com, every tenth a refused
+// Records returns audit records first+1 to first+n as a store holds them
+// (chained from the genesis hash): card "agent-I", every tenth a refused
 // request, prefix distinguishing one history from another (a fork's).
-func Entries(first, n int, prefix string) [][]byte {
-	out := make([][]byte, n)
+func Records(first, n int, prefix string) []audit.Record {
+	out := make([]audit.Record, n)
 	prev := audit.Genesis()
 	for i := range n {
 		seq := int64(first + i + 1)
@@ -70,7 +70,17 @@ func Entries(first, n int, prefix string) [][]byte {
 		rec.PrevHash = prev
 		rec.Hash = rec.ComputeHash(prev)
 		prev = rec.Hash
-		out[i] = transparency.NewEntry(rec, []string{fmt.Sprintf("a%d.example.com", seq), "shared.example.org"}).Marshal()
+		out[i] = rec
+	}
+	return out
+}
+
+// Entries returns the encoded entries of Records(first, n, prefix), record
+// I at hosts aI.example.com and shared.example.org.
+func Entries(first, n int, prefix string) [][]byte {
+	out := make([][]byte, n)
+	for i, rec := range Records(first, n, prefix) {
+		out[i] = transparency.NewEntry(rec, []string{fmt.Sprintf("a%d.example.com", rec.Seq), "shared.example.org"}).Marshal()
 	}
 	return out
 }
