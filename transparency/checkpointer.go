@@ -16,7 +16,7 @@ import (
 // size, and the log's rows.
 type Tree interface {
 	AuditHead(ctx context.Context) (seq int64, hash []byte, err error)
-	LogHashes(ctx context.Context, indexes []int64) ([]Hash, error)
+	TreeStore
 	LogEntries(ctx context.Context, from, to int64) ([][]byte, error)
 }
 
@@ -111,7 +111,7 @@ func (t *Checkpointer) sign(ctx context.Context, size int64) (checkpoint, error)
 		// tree would be a rollback every monitor reports.
 		return checkpoint{}, fmt.Errorf("transparency log: the store holds %d leaves, fewer than the %d of a checkpoint already signed: was the database restored from a backup?", size, t.latest.size)
 	}
-	root, err := tlog.TreeHash(size, t.reader(ctx))
+	root, err := TreeRoot(ctx, t.store, size)
 	if err != nil {
 		return checkpoint{}, fmt.Errorf("transparency log: root of %d leaves: %w", size, err)
 	}
@@ -148,11 +148,7 @@ func (t *Checkpointer) Proofs(ctx context.Context, recs []audit.Record) ([]Proof
 
 // reader reads the tree's stored hashes (the store caches the ones new
 // proofs read).
-func (t *Checkpointer) reader(ctx context.Context) tlog.HashReader {
-	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
-		return t.store.LogHashes(ctx, indexes)
-	})
-}
+func (t *Checkpointer) reader(ctx context.Context) tlog.HashReader { return storeReader(ctx, t.store) }
 
 // Checkpoint returns a checkpoint of the tree as it is now, and its size
 // (Source).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/cardsign/cardsign/audit"
@@ -23,6 +24,26 @@ type HashReader = tlog.HashReader
 
 // HashReaderFunc is a function as a HashReader.
 type HashReaderFunc = tlog.HashReaderFunc
+
+// Verifier is a log key that checks checkpoint signatures
+// (ParseVerifierKeys); it is golang.org/x/mod/sumdb/note's.
+type Verifier = note.Verifier
+
+// TreeStore is where a log's tree hashes are read from (store.Log).
+type TreeStore interface {
+	LogHashes(ctx context.Context, indexes []int64) ([]Hash, error)
+}
+
+// TreeRoot returns the root hash of the tree of the first size leaves st
+// holds.
+func TreeRoot(ctx context.Context, st TreeStore, size int64) (Hash, error) {
+	return tlog.TreeHash(size, storeReader(ctx, st))
+}
+
+// storeReader is st as a tlog.HashReader bound to ctx.
+func storeReader(ctx context.Context, st TreeStore) tlog.HashReader {
+	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) { return st.LogHashes(ctx, indexes) })
+}
 
 // Rows is what tree integration needs of a store: its log rows inside the
 // transaction that appends the audit records, so the tree grows with them

@@ -22,7 +22,6 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/transparency"
 	"github.com/cardsign/cardsign/transparency/tlogclient"
-	"golang.org/x/mod/sumdb/note"
 )
 
 // exitAlarm is the exit code of log verify and log monitor when the log
@@ -222,7 +221,7 @@ func logKeyShow(ctx context.Context, e env, origin, path string) int {
 // cardsignd does at /.well-known/cardsign-log-key), fetched with ctx through
 // client (http.DefaultClient when nil), or a file of such lines. Either way
 // at most 64 KiB is read. Errors do not repeat the flag's name.
-func loadLogKeys(ctx context.Context, spec string, client *http.Client) ([]note.Verifier, error) {
+func loadLogKeys(ctx context.Context, spec string, client *http.Client) ([]transparency.Verifier, error) {
 	spec = strings.TrimSpace(spec)
 	lower := strings.ToLower(spec)
 	switch {
@@ -338,7 +337,7 @@ func logCheckpoint(ctx context.Context, e env, lc *tlogclient.Client, asJSON boo
 }
 
 // readCheckpointFile reads and verifies a saved signed checkpoint.
-func readCheckpointFile(path string, keys []note.Verifier) (transparency.Checkpoint, error) {
+func readCheckpointFile(path string, keys []transparency.Verifier) (transparency.Checkpoint, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return transparency.Checkpoint{}, err

@@ -15,7 +15,6 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/transparency"
-	"golang.org/x/mod/sumdb/note"
 )
 
 func verifyCmd() command {
@@ -101,7 +100,7 @@ func verifyCmd() command {
 		if err != nil {
 			return fail(exitUsage, err)
 		}
-		var logKeys []note.Verifier
+		var logKeys []transparency.Verifier
 		if *logKey != "" {
 			if logKeys, err = loadLogKeys(ctx, *logKey, client); err != nil {
 				return fail(exitUsage, fmt.Errorf("--log-key: %w", err))

@@ -15,13 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/mod/sumdb/tlog"
-
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // topUsage is cardsignd's usage, listing its commands.
@@ -713,8 +712,8 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 
 // logRoot is the root hash of the first size leaves of s's transparency
 // log.
-func logRoot(ctx context.Context, s store.Store, size int64) (tlog.Hash, error) {
-	return tlog.TreeHash(size, tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, idx) }))
+func logRoot(ctx context.Context, s store.Store, size int64) (transparency.Hash, error) {
+	return transparency.TreeRoot(ctx, s, size)
 }
 
 // sameKeys reports whether a and b hold the same records (ListKeys order),

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/transparency"
-	"golang.org/x/mod/sumdb/note"
 )
 
 // The helpers of the tests of package transparency and its client and
@@ -23,7 +22,7 @@ const TestOrigin = "cardsign.test/log"
 
 // NewTest returns an empty in-memory log of TestOrigin, with a new key, and
 // its verifiers.
-func NewTest(t testing.TB) (*Log, []note.Verifier) {
+func NewTest(t testing.TB) (*Log, []transparency.Verifier) {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -34,7 +33,7 @@ func NewTest(t testing.TB) (*Log, []note.Verifier) {
 
 // NewTestWith returns an empty in-memory log of origin signed with key, and
 // its verifiers.
-func NewTestWith(t testing.TB, origin string, key ed25519.PrivateKey) (*Log, []note.Verifier) {
+func NewTestWith(t testing.TB, origin string, key ed25519.PrivateKey) (*Log, []transparency.Verifier) {
 	t.Helper()
 	l, err := New(origin, key)
 	if err != nil {
