@@ -14,15 +14,16 @@ import (
 	"github.com/cardsign/cardsign/audit"
 )
 
-// What both stores do for the transparency log (the Log interface), apart
-// from the SQL.
+// Tree integration: how the audit records a store appends become leaves of
+// the tree it keeps (store.Log), written once for both SQL stores, which
+// only read and write the rows (Rows, in their append's transaction).
 
 // CatchUpChunk is how many leaves one transaction of a store's catch-up
 // at open appends: records appended before the log existed become leaves a
 // chunk at a time, so no transaction holds the append lock for long.
 const CatchUpChunk = 1000
 
-// AppendRecords returns what AppendAudit stores in the transparency log for
+// appendRecords returns what AppendAudit stores in the transparency log for
 // recs, the records it appends as stored (Seq, PrevHash and Hash set), which become
 // leaves first, first+1, ... of a tree of first leaves whose stored hashes r
 // reads: each record's encoded entry (NewEntry with its Hosts)
@@ -32,7 +33,7 @@ const CatchUpChunk = 1000
 //
 // r is asked once, for the hashes of the tree's complete subtrees
 // (appendReads).
-func AppendRecords(first int64, recs []audit.Record, r tlog.HashReader) (entries [][]byte, hashes []StoredHash, err error) {
+func appendRecords(first int64, recs []audit.Record, r tlog.HashReader) (entries [][]byte, hashes []StoredHash, err error) {
 	entries, hashes, _, err = Edge{}.Append(first, recs, r)
 	return entries, hashes, err
 }
@@ -47,7 +48,7 @@ type Edge struct {
 	hashes map[int64]tlog.Hash // nil: not known
 }
 
-// Append is AppendRecords reading nothing when e is the edge of the tree recs
+// Append is appendRecords reading nothing when e is the edge of the tree recs
 // extend (of first leaves, the last of record first, whose hash is
 // recs[0].PrevHash), and it also returns the edge of the tree after the
 // append. A store that keeps the edge of its last append saves the read on
@@ -180,7 +181,7 @@ func CheckSize(size, head int64) error {
 		"run cardsign audit verify --log, and restore the database from a backup", size, head)
 }
 
-// CatchUpRecords is one transaction of a store's catch-up at open, which makes
+// catchUpRecords is one transaction of a store's catch-up at open, which makes
 // every audit record appended before the transparency log existed a leaf.
 // size is the log's size and head the audit head's Seq, both read inside a
 // transaction that excludes appends; recs are the records with Seq > size,
@@ -189,7 +190,7 @@ func CheckSize(size, head int64) error {
 // which were not kept before the log. A record missing before head (the
 // audit log has a gap) fails: its leaf cannot be made, and the leaves after
 // it would be off by one.
-func CatchUpRecords(size, head int64, recs []audit.Record, r tlog.HashReader) ([][]byte, []StoredHash, error) {
+func catchUpRecords(size, head int64, recs []audit.Record, r tlog.HashReader) ([][]byte, []StoredHash, error) {
 	if size > head {
 		return nil, nil, CheckSize(size, head)
 	}
@@ -202,13 +203,13 @@ func CatchUpRecords(size, head int64, recs []audit.Record, r tlog.HashReader) ([
 	if len(recs) == 0 && size < head {
 		return nil, nil, missingRecord(size + 1)
 	}
-	return AppendRecords(size, recs, r)
+	return appendRecords(size, recs, r)
 }
 
 // CatchUp drives a store's catch-up at open: while the log (size leaves)
 // is shorter than the audit log (head records), step runs one transaction
 // that reads both again under the append lock, makes up to
-// CatchUpChunk records leaves (CatchUpRecords), and returns both as it left
+// CatchUpChunk records leaves (catchUpRecords), and returns both as it left
 // them. Progress goes to log every 10,000 leaves.
 func CatchUp(ctx context.Context, log *slog.Logger, size, head int64, step func(context.Context) (size, head int64, err error)) error {
 	if size == head {

@@ -70,7 +70,7 @@ func TestLogAppendReadsOnce(t *testing.T) {
 		}
 		edge = next
 		recs := logRecords(size, n)
-		entries, hashes, err := AppendRecords(size, recs, m)
+		entries, hashes, err := appendRecords(size, recs, m)
 		if err != nil {
 			t.Fatalf("append %d after %d: %v", n, size, err)
 		}
@@ -150,7 +150,7 @@ func TestEdgeOfAnotherTree(t *testing.T) {
 			if err != nil || len(m.reads) != 1 {
 				t.Fatalf("append after %d leaves with the edge of 5: read %v, %v; want the tree read", tt.first, m.reads, err)
 			}
-			if _, want, err := AppendRecords(tt.first, slices.Clone(tt.recs), m); err != nil || !slices.Equal(got, want) {
+			if _, want, err := appendRecords(tt.first, slices.Clone(tt.recs), m); err != nil || !slices.Equal(got, want) {
 				t.Fatalf("append after %d leaves with the edge of 5: other hashes than without it (%v)", tt.first, err)
 			}
 		})
@@ -188,8 +188,8 @@ func TestAppendReadsAreTreeHashReads(t *testing.T) {
 func TestLogAppendRefusesWrongSeq(t *testing.T) {
 	recs := logRecords(3, 2)
 	recs[1].Seq = 6
-	if _, _, err := AppendRecords(3, recs, &memLog{}); err == nil || !strings.Contains(err.Error(), "audit record 6 cannot be leaf 4") {
-		t.Fatalf("AppendRecords of record 6 as leaf 4: %v", err)
+	if _, _, err := appendRecords(3, recs, &memLog{}); err == nil || !strings.Contains(err.Error(), "audit record 6 cannot be leaf 4") {
+		t.Fatalf("appendRecords of record 6 as leaf 4: %v", err)
 	}
 }
 
@@ -213,7 +213,7 @@ func TestCatchUpRecords(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &memLog{hashes: map[int64]tlog.Hash{}}
 			if tt.size > 0 && tt.size <= tt.head {
-				_, hashes, err := AppendRecords(0, logRecords(0, int(tt.size)), m)
+				_, hashes, err := appendRecords(0, logRecords(0, int(tt.size)), m)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -225,13 +225,13 @@ func TestCatchUpRecords(t *testing.T) {
 			for _, seq := range tt.seqs {
 				recs = append(recs, logRecords(seq-1, 1)...)
 			}
-			entries, _, err := CatchUpRecords(tt.size, tt.head, recs, m)
+			entries, _, err := catchUpRecords(tt.size, tt.head, recs, m)
 			if tt.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("CatchUpRecords = %v, want an error saying %q", err, tt.want)
+					t.Fatalf("catchUpRecords = %v, want an error saying %q", err, tt.want)
 				}
 				if !strings.Contains(err.Error(), "restore the database from a backup") {
-					t.Fatalf("CatchUpRecords error does not say what to do: %v", err)
+					t.Fatalf("catchUpRecords error does not say what to do: %v", err)
 				}
 				return
 			}

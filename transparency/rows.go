@@ -80,11 +80,11 @@ func (e Edge) Integrate(ctx context.Context, rows Rows, first int64, recs []audi
 	return next, hashes, nil
 }
 
-// CatchUpStep is one chunk of a store's catch-up (CatchUpRecords) written
+// CatchUpStep is one chunk of a store's catch-up (catchUpRecords) written
 // to rows: recs, the records after the log's size leaves read in the
 // store's transaction, become leaves. It returns the log's new size.
 func CatchUpStep(ctx context.Context, rows Rows, size, head int64, recs []audit.Record) (int64, error) {
-	entries, hashes, err := CatchUpRecords(size, head, recs, rowsReader(ctx, rows))
+	entries, hashes, err := catchUpRecords(size, head, recs, rowsReader(ctx, rows))
 	if err != nil {
 		return size, err
 	}
