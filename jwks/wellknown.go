@@ -3,14 +3,11 @@ package jwks
 import "time"
 
 // Where cardsignd serves its documents, beside each other so a verifier that
-// knows the JWKS URL can find the revocation document and the transparency
-// log's keys. The log itself (checkpoint and tiles) is served under
-// LogPrefix.
+// knows the JWKS URL can find the revocation document (and, at
+// transparency.KeyPath, the transparency log's keys).
 const (
 	JWKSPath        = "/.well-known/jwks.json"
 	RevocationsPath = "/.well-known/cardsign-revocations.json"
-	LogKeyPath      = "/.well-known/cardsign-log-key"
-	LogPrefix       = "/log/"
 )
 
 // String is how a revocation is reported to people: "revoked at TIME (REASON)".

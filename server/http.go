@@ -14,6 +14,7 @@ import (
 	"github.com/cardsign/cardsign/server/httpapi"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/tlogserve"
 )
 
 // HTTPOptions configures the HTTP listener's handler.
@@ -43,8 +44,8 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	mux.Handle("GET "+registry.AgentLogSaltPath, agents.Salt())
 	if a.tlog != nil {
 		// Public like the JWKS: anyone may check what was signed.
-		mux.Handle(jwks.LogKeyPath, a.logKeyHandler())
-		mux.Handle(jwks.LogPrefix, http.StripPrefix(jwks.LogPrefix, transparency.NewHandler(a.tlog, a.log)))
+		mux.Handle(transparency.KeyPath, tlogserve.KeysHandler(a.cfg.Log.VerifierKeys(), a.cfg.JWKSMaxAge))
+		mux.Handle(transparency.PathPrefix, http.StripPrefix(transparency.PathPrefix, tlogserve.NewHandler(a.tlog, a.log)))
 	}
 	mux.HandleFunc("/healthz", httpapi.Healthz)
 	mux.HandleFunc(DocumentsReadyPath, func(w http.ResponseWriter, r *http.Request) {

@@ -161,7 +161,7 @@ func TestLogKeyServed(t *testing.T) {
 	a, _ := newAuthority(t)
 	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + jwks.LogKeyPath)
+	resp, err := http.Get(srv.URL + transparency.KeyPath)
 	if err != nil {
 		t.Fatal(err)
 	}

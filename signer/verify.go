@@ -16,7 +16,6 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
-	"golang.org/x/mod/sumdb/note"
 )
 
 // KeySource finds a public key by kid. jwks.Set is one.
@@ -60,7 +59,7 @@ type VerifyOptions struct {
 	// or the signature does not count. Without LogKeys a proof is not
 	// checked. RequireLog (with LogKeys) also refuses a signature without a
 	// proof.
-	LogKeys    []note.Verifier
+	LogKeys    []transparency.Verifier
 	RequireLog bool
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
-	"golang.org/x/mod/sumdb/tlog"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // Store is all of cardsign's durable state, one part per role: the daemon's
@@ -247,7 +247,7 @@ type Log interface {
 	// LogHashes returns the tree hashes stored at indexes (tlog storage
 	// indexes, tlog.StoredHashIndex), in the order asked. An index that is
 	// not stored fails with an error wrapping ErrNotFound.
-	LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error)
+	LogHashes(ctx context.Context, indexes []int64) ([]transparency.Hash, error)
 	// LogEntries returns the encoded entries of leaves from to to-1, in
 	// order. A leaf that is not stored fails with an error wrapping
 	// ErrNotFound.

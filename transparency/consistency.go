@@ -51,12 +51,35 @@ func (e *AlarmError) Error() string {
 
 func (e *AlarmError) Unwrap() error { return e.Err }
 
+// TamperError is data the log served that does not match the signed
+// checkpoint it was read against: a tile that does not hash to the root,
+// an entry that is not the leaf the tiles hold. The log (or something
+// between it and the client) served data its own signature contradicts.
+type TamperError struct {
+	What string // what failed to authenticate, e.g. "entry of leaf 7"
+	Err  error
+}
+
+func (e *TamperError) Error() string {
+	return fmt.Sprintf("%s does not match the log's signed checkpoint: %v", e.What, e.Err)
+}
+func (e *TamperError) Unwrap() error { return e.Err }
+
+// TileSource is what Consistent reads a log's tree through (a
+// tlogclient.Client): hashes authenticated against a tree's root, failing
+// with a *TamperError when the log serves data the root contradicts.
+type TileSource interface {
+	HashReader(ctx context.Context, tree tlog.Tree) tlog.HashReader
+	// String names the log in errors: its URL.
+	String() string
+}
+
 // Consistent proves that new extends old: same origin, no fewer leaves,
 // and old's tree a prefix of new's (a consistency proof from tiles
 // authenticated against new's root, checked against old's root). An
 // alarm is an *AlarmError; a failure to check (the network, a missing
 // tile) is any other error, and says nothing either way.
-func Consistent(ctx context.Context, c *Client, old, new Checkpoint) error {
+func Consistent(ctx context.Context, c TileSource, old, new Checkpoint) error {
 	switch {
 	case old.Origin != new.Origin:
 		return &AlarmError{Kind: AlarmOrigin, Old: old, New: new,
@@ -81,7 +104,7 @@ func Consistent(ctx context.Context, c *Client, old, new Checkpoint) error {
 			return &AlarmError{Kind: AlarmTampered, Old: old, New: new,
 				Detail: fmt.Sprintf("proving tree %d consistent with tree %d", new.Size, old.Size), Err: err}
 		}
-		return fmt.Errorf("prove tree %d consistent with tree %d from %s: %w", new.Size, old.Size, c.URL, err)
+		return fmt.Errorf("prove tree %d consistent with tree %d from %s: %w", new.Size, old.Size, c, err)
 	}
 	if err := tlog.CheckTree(proof, new.Size, new.Root, old.Size, old.Root); err != nil {
 		return &AlarmError{Kind: AlarmInconsistent, Old: old, New: new,

@@ -12,5 +12,14 @@
 //
 // Leaf i of the tree is the entry of audit record Seq i+1: the log has as
 // many leaves as the audit log has records, and the store appends both in
-// one transaction.
+// one transaction. How leaves and tree hashes are made (Edge.Integrate,
+// CatchUpStep, HashCache) is this package's; a store only reads and writes
+// their rows (Rows). The Checkpointer signs checkpoints and proofs over the
+// store's tree, CheckSharedKeys keeps replicas on one log key, and
+// AuditChecker checks a served log against the audit records.
+//
+// The package has no net/http: tlogclient reads a served log (and
+// monitors it), tlogserve serves it. No package outside transparency/
+// imports tlog, note or transparency-dev: Hash, HashReader and Verifier
+// name theirs here.
 package transparency

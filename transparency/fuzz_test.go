@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/memlog"
 	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -13,7 +14,7 @@ import (
 // and what one accepts must encode back to exactly the input, so a value
 // has one encoding and what is checked is what was hashed.
 func FuzzParse(f *testing.F) {
-	entry := entries(41, 1, "")[0]
+	entry := memlog.Entries(41, 1, "")[0]
 	bundle, _ := transparency.MarshalBundle([][]byte{entry, []byte("x"), nil})
 	proof := transparency.Proof{Entry: entry, Index: 41, Hashes: []tlog.Hash{{1}, {2}}, Checkpoint: []byte("cardsign.test/log\n42\nAAAA\n\n— k sig\n")}.Marshal()
 	for _, seed := range []string{

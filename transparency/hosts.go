@@ -3,6 +3,8 @@ package transparency
 import (
 	"slices"
 	"strings"
+
+	"github.com/cardsign/cardsign/glob"
 )
 
 // CardHosts returns the hosts a card points at (card.InterfaceHosts) as an
@@ -57,4 +59,22 @@ func normalHost(h string) string {
 // CardHosts writes hosts).
 func (e Entry) MatchesHost(host string) bool {
 	return slices.Contains(e.Card.Hosts, normalHost(host))
+}
+
+// MatchesWatch reports whether e matches the watch w: its card name is w
+// or matches it as a glob pattern, or one of its hosts is w (in lower
+// case) or matches it as a pattern.
+func MatchesWatch(e Entry, w string) bool {
+	if glob.Match(w, e.Card.Name) || e.MatchesHost(w) {
+		return true
+	}
+	if strings.ContainsAny(w, "*?") {
+		lw := strings.ToLower(w)
+		for _, h := range e.Card.Hosts {
+			if glob.Match(lw, h) {
+				return true
+			}
+		}
+	}
+	return false
 }

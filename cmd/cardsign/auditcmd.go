@@ -20,9 +20,7 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
-	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/rfc6962"
-	"golang.org/x/mod/sumdb/tlog"
+	"github.com/cardsign/cardsign/transparency/tlogclient"
 )
 
 func auditCmd() command {
@@ -49,8 +47,8 @@ func auditCmd() command {
 		fs.StringVar(&o.hs.jwks, "jwks", "", "verify: trusted JWKS (file or http(s) URL) to check the signed revocation document, whose audit_head the log must hold; default: no head, and a truncated tail goes unnoticed")
 		fs.StringVar(&o.hs.revocations, "revocations", "", "verify: the signed revocation document (file or URL), a fresh one or a copy kept from before; default: "+jwks.RevocationsPath+" on the --jwks URL's host")
 		fs.StringVar(&o.hs.head, "head", "", "verify: a head to check against, SEQ:HASH (hash in hex), instead of a revocation document")
-		fs.StringVar(&o.logURL, "log", "", "verify: the transparency log's URL prefix (cardsignd: "+jwks.LogPrefix+"); every record is then checked against its log entry, and the tree rebuilt from the entries against the log's signed checkpoint")
-		fs.StringVar(&o.logKey, "log-key", "", "verify, with --log: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+jwks.LogKeyPath+")")
+		fs.StringVar(&o.logURL, "log", "", "verify: the transparency log's URL prefix (cardsignd: "+transparency.PathPrefix+"); every record is then checked against its log entry, and the tree rebuilt from the entries against the log's signed checkpoint")
+		fs.StringVar(&o.logKey, "log-key", "", "verify, with --log: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+transparency.KeyPath+")")
 		return o.run
 	}
 	return c
@@ -130,7 +128,7 @@ func (o *auditOptions) loadHead(ctx context.Context, in *call) (published *publi
 
 // openLog reads the log's checkpoint (nil without --log), for the records
 // to be checked against.
-func (o *auditOptions) openLog(ctx context.Context, in *call) (lc *logChecker, code int, ok bool) {
+func (o *auditOptions) openLog(ctx context.Context, in *call) (lc *logCheck, code int, ok bool) {
 	if o.logURL == "" {
 		return nil, 0, true
 	}
@@ -141,13 +139,13 @@ func (o *auditOptions) openLog(ctx context.Context, in *call) (lc *logChecker, c
 	if err != nil {
 		return nil, in.usageError("--log-key: %s", escapeText(err.Error())), false
 	}
-	tc := &transparency.Client{URL: o.logURL, HTTP: hc, Keys: keys}
+	tc := &tlogclient.Client{URL: o.logURL, HTTP: hc, Keys: keys}
 	cp, err := tc.Checkpoint(hctx)
 	if err != nil {
 		fmt.Fprintf(in.stderr, "cardsign audit verify: transparency log: %s\n", escapeText(err.Error()))
 		return nil, exitFail, false
 	}
-	return newLogChecker(tc, cp, in.timeout), 0, true
+	return &logCheck{AuditChecker: transparency.NewAuditChecker(tc, cp, in.timeout), url: o.logURL}, 0, true
 }
 
 // verify walks the whole log from seq 1, checked record by record as the
@@ -198,8 +196,8 @@ func (o *auditOptions) verify(ctx context.Context, in *call) int {
 		return exitFail
 	}
 	if lc != nil {
-		if err := lc.finish(v.Count()); err != nil {
-			return lc.report(in.env, err)
+		if err := lc.Finish(v.Count()); err != nil {
+			return reportLogCheck(in.env, err)
 		}
 	}
 	reportAudit(in.stdout, v, keysReport.Bytes(), lc, published, noHead)
@@ -212,7 +210,7 @@ func (o *auditOptions) verify(ctx context.Context, in *call) int {
 // walkAudit feeds every record to the chain verifier, the key trail and
 // the log checker; ok is false when one of them refused a record (and it
 // was reported).
-func walkAudit(ctx context.Context, in *call, cl *client, v *audit.ChainVerifier, trail *store.KeyTrail, lc *logChecker) (code int, ok bool) {
+func walkAudit(ctx context.Context, in *call, cl *client, v *audit.ChainVerifier, trail *store.KeyTrail, lc *logCheck) (code int, ok bool) {
 	for r, err := range auditRecords(ctx, cl, 0, 0) {
 		if err != nil {
 			fmt.Fprintf(in.stderr, "cardsign audit %s: %s\n", in.sub, describe(err))
@@ -232,8 +230,8 @@ func walkAudit(ctx context.Context, in *call, cl *client, v *audit.ChainVerifier
 			return exitFail, false
 		}
 		if lc != nil {
-			if err := lc.add(ctx, r); err != nil {
-				return lc.report(in.env, err), false
+			if err := lc.Add(ctx, r); err != nil {
+				return reportLogCheck(in.env, err), false
 			}
 		}
 	}
@@ -242,15 +240,16 @@ func walkAudit(ctx context.Context, in *call, cl *client, v *audit.ChainVerifier
 
 // reportAudit prints the verdict of a verified walk: the chain, the keys,
 // the log, and what the head did or could not check.
-func reportAudit(w io.Writer, v *audit.ChainVerifier, keysReport []byte, lc *logChecker, published *publishedHead, noHead string) {
+func reportAudit(w io.Writer, v *audit.ChainVerifier, keysReport []byte, lc *logCheck, published *publishedHead, noHead string) {
 	_, lastHash := v.Last()
 	fmt.Fprintf(w, "audit chain intact: %d records, head %s\n", v.Count(), hex.EncodeToString(lastHash))
 	w.Write(keysReport)
 	if lc != nil {
+		cp := lc.Checkpoint()
 		fmt.Fprintf(w, "transparency log consistent with the audit records: %d leaves, root %s (checkpoint of %s from %s)\n",
-			lc.cp.Size, lc.cp.Root, escapeText(lc.cp.Origin), lc.c.URL)
-		if v.Count() > lc.cp.Size {
-			fmt.Fprintf(w, "note: records %d to %d came after the log's checkpoint and are not checked against the log yet\n", lc.cp.Size+1, v.Count())
+			cp.Size, cp.Root, escapeText(cp.Origin), lc.url)
+		if v.Count() > cp.Size {
+			fmt.Fprintf(w, "note: records %d to %d came after the log's checkpoint and are not checked against the log yet\n", cp.Size+1, v.Count())
 		}
 	}
 	if noHead != "" {
@@ -387,192 +386,25 @@ func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 	fmt.Fprint(w, line.String())
 }
 
-// logChecker checks the transparency log against the audit records as
-// audit verify walks them: record seq's entry (leaf seq-1) must be exactly
-// transparency.NewEntry of the record (with the hosts the entry lists: the
-// hash chain does not cover them); the tree rebuilt from the entries must
-// have the root the log's checkpoint signs; and every hash the log serves
-// in its tiles must be the one the rebuilt tree has there. The tree is a
-// compact range (a hash per level), fed the leaf hashes in order, whose
-// visitor sees every complete subtree's hash, and so every hash a tile
-// holds. The checker holds one entry bundle and one hash tile per level:
-// constant memory, whatever the size of the log.
-type logChecker struct {
-	c       *transparency.Client
-	cp      transparency.Checkpoint
-	timeout time.Duration
-
-	bundleN int64 // the bundle held, -1 for none
-	bundle  [][]byte
-	tiles   [64 / transparency.TileHeight]heldTile // by tile level
-	rng     *compact.Range
-	leaves  int64 // entries checked and added to rng
-	err     error // the first failure the range's visitor met
-}
-
-type heldTile struct {
-	t    tlog.Tile
-	data []byte // nil: none held
-}
-
-// logMismatch is a difference between the log and the audit records: the
-// answer is no (exit 1), as a broken chain.
-type logMismatch struct {
-	seq int64 // the record, 0 when the difference is not one record's
-	msg string
-}
-
-func (m *logMismatch) Error() string { return m.msg }
-
-func newLogChecker(c *transparency.Client, cp transparency.Checkpoint, timeout time.Duration) *logChecker {
-	f := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
-	return &logChecker{c: c, cp: cp, timeout: timeout, bundleN: -1, rng: f.NewEmptyRange(0)}
-}
-
-// add checks record r, the next of the walk (the chain verifier has
-// checked its seq follows the previous one).
-func (lc *logChecker) add(ctx context.Context, r audit.Record) error {
-	leaf := r.Seq - 1
-	if leaf >= lc.cp.Size {
-		return nil // appended after the checkpoint
-	}
-	if leaf != lc.leaves {
-		return &logMismatch{seq: r.Seq, msg: fmt.Sprintf("record %d comes after %d records checked against the log", r.Seq, lc.leaves)}
-	}
-	if n := leaf / transparency.TileWidth; n != lc.bundleN {
-		t := transparency.TileFor(transparency.EntriesLevel, n, lc.cp.Size)
-		cctx, cancel := context.WithTimeout(ctx, lc.timeout)
-		entries, err := lc.c.EntryBundle(cctx, t)
-		cancel()
-		if err != nil {
-			return err
-		}
-		lc.bundleN, lc.bundle = n, entries
-	}
-	got := lc.bundle[leaf%transparency.TileWidth]
-	e, err := transparency.ParseEntry(got)
-	if err != nil {
-		return &logMismatch{seq: r.Seq, msg: fmt.Sprintf("its log entry (leaf %d) is not a valid entry: %v", leaf, err)}
-	}
-	if e.Sealed() {
-		// A private agent's entry: its caller, card name and hosts are
-		// commitments the auditor cannot open (its owner can, with the
-		// agent's salt); every other member is checked.
-		r.Sealed = &audit.Sealed{Caller: e.Caller, CardName: e.Card.Name}
-	}
-	want := transparency.NewEntry(r, e.Card.Hosts)
-	if !bytes.Equal(want.Marshal(), got) {
-		return &logMismatch{seq: r.Seq, msg: fmt.Sprintf("its log entry (leaf %d) differs from the record: %s", leaf, entryDiff(want, e))}
-	}
-	h := transparency.LeafHash(got)
-	// The visitor sees the leaf and every subtree it completes; those at
-	// tile levels are checked against the log's tiles.
-	if err := lc.rng.Append(h[:], func(id compact.NodeID, hash []byte) {
-		if lc.err == nil && id.Level%transparency.TileHeight == 0 {
-			lc.err = lc.checkTileHash(ctx, r.Seq, int(id.Level)/transparency.TileHeight, int64(id.Index), hash)
-		}
-	}); err != nil {
-		return err
-	}
-	if lc.err != nil {
-		return lc.err
-	}
-	lc.leaves++
-	return nil
-}
-
-// checkTileHash checks that the log's hash tile of level k holds hash at
-// index i of its level (tree level 8k), fetching the tile when it is not
-// the one held.
-func (lc *logChecker) checkTileHash(ctx context.Context, seq int64, k int, i int64, hash []byte) error {
-	held := &lc.tiles[k]
-	if n := i / transparency.TileWidth; held.data == nil || held.t.N != n {
-		t := transparency.TileFor(k, n, lc.cp.Size)
-		cctx, cancel := context.WithTimeout(ctx, lc.timeout)
-		data, err := lc.c.TileReader(cctx).ReadTiles([]tlog.Tile{t})
-		cancel()
-		if err != nil {
-			return err
-		}
-		held.t, held.data = t, data[0]
-	}
-	at := (i % transparency.TileWidth) * tlog.HashSize
-	if served := held.data[at : at+tlog.HashSize]; !bytes.Equal(served, hash) {
-		what := fmt.Sprintf("the hash of leaf %d", i)
-		if k > 0 {
-			what = fmt.Sprintf("the hash of leaves %d to %d", i<<(k*transparency.TileHeight), (i+1)<<(k*transparency.TileHeight)-1)
-		}
-		return &logMismatch{seq: seq, msg: fmt.Sprintf("the log's tile %s serves %s as %s, but the entries hash to %s: a stored tree hash (or an entry's hosts) was changed",
-			transparency.TilePath(held.t), what, tlog.Hash(served), tlog.Hash(hash))}
-	}
-	return nil
-}
-
-// finish checks, after records were walked, that they covered the
-// checkpoint and that the entries hash to its root.
-func (lc *logChecker) finish(records int64) error {
-	if lc.leaves < lc.cp.Size {
-		return &logMismatch{msg: fmt.Sprintf("the log's checkpoint covers %d leaves but the audit log has %d records: records were removed, or the log holds leaves no record explains", lc.cp.Size, records)}
-	}
-	if lc.cp.Size == 0 {
-		// An empty tree's root is tlog's zero hash or RFC 6962's hash of
-		// nothing; anything else is a checkpoint of some other tree.
-		if lc.cp.Root == (tlog.Hash{}) || lc.cp.Root == tlog.Hash(rfc6962.DefaultHasher.EmptyRoot()) {
-			return nil
-		}
-		return &logMismatch{msg: fmt.Sprintf("the log's signed checkpoint of 0 leaves has root %s, not the empty tree's", lc.cp.Root)}
-	}
-	b, err := lc.rng.GetRootHash(nil)
-	if err != nil {
-		return err
-	}
-	root := tlog.Hash(b)
-	if root != lc.cp.Root {
-		return &logMismatch{msg: fmt.Sprintf("the log's entries for records 1 to %d hash to root %s, but its signed checkpoint of %d leaves says %s: "+
-			"a stored tree hash was changed, or the checkpoint was signed over other entries", lc.cp.Size, root, lc.cp.Size, lc.cp.Root)}
-	}
-	return nil
-}
-
-// report prints a mismatch (exit 1, as a broken chain) or a failure to
-// check (exit 1 too, on stderr).
-func (lc *logChecker) report(e env, err error) int {
-	var m *logMismatch
+// reportLogCheck prints a mismatch (exit 1, as a broken chain) or a
+// failure to check (exit 1 too, on stderr).
+func reportLogCheck(e env, err error) int {
+	var m *transparency.MismatchError
 	switch {
-	case errors.As(err, &m) && m.seq > 0:
-		fmt.Fprintf(e.stdout, "transparency log MISMATCH at record %d: %s\n", m.seq, escapeText(m.msg))
+	case errors.As(err, &m) && m.Seq > 0:
+		fmt.Fprintf(e.stdout, "transparency log MISMATCH at record %d: %s\n", m.Seq, escapeText(m.Msg))
 	case errors.As(err, &m):
-		fmt.Fprintf(e.stdout, "transparency log MISMATCH: %s\n", escapeText(m.msg))
+		fmt.Fprintf(e.stdout, "transparency log MISMATCH: %s\n", escapeText(m.Msg))
 	default:
 		fmt.Fprintf(e.stderr, "cardsign audit verify: transparency log: %s\n", escapeText(err.Error()))
 	}
 	return exitFail
 }
 
-// entryDiff names the members in which the entry the record makes (want)
-// and the log's (got) differ.
-func entryDiff(want, got transparency.Entry) string {
-	var diffs []string
-	cmp := func(name string, w, g any) {
-		if fmt.Sprint(w) != fmt.Sprint(g) {
-			diffs = append(diffs, fmt.Sprintf("%s %q in the log, %q in the record", name, fmt.Sprint(g), fmt.Sprint(w)))
-		}
-	}
-	cmp("v", want.V, got.V)
-	cmp("seq", want.Seq, got.Seq)
-	cmp("time", want.Time, got.Time)
-	cmp("outcome", want.Outcome, got.Outcome)
-	cmp("caller", want.Caller, got.Caller)
-	cmp("card name", want.Card.Name, got.Card.Name)
-	cmp("card version", want.Card.Version, got.Card.Version)
-	cmp("card sha256", want.Card.SHA256, got.Card.SHA256)
-	cmp("kid", want.KID, got.KID)
-	cmp("alg", want.Alg, got.Alg)
-	cmp("profile", want.Profile, got.Profile)
-	cmp("signature", want.Signature, got.Signature)
-	cmp("record hash", want.Record, got.Record)
-	if len(diffs) == 0 {
-		return "the bytes differ"
-	}
-	return strings.Join(diffs, "; ")
+// logCheck is the audit-vs-log checker and the log URL it reads, for the
+// report.
+type logCheck struct {
+	*transparency.AuditChecker
+	url string
 }
+

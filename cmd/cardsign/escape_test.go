@@ -14,7 +14,6 @@ import (
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/transparency"
 )
@@ -216,7 +215,7 @@ func TestLogMonitorEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, asJSON := range []bool{false, true} {
-		args := []string{"log", "monitor", "--url", tl.logURL(), "--log-key", tl.URL + jwks.LogKeyPath, "--state", filepath.Join(t.TempDir(), "state.json"), "--watch", "pay.example.com"}
+		args := []string{"log", "monitor", "--url", tl.logURL(), "--log-key", tl.URL + transparency.KeyPath, "--state", filepath.Join(t.TempDir(), "state.json"), "--watch", "pay.example.com"}
 		if asJSON {
 			args = append(args, "--json")
 		}

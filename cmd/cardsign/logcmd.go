@@ -20,9 +20,8 @@ import (
 
 	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/jose"
-	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/transparency"
-	"golang.org/x/mod/sumdb/note"
+	"github.com/cardsign/cardsign/transparency/tlogclient"
 )
 
 // exitAlarm is the exit code of log verify and log monitor when the log
@@ -41,8 +40,8 @@ const logUsage = "key create --origin ORIGIN FILE | key show --origin ORIGIN FIL
 	"       checkpoint --url URL --log-key KEY [--json] [--out FILE] |\n" +
 	"       verify --url URL --log-key KEY OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE] |\n" +
 	"       monitor --url URL --log-key KEY --state FILE [--watch NAME|HOST ...] [--json]\n\n" +
-	"--url is the log's prefix (cardsignd serves it at " + jwks.LogPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
-	"a file of such keys (one a line), or an http(s) URL serving them (cardsignd: " + jwks.LogKeyPath + "); take it from\n" +
+	"--url is the log's prefix (cardsignd serves it at " + transparency.PathPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
+	"a file of such keys (one a line), or an http(s) URL serving them (cardsignd: " + transparency.KeyPath + "); take it from\n" +
 	"a source you trust, not only from the log's own server.\n\n" +
 	"verify proves that NEW (default: the log's current checkpoint) extends OLD. monitor does the same from the\n" +
 	"checkpoint saved in --state (the first run trusts the log's current one: trust on first use), walks the new\n" +
@@ -71,7 +70,7 @@ func logCmd() command {
 	c.groups = map[string]string{"key": "key create or key show"}
 	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		origin := fs.String("origin", "", "key create, key show: the log's origin, a schema-less URL such as cardsign.example.com/log (cardsignd's log origin)")
-		logURL := fs.String("url", "", "checkpoint, verify, monitor: the log's URL prefix, e.g. https://cardsign.example.com"+jwks.LogPrefix)
+		logURL := fs.String("url", "", "checkpoint, verify, monitor: the log's URL prefix, e.g. https://cardsign.example.com"+transparency.PathPrefix)
 		logKey := fs.String("log-key", "", "checkpoint, verify, monitor: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them")
 		asJSON := fs.Bool("json", false, "checkpoint: print a JSON object; monitor: one JSON object per event and line")
 		out := fs.String("out", "", "checkpoint: also write the signed checkpoint to this file, for a later log verify")
@@ -91,7 +90,7 @@ func logCmd() command {
 			}
 			switch {
 			case *logURL == "":
-				return c.usageError(e, "--url is required: the log's prefix, e.g. https://cardsign.example.com%s", jwks.LogPrefix)
+				return c.usageError(e, "--url is required: the log's prefix, e.g. https://cardsign.example.com%s", transparency.PathPrefix)
 			case *logKey == "":
 				return c.usageError(e, "--log-key is required: the log is checked only against keys you name")
 			case *timeout <= 0:
@@ -116,7 +115,7 @@ func logCmd() command {
 			if err != nil {
 				return c.usageError(e, "--log-key: %s", escapeText(err.Error()))
 			}
-			lc := &transparency.Client{URL: *logURL, HTTP: hc, Keys: keys}
+			lc := &tlogclient.Client{URL: *logURL, HTTP: hc, Keys: keys}
 			switch sub {
 			case "checkpoint":
 				return logCheckpoint(ctx, e, lc, *asJSON, *out)
@@ -196,7 +195,7 @@ func logKeyCreate(e env, origin, path string) int {
 		fmt.Fprintf(e.stderr, "cardsign log key create: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(e.stderr, "cardsign log key create: wrote %s (mode 0600), an Ed25519 key for the log %s; publish the verifier key below (cardsignd serves it at %s)\n", path, origin, jwks.LogKeyPath)
+	fmt.Fprintf(e.stderr, "cardsign log key create: wrote %s (mode 0600), an Ed25519 key for the log %s; publish the verifier key below (cardsignd serves it at %s)\n", path, origin, transparency.KeyPath)
 	fmt.Fprintln(e.stdout, vkey)
 	return exitOK
 }
@@ -233,12 +232,12 @@ func logKeyShow(ctx context.Context, e env, origin, path string) int {
 // cardsignd does at /.well-known/cardsign-log-key), fetched with ctx through
 // client (http.DefaultClient when nil), or a file of such lines. Either way
 // at most 64 KiB is read. Errors do not repeat the flag's name.
-func loadLogKeys(ctx context.Context, spec string, client *http.Client) ([]note.Verifier, error) {
+func loadLogKeys(ctx context.Context, spec string, client *http.Client) ([]transparency.Verifier, error) {
 	spec = strings.TrimSpace(spec)
 	lower := strings.ToLower(spec)
 	switch {
 	case spec == "":
-		return nil, errors.New("empty: give the log's key ORIGIN+HASH+BASE64, a file of such keys, or the URL serving them (cardsignd: https://HOST" + jwks.LogKeyPath + ")")
+		return nil, errors.New("empty: give the log's key ORIGIN+HASH+BASE64, a file of such keys, or the URL serving them (cardsignd: https://HOST" + transparency.KeyPath + ")")
 	case strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "https://"):
 		text, err := fetchLogKeys(ctx, spec, client)
 		if err != nil {
@@ -324,7 +323,7 @@ func fetchLogKeys(ctx context.Context, src string, client *http.Client) (string,
 	return string(b), nil
 }
 
-func logCheckpoint(ctx context.Context, e env, lc *transparency.Client, asJSON bool, out string) int {
+func logCheckpoint(ctx context.Context, e env, lc *tlogclient.Client, asJSON bool, out string) int {
 	cp, err := lc.Checkpoint(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign log checkpoint: %s\n", escapeText(err.Error()))
@@ -349,7 +348,7 @@ func logCheckpoint(ctx context.Context, e env, lc *transparency.Client, asJSON b
 }
 
 // readCheckpointFile reads and verifies a saved signed checkpoint.
-func readCheckpointFile(path string, keys []note.Verifier) (transparency.Checkpoint, error) {
+func readCheckpointFile(path string, keys []transparency.Verifier) (transparency.Checkpoint, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return transparency.Checkpoint{}, err
@@ -366,7 +365,7 @@ func readCheckpointFile(path string, keys []note.Verifier) (transparency.Checkpo
 	return cp, nil
 }
 
-func logVerify(ctx context.Context, e env, lc *transparency.Client, pos []string) int {
+func logVerify(ctx context.Context, e env, lc *tlogclient.Client, pos []string) int {
 	old, err := readCheckpointFile(pos[0], lc.Keys)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign log verify: %s\n", escapeText(err.Error()))
@@ -438,9 +437,9 @@ func indent(b []byte) string {
 	return s.String()
 }
 
-func logMonitor(ctx context.Context, e env, lc *transparency.Client, state string, watch []string, salts [][]byte, asJSON bool) int {
-	m := &transparency.Monitor{Client: lc, StatePath: state, Watch: watch, Salts: salts, Progress: prefixed{e.stderr, "cardsign log monitor: "},
-		Emit: func(ev transparency.Event) error {
+func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, state string, watch []string, salts [][]byte, asJSON bool) int {
+	m := &tlogclient.Monitor{Client: lc, StatePath: state, Watch: watch, Salts: salts, Progress: prefixed{e.stderr, "cardsign log monitor: "},
+		Emit: func(ev tlogclient.Event) error {
 			if asJSON {
 				b, err := json.Marshal(ev)
 				if err != nil {
@@ -467,9 +466,9 @@ func logMonitor(ctx context.Context, e env, lc *transparency.Client, state strin
 
 // monitorLine is the human form of a monitor event. Everything from an
 // entry is the log's text, printed escaped.
-func monitorLine(ev transparency.Event) string {
+func monitorLine(ev tlogclient.Event) string {
 	switch ev.Kind {
-	case transparency.EventEntry:
+	case tlogclient.EventEntry:
 		en := ev.Entry
 		var b strings.Builder
 		// Each value on its own: a caller or host holding a space could
@@ -487,14 +486,14 @@ func monitorLine(ev transparency.Event) string {
 		}
 		fmt.Fprintf(&b, " sha256 %s (watch %s)", escapeValue(en.Card.SHA256), escapeValues(ev.Matched))
 		return escapeText(b.String()) + "\n"
-	case transparency.EventAlarm:
+	case tlogclient.EventAlarm:
 		a := ev.Alarm
 		s := fmt.Sprintf("ALARM %s: %s\n", alarmLabel(a.Kind), alarmText(a))
 		if len(a.Old.Note) > 0 {
 			s += "  the checkpoint saved before:\n" + indent(a.Old.Note)
 		}
 		return s + "  the log's checkpoint now:\n" + indent(a.New.Note)
-	case transparency.EventCheckpoint:
+	case tlogclient.EventCheckpoint:
 		cp := ev.Checkpoint
 		was := fmt.Sprintf("was %d", ev.PreviousSize)
 		if ev.PreviousSize < 0 {

@@ -24,7 +24,6 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/memlog"
-	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -33,7 +32,7 @@ import (
 const logOrigin = "cardsign.test/log"
 
 // testLog is an in-memory log served at URL+"/log/", its verifier key
-// served at URL+jwks.LogKeyPath, and the audit records its leaves are the
+// served at URL+transparency.KeyPath, and the audit records its leaves are the
 // entries of. Which log the server shows can be swapped (a fork, a
 // rollback).
 type testLog struct {
@@ -57,8 +56,8 @@ func newTestLog(t *testing.T) *testLog {
 	tl := &testLog{Log: l, vkey: l.Signer().VerifierKeys()[0]}
 	tl.shown.Store(l)
 	mux := http.NewServeMux()
-	mux.HandleFunc(jwks.LogKeyPath, func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, tl.vkey) })
-	mux.Handle(jwks.LogPrefix, http.StripPrefix(jwks.LogPrefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(transparency.KeyPath, func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, tl.vkey) })
+	mux.Handle(transparency.PathPrefix, http.StripPrefix(transparency.PathPrefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tl.shown.Load().Handler().ServeHTTP(w, r)
 	})))
 	srv := httptest.NewServer(mux)
@@ -67,7 +66,7 @@ func newTestLog(t *testing.T) *testLog {
 	return tl
 }
 
-func (tl *testLog) logURL() string     { return tl.URL + jwks.LogPrefix }
+func (tl *testLog) logURL() string     { return tl.URL + transparency.PathPrefix }
 func (tl *testLog) show(l *memlog.Log) { tl.shown.Store(l) }
 
 // logRecord is audit record seq of card agent-SEQ (payments-agent for
@@ -176,20 +175,20 @@ func TestLoadLogKeys(t *testing.T) {
 	file := filepath.Join(dir, "keys.txt")
 	writeFile(t, file, []byte("# the log's keys\n\n"+tl.vkey+"\n"))
 	ctx := context.Background()
-	for _, spec := range []string{tl.vkey, " " + tl.vkey + "\n", file, tl.URL + jwks.LogKeyPath} {
+	for _, spec := range []string{tl.vkey, " " + tl.vkey + "\n", file, tl.URL + transparency.KeyPath} {
 		vs, err := loadLogKeys(ctx, spec, nil)
 		if err != nil || len(vs) != 1 || vs[0].Name() != logOrigin {
 			t.Errorf("%q: %v %v", spec, vs, err)
 		}
 	}
 	for spec, want := range map[string]string{
-		"":                                     "give the log's key",
-		logOrigin + "+0badc0de+AAAA":           "neither a log key nor a file",
-		filepath.Join(dir, "missing"):          "no such file",
-		dir:                                    "not a regular file",
-		"/dev/zero":                            "not a regular file",
-		tl.URL + "/nothing":                    "404",
-		tl.URL + jwks.LogPrefix + "checkpoint": "log key on line",
+		"":                            "give the log's key",
+		logOrigin + "+0badc0de+AAAA":  "neither a log key nor a file",
+		filepath.Join(dir, "missing"): "no such file",
+		dir:                           "not a regular file",
+		"/dev/zero":                   "not a regular file",
+		tl.URL + "/nothing":           "404",
+		tl.URL + transparency.PathPrefix + "checkpoint": "log key on line",
 	} {
 		if _, err := loadLogKeys(ctx, spec, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", spec, err, want)
@@ -206,7 +205,7 @@ func TestLogCheckpointAndVerify(t *testing.T) {
 	if r.Code != exitOK || !strings.Contains(r.Stdout, "origin "+logOrigin) || !strings.Contains(r.Stdout, "size   300") {
 		t.Fatalf("checkpoint: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	r = runCLI(t, "log", "checkpoint", "--url", tl.logURL(), "--log-key", tl.URL+jwks.LogKeyPath, "--json")
+	r = runCLI(t, "log", "checkpoint", "--url", tl.logURL(), "--log-key", tl.URL+transparency.KeyPath, "--json")
 	var j struct {
 		Origin, Root, Checkpoint string
 		Size                     int64
@@ -313,7 +312,7 @@ func TestLogMonitorCLI(t *testing.T) {
 	tl.grow(t, 40, "")
 	state := filepath.Join(t.TempDir(), "monitor.json")
 	monitor := func(extra ...string) result {
-		return runCLI(t, append([]string{"log", "monitor", "--url", tl.logURL(), "--log-key", tl.URL + jwks.LogKeyPath, "--state", state, "--watch", "payments-agent", "--watch", "A33.example.com"}, extra...)...)
+		return runCLI(t, append([]string{"log", "monitor", "--url", tl.logURL(), "--log-key", tl.URL + transparency.KeyPath, "--state", state, "--watch", "payments-agent", "--watch", "A33.example.com"}, extra...)...)
 	}
 	events := func(r result) []map[string]any {
 		t.Helper()
@@ -488,7 +487,7 @@ func TestAuditVerifyLog(t *testing.T) {
 	as.set(tl.records)
 	addr := serveAudit(t, as)
 	verify := func() result {
-		return runCLI(t, "audit", "verify", "--server", addr, "--log", tl.logURL(), "--log-key", tl.URL+jwks.LogKeyPath)
+		return runCLI(t, "audit", "verify", "--server", addr, "--log", tl.logURL(), "--log-key", tl.URL+transparency.KeyPath)
 	}
 	root := checkpointRoot(t, tl)
 	r := verify()
@@ -623,8 +622,8 @@ func TestLogAgainstCardsignd(t *testing.T) {
 	for i := range 5 {
 		sign(fmt.Sprint("agent-", i), fmt.Sprintf("a%d.example.com", i))
 	}
-	keyURL := base + jwks.LogKeyPath
-	logURL := base + jwks.LogPrefix
+	keyURL := base + transparency.KeyPath
+	logURL := base + transparency.PathPrefix
 	cp := filepath.Join(dir, "cp")
 	size := func(args ...string) int64 {
 		t.Helper()

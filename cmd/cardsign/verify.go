@@ -15,7 +15,7 @@ import (
 	"github.com/cardsign/cardsign/jwks/jwksfetch"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/strictjson"
-	"golang.org/x/mod/sumdb/note"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 func verifyCmd() command {
@@ -40,7 +40,7 @@ func verifyCmd() command {
 		fs.IntVar(&o.maxSigs, "max-signatures", signer.DefaultMaxSignatures, "refuse a card with more signatures than this")
 		fs.DurationVar(&o.skew, "clock-skew", signer.DefaultClockSkew, "leeway for a signature's exp and iat (a signature past exp + this is refused)")
 		fs.StringVar(&o.revSrc, "revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
-		fs.StringVar(&o.logKey, "log-key", "", "the transparency log's key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+jwks.LogKeyPath+"); a signature then counts only with an inclusion proof the log key vouches for")
+		fs.StringVar(&o.logKey, "log-key", "", "the transparency log's key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+transparency.KeyPath+"); a signature then counts only with an inclusion proof the log key vouches for")
 		o.lim = limitFlags(fs)
 		return o.run
 	}
@@ -131,7 +131,7 @@ func (o *verifyOptions) verify(ctx context.Context, in *call, data []byte, p car
 	if err != nil {
 		return fail(exitUsage, err)
 	}
-	var logKeys []note.Verifier
+	var logKeys []transparency.Verifier
 	if o.logKey != "" {
 		if logKeys, err = loadLogKeys(ctx, o.logKey, client); err != nil {
 			return fail(exitUsage, fmt.Errorf("--log-key: %w", err))

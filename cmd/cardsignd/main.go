@@ -201,7 +201,7 @@ func serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		return err
 	}
 	defer st.Close()
-	if _, _, err := compareLogKeys(ctx, st, tlog.signer, slog.New(slog.DiscardHandler)); err != nil {
+	if _, _, err := transparency.CompareKeys(ctx, sharedLogKeys(st), tlog.signer, slog.New(slog.DiscardHandler)); err != nil {
 		return err
 	}
 	auth, pol, err := openAuthority(ctx, cfg, st, reg, tlog, metrics, log)
@@ -374,32 +374,32 @@ func precheckReplica(ctx context.Context, cfg daemonconfig.Config, log *slog.Log
 }
 
 // precheckLogKeys compares this replica's log keys with those the replica
-// that started last recorded (compareLogKeys), reading the store without
+// that started last recorded (transparency.CompareKeys), reading the store without
 // opening or migrating it, so a start it refuses leaves the store as it
 // was. It needs the log keys opened, so --check-config does not run it.
 func precheckLogKeys(ctx context.Context, cfg daemonconfig.Config, s *transparency.Signer) error {
 	var doc store.Document
 	var found bool
 	if cfg.Store.Postgres() {
-		c, err := postgres.Inspect(ctx, cfg.Store.PostgresConfig(nil), logKeysDocument)
+		c, err := postgres.Inspect(ctx, cfg.Store.PostgresConfig(nil), transparency.KeysDocument)
 		if err != nil {
 			return err
 		}
 		var body []byte
-		if body, found = c.Documents[logKeysDocument]; found {
-			doc = store.Document{Name: logKeysDocument, Body: body}
+		if body, found = c.Documents[transparency.KeysDocument]; found {
+			doc = store.Document{Name: transparency.KeysDocument, Body: body}
 		}
 	} else {
-		c, err := sqlite.Inspect(ctx, filepath.Join(cfg.DataDir, sqliteFile), logKeysDocument)
+		c, err := sqlite.Inspect(ctx, filepath.Join(cfg.DataDir, sqliteFile), transparency.KeysDocument)
 		if err != nil {
 			return err
 		}
-		doc, found = c.Documents[logKeysDocument]
+		doc, found = c.Documents[transparency.KeysDocument]
 	}
 	if !found {
 		return nil
 	}
-	_, _, err := compareLogKeyDoc(doc, s, slog.New(slog.DiscardHandler))
+	_, _, err := transparency.CompareKeysRecord(transparency.KeysRecord{Seq: doc.Seq, Body: doc.Body, UpdatedAt: doc.UpdatedAt}, s, slog.New(slog.DiscardHandler))
 	return err
 }
 
@@ -547,7 +547,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 	if err := tlog.write(log); err != nil {
 		return nil, nil, err
 	}
-	if err := checkSharedLogKeys(ctx, st, tlog.signer, log); err != nil {
+	if err := transparency.CheckSharedKeys(ctx, sharedLogKeys(st), tlog.signer, log); err != nil {
 		return nil, nil, err
 	}
 	// Bootstrap makes a key only when the store has none: a replica joining

@@ -18,6 +18,7 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // olderSQLite makes the embedded database of an older cardsignd in dir:
@@ -110,18 +111,18 @@ func TestRefusedLogKeysLeaveOlderSchema(t *testing.T) {
 	theirs := filepath.Join(work, "theirs.pem")
 	mustCLI(t, work, "log", "key", "create", "--origin", "test.example/log", theirs)
 	// What the other replica recorded: the origin and its key's name, as
-	// checkSharedLogKeys writes them (the name read from a start on a
+	// transparency.CheckSharedKeys writes them (the name read from a start on a
 	// scratch store under the other key).
 	scratch := filepath.Join(work, "scratch")
 	cfgTheirs := filepath.Join(work, "theirs.yaml")
 	writeFile(t, cfgTheirs, fmt.Sprintf("log:\n  origin: test.example/log\n  keys: [%q]\n", "file:"+theirs))
 	d := startDaemon(t, scratch, "--config", cfgTheirs)
 	d.stop()
-	c, err := sqlite.Inspect(t.Context(), filepath.Join(scratch, sqliteFile), logKeysDocument)
-	if err != nil || len(c.Documents[logKeysDocument].Body) == 0 {
+	c, err := sqlite.Inspect(t.Context(), filepath.Join(scratch, sqliteFile), transparency.KeysDocument)
+	if err != nil || len(c.Documents[transparency.KeysDocument].Body) == 0 {
 		t.Fatalf("the log keys recorded on the scratch store: %v", err)
 	}
-	olderSQLite(t, data, "file:"+filepath.Join(data, "keys", "k1.pem"), map[string]string{logKeysDocument: string(c.Documents[logKeysDocument].Body)})
+	olderSQLite(t, data, "file:"+filepath.Join(data, "keys", "k1.pem"), map[string]string{transparency.KeysDocument: string(c.Documents[transparency.KeysDocument].Body)})
 	before := snapshot(t, data)
 	cfg := filepath.Join(work, "mine.yaml")
 	writeFile(t, cfg, fmt.Sprintf("data_dir: %q\nlog:\n  origin: test.example/log\n  keys: [%q]\n", data, "file:"+mine))
@@ -175,11 +176,11 @@ func TestCheckConfigRefusesKeyBackendPostgres(t *testing.T) {
 			t.Errorf("%s: exit %d, want 1 and %q\n%s", args[0], r.Code, want, r.Stderr)
 		}
 	}
-	c, err := postgres.Inspect(t.Context(), postgres.Config{URL: raw}, logKeysDocument)
+	c, err := postgres.Inspect(t.Context(), postgres.Config{URL: raw}, transparency.KeysDocument)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.Documents[logKeysDocument]; ok || c.Keys != 1 {
+	if _, ok := c.Documents[transparency.KeysDocument]; ok || c.Keys != 1 {
 		t.Errorf("the refused start wrote: log keys recorded %v, %d key records", ok, c.Keys)
 	}
 	if _, err := os.Stat(data); !os.IsNotExist(err) {

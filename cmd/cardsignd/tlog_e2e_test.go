@@ -64,7 +64,7 @@ func TestTransparencyLogUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	resp, body := httpGet(t, "http://"+d.http+jwks.LogKeyPath)
+	resp, body := httpGet(t, "http://"+d.http+transparency.KeyPath)
 	if resp.StatusCode != 200 {
 		t.Fatalf("log key: %d", resp.StatusCode)
 	}
@@ -106,7 +106,7 @@ func TestTransparencyLogUnderLoad(t *testing.T) {
 		files = append(files, f)
 	}
 	verifyJS(t, jwksFile, files...)
-	keyURL := "http://" + d.http + jwks.LogKeyPath
+	keyURL := "http://" + d.http + transparency.KeyPath
 	out := mustCLI(t, dir, "verify", "--jwks", d.jwksURL(), "--log-key", keyURL, files[0])
 	if !strings.Contains(out.Stdout, "logged: cardsign.localhost/log leaf") {
 		t.Fatalf("verify --log-key:\n%s", out.Stdout)
@@ -120,7 +120,7 @@ func TestTransparencyLogUnderLoad(t *testing.T) {
 	}
 
 	// 320 cards, two signatures each: tile 0 of level 0 is full, immutable and byte-stable.
-	tileURL := "http://" + d.http + jwks.LogPrefix + "tile/0/000"
+	tileURL := "http://" + d.http + transparency.PathPrefix + "tile/0/000"
 	r1, t1 := httpGet(t, tileURL)
 	if r1.StatusCode != 200 || len(t1) != 256*32 || !strings.Contains(r1.Header.Get("Cache-Control"), "immutable") {
 		t.Fatalf("full tile: %d, %d bytes, %q", r1.StatusCode, len(t1), r1.Header.Get("Cache-Control"))
@@ -202,9 +202,9 @@ func TestTransparencyLogTampering(t *testing.T) {
 				}
 			}
 			sign(0, 3) // six leaves: two signatures per card
-			logURL := "http://" + d.http + jwks.LogPrefix
+			logURL := "http://" + d.http + transparency.PathPrefix
 			keyFile := filepath.Join(dir, "log-key.txt")
-			_, key := httpGet(t, "http://"+d.http+jwks.LogKeyPath)
+			_, key := httpGet(t, "http://"+d.http+transparency.KeyPath)
 			writeFile(t, keyFile, string(key))
 			state := filepath.Join(dir, "state.json")
 			mustCLI(t, dir, "log", "monitor", "--url", logURL, "--log-key", keyFile, "--state", state)
@@ -214,7 +214,7 @@ func TestTransparencyLogTampering(t *testing.T) {
 
 			tamperDB(t, data, tt.stmts...)
 			d = startDaemon(t, data)
-			logURL = "http://" + d.http + jwks.LogPrefix
+			logURL = "http://" + d.http + transparency.PathPrefix
 			r := cli(t, dir, nil, "audit", "verify", "--server", d.grpc, "--log", logURL, "--log-key", keyFile)
 			if r.Code != 1 || !strings.Contains(r.Stdout+r.Stderr, tt.audit) {
 				t.Fatalf("audit verify --log: exit %d, want 1 naming %q\n%s%s", r.Code, tt.audit, r.Stdout, r.Stderr)
@@ -254,7 +254,7 @@ func TestTransparencyLogFork(t *testing.T) {
 		if _, err := dialDaemon(t, d.grpc).SignCard(context.Background(), &pb.SignCardRequest{Card: logCard("agent", host)}); err != nil {
 			t.Fatal(err)
 		}
-		urls = append(urls, "http://"+d.http+jwks.LogPrefix)
+		urls = append(urls, "http://"+d.http+transparency.PathPrefix)
 	}
 	cp := filepath.Join(dir, "cp-a")
 	mustCLI(t, dir, "log", "checkpoint", "--url", urls[0], "--log-key", keyFile, "--out", cp)

@@ -9,9 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
@@ -33,8 +31,8 @@ type logKeys struct {
 
 // openLog opens the transparency log's keys (log.keys), making the embedded
 // default's key (in memory; write puts it in keys.dir) at the first start
-// when none is configured. It writes nothing; checkSharedLogKeys checks the
-// keys against those the replicas sharing the store sign with.
+// when none is configured. It writes nothing; transparency.CheckSharedKeys checks
+// the keys against those the replicas sharing the store sign with.
 func openLog(ctx context.Context, cfg daemonconfig.Config, reg *backends.Registry, log *slog.Logger) (*logKeys, error) {
 	lk := &logKeys{origin: cfg.Log.Origin}
 	uris, byDefault := cfg.LogKeyURIs()
@@ -97,90 +95,8 @@ func (lk *logKeys) write(log *slog.Logger) error {
 	return nil
 }
 
-// logKeysDocument is the stored document that records the log's origin and
-// the verifier keys of the replica that started last, one per line after
-// the origin.
-const logKeysDocument = "transparency-log-keys"
-
-// checkSharedLogKeys refuses to start a replica whose log keys share none
-// with the keys the replicas started before it sign with, for the same
-// origin: verifiers would then trust one replica's proofs and not the
-// other's. During a rotation the replicas list the old and the new key (they
-// share one); a new origin (a new log, e.g. after losing the key) is
-// accepted with a warning. Then it records its own origin and keys.
-func checkSharedLogKeys(ctx context.Context, st store.Store, s *transparency.Signer, log *slog.Logger) error {
-	// Replicas starting at the same time take turns: the loser of the lease
-	// or of the write checks again against what the winner recorded.
-	for attempt := 1; ; attempt++ {
-		err := checkLogKeysOnce(ctx, st, s, log)
-		if attempt == 5 || !(errors.Is(err, store.ErrLeaseHeld) || errors.Is(err, store.ErrStaleDocument)) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		}
-	}
-}
-
-// checkLogKeysOnce is one attempt of checkSharedLogKeys.
-func checkLogKeysOnce(ctx context.Context, st store.Store, s *transparency.Signer, log *slog.Logger) error {
-	seq, same, err := compareLogKeys(ctx, st, s, log)
-	if err != nil || same {
-		return err
-	}
-	holder := fmt.Sprintf("cardsignd-start/%d", os.Getpid())
-	lease, err := st.AcquireLease(ctx, logKeysDocument, holder, 10*time.Second)
-	if err != nil {
-		return fmt.Errorf("log: record this replica's log keys: %w", err)
-	}
-	defer func() { _ = st.ReleaseLease(context.WithoutCancel(ctx), lease) }()
-	body := strings.Join(append([]string{s.Origin()}, s.SigningKeys()...), "\n") + "\n"
-	if err := st.PutDocument(ctx, lease, store.Document{Name: logKeysDocument, Seq: seq + 1, Body: []byte(body)}); err != nil {
-		return fmt.Errorf("log: record this replica's log keys: %w", err)
-	}
-	return nil
-}
-
-// compareLogKeys reads, and only reads, the log keys the replica that
-// started last recorded: it refuses keys that share none with them under
-// the same origin, and reports whether they are the ones recorded (same)
-// and the record's sequence number. serve runs it before anything is
-// written, then checkSharedLogKeys again to record them.
-func compareLogKeys(ctx context.Context, st store.Store, s *transparency.Signer, log *slog.Logger) (seq int64, same bool, err error) {
-	doc, err := st.Document(ctx, logKeysDocument)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, fmt.Errorf("log: read the keys the other replicas sign with: %w", err)
-	}
-	return compareLogKeyDoc(doc, s, log)
-}
-
-// compareLogKeyDoc is compareLogKeys over the recorded document, read by
-// the caller (precheckStore reads it before the store is opened).
-func compareLogKeyDoc(doc store.Document, s *transparency.Signer, log *slog.Logger) (seq int64, same bool, err error) {
-	mine := s.SigningKeys()
-	seq = doc.Seq
-	lines := strings.Split(strings.TrimSpace(string(doc.Body)), "\n")
-	origin, theirs := lines[0], lines[1:]
-	when := "at an unknown time"
-	if !doc.UpdatedAt.IsZero() {
-		when = "at " + doc.UpdatedAt.UTC().Format(time.RFC3339)
-	}
-	if origin != s.Origin() {
-		log.Warn("log.origin differs from the one this store's log was signed under: this starts a new log, and monitors of the old one will report an origin change",
-			"origin", s.Origin(), "previous_origin", origin)
-	} else if !slices.ContainsFunc(mine, func(k string) bool { return slices.Contains(theirs, k) }) {
-		return 0, false, fmt.Errorf("log.keys: the replica that started last (%s) signs the transparency log %s with %s, and none of this replica's keys (%s) is among them: "+
-			"replicas sharing a store must sign with the same log key, or verifiers trust some replicas' proofs and not others'; "+
-			"install that key here, or, to rotate, list the old key beside the new one on every replica first (a lost key: start a new log under a new log.origin)",
-			when, origin, strings.Join(theirs, ", "), strings.Join(mine, ", "))
-	}
-	if origin == s.Origin() && slices.Equal(theirs, mine) {
-		return seq, true, nil
-	}
-	return seq, false, nil
+// sharedLogKeys is where the replicas sharing st record their log keys
+// (transparency.CheckSharedKeys), under a lease held by this start.
+func sharedLogKeys(st store.Store) store.LogKeys {
+	return store.LogKeys{Store: st, Holder: fmt.Sprintf("cardsignd-start/%d", os.Getpid())}
 }

@@ -1,7 +1,7 @@
 // Package memlog is an in-memory transparency log for tests: it appends
 // entries the way cardsignd's store does (transparency.AppendHashes), signs
 // checkpoints with a real log key, serves itself through
-// transparency.NewHandler, and can be made to misbehave — fork, roll back,
+// tlogserve.NewHandler, and can be made to misbehave — fork, roll back,
 // tamper with a stored hash, an entry or the checkpoint — so that tests can
 // check that clients, monitors and audit verify catch it.
 package memlog
@@ -18,10 +18,11 @@ import (
 	"sync"
 
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/tlogserve"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// Log is an in-memory log. It implements transparency.Source.
+// Log is an in-memory log. It implements tlogserve.Source.
 type Log struct {
 	signer *transparency.Signer
 
@@ -32,7 +33,7 @@ type Log struct {
 	cp      []byte              // the served checkpoint
 }
 
-var _ transparency.Source = (*Log)(nil)
+var _ tlogserve.Source = (*Log)(nil)
 
 // New returns an empty log of origin signed by keys (Ed25519), serving the
 // signed checkpoint of the empty tree.
@@ -160,31 +161,31 @@ func (l *Log) Len() int64 {
 	return int64(len(l.entries))
 }
 
-// Handler serves the log through transparency.NewHandler.
-func (l *Log) Handler() http.Handler { return transparency.NewHandler(l, nil) }
+// Handler serves the log through tlogserve.NewHandler.
+func (l *Log) Handler() http.Handler { return tlogserve.NewHandler(l, nil) }
 
-// Checkpoint implements transparency.Source.
+// Checkpoint implements tlogserve.Source.
 func (l *Log) Checkpoint(ctx context.Context) (int64, []byte, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.size, bytes.Clone(l.cp), nil
 }
 
-// Size implements transparency.Source: the size of the tree served.
+// Size implements tlogserve.Source: the size of the tree served.
 func (l *Log) Size(ctx context.Context) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.size, nil
 }
 
-// ReadHashes implements transparency.Source.
+// ReadHashes implements tlogserve.Source.
 func (l *Log) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.reader().ReadHashes(indexes)
 }
 
-// Entries implements transparency.Source.
+// Entries implements tlogserve.Source.
 func (l *Log) Entries(ctx context.Context, from, to int64) ([][]byte, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

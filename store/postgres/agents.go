@@ -187,7 +187,7 @@ func (s *agents) AgentHistory(ctx context.Context, id string) ([]store.AgentCard
 func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
 	var recErr error
 	var out []audit.Record
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM agents WHERE id = $1 FOR UPDATE`, id); err != nil {
@@ -253,7 +253,7 @@ func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec aud
 		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card %x: %w", c.CanonicalSHA256, err)
 	}
 	var out store.CardRevocation
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)

@@ -76,7 +76,7 @@ func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]au
 			kids = append(kids, r.KID)
 		}
 	}
-	var edge store.LogEdge // the log's edge after this append
+	var edge transparency.Edge // the log's edge after this append
 	var written []transparency.StoredHash
 	err = s.inTx(ctx, func(tx pgx.Tx) (err error) {
 		edge, written, err = s.appendTx(ctx, tx, out, times, kids)
@@ -97,8 +97,8 @@ func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]au
 // kids are the kids of out's signatures, refused if revoked. It returns the
 // log's edge after the append and the tree hashes it wrote, for the caller
 // to keep once tx has committed.
-func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, times []int64, kids []string) (store.LogEdge, []transparency.StoredHash, error) {
-	var edge store.LogEdge
+func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, times []int64, kids []string) (transparency.Edge, []transparency.StoredHash, error) {
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := func() error {
 		seq, prev, size, err := lockHead(ctx, tx)
@@ -116,7 +116,7 @@ func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, time
 				return err
 			}
 		}
-		if err := store.CheckLogSize(size, seq); err != nil {
+		if err := transparency.CheckSize(size, seq); err != nil {
 			return err
 		}
 		cols := newAuditCols(len(out))
@@ -128,15 +128,10 @@ func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, time
 			cols.add(r, times[i])
 			prev = r.Hash
 		}
-		var last store.LogEdge
+		var last transparency.Edge
 		if e := s.edge.Load(); e != nil && !caughtUp {
 			last = *e
 		}
-		entries, hashes, next, err := last.Append(seq, out, txHashes(ctx, tx))
-		if err != nil {
-			return err
-		}
-		edge, written = next, hashes
 		// One round trip: the revocation check's locks, then the inserts.
 		// Should a key be revoked, the inserted rows are rolled back.
 		b := &pgx.Batch{}
@@ -144,7 +139,9 @@ func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, time
 			b.Queue(lockKeysShared, kids)
 		}
 		b.Queue(insertAudit, cols.args()...)
-		queueLog(b, seq, entries, hashes)
+		if edge, written, err = last.Integrate(ctx, txLog{tx, b}, seq, out); err != nil {
+			return err
+		}
 		br := tx.SendBatch(ctx, b)
 		if len(kids) > 0 {
 			if err := refuseRevoked(br); err != nil {

@@ -222,7 +222,7 @@ func (s *keys) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit
 func (s *keys) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := lockKeySet(ctx, tx); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
@@ -27,14 +26,27 @@ const (
 	insertLogHashes  = `INSERT INTO log_hashes (idx, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`
 )
 
-// txHashes reads stored tree hashes inside tx.
-func txHashes(ctx context.Context, tx pgx.Tx) tlog.HashReader {
-	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) { return readLogHashes(ctx, tx, indexes) })
+// txLog is the log's rows inside tx (transparency.Rows): reads run at
+// once, writes are queued on batch, when set, to go with the transaction's
+// other statements in one round trip, or else sent at once.
+type txLog struct {
+	tx    pgx.Tx
+	batch *pgx.Batch
 }
 
-// queueLog queues the inserts of leaves first, first+1, ... and the tree
-// hashes they add; each has a result to read (Exec) in this order.
-func queueLog(b *pgx.Batch, first int64, entries [][]byte, hashes []transparency.StoredHash) {
+// ReadHashes reads stored tree hashes inside tx.
+func (t txLog) ReadHashes(ctx context.Context, indexes []int64) ([]transparency.Hash, error) {
+	return readLogHashes(ctx, t.tx, indexes)
+}
+
+// WriteLeaves inserts (or queues the inserts of) leaves first, first+1,
+// ... and the tree hashes they add; queued, each has a result to read
+// (Exec) in this order.
+func (t txLog) WriteLeaves(ctx context.Context, first int64, entries [][]byte, hashes []transparency.StoredHash) error {
+	b := t.batch
+	if b == nil {
+		b = &pgx.Batch{}
+	}
 	leaves := make([]int64, len(entries))
 	for i := range entries {
 		leaves[i] = first + int64(i)
@@ -46,11 +58,15 @@ func queueLog(b *pgx.Batch, first int64, entries [][]byte, hashes []transparency
 	}
 	b.Queue(insertLogEntries, leaves, entries)
 	b.Queue(insertLogHashes, idx, hs)
+	if t.batch != nil {
+		return nil
+	}
+	return t.tx.SendBatch(ctx, b).Close()
 }
 
 // catchUpLog makes every audit record a leaf of the transparency log: the
 // records appended before the log existed (migration 6) get theirs when the
-// store opens, store.LogCatchUpChunk per transaction. Each transaction
+// store opens, transparency.CatchUpChunk per transaction. Each transaction
 // takes the audit_head lock, as appends do, and reads the log's size and
 // the head again, so replicas opening the database at once append each
 // leaf once and no append runs between two chunks of one.
@@ -62,7 +78,7 @@ func (s *core) catchUpLog(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("transparency log size: %w", classify(ctx, err))
 	}
-	return store.CatchUpLog(ctx, s.log, size, head, func(ctx context.Context) (int64, int64, error) {
+	return transparency.CatchUp(ctx, s.log, size, head, func(ctx context.Context) (int64, int64, error) {
 		err := s.inTx(ctx, func(tx pgx.Tx) error {
 			var err error
 			if head, _, size, err = lockHead(ctx, tx); err != nil || size == head {
@@ -75,29 +91,20 @@ func (s *core) catchUpLog(ctx context.Context) error {
 	})
 }
 
-// catchUpChunk makes up to store.LogCatchUpChunk records after the log's
+// catchUpChunk makes up to transparency.CatchUpChunk records after the log's
 // size leaves inside tx, which holds the audit head's lock, and returns the
 // log's new size.
 func catchUpChunk(ctx context.Context, tx pgx.Tx, size, head int64) (int64, error) {
-	recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
+	recs, err := listAudit(ctx, tx, size, transparency.CatchUpChunk)
 	if err != nil {
 		return size, fmt.Errorf("list audit after %d: %w", size, err)
 	}
-	entries, hashes, err := store.LogCatchUp(size, head, recs, txHashes(ctx, tx))
-	if err != nil {
-		return size, err
-	}
-	b := &pgx.Batch{}
-	queueLog(b, size, entries, hashes)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return size, err
-	}
-	return size + int64(len(entries)), nil
+	return transparency.CatchUpStep(ctx, txLog{tx: tx}, size, head, recs)
 }
 
 // LogHashes returns the tree hashes stored at indexes, in the order asked.
-func (s *logRows) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
-	hs, err := s.hashes.Read(ctx, indexes, func(ctx context.Context, missing []int64) ([]tlog.Hash, error) {
+func (s *logRows) LogHashes(ctx context.Context, indexes []int64) ([]transparency.Hash, error) {
+	hs, err := s.hashes.Read(ctx, indexes, func(ctx context.Context, missing []int64) ([]transparency.Hash, error) {
 		return readLogHashes(ctx, s.pool, missing)
 	})
 	if err != nil {
@@ -123,7 +130,7 @@ func (s *logRows) LogEntries(ctx context.Context, from, to int64) ([][]byte, err
 }
 
 // readLogHashes reads the hashes at indexes through q.
-func readLogHashes(ctx context.Context, q querier, indexes []int64) ([]tlog.Hash, error) {
+func readLogHashes(ctx context.Context, q querier, indexes []int64) ([]transparency.Hash, error) {
 	if len(indexes) == 0 {
 		return nil, nil
 	}

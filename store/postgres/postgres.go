@@ -41,6 +41,7 @@ import (
 
 	"github.com/cardsign/cardsign/secretfile"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // DefaultMaxConns is the pool size when Config.MaxConns is 0. Audit appends
@@ -104,10 +105,10 @@ type core struct {
 	// edge is the transparency log's edge after the last append this
 	// Store committed (nil: none yet): the next append, if no replica
 	// appended since, reads no tree hashes.
-	edge atomic.Pointer[store.LogEdge]
+	edge atomic.Pointer[transparency.Edge]
 	// hashes caches the tree hashes this Store's appends committed and its
 	// reads returned: the inclusion proofs of new leaves read them.
-	hashes *store.HashCache
+	hashes *transparency.HashCache
 }
 
 var (
@@ -139,7 +140,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
-	s := newStore(&core{pool: pool, conn: poolCfg.ConnConfig, log: log, where: where, hashes: store.NewHashCache(0)})
+	s := newStore(&core{pool: pool, conn: poolCfg.ConnConfig, log: log, where: where, hashes: transparency.NewHashCache(0)})
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: cannot reach PostgreSQL at %s (is the server running, and are the URL, sslmode and password right?): %w",

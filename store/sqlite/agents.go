@@ -149,7 +149,7 @@ func (s *agents) AgentHistory(ctx context.Context, id string) ([]store.AgentCard
 func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
 	var recErr error
 	var out []audit.Record
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		var times []int64
@@ -199,7 +199,7 @@ func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec aud
 		return store.CardRevocation{}, audit.Record{}, err
 	}
 	var out store.CardRevocation
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err = s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)

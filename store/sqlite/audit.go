@@ -35,7 +35,7 @@ func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]au
 	if err != nil {
 		return nil, err
 	}
-	var edge store.LogEdge // the log's edge after this append
+	var edge transparency.Edge // the log's edge after this append
 	var written []transparency.StoredHash
 	appendTx := func(tx *sql.Tx) (err error) {
 		edge, written, err = s.appendTx(ctx, tx, out, times)
@@ -57,8 +57,8 @@ func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]au
 // nanoseconds) in tx, assigning Seq, PrevHash and Hash in place, and
 // returns the log's edge after the append and the tree hashes it wrote:
 // for the caller to keep once tx has committed.
-func (s *core) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (store.LogEdge, []transparency.StoredHash, error) {
-	var edge store.LogEdge
+func (s *core) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (transparency.Edge, []transparency.StoredHash, error) {
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := func() error {
 		// The head read and the inserts share one BEGIN IMMEDIATE
@@ -90,7 +90,7 @@ func (s *core) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, tim
 				return err
 			}
 		}
-		if err := store.CheckLogSize(size, seq); err != nil {
+		if err := transparency.CheckSize(size, seq); err != nil {
 			return err
 		}
 		stmt := tx.StmtContext(ctx, s.stmts.insert)
@@ -106,16 +106,12 @@ func (s *core) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, tim
 			}
 			prev = r.Hash
 		}
-		var last store.LogEdge
+		var last transparency.Edge
 		if e := s.edge.Load(); e != nil && !caughtUp {
 			last = *e
 		}
-		entries, hashes, next, err := last.Append(seq, out, s.txHashes(ctx, tx))
-		if err != nil {
-			return err
-		}
-		edge, written = next, hashes
-		return s.insertLog(ctx, tx, seq, entries, hashes)
+		edge, written, err = last.Integrate(ctx, txLog{s, tx}, seq, out)
+		return err
 	}()
 	return edge, written, err
 }

@@ -102,7 +102,7 @@ func (s *keys) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit
 func (s *keys) changeKeys(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
-	var edge store.LogEdge
+	var edge transparency.Edge
 	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		ch, err := sqlrows.PrepareKeyChange(ctx, rowsOf(tx), listKeysSQL, fn, &fnErr)

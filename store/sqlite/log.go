@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"golang.org/x/mod/sumdb/tlog"
-
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
 )
@@ -27,28 +25,32 @@ func (s *core) logSize(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return n, nil
 }
 
-// txHashes reads stored tree hashes inside tx, with the prepared statement.
-func (s *core) txHashes(ctx context.Context, tx *sql.Tx) tlog.HashReader {
-	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
-		stmt := tx.StmtContext(ctx, s.stmts.logHashes)
-		defer stmt.Close()
-		return readLogHashes(indexes, func(arg string) (*sql.Rows, error) { return stmt.QueryContext(ctx, arg) })
-	})
+// txLog is the log's rows inside tx (transparency.Rows); the statements
+// are prepared.
+type txLog struct {
+	s  *core
+	tx *sql.Tx
 }
 
-// insertLog inserts leaves first, first+1, ... and the tree hashes they
-// add inside tx; the statements are prepared. A statement per row: one
-// statement for all (json_each over the rows) cost more, with this driver,
-// for one leaf and for 64.
-func (s *core) insertLog(ctx context.Context, tx *sql.Tx, first int64, entries [][]byte, hashes []transparency.StoredHash) error {
-	entry := tx.StmtContext(ctx, s.stmts.logEntry)
+// ReadHashes reads stored tree hashes inside tx.
+func (t txLog) ReadHashes(ctx context.Context, indexes []int64) ([]transparency.Hash, error) {
+	stmt := t.tx.StmtContext(ctx, t.s.stmts.logHashes)
+	defer stmt.Close()
+	return readLogHashes(indexes, func(arg string) (*sql.Rows, error) { return stmt.QueryContext(ctx, arg) })
+}
+
+// WriteLeaves inserts leaves first, first+1, ... and the tree hashes they
+// add inside tx. A statement per row: one statement for all (json_each
+// over the rows) cost more, with this driver, for one leaf and for 64.
+func (t txLog) WriteLeaves(ctx context.Context, first int64, entries [][]byte, hashes []transparency.StoredHash) error {
+	entry := t.tx.StmtContext(ctx, t.s.stmts.logEntry)
 	defer entry.Close()
 	for i, e := range entries {
 		if _, err := entry.ExecContext(ctx, first+int64(i), e); err != nil {
 			return fmt.Errorf("transparency log: leaf %d: %w", first+int64(i), err)
 		}
 	}
-	hash := tx.StmtContext(ctx, s.stmts.logHash)
+	hash := t.tx.StmtContext(ctx, t.s.stmts.logHash)
 	defer hash.Close()
 	for _, h := range hashes {
 		if _, err := hash.ExecContext(ctx, h.Index, h.Hash[:]); err != nil {
@@ -60,7 +62,7 @@ func (s *core) insertLog(ctx context.Context, tx *sql.Tx, first int64, entries [
 
 // catchUpLog makes every audit record a leaf of the transparency log: the
 // records appended before the log existed (migration 9) get theirs when the
-// store opens, store.LogCatchUpChunk per transaction. Each is a write
+// store opens, transparency.CatchUpChunk per transaction. Each is a write
 // transaction (BEGIN IMMEDIATE, as appends) that reads the log's size and
 // the audit head again, so processes opening the file at once append each
 // leaf once and no append runs between two chunks of one.
@@ -74,7 +76,7 @@ func (s *core) catchUpLog(ctx context.Context) error {
 	if err := s.db.QueryRowContext(ctx, selectLogSize).Scan(&size); err != nil {
 		return fmt.Errorf("transparency log size: %w", err)
 	}
-	return store.CatchUpLog(ctx, s.log, size, head, func(ctx context.Context) (int64, int64, error) {
+	return transparency.CatchUp(ctx, s.log, size, head, func(ctx context.Context) (int64, int64, error) {
 		err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 			if err := s.prepare(ctx); err != nil {
 				return err
@@ -93,26 +95,19 @@ func (s *core) catchUpLog(ctx context.Context) error {
 	})
 }
 
-// catchUpChunk makes up to store.LogCatchUpChunk records after the log's
+// catchUpChunk makes up to transparency.CatchUpChunk records after the log's
 // size leaves inside tx, a write transaction, and returns the log's new size.
 func (s *core) catchUpChunk(ctx context.Context, tx *sql.Tx, size, head int64) (int64, error) {
-	recs, err := listAudit(ctx, tx, size, store.LogCatchUpChunk)
+	recs, err := listAudit(ctx, tx, size, transparency.CatchUpChunk)
 	if err != nil {
 		return size, fmt.Errorf("list audit after %d: %w", size, err)
 	}
-	entries, hashes, err := store.LogCatchUp(size, head, recs, s.txHashes(ctx, tx))
-	if err != nil {
-		return size, err
-	}
-	if err := s.insertLog(ctx, tx, size, entries, hashes); err != nil {
-		return size, err
-	}
-	return size + int64(len(entries)), nil
+	return transparency.CatchUpStep(ctx, txLog{s, tx}, size, head, recs)
 }
 
 // LogHashes returns the tree hashes stored at indexes, in the order asked.
-func (s *logRows) LogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
-	hs, err := s.hashes.Read(ctx, indexes, func(ctx context.Context, missing []int64) ([]tlog.Hash, error) {
+func (s *logRows) LogHashes(ctx context.Context, indexes []int64) ([]transparency.Hash, error) {
+	hs, err := s.hashes.Read(ctx, indexes, func(ctx context.Context, missing []int64) ([]transparency.Hash, error) {
 		return readLogHashes(missing, func(arg string) (*sql.Rows, error) {
 			return s.db.QueryContext(ctx, selectLogHashes, arg)
 		})
@@ -141,7 +136,7 @@ func (s *logRows) LogEntries(ctx context.Context, from, to int64) ([][]byte, err
 
 // readLogHashes reads the hashes at indexes with selectLogHashes, which
 // query runs with the indexes as a JSON array.
-func readLogHashes(indexes []int64, query func(arg string) (*sql.Rows, error)) ([]tlog.Hash, error) {
+func readLogHashes(indexes []int64, query func(arg string) (*sql.Rows, error)) ([]transparency.Hash, error) {
 	if len(indexes) == 0 {
 		return nil, nil
 	}

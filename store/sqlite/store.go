@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -80,10 +81,10 @@ type core struct {
 	// edge is the transparency log's edge after the last append this
 	// Store committed (nil: none yet): the next append, if no other
 	// process or handle appended since, reads no tree hashes.
-	edge atomic.Pointer[store.LogEdge]
+	edge atomic.Pointer[transparency.Edge]
 	// hashes caches the tree hashes this Store's appends committed and its
 	// reads returned: the inclusion proofs of new leaves read them.
-	hashes *store.HashCache
+	hashes *transparency.HashCache
 	// log receives progress on long work (OpenWith's Options.Log).
 	log *slog.Logger
 	// full: a write found the volume full. Until a checkpoint truncates
@@ -157,7 +158,7 @@ func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 	}
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxOpenConns)
-	s := newStore(&core{db: db, writeSlot: make(chan struct{}, 1), path: abs, hashes: store.NewHashCache(0), log: slog.New(slog.DiscardHandler)})
+	s := newStore(&core{db: db, writeSlot: make(chan struct{}, 1), path: abs, hashes: transparency.NewHashCache(0), log: slog.New(slog.DiscardHandler)})
 	// Switching a new file to WAL needs an exclusive lock, and SQLite does
 	// not always wait for it through the busy handler: when several
 	// processes open a brand-new database at once, the losers see

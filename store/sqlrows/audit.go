@@ -5,6 +5,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // AuditColumns are the audit table's columns (times as unix nanoseconds),
@@ -28,10 +29,10 @@ func scanAudit(rows Rows) (audit.Record, error) {
 	}
 	r.Time = store.FromNanos(t)
 	var err error
-	if r.Hosts, err = store.EntryHosts(r.Seq, entry); err != nil {
+	if r.Hosts, err = transparency.EntryHosts(r.Seq, entry); err != nil {
 		return audit.Record{}, err
 	}
-	if r.Sealed, err = store.EntrySealed(r.Seq, entry); err != nil {
+	if r.Sealed, err = transparency.EntrySealed(r.Seq, entry); err != nil {
 		return audit.Record{}, err
 	}
 	return r, nil

@@ -16,11 +16,10 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/mod/sumdb/tlog"
-
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 const (
@@ -558,11 +557,11 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 	// the record and the hosts the source's ListAudit read from its entry:
 	// the two trees must be one, or proofs the source handed out would not
 	// verify against the destination's checkpoints.
-	srcRoot, err := logRoot(ctx, c.src, srcSeq)
+	srcRoot, err := transparency.TreeRoot(ctx, c.src, srcSeq)
 	if err != nil {
 		return fmt.Errorf("verify: source: %w", err)
 	}
-	dstRoot, err := logRoot(ctx, c.dst, dstSeq)
+	dstRoot, err := transparency.TreeRoot(ctx, c.dst, dstSeq)
 	if err != nil {
 		return fmt.Errorf("verify: destination: %w", err)
 	}
@@ -612,12 +611,6 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 	fmt.Fprintf(c.out, "store copy: verified %s: audit chain intact (%s, head %s), audit head equals the source's, key records equal the source's (%d) and agree with the audit trail%s\n",
 		c.dstName, count(n, "record"), dstHead, len(dstKeys), docNote)
 	return nil
-}
-
-// logRoot is the root hash of the first size leaves of s's transparency
-// log.
-func logRoot(ctx context.Context, s store.Store, size int64) (tlog.Hash, error) {
-	return tlog.TreeHash(size, tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return s.LogHashes(ctx, idx) }))
 }
 
 // sameKeys reports whether a and b hold the same records (ListKeys order),

@@ -345,7 +345,7 @@ type OldStore func(t *testing.T, recs []audit.Record) (Opener, func(ctx context.
 // before the audit head fails the open, saying which and what to do.
 func RunLogCatchUp(t *testing.T, old OldStore) {
 	noHosts := func(audit.Record) []string { return nil }
-	for _, n := range []int{0, 1, 7, 2*store.LogCatchUpChunk + 500} {
+	for _, n := range []int{0, 1, 7, 2*transparency.CatchUpChunk + 500} {
 		t.Run(fmt.Sprint("CatchUp/", n), func(t *testing.T) {
 			ctx := t.Context()
 			open, _ := old(t, ChainedRecords(n))
@@ -369,7 +369,7 @@ func RunLogCatchUp(t *testing.T, old OldStore) {
 		})
 	}
 	t.Run("ConcurrentOpen", func(t *testing.T) {
-		n := 2*store.LogCatchUpChunk + 10
+		n := 2*transparency.CatchUpChunk + 10
 		open, _ := old(t, ChainedRecords(n))
 		const handles = 4
 		errs := make([]error, handles)
@@ -404,10 +404,10 @@ func RunLogCatchUp(t *testing.T, old OldStore) {
 		{"seq = 3", 3},
 		{"seq = 1", 1},
 		{"seq >= 5", 5},
-		{fmt.Sprintf("seq = %d", store.LogCatchUpChunk+2), store.LogCatchUpChunk + 2},
+		{fmt.Sprintf("seq = %d", transparency.CatchUpChunk+2), transparency.CatchUpChunk + 2},
 	} {
 		t.Run("Gap/"+tt.where, func(t *testing.T) {
-			open, del := old(t, ChainedRecords(store.LogCatchUpChunk+6))
+			open, del := old(t, ChainedRecords(transparency.CatchUpChunk+6))
 			if err := del(t.Context(), tt.where); err != nil {
 				t.Fatal(err)
 			}

@@ -1,10 +1,9 @@
-package store
+package transparency
 
 import (
 	"context"
 	"testing"
 
-	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -20,7 +19,7 @@ func TestHashCache(t *testing.T) {
 		return out, nil
 	}
 	c.Appending(3)
-	c.Add([]transparency.StoredHash{{Index: 1, Hash: tlog.Hash{1}}, {Index: 2, Hash: tlog.Hash{2}}})
+	c.Add([]StoredHash{{Index: 1, Hash: tlog.Hash{1}}, {Index: 2, Hash: tlog.Hash{2}}})
 	hs, err := c.Read(context.Background(), []int64{2, 1, 7}, load)
 	if err != nil || hs[0] != (tlog.Hash{2}) || hs[1] != (tlog.Hash{1}) || hs[2] != (tlog.Hash{7, 9}) || loads != 1 {
 		t.Fatalf("read %v %v after %d loads", hs, err, loads)
@@ -29,12 +28,12 @@ func TestHashCache(t *testing.T) {
 		t.Fatal("a hash read once was read again")
 	}
 	// Full: it starts over rather than grow.
-	c.Add([]transparency.StoredHash{{Index: 3}, {Index: 4}})
+	c.Add([]StoredHash{{Index: 3}, {Index: 4}})
 	if len(c.m) > 4 {
 		t.Fatalf("%d hashes cached, bound 4", len(c.m))
 	}
 	// The store went back: nothing cached survives.
-	c.Add([]transparency.StoredHash{{Index: 5, Hash: tlog.Hash{5}}})
+	c.Add([]StoredHash{{Index: 5, Hash: tlog.Hash{5}}})
 	c.Appending(2)
 	if len(c.m) != 0 {
 		t.Fatal("hashes survived the store going back")

@@ -1,4 +1,4 @@
-package store
+package transparency
 
 import (
 	"bytes"
@@ -12,43 +12,43 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/transparency"
 )
 
-// What both stores do for the transparency log (the Log interface), apart
-// from the SQL.
+// Tree integration: how the audit records a store appends become leaves of
+// the tree it keeps (store.Log), written once for both SQL stores, which
+// only read and write the rows (Rows, in their append's transaction).
 
-// LogCatchUpChunk is how many leaves one transaction of a store's catch-up
+// CatchUpChunk is how many leaves one transaction of a store's catch-up
 // at open appends: records appended before the log existed become leaves a
 // chunk at a time, so no transaction holds the append lock for long.
-const LogCatchUpChunk = 1000
+const CatchUpChunk = 1000
 
-// LogAppend returns what AppendAudit stores in the transparency log for
+// appendRecords returns what AppendAudit stores in the transparency log for
 // recs, the records it appends as stored (Seq, PrevHash and Hash set), which become
 // leaves first, first+1, ... of a tree of first leaves whose stored hashes r
-// reads: each record's encoded entry (transparency.NewEntry with its Hosts)
+// reads: each record's encoded entry (NewEntry with its Hosts)
 // and the tree hashes the append adds. It sets each record's Hosts to those
-// its entry lists (sorted, each once, at most transparency.MaxHosts), so
+// its entry lists (sorted, each once, at most MaxHosts), so
 // the records AppendAudit returns are the ones ListAudit reads back.
 //
 // r is asked once, for the hashes of the tree's complete subtrees
 // (appendReads).
-func LogAppend(first int64, recs []audit.Record, r tlog.HashReader) (entries [][]byte, hashes []transparency.StoredHash, err error) {
-	entries, hashes, _, err = LogEdge{}.Append(first, recs, r)
+func appendRecords(first int64, recs []audit.Record, r tlog.HashReader) (entries [][]byte, hashes []StoredHash, err error) {
+	entries, hashes, _, err = Edge{}.Append(first, recs, r)
 	return entries, hashes, err
 }
 
-// LogEdge is what an append to a tree reads of it: the hashes at
+// Edge is what an append to a tree reads of it: the hashes at
 // appendReads(size), the tree's right edge, for the tree of the audit
-// log that ends at record size with hash head. The zero LogEdge knows
+// log that ends at record size with hash head. The zero Edge knows
 // none.
-type LogEdge struct {
+type Edge struct {
 	size   int64
 	head   []byte
 	hashes map[int64]tlog.Hash // nil: not known
 }
 
-// Append is LogAppend reading nothing when e is the edge of the tree recs
+// Append is appendRecords reading nothing when e is the edge of the tree recs
 // extend (of first leaves, the last of record first, whose hash is
 // recs[0].PrevHash), and it also returns the edge of the tree after the
 // append. A store that keeps the edge of its last append saves the read on
@@ -57,32 +57,32 @@ type LogEdge struct {
 // the tree: a size may come back with other records (an append rolled
 // back, a database restored, a failover to a standby that lacked the last
 // commits), a record hash never does.
-func (e LogEdge) Append(first int64, recs []audit.Record, r tlog.HashReader) (entries [][]byte, hashes []transparency.StoredHash, next LogEdge, err error) {
+func (e Edge) Append(first int64, recs []audit.Record, r tlog.HashReader) (entries [][]byte, hashes []StoredHash, next Edge, err error) {
 	entries = make([][]byte, len(recs))
 	for i := range recs {
 		rec := &recs[i]
 		if want := first + int64(i) + 1; rec.Seq != want {
-			return nil, nil, LogEdge{}, fmt.Errorf("transparency log: audit record %d cannot be leaf %d, which is record %d's", rec.Seq, want-1, want)
+			return nil, nil, Edge{}, fmt.Errorf("transparency log: audit record %d cannot be leaf %d, which is record %d's", rec.Seq, want-1, want)
 		}
-		en := transparency.NewEntry(*rec, rec.Hosts)
+		en := NewEntry(*rec, rec.Hosts)
 		rec.Hosts = en.Card.Hosts
 		entries[i] = en.Marshal()
-		if n := len(entries[i]); n > transparency.MaxEntryBytes {
-			return nil, nil, LogEdge{}, fmt.Errorf("transparency log: the entry of audit record %d is %d bytes, over the limit of %d", rec.Seq, n, transparency.MaxEntryBytes)
+		if n := len(entries[i]); n > MaxEntryBytes {
+			return nil, nil, Edge{}, fmt.Errorf("transparency log: the entry of audit record %d is %d bytes, over the limit of %d", rec.Seq, n, MaxEntryBytes)
 		}
 	}
 	have := e.hashes
 	if len(recs) == 0 || e.size != first || !bytes.Equal(e.head, recs[0].PrevHash) || have == nil {
 		if have, err = readEdge(first, r); err != nil {
-			return nil, nil, LogEdge{}, fmt.Errorf("transparency log: read the tree of %d leaves: %w", first, err)
+			return nil, nil, Edge{}, fmt.Errorf("transparency log: read the tree of %d leaves: %w", first, err)
 		}
 	}
-	hashes, err = transparency.AppendHashes(first, entries, edgeReader{have, r})
+	hashes, err = AppendHashes(first, entries, edgeReader{have, r})
 	if err != nil {
-		return nil, nil, LogEdge{}, err
+		return nil, nil, Edge{}, err
 	}
 	if len(recs) == 0 {
-		return entries, hashes, LogEdge{}, nil
+		return entries, hashes, Edge{}, nil
 	}
 	return entries, hashes, nextEdge(first+int64(len(entries)), recs[len(recs)-1].Hash, have, hashes), nil
 }
@@ -145,11 +145,11 @@ func (er edgeReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // nextEdge is the edge of a tree of n leaves, the last of audit record n
 // with hash head, made by an append that read the edge have and stored
 // added: each of its subtrees either was one of the tree before the append
-// or was completed by it. The zero LogEdge (read it again next time)
+// or was completed by it. The zero Edge (read it again next time)
 // should one be neither.
-func nextEdge(n int64, head []byte, have map[int64]tlog.Hash, added []transparency.StoredHash) LogEdge {
+func nextEdge(n int64, head []byte, have map[int64]tlog.Hash, added []StoredHash) Edge {
 	idx := appendReads(n)
-	next := LogEdge{size: n, head: bytes.Clone(head), hashes: make(map[int64]tlog.Hash, len(idx))}
+	next := Edge{size: n, head: bytes.Clone(head), hashes: make(map[int64]tlog.Hash, len(idx))}
 	for _, i := range idx {
 		if h, ok := have[i]; ok {
 			next.hashes[i] = h
@@ -160,19 +160,19 @@ func nextEdge(n int64, head []byte, have map[int64]tlog.Hash, added []transparen
 			k -= added[0].Index
 		}
 		if k < 0 || k >= int64(len(added)) || added[k].Index != i {
-			return LogEdge{}
+			return Edge{}
 		}
 		next.hashes[i] = added[k].Hash
 	}
 	return next
 }
 
-// CheckLogSize refuses an append when the log's size (its number of
+// CheckSize refuses an append when the log's size (its number of
 // leaves) is not head, the Seq of the audit head: leaf i must be the entry
 // of record i+1, and an append writes both. (A log shorter than the audit
 // log is caught up by the append first: records appended by a cardsignd from
 // before the log, during a rolling upgrade.)
-func CheckLogSize(size, head int64) error {
+func CheckSize(size, head int64) error {
 	if size == head {
 		return nil
 	}
@@ -181,18 +181,18 @@ func CheckLogSize(size, head int64) error {
 		"run cardsign audit verify --log, and restore the database from a backup", size, head)
 }
 
-// LogCatchUp is one transaction of a store's catch-up at open, which makes
+// catchUpRecords is one transaction of a store's catch-up at open, which makes
 // every audit record appended before the transparency log existed a leaf.
 // size is the log's size and head the audit head's Seq, both read inside a
 // transaction that excludes appends; recs are the records with Seq > size,
-// at most LogCatchUpChunk of them, read in it too. It returns the entries
+// at most CatchUpChunk of them, read in it too. It returns the entries
 // and hashes to insert: recs as leaves size, size+1, ..., with no hosts,
 // which were not kept before the log. A record missing before head (the
 // audit log has a gap) fails: its leaf cannot be made, and the leaves after
 // it would be off by one.
-func LogCatchUp(size, head int64, recs []audit.Record, r tlog.HashReader) ([][]byte, []transparency.StoredHash, error) {
+func catchUpRecords(size, head int64, recs []audit.Record, r tlog.HashReader) ([][]byte, []StoredHash, error) {
 	if size > head {
-		return nil, nil, CheckLogSize(size, head)
+		return nil, nil, CheckSize(size, head)
 	}
 	for i := range recs {
 		if want := size + int64(i) + 1; recs[i].Seq != want {
@@ -203,15 +203,15 @@ func LogCatchUp(size, head int64, recs []audit.Record, r tlog.HashReader) ([][]b
 	if len(recs) == 0 && size < head {
 		return nil, nil, missingRecord(size + 1)
 	}
-	return LogAppend(size, recs, r)
+	return appendRecords(size, recs, r)
 }
 
-// CatchUpLog drives a store's catch-up at open: while the log (size leaves)
+// CatchUp drives a store's catch-up at open: while the log (size leaves)
 // is shorter than the audit log (head records), step runs one transaction
 // that reads both again under the append lock, makes up to
-// LogCatchUpChunk records leaves (LogCatchUp), and returns both as it left
+// CatchUpChunk records leaves (catchUpRecords), and returns both as it left
 // them. Progress goes to log every 10,000 leaves.
-func CatchUpLog(ctx context.Context, log *slog.Logger, size, head int64, step func(context.Context) (size, head int64, err error)) error {
+func CatchUp(ctx context.Context, log *slog.Logger, size, head int64, step func(context.Context) (size, head int64, err error)) error {
 	if size == head {
 		return nil
 	}
@@ -241,7 +241,7 @@ func missingRecord(seq int64) error {
 // EntryHosts returns the hosts listed by the encoded entry of audit record
 // seq, for ListAudit; a record without a leaf (entry nil) lists none.
 //
-// It reads the entry as transparency.Entry.Marshal writes every entry,
+// It reads the entry as Entry.Marshal writes every entry,
 // which is its one encoding: starting with its version and seq, and with
 // the member "hosts" (a card's, the only one of that name) where it has
 // hosts. Only the hosts are decoded: decoding the whole entry cost more
@@ -251,7 +251,7 @@ func EntryHosts(seq int64, entry []byte) ([]string, error) {
 	if entry == nil {
 		return nil, nil
 	}
-	if prefix := fmt.Sprintf(`{"v":%d,"seq":%d,`, transparency.EntryVersion, seq); !bytes.HasPrefix(entry, []byte(prefix)) {
+	if prefix := fmt.Sprintf(`{"v":%d,"seq":%d,`, EntryVersion, seq); !bytes.HasPrefix(entry, []byte(prefix)) {
 		return nil, fmt.Errorf("leaf %d of the transparency log is not the entry of audit record %d (it starts %.40q): "+
 			"the database was changed outside cardsign; restore it from a backup", seq-1, seq, entry)
 	}
@@ -271,12 +271,12 @@ func EntryHosts(seq int64, entry []byte) ([]string, error) {
 // EntrySealed reads back the commitments a sealed entry (a private agent's)
 // shows instead of record seq's caller and card name: nil for an entry
 // that is not sealed. With EntryHosts, it gives ListAudit records from which
-// transparency.NewEntry makes their entries again, byte for byte.
+// NewEntry makes their entries again, byte for byte.
 func EntrySealed(seq int64, entry []byte) (*audit.Sealed, error) {
-	if !bytes.Contains(entry, []byte(`"caller":"`+transparency.SealedPrefix)) {
+	if !bytes.Contains(entry, []byte(`"caller":"`+SealedPrefix)) {
 		return nil, nil
 	}
-	e, err := transparency.ParseEntry(entry)
+	e, err := ParseEntry(entry)
 	if err != nil {
 		return nil, fmt.Errorf("leaf %d of the transparency log: %v: the database was changed outside cardsign; restore it from a backup", seq-1, err)
 	}
@@ -284,68 +284,4 @@ func EntrySealed(seq int64, entry []byte) (*audit.Sealed, error) {
 		return nil, nil
 	}
 	return &audit.Sealed{Caller: e.Caller, CardName: e.Card.Name}, nil
-}
-
-// LogRows are the rows of (idx, blob) a store's query for entries or
-// hashes returns (*sql.Rows, pgx.Rows).
-type LogRows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-}
-
-// ScanLogRows reads rows by index, for LogHashesFound and LogEntriesFound.
-// The caller closes rows.
-func ScanLogRows(rows LogRows) (map[int64][]byte, error) {
-	found := map[int64][]byte{}
-	for rows.Next() {
-		var i int64
-		var b []byte
-		if err := rows.Scan(&i, &b); err != nil {
-			return nil, err
-		}
-		found[i] = b
-	}
-	return found, rows.Err()
-}
-
-// LogHashesFound returns LogHashes' answer for indexes from the rows a
-// store read (storage index to hash): an index without a row fails with an
-// error wrapping ErrNotFound.
-func LogHashesFound(indexes []int64, found map[int64][]byte) ([]tlog.Hash, error) {
-	out := make([]tlog.Hash, len(indexes))
-	for k, i := range indexes {
-		b, ok := found[i]
-		if !ok {
-			return nil, fmt.Errorf("transparency log: tree hash %d: %w", i, ErrNotFound)
-		}
-		if len(b) != tlog.HashSize {
-			return nil, fmt.Errorf("transparency log: tree hash %d has %d bytes, want %d; restore the database from a backup", i, len(b), tlog.HashSize)
-		}
-		out[k] = tlog.Hash(b)
-	}
-	return out, nil
-}
-
-// LogEntriesFound returns LogEntries' answer for leaves from to to-1 from
-// the rows a store read (leaf index to entry): a leaf without a row fails
-// with an error wrapping ErrNotFound.
-func LogEntriesFound(from, to int64, found map[int64][]byte) ([][]byte, error) {
-	out := make([][]byte, 0, len(found))
-	for i := from; i < to; i++ {
-		e, ok := found[i]
-		if !ok {
-			return nil, fmt.Errorf("transparency log: leaf %d: %w", i, ErrNotFound)
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
-
-// CheckLogRange refuses a LogEntries range that is not one.
-func CheckLogRange(from, to int64) error {
-	if from < 0 || to < from {
-		return fmt.Errorf("transparency log: leaves %d to %d is not a range: want 0 <= from <= to", from, to-1)
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package transparency_test
+package tlogclient_test
 
 import (
 	"bytes"
@@ -12,17 +12,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/memlog"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/tlogclient"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
 // runMonitor runs a monitor once and returns its events and progress.
-func runMonitor(t *testing.T, c *transparency.Client, state string, watch ...string) ([]transparency.Event, string, error) {
+func runMonitor(t *testing.T, c *tlogclient.Client, state string, watch ...string) ([]tlogclient.Event, string, error) {
 	t.Helper()
-	var events []transparency.Event
+	var events []tlogclient.Event
 	var progress bytes.Buffer
-	m := &transparency.Monitor{Client: c, StatePath: state, Watch: watch, Progress: &progress,
-		Emit: func(e transparency.Event) error { events = append(events, e); return nil }}
+	m := &tlogclient.Monitor{Client: c, StatePath: state, Watch: watch, Progress: &progress,
+		Emit: func(e tlogclient.Event) error { events = append(events, e); return nil }}
 	err := m.Run(context.Background())
 	// Every event encodes as one JSON object.
 	for _, e := range events {
@@ -37,14 +39,14 @@ func runMonitor(t *testing.T, c *transparency.Client, state string, watch ...str
 
 // matched returns the indexes of the entry events and checks the last
 // event is the checkpoint.
-func matched(t *testing.T, events []transparency.Event) []int64 {
+func matched(t *testing.T, events []tlogclient.Event) []int64 {
 	t.Helper()
-	if len(events) == 0 || events[len(events)-1].Kind != transparency.EventCheckpoint {
+	if len(events) == 0 || events[len(events)-1].Kind != tlogclient.EventCheckpoint {
 		t.Fatalf("events %+v do not end with the checkpoint", events)
 	}
 	var out []int64
 	for _, e := range events[:len(events)-1] {
-		if e.Kind != transparency.EventEntry {
+		if e.Kind != tlogclient.EventEntry {
 			t.Fatalf("event %+v", e)
 		}
 		out = append(out, e.Index)
@@ -53,10 +55,10 @@ func matched(t *testing.T, events []transparency.Event) []int64 {
 }
 
 func TestMonitor(t *testing.T) {
-	l, keys := newLog(t)
-	appendN(t, l, 300, "")
-	srv := newSwapServer(t, l.Handler())
-	c := &transparency.Client{URL: srv.URL, Keys: keys}
+	l, keys := memlog.NewTest(t)
+	l.AppendN(t, 300, "")
+	srv := memlog.NewSwapServer(t, l.Handler())
+	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
 	state := filepath.Join(t.TempDir(), "state.json")
 
 	// First run: trust on first use, every leaf walked. Leaf i is the entry
@@ -84,8 +86,8 @@ func TestMonitor(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("state file: %v, %v", st, err)
 	}
-	saved, err := transparency.LoadState(state)
-	if err != nil || saved.Size != 300 || saved.Origin != testOrigin || !strings.Contains(saved.Checkpoint, "\n300\n") {
+	saved, err := tlogclient.LoadState(state)
+	if err != nil || saved.Size != 300 || saved.Origin != memlog.TestOrigin || !strings.Contains(saved.Checkpoint, "\n300\n") {
 		t.Fatalf("state %+v, %v", saved, err)
 	}
 
@@ -96,7 +98,7 @@ func TestMonitor(t *testing.T) {
 	}
 
 	// Incremental: only the new leaves are walked; globs on hosts.
-	appendN(t, l, 500, "")
+	l.AppendN(t, 500, "")
 	events, _, err = runMonitor(t, c, state, "agent-7", "*.example.org", "a777.example.com")
 	if err != nil {
 		t.Fatal(err)
@@ -122,26 +124,26 @@ func TestMonitor(t *testing.T) {
 // an alarm event and an *AlarmError, and the state file is left exactly as
 // it was, so the next run raises the alarm again.
 func TestMonitorAlarms(t *testing.T) {
-	l, keys := newLog(t)
-	appendN(t, l, 300, "")
+	l, keys := memlog.NewTest(t)
+	l.AppendN(t, 300, "")
 	fork := l.Fork()
-	appendN(t, l, 100, "")
-	appendN(t, fork, 150, "evil-")
+	l.AppendN(t, 100, "")
+	fork.AppendN(t, 150, "evil-")
 	sameSize := l.Fork()
-	appendN(t, sameSize, 1, "evil-")
+	sameSize.AppendN(t, 1, "evil-")
 	badEntry := l.Fork()
 	if err := badEntry.Append([]byte(`{"v":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	misplaced := l.Fork()
-	if err := misplaced.Append(entries(0, 1, "")...); err != nil { // record 1's entry as leaf 400
+	if err := misplaced.Append(memlog.Entries(0, 1, "")...); err != nil { // record 1's entry as leaf 400
 		t.Fatal(err)
 	}
 	tamperedEntry := l.Fork()
-	appendN(t, tamperedEntry, 10, "")
-	tamperedEntry.SetEntry(405, entries(404, 1, "evil-")[0])
+	tamperedEntry.AppendN(t, 10, "")
+	tamperedEntry.SetEntry(405, memlog.Entries(404, 1, "evil-")[0])
 	tamperedTile := l.Fork()
-	appendN(t, tamperedTile, 10, "")
+	tamperedTile.AppendN(t, 10, "")
 	tamperedTile.SetHash(tlog.StoredHashIndex(0, 405), tlog.Hash{1})
 	rolledBack := l.Fork()
 	if err := rolledBack.RollBack(350); err != nil {
@@ -160,21 +162,21 @@ func TestMonitorAlarms(t *testing.T) {
 		{"tampered tile", tamperedTile, transparency.AlarmTampered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newSwapServer(t, l.Handler())
-			c := &transparency.Client{URL: srv.URL, Keys: keys}
+			srv := memlog.NewSwapServer(t, l.Handler())
+			c := &tlogclient.Client{URL: srv.URL, Keys: keys}
 			state := filepath.Join(t.TempDir(), "state.json")
 			if _, _, err := runMonitor(t, c, state); err != nil {
 				t.Fatal(err)
 			}
 			before, _ := os.ReadFile(state)
-			srv.set(tc.serve.Handler())
+			srv.Set(tc.serve.Handler())
 			for range 2 {
 				events, _, err := runMonitor(t, c, state, "agent-1")
 				var a *transparency.AlarmError
 				if !errors.As(err, &a) || a.Kind != tc.want {
 					t.Fatalf("%v, want a %s alarm", err, tc.want)
 				}
-				if last := events[len(events)-1]; last.Kind != transparency.EventAlarm || last.Alarm != a {
+				if last := events[len(events)-1]; last.Kind != tlogclient.EventAlarm || last.Alarm != a {
 					t.Fatalf("events %+v do not end with the alarm", events)
 				}
 				if after, _ := os.ReadFile(state); !bytes.Equal(after, before) {
@@ -182,7 +184,7 @@ func TestMonitorAlarms(t *testing.T) {
 				}
 			}
 			// The honest log again: consistent with the state.
-			srv.set(l.Handler())
+			srv.Set(l.Handler())
 			if _, _, err := runMonitor(t, c, state); err != nil {
 				t.Fatal(err)
 			}
@@ -190,20 +192,20 @@ func TestMonitorAlarms(t *testing.T) {
 	}
 
 	// A fork of the same size as the state.
-	srv := newSwapServer(t, l.Handler())
-	c := &transparency.Client{URL: srv.URL, Keys: keys}
+	srv := memlog.NewSwapServer(t, l.Handler())
+	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
 	state := filepath.Join(t.TempDir(), "state.json")
-	appendN(t, l, 1, "")
+	l.AppendN(t, 1, "")
 	if _, _, err := runMonitor(t, c, state); err != nil {
 		t.Fatal(err)
 	}
-	srv.set(sameSize.Handler()) // 401 leaves too, a different 401st
+	srv.Set(sameSize.Handler()) // 401 leaves too, a different 401st
 	_, _, err := runMonitor(t, c, state)
 	var a *transparency.AlarmError
 	if !errors.As(err, &a) || a.Kind != transparency.AlarmFork || !strings.Contains(a.Error(), "two signed checkpoints of 401 leaves") {
 		t.Fatalf("same-size fork: %v", err)
 	}
-	b, _ := json.Marshal(transparency.Event{Kind: transparency.EventAlarm, Origin: testOrigin, Alarm: a})
+	b, _ := json.Marshal(tlogclient.Event{Kind: tlogclient.EventAlarm, Origin: memlog.TestOrigin, Alarm: a})
 	for _, want := range []string{`"alarm":"fork"`, `"old_size":401`, `"new_size":401`, `"old_checkpoint":"cardsign.test/log\n401\n`} {
 		if !bytes.Contains(b, []byte(strings.ReplaceAll(want, "\n", `\n`))) {
 			t.Errorf("alarm JSON %s lacks %s", b, want)
@@ -214,14 +216,14 @@ func TestMonitorAlarms(t *testing.T) {
 func TestStateFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.json")
-	if s, err := transparency.LoadState(path); s != nil || err != nil {
+	if s, err := tlogclient.LoadState(path); s != nil || err != nil {
 		t.Fatalf("missing state: %v, %v", s, err)
 	}
-	want := transparency.State{Origin: testOrigin, Size: 9, Root: tlog.Hash{3}, Checkpoint: "note\n"}
-	if err := transparency.SaveState(path, want); err != nil {
+	want := tlogclient.State{Origin: memlog.TestOrigin, Size: 9, Root: tlog.Hash{3}, Checkpoint: "note\n"}
+	if err := tlogclient.SaveState(path, want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := transparency.LoadState(path)
+	got, err := tlogclient.LoadState(path)
 	if err != nil || got.Origin != want.Origin || got.Size != 9 || got.Root != want.Root || got.Checkpoint != "note\n" {
 		t.Fatalf("%+v, %v", got, err)
 	}
@@ -230,7 +232,7 @@ func TestStateFile(t *testing.T) {
 	}
 	for _, bad := range []string{`{`, `{"origin":"","size":1}`, `{"origin":"o","size":-1}`, `{"origin":"o","size":1,"extra":1}`} {
 		os.WriteFile(path, []byte(bad), 0o600)
-		if _, err := transparency.LoadState(path); err == nil || !strings.Contains(err.Error(), "remove it to start over") {
+		if _, err := tlogclient.LoadState(path); err == nil || !strings.Contains(err.Error(), "remove it to start over") {
 			t.Errorf("state %s: %v", bad, err)
 		}
 	}

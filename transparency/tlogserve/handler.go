@@ -1,4 +1,7 @@
-package transparency
+// Package tlogserve serves cardsign's transparency log over HTTP: the
+// checkpoint and tiles in the C2SP tlog-tiles layout, and the log's
+// verifier keys.
+package tlogserve
 
 import (
 	"context"
@@ -10,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // Source is what NewHandler serves: the log as its store holds it.
@@ -22,7 +27,7 @@ type Source interface {
 	Size(ctx context.Context) (int64, error)
 	// ReadHashes returns the tree hashes stored at indexes (tlog storage
 	// indexes), in the order asked.
-	ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error)
+	ReadHashes(ctx context.Context, indexes []int64) ([]transparency.Hash, error)
 	// Entries returns the encoded entries of leaves from to to-1, in order.
 	Entries(ctx context.Context, from, to int64) ([][]byte, error)
 }
@@ -42,9 +47,6 @@ const (
 	// Errors are not cached: a tile beyond the tree exists a moment later.
 	errorCache = "no-store"
 )
-
-// CheckpointPath is the checkpoint's path relative to the log's prefix.
-const CheckpointPath = "checkpoint"
 
 // NewHandler serves the log src in the C2SP tlog-tiles layout, relative to
 // a prefix the caller strips (cardsignd mounts it at /log/): the signed
@@ -76,7 +78,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// "checkpoint": accept both.
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	ctx := r.Context()
-	if path == CheckpointPath {
+	if path == transparency.CheckpointPath {
 		_, signed, err := h.src.Checkpoint(ctx)
 		if err != nil {
 			h.internal(w, r, "read checkpoint", err)
@@ -86,10 +88,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !strings.HasPrefix(path, "tile/") {
-		h.fail(w, http.StatusNotFound, fmt.Sprintf("no such log resource %q: the log serves %s, tile/L/N[.p/W] and tile/entries/N[.p/W] (C2SP tlog-tiles)", path, CheckpointPath))
+		h.fail(w, http.StatusNotFound, fmt.Sprintf("no such log resource %q: the log serves %s, tile/L/N[.p/W] and tile/entries/N[.p/W] (C2SP tlog-tiles)", path, transparency.CheckpointPath))
 		return
 	}
-	t, err := ParseTilePath(path)
+	t, err := transparency.ParseTilePath(path)
 	if err != nil {
 		h.fail(w, http.StatusBadRequest, err.Error()+" (C2SP tlog-tiles: tile/L/N[.p/W] or tile/entries/N[.p/W], L 0 to 7, N in groups of three digits all but the last prefixed with x, W 1 to 255)")
 		return
@@ -101,23 +103,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Checked without multiplying N: a path of seven index groups names a
 	// tile far beyond any tree, and N*TileWidth would overflow.
-	if t.N < 0 || t.N > size/TileWidth || !TileAvailable(t, size) {
+	if t.N < 0 || t.N > size/transparency.TileWidth || !transparency.TileAvailable(t, size) {
 		h.fail(w, http.StatusNotFound, fmt.Sprintf("%s is not in the log's tree of %d leaves: fetch the checkpoint and ask for the tiles it covers", path, size))
 		return
 	}
 	cache := fullTileCache
-	if t.W < TileWidth {
+	if t.W < transparency.TileWidth {
 		cache = partialTileCache
 	}
 	var data []byte
-	if t.L == EntriesLevel {
-		start := t.N * TileWidth
+	if t.L == transparency.EntriesLevel {
+		start := t.N * transparency.TileWidth
 		entries, err := h.src.Entries(ctx, start, start+int64(t.W))
 		if err == nil && len(entries) != t.W {
 			err = fmt.Errorf("got %d entries of leaves %d to %d, want %d", len(entries), start, start+int64(t.W)-1, t.W)
 		}
 		if err == nil {
-			data, err = MarshalBundle(entries)
+			data, err = transparency.MarshalBundle(entries)
 		}
 		if err != nil {
 			h.internal(w, r, "read entries", err)

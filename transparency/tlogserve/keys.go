@@ -1,19 +1,21 @@
-package server
+package tlogserve
 
 import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// logKeyHandler serves the transparency log's verifier keys, one per line,
-// as cardsign verify --log-key and cardsign log monitor read them. Like the
-// JWKS it is public and cached for jwks.max_age: a new log key is listed
+// KeysHandler serves the transparency log's verifier keys (vkeys, as
+// transparency.Signer.VerifierKeys lists them), one per line, as cardsign
+// verify --log-key and cardsign log monitor read them. Like the JWKS it is
+// public and cached for maxAge (jwks.max_age): a new log key is listed
 // beside the old one (both sign) for at least that long before the old one
 // goes.
-func (a *Authority) logKeyHandler() http.Handler {
-	body := []byte(strings.Join(a.cfg.Log.VerifierKeys(), "\n") + "\n")
-	maxAge := int(a.cfg.JWKSMaxAge.Seconds())
+func KeysHandler(vkeys []string, maxAge time.Duration) http.Handler {
+	body := []byte(strings.Join(vkeys, "\n") + "\n")
+	age := int(maxAge.Seconds())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -21,7 +23,7 @@ func (a *Authority) logKeyHandler() http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "public, max-age="+strconv.Itoa(max(maxAge, 0)))
+		w.Header().Set("Cache-Control", "public, max-age="+strconv.Itoa(max(age, 0)))
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		if r.Method == http.MethodHead {
 			return

@@ -1,11 +1,10 @@
-package store
+package transparency
 
 import (
 	"context"
 	"errors"
 	"sync"
 
-	"github.com/cardsign/cardsign/transparency"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -53,7 +52,7 @@ func NewHashCache(max int) *HashCache {
 }
 
 // Add caches hashes of a committed append.
-func (c *HashCache) Add(hs []transparency.StoredHash) {
+func (c *HashCache) Add(hs []StoredHash) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m)+len(hs) > c.max {
@@ -90,10 +89,10 @@ func (c *HashCache) Read(ctx context.Context, indexes []int64, load func(context
 	if len(hs) != len(missing) {
 		return nil, errors.New("transparency log: the store returned the wrong number of tree hashes")
 	}
-	read := make([]transparency.StoredHash, len(hs))
+	read := make([]StoredHash, len(hs))
 	for k, h := range hs {
 		out[at[k]] = h
-		read[k] = transparency.StoredHash{Index: missing[k], Hash: h}
+		read[k] = StoredHash{Index: missing[k], Hash: h}
 	}
 	c.Add(read)
 	return out, nil

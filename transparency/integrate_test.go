@@ -1,8 +1,7 @@
-package store
+package transparency
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/transparency"
 )
 
 // memLog is a tree's stored hashes in memory, as a store keeps them, and
@@ -28,7 +26,7 @@ func (m *memLog) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	for k, i := range indexes {
 		h, ok := m.hashes[i]
 		if !ok {
-			return nil, fmt.Errorf("hash %d: %w", i, ErrNotFound)
+			return nil, fmt.Errorf("hash %d is not stored", i)
 		}
 		out[k] = h
 	}
@@ -58,7 +56,7 @@ func TestLogAppendReadsOnce(t *testing.T) {
 	m := &memLog{hashes: map[int64]tlog.Hash{}}
 	var leaves []tlog.Hash
 	var size int64
-	var edge LogEdge
+	var edge Edge
 	for _, n := range []int{1, 1, 2, 3, 1, 7, 16, 1, 33, 64, 5, 100, 1, 2, 255, 1} {
 		// The edge of the last append: the same hashes, and no read.
 		m.reads = nil
@@ -72,7 +70,7 @@ func TestLogAppendReadsOnce(t *testing.T) {
 		}
 		edge = next
 		recs := logRecords(size, n)
-		entries, hashes, err := LogAppend(size, recs, m)
+		entries, hashes, err := appendRecords(size, recs, m)
 		if err != nil {
 			t.Fatalf("append %d after %d: %v", n, size, err)
 		}
@@ -90,10 +88,10 @@ func TestLogAppendReadsOnce(t *testing.T) {
 			if recs[i].Hosts[0] != "a.example" || len(recs[i].Hosts) != 2 {
 				t.Fatalf("record %d hosts %q: want the entry's, normalized", recs[i].Seq, recs[i].Hosts)
 			}
-			if got := transparency.NewEntry(recs[i], recs[i].Hosts).Marshal(); string(got) != string(e) {
+			if got := NewEntry(recs[i], recs[i].Hosts).Marshal(); string(got) != string(e) {
 				t.Fatalf("entry %d = %s, want %s", recs[i].Seq, e, got)
 			}
-			leaves = append(leaves, transparency.LeafHash(e))
+			leaves = append(leaves, LeafHash(e))
 		}
 		for _, h := range hashes {
 			if _, dup := m.hashes[h.Index]; dup {
@@ -116,7 +114,7 @@ func TestLogAppendReadsOnce(t *testing.T) {
 }
 
 // store appends recs from edge and stores the hashes it adds.
-func (m *memLog) store(t *testing.T, edge LogEdge, first int64, recs []audit.Record) LogEdge {
+func (m *memLog) store(t *testing.T, edge Edge, first int64, recs []audit.Record) Edge {
 	t.Helper()
 	_, hashes, next, err := edge.Append(first, recs, m)
 	if err != nil {
@@ -128,9 +126,9 @@ func (m *memLog) store(t *testing.T, edge LogEdge, first int64, recs []audit.Rec
 	return next
 }
 
-// TestLogEdgeOfAnotherTree: the edge of a tree that ends at another record,
+// TestEdgeOfAnotherTree: the edge of a tree that ends at another record,
 // of another size or of the same, is not used.
-func TestLogEdgeOfAnotherTree(t *testing.T) {
+func TestEdgeOfAnotherTree(t *testing.T) {
 	otherRecord5 := logRecords(5, 2)
 	otherRecord5[0].PrevHash = []byte("record 5 of another log")
 	tests := []struct {
@@ -145,14 +143,14 @@ func TestLogEdgeOfAnotherTree(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &memLog{hashes: map[int64]tlog.Hash{}}
-			edge := m.store(t, LogEdge{}, 0, logRecords(0, 5))
-			m.store(t, LogEdge{}, 5, logRecords(5, tt.more))
+			edge := m.store(t, Edge{}, 0, logRecords(0, 5))
+			m.store(t, Edge{}, 5, logRecords(5, tt.more))
 			m.reads = nil
 			_, got, _, err := edge.Append(tt.first, slices.Clone(tt.recs), m)
 			if err != nil || len(m.reads) != 1 {
 				t.Fatalf("append after %d leaves with the edge of 5: read %v, %v; want the tree read", tt.first, m.reads, err)
 			}
-			if _, want, err := LogAppend(tt.first, slices.Clone(tt.recs), m); err != nil || !slices.Equal(got, want) {
+			if _, want, err := appendRecords(tt.first, slices.Clone(tt.recs), m); err != nil || !slices.Equal(got, want) {
 				t.Fatalf("append after %d leaves with the edge of 5: other hashes than without it (%v)", tt.first, err)
 			}
 		})
@@ -190,14 +188,14 @@ func TestAppendReadsAreTreeHashReads(t *testing.T) {
 func TestLogAppendRefusesWrongSeq(t *testing.T) {
 	recs := logRecords(3, 2)
 	recs[1].Seq = 6
-	if _, _, err := LogAppend(3, recs, &memLog{}); err == nil || !strings.Contains(err.Error(), "audit record 6 cannot be leaf 4") {
-		t.Fatalf("LogAppend of record 6 as leaf 4: %v", err)
+	if _, _, err := appendRecords(3, recs, &memLog{}); err == nil || !strings.Contains(err.Error(), "audit record 6 cannot be leaf 4") {
+		t.Fatalf("appendRecords of record 6 as leaf 4: %v", err)
 	}
 }
 
-// TestLogCatchUp: records become leaves with no hosts; a record missing
+// TestCatchUpRecords: records become leaves with no hosts; a record missing
 // before the head, or a log longer than the audit log, fails.
-func TestLogCatchUp(t *testing.T) {
+func TestCatchUpRecords(t *testing.T) {
 	tests := []struct {
 		name       string
 		size, head int64
@@ -215,7 +213,7 @@ func TestLogCatchUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &memLog{hashes: map[int64]tlog.Hash{}}
 			if tt.size > 0 && tt.size <= tt.head {
-				_, hashes, err := LogAppend(0, logRecords(0, int(tt.size)), m)
+				_, hashes, err := appendRecords(0, logRecords(0, int(tt.size)), m)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -227,13 +225,13 @@ func TestLogCatchUp(t *testing.T) {
 			for _, seq := range tt.seqs {
 				recs = append(recs, logRecords(seq-1, 1)...)
 			}
-			entries, _, err := LogCatchUp(tt.size, tt.head, recs, m)
+			entries, _, err := catchUpRecords(tt.size, tt.head, recs, m)
 			if tt.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
-					t.Fatalf("LogCatchUp = %v, want an error saying %q", err, tt.want)
+					t.Fatalf("catchUpRecords = %v, want an error saying %q", err, tt.want)
 				}
 				if !strings.Contains(err.Error(), "restore the database from a backup") {
-					t.Fatalf("LogCatchUp error does not say what to do: %v", err)
+					t.Fatalf("catchUpRecords error does not say what to do: %v", err)
 				}
 				return
 			}
@@ -241,7 +239,7 @@ func TestLogCatchUp(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, e := range entries {
-				pe, err := transparency.ParseEntry(e)
+				pe, err := ParseEntry(e)
 				if err != nil || pe.Seq != tt.seqs[i] || pe.Card.Hosts != nil || recs[i].Hosts != nil {
 					t.Fatalf("entry %d: %+v, %v; want record %d's, without hosts", i, pe, err, tt.seqs[i])
 				}
@@ -252,7 +250,7 @@ func TestLogCatchUp(t *testing.T) {
 
 func TestEntryHosts(t *testing.T) {
 	rec := logRecords(6, 1)[0]
-	entry := func(r audit.Record, hosts ...string) []byte { return transparency.NewEntry(r, hosts).Marshal() }
+	entry := func(r audit.Record, hosts ...string) []byte { return NewEntry(r, hosts).Marshal() }
 	tricky := rec
 	tricky.Caller, tricky.CardName = `x","hosts":["evil.example"]`, `,"hosts":[1]} "seq":7`
 	seq70 := logRecords(69, 1)[0]
@@ -284,54 +282,27 @@ func TestEntryHosts(t *testing.T) {
 			}
 			var want []string
 			if tt.entry != nil {
-				e, err := transparency.ParseEntry(tt.entry)
+				e, err := ParseEntry(tt.entry)
 				if err != nil {
 					t.Fatal(err)
 				}
 				want = e.Card.Hosts
 			}
 			if err != nil || !slices.Equal(got, want) {
-				t.Fatalf("EntryHosts = %q, %v; want %q, as transparency.ParseEntry reads them", got, err, want)
+				t.Fatalf("EntryHosts = %q, %v; want %q, as ParseEntry reads them", got, err, want)
 			}
 		})
-	}
-}
-
-func TestLogFound(t *testing.T) {
-	found := map[int64][]byte{3: make([]byte, 32), 4: make([]byte, 32), 5: []byte("short")}
-	if _, err := LogHashesFound([]int64{4, 3}, found); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LogHashesFound([]int64{3, 9}, found); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("a missing hash: %v, want ErrNotFound", err)
-	}
-	if _, err := LogHashesFound([]int64{5}, found); err == nil || errors.Is(err, ErrNotFound) {
-		t.Fatalf("a hash of 5 bytes: %v", err)
-	}
-	if got, err := LogEntriesFound(3, 5, found); err != nil || len(got) != 2 {
-		t.Fatalf("LogEntriesFound(3, 5) = %d entries, %v", len(got), err)
-	}
-	if got, err := LogEntriesFound(4, 4, found); err != nil || len(got) != 0 {
-		t.Fatalf("LogEntriesFound(4, 4) = %d entries, %v", len(got), err)
-	}
-	if _, err := LogEntriesFound(2, 5, found); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("a missing leaf: %v, want ErrNotFound", err)
-	}
-	for _, r := range [][2]int64{{-1, 2}, {5, 4}} {
-		if err := CheckLogRange(r[0], r[1]); err == nil {
-			t.Errorf("CheckLogRange(%d, %d) accepted", r[0], r[1])
-		}
 	}
 }
 
 // BenchmarkLogAppend is the transparency log's CPU share of an append (the
 // entries, their encoding and the tree hashes), without a database: from
 // the edge of the last append, as the stores append.
-func BenchmarkLogAppend(b *testing.B) {
+func BenchmarkAppendRecords(b *testing.B) {
 	for _, size := range []int{1, 64} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
 			m := &memLog{hashes: map[int64]tlog.Hash{}}
-			var edge LogEdge
+			var edge Edge
 			var first int64
 			for b.Loop() {
 				recs := logRecords(first, size)

@@ -1,4 +1,4 @@
-package transparency_test
+package tlogclient_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/cardsign/cardsign/internal/memlog"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/tlogclient"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -26,27 +27,27 @@ func checkpointOf(t *testing.T, l *memlog.Log, keys []note.Verifier) transparenc
 
 func TestConsistent(t *testing.T) {
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	l, keys := newLogWith(t, testOrigin, key)
+	l, keys := memlog.NewTestWith(t, memlog.TestOrigin, key)
 	cps := map[int]transparency.Checkpoint{0: checkpointOf(t, l, keys)}
 	for _, n := range []int{1, 255, 1, 300, 1000} {
-		appendN(t, l, n, "")
+		l.AppendN(t, n, "")
 		cps[int(l.Len())] = checkpointOf(t, l, keys)
 	}
 	// The fork shares the first 557 leaves, then diverges.
 	fork := l.Fork()
-	appendN(t, l, 100, "")
-	appendN(t, fork, 100, "fork-")
+	l.AppendN(t, 100, "")
+	fork.AppendN(t, 100, "fork-")
 	at1657, fork1657 := checkpointOf(t, l, keys), checkpointOf(t, fork, keys)
-	appendN(t, fork, 50, "fork-")
+	fork.AppendN(t, 50, "fork-")
 	fork1707 := checkpointOf(t, fork, keys)
 	// The same origin under another key is another log; another origin
 	// under the same key, too.
-	otherOrigin, otherKeys := newLogWith(t, "other.test/log", key)
-	appendN(t, otherOrigin, 557, "")
+	otherOrigin, otherKeys := memlog.NewTestWith(t, "other.test/log", key)
+	otherOrigin.AppendN(t, 557, "")
 	keys = append(keys, otherKeys...)
 
-	srv := newSwapServer(t, l.Handler())
-	c := &transparency.Client{URL: srv.URL, Keys: keys}
+	srv := memlog.NewSwapServer(t, l.Handler())
+	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name     string
@@ -66,7 +67,7 @@ func TestConsistent(t *testing.T) {
 		{"rollback to empty", cps[1], cps[0], l, transparency.AlarmRollback},
 		{"origin change", cps[557], checkpointOf(t, otherOrigin, keys), otherOrigin, transparency.AlarmOrigin},
 	} {
-		srv.set(tc.serve.Handler())
+		srv.Set(tc.serve.Handler())
 		err := transparency.Consistent(ctx, c, tc.old, tc.new)
 		var a *transparency.AlarmError
 		switch {
@@ -83,7 +84,7 @@ func TestConsistent(t *testing.T) {
 	// failure to check.
 	tampered := l.Fork()
 	tampered.SetHash(tlog.StoredHashIndex(8, 2), tlog.Hash{7})
-	srv.set(tampered.Handler())
+	srv.Set(tampered.Handler())
 	var a *transparency.AlarmError
 	if err := transparency.Consistent(ctx, c, cps[557], at1657); !errors.As(err, &a) || a.Kind != transparency.AlarmTampered {
 		t.Errorf("tampered tile: %v", err)
@@ -98,14 +99,14 @@ func TestConsistent(t *testing.T) {
 // TestConsistentBadURL: a log that cannot be read is a failure to check,
 // never an alarm.
 func TestConsistentBadURL(t *testing.T) {
-	l, keys := newLog(t)
-	appendN(t, l, 10, "")
+	l, keys := memlog.NewTest(t)
+	l.AppendN(t, 10, "")
 	old := checkpointOf(t, l, keys)
-	appendN(t, l, 10, "")
+	l.AppendN(t, 10, "")
 	cur := checkpointOf(t, l, keys)
 	var a *transparency.AlarmError
 	for _, u := range []string{"", "ftp://x/", "http://127.0.0.1:1/log/"} {
-		err := transparency.Consistent(context.Background(), &transparency.Client{URL: u, Keys: keys}, old, cur)
+		err := transparency.Consistent(context.Background(), &tlogclient.Client{URL: u, Keys: keys}, old, cur)
 		if err == nil || errors.As(err, &a) {
 			t.Errorf("URL %q: %v, want an error that is not an alarm", u, err)
 		}

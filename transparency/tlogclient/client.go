@@ -1,4 +1,7 @@
-package transparency
+// Package tlogclient reads cardsign's transparency log over HTTP: a client
+// that authenticates what a served log returns against its signed
+// checkpoint, and the monitor that follows a log from run to run.
+package tlogclient
 
 import (
 	"context"
@@ -12,9 +15,11 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/cardsign/cardsign/transparency"
 )
 
-// Client reads a log served in the C2SP tlog-tiles layout (NewHandler's)
+// Client reads a log served in the C2SP tlog-tiles layout (tlogserve.NewHandler's)
 // and authenticates what it reads: checkpoints against Keys, tiles against
 // a checkpoint's root (tlog.TileHashReader), entries against the tiles.
 type Client struct {
@@ -29,7 +34,7 @@ type Client struct {
 }
 
 // maxBundleBytes bounds an entry bundle: a full one of the largest entries.
-const maxBundleBytes = TileWidth * (2 + MaxEntryBytes)
+const maxBundleBytes = transparency.TileWidth * (2 + transparency.MaxEntryBytes)
 
 // FetchError is a request to the log that failed: the transport, an HTTP
 // status, or a body of the wrong size. It says nothing about the log's
@@ -44,19 +49,9 @@ type FetchError struct {
 func (e *FetchError) Error() string { return fmt.Sprintf("GET %s: %v", e.URL, e.Err) }
 func (e *FetchError) Unwrap() error { return e.Err }
 
-// TamperError is data the log served that does not match the signed
-// checkpoint it was read against: a tile that does not hash to the root,
-// an entry that is not the leaf the tiles hold. The log (or something
-// between it and the client) served data its own signature contradicts.
-type TamperError struct {
-	What string // what failed to authenticate, e.g. "entry of leaf 7"
-	Err  error
-}
-
-func (e *TamperError) Error() string {
-	return fmt.Sprintf("%s does not match the log's signed checkpoint: %v", e.What, e.Err)
-}
-func (e *TamperError) Unwrap() error { return e.Err }
+// String is the log's URL, which names it in errors
+// (transparency.TileSource).
+func (c *Client) String() string { return c.URL }
 
 // base is the log's prefix with a trailing slash, checked once per call.
 func (c *Client) base() (string, error) {
@@ -125,15 +120,15 @@ func (c *Client) get(ctx context.Context, path string, limit int64) ([]byte, err
 
 // Checkpoint fetches the log's latest checkpoint and verifies it against
 // c.Keys.
-func (c *Client) Checkpoint(ctx context.Context) (Checkpoint, error) {
-	b, err := c.get(ctx, CheckpointPath, MaxCheckpointBytes)
+func (c *Client) Checkpoint(ctx context.Context) (transparency.Checkpoint, error) {
+	b, err := c.get(ctx, transparency.CheckpointPath, transparency.MaxCheckpointBytes)
 	if err != nil {
-		return Checkpoint{}, err
+		return transparency.Checkpoint{}, err
 	}
-	cp, err := OpenCheckpoint(b, c.Keys)
+	cp, err := transparency.OpenCheckpoint(b, c.Keys)
 	if err != nil {
 		base, _ := c.base()
-		return Checkpoint{}, fmt.Errorf("checkpoint of %s: %w", base, err)
+		return transparency.Checkpoint{}, fmt.Errorf("checkpoint of %s: %w", base, err)
 	}
 	return cp, nil
 }
@@ -167,7 +162,7 @@ func (r *authHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		if errors.As(err, &re) {
 			return nil, re.err
 		}
-		return nil, &TamperError{What: "a hash tile", Err: err}
+		return nil, &transparency.TamperError{What: "a hash tile", Err: err}
 	}
 	return hs, nil
 }
@@ -191,7 +186,7 @@ type tileReader struct {
 	saved map[tlog.Tile][]byte // authenticated (SaveTiles) tiles
 }
 
-func (r *tileReader) Height() int { return TileHeight }
+func (r *tileReader) Height() int { return transparency.TileHeight }
 
 func (r *tileReader) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
@@ -236,16 +231,16 @@ func (r *tileReader) SaveTiles(tiles []tlog.Tile, data [][]byte) {
 // one is gone (C2SP lets a log delete partial tiles once the full one
 // exists: its first W hashes are the partial tile's).
 func (c *Client) tile(ctx context.Context, t tlog.Tile) ([]byte, error) {
-	if t.H != TileHeight {
-		return nil, fmt.Errorf("tile of height %d asked of a log of height %d", t.H, TileHeight)
+	if t.H != transparency.TileHeight {
+		return nil, fmt.Errorf("tile of height %d asked of a log of height %d", t.H, transparency.TileHeight)
 	}
 	want := t.W * tlog.HashSize
-	data, err := c.get(ctx, TilePath(t), int64(TileWidth*tlog.HashSize))
+	data, err := c.get(ctx, transparency.TilePath(t), int64(transparency.TileWidth*tlog.HashSize))
 	var fe *FetchError
-	if errors.As(err, &fe) && fe.Status == http.StatusNotFound && t.W < TileWidth {
+	if errors.As(err, &fe) && fe.Status == http.StatusNotFound && t.W < transparency.TileWidth {
 		full := t
-		full.W = TileWidth
-		if d, ferr := c.get(ctx, TilePath(full), int64(TileWidth*tlog.HashSize)); ferr == nil && len(d) == TileWidth*tlog.HashSize {
+		full.W = transparency.TileWidth
+		if d, ferr := c.get(ctx, transparency.TilePath(full), int64(transparency.TileWidth*tlog.HashSize)); ferr == nil && len(d) == transparency.TileWidth*tlog.HashSize {
 			data, err = d[:want], nil
 		}
 	}
@@ -254,7 +249,7 @@ func (c *Client) tile(ctx context.Context, t tlog.Tile) ([]byte, error) {
 	}
 	if len(data) != want {
 		base, _ := c.base()
-		return nil, &FetchError{URL: base + TilePath(t), Status: http.StatusOK, Err: fmt.Errorf("tile of %d bytes, want %d (%d hashes)", len(data), want, t.W)}
+		return nil, &FetchError{URL: base + transparency.TilePath(t), Status: http.StatusOK, Err: fmt.Errorf("tile of %d bytes, want %d (%d hashes)", len(data), want, t.W)}
 	}
 	return data, nil
 }
@@ -265,16 +260,16 @@ func (c *Client) tile(ctx context.Context, t tlog.Tile) ([]byte, error) {
 // tree; a caller of EntryBundle checks them itself (audit verify rebuilds
 // the root from them).
 func (c *Client) EntryBundle(ctx context.Context, t tlog.Tile) ([][]byte, error) {
-	if t.L != EntriesLevel || t.W < 1 || t.W > TileWidth {
+	if t.L != transparency.EntriesLevel || t.W < 1 || t.W > transparency.TileWidth {
 		return nil, fmt.Errorf("not an entry bundle: %+v", t)
 	}
-	data, err := c.get(ctx, TilePath(t), int64(t.W)*(2+MaxEntryBytes))
+	data, err := c.get(ctx, transparency.TilePath(t), int64(t.W)*(2+transparency.MaxEntryBytes))
 	var fe *FetchError
-	if errors.As(err, &fe) && fe.Status == http.StatusNotFound && t.W < TileWidth {
+	if errors.As(err, &fe) && fe.Status == http.StatusNotFound && t.W < transparency.TileWidth {
 		full := t
-		full.W = TileWidth
-		if d, ferr := c.get(ctx, TilePath(full), maxBundleBytes); ferr == nil {
-			if entries, perr := ParseBundle(d, TileWidth); perr == nil {
+		full.W = transparency.TileWidth
+		if d, ferr := c.get(ctx, transparency.TilePath(full), maxBundleBytes); ferr == nil {
+			if entries, perr := transparency.ParseBundle(d, transparency.TileWidth); perr == nil {
 				return entries[:t.W], nil
 			}
 		}
@@ -282,10 +277,10 @@ func (c *Client) EntryBundle(ctx context.Context, t tlog.Tile) ([][]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := ParseBundle(data, t.W)
+	entries, err := transparency.ParseBundle(data, t.W)
 	if err != nil {
 		base, _ := c.base()
-		return nil, &FetchError{URL: base + TilePath(t), Status: http.StatusOK, Err: err}
+		return nil, &FetchError{URL: base + transparency.TilePath(t), Status: http.StatusOK, Err: err}
 	}
 	return entries, nil
 }
@@ -311,13 +306,13 @@ func (c *Client) Walk(ctx context.Context, tree tlog.Tree, hr tlog.HashReader, f
 	if from < 0 || from > to || to > tree.N {
 		return fmt.Errorf("leaves %d to %d are not in a tree of %d leaves", from, to-1, tree.N)
 	}
-	for n := from / TileWidth; n*TileWidth < to; n++ {
-		t := TileFor(EntriesLevel, n, tree.N)
+	for n := from / transparency.TileWidth; n*transparency.TileWidth < to; n++ {
+		t := transparency.TileFor(transparency.EntriesLevel, n, tree.N)
 		entries, err := c.EntryBundle(ctx, t)
 		if err != nil {
 			return err
 		}
-		lo, hi := max(from, n*TileWidth), min(to, n*TileWidth+int64(t.W))
+		lo, hi := max(from, n*transparency.TileWidth), min(to, n*transparency.TileWidth+int64(t.W))
 		indexes := make([]int64, 0, hi-lo)
 		for i := lo; i < hi; i++ {
 			indexes = append(indexes, tlog.StoredHashIndex(0, i))
@@ -331,9 +326,9 @@ func (c *Client) Walk(ctx context.Context, tree tlog.Tree, hr tlog.HashReader, f
 		}
 		for k := range indexes {
 			leaf := lo + int64(k)
-			e := entries[leaf-n*TileWidth]
-			if LeafHash(e) != hashes[k] {
-				return &TamperError{What: fmt.Sprintf("entry of leaf %d (%s)", leaf, TilePath(t)), Err: errors.New("its leaf hash is not the tree's")}
+			e := entries[leaf-n*transparency.TileWidth]
+			if transparency.LeafHash(e) != hashes[k] {
+				return &transparency.TamperError{What: fmt.Sprintf("entry of leaf %d (%s)", leaf, transparency.TilePath(t)), Err: errors.New("its leaf hash is not the tree's")}
 			}
 			if err := fn(leaf, e); err != nil {
 				return err

@@ -1,4 +1,4 @@
-package transparency_test
+package tlogclient_test
 
 import (
 	"bytes"
@@ -10,27 +10,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/internal/memlog"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/tlogclient"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
 func TestClientCheckpoint(t *testing.T) {
-	l, keys := newLog(t)
-	appendN(t, l, 5, "")
-	srv := newSwapServer(t, mounted(l.Handler()))
+	l, keys := memlog.NewTest(t)
+	l.AppendN(t, 5, "")
+	srv := memlog.NewSwapServer(t, memlog.Mounted(l.Handler()))
 	ctx := context.Background()
 	for _, url := range []string{srv.URL + "/log/", srv.URL + "/log"} {
-		c := &transparency.Client{URL: url, Keys: keys}
+		c := &tlogclient.Client{URL: url, Keys: keys}
 		cp, err := c.Checkpoint(ctx)
-		if err != nil || cp.Origin != testOrigin || cp.Size != 5 {
+		if err != nil || cp.Origin != memlog.TestOrigin || cp.Size != 5 {
 			t.Fatalf("%s: %+v, %v", url, cp, err)
 		}
 	}
-	c := &transparency.Client{URL: srv.URL + "/log/", Keys: keys}
+	c := &tlogclient.Client{URL: srv.URL + "/log/", Keys: keys}
 
 	// Another key's log at the same URL.
-	other, _ := newLog(t)
-	srv.set(mounted(other.Handler()))
+	other, _ := memlog.NewTest(t)
+	srv.Set(memlog.Mounted(other.Handler()))
 	if _, err := c.Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "not signed by a trusted log key") || !strings.Contains(err.Error(), srv.URL) {
 		t.Errorf("checkpoint of another key: %v", err)
 	}
@@ -38,29 +40,29 @@ func TestClientCheckpoint(t *testing.T) {
 	_, signed, _ := l.Checkpoint(ctx)
 	forged := l.Fork()
 	forged.SetCheckpoint(6, bytes.Replace(signed, []byte("\n5\n"), []byte("\n6\n"), 1))
-	srv.set(mounted(forged.Handler()))
+	srv.Set(memlog.Mounted(forged.Handler()))
 	if _, err := c.Checkpoint(ctx); err == nil {
 		t.Error("an edited checkpoint was accepted")
 	}
 	// Not a log at all; a wrong prefix; a bad URL.
-	srv.set(http.NotFoundHandler())
+	srv.Set(http.NotFoundHandler())
 	if _, err := c.Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "GET "+srv.URL+"/log/checkpoint") || !strings.Contains(err.Error(), "404") {
 		t.Errorf("404: %v", err)
 	}
 	for _, bad := range []string{"", "ftp://x/log/", "/log/", "http://h/log/?q=1"} {
-		if _, err := (&transparency.Client{URL: bad, Keys: keys}).Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "log URL") {
+		if _, err := (&tlogclient.Client{URL: bad, Keys: keys}).Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "log URL") {
 			t.Errorf("URL %q: %v", bad, err)
 		}
 	}
 	// An endless checkpoint is cut at the cap.
-	srv.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(bytes.Repeat([]byte("a"), 1<<20)) }))
+	srv.Set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(bytes.Repeat([]byte("a"), 1<<20)) }))
 	if _, err := c.Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "over the limit") {
 		t.Errorf("1 MiB checkpoint: %v", err)
 	}
 	// A server that hangs: the context's deadline ends it, naming the URL.
 	hang := make(chan struct{})
 	defer close(hang)
-	srv.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv.Set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-hang:
 		case <-r.Context().Done():
@@ -77,11 +79,11 @@ func TestClientCheckpoint(t *testing.T) {
 // full and partial bundles; a flipped byte of a tile or an entry bundle,
 // or a stored hash changed behind the checkpoint, is refused.
 func TestClientEntries(t *testing.T) {
-	l, keys := newLog(t)
-	appendN(t, l, 600, "")
+	l, keys := memlog.NewTest(t)
+	l.AppendN(t, 600, "")
 	want, _ := l.Entries(context.Background(), 0, 600)
-	srv := newSwapServer(t, l.Handler())
-	c := &transparency.Client{URL: srv.URL, Keys: keys}
+	srv := memlog.NewSwapServer(t, l.Handler())
+	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
 	ctx := context.Background()
 	cp, err := c.Checkpoint(ctx)
 	if err != nil {
@@ -115,25 +117,25 @@ func TestClientEntries(t *testing.T) {
 	} {
 		// Byte 2 of a bundle is the first entry's first byte; of a tile, the
 		// first hash's third.
-		srv.set(flipByte(l.Handler(), tc.path, 2))
+		srv.Set(memlog.FlipByte(l.Handler(), tc.path, 2))
 		_, err := c.Entries(ctx, cp.Tree(), 256, 600)
 		if !errors.As(err, &te) || !strings.Contains(err.Error(), tc.what) {
 			t.Errorf("%s tampered: %v, want a *TamperError about %s", tc.path, err, tc.what)
 		}
 	}
-	srv.set(l.Handler())
+	srv.Set(l.Handler())
 
 	// A stored hash changed after the checkpoint was signed.
 	tampered := l.Fork()
 	tampered.SetHash(tlog.StoredHashIndex(0, 5), [32]byte{1})
-	srv.set(tampered.Handler())
+	srv.Set(tampered.Handler())
 	if _, err := c.Entries(ctx, cp.Tree(), 0, 10); !errors.As(err, &te) {
 		t.Errorf("tampered stored hash: %v", err)
 	}
 	// A stored entry changed (its leaf hash left alone).
 	tampered = l.Fork()
 	tampered.SetEntry(7, want[8])
-	srv.set(tampered.Handler())
+	srv.Set(tampered.Handler())
 	if _, err := c.Entries(ctx, cp.Tree(), 0, 10); !errors.As(err, &te) || !strings.Contains(err.Error(), "leaf 7") {
 		t.Errorf("tampered entry: %v", err)
 	}
@@ -142,20 +144,20 @@ func TestClientEntries(t *testing.T) {
 // TestClientPartialTileFallback: a log that deleted its partial tiles once
 // the full ones existed still serves a client holding an older checkpoint.
 func TestClientPartialTileFallback(t *testing.T) {
-	l, keys := newLog(t)
-	appendN(t, l, 300, "")
-	srv := newSwapServer(t, l.Handler())
-	c := &transparency.Client{URL: srv.URL, Keys: keys}
+	l, keys := memlog.NewTest(t)
+	l.AppendN(t, 300, "")
+	srv := memlog.NewSwapServer(t, l.Handler())
+	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
 	ctx := context.Background()
 	old, err := c.Checkpoint(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendN(t, l, 300, "")
+	l.AppendN(t, 300, "")
 	var partials int
-	srv.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv.Set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Partial tiles whose full tile exists are gone.
-		if p, _, ok := strings.Cut(r.URL.Path, ".p/"); ok && get(t, l.Handler(), http.MethodGet, p).Code == 200 {
+		if p, _, ok := strings.Cut(r.URL.Path, ".p/"); ok && memlog.Request(t, l.Handler(), http.MethodGet, p).Code == 200 {
 			partials++
 			http.NotFound(w, r)
 			return
@@ -172,7 +174,7 @@ func TestClientPartialTileFallback(t *testing.T) {
 	}
 }
 
-func mustCheckpoint(t *testing.T, c *transparency.Client) transparency.Checkpoint {
+func mustCheckpoint(t *testing.T, c *tlogclient.Client) transparency.Checkpoint {
 	t.Helper()
 	cp, err := c.Checkpoint(context.Background())
 	if err != nil {
@@ -184,8 +186,8 @@ func mustCheckpoint(t *testing.T, c *transparency.Client) transparency.Checkpoin
 // TestClientTileSizeChecked: a tile or bundle of the wrong size is a fetch
 // error naming the path, not a panic or a silent truncation.
 func TestClientTileSizeChecked(t *testing.T) {
-	l, keys := newLog(t)
-	appendN(t, l, 10, "")
+	l, keys := memlog.NewTest(t)
+	l.AppendN(t, 10, "")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/tile/") {
 			w.Write([]byte("short"))
@@ -194,10 +196,10 @@ func TestClientTileSizeChecked(t *testing.T) {
 		l.Handler().ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	c := &transparency.Client{URL: srv.URL, Keys: keys}
+	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
 	cp := mustCheckpoint(t, c)
 	_, err := c.Entries(context.Background(), cp.Tree(), 0, 10)
-	var fe *transparency.FetchError
+	var fe *tlogclient.FetchError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "/tile/entries/000.p/10") {
 		t.Errorf("short bundle: %v", err)
 	}

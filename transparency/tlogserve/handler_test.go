@@ -1,4 +1,4 @@
-package transparency_test
+package tlogserve_test
 
 import (
 	"bytes"
@@ -11,24 +11,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/memlog"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/tlogserve"
 	"golang.org/x/mod/sumdb/tlog"
 )
-
-func get(t *testing.T, h http.Handler, method, path string) *httptest.ResponseRecorder {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-	return rec
-}
 
 // TestHandlerPaths: what each path answers, with which status, type and
 // cache lifetime, for a tree of 600 leaves (two full level-0 tiles and a
 // partial one of 88; one partial level-1 tile of 2).
 func TestHandlerPaths(t *testing.T) {
-	l, _ := newLog(t)
-	appendN(t, l, 600, "")
-	h := mounted(l.Handler())
+	l, _ := memlog.NewTest(t)
+	l.AppendN(t, 600, "")
+	h := memlog.Mounted(l.Handler())
 	const (
 		immutable = "public, max-age=31536000, immutable"
 		partial   = "public, max-age=60"
@@ -73,7 +68,7 @@ func TestHandlerPaths(t *testing.T) {
 		{"/log/checkpoint.txt", 404, "no-store", 0, "no such log resource"},
 		{"/log/tiles/0/000", 404, "no-store", 0, "no such log resource"},
 	} {
-		rec := get(t, h, http.MethodGet, tc.path)
+		rec := memlog.Request(t, h, http.MethodGet, tc.path)
 		body := rec.Body.String()
 		if tc.code == -1 && (rec.Code == 400 || rec.Code == 404) {
 			tc.code = rec.Code
@@ -102,13 +97,13 @@ func TestHandlerPaths(t *testing.T) {
 
 	// What the tiles hold: the leaf hashes of the entries, and the entries.
 	es, _ := l.Entries(context.Background(), 0, 600)
-	tile := get(t, h, http.MethodGet, "/log/tile/0/002.p/88").Body.Bytes()
+	tile := memlog.Request(t, h, http.MethodGet, "/log/tile/0/002.p/88").Body.Bytes()
 	for i := range 88 {
 		if h := transparency.LeafHash(es[512+i]); !bytes.Equal(tile[i*32:(i+1)*32], h[:]) {
 			t.Fatalf("tile/0/002.p/88 hash %d is not leaf %d's hash", i, 512+i)
 		}
 	}
-	bundle, err := transparency.ParseBundle(get(t, h, http.MethodGet, "/log/tile/entries/002.p/88").Body.Bytes(), 88)
+	bundle, err := transparency.ParseBundle(memlog.Request(t, h, http.MethodGet, "/log/tile/entries/002.p/88").Body.Bytes(), 88)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,18 +114,18 @@ func TestHandlerPaths(t *testing.T) {
 	}
 	// The checkpoint is the log's.
 	_, cp, _ := l.Checkpoint(context.Background())
-	if got := get(t, h, http.MethodGet, "/log/checkpoint").Body.Bytes(); !bytes.Equal(got, cp) {
+	if got := memlog.Request(t, h, http.MethodGet, "/log/checkpoint").Body.Bytes(); !bytes.Equal(got, cp) {
 		t.Errorf("checkpoint %q, want %q", got, cp)
 	}
 }
 
 // TestHandlerMethods: GET and HEAD only; HEAD has GET's headers and no body.
 func TestHandlerMethods(t *testing.T) {
-	l, _ := newLog(t)
-	appendN(t, l, 3, "")
+	l, _ := memlog.NewTest(t)
+	l.AppendN(t, 3, "")
 	h := l.Handler()
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
-		rec := get(t, h, m, "/checkpoint")
+		rec := memlog.Request(t, h, m, "/checkpoint")
 		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" || !strings.Contains(rec.Body.String(), "read-only") {
 			t.Errorf("%s: %d, Allow %q, %q", m, rec.Code, rec.Header().Get("Allow"), rec.Body.String())
 		}
@@ -162,41 +157,41 @@ func TestHandlerMethods(t *testing.T) {
 // TestHandlerTilesByteStable: a tile's bytes never change as the log
 // grows; a partial tile is the prefix of the wider and the full one.
 func TestHandlerTilesByteStable(t *testing.T) {
-	l, _ := newLog(t)
-	appendN(t, l, 300, "")
+	l, _ := memlog.NewTest(t)
+	l.AppendN(t, 300, "")
 	h := l.Handler()
 	paths := []string{"/tile/0/000", "/tile/entries/000", "/tile/0/001.p/44", "/tile/entries/001.p/44", "/tile/1/000.p/1"}
 	before := map[string][]byte{}
 	for _, p := range paths {
-		rec := get(t, h, http.MethodGet, p)
+		rec := memlog.Request(t, h, http.MethodGet, p)
 		if rec.Code != 200 {
 			t.Fatalf("GET %s: %d %s", p, rec.Code, rec.Body)
 		}
 		before[p] = rec.Body.Bytes()
 	}
-	appendN(t, l, 600, "")
+	l.AppendN(t, 600, "")
 	for _, p := range paths {
 		// The same tile again, from a fresh handler too: nothing is cached.
 		for _, hh := range []http.Handler{h, l.Handler()} {
-			if got := get(t, hh, http.MethodGet, p).Body.Bytes(); !bytes.Equal(got, before[p]) {
+			if got := memlog.Request(t, hh, http.MethodGet, p).Body.Bytes(); !bytes.Equal(got, before[p]) {
 				t.Errorf("GET %s changed after the log grew", p)
 			}
 		}
 	}
 	for partialPath, fullPath := range map[string]string{"/tile/0/001.p/44": "/tile/0/001", "/tile/1/000.p/1": "/tile/1/000.p/3"} {
-		full := get(t, h, http.MethodGet, fullPath).Body.Bytes()
+		full := memlog.Request(t, h, http.MethodGet, fullPath).Body.Bytes()
 		if !bytes.HasPrefix(full, before[partialPath]) {
 			t.Errorf("%s is not a prefix of %s", partialPath, fullPath)
 		}
 	}
-	full := get(t, h, http.MethodGet, "/tile/entries/001").Body.Bytes()
+	full := memlog.Request(t, h, http.MethodGet, "/tile/entries/001").Body.Bytes()
 	if !bytes.HasPrefix(full, before["/tile/entries/001.p/44"]) {
 		t.Error("entry bundle 001.p/44 is not a prefix of 001")
 	}
 }
 
 // brokenSource fails every read, as a store that went away.
-type brokenSource struct{ transparency.Source }
+type brokenSource struct{ tlogserve.Source }
 
 func (brokenSource) ReadHashes(context.Context, []int64) ([]tlog.Hash, error) {
 	return nil, errors.New("db: connection refused to 10.0.0.7")
@@ -208,12 +203,12 @@ func (brokenSource) Entries(context.Context, int64, int64) ([][]byte, error) {
 // TestHandlerStoreFailure: a store error is a 500 that names nothing of
 // the store; the detail is logged.
 func TestHandlerStoreFailure(t *testing.T) {
-	l, _ := newLog(t)
-	appendN(t, l, 3, "")
+	l, _ := memlog.NewTest(t)
+	l.AppendN(t, 3, "")
 	var logged bytes.Buffer
-	h := transparency.NewHandler(brokenSource{l}, slog.New(slog.NewTextHandler(&logged, nil)))
+	h := tlogserve.NewHandler(brokenSource{l}, slog.New(slog.NewTextHandler(&logged, nil)))
 	for _, p := range []string{"/tile/0/000.p/3", "/tile/entries/000.p/3"} {
-		rec := get(t, h, http.MethodGet, p)
+		rec := memlog.Request(t, h, http.MethodGet, p)
 		if rec.Code != 500 || strings.Contains(rec.Body.String(), "10.0.0.7") || rec.Header().Get("Cache-Control") != "no-store" {
 			t.Errorf("GET %s: %d %q", p, rec.Code, rec.Body)
 		}
@@ -225,7 +220,7 @@ func TestHandlerStoreFailure(t *testing.T) {
 
 // unsignedSource cannot sign a checkpoint (its key is in an HSM that went
 // away) but can read its store.
-type unsignedSource struct{ transparency.Source }
+type unsignedSource struct{ tlogserve.Source }
 
 func (unsignedSource) Checkpoint(context.Context) (int64, []byte, error) {
 	return 0, nil, errors.New("hsm: token removed")
@@ -234,13 +229,13 @@ func (unsignedSource) Checkpoint(context.Context) (int64, []byte, error) {
 // TestTilesNeedNoCheckpoint: a tile request reads the tree's size, not a
 // signed checkpoint, so serving tiles costs no signature.
 func TestTilesNeedNoCheckpoint(t *testing.T) {
-	l, _ := newLog(t)
-	appendN(t, l, 3, "")
-	h := transparency.NewHandler(unsignedSource{l}, nil)
-	if rec := get(t, h, http.MethodGet, "/tile/0/000.p/3"); rec.Code != 200 || rec.Body.Len() != 3*32 {
+	l, _ := memlog.NewTest(t)
+	l.AppendN(t, 3, "")
+	h := tlogserve.NewHandler(unsignedSource{l}, nil)
+	if rec := memlog.Request(t, h, http.MethodGet, "/tile/0/000.p/3"); rec.Code != 200 || rec.Body.Len() != 3*32 {
 		t.Errorf("tile: %d, %d bytes", rec.Code, rec.Body.Len())
 	}
-	if rec := get(t, h, http.MethodGet, "/checkpoint"); rec.Code != 500 {
+	if rec := memlog.Request(t, h, http.MethodGet, "/checkpoint"); rec.Code != 500 {
 		t.Errorf("checkpoint: %d", rec.Code)
 	}
 }

@@ -1,4 +1,4 @@
-package transparency
+package tlogclient
 
 import (
 	"bytes"
@@ -10,11 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/cardsign/cardsign/glob"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // State is what a monitor remembers between runs: the last checkpoint it
@@ -32,8 +33,8 @@ type State struct {
 const maxStateBytes = 1 << 20
 
 // checkpoint is the state as the checkpoint it records.
-func (s State) checkpoint() Checkpoint {
-	return Checkpoint{Origin: s.Origin, Size: s.Size, Root: s.Root, Note: []byte(s.Checkpoint)}
+func (s State) checkpoint() transparency.Checkpoint {
+	return transparency.Checkpoint{Origin: s.Origin, Size: s.Size, Root: s.Root, Note: []byte(s.Checkpoint)}
 }
 
 // LoadState reads a monitor's state file; a file that does not exist is
@@ -124,15 +125,15 @@ type Event struct {
 
 	// EventEntry: the leaf, its entry and the watches it matched.
 	Index   int64
-	Entry   Entry
+	Entry   transparency.Entry
 	Matched []string
 
 	// EventAlarm.
-	Alarm *AlarmError
+	Alarm *transparency.AlarmError
 
 	// EventCheckpoint: the checkpoint saved, the size it moved from (-1 on
 	// a first run) and how many entries matched in between.
-	Checkpoint   Checkpoint
+	Checkpoint   transparency.Checkpoint
 	PreviousSize int64
 	Matches      int
 }
@@ -230,7 +231,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	alarm := func(a *AlarmError) error {
+	alarm := func(a *transparency.AlarmError) error {
 		if err := m.Emit(Event{Kind: EventAlarm, Origin: cp.Origin, Alarm: a}); err != nil {
 			return err
 		}
@@ -238,8 +239,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	from, prevSize := int64(0), int64(-1)
 	if prev != nil {
-		if err := Consistent(ctx, m.Client, prev.checkpoint(), cp); err != nil {
-			var a *AlarmError
+		if err := transparency.Consistent(ctx, m.Client, prev.checkpoint(), cp); err != nil {
+			var a *transparency.AlarmError
 			if errors.As(err, &a) {
 				return alarm(a)
 			}
@@ -253,12 +254,12 @@ func (m *Monitor) Run(ctx context.Context) error {
 	last, reported := time.Now(), false
 	hr := m.Client.HashReader(ctx, cp.Tree())
 	err = m.Client.Walk(ctx, cp.Tree(), hr, from, cp.Size, func(index int64, b []byte) error {
-		e, err := ParseEntry(b)
+		e, err := transparency.ParseEntry(b)
 		if err != nil {
-			return &AlarmError{Kind: AlarmBadEntry, New: cp, Detail: fmt.Sprintf("leaf %d is in the tree but is not a cardsign entry", index), Err: err}
+			return &transparency.AlarmError{Kind: transparency.AlarmBadEntry, New: cp, Detail: fmt.Sprintf("leaf %d is in the tree but is not a cardsign entry", index), Err: err}
 		}
 		if e.Index() != index {
-			return &AlarmError{Kind: AlarmBadEntry, New: cp, Detail: fmt.Sprintf("leaf %d holds the entry of audit record %d (leaf %d)", index, e.Seq, e.Index())}
+			return &transparency.AlarmError{Kind: transparency.AlarmBadEntry, New: cp, Detail: fmt.Sprintf("leaf %d holds the entry of audit record %d (leaf %d)", index, e.Seq, e.Index())}
 		}
 		if matched := m.matches(e); len(matched) > 0 {
 			matches++
@@ -273,13 +274,13 @@ func (m *Monitor) Run(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		var a *AlarmError
-		var te *TamperError
+		var a *transparency.AlarmError
+		var te *transparency.TamperError
 		switch {
 		case errors.As(err, &a):
 			return alarm(a)
 		case errors.As(err, &te):
-			return alarm(&AlarmError{Kind: AlarmTampered, New: cp, Detail: "walking the new leaves", Err: err})
+			return alarm(&transparency.AlarmError{Kind: transparency.AlarmTampered, New: cp, Detail: "walking the new leaves", Err: err})
 		}
 		return fmt.Errorf("walk leaves %d to %d: %w", from, cp.Size-1, err)
 	}
@@ -293,32 +294,14 @@ func (m *Monitor) Run(ctx context.Context) error {
 }
 
 // matches returns the watches e matches.
-func (m *Monitor) matches(e Entry) []string {
+func (m *Monitor) matches(e transparency.Entry) []string {
 	var out []string
 	for _, w := range m.Watch {
-		if MatchesWatch(e, w) || MatchesSealed(e, w, m.Salts) {
+		if transparency.MatchesWatch(e, w) || transparency.MatchesSealed(e, w, m.Salts) {
 			out = append(out, w)
 		}
 	}
 	return out
-}
-
-// MatchesWatch reports whether e matches the watch w: its card name is w
-// or matches it as a glob pattern, or one of its hosts is w (in lower
-// case) or matches it as a pattern.
-func MatchesWatch(e Entry, w string) bool {
-	if glob.Match(w, e.Card.Name) || e.MatchesHost(w) {
-		return true
-	}
-	if strings.ContainsAny(w, "*?") {
-		lw := strings.ToLower(w)
-		for _, h := range e.Card.Hosts {
-			if glob.Match(lw, h) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (m *Monitor) progress(format string, args ...any) {
