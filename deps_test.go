@@ -34,26 +34,27 @@ const module = "github.com/cardsign/cardsign"
 // harness: none is on the left of a production package's rule.
 const depsRules = `
 # Leaves: the JSON codec, globs, secret files, PEM keys, rate limits, the
-# generated API.
-NONE < strictjson, glob, secretfile, pemkey, ratelimit, api/cardsign/v1;
+# defaults of the daemon's limits, the generated API.
+NONE < strictjson, glob, secretfile, pemkey, ratelimit, limits, api/cardsign/v1;
 
 # The AgentCard schema and the JOSE primitives, over the JSON codec.
 strictjson < card;
 strictjson, pemkey < jose;
 
-# Audit records and the transparency log (a library: leaves, tree, proofs,
-# checkpoints); its HTTP client and handler sit one floor up.
+# Audit records and the transparency log (a library: leaves, tree
+# integration over the stores' rows, checkpoints, proofs, the audit-vs-log
+# check); its HTTP client and handler sit one floor up.
 strictjson < audit;
-audit, card, jose, glob < transparency;
+audit, glob < transparency;
 transparency < transparency/tlogclient, transparency/tlogserve;
 
 # Key sets and revocation documents as documents; fetching and serving them
 # apart, so the signing library stays free of transport.
-card, jose < jwks;
+jose < jwks;
 jwks < jwks/jwksfetch, jwks/jwksserve;
 
 # The signing library: prepare, sign, verify. No backend, store or transport.
-jwks, transparency < signer;
+card, jwks, transparency < signer;
 
 # Callers, signing policy, TLS material.
 card, glob < policy;
@@ -63,50 +64,56 @@ access, pemkey, secretfile < tlsreload;
 
 # Key backends: the contract and registry, plumbing once, one package per
 # backend; backends never import each other.
-ratelimit < backends/internal/kmsstats;
-backends/internal/kmsstats < backends/internal/keylimit, backends/internal/retry;
-signer < backends;
-backends, backends/internal/keylimit, backends/internal/retry, secretfile
+NONE < backends/internal/kmsstats;
+backends/internal/kmsstats < backends/internal/retry;
+signer, backends/internal/kmsstats < backends;
+backends, backends/internal/retry, ratelimit, pemkey, secretfile
   < backends/file, backends/pkcs11, backends/awskms, backends/gcpkms;
 # The fakes speak the providers' wire protocols; they import no cardsign code.
 NONE < backends/awskms/awskmsfake, backends/gcpkms/gcpkmsfake;
 
-# Durable state: role interfaces, one row layer, two dialects, the copier.
-audit, jwks, transparency, secretfile < store;
-store < store/sqlrows;
-store/sqlrows < store/sqlite, store/postgres;
-store/sqlite, store/postgres < store/storecopy;
+# Durable state: role interfaces, one row layer, two dialects, the copier
+# (which knows the role interfaces only, never a concrete store).
+audit, jwks, transparency < store;
+store < store/sqlrows, store/storecopy;
+store/sqlrows, secretfile < store/sqlite, store/postgres;
 
-# Subsystems under the composition root.
-signer, store, policy, access < registry;
+# Subsystems under the composition root: the registry, the revocation
+# document's publisher, the HTTP plumbing.
+signer, store, limits, jwks/jwksserve < registry;
 signer, store < server/revocations;
-registry, server/revocations, backends/file, ratelimit, api/cardsign/v1,
-  transparency/tlogserve, jwks/jwksserve
+access, limits < server/httpapi;
+
+# The composition root: the authority over the rooms above; its gRPC
+# services sit on top of it.
+registry, server/revocations, server/httpapi, backends/file, policy,
+  transparency/tlogserve
   < server;
-server < server/grpcapi, server/httpapi;
+server, ratelimit, api/cardsign/v1 < server/grpcapi;
 
 # Configuration: schema, defaults, validation. It knows the parts it
 # configures, never the composition root.
-access, backends, policy, tlsreload, store/postgres, transparency
+access, backends/file, policy, tlsreload, store/postgres, limits
   < internal/daemonconfig;
 
 # Small parts of the daemon's process.
 NONE < internal/sdnotify;
 
 # The binaries: flags and wiring.
-server/grpcapi, server/httpapi, internal/daemonconfig, internal/sdnotify,
-  store/sqlite, store/postgres, store/storecopy,
-  backends/awskms, backends/gcpkms, backends/pkcs11, tlsreload,
+server/grpcapi, internal/daemonconfig, internal/sdnotify,
+  store/sqlite, store/storecopy,
+  backends/awskms, backends/gcpkms, backends/pkcs11,
   jwks/jwksfetch, transparency/tlogclient
   < cmd/cardsignd, cmd/cardsign;
 
 # Test harnesses: imported by tests only.
-NONE < internal/testbin, internal/testpki, internal/testsupport, internal/pgtest;
+NONE < internal/testbin, internal/testpki, internal/testsupport, internal/pgtest, internal/sdnotify/sdnotifytest;
 internal/testpki < internal/oidctest;
 transparency/tlogserve < internal/memlog;
 api/cardsign/v1 < internal/loadgen;
 internal/loadgen < internal/loadgen/cmd/loadgen;
 store < store/storetest;
+server, store/sqlite < server/servertest;
 `
 
 // httpFree are the packages whose dependencies (all of them, standard
@@ -130,17 +137,28 @@ var ownedImports = []struct{ path, owner string }{
 // depsRules): they may use any dependency a test may.
 var harnesses = []string{
 	"internal/testbin", "internal/testpki", "internal/testsupport", "internal/pgtest", "internal/oidctest",
-	"internal/memlog", "internal/loadgen", "internal/loadgen/cmd/loadgen", "store/storetest",
+	"internal/memlog", "internal/loadgen", "internal/loadgen/cmd/loadgen", "internal/sdnotify/sdnotifytest",
+	"store/storetest", "server/servertest",
 }
 
 // maxMethods is the most methods one type declares: more means two types.
 const maxMethods = 20
+
+// The binaries are flags and wiring: the daemon's main package stays under
+// maxDaemonMainLines lines (tests aside), and no function under cmd/ is
+// longer than maxCommandFuncLines lines, from func to its closing brace.
+const (
+	maxDaemonMainLines  = 700
+	maxCommandFuncLines = 80
+)
 
 // pkg is one package of the module as its non-test files have it.
 type pkg struct {
 	dir     string
 	imports map[string][]string // import path → files that import it
 	methods map[string]int      // type → declared methods (generated files aside)
+	lines   int                 // lines of its non-test files
+	long    []string            // functions over maxCommandFuncLines lines: "file:func (n lines)"
 }
 
 // loadModule reads every package of the module below root: the imports of
@@ -184,6 +202,14 @@ func loadModule(t *testing.T, root string) map[string]*pkg {
 			pkgs[rel] = p
 		}
 		base := filepath.Base(path)
+		p.lines += fset.Position(f.FileEnd).Line - 1
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil {
+				if n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; n > maxCommandFuncLines {
+					p.long = append(p.long, fmt.Sprintf("%s:%s (%d lines)", base, fn.Name.Name, n))
+				}
+			}
+		}
 		for _, imp := range f.Imports {
 			ip, _ := strconv.Unquote(imp.Path.Value)
 			p.imports[ip] = append(p.imports[ip], base)
@@ -348,6 +374,23 @@ func TestMethodCounts(t *testing.T) {
 			if n > maxMethods {
 				t.Errorf("type %s.%s declares %d methods, more than %d: it holds two concerns, split it in two types", dir, typ, n, maxMethods)
 			}
+		}
+	}
+}
+
+func TestCommandsAreWiring(t *testing.T) {
+	pkgs := loadModule(t, ".")
+	if p := pkgs["cmd/cardsignd"]; p == nil {
+		t.Fatal("cmd/cardsignd not found")
+	} else if p.lines > maxDaemonMainLines {
+		t.Errorf("cmd/cardsignd has %d non-test lines, more than %d: package main is flags and wiring; move what it does into the package whose purpose it shares", p.lines, maxDaemonMainLines)
+	}
+	for dir, p := range pkgs {
+		if dir != "cmd" && !strings.HasPrefix(dir, "cmd/") {
+			continue
+		}
+		for _, f := range p.long {
+			t.Errorf("%s/%s is longer than %d lines: split it into steps", dir, f, maxCommandFuncLines)
 		}
 	}
 }
