@@ -1,7 +1,6 @@
 package card
 
 import (
-	"os"
 	"testing"
 
 	"github.com/cardsign/cardsign/strictjson"
@@ -12,10 +11,7 @@ import (
 // reporting throughput in card bytes, so that the benchmarks below differ
 // only in the work they time.
 func benchSample(b *testing.B, step func(data []byte) error) {
-	data, err := os.ReadFile("../testdata/cards/spec-sample.json")
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := mustRead(b, "../testdata/cards/spec-sample.json")
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
