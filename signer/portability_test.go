@@ -190,10 +190,7 @@ func TestVerifyV03Readings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := Verify(context.Background(), tc.data, VerifyOptions{Trusted: tc.trusted})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := mustVerify(t, tc.data, VerifyOptions{Trusted: tc.trusted})
 			if tc.want == "" {
 				if v.Valid(false) || !strings.Contains(v.Checks[0].Reason, "under any v0.3 mapping") {
 					t.Fatalf("an altered card: %+v", v.Checks)
