@@ -168,3 +168,30 @@ func TestParseSeparatorReasons(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactAndIndent: the two printed forms, empty containers included,
+// which both forms write as "[]" and "{}".
+func TestCompactAndIndent(t *testing.T) {
+	v, err := Parse([]byte(`{"a":[1,{"b":null,"c":[]}],"d":{},"e":"x\u00e9"}`), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(v.Compact()), `{"a":[1,{"b":null,"c":[]}],"d":{},"e":"xé"}`; got != want {
+		t.Errorf("Compact:\n%s\nwant\n%s", got, want)
+	}
+	want := `{
+  "a": [
+    1,
+    {
+      "b": null,
+      "c": []
+    }
+  ],
+  "d": {},
+  "e": "xé"
+}
+`
+	if got := string(v.Indent()); got != want {
+		t.Errorf("Indent:\n%s\nwant\n%s", got, want)
+	}
+}
