@@ -477,6 +477,30 @@ func TestBatcherRejectedRecord(t *testing.T) {
 // TestBatcherExpect: a queued record waits for records announced by Expect
 // (they share its transaction), never longer than maxWait, and not at all
 // once every announcement is withdrawn or when nothing was announced.
+// newWaitingBatcher is a Batcher over a fresh memCommitter, closed when the
+// test ends, that waits up to maxWait for announced records.
+func newWaitingBatcher(t *testing.T, maxBatch int, maxWait time.Duration) (*memCommitter, *Batcher) {
+	t.Helper()
+	m := &memCommitter{}
+	b := NewBatcher(m, maxBatch)
+	t.Cleanup(func() { b.Close() })
+	b.maxWait = maxWait
+	return m, b
+}
+
+// mustCommit commits one record per id through commit (a Batcher's or an
+// Expected's Commit) and fails the test on an error.
+func mustCommit(t *testing.T, commit func(context.Context, []Record) ([]Record, error), ids ...string) {
+	t.Helper()
+	recs := make([]Record, len(ids))
+	for i, id := range ids {
+		recs[i] = rec(id)
+	}
+	if _, err := commit(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestBatcherExpect(t *testing.T) {
 	commitAsync := func(b *Batcher, id string) chan error {
 		errc := make(chan error, 1)
@@ -487,10 +511,7 @@ func TestBatcherExpect(t *testing.T) {
 		return errc
 	}
 	t.Run("announced record joins the transaction", func(t *testing.T) {
-		m := &memCommitter{}
-		b := NewBatcher(m, 0)
-		defer b.Close()
-		b.maxWait = time.Hour // only the announced record ends the wait
+		m, b := newWaitingBatcher(t, 0, time.Hour) // only the announced record ends the wait
 		e := b.Expect()
 		errc := commitAsync(b, "a")
 		waitFor(t, "a queued", func() bool { return queued(b) == 1 })
@@ -498,9 +519,7 @@ func TestBatcherExpect(t *testing.T) {
 		if _, txns := m.snapshot(); txns != 0 {
 			t.Fatalf("%d transactions while an announced record was on its way, want 0", txns)
 		}
-		if _, err := e.Commit(context.Background(), []Record{rec("b")}); err != nil {
-			t.Fatal(err)
-		}
+		mustCommit(t, e.Commit, "b")
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
@@ -514,25 +533,17 @@ func TestBatcherExpect(t *testing.T) {
 		}
 	})
 	t.Run("wait is bounded by maxWait", func(t *testing.T) {
-		m := &memCommitter{}
-		b := NewBatcher(m, 0)
-		defer b.Close()
-		b.maxWait = 50 * time.Millisecond
+		_, b := newWaitingBatcher(t, 0, 50*time.Millisecond)
 		e := b.Expect()
 		defer e.Done()
 		start := time.Now()
-		if _, err := b.Commit(context.Background(), []Record{rec("a")}); err != nil {
-			t.Fatal(err)
-		}
+		mustCommit(t, b.Commit, "a")
 		if d := time.Since(start); d < b.maxWait || d > 5*time.Second {
 			t.Fatalf("committed after %v, want between maxWait (%v) and 5s", d, b.maxWait)
 		}
 	})
 	t.Run("Done ends the wait", func(t *testing.T) {
-		m := &memCommitter{}
-		b := NewBatcher(m, 0)
-		defer b.Close()
-		b.maxWait = time.Hour
+		_, b := newWaitingBatcher(t, 0, time.Hour)
 		e := b.Expect()
 		errc := commitAsync(b, "a")
 		waitFor(t, "a queued", func() bool { return queued(b) == 1 })
@@ -551,24 +562,14 @@ func TestBatcherExpect(t *testing.T) {
 		}
 	})
 	t.Run("full batch does not wait", func(t *testing.T) {
-		m := &memCommitter{}
-		b := NewBatcher(m, 2)
-		defer b.Close()
-		b.maxWait = time.Hour
+		_, b := newWaitingBatcher(t, 2, time.Hour)
 		e := b.Expect()
 		defer e.Done()
-		if _, err := b.Commit(context.Background(), []Record{rec("a"), rec("b")}); err != nil {
-			t.Fatal(err)
-		}
+		mustCommit(t, b.Commit, "a", "b")
 	})
 	t.Run("nothing announced, no wait", func(t *testing.T) {
-		m := &memCommitter{}
-		b := NewBatcher(m, 0)
-		defer b.Close()
-		b.maxWait = time.Hour
-		if _, err := b.Commit(context.Background(), []Record{rec("a")}); err != nil {
-			t.Fatal(err)
-		}
+		_, b := newWaitingBatcher(t, 0, time.Hour)
+		mustCommit(t, b.Commit, "a")
 	})
 }
 

@@ -150,10 +150,7 @@ func TestCanonicalTypeErrors(t *testing.T) {
 }
 
 func TestCanonicalSpecSample(t *testing.T) {
-	data, err := os.ReadFile("../testdata/cards/spec-sample.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := mustRead(t, "../testdata/cards/spec-sample.json")
 	l, err := Load(data, Options{StripUnknown: true})
 	if err != nil {
 		t.Fatal(err)
@@ -235,11 +232,12 @@ func TestJSResolverForm(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, name string) []byte {
-	t.Helper()
+// mustRead reads a test file, failing tb when it cannot.
+func mustRead(tb testing.TB, name string) []byte {
+	tb.Helper()
 	data, err := os.ReadFile(name)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return data
 }

@@ -3,7 +3,6 @@ package card
 import (
 	"bytes"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,10 +21,7 @@ func TestPythonASCIIVectors(t *testing.T) {
 	for _, in := range inputs {
 		name := strings.TrimSuffix(filepath.Base(in), ".input.json")
 		t.Run(name, func(t *testing.T) {
-			want, err := os.ReadFile(filepath.Join(pythonVectors, name+".canonical.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := mustRead(t, filepath.Join(pythonVectors, name+".canonical.txt"))
 			files := []string{name + ".signed.json"}
 			if name != "g_v03_legacy" {
 				// The v0.3 input maps to v1.0 otherwise in a2a-python
@@ -35,10 +31,7 @@ func TestPythonASCIIVectors(t *testing.T) {
 				files = append(files, name+".input.json")
 			}
 			for _, f := range files {
-				data, err := os.ReadFile(filepath.Join(pythonVectors, f))
-				if err != nil {
-					t.Fatal(err)
-				}
+				data := mustRead(t, filepath.Join(pythonVectors, f))
 				l, err := Load(data, Options{StripUnknown: true})
 				if err != nil {
 					t.Fatalf("%s: %v", f, err)

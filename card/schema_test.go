@@ -1,7 +1,6 @@
 package card
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
@@ -11,10 +10,7 @@ import (
 // schema the presence rules and lint use, and that the schema has no field
 // the table lacks.
 func TestSchemaMatchesReference(t *testing.T) {
-	data, err := os.ReadFile("../testdata/reference/agentcard-v1.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := mustRead(t, "../testdata/reference/agentcard-v1.md")
 	messages := map[string]*message{}
 	var collect func(m *message)
 	collect = func(m *message) {

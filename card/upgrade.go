@@ -93,27 +93,23 @@ func (u *upgrader) card(v strictjson.Value) (strictjson.Value, error) {
 			out = append(out, strictjson.Member{Key: "securityRequirements", Val: reqs})
 			u.note(mp, "renamed to securityRequirements in the v1.0 shape")
 			continue
+		}
+		// Members that keep their name but change inside.
+		var convert func(strictjson.Value, *strictjson.Path) (strictjson.Value, error)
+		switch m.Key {
 		case "capabilities":
-			caps, err := u.capabilities(m.Val, mp)
-			if err != nil {
-				return strictjson.Value{}, err
-			}
-			out = append(out, strictjson.Member{Key: m.Key, Val: caps})
-			continue
+			convert = u.capabilities
 		case "securitySchemes":
-			schemes, err := u.securitySchemes(m.Val, mp)
-			if err != nil {
-				return strictjson.Value{}, err
-			}
-			out = append(out, strictjson.Member{Key: m.Key, Val: schemes})
-			continue
+			convert = u.securitySchemes
 		case "skills":
-			skills, err := u.skills(m.Val, mp)
+			convert = u.skills
+		}
+		if convert != nil {
+			val, err := convert(m.Val, mp)
 			if err != nil {
 				return strictjson.Value{}, err
 			}
-			out = append(out, strictjson.Member{Key: m.Key, Val: skills})
-			continue
+			m.Val = val
 		}
 		out = append(out, m)
 	}

@@ -2,7 +2,6 @@ package card
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,10 +9,7 @@ import (
 )
 
 func TestUpgradeV03(t *testing.T) {
-	data, err := os.ReadFile("../testdata/cards/v03.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := mustRead(t, "../testdata/cards/v03.json")
 	l, err := Load(data, Options{})
 	if err != nil {
 		t.Fatal(err)

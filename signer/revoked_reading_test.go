@@ -1,7 +1,6 @@
 package signer
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -51,10 +50,7 @@ func TestVerifyRevokedCardAsV03(t *testing.T) {
 	}
 	// The construction holds: without the revocation the v0.3 card
 	// verifies, under a2a-python's reading, proofs and all.
-	v, err := Verify(context.Background(), v03, VerifyOptions{Trusted: keySet(k), LogKeys: logKeys, RequireLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := mustVerify(t, v03, VerifyOptions{Trusted: keySet(k), LogKeys: logKeys, RequireLog: true})
 	if !v.Valid(true) || v.Checks[0].Mapping != card.MappingPython || v.Checks[0].Logged == nil {
 		t.Fatalf("the v0.3 rewrite of C: %+v", v.Checks)
 	}
@@ -63,10 +59,7 @@ func TestVerifyRevokedCardAsV03(t *testing.T) {
 	}
 	// The original, and its v0.3 rewrite, are both revoked.
 	for name, data := range map[string][]byte{"v1.0 original": c.Card, "v0.3 rewrite": v03} {
-		v, err := Verify(context.Background(), data, VerifyOptions{Trusted: keySet(k), RevokedCard: revokedCard})
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := mustVerify(t, data, VerifyOptions{Trusted: keySet(k), RevokedCard: revokedCard})
 		if v.Valid(false) || !strings.Contains(v.CardRevoked, "leaked") {
 			t.Errorf("%s: valid %v, CardRevoked %q; want revoked", name, v.Valid(false), v.CardRevoked)
 		}

@@ -65,6 +65,17 @@ func keySet(keys ...testKey) jwks.Set {
 	return s
 }
 
+// mustVerify verifies data with opts, failing the test on an error (not on
+// a card that does not verify: that is in the result).
+func mustVerify(t *testing.T, data []byte, opts VerifyOptions) *Verification {
+	t.Helper()
+	v, err := Verify(context.Background(), data, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func TestSignModes(t *testing.T) {
 	k := newKey(t, jose.ES256)
 	tests := []struct {
@@ -249,10 +260,7 @@ func TestVerifyHeaderRules(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			data := forge(t, k, tc.header, tc.extra)
-			v, err := Verify(context.Background(), data, VerifyOptions{Trusted: keySet(k)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := mustVerify(t, data, VerifyOptions{Trusted: keySet(k)})
 			c := v.Checks[0]
 			if c.Valid != tc.valid || !strings.Contains(c.Reason, tc.reason) {
 				t.Fatalf("valid=%v reason=%q; want valid=%v reason containing %q", c.Valid, c.Reason, tc.valid, tc.reason)
@@ -271,10 +279,7 @@ func TestVerifyProfileRequirement(t *testing.T) {
 		p     card.Profile
 		valid bool
 	}{{"", true}, {card.ProfileSDK, true}, {card.ProfileSpec, false}} {
-		v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k), Profile: tc.p})
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := mustVerify(t, res.Card, VerifyOptions{Trusted: keySet(k), Profile: tc.p})
 		if v.Valid(false) != tc.valid {
 			t.Errorf("profile %q: valid=%v, want %v (%+v)", tc.p, v.Valid(false), tc.valid, v.Checks)
 		}
@@ -291,10 +296,7 @@ func TestVerifyUncoveredKeys(t *testing.T) {
 	_ = json.Unmarshal(res.Card, &c)
 	c["extra"] = "added after signing"
 	tampered, _ := json.Marshal(c)
-	v, err := Verify(context.Background(), tampered, VerifyOptions{Trusted: keySet(k)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := mustVerify(t, tampered, VerifyOptions{Trusted: keySet(k)})
 	// The shipped SDKs ignore keys outside the schema, so the sdk profile
 	// still verifies; the caller must be told the key is not covered.
 	if !v.Valid(false) || v.Checks[0].Profile != card.ProfileSDK {
@@ -354,17 +356,11 @@ func TestVerifySDKSignatureIsNeverSpecValid(t *testing.T) {
 	c["signatures"] = c["signatures"].([]any)[1:]
 	stripped, _ := json.Marshal(c)
 
-	v, err := Verify(context.Background(), stripped, VerifyOptions{Trusted: keySet(k)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := mustVerify(t, stripped, VerifyOptions{Trusted: keySet(k)})
 	if !v.Valid(false) || v.Checks[0].Profile != card.ProfileSDK {
 		t.Fatalf("want valid under the sdk profile only, got %+v", v.Checks)
 	}
-	v, err = Verify(context.Background(), stripped, VerifyOptions{Trusted: keySet(k), Profile: card.ProfileSpec})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v = mustVerify(t, stripped, VerifyOptions{Trusted: keySet(k), Profile: card.ProfileSpec})
 	if v.Valid(false) || !strings.Contains(v.Checks[0].Reason, "covers the sdk profile") {
 		t.Fatalf("requiring spec must refuse an sdk signature: %+v", v.Checks)
 	}
@@ -394,10 +390,7 @@ func TestVerifyRevokedKey(t *testing.T) {
 	revoked := func(kid string) (string, bool) {
 		return "revoked at 2026-11-21T00:00:00Z (key compromise)", kid == k.KID
 	}
-	v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k), Revoked: revoked})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := mustVerify(t, res.Card, VerifyOptions{Trusted: keySet(k), Revoked: revoked})
 	if v.Valid(false) || !v.Checks[0].Revoked || !strings.Contains(v.Checks[0].Reason, "revoked") {
 		t.Fatalf("a signature by a revoked key must fail as revoked: %+v", v.Checks)
 	}
@@ -416,10 +409,7 @@ func TestVerifyRevokedKey(t *testing.T) {
 		t.Errorf("RevokedReason() = %q, want %q", got, want)
 	}
 	// A signature that fails for another reason keeps its own.
-	v, err = Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(newKey(t, jose.ES256))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v = mustVerify(t, res.Card, VerifyOptions{Trusted: keySet(newKey(t, jose.ES256))})
 	for _, row := range v.Portability() {
 		if row.Reason == ReasonJSResolverBug {
 			continue

@@ -90,10 +90,7 @@ func TestVerifyInclusionProofs(t *testing.T) {
 	// divergent.json is signed under three profiles: three signatures,
 	// three leaves, three proofs.
 	res, k, keys := loggedCard(t, "divergent.json")
-	v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k), LogKeys: keys, RequireLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := mustVerify(t, res.Card, VerifyOptions{Trusted: keySet(k), LogKeys: keys, RequireLog: true})
 	if len(v.Checks) != 3 || !v.Valid(true) {
 		t.Fatalf("checks %+v", v.Checks)
 	}
@@ -144,10 +141,7 @@ func TestVerifyInclusionProofRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, err := Verify(context.Background(), tt.card, VerifyOptions{Trusted: keySet(k), LogKeys: tt.keys, RequireLog: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := mustVerify(t, tt.card, VerifyOptions{Trusted: keySet(k), LogKeys: tt.keys, RequireLog: true})
 			c := v.Checks[0]
 			if c.Valid || !strings.Contains(c.Reason, tt.want) {
 				t.Fatalf("signature 0: valid=%v reason %q, want %q", c.Valid, c.Reason, tt.want)

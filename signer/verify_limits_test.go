@@ -62,10 +62,7 @@ func TestVerifyJKUAllowListOnNormalizedURL(t *testing.T) {
 			hdr, _ := json.Marshal(map[string]string{"alg": "ES256", "kid": k.KID, "typ": "JOSE", "jku": tc.jku})
 			data := forge(t, k, string(hdr), nil)
 			rf := &recordingFetch{set: keySet(k)}
-			v, err := Verify(context.Background(), data, VerifyOptions{AllowJKU: allow, FetchJKU: rf.fetch})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := mustVerify(t, data, VerifyOptions{AllowJKU: allow, FetchJKU: rf.fetch})
 			if tc.fetch == "" {
 				if len(rf.urls) != 0 || v.Valid(false) {
 					t.Fatalf("jku %q followed: fetched %q, checks %+v", tc.jku, rf.urls, v.Checks)

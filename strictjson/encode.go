@@ -72,48 +72,45 @@ func appendValue(b []byte, v Value, nl, indent string) []byte {
 	case String:
 		return AppendString(b, v.Str)
 	case Array:
-		if len(v.Arr) == 0 {
-			return append(b, "[]"...)
-		}
-		b = append(b, '[')
-		inner := nl
-		if nl != "" {
-			inner = nl + indent
-		}
-		for i, e := range v.Arr {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, inner...)
-			b = appendValue(b, e, inner, indent)
-		}
-		b = append(b, nl...)
-		return append(b, ']')
+		return appendContainer(b, '[', ']', len(v.Arr), nl, indent, func(b []byte, i int, inner string) []byte {
+			return appendValue(b, v.Arr[i], inner, indent)
+		})
 	case Object:
-		if len(v.Obj) == 0 {
-			return append(b, "{}"...)
-		}
-		b = append(b, '{')
-		inner := nl
-		if nl != "" {
-			inner = nl + indent
-		}
-		for i, m := range v.Obj {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, inner...)
+		return appendContainer(b, '{', '}', len(v.Obj), nl, indent, func(b []byte, i int, inner string) []byte {
+			m := v.Obj[i]
 			b = AppendString(b, m.Key)
 			b = append(b, ':')
 			if nl != "" {
 				b = append(b, ' ')
 			}
-			b = appendValue(b, m.Val, inner, indent)
-		}
-		b = append(b, nl...)
-		return append(b, '}')
+			return appendValue(b, m.Val, inner, indent)
+		})
 	}
 	return b
+}
+
+// appendContainer frames n elements between open and closing, one element a
+// line one indent deeper when nl is set (pretty), all on one line when not
+// (compact); elem appends element i given the line break its own children
+// use. An empty container is written "[]" or "{}" in both forms.
+func appendContainer(b []byte, open, closing byte, n int, nl, indent string, elem func(b []byte, i int, inner string) []byte) []byte {
+	if n == 0 {
+		return append(b, open, closing)
+	}
+	b = append(b, open)
+	inner := nl
+	if nl != "" {
+		inner = nl + indent
+	}
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, inner...)
+		b = elem(b, i, inner)
+	}
+	b = append(b, nl...)
+	return append(b, closing)
 }
 
 const hexDigits = "0123456789abcdef"

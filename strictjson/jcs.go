@@ -283,36 +283,38 @@ func isJSONNumber(s string) bool {
 	case i < len(s) && s[i] == '0':
 		i++
 	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
+		i = skipDigits(s, i)
 	default:
 		return false
 	}
 	if i < len(s) && s[i] == '.' {
-		i++
-		j := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
+		j := skipDigits(s, i+1)
+		if j == i+1 {
+			return false // a fraction needs a digit
 		}
-		if i == j {
-			return false
-		}
+		i = j
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		i++
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		j := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
+		j := skipDigits(s, i)
+		if j == i {
+			return false // an exponent needs a digit
 		}
-		if i == j {
-			return false
-		}
+		i = j
 	}
 	return i == len(s)
+}
+
+// skipDigits returns the index of the first byte at or after i in s that is
+// not an ASCII digit.
+func skipDigits(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // jcsError finds, in document order, why v has no RFC 8785 form: the first

@@ -235,25 +235,17 @@ func (p *parser) object() (Value, error) {
 			return Value{}, p.unexpected("':' after a member name")
 		}
 		p.pos++
-		p.stack = append(p.stack, segment{key: key, index: -1})
-		v, err := p.value()
+		v, err := p.element(segment{key: key, index: -1})
 		if err != nil {
 			return Value{}, err
 		}
-		p.stack = p.stack[:len(p.stack)-1]
 		p.members = append(p.members, Member{Key: key, Val: v})
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return Value{}, p.fail(RuleSyntax, "unexpected end of input inside an object")
+		more, err := p.more('}', "object")
+		if err != nil {
+			return Value{}, err
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
+		if !more {
 			return Value{Kind: Object, Obj: slices.Clone(p.members[base:])}, nil
-		default:
-			return Value{}, p.unexpected("',' or '}'")
 		}
 	}
 }
@@ -275,27 +267,48 @@ func (p *parser) array() (Value, error) {
 		if n >= p.maxItems {
 			return Value{}, p.fail(RuleMaxItems, "array has more than %d items, the limit for one array of a card (an Agent Card needs far fewer: shorten the array)", p.maxItems)
 		}
-		p.stack = append(p.stack, segment{index: n})
-		v, err := p.value()
+		v, err := p.element(segment{index: n})
 		if err != nil {
 			return Value{}, err
 		}
-		p.stack = p.stack[:len(p.stack)-1]
 		p.elems = append(p.elems, v)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return Value{}, p.fail(RuleSyntax, "unexpected end of input inside an array")
+		more, err := p.more(']', "array")
+		if err != nil {
+			return Value{}, err
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
+		if !more {
 			return Value{Kind: Array, Arr: slices.Clone(p.elems[base:])}, nil
-		default:
-			return Value{}, p.unexpected("',' or ']'")
 		}
 	}
+}
+
+// element parses the value at seg below the current path.
+func (p *parser) element(seg segment) (Value, error) {
+	p.stack = append(p.stack, seg)
+	v, err := p.value()
+	if err != nil {
+		return Value{}, err
+	}
+	p.stack = p.stack[:len(p.stack)-1]
+	return v, nil
+}
+
+// more reads what follows an item of an array or a member of an object
+// (what): ',' means another comes, closing ends the container.
+func (p *parser) more(closing byte, what string) (bool, error) {
+	p.skipSpace()
+	if p.pos >= len(p.data) {
+		return false, p.fail(RuleSyntax, "unexpected end of input inside an %s", what)
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		return true, nil
+	case closing:
+		p.pos++
+		return false, nil
+	}
+	return false, p.unexpected("',' or '" + string(closing) + "'")
 }
 
 // str reads a string literal starting at the opening quote.

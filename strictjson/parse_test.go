@@ -147,3 +147,51 @@ func TestPathString(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSeparatorReasons: after an item or a member, the reason names
+// what the container may go on with, and which container ran out.
+func TestParseSeparatorReasons(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":1 "b":2}`:    `expected ',' or '}'`,
+		`{"a":[1 2]}`:      `expected ',' or ']'`,
+		`{"a":1`:           "unexpected end of input inside an object",
+		`{"a":[1`:          "unexpected end of input inside an array",
+		`{"a":{"b":[1]} }`: "",
+	} {
+		_, err := Parse([]byte(in), Limits{})
+		var e *Error
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("Parse(%q): %v", in, err)
+		case want != "" && (!errors.As(err, &e) || e.Rule != RuleSyntax || !strings.Contains(e.Reason, want)):
+			t.Errorf("Parse(%q) = %v, want a syntax error saying %q", in, err, want)
+		}
+	}
+}
+
+// TestCompactAndIndent: the two printed forms, empty containers included,
+// which both forms write as "[]" and "{}".
+func TestCompactAndIndent(t *testing.T) {
+	v, err := Parse([]byte(`{"a":[1,{"b":null,"c":[]}],"d":{},"e":"x\u00e9"}`), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(v.Compact()), `{"a":[1,{"b":null,"c":[]}],"d":{},"e":"xé"}`; got != want {
+		t.Errorf("Compact:\n%s\nwant\n%s", got, want)
+	}
+	want := `{
+  "a": [
+    1,
+    {
+      "b": null,
+      "c": []
+    }
+  ],
+  "d": {},
+  "e": "xé"
+}
+`
+	if got := string(v.Indent()); got != want {
+		t.Errorf("Indent:\n%s\nwant\n%s", got, want)
+	}
+}

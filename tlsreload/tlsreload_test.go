@@ -352,16 +352,23 @@ func TestRotation(t *testing.T) {
 	}
 }
 
+// issueExpired issues a server leaf of ca that expired two days ago, after
+// an hour of validity.
+func issueExpired(t *testing.T, ca *testpki.CA) (certPEM, keyPEM []byte) {
+	t.Helper()
+	past := time.Now().Add(-48 * time.Hour)
+	leaf := testpki.ServerLeaf()
+	leaf.NotBefore, leaf.NotAfter = past, past.Add(time.Hour)
+	return ca.Issue(t, leaf)
+}
+
 func TestReloadRefusesBrokenFiles(t *testing.T) {
 	root := testpki.NewCA(t, "root")
 	caA := testpki.NewCA(t, "client CA A")
 	cert1, key1 := root.Issue(t, testpki.ServerLeaf())
 	cert2, key2 := root.Issue(t, testpki.ServerLeaf())
 	_, otherKey := root.Issue(t, testpki.ServerLeaf())
-	past := time.Now().Add(-48 * time.Hour)
-	expLeaf := testpki.ServerLeaf()
-	expLeaf.NotBefore, expLeaf.NotAfter = past, past.Add(time.Hour)
-	expCert, expKey := root.Issue(t, expLeaf)
+	expCert, expKey := issueExpired(t, root)
 
 	tests := []struct {
 		name           string
@@ -712,10 +719,7 @@ func TestNewErrors(t *testing.T) {
 	root := testpki.NewCA(t, "root")
 	certPEM, keyPEM := root.Issue(t, testpki.ServerLeaf())
 	_, otherKey := root.Issue(t, testpki.ServerLeaf())
-	past := time.Now().Add(-48 * time.Hour)
-	expLeaf := testpki.ServerLeaf()
-	expLeaf.NotBefore, expLeaf.NotAfter = past, past.Add(time.Hour)
-	expCert, expKey := root.Issue(t, expLeaf)
+	expCert, expKey := issueExpired(t, root)
 	encrypted := pem.EncodeToMemory(&pem.Block{Type: "ENCRYPTED PRIVATE KEY", Bytes: []byte{1, 2, 3}})
 
 	dir := t.TempDir()

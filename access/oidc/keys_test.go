@@ -1,36 +1,21 @@
 package oidc
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/internal/oidctest"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
-// lockedBuffer collects log output written from the verifier's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
 // warnings returns the WARN lines logged so far.
-func (l *lockedBuffer) warnings() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func warnings(logs *testsupport.SyncBuffer) []string {
 	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(line, "level=WARN") {
 			out = append(out, line)
 		}
@@ -60,7 +45,7 @@ func TestJWKSUnusableKeysOneWarning(t *testing.T) {
 	clock := oidctest.NewClock(time.Now().Truncate(time.Second))
 	is := oidctest.New(t, oidctest.WithClock(clock.Now))
 	is.PublishRaw(junkKeys(MaxJWKSKeys - 1)...)
-	logs := &lockedBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	v, err := New(context.Background(), Config{Issuers: []IssuerConfig{{Issuer: is.URL, Audience: audience}}},
 		Options{HTTPClient: is.Client, Now: clock.Now, MinRefreshInterval: time.Minute, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
@@ -69,7 +54,7 @@ func TestJWKSUnusableKeysOneWarning(t *testing.T) {
 	if _, err := v.Verify(context.Background(), is.Mint(oidctest.GitHubClaims(audience))); err != nil {
 		t.Fatalf("a token signed by the one good key: %v", err)
 	}
-	w := logs.warnings()
+	w := warnings(logs)
 	if len(w) != 1 {
 		t.Fatalf("%d WARN lines for one fetch, want 1:\n%s", len(w), strings.Join(w, "\n"))
 	}
@@ -83,7 +68,7 @@ func TestJWKSUnusableKeysOneWarning(t *testing.T) {
 	if _, err := v.Verify(context.Background(), is.Mint(oidctest.GitHubClaims(audience), oidctest.WithHeader("kid", "made-up"))); reasonOf(t, err) != ReasonUnknownKID {
 		t.Fatalf("made-up kid: %v", err)
 	}
-	if w := logs.warnings(); len(w) != 2 {
+	if w := warnings(logs); len(w) != 2 {
 		t.Fatalf("%d WARN lines after two fetches, want 2:\n%s", len(w), strings.Join(w, "\n"))
 	}
 }
@@ -92,8 +77,8 @@ func TestJWKSUnusableKeysOneWarning(t *testing.T) {
 // whole, saying why, and the keys fetched before stay in use.
 func TestJWKSKeyCap(t *testing.T) {
 	clock := oidctest.NewClock(time.Now().Truncate(time.Second))
-	newVerifier := func(is *oidctest.Issuer) (*Verifier, *lockedBuffer) {
-		logs := &lockedBuffer{}
+	newVerifier := func(is *oidctest.Issuer) (*Verifier, *testsupport.SyncBuffer) {
+		logs := &testsupport.SyncBuffer{}
 		v, err := New(context.Background(), Config{Issuers: []IssuerConfig{{Issuer: is.URL, Audience: audience}}},
 			Options{HTTPClient: is.Client, Now: clock.Now, MinRefreshInterval: time.Minute, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		if err != nil {
@@ -111,7 +96,7 @@ func TestJWKSKeyCap(t *testing.T) {
 		if reasonOf(t, err) != ReasonIssuerUnavailable || !strings.Contains(err.Error(), tooMany) {
 			t.Fatalf("JWKS of %d keys: %v, want issuer_unavailable saying %q", MaxJWKSKeys+1, err, tooMany)
 		}
-		if w := logs.warnings(); len(w) != 1 || !strings.Contains(w[0], tooMany) {
+		if w := warnings(logs); len(w) != 1 || !strings.Contains(w[0], tooMany) {
 			t.Fatalf("want one WARN line saying %q:\n%s", tooMany, strings.Join(w, "\n"))
 		}
 	})

@@ -24,9 +24,7 @@ func TestCheckReadsOnlySmallRegularFiles(t *testing.T) {
 	}
 	// Sparse: 200 MB long, no disk used.
 	huge := filepath.Join(dir, "huge")
-	if err := os.WriteFile(huge, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, huge, nil, 0o600)
 	if err := os.Truncate(huge, 200<<20); err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +32,7 @@ func TestCheckReadsOnlySmallRegularFiles(t *testing.T) {
 	certPEM, keyPEM := ca.Issue(t, testpki.ServerLeaf())
 	cert, key := testpki.WriteFiles(t, dir, "server", certPEM, keyPEM)
 	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, ca.CertPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, caFile, ca.CertPEM, 0o644)
 	tlsYAML := func(certFile, keyFile, caFile string) string {
 		return "tls:\n  cert_file: " + certFile + "\n  key_file: " + keyFile + "\n  client_ca_file: " + caFile + "\n"
 	}
@@ -69,9 +65,7 @@ func TestCheckReadsOnlySmallRegularFiles(t *testing.T) {
 			path := tc.config
 			if path == "" {
 				path = filepath.Join(t.TempDir(), "c.yaml")
-				if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				writeFile(t, path, []byte(tc.yaml), 0o600)
 			}
 			err := Check(path, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

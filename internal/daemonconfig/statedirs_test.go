@@ -32,9 +32,7 @@ func TestCheckDirModes(t *testing.T) {
 	d := dirsWithModes(t, map[string]os.FileMode{"private": 0o700, "readable": 0o755, "writable": 0o770})
 	private, readable, writable := d["private"], d["readable"], d["writable"]
 	notDir := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, notDir, nil, 0o600)
 	probs, warns := checkDirModes([]stateDir{
 		{"data_dir", private},
 		{"data_dir", filepath.Join(private, "not-yet")}, // created 0700 at start

@@ -16,12 +16,7 @@ func TestConfigStore(t *testing.T) {
 	private := filepath.Join(dir, "pw")
 	readable := filepath.Join(dir, "pw-readable")
 	for path, mode := range map[string]os.FileMode{private: 0o600, readable: 0o644} {
-		if err := os.WriteFile(path, []byte("s3cret\n"), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(path, mode); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, []byte("s3cret\n"), mode)
 	}
 	tests := []struct {
 		name, yaml string

@@ -3,7 +3,6 @@ package daemonconfig
 import (
 	"crypto/tls"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -105,9 +104,7 @@ func TestPKCS11PINAndModules(t *testing.T) {
 		t.Errorf("no pin_file: %q, %v", pin, err)
 	}
 	f := filepath.Join(t.TempDir(), "pin")
-	if err := os.WriteFile(f, []byte("1234\r\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, f, []byte("1234\r\n"), 0o600)
 	if pin, err := (PKCS11Config{PINFile: f}).PIN(); err != nil || pin != "1234" {
 		t.Errorf("pin_file wins and loses its line end: %q, %v", pin, err)
 	}

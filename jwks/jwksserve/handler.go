@@ -28,12 +28,8 @@ import (
 func Handler(source func(ctx context.Context) (jwks.Document, error)) http.Handler {
 	var last atomic.Pointer[jwksMemo]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !checkMethod(w, r) {
-			return
-		}
-		doc, err := source(r.Context())
-		if err != nil {
-			unavailable(w, "JWKS")
+		doc, ok := fromSource(w, r, source, "JWKS")
+		if !ok {
 			return
 		}
 		etag := doc.ETag

@@ -35,12 +35,8 @@ func NewRevocationStatic(doc []byte) *Static {
 func RevocationHandler(source func(ctx context.Context) ([]byte, error)) http.Handler {
 	var last atomic.Pointer[Static]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !checkMethod(w, r) {
-			return
-		}
-		body, err := source(r.Context())
-		if err != nil {
-			unavailable(w, "revocation document")
+		body, ok := fromSource(w, r, source, "revocation document")
+		if !ok {
 			return
 		}
 		s := last.Load()

@@ -6,6 +6,7 @@
 package jwksserve
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -93,6 +94,21 @@ func checkMethod(w http.ResponseWriter, r *http.Request) bool {
 	w.Header()["Allow"] = hdrAllowMethods
 	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	return false
+}
+
+// fromSource is the start the dynamic handlers share: a method other than
+// GET or HEAD is refused before source is asked, and a source error answers
+// 503 (see unavailable). ok is false when the answer has been written.
+func fromSource[T any](w http.ResponseWriter, r *http.Request, source func(ctx context.Context) (T, error), what string) (v T, ok bool) {
+	if !checkMethod(w, r) {
+		return v, false
+	}
+	v, err := source(r.Context())
+	if err != nil {
+		unavailable(w, what)
+		return v, false
+	}
+	return v, true
 }
 
 // unavailable answers 503 with a fixed message: the source's error may name

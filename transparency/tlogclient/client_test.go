@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -75,20 +74,24 @@ func TestClientCheckpoint(t *testing.T) {
 	}
 }
 
+// servedLog is a test log of n entries behind a server whose handler a test
+// may swap, and a client of it.
+func servedLog(t *testing.T, n int) (*memlog.Log, *memlog.SwapServer, *tlogclient.Client) {
+	t.Helper()
+	l, keys := memlog.NewTest(t)
+	l.AppendN(t, n, "")
+	srv := memlog.NewSwapServer(t, l.Handler())
+	return l, srv, &tlogclient.Client{URL: srv.URL, Keys: keys}
+}
+
 // TestClientEntries: entries come back authenticated, in any range, from
 // full and partial bundles; a flipped byte of a tile or an entry bundle,
 // or a stored hash changed behind the checkpoint, is refused.
 func TestClientEntries(t *testing.T) {
-	l, keys := memlog.NewTest(t)
-	l.AppendN(t, 600, "")
-	want, _ := l.Entries(context.Background(), 0, 600)
-	srv := memlog.NewSwapServer(t, l.Handler())
-	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
+	l, srv, c := servedLog(t, 600)
 	ctx := context.Background()
-	cp, err := c.Checkpoint(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, _ := l.Entries(ctx, 0, 600)
+	cp := mustCheckpoint(t, c)
 	for _, r := range [][2]int64{{0, 600}, {250, 520}, {599, 600}, {0, 0}, {512, 513}} {
 		got, err := c.Entries(ctx, cp.Tree(), r[0], r[1])
 		if err != nil {
@@ -144,15 +147,9 @@ func TestClientEntries(t *testing.T) {
 // TestClientPartialTileFallback: a log that deleted its partial tiles once
 // the full ones existed still serves a client holding an older checkpoint.
 func TestClientPartialTileFallback(t *testing.T) {
-	l, keys := memlog.NewTest(t)
-	l.AppendN(t, 300, "")
-	srv := memlog.NewSwapServer(t, l.Handler())
-	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
+	l, srv, c := servedLog(t, 300)
 	ctx := context.Background()
-	old, err := c.Checkpoint(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustCheckpoint(t, c)
 	l.AppendN(t, 300, "")
 	var partials int
 	srv.Set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -174,6 +171,7 @@ func TestClientPartialTileFallback(t *testing.T) {
 	}
 }
 
+// mustCheckpoint is c's verified checkpoint of its log.
 func mustCheckpoint(t *testing.T, c *tlogclient.Client) transparency.Checkpoint {
 	t.Helper()
 	cp, err := c.Checkpoint(context.Background())
@@ -186,17 +184,14 @@ func mustCheckpoint(t *testing.T, c *tlogclient.Client) transparency.Checkpoint 
 // TestClientTileSizeChecked: a tile or bundle of the wrong size is a fetch
 // error naming the path, not a panic or a silent truncation.
 func TestClientTileSizeChecked(t *testing.T) {
-	l, keys := memlog.NewTest(t)
-	l.AppendN(t, 10, "")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	l, srv, c := servedLog(t, 10)
+	srv.Set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/tile/") {
 			w.Write([]byte("short"))
 			return
 		}
 		l.Handler().ServeHTTP(w, r)
 	}))
-	defer srv.Close()
-	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
 	cp := mustCheckpoint(t, c)
 	_, err := c.Entries(context.Background(), cp.Tree(), 0, 10)
 	var fe *tlogclient.FetchError
