@@ -164,7 +164,7 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	a.revocations = newPublisher(a, cfg.OmitAuditHead)
 	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
 		jwksMaxAge: cfg.JWKSMaxAge, revocationTTL: cfg.RevocationTTL}
-	a.registry = a.newRegistry()
+	a.registry = newRegistry(a)
 	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
 	a.admin = &KeyAdmin{cfg: cfg, st: st, keys: keys, now: now, log: log, logged: onCommit,
 		changed: func() {
@@ -199,11 +199,6 @@ func (a *Authority) Drain() { a.readiness.drain() }
 
 // Close commits the audit records already queued and stops the batcher.
 func (a *Authority) Close() error { return a.batcher.Close() }
-
-// views derives every key's state now.
-func (a *Authority) views(ctx context.Context) ([]jwks.View, error) {
-	return a.keys.views(ctx, a.now())
-}
 
 // Bootstrap measures the store clock's offset and creates and activates a
 // first key when the store has none: the embedded default must sign out of

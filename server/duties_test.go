@@ -153,7 +153,7 @@ func TestRevocationDocumentSignedOncePerChange(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range docs {
 		wg.Go(func() {
-			doc, err := a.Revocations(ctx)
+			doc, err := a.docs.Revocations(ctx)
 			if err != nil {
 				t.Error(err)
 			}

@@ -18,7 +18,7 @@ import (
 func TestRegistryQuotas(t *testing.T) {
 	a, _ := newAuthority(t)
 	a.cfg.RegistryMaxAgents, a.cfg.RegistryMaxAgentsPerCaller = 3, 2
-	a.registry = a.newRegistry() // built from the configuration
+	a.registry = newRegistry(a) // built from the configuration
 	ctx := context.Background()
 	register := func(caller, id string) error {
 		_, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: caller, Identity: access.Identity{Name: caller}, RequestID: "r",

@@ -112,7 +112,7 @@ func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
 	a, _ := newAuthority(t)
 	a.cfg.Limits = strictjson.Limits{MaxBytes: 4 << 20, MaxValues: 60000}
-	a.registry = a.newRegistry() // built from the configuration
+	a.registry = newRegistry(a) // built from the configuration
 	ctx := context.Background()
 	v, err := card.Parse(registryCard(t), strictjson.Limits{})
 	if err != nil {

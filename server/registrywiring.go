@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cardsign/cardsign/access"
@@ -24,7 +22,7 @@ type Registration = registry.Registration
 
 // newRegistry builds the authority's registry over its store, its keys and
 // its Sign, with its metrics and audit hooks.
-func (a *Authority) newRegistry() *registry.Registry {
+func newRegistry(a *Authority) *registry.Registry {
 	cfg := a.cfg
 	rc := registry.Config{
 		Agents: a.store, Keys: registryPort{a}, Signer: registryPort{a}, Now: a.now, Log: a.log,
@@ -150,34 +148,6 @@ func (p registryPort) HoldRetired(ctx context.Context, carried map[string]bool) 
 	a.log.Warn("registry: retired keys kept published: live cards still carry them (their re-signing failed)", "kids", slices.Sorted(maps.Keys(hold)), "until", until)
 	a.keys.invalidate()
 	return nil
-}
-
-// RevokeAgentCard revokes one registered card (version 0: the newest):
-// registry.Registry.Revoke, once the reason is checked.
-func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int64, reason, caller string) (store.CardRevocation, error) {
-	if strings.TrimSpace(reason) == "" {
-		return store.CardRevocation{}, &InvalidArgumentError{Field: "reason", Reason: "say why the card is revoked: verifiers show it"}
-	}
-	// Bounded like a key's: every revocation stays in the document for good,
-	// and verifiers read it whole (at most 1 MiB).
-	reason, err := checkReason(reason)
-	if err != nil {
-		return store.CardRevocation{}, err
-	}
-	return a.registry.Revoke(ctx, id, version, reason, caller)
-}
-
-// liveCard is registry.Registry.Served for the gRPC API: a card waiting to
-// be signed again is unavailable, to be retried.
-func (a *Authority) liveCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error) {
-	c, err := a.registry.Served(ctx, c)
-	if errors.Is(err, registry.ErrResigning) {
-		return store.AgentCard{}, &UnavailableError{What: "agent card (being signed again after a key revocation)", Err: err}
-	}
-	if err != nil {
-		return store.AgentCard{}, &UnavailableError{What: "registry", Err: err}
-	}
-	return c, nil
 }
 
 // readerRoles may read a private card, over HTTP as over gRPC.

@@ -360,7 +360,7 @@ func TestResignRefreshes(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	a.registry = a.newRegistry() // as after a minute, or a new duty holder: a full pass (and the lifetime set above)
+	a.registry = newRegistry(a) // as after a minute, or a new duty holder: a full pass (and the lifetime set above)
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -291,7 +291,7 @@ func resultOf(err error) string {
 // Verify verifies a card against the published keys; signatures by revoked
 // keys are reported as such.
 func (a *Authority) Verify(ctx context.Context, data []byte, profile string) (*signer.Verification, error) {
-	views, err := a.views(ctx)
+	views, err := a.keys.views(ctx, a.now())
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func testPrivateAgentAdminEntriesSealed(t *testing.T, a *Authority) {
 			Registration: &Registration{AgentID: ag.id, Visibility: ag.vis}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.RevokeAgentCard(ctx, ag.id, 0, "withdrawn in a test", "token:team-"+ag.id); err != nil {
+		if _, err := a.Agents().RevokeAgentCard(ctx, ag.id, 0, "withdrawn in a test", "token:team-"+ag.id); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.registry.Remove(ctx, ag.id, "token:team-"+ag.id); err != nil {

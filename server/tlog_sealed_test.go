@@ -51,7 +51,7 @@ func testPrivateAgentEntriesSealed(t *testing.T, a *Authority) {
 		t.Fatal(err)
 	}
 	a.cfg.LogOpenPrivate = true
-	a.registry = a.newRegistry() // built from the configuration
+	a.registry = newRegistry(a) // built from the configuration
 	sign("other-private", store.Private)
 
 	readerTok := "reader-token-0123456789"

@@ -38,7 +38,7 @@ func testLogSigner(t testing.TB) *transparency.Signer {
 // trustedKeys is the authority's published key set.
 func trustedKeys(t *testing.T, a *Authority) jwks.Set {
 	t.Helper()
-	views, err := a.views(context.Background())
+	views, err := a.keys.views(context.Background(), a.now())
 	if err != nil {
 		t.Fatal(err)
 	}
