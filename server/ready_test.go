@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/postgres"
 )
 
 func TestReadinessIsTheLastCanary(t *testing.T) {
@@ -101,20 +99,7 @@ func TestReadinessRecheck(t *testing.T) {
 // by prompt re-checks rather than the interval.
 func TestReadinessFollowsTheStoreAtOnce(t *testing.T) {
 	ctx := t.Context()
-	c, err := pgtest.Start(ctx, pgtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	url, err := c.NewDatabase(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := postgres.Open(ctx, postgres.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	c, st := ownPostgres(t)
 	a := newAuthorityOn(t, st, t.TempDir())
 	// The first key activates at the database's now, which this process's
 	// clock may trail by part of a round trip.

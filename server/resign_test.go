@@ -13,18 +13,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/access"
-	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/strictjson"
 )
@@ -75,20 +72,7 @@ func onBothStores(t *testing.T, fn func(t *testing.T, a *Authority)) {
 		fn(t, a)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		pgOnce.Do(func() { pgCluster, pgErr = pgtest.Start(context.Background(), pgtest.Options{}) })
-		if pgErr != nil {
-			t.Fatal(pgErr)
-		}
-		url, err := pgCluster.NewDatabase(t.Context(), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := postgres.Open(context.Background(), postgres.Config{URL: url})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		a := newAuthorityOn(t, st, t.TempDir())
+		a := newAuthorityOn(t, sharedPostgres(t), t.TempDir())
 		// The first key activates at the database's now; this process's
 		// estimate of that clock may trail it by part of a round trip.
 		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -103,12 +87,6 @@ func onBothStores(t *testing.T, fn func(t *testing.T, a *Authority)) {
 		fn(t, a)
 	})
 }
-
-var (
-	pgOnce    sync.Once
-	pgCluster *pgtest.Cluster
-	pgErr     error
-)
 
 func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	ctx := context.Background()
