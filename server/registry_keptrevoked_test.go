@@ -41,11 +41,7 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	hour := time.Hour
-	k2v, err := a.admin.RotateKey(ctx, "", &hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2 := k2v.KID
+	k2 := pendingKey(t, a)
 	if _, err := a.admin.ActivateKey(ctx, k2); err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +97,7 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	c, err = a.registry.Card(ctx, "kept", 0)
 	if err != nil {
 		t.Fatal(err)

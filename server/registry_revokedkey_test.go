@@ -29,15 +29,8 @@ func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 		Registration: &Registration{AgentID: "alpha", Visibility: store.Public}}); err != nil {
 		t.Fatal(err)
 	}
-	hour := time.Hour
-	k2v, err := a.admin.RotateKey(ctx, "", &hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2 := k2v.KID
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	k2 := pendingKey(t, a)
+	runDuties(t, a)
 	checkRegistry(t, a, "rotation (k2 pending)", k1, k2)
 	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
 	defer srv.Close()
@@ -143,9 +136,7 @@ func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	if c, _ := a.registry.Card(ctx, "big", 0); !slices.Contains(c.KIDs, k2.KID) {
 		t.Fatalf("the card is not signed by the pending key too (%v)", c.KIDs)
 	}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/card"
@@ -189,13 +188,8 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 	if p := payloadText(t, doc); !strings.Contains(p, `"revoked_cards":[{"agent_id":"","canonical_sha256":"`) || strings.Contains(p, "leaked") {
 		t.Fatalf("the revocation document does not list the card: %s", payloadText(t, doc))
 	}
-	hour := time.Hour
-	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pendingKey(t, a)
+	runDuties(t, a)
 	if c, _ := a.registry.Card(ctx, "payments", 0); c.Version != 1 {
 		t.Fatalf("the registry signed a revoked card again (version %d)", c.Version)
 	}

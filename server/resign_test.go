@@ -92,44 +92,30 @@ func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	ctx := context.Background()
 	k1 := activeKID(t, a)
 	registerAgents(t, a, "alpha", "beta", "gamma")
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	checkRegistry(t, a, "start", k1)
 
 	hour := time.Hour
-	k2v, err := a.admin.RotateKey(ctx, "", &hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2 := k2v.KID
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	k2 := pendingKey(t, a)
+	runDuties(t, a)
 	checkRegistry(t, a, "rotation (k2 pending)", k1, k2)
 
 	if _, err := a.admin.ActivateKey(ctx, k2); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	checkRegistry(t, a, "activation of k2", k2)
 
 	k3v, err := a.admin.RotateKey(ctx, "", &hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	checkRegistry(t, a, "rotation (k3 pending)", k2, k3v.KID)
 	if _, err := a.admin.RevokeKey(ctx, k3v.KID, "compromised in a test", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	checkRegistry(t, a, "revocation of k3", k2)
 
 	// Every version is audited; the re-signatures as the registry's, with
@@ -155,9 +141,7 @@ func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	}
 	// Nothing to do: the next round signs nothing.
 	before, _, _ := a.store.AuditHead(ctx)
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	if after, _, _ := a.store.AuditHead(ctx); after != before {
 		t.Fatalf("a round with nothing to re-sign wrote %d audit records", after-before)
 	}
@@ -174,10 +158,7 @@ func TestResignIgnoresPolicy(t *testing.T) {
 		t.Fatal(probs)
 	}
 	a.cfg.Policy = pol
-	hour := time.Hour
-	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
-		t.Fatal(err)
-	}
+	pendingKey(t, a)
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatalf("the registry's re-signature was refused: %v", err)
 	}
@@ -323,9 +304,7 @@ func TestResignRefreshes(t *testing.T) {
 	if !strings.Contains(string(hdr), `"exp":`) || !strings.Contains(string(hdr), `"iat":`) {
 		t.Fatalf("protected header %s has no iat/exp with signing.lifetime set", hdr)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	if c, _ := a.registry.Card(ctx, "alpha", 0); c.Version != 1 {
 		t.Fatalf("a fresh card was signed again (version %d)", c.Version)
 	}
@@ -339,9 +318,7 @@ func TestResignRefreshes(t *testing.T) {
 	}
 	db.Close()
 	a.registry = newRegistry(a) // as after a minute, or a new duty holder: a full pass (and the lifetime set above)
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	alpha, _ := a.registry.Card(ctx, "alpha", 0)
 	beta, _ := a.registry.Card(ctx, "beta", 0)
 	if alpha.Version != 2 || beta.Version != 1 {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/store"
@@ -43,13 +42,8 @@ func testPrivateAgentEntriesSealed(t *testing.T, a *Authority) {
 	sign("secret-agent", store.Private)
 	sign("", "")
 	sign("secret-agent", "") // a new version: still private, still sealed
-	hour := time.Hour
-	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pendingKey(t, a)
+	runDuties(t, a)
 	a.cfg.LogOpenPrivate = true
 	a.registry = newRegistry(a) // built from the configuration
 	sign("other-private", store.Private)

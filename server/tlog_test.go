@@ -15,7 +15,6 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
-	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/transparency"
 )
@@ -130,13 +129,7 @@ func TestEverySignatureCarriesAProof(t *testing.T) {
 func TestRefusalsAreLeavesToo(t *testing.T) {
 	ctx := context.Background()
 	a, _ := newAuthority(t)
-	pol, probs := policy.Compile(policy.Config{Rules: []policy.Rule{{
-		Name: "team-a", Identities: []string{"token:team-a"}, CardNames: []string{"*"}, Hosts: []string{"*.team-a.example.com"},
-	}}})
-	if len(probs) > 0 {
-		t.Fatal(probs)
-	}
-	a.cfg.Policy = pol
+	teamAPolicy(t, a)
 	id := access.Identity{Name: "token:team-a", Method: access.MethodToken, Roles: []access.Role{access.RoleSigner}}
 	_, err := a.Sign(ctx, SignRequest{Card: cardFor(t, "x", "evil.example.net"), Caller: id.Name, Identity: id})
 	if err == nil {
