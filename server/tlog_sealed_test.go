@@ -77,19 +77,9 @@ func testPrivateAgentEntriesSealed(t *testing.T, a *Authority) {
 	}
 	otherSalt, _ := saltOf("open-agent", readerTok)
 
-	recs, err := a.store.ListAudit(ctx, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := a.store.LogEntries(ctx, 0, int64(len(recs)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs, entries := loggedRecords(t, a)
 	sealed := 0
 	for i, r := range recs {
-		if want := transparency.NewEntry(r, r.Hosts).Marshal(); string(entries[i]) != string(want) {
-			t.Fatalf("leaf %d is not made again from its record as the store reads it back:\n%s\nwant\n%s", i, entries[i], want)
-		}
 		e, err := transparency.ParseEntry(entries[i])
 		if err != nil {
 			t.Fatal(err)

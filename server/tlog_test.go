@@ -101,19 +101,8 @@ func TestEverySignatureCarriesAProof(t *testing.T) {
 		}
 		t.Logf("%d cards, %d checkpoints", n, len(sizes))
 		// Every leaf's entry is its record's, hosts included.
-		recs, err := a.store.ListAudit(ctx, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries, err := a.store.LogEntries(ctx, 0, int64(len(recs)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, r := range recs {
-			want := transparency.NewEntry(r, r.Hosts).Marshal()
-			if string(entries[i]) != string(want) {
-				t.Fatalf("leaf %d:\n%s\nwant\n%s", i, entries[i], want)
-			}
+		recs, _ := loggedRecords(t, a)
+		for _, r := range recs {
 			if r.Kind().IsAdmin() { // the first key's creation: no card
 				continue
 			}
@@ -197,4 +186,25 @@ func TestTooManyHostsRefused(t *testing.T) {
 	if !errors.As(err, &bad) || bad.Field != "supportedInterfaces" || !strings.Contains(bad.Reason, "33 hosts") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// loggedRecords reads the audit trail and the log's leaves, and fails unless
+// every leaf is made again from its record as the store reads it back.
+func loggedRecords(t *testing.T, a *Authority) ([]audit.Record, [][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	recs, err := a.store.ListAudit(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := a.store.LogEntries(ctx, 0, int64(len(recs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if want := transparency.NewEntry(r, r.Hosts).Marshal(); string(entries[i]) != string(want) {
+			t.Fatalf("leaf %d is not made again from its record as the store reads it back:\n%s\nwant\n%s", i, entries[i], want)
+		}
+	}
+	return recs, entries
 }
