@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"time"
 
@@ -148,29 +147,4 @@ func (p registryPort) HoldRetired(ctx context.Context, carried map[string]bool) 
 	a.log.Warn("registry: retired keys kept published: live cards still carry them (their re-signing failed)", "kids", slices.Sorted(maps.Keys(hold)), "until", until)
 	a.keys.invalidate()
 	return nil
-}
-
-// readerRoles may read a private card, over HTTP as over gRPC.
-var readerRoles = []access.Role{access.RoleReader, access.RoleAuditor, access.RoleAdmin}
-
-// mayRead reports whether the request's credentials hold a reader role (any
-// caller when authentication is off: loopback only).
-func mayRead(r *http.Request, auth *access.Authenticator, m *Metrics) bool {
-	if auth == nil || !auth.Enabled() {
-		return true
-	}
-	creds := httpCredentials(r)
-	id, err := auth.Authenticate(r.Context(), creds)
-	if err != nil {
-		if creds.Authorization != "" || creds.CertIdentity != "" {
-			m.authFailed(creds, err) // a reader with bad credentials, not an anonymous fetch
-		}
-		return false
-	}
-	for _, role := range readerRoles {
-		if id.Has(role) {
-			return true
-		}
-	}
-	return false
 }
