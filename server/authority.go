@@ -117,7 +117,7 @@ type Authority struct {
 
 	registry *registry.Registry
 
-	tlog *translog // nil without Config.Log
+	tlog *transparency.Checkpointer // nil without Config.Log
 }
 
 // NewAuthority wires an authority over st. Close it to flush the audit log.
@@ -158,8 +158,8 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	}
 	var onCommit func([]audit.Record)
 	if cfg.Log != nil {
-		a.tlog = newTranslog(cfg.Log, st)
-		onCommit = a.tlog.committed
+		a.tlog = transparency.NewCheckpointer(cfg.Log, st)
+		onCommit = a.tlog.Committed
 	}
 	a.revocations = newPublisher(a, cfg.OmitAuditHead)
 	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,

@@ -36,7 +36,7 @@ func newRegistry(a *Authority) *registry.Registry {
 		// (RemoveAgent, RevokeCard): the log hears of it here.
 		Committed: func(rec audit.Record) {
 			if a.tlog != nil {
-				a.tlog.committed([]audit.Record{rec})
+				a.tlog.Committed([]audit.Record{rec})
 			}
 		},
 		CardRevoked: func() {
