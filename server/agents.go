@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
+	"strings"
 
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -20,9 +23,17 @@ func (x AgentsAPI) AgentCard(ctx context.Context, id string, v int64) (store.Age
 }
 
 // LiveCard is c as the registry serves it now: without signatures by keys
-// revoked since it was signed.
+// revoked since it was signed (registry.Registry.Served); a card waiting to
+// be signed again is unavailable, to be retried.
 func (x AgentsAPI) LiveCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error) {
-	return x.a.liveCard(ctx, c)
+	c, err := x.a.registry.Served(ctx, c)
+	if errors.Is(err, registry.ErrResigning) {
+		return store.AgentCard{}, &UnavailableError{What: "agent card (being signed again after a key revocation)", Err: err}
+	}
+	if err != nil {
+		return store.AgentCard{}, &UnavailableError{What: "registry", Err: err}
+	}
+	return c, nil
 }
 
 // RevokedCards are the cards revoked by an administrator.
@@ -45,7 +56,17 @@ func (x AgentsAPI) RemoveAgent(ctx context.Context, id, caller string) error {
 	return x.a.registry.Remove(ctx, id, caller)
 }
 
-// RevokeAgentCard revokes version of agent id's card for reason.
+// RevokeAgentCard revokes one registered card (version 0: the newest):
+// registry.Registry.Revoke, once the reason is checked.
 func (x AgentsAPI) RevokeAgentCard(ctx context.Context, id string, version int64, reason, caller string) (store.CardRevocation, error) {
-	return x.a.RevokeAgentCard(ctx, id, version, reason, caller)
+	if strings.TrimSpace(reason) == "" {
+		return store.CardRevocation{}, &InvalidArgumentError{Field: "reason", Reason: "say why the card is revoked: verifiers show it"}
+	}
+	// Bounded like a key's: every revocation stays in the document for good,
+	// and verifiers read it whole (at most 1 MiB).
+	reason, err := checkReason(reason)
+	if err != nil {
+		return store.CardRevocation{}, err
+	}
+	return x.a.registry.Revoke(ctx, id, version, reason, caller)
 }

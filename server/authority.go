@@ -117,7 +117,7 @@ type Authority struct {
 
 	registry *registry.Registry
 
-	tlog *translog // nil without Config.Log
+	tlog *transparency.Checkpointer // nil without Config.Log
 }
 
 // NewAuthority wires an authority over st. Close it to flush the audit log.
@@ -158,13 +158,13 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	}
 	var onCommit func([]audit.Record)
 	if cfg.Log != nil {
-		a.tlog = newTranslog(cfg.Log, st)
-		onCommit = a.tlog.committed
+		a.tlog = transparency.NewCheckpointer(cfg.Log, st)
+		onCommit = a.tlog.Committed
 	}
 	a.revocations = newPublisher(a, cfg.OmitAuditHead)
 	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
 		jwksMaxAge: cfg.JWKSMaxAge, revocationTTL: cfg.RevocationTTL}
-	a.registry = a.newRegistry()
+	a.registry = newRegistry(a)
 	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
 	a.admin = &KeyAdmin{cfg: cfg, st: st, keys: keys, now: now, log: log, logged: onCommit,
 		changed: func() {
@@ -199,11 +199,6 @@ func (a *Authority) Drain() { a.readiness.drain() }
 
 // Close commits the audit records already queued and stops the batcher.
 func (a *Authority) Close() error { return a.batcher.Close() }
-
-// views derives every key's state now.
-func (a *Authority) views(ctx context.Context) ([]jwks.View, error) {
-	return a.keys.views(ctx, a.now())
-}
 
 // Bootstrap measures the store clock's offset and creates and activates a
 // first key when the store has none: the embedded default must sign out of

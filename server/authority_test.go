@@ -52,6 +52,25 @@ func newAuthorityOn(t testing.TB, st store.Store, dir string) *Authority {
 	return a
 }
 
+// pendingKey rotates in a key that activates in an hour and returns its kid.
+func pendingKey(t *testing.T, a *Authority) string {
+	t.Helper()
+	hour := time.Hour
+	v, err := a.admin.RotateKey(context.Background(), "", &hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.KID
+}
+
+// runDuties runs one round of the cluster duties (re-signing included).
+func runDuties(t *testing.T, a *Authority) {
+	t.Helper()
+	if err := a.dutyRound(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func activeKID(t *testing.T, a *Authority) string {
 	t.Helper()
 	return activeView(t, a).KID

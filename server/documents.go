@@ -279,10 +279,10 @@ func (d *documents) countDocumentRequest(doc string) func(code int) {
 
 // Revocations returns the signed revocation document (see
 // revocations.Publisher.Document).
-func (a *Authority) Revocations(ctx context.Context) ([]byte, error) {
-	doc, err := a.revocations.Document(ctx)
+func (d *documents) Revocations(ctx context.Context) ([]byte, error) {
+	doc, err := d.revocations.Document(ctx)
 	if err != nil {
-		a.log.Error("revocation document not served", "err", err)
+		d.log.Error("revocation document not served", "err", err)
 	}
 	return doc, err
 }

@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/jwks/jwksserve"
-	"github.com/cardsign/cardsign/store/postgres"
 )
 
 // TestDocumentsServedWhileStoreDown: with PostgreSQL stopped, the JWKS and
@@ -22,20 +20,7 @@ import (
 // the bounds pass.
 func TestDocumentsServedWhileStoreDown(t *testing.T) {
 	ctx := t.Context()
-	c, err := pgtest.Start(ctx, pgtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	url, err := c.NewDatabase(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := postgres.Open(ctx, postgres.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	c, st := ownPostgres(t)
 	a := newAuthorityOn(t, st, t.TempDir())
 	a.docs.jwksMaxAge = 24 * time.Hour
 	a.docs.revocationTTL = 2 * time.Hour // the bound of a JWKS served from the last read

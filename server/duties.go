@@ -92,7 +92,7 @@ func (a *Authority) ClaimReplica(ctx context.Context) error {
 	}
 	d := a.duties
 	name := replicaLeasePrefix + d.holder
-	var first *store.Lease
+	w := heldName{name: d.holder, log: a.log}
 	for {
 		l, err := d.store.AcquireLease(ctx, name, d.instance, leaseTTL)
 		if err == nil {
@@ -104,20 +104,8 @@ func (a *Authority) ClaimReplica(ctx context.Context) error {
 		if !errors.Is(err, store.ErrLeaseHeld) {
 			return fmt.Errorf("claiming replica name %q: %w", d.holder, err)
 		}
-		switch {
-		case first == nil:
-			first = &l
-			a.log.Info("replica name held by another process; waiting for its lease to lapse (a process that stopped) or be renewed (a live one)",
-				"replica", d.holder, "instance", l.Holder, "until", l.Expires)
-		case l.Holder != first.Holder || l.Epoch != first.Epoch || l.Expires.After(first.Expires):
-			return &ReplicaNameInUseError{Name: d.holder, Instance: l.Holder, Until: l.Expires}
-		}
-		t := time.NewTimer(leaseRenew / 10)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := w.look(ctx, l); err != nil {
+			return err
 		}
 	}
 }
@@ -136,7 +124,7 @@ func PrecheckReplica(ctx context.Context, replica string, read LeaseReader, log 
 	if replica == "" {
 		return nil
 	}
-	var first *store.Lease
+	w := heldName{name: replica, log: log}
 	for {
 		l, found, now, err := read(ctx, replicaLeasePrefix+replica)
 		if err != nil {
@@ -145,21 +133,40 @@ func PrecheckReplica(ctx context.Context, replica string, read LeaseReader, log 
 		if !found || !l.Expires.After(now) {
 			return nil
 		}
-		switch {
-		case first == nil:
-			first = &l
-			log.Info("replica name held by another process; waiting for its lease to lapse (a process that stopped) or be renewed (a live one)",
-				"replica", replica, "instance", l.Holder, "until", l.Expires)
-		case l.Holder != first.Holder || l.Epoch != first.Epoch || l.Expires.After(first.Expires):
-			return &ReplicaNameInUseError{Name: replica, Instance: l.Holder, Until: l.Expires}
+		if err := w.look(ctx, l); err != nil {
+			return err
 		}
-		t := time.NewTimer(leaseRenew / 10)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+	}
+}
+
+// heldName watches another process's unexpired lease on a replica name,
+// for ClaimReplica and PrecheckReplica: a holder that renews it while this
+// process watches is alive.
+type heldName struct {
+	name  string
+	log   *slog.Logger
+	first *store.Lease // the lease at the first look
+}
+
+// look is one look at the lease l: the first is logged, a renewal since
+// then refuses the name with a *ReplicaNameInUseError; then it waits a
+// tenth of the renewal interval for the next look.
+func (w *heldName) look(ctx context.Context, l store.Lease) error {
+	switch {
+	case w.first == nil:
+		w.first = &l
+		w.log.Info("replica name held by another process; waiting for its lease to lapse (a process that stopped) or be renewed (a live one)",
+			"replica", w.name, "instance", l.Holder, "until", l.Expires)
+	case l.Holder != w.first.Holder || l.Epoch != w.first.Epoch || l.Expires.After(w.first.Expires):
+		return &ReplicaNameInUseError{Name: w.name, Instance: l.Holder, Until: l.Expires}
+	}
+	t := time.NewTimer(leaseRenew / 10)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -74,9 +74,7 @@ func TestRevocationDocumentSignedOnceServedByAll(t *testing.T) {
 		t.Fatal("a replica without the lease signed a revocation document")
 	}
 	a.changed(store.TopicKeys) // what a store.Watcher delivers
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	b.changed(store.TopicDocuments)
 	docB2, rB2 := verifiedRevocations(t, b)
 	docA2, _ := verifiedRevocations(t, a)
@@ -153,7 +151,7 @@ func TestRevocationDocumentSignedOncePerChange(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range docs {
 		wg.Go(func() {
-			doc, err := a.Revocations(ctx)
+			doc, err := a.docs.Revocations(ctx)
 			if err != nil {
 				t.Error(err)
 			}

@@ -47,5 +47,10 @@ func (a *Authority) RecordKey(ctx context.Context, uri string, opts backends.Ope
 
 var RegistryCard = registryCard
 
+// RevocationDocument is the signed revocation document as served.
+func (a *Authority) RevocationDocument(ctx context.Context) ([]byte, error) {
+	return a.docs.Revocations(ctx)
+}
+
 // DutyRound runs one round of the cluster duties (re-signing included).
 func (a *Authority) DutyRound(ctx context.Context) error { return a.dutyRound(ctx) }

@@ -135,3 +135,28 @@ func (d documentHandlers) ready(ctx context.Context, a *Authority) (int, map[str
 // writeJSON and httpCredentials are httpapi's, for the registry's handlers.
 func writeJSON(w http.ResponseWriter, code int, v any)   { httpapi.WriteJSON(w, code, v) }
 func httpCredentials(r *http.Request) access.Credentials { return httpapi.Credentials(r) }
+
+// readerRoles may read a private card, over HTTP as over gRPC.
+var readerRoles = []access.Role{access.RoleReader, access.RoleAuditor, access.RoleAdmin}
+
+// mayRead reports whether the request's credentials hold a reader role (any
+// caller when authentication is off: loopback only).
+func mayRead(r *http.Request, auth *access.Authenticator, m *Metrics) bool {
+	if auth == nil || !auth.Enabled() {
+		return true
+	}
+	creds := httpCredentials(r)
+	id, err := auth.Authenticate(r.Context(), creds)
+	if err != nil {
+		if creds.Authorization != "" || creds.CertIdentity != "" {
+			m.authFailed(creds, err) // a reader with bad credentials, not an anonymous fetch
+		}
+		return false
+	}
+	for _, role := range readerRoles {
+		if id.Has(role) {
+			return true
+		}
+	}
+	return false
+}

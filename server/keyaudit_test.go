@@ -162,7 +162,7 @@ func TestRegistryAdministrationAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin"); err != nil {
+	if _, err := a.Agents().RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin"); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.registry.Remove(ctx, "billing", "token:root"); err != nil {

@@ -113,7 +113,7 @@ func TestKeyRPCInputs(t *testing.T) {
 	if reason, err := server.CheckReason("key compromise"); err != nil || reason != "unspecified: key compromise" {
 		t.Fatalf(`server.CheckReason("key compromise") = %q, %v`, reason, err)
 	}
-	doc, err := a.Revocations(ctx)
+	doc, err := a.RevocationDocument(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

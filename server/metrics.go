@@ -166,7 +166,7 @@ func (c keysCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c keysCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	views, err := c.a.views(ctx)
+	views, err := c.a.keys.views(ctx, c.a.now())
 	if err != nil {
 		return // the store is down; readiness says so
 	}

@@ -61,7 +61,7 @@ func TestRegistryAdministrationOneTransaction(t *testing.T) {
 		return false
 	}
 
-	_, err = a.RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
+	_, err = a.Agents().RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
 	revs, rerr := sq.RevokedCards(ctx)
 	if rerr != nil {
 		t.Fatal(rerr)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/registry"
@@ -18,7 +17,7 @@ import (
 func TestRegistryQuotas(t *testing.T) {
 	a, _ := newAuthority(t)
 	a.cfg.RegistryMaxAgents, a.cfg.RegistryMaxAgentsPerCaller = 3, 2
-	a.registry = a.newRegistry() // built from the configuration
+	a.registry = newRegistry(a) // built from the configuration
 	ctx := context.Background()
 	register := func(caller, id string) error {
 		_, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: caller, Identity: access.Identity{Name: caller}, RequestID: "r",
@@ -55,10 +54,7 @@ func TestRegistryQuotas(t *testing.T) {
 		}
 	}
 	// A full registry still follows the keys.
-	hour := time.Hour
-	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
-		t.Fatal(err)
-	}
+	pendingKey(t, a)
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatalf("re-signing a full registry: %v", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/card"
@@ -159,13 +158,13 @@ func TestRevokeAgentCard(t *testing.T) { onBothStores(t, testRevokeAgentCard) }
 func testRevokeAgentCard(t *testing.T, a *Authority) {
 	ctx := context.Background()
 	registerAgents(t, a, "payments", "billing")
-	if _, err := a.RevokeAgentCard(ctx, "payments", 0, "  ", "token:admin"); err == nil {
+	if _, err := a.Agents().RevokeAgentCard(ctx, "payments", 0, "  ", "token:admin"); err == nil {
 		t.Fatal("a revocation without a reason was accepted")
 	}
-	if _, err := a.RevokeAgentCard(ctx, "payments", 0, strings.Repeat("x", 300), "token:admin"); err == nil {
+	if _, err := a.Agents().RevokeAgentCard(ctx, "payments", 0, strings.Repeat("x", 300), "token:admin"); err == nil {
 		t.Fatal("a 300-character reason was accepted")
 	}
-	rev, err := a.RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
+	rev, err := a.Agents().RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
 	if err != nil || rev.Version != 1 || rev.AgentID != "payments" {
 		t.Fatalf("RevokeAgentCard = %+v, %v", rev, err)
 	}
@@ -189,13 +188,8 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 	if p := payloadText(t, doc); !strings.Contains(p, `"revoked_cards":[{"agent_id":"","canonical_sha256":"`) || strings.Contains(p, "leaked") {
 		t.Fatalf("the revocation document does not list the card: %s", payloadText(t, doc))
 	}
-	hour := time.Hour
-	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pendingKey(t, a)
+	runDuties(t, a)
 	if c, _ := a.registry.Card(ctx, "payments", 0); c.Version != 1 {
 		t.Fatalf("the registry signed a revoked card again (version %d)", c.Version)
 	}
@@ -244,7 +238,7 @@ func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
 	if v, err := a.Verify(ctx, v03, ""); err != nil || !v.Valid(true) || bytes.Equal(v.CanonicalSHA256[:], c.CanonicalSHA256) {
 		t.Fatalf("before the revocation, the v0.3 rewrite: %+v, %v (want valid, under another reading than cardsign's)", v, err)
 	}
-	if _, err := a.RevokeAgentCard(ctx, "legacy", 0, "leaked", "token:admin"); err != nil {
+	if _, err := a.Agents().RevokeAgentCard(ctx, "legacy", 0, "leaked", "token:admin"); err != nil {
 		t.Fatal(err)
 	}
 	for name, data := range map[string][]byte{"registered card": c.Signed, "v0.3 rewrite": v03} {

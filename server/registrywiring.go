@@ -2,12 +2,9 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cardsign/cardsign/access"
@@ -24,7 +21,7 @@ type Registration = registry.Registration
 
 // newRegistry builds the authority's registry over its store, its keys and
 // its Sign, with its metrics and audit hooks.
-func (a *Authority) newRegistry() *registry.Registry {
+func newRegistry(a *Authority) *registry.Registry {
 	cfg := a.cfg
 	rc := registry.Config{
 		Agents: a.store, Keys: registryPort{a}, Signer: registryPort{a}, Now: a.now, Log: a.log,
@@ -39,7 +36,7 @@ func (a *Authority) newRegistry() *registry.Registry {
 		// (RemoveAgent, RevokeCard): the log hears of it here.
 		Committed: func(rec audit.Record) {
 			if a.tlog != nil {
-				a.tlog.committed([]audit.Record{rec})
+				a.tlog.Committed([]audit.Record{rec})
 			}
 		},
 		CardRevoked: func() {
@@ -150,57 +147,4 @@ func (p registryPort) HoldRetired(ctx context.Context, carried map[string]bool) 
 	a.log.Warn("registry: retired keys kept published: live cards still carry them (their re-signing failed)", "kids", slices.Sorted(maps.Keys(hold)), "until", until)
 	a.keys.invalidate()
 	return nil
-}
-
-// RevokeAgentCard revokes one registered card (version 0: the newest):
-// registry.Registry.Revoke, once the reason is checked.
-func (a *Authority) RevokeAgentCard(ctx context.Context, id string, version int64, reason, caller string) (store.CardRevocation, error) {
-	if strings.TrimSpace(reason) == "" {
-		return store.CardRevocation{}, &InvalidArgumentError{Field: "reason", Reason: "say why the card is revoked: verifiers show it"}
-	}
-	// Bounded like a key's: every revocation stays in the document for good,
-	// and verifiers read it whole (at most 1 MiB).
-	reason, err := checkReason(reason)
-	if err != nil {
-		return store.CardRevocation{}, err
-	}
-	return a.registry.Revoke(ctx, id, version, reason, caller)
-}
-
-// liveCard is registry.Registry.Served for the gRPC API: a card waiting to
-// be signed again is unavailable, to be retried.
-func (a *Authority) liveCard(ctx context.Context, c store.AgentCard) (store.AgentCard, error) {
-	c, err := a.registry.Served(ctx, c)
-	if errors.Is(err, registry.ErrResigning) {
-		return store.AgentCard{}, &UnavailableError{What: "agent card (being signed again after a key revocation)", Err: err}
-	}
-	if err != nil {
-		return store.AgentCard{}, &UnavailableError{What: "registry", Err: err}
-	}
-	return c, nil
-}
-
-// readerRoles may read a private card, over HTTP as over gRPC.
-var readerRoles = []access.Role{access.RoleReader, access.RoleAuditor, access.RoleAdmin}
-
-// mayRead reports whether the request's credentials hold a reader role (any
-// caller when authentication is off: loopback only).
-func mayRead(r *http.Request, auth *access.Authenticator, m *Metrics) bool {
-	if auth == nil || !auth.Enabled() {
-		return true
-	}
-	creds := httpCredentials(r)
-	id, err := auth.Authenticate(r.Context(), creds)
-	if err != nil {
-		if creds.Authorization != "" || creds.CertIdentity != "" {
-			m.authFailed(creds, err) // a reader with bad credentials, not an anonymous fetch
-		}
-		return false
-	}
-	for _, role := range readerRoles {
-		if id.Has(role) {
-			return true
-		}
-	}
-	return false
 }

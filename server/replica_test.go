@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
 )
 
@@ -31,20 +29,7 @@ func TestReplicaNameClaimedOnce(t *testing.T) {
 		testReplicaNameClaimedOnce(t, st)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		pgOnce.Do(func() { pgCluster, pgErr = pgtest.Start(context.Background(), pgtest.Options{}) })
-		if pgErr != nil {
-			t.Fatal(pgErr)
-		}
-		url, err := pgCluster.NewDatabase(t.Context(), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := postgres.Open(t.Context(), postgres.Config{URL: url})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		testReplicaNameClaimedOnce(t, st)
+		testReplicaNameClaimedOnce(t, sharedPostgres(t))
 	})
 }
 

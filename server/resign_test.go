@@ -13,18 +13,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/access"
-	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/strictjson"
 )
@@ -75,20 +72,7 @@ func onBothStores(t *testing.T, fn func(t *testing.T, a *Authority)) {
 		fn(t, a)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		pgOnce.Do(func() { pgCluster, pgErr = pgtest.Start(context.Background(), pgtest.Options{}) })
-		if pgErr != nil {
-			t.Fatal(pgErr)
-		}
-		url, err := pgCluster.NewDatabase(t.Context(), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := postgres.Open(context.Background(), postgres.Config{URL: url})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		a := newAuthorityOn(t, st, t.TempDir())
+		a := newAuthorityOn(t, sharedPostgres(t), t.TempDir())
 		// The first key activates at the database's now; this process's
 		// estimate of that clock may trail it by part of a round trip.
 		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -104,54 +88,34 @@ func onBothStores(t *testing.T, fn func(t *testing.T, a *Authority)) {
 	})
 }
 
-var (
-	pgOnce    sync.Once
-	pgCluster *pgtest.Cluster
-	pgErr     error
-)
-
 func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	ctx := context.Background()
 	k1 := activeKID(t, a)
 	registerAgents(t, a, "alpha", "beta", "gamma")
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	checkRegistry(t, a, "start", k1)
 
 	hour := time.Hour
-	k2v, err := a.admin.RotateKey(ctx, "", &hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2 := k2v.KID
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	k2 := pendingKey(t, a)
+	runDuties(t, a)
 	checkRegistry(t, a, "rotation (k2 pending)", k1, k2)
 
 	if _, err := a.admin.ActivateKey(ctx, k2); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	checkRegistry(t, a, "activation of k2", k2)
 
 	k3v, err := a.admin.RotateKey(ctx, "", &hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	checkRegistry(t, a, "rotation (k3 pending)", k2, k3v.KID)
 	if _, err := a.admin.RevokeKey(ctx, k3v.KID, "compromised in a test", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	checkRegistry(t, a, "revocation of k3", k2)
 
 	// Every version is audited; the re-signatures as the registry's, with
@@ -177,9 +141,7 @@ func testResignOnKeyEvents(t *testing.T, a *Authority) {
 	}
 	// Nothing to do: the next round signs nothing.
 	before, _, _ := a.store.AuditHead(ctx)
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	if after, _, _ := a.store.AuditHead(ctx); after != before {
 		t.Fatalf("a round with nothing to re-sign wrote %d audit records", after-before)
 	}
@@ -196,10 +158,7 @@ func TestResignIgnoresPolicy(t *testing.T) {
 		t.Fatal(probs)
 	}
 	a.cfg.Policy = pol
-	hour := time.Hour
-	if _, err := a.admin.RotateKey(ctx, "", &hour); err != nil {
-		t.Fatal(err)
-	}
+	pendingKey(t, a)
 	if err := a.dutyRound(ctx); err != nil {
 		t.Fatalf("the registry's re-signature was refused: %v", err)
 	}
@@ -345,9 +304,7 @@ func TestResignRefreshes(t *testing.T) {
 	if !strings.Contains(string(hdr), `"exp":`) || !strings.Contains(string(hdr), `"iat":`) {
 		t.Fatalf("protected header %s has no iat/exp with signing.lifetime set", hdr)
 	}
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runDuties(t, a)
 	if c, _ := a.registry.Card(ctx, "alpha", 0); c.Version != 1 {
 		t.Fatalf("a fresh card was signed again (version %d)", c.Version)
 	}
@@ -360,10 +317,8 @@ func TestResignRefreshes(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	a.registry = a.newRegistry() // as after a minute, or a new duty holder: a full pass (and the lifetime set above)
-	if err := a.dutyRound(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a.registry = newRegistry(a) // as after a minute, or a new duty holder: a full pass (and the lifetime set above)
+	runDuties(t, a)
 	alpha, _ := a.registry.Card(ctx, "alpha", 0)
 	beta, _ := a.registry.Card(ctx, "beta", 0)
 	if alpha.Version != 2 || beta.Version != 1 {

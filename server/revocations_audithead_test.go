@@ -117,7 +117,7 @@ func TestRevocationsWithoutAuditHead(t *testing.T) {
 func verifiedRevocations(t *testing.T, a *Authority) ([]byte, jwks.Revocations) {
 	t.Helper()
 	ctx := context.Background()
-	doc, err := a.Revocations(ctx)
+	doc, err := a.docs.Revocations(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,13 +220,30 @@ func recordFor(now time.Time, req SignRequest, p *signer.Prepared, hosts []strin
 // logged already; a proof that cannot be made (the store cannot be read)
 // fails the request, which the caller retries: a card is never returned
 // without its proofs.
-func attachProofs(ctx context.Context, tl *translog, res *signer.Result, committed []audit.Record) error {
+func attachProofs(ctx context.Context, cp *transparency.Checkpointer, res *signer.Result, committed []audit.Record) error {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proofTimeout)
 	defer cancel()
-	if err := tl.attachProofs(pctx, res, committed); err != nil {
+	if err := setProofs(pctx, cp, res, committed); err != nil {
 		return &UnavailableError{What: "transparency log proof", Err: fmt.Errorf("audit record %d is committed: %w", committed[0].Seq, err)}
 	}
 	return nil
+}
+
+// setProofs puts each signature's inclusion proof in its unprotected
+// header; committed are the signatures' audit records, in order.
+func setProofs(ctx context.Context, cp *transparency.Checkpointer, res *signer.Result, committed []audit.Record) error {
+	if len(committed) != len(res.Signatures) {
+		return fmt.Errorf("transparency log: %d audit records for %d signatures", len(committed), len(res.Signatures))
+	}
+	proofs, err := cp.Proofs(ctx, committed)
+	if err != nil {
+		return err
+	}
+	headers := make([]strictjson.Value, len(proofs))
+	for i, p := range proofs {
+		headers[i] = strictjson.ObjectValue(strictjson.Member{Key: transparency.HeaderMember, Val: strictjson.StringValue(p.Marshal())})
+	}
+	return res.SetHeaders(headers)
 }
 
 // proofTimeout bounds making a card's inclusion proofs, whatever the
@@ -291,7 +308,7 @@ func resultOf(err error) string {
 // Verify verifies a card against the published keys; signatures by revoked
 // keys are reported as such.
 func (a *Authority) Verify(ctx context.Context, data []byte, profile string) (*signer.Verification, error) {
-	views, err := a.views(ctx)
+	views, err := a.keys.views(ctx, a.now())
 	if err != nil {
 		return nil, err
 	}

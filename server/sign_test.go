@@ -14,13 +14,7 @@ import (
 func TestPolicyRefusalIsAudited(t *testing.T) {
 	ctx := context.Background()
 	a, _ := newAuthority(t)
-	pol, probs := policy.Compile(policy.Config{Rules: []policy.Rule{{
-		Name: "team-a", Identities: []string{"token:team-a"}, CardNames: []string{"*"}, Hosts: []string{"*.team-a.example.com"},
-	}}})
-	if len(probs) > 0 {
-		t.Fatal(probs)
-	}
-	a.cfg.Policy = pol
+	teamAPolicy(t, a)
 	card := []byte(`{"name":"A","description":"d","supportedInterfaces":[{"url":"https://evil.example.net/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`)
 	id := access.Identity{Name: "token:team-a", Method: access.MethodToken, Roles: []access.Role{access.RoleSigner}}
 	_, err := a.Sign(ctx, SignRequest{Card: card, Caller: id.Name, Identity: id, RequestID: "r1"})
@@ -43,4 +37,16 @@ func TestPolicyRefusalIsAudited(t *testing.T) {
 	if err != nil || res.Audit[0].Seq != 3 {
 		t.Fatalf("allowed card: %v", err)
 	}
+}
+
+// teamAPolicy lets token:team-a sign cards on *.team-a.example.com alone.
+func teamAPolicy(t *testing.T, a *Authority) {
+	t.Helper()
+	pol, probs := policy.Compile(policy.Config{Rules: []policy.Rule{{
+		Name: "team-a", Identities: []string{"token:team-a"}, CardNames: []string{"*"}, Hosts: []string{"*.team-a.example.com"},
+	}}})
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	a.cfg.Policy = pol
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/jwks"
-	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/transparency"
 )
@@ -38,7 +37,7 @@ func testLogSigner(t testing.TB) *transparency.Signer {
 // trustedKeys is the authority's published key set.
 func trustedKeys(t *testing.T, a *Authority) jwks.Set {
 	t.Helper()
-	views, err := a.views(context.Background())
+	views, err := a.keys.views(context.Background(), a.now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,19 +101,8 @@ func TestEverySignatureCarriesAProof(t *testing.T) {
 		}
 		t.Logf("%d cards, %d checkpoints", n, len(sizes))
 		// Every leaf's entry is its record's, hosts included.
-		recs, err := a.store.ListAudit(ctx, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries, err := a.store.LogEntries(ctx, 0, int64(len(recs)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, r := range recs {
-			want := transparency.NewEntry(r, r.Hosts).Marshal()
-			if string(entries[i]) != string(want) {
-				t.Fatalf("leaf %d:\n%s\nwant\n%s", i, entries[i], want)
-			}
+		recs, _ := loggedRecords(t, a)
+		for _, r := range recs {
 			if r.Kind().IsAdmin() { // the first key's creation: no card
 				continue
 			}
@@ -130,13 +118,7 @@ func TestEverySignatureCarriesAProof(t *testing.T) {
 func TestRefusalsAreLeavesToo(t *testing.T) {
 	ctx := context.Background()
 	a, _ := newAuthority(t)
-	pol, probs := policy.Compile(policy.Config{Rules: []policy.Rule{{
-		Name: "team-a", Identities: []string{"token:team-a"}, CardNames: []string{"*"}, Hosts: []string{"*.team-a.example.com"},
-	}}})
-	if len(probs) > 0 {
-		t.Fatal(probs)
-	}
-	a.cfg.Policy = pol
+	teamAPolicy(t, a)
 	id := access.Identity{Name: "token:team-a", Method: access.MethodToken, Roles: []access.Role{access.RoleSigner}}
 	_, err := a.Sign(ctx, SignRequest{Card: cardFor(t, "x", "evil.example.net"), Caller: id.Name, Identity: id})
 	if err == nil {
@@ -204,4 +186,25 @@ func TestTooManyHostsRefused(t *testing.T) {
 	if !errors.As(err, &bad) || bad.Field != "supportedInterfaces" || !strings.Contains(bad.Reason, "33 hosts") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// loggedRecords reads the audit trail and the log's leaves, and fails unless
+// every leaf is made again from its record as the store reads it back.
+func loggedRecords(t *testing.T, a *Authority) ([]audit.Record, [][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	recs, err := a.store.ListAudit(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := a.store.LogEntries(ctx, 0, int64(len(recs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if want := transparency.NewEntry(r, r.Hosts).Marshal(); string(entries[i]) != string(want) {
+			t.Fatalf("leaf %d is not made again from its record as the store reads it back:\n%s\nwant\n%s", i, entries[i], want)
+		}
+	}
+	return recs, entries
 }

@@ -17,9 +17,9 @@ import (
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/card"
-	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/server/servertest"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // TestLintErrorFitsClientHeaders: a card of 4,000 empty skills (16,000 lint
