@@ -1,6 +1,7 @@
 package backends
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,10 +48,7 @@ func OpenWith(ctx context.Context, b Backend, uri string, opts OpenOptions) (sig
 		return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri),
 			&jose.KeyMismatchError{Alg: opts.Alg, KeyType: jose.KeyType(pub), Reason: "the key itself is for " + string(h.Alg)})
 	}
-	alg := opts.Alg
-	if alg == "" {
-		alg = h.Alg
-	}
+	alg := cmp.Or(opts.Alg, h.Alg)
 	if alg == "" {
 		if alg, err = jose.DefaultAlg(pub); err != nil {
 			return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
@@ -60,10 +58,7 @@ func OpenWith(ctx context.Context, b Backend, uri string, opts OpenOptions) (sig
 		return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri), err)
 	}
 
-	kid := opts.KID
-	if kid == "" {
-		kid = h.KID
-	}
+	kid := cmp.Or(opts.KID, h.KID)
 	if kid == "" {
 		if kid, err = jose.Thumbprint(pub); err != nil {
 			return signer.Key{}, fmt.Errorf("backends: open %s: %w", Redact(uri), err)

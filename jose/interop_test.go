@@ -3,11 +3,6 @@ package jose_test
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -24,22 +19,7 @@ import (
 
 func interopKey(t *testing.T, alg jose.Alg) crypto.Signer {
 	t.Helper()
-	var (
-		k   crypto.Signer
-		err error
-	)
-	switch alg {
-	case jose.ES256:
-		k, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case jose.ES384:
-		k, err = ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	case jose.ES512:
-		k, err = ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
-	case jose.RS256, jose.PS256:
-		k, err = rsa.GenerateKey(rand.Reader, 2048)
-	case jose.EdDSA:
-		_, k, err = ed25519.GenerateKey(rand.Reader)
-	}
+	k, err := jose.GenerateKey(alg, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}

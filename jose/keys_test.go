@@ -3,10 +3,10 @@ package jose
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"errors"
 	"sync"
 	"testing"
 )
@@ -37,22 +37,29 @@ func mustEC(t testing.TB, c elliptic.Curve) *ecdsa.PrivateKey {
 // keyFor returns a fresh (or shared, for RSA) private key fitting alg.
 func keyFor(t testing.TB, alg Alg) crypto.Signer {
 	t.Helper()
-	switch alg {
-	case ES256:
-		return mustEC(t, elliptic.P256())
-	case ES384:
-		return mustEC(t, elliptic.P384())
-	case ES512:
-		return mustEC(t, elliptic.P521())
-	case RS256, PS256:
+	if alg == RS256 || alg == PS256 {
 		return rsa2048()
-	case EdDSA:
-		_, k, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
 	}
-	t.Fatalf("no key for alg %q", alg)
-	return nil
+	k, err := GenerateKey(alg, 2048)
+	if err != nil {
+		t.Fatalf("no key for alg %q: %v", alg, err)
+	}
+	return k
+}
+
+// TestGenerateKey: every supported alg gets a key CheckKey accepts for it
+// (so ES384 gets P-384, not P-256), and anything else is refused.
+func TestGenerateKey(t *testing.T) {
+	for _, alg := range Algs() {
+		k, err := GenerateKey(alg, 2048)
+		if err != nil {
+			t.Fatalf("GenerateKey(%s): %v", alg, err)
+		}
+		if err := CheckKey(alg, k.Public()); err != nil {
+			t.Errorf("GenerateKey(%s) gave %s: %v", alg, KeyType(k.Public()), err)
+		}
+	}
+	if _, err := GenerateKey("HS256", 2048); !errors.Is(err, ErrUnsupportedAlg) {
+		t.Errorf("GenerateKey(HS256) = %v, want ErrUnsupportedAlg", err)
+	}
 }

@@ -198,6 +198,15 @@ func TestSignRefusals(t *testing.T) {
 	disabledARN := e.createKey(t, "ECC_NIST_P256")
 	disabled := e.open(t, "awskms:///"+disabledARN)
 	digest := sha256.Sum256([]byte("x"))
+	// joseSign signs an n-byte JWS signing input through jose.Sign; raw calls
+	// the crypto.Signer directly, as jose.Sign never would with bad options.
+	joseSign := func(h backends.Handle, n int) func() error {
+		return func() error { _, err := jose.Sign(t.Context(), h.Signer, h.Alg, signingInput(n)); return err }
+	}
+	raw := func(h backends.Handle, digest []byte, opts crypto.SignerOpts) func() error {
+		return func() error { _, err := h.Signer.Sign(nil, digest, opts); return err }
+	}
+	pss := func(salt int) *rsa.PSSOptions { return &rsa.PSSOptions{Hash: crypto.SHA256, SaltLength: salt} }
 
 	var (
 		mismatch *KeyIDMismatchError
@@ -216,60 +225,22 @@ func TestSignRefusals(t *testing.T) {
 		{
 			name:  "wrong KeyId in the answer",
 			setup: func() { e.fake.SetWrongKeyID(true) },
-			sign:  func() error { _, err := jose.Sign(t.Context(), ec.Signer, ec.Alg, signingInput(10)); return err },
+			sign:  joseSign(ec, 10),
 			as:    &mismatch, errHas: "not the key asked for", callsKMS: true,
 		},
 		{
 			name:  "disabled after Open",
 			setup: func() { _ = e.fake.DisableKey(disabledARN) },
-			sign: func() error {
-				_, err := jose.Sign(t.Context(), disabled.Signer, disabled.Alg, signingInput(10))
-				return err
-			},
-			as: &state, errHas: "is Disabled", callsKMS: true,
+			sign:  joseSign(disabled, 10),
+			as:    &state, errHas: "is Disabled", callsKMS: true,
 		},
-		{
-			name:   "EdDSA 4097 bytes",
-			sign:   func() error { _, err := jose.Sign(t.Context(), ed.Signer, ed.Alg, signingInput(4097)); return err },
-			as:     &tooLarge,
-			errHas: "4097 bytes, over the 4096-byte limit",
-		},
-		{
-			name:   "ES256 with a SHA-384 digest",
-			sign:   func() error { _, err := ec.Signer.Sign(nil, make([]byte, 48), crypto.SHA384); return err },
-			errHas: "signs SHA-256 digests, not SHA-384",
-		},
-		{
-			name:   "short digest",
-			sign:   func() error { _, err := ec.Signer.Sign(nil, digest[:31], crypto.SHA256); return err },
-			errHas: "digest is 31 bytes, want 32",
-		},
-		{
-			name: "PSS on an RS256 key",
-			sign: func() error {
-				_, err := rs.Signer.Sign(nil, digest[:], &rsa.PSSOptions{Hash: crypto.SHA256, SaltLength: rsa.PSSSaltLengthEqualsHash})
-				return err
-			},
-			errHas: "?alg=PS256",
-		},
-		{
-			name:   "PKCS #1 v1.5 on a PS256 key",
-			sign:   func() error { _, err := ps.Signer.Sign(nil, digest[:], crypto.SHA256); return err },
-			errHas: "PKCS #1 v1.5 requested",
-		},
-		{
-			name: "PSS with another salt length",
-			sign: func() error {
-				_, err := ps.Signer.Sign(nil, digest[:], &rsa.PSSOptions{Hash: crypto.SHA256, SaltLength: rsa.PSSSaltLengthAuto})
-				return err
-			},
-			errHas: "salt as long as the hash",
-		},
-		{
-			name:   "digest for Ed25519",
-			sign:   func() error { _, err := ed.Signer.Sign(nil, digest[:], crypto.SHA256); return err },
-			errHas: "signs the message itself",
-		},
+		{name: "EdDSA 4097 bytes", sign: joseSign(ed, 4097), as: &tooLarge, errHas: "4097 bytes, over the 4096-byte limit"},
+		{name: "ES256 with a SHA-384 digest", sign: raw(ec, make([]byte, 48), crypto.SHA384), errHas: "signs SHA-256 digests, not SHA-384"},
+		{name: "short digest", sign: raw(ec, digest[:31], crypto.SHA256), errHas: "digest is 31 bytes, want 32"},
+		{name: "PSS on an RS256 key", sign: raw(rs, digest[:], pss(rsa.PSSSaltLengthEqualsHash)), errHas: "?alg=PS256"},
+		{name: "PKCS #1 v1.5 on a PS256 key", sign: raw(ps, digest[:], crypto.SHA256), errHas: "PKCS #1 v1.5 requested"},
+		{name: "PSS with another salt length", sign: raw(ps, digest[:], pss(rsa.PSSSaltLengthAuto)), errHas: "salt as long as the hash"},
+		{name: "digest for Ed25519", sign: raw(ed, digest[:], crypto.SHA256), errHas: "signs the message itself"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

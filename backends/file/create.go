@@ -3,11 +3,6 @@ package file
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -68,24 +63,9 @@ func Generate(alg jose.Alg) (crypto.Signer, error) {
 	if err := checkAlg(alg); err != nil {
 		return nil, fmt.Errorf("file: generate: %w", err)
 	}
-	var (
-		k   crypto.Signer
-		err error
-	)
-	switch alg {
-	case jose.ES256:
-		k, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case jose.ES384:
-		k, err = ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	case jose.ES512:
-		k, err = ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
-	case jose.EdDSA:
-		_, k, err = ed25519.GenerateKey(rand.Reader)
-	case jose.RS256, jose.PS256:
-		k, err = rsa.GenerateKey(rand.Reader, RSABits)
-	}
+	k, err := jose.GenerateKey(alg, RSABits)
 	if err != nil {
-		return nil, fmt.Errorf("file: generate %s key: %w", alg, err)
+		return nil, fmt.Errorf("file: %w", err)
 	}
 	return k, nil
 }

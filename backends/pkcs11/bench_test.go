@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/ThalesGroup/crypto11"
-	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	p11 "github.com/miekg/pkcs11"
@@ -39,14 +38,7 @@ func BenchmarkES256(b *testing.B) {
 	defer c11.Close()
 
 	backend, _ := newBackend(b, Config{Token: env.main.label, PIN: env.main.pin})
-	uri, err := backend.Create(b.Context(), backends.CreateRequest{Alg: jose.ES256, Name: uniq("bench")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := backend.Open(b.Context(), uri)
-	if err != nil {
-		b.Fatal(err)
-	}
+	uri, h := newES256Key(b, backend, uniq("bench"))
 	u := pkcs11uri.New()
 	if err := u.Parse(uri); err != nil {
 		b.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -18,14 +17,7 @@ import (
 func TestConcurrentSign(t *testing.T) {
 	const goroutines, each = 8, 500
 	b, _ := newBackend(t, Config{Token: env.main.label, PIN: env.main.pin})
-	uri, err := b.Create(t.Context(), backends.CreateRequest{Alg: jose.ES256, Name: uniq("concurrent")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := b.Open(t.Context(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := newES256Key(t, b, uniq("concurrent"))
 	jwk, _ := jose.NewJWK(h.Signer.Public(), "", jose.ES256)
 	pub, err := jwk.PublicKey()
 	if err != nil {

@@ -20,14 +20,7 @@ func TestKeyDestroyed(t *testing.T) {
 	b, _ := newBackend(t, Config{PIN: env.main.pin, Token: env.main.label})
 	loginTo(t, b, env.main)
 	raw := openRaw(t, env.main)
-	uri, err := b.Create(t.Context(), backends.CreateRequest{Alg: jose.ES256, Name: uniq("destroyed")})
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	h, err := b.Open(t.Context(), uri)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
+	uri, h := newES256Key(t, b, uniq("destroyed"))
 	if _, err := jose.Sign(t.Context(), h.Signer, h.Alg, []byte("e30.e30")); err != nil {
 		t.Fatalf("Sign before the key is destroyed: %v", err)
 	}
@@ -40,7 +33,7 @@ func TestKeyDestroyed(t *testing.T) {
 		t.Fatalf("C_DestroyObject: %v", err)
 	}
 
-	_, err = jose.Sign(t.Context(), h.Signer, h.Alg, []byte("e30.e30"))
+	_, err := jose.Sign(t.Context(), h.Signer, h.Alg, []byte("e30.e30"))
 	var nf *KeyNotFoundError
 	if !errors.Is(err, backends.ErrKeyNotFound) || !errors.As(err, &nf) || errors.Is(err, backends.ErrUnavailable) {
 		t.Errorf("Sign after the key was destroyed: %v, want a *KeyNotFoundError matching backends.ErrKeyNotFound", err)
@@ -50,14 +43,7 @@ func TestKeyDestroyed(t *testing.T) {
 		t.Errorf("Open after the key was destroyed: %v, want backends.ErrKeyNotFound", err)
 	}
 	// Another key on the same token still signs: only this key is gone.
-	other, err := b.Create(t.Context(), backends.CreateRequest{Alg: jose.ES256, Name: uniq("survivor")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oh, err := b.Open(t.Context(), other)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, oh := newES256Key(t, b, uniq("survivor"))
 	if _, err := jose.Sign(t.Context(), oh.Signer, oh.Alg, []byte("e30.e30")); err != nil {
 		t.Errorf("another key after the destruction: %v", err)
 	}

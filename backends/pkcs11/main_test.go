@@ -14,7 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/jose"
 	p11 "github.com/miekg/pkcs11"
 )
 
@@ -147,6 +149,21 @@ func newBackend(t testing.TB, cfg Config) (*Backend, *testsupport.SyncBuffer) {
 		noPIN(t, "log", logs.String())
 	})
 	return b, logs
+}
+
+// newES256Key creates an ES256 key named label on b's token and opens it,
+// returning its URI and Handle.
+func newES256Key(t testing.TB, b *Backend, label string) (string, backends.Handle) {
+	t.Helper()
+	uri, err := b.Create(t.Context(), backends.CreateRequest{Alg: jose.ES256, Name: label})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	h, err := b.Open(t.Context(), uri)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return uri, h
 }
 
 // noPIN fails the test when text contains any test PIN.

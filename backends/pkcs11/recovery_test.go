@@ -23,14 +23,7 @@ import (
 // signs and verifies with it.
 func newSigner(t *testing.T, b *Backend, label string) (backends.Handle, func() error) {
 	t.Helper()
-	uri, err := b.Create(t.Context(), backends.CreateRequest{Alg: jose.ES256, Name: label})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := b.Open(t.Context(), uri)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := newES256Key(t, b, label)
 	return h, func() error {
 		input := []byte("eyJhbGciOiJFUzI1NiJ9.e30")
 		sig, err := jose.Sign(t.Context(), h.Signer, jose.ES256, input)

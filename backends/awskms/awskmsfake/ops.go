@@ -127,7 +127,10 @@ func (m *kms) sign(c call) (any, *apiError) {
 	}{keyARN, sig, in.SigningAlgorithm}, nil
 }
 
-func (m *kms) getPublicKey(c call) (any, *apiError) {
+// withKeyID runs fn on the key that a request of the form {"KeyId": …}
+// names, resolved and read under m.mu so that fn sees one consistent state,
+// as a single KMS request would.
+func (m *kms) withKeyID(c call, fn func(k *key) (any, *apiError)) (any, *apiError) {
 	var in struct{ KeyId string }
 	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
@@ -138,6 +141,15 @@ func (m *kms) getPublicKey(c call) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	return fn(k)
+}
+
+func (m *kms) getPublicKey(c call) (any, *apiError) {
+	return m.withKeyID(c, func(k *key) (any, *apiError) { return m.publicKey(c, k) })
+}
+
+// publicKey answers GetPublicKey for k; the caller holds m.mu.
+func (m *kms) publicKey(c call, k *key) (any, *apiError) {
 	switch {
 	case !k.enabled:
 		return nil, errorf("DisabledException", "%s is disabled.", k.arn)
@@ -159,17 +171,9 @@ func (m *kms) getPublicKey(c call) (any, *apiError) {
 }
 
 func (m *kms) describeKey(c call) (any, *apiError) {
-	var in struct{ KeyId string }
-	if aerr := decode(c.body, &in); aerr != nil {
-		return nil, aerr
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k, aerr := m.resolve(in.KeyId, true)
-	if aerr != nil {
-		return nil, aerr
-	}
-	return struct{ KeyMetadata keyMetadata }{k.metadata(m.account)}, nil
+	return m.withKeyID(c, func(k *key) (any, *apiError) {
+		return struct{ KeyMetadata keyMetadata }{k.metadata(m.account)}, nil
+	})
 }
 
 func (m *kms) createKey(c call) (any, *apiError) {
@@ -205,7 +209,9 @@ type aliasInput struct {
 	TargetKeyId string
 }
 
-func (m *kms) createAlias(c call) (any, *apiError) {
+// withAlias runs fn on a CreateAlias or UpdateAlias request whose alias
+// name is valid, under m.mu.
+func (m *kms) withAlias(c call, fn func(in aliasInput) (any, *apiError)) (any, *apiError) {
 	var in aliasInput
 	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
@@ -215,6 +221,13 @@ func (m *kms) createAlias(c call) (any, *apiError) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return fn(in)
+}
+
+func (m *kms) createAlias(c call) (any, *apiError) { return m.withAlias(c, m.addAlias) }
+
+// addAlias answers CreateAlias; the caller holds m.mu.
+func (m *kms) addAlias(in aliasInput) (any, *apiError) {
 	k, aerr := m.resolve(in.TargetKeyId, false)
 	if aerr != nil {
 		return nil, aerr
@@ -226,16 +239,10 @@ func (m *kms) createAlias(c call) (any, *apiError) {
 	return struct{}{}, nil
 }
 
-func (m *kms) updateAlias(c call) (any, *apiError) {
-	var in aliasInput
-	if aerr := decode(c.body, &in); aerr != nil {
-		return nil, aerr
-	}
-	if aerr := checkAliasName(in.AliasName); aerr != nil {
-		return nil, aerr
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (m *kms) updateAlias(c call) (any, *apiError) { return m.withAlias(c, m.moveAlias) }
+
+// moveAlias answers UpdateAlias; the caller holds m.mu.
+func (m *kms) moveAlias(in aliasInput) (any, *apiError) {
 	old, ok := m.aliases[in.AliasName]
 	if !ok {
 		return nil, errorf("NotFoundException", "Alias %s is not found.", m.aliasARN(in.AliasName))
