@@ -10,9 +10,13 @@ type call struct {
 	wrongKeyID bool // answer Sign and GetPublicKey with another key's ARN
 }
 
+// api is the KMS JSON 1.1 API over the key store: one method per
+// operation the fake answers, and their request plumbing.
+type api struct{ *kms }
+
 // handler returns the implementation of a KMS operation, nil if the fake
 // has none.
-func (m *kms) handler(op string) func(call) (any, *apiError) {
+func (m api) handler(op string) func(call) (any, *apiError) {
 	switch op {
 	case "Sign":
 		return m.sign
@@ -77,7 +81,7 @@ func (k *key) metadata(account string) keyMetadata {
 
 // otherARN returns the ARN of a key other than k, for SetWrongKeyID: an
 // existing one if there is, else a made-up one. m.mu must be held.
-func (m *kms) otherARN(k *key) string {
+func (m api) otherARN(k *key) string {
 	for id, o := range m.keys {
 		if id != k.id {
 			return o.arn
@@ -86,7 +90,7 @@ func (m *kms) otherARN(k *key) string {
 	return "arn:aws:kms:" + m.region + ":" + m.account + ":key/" + newUUID()
 }
 
-func (m *kms) sign(c call) (any, *apiError) {
+func (m api) sign(c call) (any, *apiError) {
 	var in struct {
 		KeyId            string
 		Message          []byte
@@ -130,7 +134,7 @@ func (m *kms) sign(c call) (any, *apiError) {
 // withKeyID runs fn on the key that a request of the form {"KeyId": …}
 // names, resolved and read under m.mu so that fn sees one consistent state,
 // as a single KMS request would.
-func (m *kms) withKeyID(c call, fn func(k *key) (any, *apiError)) (any, *apiError) {
+func (m api) withKeyID(c call, fn func(k *key) (any, *apiError)) (any, *apiError) {
 	var in struct{ KeyId string }
 	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
@@ -144,12 +148,12 @@ func (m *kms) withKeyID(c call, fn func(k *key) (any, *apiError)) (any, *apiErro
 	return fn(k)
 }
 
-func (m *kms) getPublicKey(c call) (any, *apiError) {
+func (m api) getPublicKey(c call) (any, *apiError) {
 	return m.withKeyID(c, func(k *key) (any, *apiError) { return m.publicKey(c, k) })
 }
 
 // publicKey answers GetPublicKey for k; the caller holds m.mu.
-func (m *kms) publicKey(c call, k *key) (any, *apiError) {
+func (m api) publicKey(c call, k *key) (any, *apiError) {
 	switch {
 	case !k.enabled:
 		return nil, errorf("DisabledException", "%s is disabled.", k.arn)
@@ -170,13 +174,13 @@ func (m *kms) publicKey(c call, k *key) (any, *apiError) {
 	}{keyARN, k.spec, k.spec, k.usage, k.pubDER, signingAlgorithms(k.spec)}, nil
 }
 
-func (m *kms) describeKey(c call) (any, *apiError) {
+func (m api) describeKey(c call) (any, *apiError) {
 	return m.withKeyID(c, func(k *key) (any, *apiError) {
 		return struct{ KeyMetadata keyMetadata }{k.metadata(m.account)}, nil
 	})
 }
 
-func (m *kms) createKey(c call) (any, *apiError) {
+func (m api) createKey(c call) (any, *apiError) {
 	var in struct {
 		KeySpec               string
 		CustomerMasterKeySpec string
@@ -211,7 +215,7 @@ type aliasInput struct {
 
 // withAlias runs fn on a CreateAlias or UpdateAlias request whose alias
 // name is valid, under m.mu.
-func (m *kms) withAlias(c call, fn func(in aliasInput) (any, *apiError)) (any, *apiError) {
+func (m api) withAlias(c call, fn func(in aliasInput) (any, *apiError)) (any, *apiError) {
 	var in aliasInput
 	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr
@@ -224,10 +228,10 @@ func (m *kms) withAlias(c call, fn func(in aliasInput) (any, *apiError)) (any, *
 	return fn(in)
 }
 
-func (m *kms) createAlias(c call) (any, *apiError) { return m.withAlias(c, m.addAlias) }
+func (m api) createAlias(c call) (any, *apiError) { return m.withAlias(c, m.addAlias) }
 
 // addAlias answers CreateAlias; the caller holds m.mu.
-func (m *kms) addAlias(in aliasInput) (any, *apiError) {
+func (m api) addAlias(in aliasInput) (any, *apiError) {
 	k, aerr := m.resolve(in.TargetKeyId, false)
 	if aerr != nil {
 		return nil, aerr
@@ -239,10 +243,10 @@ func (m *kms) addAlias(in aliasInput) (any, *apiError) {
 	return struct{}{}, nil
 }
 
-func (m *kms) updateAlias(c call) (any, *apiError) { return m.withAlias(c, m.moveAlias) }
+func (m api) updateAlias(c call) (any, *apiError) { return m.withAlias(c, m.moveAlias) }
 
 // moveAlias answers UpdateAlias; the caller holds m.mu.
-func (m *kms) moveAlias(in aliasInput) (any, *apiError) {
+func (m api) moveAlias(in aliasInput) (any, *apiError) {
 	old, ok := m.aliases[in.AliasName]
 	if !ok {
 		return nil, errorf("NotFoundException", "Alias %s is not found.", m.aliasARN(in.AliasName))
@@ -259,7 +263,7 @@ func (m *kms) moveAlias(in aliasInput) (any, *apiError) {
 	return struct{}{}, nil
 }
 
-func (m *kms) disableKey(c call) (any, *apiError) {
+func (m api) disableKey(c call) (any, *apiError) {
 	var in struct{ KeyId string }
 	if aerr := decode(c.body, &in); aerr != nil {
 		return nil, aerr

@@ -201,7 +201,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), "TrentService.")
-	handler := s.kms.handler(op)
+	handler := api{s.kms}.handler(op)
 	if !ok || handler == nil {
 		writeError(w, errorf("UnknownOperationException", "unknown or unsupported operation %q", r.Header.Get("X-Amz-Target")))
 		return
