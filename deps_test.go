@@ -99,11 +99,15 @@ access, backends/file, policy, tlsreload, store/postgres, limits
 # Small parts of the daemon's process.
 NONE < internal/sdnotify;
 
-# The binaries: flags and wiring.
+# The daemon's run: from a validated configuration to a serving authority
+# and back (checks before writes, store, backends, listeners, shutdown).
 server/grpcapi, internal/daemonconfig, internal/sdnotify,
   store/sqlite, store/storecopy,
-  backends/awskms, backends/gcpkms, backends/pkcs11,
-  jwks/jwksfetch, transparency/tlogclient
+  backends/awskms, backends/gcpkms, backends/pkcs11
+  < daemon;
+
+# The binaries: flags and wiring.
+daemon, jwks/jwksfetch, transparency/tlogclient
   < cmd/cardsignd, cmd/cardsign;
 
 # Test harnesses: imported by tests only.

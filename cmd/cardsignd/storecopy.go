@@ -18,13 +18,6 @@ import (
 	"github.com/cardsign/cardsign/store/storecopy"
 )
 
-// The marker a store copy keeps at its destination, which the start-up
-// checks read (package storecopy).
-const (
-	copyMarker   = storecopy.Marker
-	copyComplete = storecopy.Complete
-)
-
 // topUsage is cardsignd's usage, listing its commands.
 const topUsage = `Usage: cardsignd [flags]
        cardsignd store copy --from PATH --to URL [--password-file FILE] [--allow-non-empty]
