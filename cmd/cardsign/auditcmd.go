@@ -407,4 +407,3 @@ type logCheck struct {
 	*transparency.AuditChecker
 	url string
 }
-
