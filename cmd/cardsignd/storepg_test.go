@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
@@ -62,8 +63,8 @@ func TestCheckConfigStore(t *testing.T) {
 	raw := newPGDatabase(t)
 	bare, pw := pgParts(t, raw)
 	work := t.TempDir()
-	private := writeMode(t, filepath.Join(work, "pw"), pw+"\n", 0o600)
-	readable := writeMode(t, filepath.Join(work, "pw-readable"), pw+"\n", 0o644)
+	private := testsupport.WriteFileMode(t, filepath.Join(work, "pw"), pw+"\n", 0o600)
+	readable := testsupport.WriteFileMode(t, filepath.Join(work, "pw-readable"), pw+"\n", 0o644)
 	u, _ := url.Parse(raw)
 	// The README's other forms of the same database: a keyword/value
 	// string, and a URL for PgBouncer without prepared statements.
@@ -176,7 +177,7 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	payload(t, revBefore, "sequence", &seqBefore)
 	raw := newPGDatabase(t)
 	bare, pw := pgParts(t, raw)
-	pwFile := writeMode(t, filepath.Join(work, "db-password"), pw+"\n", 0o600)
+	pwFile := testsupport.WriteFileMode(t, filepath.Join(work, "db-password"), pw+"\n", 0o600)
 	cfg := filepath.Join(work, "pg.yaml")
 	writeFile(t, cfg, fmt.Sprintf("store:\n  url: %q\n  password_file: %q\nreplica: copied-1\n", bare, pwFile))
 	// Not while the daemon runs: the copy would miss what it writes.
