@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/internal/testpki"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // These tests check only the client's transport: the flags, TLS, client
@@ -114,18 +114,6 @@ func clearConnEnv(t *testing.T) {
 	}
 }
 
-// writeSecretFile writes data with the given mode, whatever the umask.
-func writeSecretFile(t *testing.T, path, data string, mode os.FileMode) string {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(data), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // runCLI runs cardsign in-process and returns its output and exit code.
 func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
@@ -149,7 +137,7 @@ func newFixture(t *testing.T) fixture {
 	writeFile(t, f.caFile, f.ca.CertPEM)
 	f.cardFile = filepath.Join(dir, "card.json")
 	writeFile(t, f.cardFile, []byte(`{"name":"test"}`))
-	f.tokenFile = writeSecretFile(t, filepath.Join(dir, "token"), testToken+"\n", 0o600)
+	f.tokenFile = testsupport.WriteFileMode(t, filepath.Join(dir, "token"), testToken+"\n", 0o600)
 	return f
 }
 
@@ -315,7 +303,7 @@ func TestClientTokenNeverInErrors(t *testing.T) {
 	secure := serve(t, serverTLS(t, f.ca, nil), &recorder{})
 	unauth := serve(t, serverTLS(t, f.ca, nil), &recorder{refuse: status.Error(codes.Unauthenticated, "authentication required")})
 	denied := serve(t, serverTLS(t, f.ca, nil), &recorder{refuse: status.Error(codes.PermissionDenied, "permission denied")})
-	spaced := writeSecretFile(t, filepath.Join(f.dir, "spaced"), testToken+" "+testToken+"\n", 0o600)
+	spaced := testsupport.WriteFileMode(t, filepath.Join(f.dir, "spaced"), testToken+" "+testToken+"\n", 0o600)
 	cases := []struct {
 		name string
 		args []string
@@ -366,13 +354,13 @@ func TestClientTokenFileChecks(t *testing.T) {
 	f := newFixture(t)
 	rec := &recorder{}
 	addr := serve(t, nil, rec)
-	loose := writeSecretFile(t, filepath.Join(f.dir, "loose"), testToken, 0o644)
+	loose := testsupport.WriteFileMode(t, filepath.Join(f.dir, "loose"), testToken, 0o644)
 	r := runCLI(t, "sign", "--server", addr, "--token-file", loose, f.cardFile)
 	if r.Code != exitOK || !strings.Contains(r.Stderr, "warning: token file "+loose+" is readable by group or others") {
 		t.Errorf("group-readable token file: exit %d, stderr %s; want success with a warning", r.Code, r.Stderr)
 	}
 	mustNotLeak(t, r)
-	empty := writeSecretFile(t, filepath.Join(f.dir, "empty"), " \n\t\n", 0o600)
+	empty := testsupport.WriteFileMode(t, filepath.Join(f.dir, "empty"), " \n\t\n", 0o600)
 	r = runCLI(t, "sign", "--server", addr, "--token-file", empty, f.cardFile)
 	if r.Code != exitUsage || !strings.Contains(r.Stderr, "token file "+empty+" is empty") {
 		t.Errorf("empty token file: exit %d, stderr %s", r.Code, r.Stderr)

@@ -35,14 +35,7 @@ func printable(r rune) bool {
 // byte of invalid UTF-8, is written as its Go escape; printable text,
 // spaces included, is unchanged.
 func escapeText(s string) string {
-	clean := true
-	for _, r := range s {
-		if !printable(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	if allPrintable(s, false) {
 		return s
 	}
 	var b strings.Builder
@@ -60,6 +53,18 @@ func escapeText(s string) string {
 		s = s[size:]
 	}
 	return b.String()
+}
+
+// allPrintable reports whether every character of s is printable (with
+// newlines, the line breaks of JSON text, counted as printable), so that
+// the escapers return clean text as it is.
+func allPrintable(s string, newlines bool) bool {
+	for _, r := range s {
+		if !printable(r) && (!newlines || r != '\n') {
+			return false
+		}
+	}
+	return true
 }
 
 // escapeValue prints one value among others on a line (a caller, a kid, an
@@ -87,14 +92,7 @@ func escapeValues(list []string) string {
 // character rewritten is inside a string, and a \u escape there decodes to
 // the same value: a program reading the line sees no difference.
 func escapeJSON(b []byte) []byte {
-	clean := true
-	for _, r := range string(b) {
-		if r != '\n' && !printable(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
+	if allPrintable(string(b), true) {
 		return b
 	}
 	var out bytes.Buffer

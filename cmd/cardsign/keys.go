@@ -9,6 +9,7 @@ import (
 	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/signer"
 )
 
 func keygenCmd() command {
@@ -33,38 +34,44 @@ func keygenCmd() command {
 			if err != nil {
 				return c.usageError(e, "%v", err)
 			}
-			// keygen writes a key file: the file backend, not a registry.
-			b, err := file.New(file.Config{})
-			if err != nil {
-				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-				return exitFail
-			}
-			uri, err := b.Create(ctx, backends.CreateRequest{Alg: alg, Name: *out})
-			if err != nil {
-				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-				return exitFail
-			}
-			key, err := backends.OpenWith(ctx, b, uri, backends.OpenOptions{})
-			if err != nil {
-				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-				return exitFail
-			}
-			jwk, err := key.JWK()
-			if err != nil {
-				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
-				return exitFail
-			}
-			b2, err := jwk.MarshalJSON()
+			key, uri, pub, err := createKeyFile(ctx, alg, *out)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
 				return exitFail
 			}
 			fmt.Fprintf(e.stderr, "cardsign %s: wrote %s (mode 0600), kid %s, alg %s; sign with --key %s\n", c.name, *out, key.KID, key.Alg, uri)
-			fmt.Fprintf(e.stdout, "%s\n", b2)
+			fmt.Fprintf(e.stdout, "%s\n", pub)
 			return exitOK
 		}
 	}
 	return c
+}
+
+// createKeyFile writes a new key of alg to the file name with the file
+// backend (keygen writes a key file, not a key in a registry), and returns
+// the opened key, its URI and its public JWK as JSON.
+func createKeyFile(ctx context.Context, alg jose.Alg, name string) (signer.Key, string, []byte, error) {
+	b, err := file.New(file.Config{})
+	if err != nil {
+		return signer.Key{}, "", nil, err
+	}
+	uri, err := b.Create(ctx, backends.CreateRequest{Alg: alg, Name: name})
+	if err != nil {
+		return signer.Key{}, "", nil, err
+	}
+	key, err := backends.OpenWith(ctx, b, uri, backends.OpenOptions{})
+	if err != nil {
+		return signer.Key{}, "", nil, err
+	}
+	jwk, err := key.JWK()
+	if err != nil {
+		return signer.Key{}, "", nil, err
+	}
+	pub, err := jwk.MarshalJSON()
+	if err != nil {
+		return signer.Key{}, "", nil, err
+	}
+	return key, uri, pub, nil
 }
 
 func jwksCmd() command {

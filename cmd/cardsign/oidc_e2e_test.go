@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/internal/oidctest"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // paymentsCard is the card acme/payments' pipeline releases.
@@ -134,7 +135,7 @@ policy:
 		{"alg none", is.Mint(oidctest.GitHubClaims("cardsign"), oidctest.WithHeader("alg", "none"), oidctest.WithNoSignature()), "alg"},
 		{"other organisation", is.Mint(withClaim(oidctest.GitHubClaims("cardsign"), "repository_owner", "evil")), "claims"},
 	} {
-		tokFile := writeSecretFile(t, filepath.Join(dir, "token-"+strings.ReplaceAll(tc.name, " ", "-")), tc.token, 0o600)
+		tokFile := testsupport.WriteFileMode(t, filepath.Join(dir, "token-"+strings.ReplaceAll(tc.name, " ", "-")), tc.token, 0o600)
 		r := cardsign(t, dir, nil, "sign", "--server", grpcAddr, "--id-token", tokFile, cardFile)
 		if r.Code == 0 || !strings.Contains(r.Stderr, "identity token refused: "+tc.reason) || !strings.Contains(r.Stderr, "hint: cardsignd refused the OIDC identity token") {
 			t.Errorf("%s: exit %d, stderr %s; want UNAUTHENTICATED naming %q, with a hint about identity tokens", tc.name, r.Code, r.Stderr, tc.reason)
@@ -147,7 +148,7 @@ policy:
 	// A valid token of the organisation that no auth.oidc rule matches
 	// (acme-labs/* is not acme/*): refused, saying so.
 	labs := withClaim(oidctest.GitHubClaims("cardsign"), "repository", "acme-labs/tool")
-	norule := writeSecretFile(t, filepath.Join(dir, "token-no-rule"), is.Mint(labs), 0o600)
+	norule := testsupport.WriteFileMode(t, filepath.Join(dir, "token-no-rule"), is.Mint(labs), 0o600)
 	if r := cardsign(t, dir, nil, "sign", "--server", grpcAddr, "--id-token", norule, cardFile); r.Code == 0 ||
 		!strings.Contains(r.Stderr, "PermissionDenied") || !strings.Contains(r.Stderr, "no rule matched") || !strings.Contains(r.Stderr, "hint: cardsignd verified the identity token") {
 		t.Errorf("a token matching no rule: exit %d, stderr %s; want PERMISSION_DENIED saying no rule matched", r.Code, r.Stderr)

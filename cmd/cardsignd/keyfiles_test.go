@@ -70,17 +70,6 @@ func wantCode(t *testing.T, err error, code codes.Code, substrs ...string) {
 	}
 }
 
-func writeMode(t *testing.T, path, data string, mode os.FileMode) string {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(data), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestDaemonImportFIFODoesNotWedge(t *testing.T) {
 	work := t.TempDir()
 	d := startDaemon(t, filepath.Join(work, "data"))
@@ -120,9 +109,9 @@ func TestDaemonImportOnlyFromAllowedDirsAndNeverEchoes(t *testing.T) {
 
 	secretJWK := `{"kty":"` + secretContent + `","d":"AAAA"}`
 	secretPEM := "-----BEGIN " + secretContent + "-----\nAAAA\n-----END " + secretContent + "-----\n"
-	secretOut := writeMode(t, filepath.Join(outside, "secret.json"), secretJWK, 0o600)
+	secretOut := testsupport.WriteFileMode(t, filepath.Join(outside, "secret.json"), secretJWK, 0o600)
 	good := string(testsupport.NewKeyPEM(t))
-	goodOut := writeMode(t, filepath.Join(outside, "good.pem"), good, 0o600)
+	goodOut := testsupport.WriteFileMode(t, filepath.Join(outside, "good.pem"), good, 0o600)
 	if err := os.Symlink(goodOut, filepath.Join(importDir, "link.pem")); err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +128,9 @@ func TestDaemonImportOnlyFromAllowedDirsAndNeverEchoes(t *testing.T) {
 		{"dot-dot out of an allowed directory", importDir + "/../outside/good.pem", []string{"outside the allowed directories"}},
 		{"symlink pointing out", filepath.Join(importDir, "link.pem"), []string{"outside the allowed directories"}},
 		// Inside: read, refused, and the content is not quoted.
-		{"unsupported kty inside", writeMode(t, filepath.Join(importDir, "kty.json"), secretJWK, 0o600), []string{"kty"}},
-		{"unknown PEM type inside", writeMode(t, filepath.Join(importDir, "pem.pem"), secretPEM, 0o600), []string{"unsupported PEM block type"}},
-		{"malformed JSON inside", writeMode(t, filepath.Join(importDir, "bad.json"), `{"kty":`+secretContent+`}`, 0o600), []string{"not valid JSON"}},
+		{"unsupported kty inside", testsupport.WriteFileMode(t, filepath.Join(importDir, "kty.json"), secretJWK, 0o600), []string{"kty"}},
+		{"unknown PEM type inside", testsupport.WriteFileMode(t, filepath.Join(importDir, "pem.pem"), secretPEM, 0o600), []string{"unsupported PEM block type"}},
+		{"malformed JSON inside", testsupport.WriteFileMode(t, filepath.Join(importDir, "bad.json"), `{"kty":`+secretContent+`}`, 0o600), []string{"not valid JSON"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,8 +140,8 @@ func TestDaemonImportOnlyFromAllowedDirsAndNeverEchoes(t *testing.T) {
 	}
 	// A key in an import directory, and one in the key directory, import.
 	for _, p := range []string{
-		writeMode(t, filepath.Join(importDir, "good.pem"), good, 0o600),
-		writeMode(t, filepath.Join(d.dataDir, "keys", "mine.pem"), string(testsupport.NewKeyPEM(t)), 0o600),
+		testsupport.WriteFileMode(t, filepath.Join(importDir, "good.pem"), good, 0o600),
+		testsupport.WriteFileMode(t, filepath.Join(d.dataDir, "keys", "mine.pem"), string(testsupport.NewKeyPEM(t)), 0o600),
 	} {
 		if _, err := importWithin(t, c, "file:"+p); err != nil {
 			t.Errorf("import %s: %v", p, err)
@@ -225,11 +214,11 @@ func TestDaemonKeyFileDeletedOrReplaced(t *testing.T) {
 		t.Errorf("the log does not name the key and its missing file:\n%s", log)
 	}
 	// Restored: ready again.
-	writeMode(t, path, string(original), 0o600)
+	testsupport.WriteFileMode(t, path, string(original), 0o600)
 	readyz(t, d, http.StatusOK)
 
 	// Replaced by another key: not ready either.
-	writeMode(t, path+".new", string(testsupport.NewKeyPEM(t)), 0o600)
+	testsupport.WriteFileMode(t, path+".new", string(testsupport.NewKeyPEM(t)), 0o600)
 	if err := os.Rename(path+".new", path); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +273,7 @@ func TestCLILocalKeyFileRules(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	secretPEM := writeMode(t, filepath.Join(dir, "secret.pem"), "-----BEGIN "+secretContent+"-----\nAAAA\n-----END "+secretContent+"-----\n", 0o600)
+	secretPEM := testsupport.WriteFileMode(t, filepath.Join(dir, "secret.pem"), "-----BEGIN "+secretContent+"-----\nAAAA\n-----END "+secretContent+"-----\n", 0o600)
 	for _, tt := range []struct{ name, key, want string }{
 		{"FIFO", fifo, "not a regular file"},
 		{"unknown PEM type", secretPEM, "unsupported PEM block type"},

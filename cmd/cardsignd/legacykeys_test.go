@@ -85,7 +85,6 @@ func legacyStore(t *testing.T, dataDir string) (active, revoked string) {
 // that lists the key (and, since the first start recorded the legacy keys,
 // from the audit trail: TestLegacyKeysBaseline).
 func TestErasedLegacyRevocation(t *testing.T) {
-	ctx := t.Context()
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	if err := os.Mkdir(data, 0o700); err != nil {
@@ -117,15 +116,7 @@ func TestErasedLegacyRevocation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "cardsign.db")+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`DROP TRIGGER keys_immutable`, `UPDATE keys SET revoked_at = NULL, revoke_reason = '' WHERE kid = '` + revoked + `'`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	tamperDB(t, data, `DROP TRIGGER keys_immutable`, `UPDATE keys SET revoked_at = NULL, revoke_reason = '' WHERE kid = '`+revoked+`'`)
 
 	dst := newPGDatabase(t)
 	r := runDaemonOnce(t, "store", "copy", "--from", data, "--to", dst)
@@ -135,14 +126,11 @@ func TestErasedLegacyRevocation(t *testing.T) {
 	}
 	// A document behind the revocation counter (an older one put back, or
 	// a signing interrupted) is named; the erased revocation still refuses.
-	if _, err := db.ExecContext(ctx, `UPDATE sequences SET value = value + 1 WHERE name = 'revocations'`); err != nil {
-		t.Fatal(err)
-	}
+	tamperDB(t, data, `UPDATE sequences SET value = value + 1 WHERE name = 'revocations'`)
 	r = runDaemonOnce(t, "store", "copy", "--from", data, "--to", dst)
 	if r.Code != 1 || !strings.Contains(r.Stderr, "below the revocation counter") || !strings.Contains(r.Stderr, "the revocation was erased") {
 		t.Fatalf("store copy with the document behind the counter: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	db.Close()
 
 	// The daemon on the edited file publishes the key again (and signs a
 	// document without it); audit verify
@@ -191,7 +179,6 @@ func baselines(t *testing.T, dataDir string) []string {
 // with the signed revocation document deleted too, is refused by store
 // copy and reported by cardsign audit verify from the audit trail alone.
 func TestLegacyKeysBaseline(t *testing.T) {
-	ctx := t.Context()
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	if err := os.Mkdir(data, 0o700); err != nil {
@@ -214,17 +201,8 @@ func TestLegacyKeysBaseline(t *testing.T) {
 		t.Fatalf("after a second start: baseline records %v, want %v (none appended)", got, want)
 	}
 
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "cardsign.db")+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`DROP TRIGGER keys_immutable`, `UPDATE keys SET revoked_at = NULL, revoke_reason = '' WHERE kid = '` + revoked + `'`,
-		`DELETE FROM documents WHERE name = 'revocations'`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	tamperDB(t, data, `DROP TRIGGER keys_immutable`, `UPDATE keys SET revoked_at = NULL, revoke_reason = '' WHERE kid = '`+revoked+`'`,
+		`DELETE FROM documents WHERE name = 'revocations'`)
 
 	dst := newPGDatabase(t)
 	r := runDaemonOnce(t, "store", "copy", "--from", data, "--to", dst)

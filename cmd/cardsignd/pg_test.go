@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/internal/pgtest"
+	"github.com/cardsign/cardsign/store/postgres"
 )
 
 // pg is the package's PostgreSQL cluster: started by the first test that
@@ -39,4 +40,16 @@ func newPGDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return url
+}
+
+// openPG opens the PostgreSQL store at raw for the test to read what a
+// command wrote there, closed when the test ends.
+func openPG(t *testing.T, raw string) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(t.Context(), postgres.Config{URL: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

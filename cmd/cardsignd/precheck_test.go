@@ -55,20 +55,9 @@ func olderSQLite(t *testing.T, dir, uri string, docs map[string]string) string {
 		exec(string(b))
 		exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, i+1)
 	}
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwk, err := jose.NewJWK(priv.Public(), "k1", jose.ES256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := jwk.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := publicJWK(t, "k1")
 	at := time.Now().Add(-time.Hour).UnixNano()
-	exec(`INSERT INTO keys (kid, uri, alg, public_jwk, created_at, publish_at, activate_at) VALUES ('k1', ?, 'ES256', ?, ?, ?, ?)`, uri, string(pub), at, at, at)
+	exec(`INSERT INTO keys (kid, uri, alg, public_jwk, created_at, publish_at, activate_at) VALUES ('k1', ?, 'ES256', ?, ?, ?, ?)`, uri, pub, at, at, at)
 	for name, body := range docs {
 		exec(`INSERT INTO documents (name, seq, body, meta, updated_at) VALUES (?, 1, ?, x'', ?)`, name, []byte(body), at)
 	}
@@ -137,31 +126,11 @@ func TestRefusedLogKeysLeaveOlderSchema(t *testing.T) {
 // reported by --check-config and refused by the start before it opens the
 // database, which gets no log key and no first key of its own.
 func TestCheckConfigRefusesKeyBackendPostgres(t *testing.T) {
-	raw := newPGDatabase(t)
-	st, err := postgres.Open(t.Context(), postgres.Config{URL: raw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	conn, err := pgx.Connect(t.Context(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwk, err := jose.NewJWK(priv.Public(), "k1", jose.ES256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := jwk.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, conn := migratedPG(t)
+	pub := publicJWK(t, "k1")
 	at := time.Now().Add(-time.Hour).UnixNano()
-	_, err = conn.Exec(t.Context(), `INSERT INTO keys (kid, uri, alg, public_jwk, created_at, publish_at, activate_at) VALUES ('k1', $1, 'ES256', $2, $3, $3, $3)`,
-		"awskms:///arn:aws:kms:eu-west-1:111122223333:key/k1", string(pub), at)
+	_, err := conn.Exec(t.Context(), `INSERT INTO keys (kid, uri, alg, public_jwk, created_at, publish_at, activate_at) VALUES ('k1', $1, 'ES256', $2, $3, $3, $3)`,
+		"awskms:///arn:aws:kms:eu-west-1:111122223333:key/k1", pub, at)
 	conn.Close(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -186,4 +155,41 @@ func TestCheckConfigRefusesKeyBackendPostgres(t *testing.T) {
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Errorf("the refused start made %s (%v)", data, err)
 	}
+}
+
+// publicJWK is the public JWK (JSON) of a fresh P-256 key named kid, the
+// shape a key row on record holds.
+func publicJWK(t *testing.T, kid string) string {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk, err := jose.NewJWK(priv.Public(), kid, jose.ES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := jwk.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pub)
+}
+
+// migratedPG is a fresh PostgreSQL database with every migration applied
+// and a connection to it that the caller closes, for tests that then
+// write rows or roll the schema back behind the daemon's back.
+func migratedPG(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	raw := newPGDatabase(t)
+	st, err := postgres.Open(t.Context(), postgres.Config{URL: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	conn, err := pgx.Connect(t.Context(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, conn
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store/postgres"
 )
@@ -116,16 +114,7 @@ func TestReplicaNameRefusedLeavesOlderSQLite(t *testing.T) {
 // lease renewed by the test; the start is refused and the schema version
 // is unchanged.
 func TestReplicaNameRefusedLeavesOlderPostgres(t *testing.T) {
-	raw := newPGDatabase(t)
-	st, err := postgres.Open(t.Context(), postgres.Config{URL: raw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	conn, err := pgx.Connect(t.Context(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, conn := migratedPG(t)
 	defer conn.Close(t.Context())
 	run := func(q string, args ...any) {
 		t.Helper()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
 	"github.com/cardsign/cardsign/store/sqlite"
@@ -63,8 +63,8 @@ func TestCheckConfigStore(t *testing.T) {
 	raw := newPGDatabase(t)
 	bare, pw := pgParts(t, raw)
 	work := t.TempDir()
-	private := writeMode(t, filepath.Join(work, "pw"), pw+"\n", 0o600)
-	readable := writeMode(t, filepath.Join(work, "pw-readable"), pw+"\n", 0o644)
+	private := testsupport.WriteFileMode(t, filepath.Join(work, "pw"), pw+"\n", 0o600)
+	readable := testsupport.WriteFileMode(t, filepath.Join(work, "pw-readable"), pw+"\n", 0o644)
 	u, _ := url.Parse(raw)
 	// The README's other forms of the same database: a keyword/value
 	// string, and a URL for PgBouncer without prepared statements.
@@ -177,7 +177,7 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	payload(t, revBefore, "sequence", &seqBefore)
 	raw := newPGDatabase(t)
 	bare, pw := pgParts(t, raw)
-	pwFile := writeMode(t, filepath.Join(work, "db-password"), pw+"\n", 0o600)
+	pwFile := testsupport.WriteFileMode(t, filepath.Join(work, "db-password"), pw+"\n", 0o600)
 	cfg := filepath.Join(work, "pg.yaml")
 	writeFile(t, cfg, fmt.Sprintf("store:\n  url: %q\n  password_file: %q\nreplica: copied-1\n", bare, pwFile))
 	// Not while the daemon runs: the copy would miss what it writes.
@@ -278,16 +278,7 @@ func TestStoreCopyRefusesErasedRevocation(t *testing.T) {
 	}
 	d.stop()
 
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "cardsign.db")+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`DROP TRIGGER keys_immutable`, `UPDATE keys SET revoked_at = NULL, revoke_reason = '' WHERE kid = '` + first + `'`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	tamperDB(t, data, `DROP TRIGGER keys_immutable`, `UPDATE keys SET revoked_at = NULL, revoke_reason = '' WHERE kid = '`+first+`'`)
 
 	raw := newPGDatabase(t)
 	r := runDaemonOnce(t, "store", "copy", "--from", data, "--to", raw)
@@ -295,11 +286,7 @@ func TestStoreCopyRefusesErasedRevocation(t *testing.T) {
 		!strings.Contains(r.Stderr, "nothing was copied") {
 		t.Fatalf("store copy of a source whose revocation was erased: exit %d\n%s", r.Code, r.Stderr)
 	}
-	dst, err := postgres.Open(ctx, postgres.Config{URL: raw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	dst := openPG(t, raw)
 	if keys, err := dst.ListKeys(ctx); err != nil || len(keys) != 0 {
 		t.Fatalf("the refused copy wrote %d key records (%v)", len(keys), err)
 	}
@@ -413,25 +400,12 @@ func TestStoreCopyKeepsRevocationCounter(t *testing.T) {
 	// What a cardsignd before stored documents leaves: a counter, no
 	// document.
 	srcPath := filepath.Join(data, "cardsign.db")
-	db, err := sql.Open("sqlite", "file:"+srcPath+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`DELETE FROM documents`, `INSERT INTO sequences (name, value) VALUES ('revocations', 7) ON CONFLICT (name) DO UPDATE SET value = 7`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	tamperDB(t, data, `DELETE FROM documents`, `INSERT INTO sequences (name, value) VALUES ('revocations', 7) ON CONFLICT (name) DO UPDATE SET value = 7`)
 	raw := newPGDatabase(t)
 	if r := runDaemonOnce(t, "store", "copy", "--from", srcPath, "--to", raw); r.Code != 0 || !strings.Contains(r.Stderr, "sequence 7") {
 		t.Fatalf("store copy: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	dst, err := postgres.Open(ctx, postgres.Config{URL: raw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	dst := openPG(t, raw)
 	if v, err := dst.NextSequence(ctx, "revocations"); err != nil || v != 8 {
 		t.Fatalf("the destination's next revocation sequence: %d, %v; want 8", v, err)
 	}
@@ -474,11 +448,7 @@ func TestStoreCopyRegistry(t *testing.T) {
 	if r := runDaemonOnce(t, "store", "copy", "--from", srcPath, "--to", raw); r.Code != 0 || !strings.Contains(r.Stderr, "copied the registry: 2 agents, 3 card versions, 1 revoked card") {
 		t.Fatalf("store copy: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	dst, err := postgres.Open(ctx, postgres.Config{URL: raw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	dst := openPG(t, raw)
 	hist, err := dst.AgentHistory(ctx, "payments")
 	if err != nil || len(hist) != 2 || hist[0].Version != 3 || hist[1].Version != 2 || string(hist[0].Signed) != `{"v":3,"signatures":[]}` {
 		t.Fatalf("payments on the destination: %+v, %v", hist, err)

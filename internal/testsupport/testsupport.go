@@ -1,7 +1,7 @@
 // Package testsupport holds the small harnesses that tests of several
 // packages share: a log buffer safe for concurrent writers, the benchmark
 // loop that runs a fixed number of operations in flight, and where SoftHSM2's
-// PKCS#11 module is installed.
+// PKCS#11 module is installed, and a file written with an exact mode.
 //
 // It is imported only from _test.go files, so nothing here reaches a
 // production binary.
@@ -110,4 +110,18 @@ func NewKeyPEM(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+// WriteFileMode writes data to path with exactly mode, whatever the umask
+// (os.WriteFile alone leaves the umask's bits cleared), for tests of the
+// checks on secret files' permissions; it returns path.
+func WriteFileMode(t testing.TB, path, data string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
