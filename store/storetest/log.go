@@ -426,3 +426,32 @@ func RunLogCatchUp(t *testing.T, old OldStore) {
 		})
 	}
 }
+
+// LogGuard is a statement on the log's tables that a store's schema must
+// refuse, and what its error must say.
+type LogGuard struct{ SQL, Want string }
+
+// RunLogGuards checks a store's own guards on the log's tables: after two
+// appends, each guard's statement (run by exec) fails saying its Want; then,
+// once insertBehind has put a leaf the audit log lacks (past the guards, as
+// an owner of the database could), the next append is refused.
+func RunLogGuards(t *testing.T, s store.AuditLog, exec func(ctx context.Context, sql string) error, guards []LogGuard, insertBehind func(ctx context.Context) error) {
+	t.Helper()
+	ctx := t.Context()
+	recs := ChainedRecords(3)
+	if _, err := s.AppendAudit(ctx, recs[:2]); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range guards {
+		if err := exec(ctx, g.SQL); err == nil || !strings.Contains(err.Error(), g.Want) {
+			t.Errorf("%s: %v, want an error saying %q", g.SQL, err, g.Want)
+		}
+	}
+	if err := insertBehind(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.AppendAudit(ctx, recs[2:])
+	if want := "the transparency log has 3 leaves but the audit log 2 records"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("append onto a log longer than the audit log: %v, want an error saying %q", err, want)
+	}
+}
