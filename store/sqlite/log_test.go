@@ -1,11 +1,10 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/cardsign/cardsign/audit"
@@ -60,19 +59,10 @@ func oldDatabase(t *testing.T, recs []audit.Record) string {
 // progress, to the logger OpenWith is given; an open with nothing to do says
 // nothing.
 func TestLogCatchUpLogs(t *testing.T) {
-	const done = "every audit record is a leaf"
-	path := oldDatabase(t, storetest.ChainedRecords(1500))
-	for i, want := range []bool{true, false} {
-		var logged bytes.Buffer
-		s, err := OpenWith(t.Context(), path, Options{Log: slog.New(slog.NewTextHandler(&logged, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
-		if strings.Contains(logged.String(), done) != want || strings.Contains(logged.String(), "records=1500") != want {
-			t.Fatalf("open %d logged:\n%s\nwant %q with records=1500: %v", i+1, logged.String(), done, want)
-		}
-	}
+	path := oldDatabase(t, storetest.ChainedRecords(storetest.CatchUpRecords))
+	storetest.RunLogCatchUpLogs(t, func(log *slog.Logger) (io.Closer, error) {
+		return OpenWith(t.Context(), path, Options{Log: log})
+	})
 }
 
 // TestLogGuards: the log's tables refuse, whoever writes to the file,

@@ -1,11 +1,14 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -453,5 +456,31 @@ func RunLogGuards(t *testing.T, s store.AuditLog, exec func(ctx context.Context,
 	_, err := s.AppendAudit(ctx, recs[2:])
 	if want := "the transparency log has 3 leaves but the audit log 2 records"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("append onto a log longer than the audit log: %v, want an error saying %q", err, want)
+	}
+}
+
+// CatchUpRecords is how many records RunLogCatchUpLogs wants in the store
+// written before the log (ChainedRecords(CatchUpRecords)).
+const CatchUpRecords = 1500
+
+// RunLogCatchUpLogs checks that making old records leaves at open is
+// reported, with the count, to the logger the store is opened with, and
+// that an open with nothing left to catch up says nothing of it. open opens
+// (each time it is called) a store written before the log holding
+// CatchUpRecords records.
+func RunLogCatchUpLogs(t *testing.T, open func(log *slog.Logger) (io.Closer, error)) {
+	t.Helper()
+	const done = "every audit record is a leaf"
+	count := fmt.Sprintf("records=%d", CatchUpRecords)
+	for i, want := range []bool{true, false} {
+		var logged bytes.Buffer
+		s, err := open(slog.New(slog.NewTextHandler(&logged, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if strings.Contains(logged.String(), done) != want || strings.Contains(logged.String(), count) != want {
+			t.Fatalf("open %d logged:\n%s\nwant %q with %s: %v", i+1, logged.String(), done, count, want)
+		}
 	}
 }
