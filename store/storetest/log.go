@@ -484,3 +484,21 @@ func RunLogCatchUpLogs(t *testing.T, open func(log *slog.Logger) (io.Closer, err
 		}
 	}
 }
+
+// CheckAppendCatchesUp checks the append after records without leaves (an
+// older cardsignd's: records 6 to 8 of ChainedRecords(8), written after
+// the first five the store's log holds): the new record is the ninth, and
+// the log holds a leaf for each of the nine.
+func CheckAppendCatchesUp(t *testing.T, s store.Store) {
+	t.Helper()
+	out, err := s.AppendAudit(t.Context(), []audit.Record{newRecord("new", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Seq != 9 {
+		t.Fatalf("appended as record %d, want 9", out[0].Seq)
+	}
+	if n := CheckLog(t, s, func(audit.Record) []string { return nil }); n != 9 {
+		t.Fatalf("log of %d leaves, want 9", n)
+	}
+}
