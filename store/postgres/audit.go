@@ -57,11 +57,8 @@ const lockKeysShared = `SELECT kid, revoked_at IS NOT NULL FROM keys WHERE kid =
 // waits for the revoke to commit, then (READ COMMITTED re-reads a row
 // changed under a lock) sees revoked_at set and refuses.
 func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
-	if len(recs) == 0 {
-		return nil, nil
-	}
 	out, times, err := store.PrepareAudit(recs)
-	if err != nil {
+	if err != nil || len(out) == 0 {
 		return nil, err
 	}
 	var kids []string

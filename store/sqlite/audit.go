@@ -28,11 +28,8 @@ const auditAllColumns = auditColumns + `, outcome, reason, provenance, detail`
 // audit.OutcomeSigned (the hash is the same). A record whose Outcome is
 // invalid (audit.Record.CheckOutcome) fails the whole batch.
 func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
-	if len(recs) == 0 {
-		return nil, nil
-	}
 	out, times, err := store.PrepareAudit(recs)
-	if err != nil {
+	if err != nil || len(out) == 0 {
 		return nil, err
 	}
 	var edge transparency.Edge // the log's edge after this append
