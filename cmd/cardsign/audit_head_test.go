@@ -23,32 +23,13 @@ import (
 // says why.
 func TestHeadSourceLoad(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := jose.NewJWK(key.Public(), "k1", jose.ES256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := jwks.Set{Keys: []jose.JWK{pub}}.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwksFile := filepath.Join(dir, "jwks.json")
-	writeFile(t, jwksFile, set)
+	f := newRevocationFixture(t)
+	dir, jwksFile := f.dir, f.jwksFile
 	hash := bytes.Repeat([]byte{0x5b}, 32)
 	issued := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
 	sign := func(name string, head *jwks.AuditHead, expires time.Time) string {
 		t.Helper()
-		doc, err := jwks.SignRevocations(ctx, jwks.Revocations{Sequence: 3, IssuedAt: issued, ExpiresAt: expires, AuditHead: head}, key, jose.ES256, "k1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, name)
-		writeFile(t, path, doc)
-		return path
+		return f.signed(t, name, jwks.Revocations{Sequence: 3, IssuedAt: issued, ExpiresAt: expires, AuditHead: head})
 	}
 	fresh := sign("fresh.json", &jwks.AuditHead{Seq: 7, Hash: hash}, time.Now().Add(time.Hour))
 	expired := sign("expired.json", &jwks.AuditHead{Seq: 7, Hash: hash}, issued.Add(time.Hour))
@@ -75,7 +56,7 @@ func TestHeadSourceLoad(t *testing.T) {
 	}
 
 	otherKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	forged, err := jwks.SignRevocations(ctx, jwks.Revocations{Sequence: 9, IssuedAt: issued, ExpiresAt: time.Now().Add(time.Hour), AuditHead: &jwks.AuditHead{Seq: 1, Hash: hash}}, otherKey, jose.ES256, "k1")
+	forged, err := jwks.SignRevocations(ctx, jwks.Revocations{Sequence: 9, IssuedAt: issued, ExpiresAt: time.Now().Add(time.Hour), AuditHead: &jwks.AuditHead{Seq: 1, Hash: hash}}, otherKey, jose.ES256, "b")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,9 +36,9 @@ func benchCmd() command {
 		var compare keyFlags
 		fs.Var(&compare.uris, "compare-key", "key URI to sign with in-process for the comparison (default: a fresh in-memory ES256 key), e.g. the daemon's own pkcs11: key")
 		return func(ctx context.Context, in *call) int {
-			e, pos := in.env, in.pos
-			if len(pos) > 0 {
-				return c.usageError(e, "unexpected argument %q", pos[0])
+			e := in.env
+			if code, ok := in.noArgs(); !ok {
+				return code
 			}
 			if *conc < 1 || *conc > 4096 || *dur <= 0 || *dur > 10*time.Minute {
 				return c.usageError(e, "--concurrency must be 1..4096 and --duration 0..10m")

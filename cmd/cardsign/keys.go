@@ -23,9 +23,9 @@ func keygenCmd() command {
 		algName := fs.String("alg", "ES256", "JOSE algorithm of the new key")
 		out := fs.String("out", "", "file to write; it must not exist (required)")
 		return func(ctx context.Context, in *call) int {
-			e, pos := in.env, in.pos
-			if len(pos) > 0 {
-				return c.usageError(e, "unexpected argument %q", pos[0])
+			e := in.env
+			if code, ok := in.noArgs(); !ok {
+				return code
 			}
 			if *out == "" {
 				return c.usageError(e, "--out is required")
@@ -85,9 +85,9 @@ func jwksCmd() command {
 		var kf keyFlags
 		kf.register(fs, "(required)")
 		return func(ctx context.Context, in *call) int {
-			e, pos := in.env, in.pos
-			if len(pos) > 0 {
-				return c.usageError(e, "unexpected argument %q", pos[0])
+			e := in.env
+			if code, ok := in.noArgs(); !ok {
+				return code
 			}
 			keys, err := kf.open(ctx)
 			if err != nil {

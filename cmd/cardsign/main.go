@@ -169,6 +169,14 @@ func (in *call) usageError(format string, args ...any) int {
 	return in.c.usageError(in.env, format, args...)
 }
 
+// noArgs refuses the positional arguments of a command that takes none.
+func (in *call) noArgs() (code int, ok bool) {
+	if len(in.pos) > 0 {
+		return in.usageError("unexpected argument %q", in.pos[0]), false
+	}
+	return 0, true
+}
+
 func commands() []command {
 	return []command{
 		canonicalizeCmd(), lintCmd(), upgradeCmd(), signCmd(), verifyCmd(), keygenCmd(), jwksCmd(), keysCmd(), agentsCmd(), auditCmd(), logCmd(), benchCmd(), tokenCmd(),

@@ -43,10 +43,18 @@ func newRevocationFixture(t *testing.T) revocationFixture {
 	return f
 }
 
-// document writes a revocation document signed by b and returns its path.
+// document writes a revocation document signed by b, of sequence 1 and
+// valid for the hour to come, and returns its path.
 func (f revocationFixture) document(t *testing.T, name string, doc jwks.Revocations) string {
 	t.Helper()
 	doc.Sequence, doc.IssuedAt, doc.ExpiresAt = 1, time.Now().Add(-time.Minute).Truncate(time.Second), time.Now().Add(time.Hour)
+	return f.signed(t, name, doc)
+}
+
+// signed writes doc as it is (sequence and times included), signed by b,
+// and returns its path.
+func (f revocationFixture) signed(t *testing.T, name string, doc jwks.Revocations) string {
+	t.Helper()
 	b, err := jwks.SignRevocations(context.Background(), doc, f.key, jose.ES256, "b")
 	if err != nil {
 		t.Fatal(err)
