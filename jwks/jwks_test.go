@@ -2,38 +2,17 @@ package jwks
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
-var rsaKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
 func testKeys(t *testing.T) (ec, ed, rs crypto.Signer) {
 	t.Helper()
-	e, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, d, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e, d, rsaKey()
+	return testsupport.Key(t, jose.ES256), testsupport.Key(t, jose.EdDSA), testsupport.Key(t, jose.RS256)
 }
 
 func mustJWK(t *testing.T, k crypto.Signer, kid string, alg jose.Alg) jose.JWK {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rsa"
 	"errors"
 	"os"
@@ -123,7 +122,7 @@ func TestCreateFileURI(t *testing.T) {
 
 func TestWrite(t *testing.T) {
 	dir := t.TempDir()
-	ec := ecKey(t, elliptic.P256())
+	ec := ecKey(t, jose.ES256)
 	tests := []struct {
 		name    string
 		alg     jose.Alg

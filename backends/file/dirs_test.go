@@ -3,7 +3,6 @@ package file
 import (
 	"context"
 	"crypto"
-	"crypto/elliptic"
 	"errors"
 	"os"
 	"path/filepath"
@@ -23,7 +22,7 @@ func TestAllowedDirs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	key := pkcs8(t, ecKey(t, elliptic.P256()))
+	key := pkcs8(t, ecKey(t, jose.ES256))
 	inside := writeKey(t, allowed, "in.pem", key, 0o600)
 	writeKey(t, filepath.Join(allowed, "sub"), "deep.pem", key, 0o600)
 	secretFile := writeKey(t, outside, "secret", []byte(secret), 0o600)
@@ -127,7 +126,7 @@ type healthy interface{ Healthy(context.Context) error }
 
 func TestOpenedKeyNoticesItsFile(t *testing.T) {
 	dir := t.TempDir()
-	k1, k2 := ecKey(t, elliptic.P256()), ecKey(t, elliptic.P256())
+	k1, k2 := ecKey(t, jose.ES256), ecKey(t, jose.ES256)
 	path := writeKey(t, dir, "k.pem", pkcs8(t, k1), 0o600)
 	h, err := Backend{}.Open(context.Background(), "file:"+path)
 	if err != nil {

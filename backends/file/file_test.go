@@ -4,10 +4,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -17,37 +13,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
-var rsaKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
-func ecKey(t *testing.T, c elliptic.Curve) *ecdsa.PrivateKey {
+// ecKey is a new EC key for alg (ES256, ES384 or ES512), typed for the SEC1
+// encoding.
+func ecKey(t *testing.T, alg jose.Alg) *ecdsa.PrivateKey {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(c, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func edKey(t *testing.T) ed25519.PrivateKey {
-	t.Helper()
-	_, k, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return testsupport.Key(t, alg).(*ecdsa.PrivateKey)
 }
 
 func pemOf(typ string, der []byte) []byte {
@@ -90,7 +67,7 @@ func equalPub(a, b crypto.PublicKey) bool {
 
 func TestOpenFormats(t *testing.T) {
 	dir := t.TempDir()
-	p256, p384, p521, ed, rs := ecKey(t, elliptic.P256()), ecKey(t, elliptic.P384()), ecKey(t, elliptic.P521()), edKey(t), rsaKey()
+	p256, p384, p521, ed, rs := ecKey(t, jose.ES256), ecKey(t, jose.ES384), ecKey(t, jose.ES512), testsupport.Key(t, jose.EdDSA), testsupport.RSAKey(t)
 	jwkOf := func(k crypto.Signer, kid string, alg jose.Alg) []byte {
 		b, err := jose.MarshalPrivateJWK(k, kid, alg)
 		if err != nil {
@@ -147,7 +124,7 @@ func TestOpenFormats(t *testing.T) {
 
 func TestOpenRefuses(t *testing.T) {
 	dir := t.TempDir()
-	p256 := ecKey(t, elliptic.P256())
+	p256 := ecKey(t, jose.ES256)
 	good := pkcs8(t, p256)
 	pubDER, _ := x509.MarshalPKIXPublicKey(p256.Public())
 	pubJWK, _ := jose.NewJWK(p256.Public(), "", "")
@@ -167,7 +144,7 @@ func TestOpenRefuses(t *testing.T) {
 	if err := json.Unmarshal(secretJWK, &m); err != nil {
 		t.Fatal(err)
 	}
-	otherJWK, _ := jose.MarshalPrivateJWK(ecKey(t, elliptic.P256()), "", "")
+	otherJWK, _ := jose.MarshalPrivateJWK(ecKey(t, jose.ES256), "", "")
 	var other map[string]string
 	json.Unmarshal(otherJWK, &other)
 	badJWK := strings.Replace(string(secretJWK), m["d"], other["d"], 1)
@@ -180,7 +157,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"mode 0644", good, 0o644, []string{"0644", "chmod 600"}},
 		{"mode 0640", good, 0o640, []string{"0640", "chmod 600"}},
 		{"mode 0604", good, 0o604, []string{"0604", "chmod 600"}},
-		{"two keys", append(append([]byte{}, good...), pkcs8(t, ecKey(t, elliptic.P256()))...), 0o600, []string{"more than one PEM block"}},
+		{"two keys", append(append([]byte{}, good...), pkcs8(t, ecKey(t, jose.ES256))...), 0o600, []string{"more than one PEM block"}},
 		{"key and certificate", append(append([]byte{}, good...), pemOf("CERTIFICATE", []byte{1})...), 0o600, []string{"more than one PEM block"}},
 		{"trailing junk", append(append([]byte{}, good...), "junk"...), 0o600, []string{"after its PEM block"}},
 		{"encrypted PKCS#8", pemOf("ENCRYPTED PRIVATE KEY", []byte{1, 2, 3}), 0o600, []string{"encrypted"}},

@@ -2,7 +2,6 @@ package file
 
 import (
 	"context"
-	"crypto/elliptic"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -71,7 +70,7 @@ const secret = "TOPSECRET-VALUE-123"
 
 func TestErrorsNeverQuoteFileContent(t *testing.T) {
 	dir := t.TempDir()
-	p256 := ecKey(t, elliptic.P256())
+	p256 := ecKey(t, jose.ES256)
 	good := pkcs8(t, p256)
 	jwk, err := jose.MarshalPrivateJWK(p256, "", "")
 	if err != nil {

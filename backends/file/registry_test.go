@@ -2,9 +2,6 @@ package file_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -24,10 +22,7 @@ import (
 
 func TestRegistryOpen(t *testing.T) {
 	dir := t.TempDir()
-	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ec := testsupport.Key(t, jose.ES256)
 	der, _ := x509.MarshalPKCS8PrivateKey(ec)
 	pemPath := filepath.Join(dir, "ec.pem")
 	if err := os.WriteFile(pemPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {

@@ -13,6 +13,21 @@ import (
 	"github.com/cardsign/cardsign/jose"
 )
 
+// check is one expectation on an error.
+type check func(t *testing.T, err error)
+
+// errAs is the check that err is (or wraps) an E for which ok holds; want
+// describes that E in the failure.
+func errAs[E error](want string, ok func(E) bool) check {
+	return func(t *testing.T, err error) {
+		t.Helper()
+		var e E
+		if !errors.As(err, &e) || !ok(e) {
+			t.Errorf("err = %v, want %s", err, want)
+		}
+	}
+}
+
 // TestOpenErrors checks that each way a key version cannot be used gives
 // its own typed error, naming the key version, without retries.
 func TestOpenErrors(t *testing.T) {
@@ -30,35 +45,16 @@ func TestOpenErrors(t *testing.T) {
 	_, sym := addKey(t, f, kmspb.CryptoKeyVersion_GOOGLE_SYMMETRIC_ENCRYPTION)
 	_, rsa512 := addKey(t, f, kmspb.CryptoKeyVersion_RSA_SIGN_PKCS1_4096_SHA512)
 
-	type check func(t *testing.T, err error)
 	state := func(want string) check {
-		return func(t *testing.T, err error) {
-			var e *KeyStateError
-			if !errors.As(err, &e) || e.State != want {
-				t.Errorf("err = %v, want *KeyStateError %s", err, want)
-			}
-		}
+		return errAs("*KeyStateError "+want, func(e *KeyStateError) bool { return e.State == want })
 	}
-	notFound := func(t *testing.T, err error) {
-		var e *KeyNotFoundError
-		if !errors.As(err, &e) {
-			t.Errorf("err = %v, want *KeyNotFoundError", err)
-		}
-	}
+	notFound := errAs("*KeyNotFoundError", func(*KeyNotFoundError) bool { return true })
 	unsupported := func(want string) check {
-		return func(t *testing.T, err error) {
-			var e *UnsupportedAlgorithmError
-			if !errors.As(err, &e) || e.Algorithm != want {
-				t.Errorf("err = %v, want *UnsupportedAlgorithmError %s", err, want)
-			}
-		}
+		return errAs("*UnsupportedAlgorithmError "+want, func(e *UnsupportedAlgorithmError) bool { return e.Algorithm == want })
 	}
-	badURI := func(t *testing.T, err error) {
-		var e *backends.URIError
-		if !errors.As(err, &e) || !strings.Contains(err.Error(), "cryptoKeyVersions/N") {
-			t.Errorf("err = %v, want *backends.URIError showing the form", err)
-		}
-	}
+	badURI := errAs("*backends.URIError showing the form", func(e *backends.URIError) bool {
+		return strings.Contains(e.Error(), "cryptoKeyVersions/N")
+	})
 	tests := []struct {
 		name  string
 		uri   string

@@ -19,22 +19,13 @@ func (c Config) normalize() (Config, error) {
 		}
 		c.DefaultModule = filepath.Clean(c.DefaultModule)
 	}
-	allowed := make([]string, 0, len(c.AllowedModules))
-	for _, p := range c.AllowedModules {
-		if !filepath.IsAbs(p) {
-			return Config{}, fmt.Errorf("pkcs11: allowed module %q is not an absolute path", p)
-		}
-		allowed = append(allowed, filepath.Clean(p))
+	var err error
+	if c.AllowedModules, err = absPaths(c.AllowedModules, "allowed module"); err != nil {
+		return Config{}, err
 	}
-	c.AllowedModules = allowed
-	pinDirs := make([]string, 0, len(c.PINSourceDirs))
-	for _, d := range c.PINSourceDirs {
-		if !filepath.IsAbs(d) {
-			return Config{}, fmt.Errorf("pkcs11: pin-source directory %q is not an absolute path", d)
-		}
-		pinDirs = append(pinDirs, filepath.Clean(d))
+	if c.PINSourceDirs, err = absPaths(c.PINSourceDirs, "pin-source directory"); err != nil {
+		return Config{}, err
 	}
-	c.PINSourceDirs = pinDirs
 	if c.DefaultModule == "" && len(c.AllowedModules) == 0 && c.ModuleSetting == "" {
 		return Config{}, fmt.Errorf("pkcs11: no module configured (set the default module or the allowed modules)")
 	}
@@ -72,4 +63,18 @@ func (c Config) resolveModule(uriPath string) (string, error) {
 		allowed = append([]string{c.DefaultModule}, allowed...)
 	}
 	return "", &ModuleNotAllowedError{Path: p, Allowed: allowed, Setting: c.ModuleSetting}
+}
+
+// absPaths returns paths cleaned, or an error naming the first one (a what)
+// that is not absolute: relative paths would depend on the daemon's working
+// directory.
+func absPaths(paths []string, what string) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("pkcs11: %s %q is not an absolute path", what, p)
+		}
+		out = append(out, filepath.Clean(p))
+	}
+	return out, nil
 }

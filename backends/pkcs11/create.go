@@ -147,24 +147,22 @@ func generate(c *p11.Ctx, ses session, alg jose.Alg, label string, id []byte, lo
 // templates for alg. CKA_ALLOWED_MECHANISMS is the last private attribute,
 // so generate can drop it for tokens that do not know it.
 func templates(alg jose.Alg, label string, id []byte) (mech uint, pub, priv []*p11.Attribute, err error) {
-	pub = []*p11.Attribute{
-		p11.NewAttribute(p11.CKA_CLASS, p11.CKO_PUBLIC_KEY),
-		p11.NewAttribute(p11.CKA_TOKEN, true),
-		p11.NewAttribute(p11.CKA_PRIVATE, false),
-		p11.NewAttribute(p11.CKA_VERIFY, true),
-		p11.NewAttribute(p11.CKA_ID, id),
-		p11.NewAttribute(p11.CKA_LABEL, label),
+	// Both halves are token objects with the same CKA_ID and CKA_LABEL; only
+	// the private one is private, sensitive and not extractable.
+	object := func(class uint, private bool, extra ...*p11.Attribute) []*p11.Attribute {
+		attrs := []*p11.Attribute{
+			p11.NewAttribute(p11.CKA_CLASS, class),
+			p11.NewAttribute(p11.CKA_TOKEN, true),
+			p11.NewAttribute(p11.CKA_PRIVATE, private),
+		}
+		attrs = append(attrs, extra...)
+		return append(attrs, p11.NewAttribute(p11.CKA_ID, id), p11.NewAttribute(p11.CKA_LABEL, label))
 	}
-	priv = []*p11.Attribute{
-		p11.NewAttribute(p11.CKA_CLASS, p11.CKO_PRIVATE_KEY),
-		p11.NewAttribute(p11.CKA_TOKEN, true),
-		p11.NewAttribute(p11.CKA_PRIVATE, true),
+	pub = object(p11.CKO_PUBLIC_KEY, false, p11.NewAttribute(p11.CKA_VERIFY, true))
+	priv = object(p11.CKO_PRIVATE_KEY, true,
 		p11.NewAttribute(p11.CKA_SENSITIVE, true),
 		p11.NewAttribute(p11.CKA_EXTRACTABLE, false),
-		p11.NewAttribute(p11.CKA_SIGN, true),
-		p11.NewAttribute(p11.CKA_ID, id),
-		p11.NewAttribute(p11.CKA_LABEL, label),
-	}
+		p11.NewAttribute(p11.CKA_SIGN, true))
 	var keyType, signMech uint
 	switch alg {
 	case jose.ES256, jose.ES384, jose.ES512:

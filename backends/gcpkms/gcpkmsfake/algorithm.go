@@ -40,31 +40,21 @@ type algSpec struct {
 // them exist, have a state and an algorithm, but cannot sign or give a
 // public key.
 func specOf(alg Algorithm) algSpec {
-	switch alg {
-	case kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256:
-		return algSpec{kind: kindEC, curve: elliptic.P256(), hash: crypto.SHA256}
-	case kmspb.CryptoKeyVersion_EC_SIGN_P384_SHA384:
-		return algSpec{kind: kindEC, curve: elliptic.P384(), hash: crypto.SHA384}
-	case kmspb.CryptoKeyVersion_RSA_SIGN_PKCS1_2048_SHA256:
-		return algSpec{kind: kindRSAPKCS1, bits: 2048, hash: crypto.SHA256}
-	case kmspb.CryptoKeyVersion_RSA_SIGN_PKCS1_3072_SHA256:
-		return algSpec{kind: kindRSAPKCS1, bits: 3072, hash: crypto.SHA256}
-	case kmspb.CryptoKeyVersion_RSA_SIGN_PKCS1_4096_SHA256:
-		return algSpec{kind: kindRSAPKCS1, bits: 4096, hash: crypto.SHA256}
-	case kmspb.CryptoKeyVersion_RSA_SIGN_PKCS1_4096_SHA512:
-		return algSpec{kind: kindRSAPKCS1, bits: 4096, hash: crypto.SHA512}
-	case kmspb.CryptoKeyVersion_RSA_SIGN_PSS_2048_SHA256:
-		return algSpec{kind: kindRSAPSS, bits: 2048, hash: crypto.SHA256}
-	case kmspb.CryptoKeyVersion_RSA_SIGN_PSS_3072_SHA256:
-		return algSpec{kind: kindRSAPSS, bits: 3072, hash: crypto.SHA256}
-	case kmspb.CryptoKeyVersion_RSA_SIGN_PSS_4096_SHA256:
-		return algSpec{kind: kindRSAPSS, bits: 4096, hash: crypto.SHA256}
-	case kmspb.CryptoKeyVersion_RSA_SIGN_PSS_4096_SHA512:
-		return algSpec{kind: kindRSAPSS, bits: 4096, hash: crypto.SHA512}
-	case kmspb.CryptoKeyVersion_EC_SIGN_ED25519:
-		return algSpec{kind: kindEd25519}
+	// A table built per call: the fake has no package-level state.
+	specs := map[Algorithm]algSpec{
+		kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256:        {kind: kindEC, curve: elliptic.P256(), hash: crypto.SHA256},
+		kmspb.CryptoKeyVersion_EC_SIGN_P384_SHA384:        {kind: kindEC, curve: elliptic.P384(), hash: crypto.SHA384},
+		kmspb.CryptoKeyVersion_RSA_SIGN_PKCS1_2048_SHA256: {kind: kindRSAPKCS1, bits: 2048, hash: crypto.SHA256},
+		kmspb.CryptoKeyVersion_RSA_SIGN_PKCS1_3072_SHA256: {kind: kindRSAPKCS1, bits: 3072, hash: crypto.SHA256},
+		kmspb.CryptoKeyVersion_RSA_SIGN_PKCS1_4096_SHA256: {kind: kindRSAPKCS1, bits: 4096, hash: crypto.SHA256},
+		kmspb.CryptoKeyVersion_RSA_SIGN_PKCS1_4096_SHA512: {kind: kindRSAPKCS1, bits: 4096, hash: crypto.SHA512},
+		kmspb.CryptoKeyVersion_RSA_SIGN_PSS_2048_SHA256:   {kind: kindRSAPSS, bits: 2048, hash: crypto.SHA256},
+		kmspb.CryptoKeyVersion_RSA_SIGN_PSS_3072_SHA256:   {kind: kindRSAPSS, bits: 3072, hash: crypto.SHA256},
+		kmspb.CryptoKeyVersion_RSA_SIGN_PSS_4096_SHA256:   {kind: kindRSAPSS, bits: 4096, hash: crypto.SHA256},
+		kmspb.CryptoKeyVersion_RSA_SIGN_PSS_4096_SHA512:   {kind: kindRSAPSS, bits: 4096, hash: crypto.SHA512},
+		kmspb.CryptoKeyVersion_EC_SIGN_ED25519:            {kind: kindEd25519},
 	}
-	return algSpec{}
+	return specs[alg]
 }
 
 // purposeOf is the CryptoKey purpose an algorithm belongs to.
