@@ -14,8 +14,8 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
-	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/store/storetest"
 	"github.com/cardsign/cardsign/strictjson"
 )
 
@@ -118,23 +118,7 @@ func TestKeyAdministrationAudited(t *testing.T) {
 			t.Errorf("record %d: %s %s by %q (reason %q), want %s %s by %q (reason %q)", r.Seq, r.Kind(), r.KID, r.Caller, r.Reason, w.kind, w.kid, w.caller, w.reason)
 		}
 	}
-	entries, err := st.LogEntries(ctx, 0, int64(len(recs)))
-	if err != nil || len(entries) != len(recs) {
-		t.Fatalf("%d log entries (%v), want one per record", len(entries), err)
-	}
-	keys, err := st.ListKeys(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var trail store.KeyTrail
-	for _, r := range recs {
-		if err := trail.Add(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if problems, legacy := trail.Check(keys, store.CheckAll); len(problems) != 0 || len(legacy) != 0 {
-		t.Fatalf("key records disagree with the trail: %v (legacy %v)", problems, legacy)
-	}
+	storetest.CheckKeyTrail(t, st, recs)
 	for _, msg := range []string{"key created", "key imported", "key rotation scheduled", "key activated", "key retired", "key revoked"} {
 		found := false
 		for _, line := range strings.Split(logs.String(), "\n") {

@@ -22,6 +22,32 @@ func keyRecord(t *testing.T, kind audit.Kind, rec jwks.KeyRecord, reason string,
 	return r
 }
 
+// CheckKeyTrail fails t unless s's transparency log holds one entry per
+// record of recs (all of s's audit records, oldest first) and s's key
+// records agree with the key trail those records replay: the check every
+// key administration test ends with, in this suite and in the server's.
+func CheckKeyTrail(t testing.TB, s store.Store, recs []audit.Record) {
+	t.Helper()
+	ctx := t.Context()
+	entries, err := s.LogEntries(ctx, 0, int64(len(recs)))
+	if err != nil || len(entries) != len(recs) {
+		t.Fatalf("the log holds %d entries (%v), want one per record (%d)", len(entries), err, len(recs))
+	}
+	keys, err := s.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trail store.KeyTrail
+	for _, r := range recs {
+		if err := trail.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if problems, legacy := trail.Check(keys, store.CheckAll); len(problems) != 0 || len(legacy) != 0 {
+		t.Fatalf("the key records disagree with their own trail: %v (legacy %v)", problems, legacy)
+	}
+}
+
 // testChangeKeys creates a key and revokes it with ChangeKeys: each change
 // and its audit record commit together, the records chain like any other
 // (a revocation's record is not refused for naming its revoked key), each
@@ -68,23 +94,7 @@ func testChangeKeys(t *testing.T, open Opener) {
 	if err != nil || st.RevokedAt == nil || !st.RevokedAt.Equal(revokedAt) {
 		t.Fatalf("the revocation record's key state %+v (%v), want revoked at %s", st, err, revokedAt)
 	}
-	entries, err := s.LogEntries(ctx, 0, 3)
-	if err != nil || len(entries) != 3 {
-		t.Fatalf("the log holds %d entries (%v), want one per record", len(entries), err)
-	}
-	keys, err := s.ListKeys(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var trail store.KeyTrail
-	for _, r := range recs {
-		if err := trail.Add(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if problems, legacy := trail.Check(keys, store.CheckAll); len(problems) != 0 || len(legacy) != 0 {
-		t.Fatalf("the key records disagree with their own trail: %v (legacy %v)", problems, legacy)
-	}
+	CheckKeyTrail(t, s, recs)
 	// Signatures by the revoked key are still refused.
 	if _, err := s.AppendAudit(ctx, []audit.Record{newRecord("late", 5)}); !errors.Is(err, store.ErrKeyRevoked) {
 		t.Fatalf("a signature by the revoked key: %v, want ErrKeyRevoked", err)
