@@ -111,7 +111,8 @@ daemon, jwks/jwksfetch, transparency/tlogclient
   < cmd/cardsignd, cmd/cardsign;
 
 # Test harnesses: imported by tests only.
-NONE < internal/testbin, internal/testpki, internal/testsupport, internal/pgtest, internal/sdnotify/sdnotifytest;
+NONE < internal/testbin, internal/testpki, internal/pgtest, internal/sdnotify/sdnotifytest;
+jose < internal/testsupport;
 internal/testpki < internal/oidctest;
 transparency/tlogserve < internal/memlog;
 api/cardsign/v1 < internal/loadgen;
