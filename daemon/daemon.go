@@ -92,7 +92,7 @@ func Serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	if err := precheckLogKeys(ctx, cfg, tlog.signer); err != nil {
+	if err := precheckLogKeys(ctx, cfg, tlog.Signer); err != nil {
 		return err
 	}
 	if err := precheckReplica(ctx, cfg, log); err != nil {
@@ -103,7 +103,7 @@ func Serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		return err
 	}
 	defer st.Close()
-	if _, _, err := transparency.CompareKeys(ctx, sharedLogKeys(st), tlog.signer, slog.New(slog.DiscardHandler)); err != nil {
+	if _, _, err := transparency.CompareKeys(ctx, sharedLogKeys(st), tlog.Signer, slog.New(slog.DiscardHandler)); err != nil {
 		return err
 	}
 	auth, pol, err := openAuthority(ctx, cfg, st, reg, tlog, metrics, log)
@@ -389,7 +389,7 @@ func kmsStats(scheme string, sr backends.StatsReporter) server.StatsSource {
 // may still sign has its backend, then writes: the log key made in memory
 // (tlog), the log keys this replica signs with, and the first key on a
 // fresh store. It returns the compiled policy too, for the start-up summary.
-func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store, reg *backends.Registry, tlog *logKeys, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
+func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store, reg *backends.Registry, tlog *transparency.Keys, metrics *server.Metrics, log *slog.Logger) (*server.Authority, *policy.Policy, error) {
 	// Imported file keys must come from the key directory or a configured
 	// import directory: an import names a path, and the daemon can read
 	// files its callers cannot.
@@ -428,7 +428,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		ImportBackends: map[string]backends.Backend{file.Scheme: fileKeys},
 		Replica:        cfg.Replica,
 		ClockSkew:      cfg.ClockSkew,
-		Log:            tlog.signer,
+		Log:            tlog.Signer,
 		LogOpenPrivate: cfg.Log.Private == "open",
 	}, st, log)
 	if cfg.ClockSkew != 0 {
@@ -446,10 +446,10 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 	if err := auth.ClaimReplica(ctx); err != nil {
 		return nil, nil, err
 	}
-	if err := tlog.write(log); err != nil {
+	if err := writeLogKey(tlog, log); err != nil {
 		return nil, nil, err
 	}
-	if err := transparency.CheckSharedKeys(ctx, sharedLogKeys(st), tlog.signer, log); err != nil {
+	if err := transparency.CheckSharedKeys(ctx, sharedLogKeys(st), tlog.Signer, log); err != nil {
 		return nil, nil, err
 	}
 	// Bootstrap makes a key only when the store has none: a replica joining

@@ -187,8 +187,7 @@ func (s *agents) AgentHistory(ctx context.Context, id string) ([]store.AgentCard
 func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
 	var recErr error
 	var out []audit.Record
-	var edge transparency.Edge
-	var written []transparency.StoredHash
+	var app transparency.Appended
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM agents WHERE id = $1 FOR UPDATE`, id); err != nil {
 			return err
@@ -205,7 +204,7 @@ func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest 
 		if _, err := tx.Exec(ctx, `DELETE FROM agent_cards WHERE id = $1`, id); err != nil {
 			return err
 		}
-		edge, written, err = s.appendTx(ctx, tx, out, times, nil)
+		app, err = s.appendTx(ctx, tx, out, times, nil)
 		return err
 	})
 	if recErr != nil {
@@ -214,8 +213,7 @@ func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest 
 	if err != nil {
 		return audit.Record{}, wrap(ctx, "remove agent "+id, err)
 	}
-	s.edge.Store(&edge)
-	s.hashes.Add(written)
+	s.tail.Committed(app)
 	return out[0], nil
 }
 
@@ -253,8 +251,7 @@ func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec aud
 		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card %x: %w", c.CanonicalSHA256, err)
 	}
 	var out store.CardRevocation
-	var edge transparency.Edge
-	var written []transparency.StoredHash
+	var app transparency.Appended
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)
 			VALUES ($1, $2, $3, $4, clock_timestamp()) ON CONFLICT (canonical_sha256) DO NOTHING`,
@@ -266,14 +263,13 @@ func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec aud
 			return err
 		}
 		var err error
-		edge, written, err = s.appendTx(ctx, tx, recs, times, nil)
+		app, err = s.appendTx(ctx, tx, recs, times, nil)
 		return err
 	})
 	if err != nil {
 		return store.CardRevocation{}, audit.Record{}, wrap(ctx, fmt.Sprintf("revoke card %x", c.CanonicalSHA256), err)
 	}
-	s.edge.Store(&edge)
-	s.hashes.Add(written)
+	s.tail.Committed(app)
 	out.RevokedAt = out.RevokedAt.UTC()
 	return out, recs[0], nil
 }

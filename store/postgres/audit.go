@@ -73,30 +73,24 @@ func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]au
 			kids = append(kids, r.KID)
 		}
 	}
-	var edge transparency.Edge // the log's edge after this append
-	var written []transparency.StoredHash
+	var app transparency.Appended
 	err = s.inTx(ctx, func(tx pgx.Tx) (err error) {
-		edge, written, err = s.appendTx(ctx, tx, out, times, kids)
+		app, err = s.appendTx(ctx, tx, out, times, kids)
 		return err
 	})
 	if err != nil {
 		return nil, wrap(ctx, fmt.Sprintf("append %d audit records", len(recs)), err)
 	}
-	// Committed: the edge is the log's until another append (racing one
-	// of this Store's, the older edge may win, which costs a read).
-	s.edge.Store(&edge)
-	s.hashes.Add(written)
+	s.tail.Committed(app)
 	return out, nil
 }
 
 // appendTx appends out (checked by store.PrepareAudit and checkText, their
 // times in nanoseconds) in tx, assigning Seq, PrevHash and Hash in place;
-// kids are the kids of out's signatures, refused if revoked. It returns the
-// log's edge after the append and the tree hashes it wrote, for the caller
-// to keep once tx has committed.
-func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, times []int64, kids []string) (transparency.Edge, []transparency.StoredHash, error) {
-	var edge transparency.Edge
-	var written []transparency.StoredHash
+// kids are the kids of out's signatures, refused if revoked. It returns what
+// it appended to the log, for the tail once tx has committed.
+func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, times []int64, kids []string) (transparency.Appended, error) {
+	var app transparency.Appended
 	err := func() error {
 		seq, prev, size, err := lockHead(ctx, tx)
 		if err != nil {
@@ -106,7 +100,7 @@ func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, time
 		// must end where the audit log does before both grow. Records
 		// without leaves (appended by a cardsignd from before the log while
 		// this one ran: a rolling upgrade) become leaves first, here.
-		s.hashes.Appending(seq)
+		s.tail.Appending(seq)
 		caughtUp := size < seq
 		for size < seq {
 			if size, err = catchUpChunk(ctx, tx, size, seq); err != nil {
@@ -125,10 +119,6 @@ func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, time
 			cols.add(r, times[i])
 			prev = r.Hash
 		}
-		var last transparency.Edge
-		if e := s.edge.Load(); e != nil && !caughtUp {
-			last = *e
-		}
 		// One round trip: the revocation check's locks, then the inserts.
 		// Should a key be revoked, the inserted rows are rolled back.
 		b := &pgx.Batch{}
@@ -136,7 +126,7 @@ func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, time
 			b.Queue(lockKeysShared, kids)
 		}
 		b.Queue(insertAudit, cols.args()...)
-		if edge, written, err = last.Integrate(ctx, txLog{tx, b}, seq, out); err != nil {
+		if app, err = s.tail.Extend(ctx, txLog{tx, b}, seq, out, caughtUp); err != nil {
 			return err
 		}
 		br := tx.SendBatch(ctx, b)
@@ -153,7 +143,7 @@ func (s *core) appendTx(ctx context.Context, tx pgx.Tx, out []audit.Record, time
 		}
 		return br.Close()
 	}()
-	return edge, written, err
+	return app, err
 }
 
 // lockHead locks the audit_head row, which serializes appends (and the

@@ -222,8 +222,7 @@ func (s *keys) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit
 func (s *keys) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
-	var edge transparency.Edge
-	var written []transparency.StoredHash
+	var app transparency.Appended
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := lockKeySet(ctx, tx); err != nil {
 			return err
@@ -266,7 +265,7 @@ func (s *keys) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn sqlr
 		if len(out) == 0 {
 			return nil
 		}
-		edge, written, err = s.appendTx(ctx, tx, out, ch.Times, nil)
+		app, err = s.appendTx(ctx, tx, out, ch.Times, nil)
 		return err
 	})
 	if fnErr != nil {
@@ -275,10 +274,7 @@ func (s *keys) changeKeys(ctx context.Context, mode store.KeyChangeMode, fn sqlr
 	if err != nil {
 		return nil, wrap(ctx, "change keys", err)
 	}
-	if len(out) > 0 {
-		s.edge.Store(&edge)
-		s.hashes.Add(written)
-	}
+	s.tail.Committed(app)
 	return out, nil
 }
 

@@ -104,7 +104,7 @@ func catchUpChunk(ctx context.Context, tx pgx.Tx, size, head int64) (int64, erro
 
 // LogHashes returns the tree hashes stored at indexes, in the order asked.
 func (s *logRows) LogHashes(ctx context.Context, indexes []int64) ([]transparency.Hash, error) {
-	hs, err := s.hashes.Read(ctx, indexes, func(ctx context.Context, missing []int64) ([]transparency.Hash, error) {
+	hs, err := s.tail.ReadHashes(ctx, indexes, func(ctx context.Context, missing []int64) ([]transparency.Hash, error) {
 		return readLogHashes(ctx, s.pool, missing)
 	})
 	if err != nil {

@@ -32,7 +32,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -72,11 +71,12 @@ type Config struct {
 
 // Store is a store.Store on a PostgreSQL database. It is safe for concurrent
 // use, also by several processes sharing the database. It is composed of
-// one part per role interface of package store (keys, audit log, clock,
-// leases, documents, agents, log rows), each over the connection pool they
-// share (core).
+// one part per role interface of package store (change announcements,
+// keys, audit log, clock, leases, documents, agents, log rows), each over
+// the connection pool they share (core).
 type Store struct {
 	*core
+	watcher
 	keys
 	auditTrail
 	clock
@@ -88,7 +88,7 @@ type Store struct {
 
 // newStore composes a Store of its parts over c.
 func newStore(c *core) *Store {
-	return &Store{core: c, keys: keys{c}, auditTrail: auditTrail{c}, clock: clock{c}, leases: leases{c},
+	return &Store{core: c, watcher: watcher{c}, keys: keys{c}, auditTrail: auditTrail{c}, clock: clock{c}, leases: leases{c},
 		documents: documents{c}, agents: agents{c}, logRows: logRows{c}}
 }
 
@@ -102,13 +102,11 @@ type core struct {
 	log  *slog.Logger
 	// where is the redacted URL, for errors and logs.
 	where string
-	// edge is the transparency log's edge after the last append this
-	// Store committed (nil: none yet): the next append, if no replica
-	// appended since, reads no tree hashes.
-	edge atomic.Pointer[transparency.Edge]
-	// hashes caches the tree hashes this Store's appends committed and its
-	// reads returned: the inclusion proofs of new leaves read them.
-	hashes *transparency.HashCache
+	// tail is what this Store knows of the transparency log's right end:
+	// the edge of its last committed append (the next append, if no
+	// replica appended since, reads no tree hashes) and the tree hashes it
+	// wrote or read (the inclusion proofs of new leaves read them).
+	tail *transparency.Tail
 }
 
 var (
@@ -140,7 +138,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
-	s := newStore(&core{pool: pool, conn: poolCfg.ConnConfig, log: log, where: where, hashes: transparency.NewHashCache(0)})
+	s := newStore(&core{pool: pool, conn: poolCfg.ConnConfig, log: log, where: where, tail: transparency.NewTail(0)})
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: cannot reach PostgreSQL at %s (is the server running, and are the URL, sslmode and password right?): %w",

@@ -54,6 +54,10 @@ func (o *outageLog) ended(now time.Time) (bool, time.Duration) {
 	return true, down
 }
 
+// watcher is the Store's part for store.Watcher: change announcements,
+// heard on a connection of its own.
+type watcher struct{ *core }
+
 // Watch calls fn with the topic (store.TopicKeys, store.TopicDocuments) of
 // each change another process (or this one) commits, and with "" after
 // every (re)connect, when announcements may have been missed; see
@@ -62,7 +66,7 @@ func (o *outageLog) ended(now time.Time) (bool, time.Duration) {
 // until ctx is done, reconnecting with backoff whenever the connection is
 // lost, and returns ctx's error. fn runs on Watch's goroutine; a slow fn
 // delays the next announcement, not the database.
-func (s *Store) Watch(ctx context.Context, fn func(topic string)) error {
+func (s *watcher) Watch(ctx context.Context, fn func(topic string)) error {
 	backoff := watchBackoffMin
 	var outage outageLog
 	for {

@@ -11,7 +11,6 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlrows"
-	"github.com/cardsign/cardsign/transparency"
 )
 
 // agents is the Store's part for store.Agents and store.AgentImporter: the
@@ -149,8 +148,6 @@ func (s *agents) AgentHistory(ctx context.Context, id string) ([]store.AgentCard
 func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest store.AgentCard) (audit.Record, error)) (audit.Record, error) {
 	var recErr error
 	var out []audit.Record
-	var edge transparency.Edge
-	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		var times []int64
 		var err error
@@ -161,7 +158,7 @@ func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest 
 		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_cards WHERE id = ?`, id); err != nil {
 			return err
 		}
-		edge, written, err = s.appendTx(ctx, tx, out, times)
+		err = s.appendTx(ctx, tx, out, times)
 		return err
 	})
 	if recErr != nil {
@@ -170,8 +167,6 @@ func (s *agents) RemoveAgent(ctx context.Context, id string, record func(newest 
 	if err != nil {
 		return audit.Record{}, fmt.Errorf("store: remove agent %s: %w", id, err)
 	}
-	s.edge.Store(&edge)
-	s.hashes.Add(written)
 	return out[0], nil
 }
 
@@ -199,8 +194,6 @@ func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec aud
 		return store.CardRevocation{}, audit.Record{}, err
 	}
 	var out store.CardRevocation
-	var edge transparency.Edge
-	var written []transparency.StoredHash
 	err = s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO revoked_cards (canonical_sha256, agent_id, version, reason, revoked_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (canonical_sha256) DO NOTHING`,
@@ -213,14 +206,12 @@ func (s *agents) RevokeCard(ctx context.Context, c store.CardRevocation, rec aud
 			return err
 		}
 		out.RevokedAt = store.FromNanos(at)
-		edge, written, err = s.appendTx(ctx, tx, recs, times)
+		err = s.appendTx(ctx, tx, recs, times)
 		return err
 	})
 	if err != nil {
 		return store.CardRevocation{}, audit.Record{}, fmt.Errorf("store: revoke card %x: %w", c.CanonicalSHA256, err)
 	}
-	s.edge.Store(&edge)
-	s.hashes.Add(written)
 	return out, recs[0], nil
 }
 

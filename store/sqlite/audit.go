@@ -32,85 +32,67 @@ func (s *auditTrail) AppendAudit(ctx context.Context, recs []audit.Record) ([]au
 	if err != nil || len(out) == 0 {
 		return nil, err
 	}
-	var edge transparency.Edge // the log's edge after this append
-	var written []transparency.StoredHash
-	appendTx := func(tx *sql.Tx) (err error) {
-		edge, written, err = s.appendTx(ctx, tx, out, times)
-		return err
-	}
 	// On a full volume, truncating the WAL may give back the space.
-	err = s.writeFreeingWAL(ctx, appendTx)
+	err = s.writeFreeingWAL(ctx, func(tx *sql.Tx) error { return s.appendTx(ctx, tx, out, times) })
 	if err != nil {
 		return nil, fmt.Errorf("store: append %d audit records: %w", len(recs), err)
 	}
-	// Committed: the edge is the log's (until another append; racing one
-	// of this Store's, the older edge may win, which costs a read).
-	s.edge.Store(&edge)
-	s.hashes.Add(written)
 	return out, nil
 }
 
 // appendTx appends out (prepared by store.PrepareAudit, their times in
-// nanoseconds) in tx, assigning Seq, PrevHash and Hash in place, and
-// returns the log's edge after the append and the tree hashes it wrote:
-// for the caller to keep once tx has committed.
-func (s *core) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) (transparency.Edge, []transparency.StoredHash, error) {
-	var edge transparency.Edge
-	var written []transparency.StoredHash
-	err := func() error {
-		// The head read and the inserts share one BEGIN IMMEDIATE
-		// transaction: no other writer, in this process or another, can
-		// append in between.
-		if err := s.prepare(ctx); err != nil {
-			return err
-		}
-		if err := refuseRevoked(ctx, tx.StmtContext(ctx, s.stmts.revokedAt), out); err != nil {
-			return err
-		}
-		seq, prev, err := scanHead(tx.StmtContext(ctx, s.stmts.head).QueryRowContext(ctx))
-		if err != nil {
-			return err
-		}
-		// The transparency log's leaf i is record i+1's entry: the log
-		// must end where the audit log does before both grow.
-		size, err := s.logSize(ctx, tx)
-		if err != nil {
-			return err
-		}
-		s.hashes.Appending(seq)
-		caughtUp := size < seq
-		for size < seq {
-			// Records without leaves: appended by a cardsignd from before
-			// the log while this one ran (a rolling upgrade). They become
-			// leaves first, in this transaction.
-			if size, err = s.catchUpChunk(ctx, tx, size, seq); err != nil {
-				return err
-			}
-		}
-		if err := transparency.CheckSize(size, seq); err != nil {
-			return err
-		}
-		stmt := tx.StmtContext(ctx, s.stmts.insert)
-		defer stmt.Close()
-		for i := range out {
-			r := &out[i]
-			r.Seq = seq + int64(i) + 1
-			r.PrevHash = prev
-			r.Hash = r.ComputeHash(prev)
-			if _, err := stmt.ExecContext(ctx, r.Seq, times[i], r.Caller, r.RequestID, r.CardName, r.CardVersion,
-				r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance, r.Detail); err != nil {
-				return fmt.Errorf("seq %d: %w", r.Seq, err)
-			}
-			prev = r.Hash
-		}
-		var last transparency.Edge
-		if e := s.edge.Load(); e != nil && !caughtUp {
-			last = *e
-		}
-		edge, written, err = last.Integrate(ctx, txLog{s, tx}, seq, out)
+// nanoseconds) in tx, a write transaction, assigning Seq, PrevHash and Hash
+// in place; what it appends to the log is the tail's once tx commits
+// (writeTx).
+func (s *core) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) error {
+	// The head read and the inserts share one BEGIN IMMEDIATE
+	// transaction: no other writer, in this process or another, can
+	// append in between.
+	if err := s.prepare(ctx); err != nil {
 		return err
-	}()
-	return edge, written, err
+	}
+	if err := refuseRevoked(ctx, tx.StmtContext(ctx, s.stmts.revokedAt), out); err != nil {
+		return err
+	}
+	seq, prev, err := scanHead(tx.StmtContext(ctx, s.stmts.head).QueryRowContext(ctx))
+	if err != nil {
+		return err
+	}
+	// The transparency log's leaf i is record i+1's entry: the log
+	// must end where the audit log does before both grow.
+	size, err := s.logSize(ctx, tx)
+	if err != nil {
+		return err
+	}
+	s.tail.Appending(seq)
+	caughtUp := size < seq
+	for size < seq {
+		// Records without leaves: appended by a cardsignd from before
+		// the log while this one ran (a rolling upgrade). They become
+		// leaves first, in this transaction.
+		if size, err = s.catchUpChunk(ctx, tx, size, seq); err != nil {
+			return err
+		}
+	}
+	if err := transparency.CheckSize(size, seq); err != nil {
+		return err
+	}
+	stmt := tx.StmtContext(ctx, s.stmts.insert)
+	defer stmt.Close()
+	for i := range out {
+		r := &out[i]
+		r.Seq = seq + int64(i) + 1
+		r.PrevHash = prev
+		r.Hash = r.ComputeHash(prev)
+		if _, err := stmt.ExecContext(ctx, r.Seq, times[i], r.Caller, r.RequestID, r.CardName, r.CardVersion,
+			r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance, r.Detail); err != nil {
+			return fmt.Errorf("seq %d: %w", r.Seq, err)
+		}
+		prev = r.Hash
+	}
+	app, err := s.tail.Extend(ctx, txLog{s, tx}, seq, out, caughtUp)
+	s.appended = app
+	return err
 }
 
 // AuditHead returns the Seq and Hash of the last audit record ever appended

@@ -9,7 +9,6 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlrows"
-	"github.com/cardsign/cardsign/transparency"
 )
 
 // keys is the Store's part for store.Keys: the key records and their changes.
@@ -102,8 +101,6 @@ func (s *keys) BaselineKeys(ctx context.Context, rec func(jwks.KeyRecord) (audit
 func (s *keys) changeKeys(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audit.Record, error) {
 	var fnErr error
 	var out []audit.Record
-	var edge transparency.Edge
-	var written []transparency.StoredHash
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		ch, err := sqlrows.PrepareKeyChange(ctx, rowsOf(tx), listKeysSQL, fn, &fnErr)
 		if err != nil {
@@ -123,7 +120,7 @@ func (s *keys) changeKeys(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audi
 		if len(out) == 0 {
 			return nil
 		}
-		edge, written, err = s.appendTx(ctx, tx, out, ch.Times)
+		err = s.appendTx(ctx, tx, out, ch.Times)
 		return err
 	})
 	if fnErr != nil {
@@ -131,10 +128,6 @@ func (s *keys) changeKeys(ctx context.Context, fn sqlrows.KeyChangeFunc) ([]audi
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: change keys: %w", err)
-	}
-	if len(out) > 0 {
-		s.edge.Store(&edge)
-		s.hashes.Add(written)
 	}
 	return out, nil
 }

@@ -107,7 +107,7 @@ func (s *core) catchUpChunk(ctx context.Context, tx *sql.Tx, size, head int64) (
 
 // LogHashes returns the tree hashes stored at indexes, in the order asked.
 func (s *logRows) LogHashes(ctx context.Context, indexes []int64) ([]transparency.Hash, error) {
-	hs, err := s.hashes.Read(ctx, indexes, func(ctx context.Context, missing []int64) ([]transparency.Hash, error) {
+	hs, err := s.tail.ReadHashes(ctx, indexes, func(ctx context.Context, missing []int64) ([]transparency.Hash, error) {
 		return readLogHashes(missing, func(arg string) (*sql.Rows, error) {
 			return s.db.QueryContext(ctx, selectLogHashes, arg)
 		})

@@ -78,13 +78,13 @@ type core struct {
 	// the first append (tests open stores on older schemas) and only
 	// under writeSlot.
 	stmts statements
-	// edge is the transparency log's edge after the last append this
-	// Store committed (nil: none yet): the next append, if no other
-	// process or handle appended since, reads no tree hashes.
-	edge atomic.Pointer[transparency.Edge]
-	// hashes caches the tree hashes this Store's appends committed and its
-	// reads returned: the inclusion proofs of new leaves read them.
-	hashes *transparency.HashCache
+	// tail is what this Store knows of the transparency log's right end:
+	// the edge of its last committed append and the tree hashes it wrote
+	// or read (the inclusion proofs of new leaves read them).
+	tail *transparency.Tail
+	// appended is what the write transaction under way (there is one at a
+	// time: writeSlot) appended to the log, for tail once it commits.
+	appended transparency.Appended
 	// log receives progress on long work (OpenWith's Options.Log).
 	log *slog.Logger
 	// full: a write found the volume full. Until a checkpoint truncates
@@ -158,7 +158,7 @@ func open(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 	}
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxOpenConns)
-	s := newStore(&core{db: db, writeSlot: make(chan struct{}, 1), path: abs, hashes: transparency.NewHashCache(0), log: slog.New(slog.DiscardHandler)})
+	s := newStore(&core{db: db, writeSlot: make(chan struct{}, 1), path: abs, tail: transparency.NewTail(0), log: slog.New(slog.DiscardHandler)})
 	// Switching a new file to WAL needs an exclusive lock, and SQLite does
 	// not always wait for it through the busy handler: when several
 	// processes open a brand-new database at once, the losers see
@@ -257,6 +257,7 @@ func (s *core) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	s.appended = transparency.Appended{}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback() // fn's error is the one that matters; rollback cannot lose data
 		return err
@@ -264,6 +265,7 @@ func (s *core) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.tail.Committed(s.appended)
 	return nil
 }
 
