@@ -2,18 +2,15 @@ package postgres
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/store/storetest"
 )
 
 // TestKeyCreationDoesNotHoldAppends: while a key creation's fn runs (a
@@ -26,19 +23,11 @@ func TestKeyCreationDoesNotHoldAppends(t *testing.T) {
 	url := newDB(t)
 	s, other := openT(t, url), openT(t, url)
 	ctx := t.Context()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := jose.NewJWK(priv.Public(), "k1", "ES256")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC()
-	k := jwks.KeyRecord{KID: "k1", URI: "file:/k/k1", Alg: jose.ES256, Public: pub, CreatedAt: now, PublishAt: now}
+	k := storetest.NewKey(t, "k1", now)
 	sum := sha256.Sum256([]byte("card"))
 	sig := audit.Record{Time: now, Caller: "c", CanonicalSHA256: sum[:], KID: "k0", Alg: "ES256", Profile: "spec", Signature: "s"}
-	_, err = s.ChangeKeys(ctx, store.KeyCreation, func(context.Context, []jwks.KeyRecord) (store.KeyChange, error) {
+	_, err := s.ChangeKeys(ctx, store.KeyCreation, func(context.Context, []jwks.KeyRecord) (store.KeyChange, error) {
 		actx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if _, err := other.AppendAudit(actx, []audit.Record{sig}); err != nil {

@@ -1,17 +1,16 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/pgtest"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/storetest"
 )
@@ -32,7 +31,7 @@ func TestDatabaseRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testsupport.SyncBuffer
 	s, err := Open(ctx, Config{URL: url, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -158,22 +157,4 @@ func TestDatabaseRestart(t *testing.T) {
 			t.Fatalf("no %q announcement after the restart", store.TopicKeys)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for Watch's goroutine and the test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -3,9 +3,6 @@ package sqlite
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -20,8 +17,6 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/jose"
-	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/storetest"
 )
@@ -268,7 +263,7 @@ func TestSchemaGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateKey(ctx, newTestKey(t, "k1"), nil); err != nil {
+	if err := s.CreateKey(ctx, storetest.NewKey(t, "k1", time.Now()), nil); err != nil {
 		t.Fatal(err)
 	}
 	insert := `INSERT INTO audit (` + auditColumns + `) VALUES (?, 0, '', '', '', '', zeroblob(32), '', '', '', '', ?, randomblob(32))`
@@ -471,18 +466,4 @@ func TestKillNine(t *testing.T) {
 	if _, err := s.AppendAudit(t.Context(), []audit.Record{record("after")}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func newTestKey(t *testing.T, kid string) jwks.KeyRecord {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := jose.NewJWK(priv.Public(), kid, jose.Alg("ES256"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	return jwks.KeyRecord{KID: kid, URI: "file:/keys/" + kid, Alg: "ES256", Public: pub, CreatedAt: now, PublishAt: now}
 }
