@@ -3,26 +3,19 @@ package transparency
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/jose"
 )
 
 func TestOpenKeys(t *testing.T) {
-	_, ed, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := map[string]crypto.Signer{"file:ed": ed, "file:ec": ec}
+	ed := testsupport.Key(t, jose.EdDSA)
+	keys := map[string]crypto.Signer{"file:ed": ed, "file:ec": testsupport.Key(t, jose.ES256)}
 	open := func(_ context.Context, uri string) (crypto.Signer, string, error) {
 		if k, ok := keys[uri]; ok {
 			return k, "redacted-" + uri, nil

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"path/filepath"
@@ -84,7 +83,7 @@ func TestMigrateAuditWithoutPrevHashIndex(t *testing.T) {
 // dumpAudit renders every audit row, every column, in seq order.
 func dumpAudit(t *testing.T, db *sql.DB) []string {
 	t.Helper()
-	return queryStrings(t, db, `SELECT quote(seq)||','||quote(time)||','||quote(caller)||','||quote(request_id)||','||
+	return queryColumn[string](t, db, `SELECT quote(seq)||','||quote(time)||','||quote(caller)||','||quote(request_id)||','||
 		quote(card_name)||','||quote(card_version)||','||quote(canonical_sha256)||','||quote(kid)||','||quote(alg)||','||
 		quote(profile)||','||quote(signature)||','||quote(prev_hash)||','||quote(hash)||','||quote(outcome)||','||quote(reason)
 		FROM audit ORDER BY seq`)
@@ -92,28 +91,29 @@ func dumpAudit(t *testing.T, db *sql.DB) []string {
 
 func auditIndexes(t *testing.T, db *sql.DB) []string {
 	t.Helper()
-	return queryStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit' ORDER BY name`)
+	return queryColumn[string](t, db, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit' ORDER BY name`)
 }
 
 func auditTriggers(t *testing.T, db *sql.DB) []string {
 	t.Helper()
-	return queryStrings(t, db, `SELECT name||': '||sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit' ORDER BY name`)
+	return queryColumn[string](t, db, `SELECT name||': '||sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit' ORDER BY name`)
 }
 
-func queryStrings(t *testing.T, db *sql.DB, q string) []string {
+// queryColumn returns the one column of q's rows.
+func queryColumn[T any](t *testing.T, db *sql.DB, q string) []T {
 	t.Helper()
-	rows, err := db.QueryContext(context.Background(), q)
+	rows, err := db.QueryContext(t.Context(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

@@ -108,20 +108,7 @@ func TestPragmas(t *testing.T) {
 
 func appliedVersions(t *testing.T, s *Store) []int {
 	t.Helper()
-	rows, err := s.db.QueryContext(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var vs []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		vs = append(vs, v)
-	}
-	return vs
+	return queryColumn[int](t, s.db, `SELECT version FROM schema_migrations ORDER BY version`)
 }
 
 func TestMigrationsIdempotent(t *testing.T) {
