@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"testing"
 	"time"
@@ -25,8 +24,7 @@ func TestKeyCreationDoesNotHoldAppends(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now().UTC()
 	k := storetest.NewKey(t, "k1", now)
-	sum := sha256.Sum256([]byte("card"))
-	sig := audit.Record{Time: now, Caller: "c", CanonicalSHA256: sum[:], KID: "k0", Alg: "ES256", Profile: "spec", Signature: "s"}
+	sig := storetest.ScaleRecord(0, "k0") // a signature by a key of the set before k1
 	_, err := s.ChangeKeys(ctx, store.KeyCreation, func(context.Context, []jwks.KeyRecord) (store.KeyChange, error) {
 		actx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
