@@ -1,15 +1,13 @@
 package store_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
@@ -133,10 +131,7 @@ func TestKeyTrail(t *testing.T) {
 // revocation counter is named as a possible rollback.
 func TestCheckRevocations(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	signerPriv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signerPriv := testsupport.Key(t, jose.ES256)
 	spub, err := jose.NewJWK(signerPriv.Public(), "signer", "ES256")
 	if err != nil {
 		t.Fatal(err)
