@@ -215,7 +215,7 @@ func testLogConcurrent(t *testing.T, open Opener) {
 // whole tree, under a signed checkpoint, that verifies.
 func CheckLog(t testing.TB, s store.Store, hosts func(audit.Record) []string) int64 {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	recs, err := s.ListAudit(ctx, 0, 0)
 	if err != nil {
 		t.Fatalf("ListAudit: %v", err)

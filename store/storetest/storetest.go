@@ -757,7 +757,7 @@ func testContextCanceled(t *testing.T, open Opener) {
 
 func testCreateKeyCheck(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
-	ctx := context.Background()
+	ctx := t.Context()
 	first := NewKey(t, "k1", base())
 	if err := s.CreateKey(ctx, first, func(existing []jwks.KeyRecord) error {
 		if len(existing) != 0 {
@@ -786,7 +786,7 @@ func testCreateKeyCheck(t *testing.T, open Opener) {
 
 func testAuditRefusesRevoked(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := s.CreateKey(ctx, NewKey(t, "k1", base()), nil); err != nil {
 		t.Fatal(err)
 	}
