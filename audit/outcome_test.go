@@ -13,9 +13,15 @@ const refusedReason = "host policy: caller spiffe://example/signer may not sign 
 // refusedRecord is sampleRecord as a request the signing policy refused.
 func refusedRecord() Record {
 	r := sampleRecord()
+	refuse(&r)
+	return r
+}
+
+// refuse makes r the record of a refused request: no key, no signature,
+// the policy's reason.
+func refuse(r *Record) {
 	r.KID, r.Alg, r.Profile, r.Signature = "", "", "", ""
 	r.Outcome, r.Reason = OutcomeRefused, refusedReason
-	return r
 }
 
 // TestComputeHashGolden pins hashes computed outside Go (Python hashlib,
@@ -143,9 +149,7 @@ func TestCheckOutcome(t *testing.T) {
 func mixedChain() []Record {
 	recs := chain(8)
 	for _, i := range []int{2, 5} {
-		r := &recs[i]
-		r.KID, r.Alg, r.Profile, r.Signature = "", "", "", ""
-		r.Outcome, r.Reason = OutcomeRefused, refusedReason
+		refuse(&recs[i])
 	}
 	recs[1].Outcome = OutcomeSigned // explicit and implicit signed records mix
 	prev := Genesis()
