@@ -134,7 +134,7 @@ func TestBatcherConcurrent(t *testing.T) {
 				if i%10 == 0 {
 					recs = append(recs, rec(fmt.Sprintf("g%d-%d-b", g, i)))
 				}
-				out, err := b.Commit(context.Background(), recs)
+				out, err := b.Commit(t.Context(), recs)
 				if err != nil {
 					errs <- err
 					return
@@ -208,7 +208,7 @@ func TestBatcherFailedTransactionFailsItsCallersOnly(t *testing.T) {
 		wg.Go(func() {
 			for i := range perG {
 				id := fmt.Sprintf("g%d-%d", g, i)
-				_, err := b.Commit(context.Background(), []Record{rec(id)})
+				_, err := b.Commit(t.Context(), []Record{rec(id)})
 				outcomes <- outcome{id, err}
 			}
 		})
@@ -257,7 +257,7 @@ func TestBatcherContext(t *testing.T) {
 	t.Cleanup(func() { close(m.gate) })
 
 	// A holds the first transaction open.
-	ctxA, cancelA := context.WithCancel(context.Background())
+	ctxA, cancelA := context.WithCancel(t.Context())
 	aDone := make(chan error, 1)
 	go func() {
 		_, err := b.Commit(ctxA, []Record{rec("A")})
@@ -266,7 +266,7 @@ func TestBatcherContext(t *testing.T) {
 	<-m.started
 
 	// B queues behind it, then gives up before its transaction starts.
-	ctxB, cancelB := context.WithCancel(context.Background())
+	ctxB, cancelB := context.WithCancel(t.Context())
 	bDone := make(chan error, 1)
 	go func() {
 		_, err := b.Commit(ctxB, []Record{rec("B")})
@@ -293,7 +293,7 @@ func TestBatcherContext(t *testing.T) {
 	// C commits normally; B must never reach the store.
 	cDone := make(chan error, 1)
 	go func() {
-		_, err := b.Commit(context.Background(), []Record{rec("C")})
+		_, err := b.Commit(t.Context(), []Record{rec("C")})
 		cDone <- err
 	}()
 	if recs := <-m.started; len(recs) != 1 || recs[0].RequestID != "C" {
@@ -324,13 +324,13 @@ func TestBatcherCloseDrains(t *testing.T) {
 	const n = 10
 	errs := make(chan error, n)
 	go func() {
-		_, err := b.Commit(context.Background(), []Record{rec("first")})
+		_, err := b.Commit(t.Context(), []Record{rec("first")})
 		errs <- err
 	}()
 	<-m.started // first transaction in flight, held
 	for i := range n - 1 {
 		go func() {
-			_, err := b.Commit(context.Background(), []Record{rec(fmt.Sprintf("q%d", i))})
+			_, err := b.Commit(t.Context(), []Record{rec(fmt.Sprintf("q%d", i))})
 			errs <- err
 		}()
 	}
@@ -343,7 +343,7 @@ func TestBatcherCloseDrains(t *testing.T) {
 		defer b.mu.Unlock()
 		return b.closed
 	})
-	if _, err := b.Commit(context.Background(), []Record{rec("late")}); !errors.Is(err, ErrClosed) {
+	if _, err := b.Commit(t.Context(), []Record{rec("late")}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Commit during Close = %v, want ErrClosed", err)
 	}
 	select {
@@ -371,7 +371,7 @@ func TestBatcherCloseDrains(t *testing.T) {
 	if txns != 4 {
 		t.Errorf("%d transactions, want 4 (1 + 9 records in batches of at most 4)", txns)
 	}
-	if _, err := b.Commit(context.Background(), []Record{rec("after")}); !errors.Is(err, ErrClosed) {
+	if _, err := b.Commit(t.Context(), []Record{rec("after")}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Commit after Close = %v, want ErrClosed", err)
 	}
 	if err := b.Close(); err != nil {
@@ -383,7 +383,7 @@ func TestBatcherOversizedCallGetsOwnTransaction(t *testing.T) {
 	m := &memCommitter{}
 	b := NewBatcher(m, 2)
 	defer b.Close()
-	out, err := b.Commit(context.Background(), []Record{rec("a"), rec("b"), rec("c")})
+	out, err := b.Commit(t.Context(), []Record{rec("a"), rec("b"), rec("c")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func (shortCommitter) AppendAudit(_ context.Context, recs []Record) ([]Record, e
 func TestBatcherShortResultIsAnError(t *testing.T) {
 	b := NewBatcher(shortCommitter{}, 0)
 	defer b.Close()
-	if _, err := b.Commit(context.Background(), []Record{rec("a")}); err == nil {
+	if _, err := b.Commit(t.Context(), []Record{rec("a")}); err == nil {
 		t.Fatal("Commit succeeded though the store returned no record")
 	}
 }
@@ -424,7 +424,7 @@ func TestBatcherRejectedRecord(t *testing.T) {
 
 	first := make(chan error, 1)
 	go func() {
-		_, err := b.Commit(context.Background(), []Record{rec("first")})
+		_, err := b.Commit(t.Context(), []Record{rec("first")})
 		first <- err
 	}()
 	<-m.started // "first" holds the transaction while the others queue
@@ -433,7 +433,7 @@ func TestBatcherRejectedRecord(t *testing.T) {
 	for i, id := range ids {
 		errs[i] = make(chan error, 1)
 		go func() {
-			_, err := b.Commit(context.Background(), []Record{rec(id)})
+			_, err := b.Commit(t.Context(), []Record{rec(id)})
 			errs[i] <- err
 		}()
 	}
@@ -496,7 +496,7 @@ func mustCommit(t *testing.T, commit func(context.Context, []Record) ([]Record, 
 	for i, id := range ids {
 		recs[i] = rec(id)
 	}
-	if _, err := commit(context.Background(), recs); err != nil {
+	if _, err := commit(t.Context(), recs); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -505,7 +505,7 @@ func TestBatcherExpect(t *testing.T) {
 	commitAsync := func(b *Batcher, id string) chan error {
 		errc := make(chan error, 1)
 		go func() {
-			_, err := b.Commit(context.Background(), []Record{rec(id)})
+			_, err := b.Commit(t.Context(), []Record{rec(id)})
 			errc <- err
 		}()
 		return errc
@@ -587,7 +587,7 @@ func TestBatcherGroupsOnOneCPU(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := b.Commit(context.Background(), []Record{rec(fmt.Sprint(i))}); err != nil {
+			if _, err := b.Commit(t.Context(), []Record{rec(fmt.Sprint(i))}); err != nil {
 				t.Error(err)
 			}
 		}()

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 )
 
 const refusedReason = "host policy: caller spiffe://example/signer may not sign for host evil.example (url https://evil.example/a2a)"
@@ -12,9 +13,15 @@ const refusedReason = "host policy: caller spiffe://example/signer may not sign 
 // refusedRecord is sampleRecord as a request the signing policy refused.
 func refusedRecord() Record {
 	r := sampleRecord()
+	refuse(&r)
+	return r
+}
+
+// refuse makes r the record of a refused request: no key, no signature,
+// the policy's reason.
+func refuse(r *Record) {
 	r.KID, r.Alg, r.Profile, r.Signature = "", "", "", ""
 	r.Outcome, r.Reason = OutcomeRefused, refusedReason
-	return r
 }
 
 // TestComputeHashGolden pins hashes computed outside Go (Python hashlib,
@@ -142,9 +149,7 @@ func TestCheckOutcome(t *testing.T) {
 func mixedChain() []Record {
 	recs := chain(8)
 	for _, i := range []int{2, 5} {
-		r := &recs[i]
-		r.KID, r.Alg, r.Profile, r.Signature = "", "", "", ""
-		r.Outcome, r.Reason = OutcomeRefused, refusedReason
+		refuse(&recs[i])
 	}
 	recs[1].Outcome = OutcomeSigned // explicit and implicit signed records mix
 	prev := Genesis()
@@ -163,65 +168,25 @@ func TestVerifyChainOutcome(t *testing.T) {
 		wantSeq int64  // 0: chain must verify
 		reason  string // prefix of ChainError.Reason
 	}{
-		{name: "valid mixed chain", mod: func([]Record) {}},
-		{name: "outcome signed dropped", mod: func(r []Record) { r[1].Outcome = "" }}, // same hash: "" means signed
-		{
-			name: "refused flipped to signed",
-			mod:  func(r []Record) { r[2].Outcome = OutcomeSigned },
-			// Its Reason would now be unhashed.
-			wantSeq: 3, reason: "invalid record: a signed record has a reason",
-		},
-		{
-			name:    "refused flipped to signed, reason removed",
-			mod:     func(r []Record) { r[2].Outcome, r[2].Reason = OutcomeSigned, "" },
-			wantSeq: 3, reason: "hash mismatch",
-		},
-		{
-			name:    "refused flipped to unmarked, reason removed",
-			mod:     func(r []Record) { r[5].Outcome, r[5].Reason = "", "" },
-			wantSeq: 6, reason: "hash mismatch",
-		},
-		{
-			name:    "signed flipped to refused",
-			mod:     func(r []Record) { r[3].Outcome = OutcomeRefused },
-			wantSeq: 4, reason: "invalid record: a refused record has",
-		},
-		{
-			name: "signed flipped to refused, signature removed",
-			mod: func(r []Record) {
-				r[3].Outcome, r[3].Reason = OutcomeRefused, "x"
-				r[3].KID, r[3].Alg, r[3].Profile, r[3].Signature = "", "", "", ""
-			},
-			wantSeq: 4, reason: "hash mismatch",
-		},
-		{
-			name:    "reason edited",
-			mod:     func(r []Record) { r[5].Reason = "policy: fine" },
-			wantSeq: 6, reason: "hash mismatch",
-		},
-		{
-			name:    "reason emptied",
-			mod:     func(r []Record) { r[2].Reason = "" },
-			wantSeq: 3, reason: "hash mismatch",
-		},
-		{
-			name:    "reason added to a signed record",
-			mod:     func(r []Record) { r[0].Reason = "looks refused" },
-			wantSeq: 1, reason: "invalid record: a signed record has a reason",
-		},
-		{
-			name:    "unknown outcome",
-			mod:     func(r []Record) { r[2].Outcome = "denied" },
-			wantSeq: 3, reason: `invalid record: unknown outcome "denied"`,
-		},
-		{
-			name: "unknown outcome, hash recomputed",
-			mod: func(r []Record) {
-				r[2].Outcome = "denied"
-				r[2].Hash = r[2].ComputeHash(r[2].PrevHash)
-			},
-			wantSeq: 3, reason: "invalid record: unknown outcome",
-		},
+		{"valid mixed chain", func([]Record) {}, 0, ""},
+		{"outcome signed dropped", func(r []Record) { r[1].Outcome = "" }, 0, ""}, // same hash: "" means signed
+		// Its Reason would now be unhashed.
+		{"refused flipped to signed", func(r []Record) { r[2].Outcome = OutcomeSigned }, 3, "invalid record: a signed record has a reason"},
+		{"refused flipped to signed, reason removed", func(r []Record) { r[2].Outcome, r[2].Reason = OutcomeSigned, "" }, 3, "hash mismatch"},
+		{"refused flipped to unmarked, reason removed", func(r []Record) { r[5].Outcome, r[5].Reason = "", "" }, 6, "hash mismatch"},
+		{"signed flipped to refused", func(r []Record) { r[3].Outcome = OutcomeRefused }, 4, "invalid record: a refused record has"},
+		{"signed flipped to refused, signature removed", func(r []Record) {
+			r[3].Outcome, r[3].Reason = OutcomeRefused, "x"
+			r[3].KID, r[3].Alg, r[3].Profile, r[3].Signature = "", "", "", ""
+		}, 4, "hash mismatch"},
+		{"reason edited", func(r []Record) { r[5].Reason = "policy: fine" }, 6, "hash mismatch"},
+		{"reason emptied", func(r []Record) { r[2].Reason = "" }, 3, "hash mismatch"},
+		{"reason added to a signed record", func(r []Record) { r[0].Reason = "looks refused" }, 1, "invalid record: a signed record has a reason"},
+		{"unknown outcome", func(r []Record) { r[2].Outcome = "denied" }, 3, `invalid record: unknown outcome "denied"`},
+		{"unknown outcome, hash recomputed", func(r []Record) {
+			r[2].Outcome = "denied"
+			r[2].Hash = r[2].ComputeHash(r[2].PrevHash)
+		}, 3, "invalid record: unknown outcome"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,5 +195,73 @@ func TestVerifyChainOutcome(t *testing.T) {
 			err := VerifyChain(Genesis(), recs)
 			checkChainError(t, err, tt.wantSeq, tt.reason)
 		})
+	}
+}
+
+// TestAdminRecords: an administrative record hashes its kind, reason and
+// detail (changing any breaks the chain), each kind's fields are checked,
+// and the records of the kinds that existed before hash exactly as before.
+func TestAdminRecords(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 1, 2, 3, 4, time.UTC)
+	revoked := t0.Add(time.Hour)
+	state := EncodeKeyState(KeyState{CreatedAt: t0, PublishAt: t0, ActivateAt: &t0, RevokedAt: &revoked, RevokeReason: "compromise"})
+	key := Record{Seq: 1, Time: t0, Caller: "token:alice", Outcome: string(KindKeyRevoke), Reason: "compromise",
+		KID: "k1", Alg: "ES256", CanonicalSHA256: make([]byte, 32), Detail: state}
+	agent := Record{Seq: 1, Time: t0, Caller: "token:bob", Outcome: string(KindAgentRemove), CanonicalSHA256: make([]byte, 32),
+		Detail: EncodeAgentDetail(AgentDetail{Agent: "payments"})}
+	for _, r := range []Record{key, agent} {
+		if err := r.CheckOutcome(); err != nil {
+			t.Fatalf("%s: %v", r.Kind(), err)
+		}
+		r.Hash = r.ComputeHash(Genesis())
+		r.PrevHash = Genesis()
+		if err := VerifyChain(Genesis(), []Record{r}); err != nil {
+			t.Fatal(err)
+		}
+		for name, edit := range map[string]func(*Record){
+			"kind":   func(r *Record) { r.Outcome = string(KindKeyActivate) },
+			"reason": func(r *Record) { r.Reason = "routine" },
+			"detail": func(r *Record) { r.Detail += " " },
+			"caller": func(r *Record) { r.Caller = "token:mallory" },
+		} {
+			e := r
+			edit(&e)
+			if e.ComputeHash(Genesis()) == nil || string(e.ComputeHash(Genesis())) == string(r.Hash) {
+				t.Errorf("%s record: editing its %s leaves its hash", r.Kind(), name)
+			}
+		}
+	}
+
+	// A signed record's hash is the 12-field encoding: a Detail may not
+	// sneak in.
+	signed := Record{Seq: 1, Time: t0, CanonicalSHA256: make([]byte, 32), KID: "k1", Alg: "ES256", Profile: "spec", Signature: "s"}
+	withDetail := signed
+	withDetail.Detail = state
+	if withDetail.CheckOutcome() == nil {
+		t.Error("a signed record with a detail passed CheckOutcome")
+	}
+
+	bad := []struct {
+		name string
+		r    Record
+		want string
+	}{
+		{"key record without detail", func() Record { r := key; r.Detail = ""; return r }(), "detail"},
+		{"key record without kid", func() Record { r := key; r.KID = ""; return r }(), "names no kid"},
+		{"key record with a signature", func() Record { r := key; r.Signature = "s"; return r }(), "profile or signature"},
+		{"key detail not canonical", func() Record { r := key; r.Detail = " " + r.Detail; return r }(), "encoding"},
+		{"agent record with a key's detail", func() Record { r := agent; r.Detail = state; return r }(), "agent detail"},
+		{"agent record with a kid", func() Record { r := agent; r.KID = "k1"; return r }(), "kid or alg"},
+		{"unknown kind", func() Record { r := key; r.Outcome = "key.destroy"; return r }(), "unknown outcome"},
+	}
+	for _, tt := range bad {
+		if err := tt.r.CheckOutcome(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: CheckOutcome = %v, want an error saying %q", tt.name, err, tt.want)
+		}
+	}
+	for _, k := range Kinds() {
+		if k.IsAdmin() == (k == KindSigned || k == KindRefused) {
+			t.Errorf("kind %s: IsAdmin %v", k, k.IsAdmin())
+		}
 	}
 }

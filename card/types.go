@@ -14,25 +14,30 @@ func fits(f *field, v strictjson.Value) (ok bool, want string) {
 	if kindFits(f, v) {
 		return true, "" // the description is built only for a refusal
 	}
+	return false, wantType(f)
+}
+
+// wantType names, for a refusal, the JSON type kindFits requires of f.
+func wantType(f *field) string {
 	switch f.kind {
 	case kindString:
-		return v.Kind == strictjson.String, "a string"
+		return "a string"
 	case kindBool:
-		return v.Kind == strictjson.Bool, "a boolean"
+		return "a boolean"
 	case kindMessage:
-		return v.Kind == strictjson.Object, "an object (" + f.msg.name + ")"
+		return "an object (" + f.msg.name + ")"
 	case kindStruct:
-		return v.Kind == strictjson.Object, "a JSON object"
+		return "a JSON object"
 	case kindStrings:
-		return v.Kind == strictjson.Array, "an array of strings"
+		return "an array of strings"
 	case kindMessages:
-		return v.Kind == strictjson.Array, "an array of " + f.msg.name + " objects"
+		return "an array of " + f.msg.name + " objects"
 	case kindMessageMap:
-		return v.Kind == strictjson.Object, "an object mapping names to " + f.msg.name + " objects"
+		return "an object mapping names to " + f.msg.name + " objects"
 	case kindStringMap:
-		return v.Kind == strictjson.Object, "an object mapping names to strings"
+		return "an object mapping names to strings"
 	}
-	return false, "a known type"
+	return "a known type"
 }
 
 // elemFits is fits for one element of a repeated or map field.

@@ -6,55 +6,46 @@ import (
 	"time"
 )
 
+// TestMatchCases: for each pattern, names it matches and names it does not.
 func TestMatchCases(t *testing.T) {
 	tests := []struct {
-		pattern, name string
-		want          bool
+		pattern        string
+		match, noMatch []string
 	}{
-		{"", "", true},
-		{"", "a", false},
-		{"*", "", true},
-		{"*", "anything/at all", true},
-		{"abc", "abc", true},
-		{"abc", "abcd", false},
-		{"abc", "xabc", false},
-		{"abc", "ABC", false},
-		{"a?c", "abc", true},
-		{"a?c", "ac", false},
-		{"a?c", "aéc", true}, // '?' is one character, not one byte
-		{"a??c", "aéc", false},
-		{"team-a-*", "team-a-", true},
-		{"team-a-*", "team-a-weather", true},
-		{"team-a-*", "team-b-weather", false},
-		{"team-a-*", "xteam-a-weather", false},
-		{"*-agent", "weather-agent", true},
-		{"*-agent", "weather-agents", false},
-		{"a*b*c", "abc", true},
-		{"a*b*c", "aXbYbZc", true},
-		{"a*b*c", "aXbYbZcd", false},
-		{"*a*", "bab", true},
-		{"spiffe://example.org/ci/team-a/*", "spiffe://example.org/ci/team-a/deploy/prod", true}, // '*' crosses '/'
-		{"spiffe://example.org/ci/team-a/*", "spiffe://example.org/ci/team-a", false},
-		{"spiffe://example.org/ci/*/deploy", "spiffe://example.org/ci/team-a/deploy", true},
-		{"[ab]", "a", false}, // no character classes
-		{"[ab]", "[ab]", true},
-		{`a\*`, `a\xyz`, true}, // no escapes
-		{"?", "", false},
-		{"*?", "", false},
-		{"*?", "é", true},
-		{"é*", "éa", true},
-		{"*\xff", "a\xff", true},
+		{"", []string{""}, []string{"a"}},
+		{"*", []string{"", "anything/at all"}, nil},
+		{"abc", []string{"abc"}, []string{"abcd", "xabc", "ABC"}},
+		{"a?c", []string{"abc", "aéc"}, []string{"ac"}}, // '?' is one character, not one byte
+		{"a??c", nil, []string{"aéc"}},
+		{"team-a-*", []string{"team-a-", "team-a-weather"}, []string{"team-b-weather", "xteam-a-weather"}},
+		{"*-agent", []string{"weather-agent"}, []string{"weather-agents"}},
+		{"a*b*c", []string{"abc", "aXbYbZc"}, []string{"aXbYbZcd"}},
+		{"*a*", []string{"bab"}, nil},
+		{"spiffe://example.org/ci/team-a/*", []string{"spiffe://example.org/ci/team-a/deploy/prod"}, // '*' crosses '/'
+			[]string{"spiffe://example.org/ci/team-a"}},
+		{"spiffe://example.org/ci/*/deploy", []string{"spiffe://example.org/ci/team-a/deploy"}, nil},
+		{"[ab]", []string{"[ab]"}, []string{"a"}}, // no character classes
+		{`a\*`, []string{`a\xyz`}, nil},           // no escapes
+		{"?", nil, []string{""}},
+		{"*?", []string{"é"}, []string{""}},
+		{"é*", []string{"éa"}, nil},
+		{"*\xff", []string{"a\xff"}, nil},
 		// identities and hosts
-		{"*", "spiffe://example.org/ci/team-a", true},
-		{"spiffe://example.org/ci/*", "spiffe://example.org/ci/team-a/job", true},
-		{"spiffe://example.org/ci/*", "spiffe://example.org/cd/team-a", false},
-		{"*.example.com", "x.example.com", true},
-		{"*.example.com", "example.com", false},
-		{"**", "x", true},
+		{"*", []string{"spiffe://example.org/ci/team-a"}, nil},
+		{"spiffe://example.org/ci/*", []string{"spiffe://example.org/ci/team-a/job"}, []string{"spiffe://example.org/cd/team-a"}},
+		{"*.example.com", []string{"x.example.com"}, []string{"example.com"}},
+		{"**", []string{"x"}, nil},
 	}
 	for _, tt := range tests {
-		if got := Match(tt.pattern, tt.name); got != tt.want {
-			t.Errorf("Match(%q, %q) = %v, want %v", tt.pattern, tt.name, got, tt.want)
+		for _, name := range tt.match {
+			if !Match(tt.pattern, name) {
+				t.Errorf("Match(%q, %q) = false, want true", tt.pattern, name)
+			}
+		}
+		for _, name := range tt.noMatch {
+			if Match(tt.pattern, name) {
+				t.Errorf("Match(%q, %q) = true, want false", tt.pattern, name)
+			}
 		}
 	}
 }

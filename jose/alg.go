@@ -2,10 +2,7 @@ package jose
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
-	"crypto/rsa"
 	"errors"
 	"fmt"
 	"strings"
@@ -91,30 +88,4 @@ func (a Alg) ecCurve() elliptic.Curve {
 		return elliptic.P521()
 	}
 	return nil
-}
-
-// DefaultAlg returns the alg a key signs with when nothing else says so. RSA
-// keys get RS256 rather than PS256 because it is the alg every JOSE library
-// verifies; PS256 has to be asked for.
-func DefaultAlg(pub crypto.PublicKey) (Alg, error) {
-	switch k := pub.(type) {
-	case *ecdsa.PublicKey:
-		if k == nil || k.Curve == nil {
-			return "", errors.New("jose: default alg: empty EC public key")
-		}
-		switch k.Curve {
-		case elliptic.P256():
-			return ES256, nil
-		case elliptic.P384():
-			return ES384, nil
-		case elliptic.P521():
-			return ES512, nil
-		}
-		return "", fmt.Errorf("jose: default alg: %w for EC curve %s", ErrUnsupportedAlg, k.Curve.Params().Name)
-	case ed25519.PublicKey:
-		return EdDSA, nil
-	case *rsa.PublicKey:
-		return RS256, nil
-	}
-	return "", fmt.Errorf("jose: default alg: %w for key type %T", ErrUnsupportedAlg, pub)
 }

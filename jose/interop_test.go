@@ -1,7 +1,6 @@
 package jose_test
 
 import (
-	"context"
 	"crypto"
 	"encoding/base64"
 	"encoding/json"
@@ -40,7 +39,7 @@ func TestInteropGoJOSEDetached(t *testing.T) {
 			signingInput := []byte(protected + "." + b64(payload))
 
 			for i := 0; i < 5; i++ { // several signatures: ES* widths vary with r and s
-				sig, err := jose.Sign(context.Background(), key, alg, signingInput)
+				sig, err := jose.Sign(t.Context(), key, alg, signingInput)
 				if err != nil {
 					t.Fatal(err)
 				}

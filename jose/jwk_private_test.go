@@ -1,7 +1,6 @@
 package jose
 
 import (
-	"context"
 	"crypto"
 	"encoding/json"
 	"strings"
@@ -40,7 +39,7 @@ func TestPrivateJWKRoundTrip(t *testing.T) {
 					t.Errorf("public JWK has %s: %s", p, pb)
 				}
 			}
-			if _, err := Sign(context.Background(), signer, alg, input); err != nil {
+			if _, err := Sign(t.Context(), signer, alg, input); err != nil {
 				t.Errorf("Sign with parsed key: %v", err)
 			}
 			// Without kid and alg, both come back empty: the caller decides.

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/rsa"
+	"errors"
 	"fmt"
 )
 
@@ -32,4 +33,28 @@ func GenerateKey(alg Alg, rsaBits int) (crypto.Signer, error) {
 		return nil, fmt.Errorf("jose: generate %s key: %w", alg, err)
 	}
 	return k, nil
+}
+
+// DefaultAlg returns the alg a key signs with when nothing else says so. RSA
+// keys get RS256 rather than PS256 because it is the alg every JOSE library
+// verifies; PS256 has to be asked for.
+func DefaultAlg(pub crypto.PublicKey) (Alg, error) {
+	switch k := pub.(type) {
+	case *ecdsa.PublicKey:
+		if k == nil || k.Curve == nil {
+			return "", errors.New("jose: default alg: empty EC public key")
+		}
+		// ecCurve is the one table of which curve goes with which alg.
+		for _, a := range [...]Alg{ES256, ES384, ES512} {
+			if a.ecCurve() == k.Curve {
+				return a, nil
+			}
+		}
+		return "", fmt.Errorf("jose: default alg: %w for EC curve %s", ErrUnsupportedAlg, k.Curve.Params().Name)
+	case ed25519.PublicKey:
+		return EdDSA, nil
+	case *rsa.PublicKey:
+		return RS256, nil
+	}
+	return "", fmt.Errorf("jose: default alg: %w for key type %T", ErrUnsupportedAlg, pub)
 }

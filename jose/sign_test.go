@@ -20,7 +20,7 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	for _, alg := range Algs() {
 		t.Run(string(alg), func(t *testing.T) {
 			k := keyFor(t, alg)
-			sig, err := Sign(context.Background(), k, alg, input)
+			sig, err := Sign(t.Context(), k, alg, input)
 			if err != nil {
 				t.Fatalf("Sign: %v", err)
 			}
@@ -71,7 +71,7 @@ func TestSignECFixedWidth(t *testing.T) {
 	for _, alg := range []Alg{ES256, ES384, ES512} {
 		k := keyFor(t, alg)
 		for i := 0; i < 300; i++ {
-			sig, err := Sign(context.Background(), k, alg, input)
+			sig, err := Sign(t.Context(), k, alg, input)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +154,7 @@ func (s autoSaltSigner) Sign(r io.Reader, d []byte, _ crypto.SignerOpts) ([]byte
 
 func TestSignSigners(t *testing.T) {
 	p256 := keyFor(t, ES256).(*ecdsa.PrivateKey)
-	cancelled, cancel := context.WithCancel(context.Background())
+	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
 	var called bool
 	tests := []struct {
@@ -182,7 +182,7 @@ func TestSignSigners(t *testing.T) {
 	for _, tt := range tests {
 		ctx := tt.ctx
 		if ctx == nil {
-			ctx = context.Background()
+			ctx = t.Context()
 		}
 		sig, err := Sign(ctx, tt.signer, tt.alg, input)
 		if (err != nil) != tt.wantErr {
@@ -215,7 +215,7 @@ func TestSignSigners(t *testing.T) {
 
 func TestVerifyErrors(t *testing.T) {
 	p256 := keyFor(t, ES256)
-	good, err := Sign(context.Background(), p256, ES256, input)
+	good, err := Sign(t.Context(), p256, ES256, input)
 	if err != nil {
 		t.Fatal(err)
 	}

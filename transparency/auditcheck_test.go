@@ -1,7 +1,6 @@
 package transparency_test
 
 import (
-	"context"
 	"errors"
 	"net/http/httptest"
 	"strings"
@@ -24,7 +23,7 @@ func checkAudit(t *testing.T, l *memlog.Log, recs []audit.Record) error {
 	srv := httptest.NewServer(l.Handler())
 	t.Cleanup(srv.Close)
 	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
-	ctx := context.Background()
+	ctx := t.Context()
 	cp, err := c.Checkpoint(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func loggedRecords(first, n int) []audit.Record {
 // the log's keys, in a checkpoint covering the records committed; a store
 // that went back behind a signed checkpoint is refused.
 func TestCheckpointer(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	l, keys := memlog.NewTest(t)
 	l.AppendN(t, 10, "")
 	tree := &memTree{Log: l, head: -1}

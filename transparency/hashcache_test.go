@@ -20,11 +20,11 @@ func TestHashCache(t *testing.T) {
 	}
 	c.Appending(3)
 	c.Add([]StoredHash{{Index: 1, Hash: tlog.Hash{1}}, {Index: 2, Hash: tlog.Hash{2}}})
-	hs, err := c.Read(context.Background(), []int64{2, 1, 7}, load)
+	hs, err := c.Read(t.Context(), []int64{2, 1, 7}, load)
 	if err != nil || hs[0] != (tlog.Hash{2}) || hs[1] != (tlog.Hash{1}) || hs[2] != (tlog.Hash{7, 9}) || loads != 1 {
 		t.Fatalf("read %v %v after %d loads", hs, err, loads)
 	}
-	if _, _ = c.Read(context.Background(), []int64{7}, load); loads != 1 {
+	if _, _ = c.Read(t.Context(), []int64{7}, load); loads != 1 {
 		t.Fatal("a hash read once was read again")
 	}
 	// Full: it starts over rather than grow.

@@ -54,7 +54,7 @@ func logSigner(t *testing.T, origin string, seeds ...byte) *transparency.Signer 
 // key (a rotation) records its own; one sharing none is refused and
 // records nothing; a new origin is accepted; a race is retried.
 func TestCheckSharedKeys(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	log := slog.New(slog.DiscardHandler)
 	st := &keysStore{}
 	first := logSigner(t, "cardsign.test/log", 1)

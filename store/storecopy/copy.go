@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 	"time"
 
@@ -511,13 +512,9 @@ func (c *copier) verify(ctx context.Context, docs map[string]int64) error {
 	var n, seq int64
 	prev := audit.Genesis()
 	var trail store.KeyTrail
-	for {
-		recs, err := c.dst.ListAudit(ctx, seq, 1000)
+	for recs, err := range auditPages(ctx, c.dst) {
 		if err != nil {
 			return fmt.Errorf("verify: destination: %w", err)
-		}
-		if len(recs) == 0 {
-			break
 		}
 		if recs[0].Seq != seq+1 {
 			return fmt.Errorf("verify: the destination's audit log has no record %d", seq+1)
@@ -668,20 +665,15 @@ func rate(n int64, d time.Duration) string {
 // (a revocation erased from the keys table) refuses the copy.
 func (c *copier) checkSourceKeys(ctx context.Context, srcKeys []jwks.KeyRecord) error {
 	var trail store.KeyTrail
-	for seq := int64(0); ; {
-		recs, err := c.src.ListAudit(ctx, seq, 1000)
+	for recs, err := range auditPages(ctx, c.src) {
 		if err != nil {
 			return fmt.Errorf("source: %w", err)
-		}
-		if len(recs) == 0 {
-			break
 		}
 		for _, r := range recs {
 			if err := trail.Add(r); err != nil {
 				return fmt.Errorf("the source's %w", err)
 			}
 		}
-		seq = recs[len(recs)-1].Seq
 	}
 	problems, legacy := trail.Check(srcKeys, store.CheckAll)
 	// The signed revocation document covers the keys the trail does not
@@ -700,6 +692,24 @@ func (c *copier) checkSourceKeys(ctx context.Context, srcKeys []jwks.KeyRecord) 
 			count(int64(len(legacy)), "key record"), legacy)
 	}
 	return nil
+}
+
+// auditPages reads log's whole audit log, oldest first, in pages of 1000
+// records; a read error is the last thing it yields.
+func auditPages(ctx context.Context, log store.AuditLog) iter.Seq2[[]audit.Record, error] {
+	return func(yield func([]audit.Record, error) bool) {
+		for seq := int64(0); ; {
+			recs, err := log.ListAudit(ctx, seq, 1000)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if len(recs) == 0 || !yield(recs, nil) {
+				return
+			}
+			seq = recs[len(recs)-1].Seq
+		}
+	}
 }
 
 // checkSourceRevocations checks the source's key records against its

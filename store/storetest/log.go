@@ -28,18 +28,12 @@ import (
 // is transparency.NewEntry of the record as stored with its hosts. newStore
 // is as for Run.
 func RunLog(t *testing.T, newStore func(t *testing.T) Opener) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, open Opener)
-	}{
+	runContract(t, newStore, []contractTest{
 		{"Leaves", testLogLeaves},
 		{"RefusedAppendAddsNoLeaf", testLogRefusedAppend},
 		{"NotFound", testLogNotFound},
 		{"ConcurrentAppends", testLogConcurrent},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
-	}
+	})
 }
 
 // withHosts returns r with hosts, as a signer hands it to AppendAudit.
@@ -108,11 +102,7 @@ func testLogLeaves(t *testing.T, open Opener) {
 func testLogRefusedAppend(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	k := NewKey(t, "revoked", base())
-	k.RevokedAt, k.RevokeReason = ptr(base()), "compromise"
-	if err := s.CreateKey(ctx, k, nil); err != nil {
-		t.Fatal(err)
-	}
+	createRevoked(t, s, "revoked")
 	if _, err := s.AppendAudit(ctx, []audit.Record{withHosts(newRecord("a", 1), "a.example")}); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +215,7 @@ func testLogConcurrent(t *testing.T, open Opener) {
 // whole tree, under a signed checkpoint, that verifies.
 func CheckLog(t testing.TB, s store.Store, hosts func(audit.Record) []string) int64 {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	recs, err := s.ListAudit(ctx, 0, 0)
 	if err != nil {
 		t.Fatalf("ListAudit: %v", err)

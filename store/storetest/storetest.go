@@ -6,9 +6,6 @@ package storetest
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -31,10 +28,7 @@ type Opener func(ctx context.Context) (store.Store, error)
 // Run runs the contract tests. newStore returns an Opener for a fresh, empty
 // store, to be cleaned up with t.Cleanup; Run closes the handles it opens.
 func Run(t *testing.T, newStore func(t *testing.T) Opener) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, open Opener)
-	}{
+	runContract(t, newStore, []contractTest{
 		{"Empty", testEmpty},
 		{"KeysRoundTrip", testKeysRoundTrip},
 		{"CreateKeyExists", testCreateKeyExists},
@@ -73,7 +67,17 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"LeaseRaceOneHolder", testLeaseRace},
 		{"Documents", testDocuments},
 		{"Counters", testCounters},
-	}
+	})
+}
+
+// contractTest is one named test of a suite, run on a fresh store.
+type contractTest struct {
+	name string
+	fn   func(t *testing.T, open Opener)
+}
+
+// runContract runs each test as a subtest on its own fresh store.
+func runContract(t *testing.T, newStore func(t *testing.T) Opener, tests []contractTest) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
 	}
@@ -95,6 +99,17 @@ func mustOpen(t *testing.T, open Opener) store.Store {
 
 func ptr(t time.Time) *time.Time { return &t }
 
+// createRevoked stores a key kid revoked from base() on, as the only key
+// whose signatures the store must refuse.
+func createRevoked(t *testing.T, s store.Store, kid string) {
+	t.Helper()
+	k := NewKey(t, kid, base())
+	k.RevokedAt, k.RevokeReason = ptr(base()), "compromise"
+	if err := s.CreateKey(t.Context(), k, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // base is a fixed instant with nanoseconds, in a non-UTC zone, so round
 // trips must keep nanoseconds and the instant (not the zone).
 func base() time.Time {
@@ -105,7 +120,7 @@ func base() time.Time {
 // created at created and published a minute later.
 func NewKey(t testing.TB, kid string, created time.Time) jwks.KeyRecord {
 	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	priv, err := jose.GenerateKey(jose.ES256, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,7 +757,7 @@ func testContextCanceled(t *testing.T, open Opener) {
 
 func testCreateKeyCheck(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
-	ctx := context.Background()
+	ctx := t.Context()
 	first := NewKey(t, "k1", base())
 	if err := s.CreateKey(ctx, first, func(existing []jwks.KeyRecord) error {
 		if len(existing) != 0 {
@@ -771,7 +786,7 @@ func testCreateKeyCheck(t *testing.T, open Opener) {
 
 func testAuditRefusesRevoked(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := s.CreateKey(ctx, NewKey(t, "k1", base()), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -888,11 +903,7 @@ func testAuditRefusedRecord(t *testing.T, open Opener) {
 func testAuditRefusedRevoked(t *testing.T, open Opener) {
 	s := mustOpen(t, open)
 	ctx := t.Context()
-	k := NewKey(t, "k1", base())
-	k.RevokedAt, k.RevokeReason = ptr(base()), "compromise"
-	if err := s.CreateKey(ctx, k, nil); err != nil {
-		t.Fatal(err)
-	}
+	createRevoked(t, s, "k1")
 	if _, err := s.AppendAudit(ctx, []audit.Record{newRefused("r", 1)}); err != nil {
 		t.Fatalf("a refused record with every key revoked: %v", err)
 	}

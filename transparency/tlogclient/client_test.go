@@ -19,7 +19,7 @@ func TestClientCheckpoint(t *testing.T) {
 	l, keys := memlog.NewTest(t)
 	l.AppendN(t, 5, "")
 	srv := memlog.NewSwapServer(t, memlog.Mounted(l.Handler()))
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, url := range []string{srv.URL + "/log/", srv.URL + "/log"} {
 		c := &tlogclient.Client{URL: url, Keys: keys}
 		cp, err := c.Checkpoint(ctx)
@@ -89,7 +89,7 @@ func servedLog(t *testing.T, n int) (*memlog.Log, *memlog.SwapServer, *tlogclien
 // or a stored hash changed behind the checkpoint, is refused.
 func TestClientEntries(t *testing.T) {
 	l, srv, c := servedLog(t, 600)
-	ctx := context.Background()
+	ctx := t.Context()
 	want, _ := l.Entries(ctx, 0, 600)
 	cp := mustCheckpoint(t, c)
 	for _, r := range [][2]int64{{0, 600}, {250, 520}, {599, 600}, {0, 0}, {512, 513}} {
@@ -148,7 +148,7 @@ func TestClientEntries(t *testing.T) {
 // the full ones existed still serves a client holding an older checkpoint.
 func TestClientPartialTileFallback(t *testing.T) {
 	l, srv, c := servedLog(t, 300)
-	ctx := context.Background()
+	ctx := t.Context()
 	old := mustCheckpoint(t, c)
 	l.AppendN(t, 300, "")
 	var partials int
@@ -174,7 +174,7 @@ func TestClientPartialTileFallback(t *testing.T) {
 // mustCheckpoint is c's verified checkpoint of its log.
 func mustCheckpoint(t *testing.T, c *tlogclient.Client) transparency.Checkpoint {
 	t.Helper()
-	cp, err := c.Checkpoint(context.Background())
+	cp, err := c.Checkpoint(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestClientTileSizeChecked(t *testing.T) {
 		l.Handler().ServeHTTP(w, r)
 	}))
 	cp := mustCheckpoint(t, c)
-	_, err := c.Entries(context.Background(), cp.Tree(), 0, 10)
+	_, err := c.Entries(t.Context(), cp.Tree(), 0, 10)
 	var fe *tlogclient.FetchError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "/tile/entries/000.p/10") {
 		t.Errorf("short bundle: %v", err)

@@ -1,7 +1,6 @@
 package tlogclient_test
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -17,7 +16,7 @@ import (
 // checkpointOf is l's served checkpoint, verified.
 func checkpointOf(t *testing.T, l *memlog.Log, keys []note.Verifier) transparency.Checkpoint {
 	t.Helper()
-	_, signed, _ := l.Checkpoint(context.Background())
+	_, signed, _ := l.Checkpoint(t.Context())
 	cp, err := transparency.OpenCheckpoint(signed, keys)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +47,7 @@ func TestConsistent(t *testing.T) {
 
 	srv := memlog.NewSwapServer(t, l.Handler())
 	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tc := range []struct {
 		name     string
 		old, new transparency.Checkpoint
@@ -106,7 +105,7 @@ func TestConsistentBadURL(t *testing.T) {
 	cur := checkpointOf(t, l, keys)
 	var a *transparency.AlarmError
 	for _, u := range []string{"", "ftp://x/", "http://127.0.0.1:1/log/"} {
-		err := transparency.Consistent(context.Background(), &tlogclient.Client{URL: u, Keys: keys}, old, cur)
+		err := transparency.Consistent(t.Context(), &tlogclient.Client{URL: u, Keys: keys}, old, cur)
 		if err == nil || errors.As(err, &a) {
 			t.Errorf("URL %q: %v, want an error that is not an alarm", u, err)
 		}

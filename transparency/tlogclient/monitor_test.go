@@ -2,7 +2,6 @@ package tlogclient_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -25,7 +24,7 @@ func runMonitor(t *testing.T, c *tlogclient.Client, state string, watch ...strin
 	var progress bytes.Buffer
 	m := &tlogclient.Monitor{Client: c, StatePath: state, Watch: watch, Progress: &progress,
 		Emit: func(e tlogclient.Event) error { events = append(events, e); return nil }}
-	err := m.Run(context.Background())
+	err := m.Run(t.Context())
 	// Every event encodes as one JSON object.
 	for _, e := range events {
 		b, jerr := json.Marshal(e)

@@ -96,7 +96,7 @@ func TestHandlerPaths(t *testing.T) {
 	}
 
 	// What the tiles hold: the leaf hashes of the entries, and the entries.
-	es, _ := l.Entries(context.Background(), 0, 600)
+	es, _ := l.Entries(t.Context(), 0, 600)
 	tile := memlog.Request(t, h, http.MethodGet, "/log/tile/0/002.p/88").Body.Bytes()
 	for i := range 88 {
 		if h := transparency.LeafHash(es[512+i]); !bytes.Equal(tile[i*32:(i+1)*32], h[:]) {
@@ -113,7 +113,7 @@ func TestHandlerPaths(t *testing.T) {
 		}
 	}
 	// The checkpoint is the log's.
-	_, cp, _ := l.Checkpoint(context.Background())
+	_, cp, _ := l.Checkpoint(t.Context())
 	if got := memlog.Request(t, h, http.MethodGet, "/log/checkpoint").Body.Bytes(); !bytes.Equal(got, cp) {
 		t.Errorf("checkpoint %q, want %q", got, cp)
 	}
