@@ -43,8 +43,7 @@ func checkAudit(t *testing.T, l *memlog.Log, recs []audit.Record) error {
 func TestAuditChecker(t *testing.T) {
 	const n = 600 // two full hash tiles and a partial one; three entry bundles
 	recs := memlog.Records(0, n, "")
-	honest, _ := memlog.NewTest(t)
-	honest.AppendN(t, n, "")
+	honest, _ := memlog.NewTest(t, n)
 	if err := checkAudit(t, honest, recs); err != nil {
 		t.Fatalf("an honest log: %v", err)
 	}
@@ -66,8 +65,7 @@ func TestAuditChecker(t *testing.T) {
 		mismatch(t, checkAudit(t, honest, changed), 301, `caller "caller" in the log, "someone-else" in the record`)
 	})
 	t.Run("tree hash changed", func(t *testing.T) {
-		l, _ := memlog.NewTest(t)
-		l.AppendN(t, n, "")
+		l, _ := memlog.NewTest(t, n)
 		l.SetHash(tlog.StoredHashIndex(0, 257), tlog.Hash{7})
 		mismatch(t, checkAudit(t, l, recs), 258, "a stored tree hash")
 	})

@@ -48,8 +48,7 @@ func loggedRecords(first, n int) []audit.Record {
 // that went back behind a signed checkpoint is refused.
 func TestCheckpointer(t *testing.T) {
 	ctx := t.Context()
-	l, keys := memlog.NewTest(t)
-	l.AppendN(t, 10, "")
+	l, keys := memlog.NewTest(t, 10)
 	tree := &memTree{Log: l, head: -1}
 	cp := transparency.NewCheckpointer(l.Signer(), tree)
 	size, note, err := cp.Checkpoint(ctx)

@@ -20,15 +20,17 @@ import (
 // TestOrigin is the origin of NewTest's log.
 const TestOrigin = "cardsign.test/log"
 
-// NewTest returns an empty in-memory log of TestOrigin, with a new key, and
-// its verifiers.
-func NewTest(t testing.TB) (*Log, []transparency.Verifier) {
+// NewTest returns an in-memory log of TestOrigin, with a new key, holding
+// the entries of n records (AppendN with no prefix), and its verifiers.
+func NewTest(t testing.TB, n int) (*Log, []transparency.Verifier) {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewTestWith(t, TestOrigin, key)
+	l, keys := NewTestWith(t, TestOrigin, key)
+	l.AppendN(t, n, "")
+	return l, keys
 }
 
 // NewTestWith returns an empty in-memory log of origin signed with key, and

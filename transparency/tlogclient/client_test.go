@@ -16,8 +16,7 @@ import (
 )
 
 func TestClientCheckpoint(t *testing.T) {
-	l, keys := memlog.NewTest(t)
-	l.AppendN(t, 5, "")
+	l, keys := memlog.NewTest(t, 5)
 	srv := memlog.NewSwapServer(t, memlog.Mounted(l.Handler()))
 	ctx := t.Context()
 	for _, url := range []string{srv.URL + "/log/", srv.URL + "/log"} {
@@ -30,7 +29,7 @@ func TestClientCheckpoint(t *testing.T) {
 	c := &tlogclient.Client{URL: srv.URL + "/log/", Keys: keys}
 
 	// Another key's log at the same URL.
-	other, _ := memlog.NewTest(t)
+	other, _ := memlog.NewTest(t, 0)
 	srv.Set(memlog.Mounted(other.Handler()))
 	if _, err := c.Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "not signed by a trusted log key") || !strings.Contains(err.Error(), srv.URL) {
 		t.Errorf("checkpoint of another key: %v", err)
@@ -78,8 +77,7 @@ func TestClientCheckpoint(t *testing.T) {
 // may swap, and a client of it.
 func servedLog(t *testing.T, n int) (*memlog.Log, *memlog.SwapServer, *tlogclient.Client) {
 	t.Helper()
-	l, keys := memlog.NewTest(t)
-	l.AppendN(t, n, "")
+	l, keys := memlog.NewTest(t, n)
 	srv := memlog.NewSwapServer(t, l.Handler())
 	return l, srv, &tlogclient.Client{URL: srv.URL, Keys: keys}
 }

@@ -98,8 +98,7 @@ func TestConsistent(t *testing.T) {
 // TestConsistentBadURL: a log that cannot be read is a failure to check,
 // never an alarm.
 func TestConsistentBadURL(t *testing.T) {
-	l, keys := memlog.NewTest(t)
-	l.AppendN(t, 10, "")
+	l, keys := memlog.NewTest(t, 10)
 	old := checkpointOf(t, l, keys)
 	l.AppendN(t, 10, "")
 	cur := checkpointOf(t, l, keys)

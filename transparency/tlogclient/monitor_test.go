@@ -54,8 +54,7 @@ func matched(t *testing.T, events []tlogclient.Event) []int64 {
 }
 
 func TestMonitor(t *testing.T) {
-	l, keys := memlog.NewTest(t)
-	l.AppendN(t, 300, "")
+	l, keys := memlog.NewTest(t, 300)
 	srv := memlog.NewSwapServer(t, l.Handler())
 	c := &tlogclient.Client{URL: srv.URL, Keys: keys}
 	state := filepath.Join(t.TempDir(), "state.json")
@@ -123,8 +122,7 @@ func TestMonitor(t *testing.T) {
 // an alarm event and an *AlarmError, and the state file is left exactly as
 // it was, so the next run raises the alarm again.
 func TestMonitorAlarms(t *testing.T) {
-	l, keys := memlog.NewTest(t)
-	l.AppendN(t, 300, "")
+	l, keys := memlog.NewTest(t, 300)
 	fork := l.Fork()
 	l.AppendN(t, 100, "")
 	fork.AppendN(t, 150, "evil-")

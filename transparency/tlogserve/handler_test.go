@@ -21,8 +21,7 @@ import (
 // cache lifetime, for a tree of 600 leaves (two full level-0 tiles and a
 // partial one of 88; one partial level-1 tile of 2).
 func TestHandlerPaths(t *testing.T) {
-	l, _ := memlog.NewTest(t)
-	l.AppendN(t, 600, "")
+	l, _ := memlog.NewTest(t, 600)
 	h := memlog.Mounted(l.Handler())
 	const (
 		immutable = "public, max-age=31536000, immutable"
@@ -121,8 +120,7 @@ func TestHandlerPaths(t *testing.T) {
 
 // TestHandlerMethods: GET and HEAD only; HEAD has GET's headers and no body.
 func TestHandlerMethods(t *testing.T) {
-	l, _ := memlog.NewTest(t)
-	l.AppendN(t, 3, "")
+	l, _ := memlog.NewTest(t, 3)
 	h := l.Handler()
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
 		rec := memlog.Request(t, h, m, "/checkpoint")
@@ -157,8 +155,7 @@ func TestHandlerMethods(t *testing.T) {
 // TestHandlerTilesByteStable: a tile's bytes never change as the log
 // grows; a partial tile is the prefix of the wider and the full one.
 func TestHandlerTilesByteStable(t *testing.T) {
-	l, _ := memlog.NewTest(t)
-	l.AppendN(t, 300, "")
+	l, _ := memlog.NewTest(t, 300)
 	h := l.Handler()
 	paths := []string{"/tile/0/000", "/tile/entries/000", "/tile/0/001.p/44", "/tile/entries/001.p/44", "/tile/1/000.p/1"}
 	before := map[string][]byte{}
@@ -203,8 +200,7 @@ func (brokenSource) Entries(context.Context, int64, int64) ([][]byte, error) {
 // TestHandlerStoreFailure: a store error is a 500 that names nothing of
 // the store; the detail is logged.
 func TestHandlerStoreFailure(t *testing.T) {
-	l, _ := memlog.NewTest(t)
-	l.AppendN(t, 3, "")
+	l, _ := memlog.NewTest(t, 3)
 	var logged bytes.Buffer
 	h := tlogserve.NewHandler(brokenSource{l}, slog.New(slog.NewTextHandler(&logged, nil)))
 	for _, p := range []string{"/tile/0/000.p/3", "/tile/entries/000.p/3"} {
@@ -229,8 +225,7 @@ func (unsignedSource) Checkpoint(context.Context) (int64, []byte, error) {
 // TestTilesNeedNoCheckpoint: a tile request reads the tree's size, not a
 // signed checkpoint, so serving tiles costs no signature.
 func TestTilesNeedNoCheckpoint(t *testing.T) {
-	l, _ := memlog.NewTest(t)
-	l.AppendN(t, 3, "")
+	l, _ := memlog.NewTest(t, 3)
 	h := tlogserve.NewHandler(unsignedSource{l}, nil)
 	if rec := memlog.Request(t, h, http.MethodGet, "/tile/0/000.p/3"); rec.Code != 200 || rec.Body.Len() != 3*32 {
 		t.Errorf("tile: %d, %d bytes", rec.Code, rec.Body.Len())
