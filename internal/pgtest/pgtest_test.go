@@ -55,15 +55,7 @@ func waitGone(t *testing.T, what string, gone func() bool) {
 
 func TestCluster(t *testing.T) {
 	ctx := t.Context()
-	c, err := Start(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	url, err := c.NewDatabase(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, url := StartT(t, Options{})
 	if _, err := c.NewDatabase(ctx, `x"; DROP`); err == nil {
 		t.Fatal("NewDatabase accepted a name that needs quoting")
 	}

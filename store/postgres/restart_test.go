@@ -22,15 +22,7 @@ import (
 // shared with the other tests.
 func TestDatabaseRestart(t *testing.T) {
 	ctx := t.Context()
-	c, err := pgtest.Start(ctx, pgtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	url, err := c.NewDatabase(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, url := pgtest.StartT(t, pgtest.Options{})
 	var logs testsupport.SyncBuffer
 	s, err := Open(ctx, Config{URL: url, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
