@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -204,7 +203,7 @@ func newTestRegistry(t testing.TB, edit func(*Config)) *testRegistry {
 		Agents: tr.agents, Keys: tr.keys, Signer: tr.signer,
 		Now:     func() time.Time { return time.Now().Add(time.Duration(tr.skew.Load())) },
 		ActorOf: func(context.Context) Actor { return Actor{Caller: "cardsignd", RequestID: "req"} },
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:     slog.New(slog.DiscardHandler),
 		Committed: func(r audit.Record) {
 			tr.mu.Lock()
 			defer tr.mu.Unlock()

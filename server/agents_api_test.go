@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -27,7 +26,7 @@ import (
 // UNAVAILABLE (the HTTP side: TestAgentCardWithoutRevokedSignatures).
 func TestGetAgentCardWithoutRevokedSignatures(t *testing.T) {
 	a, _ := server.NewTestAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	k1 := server.ActiveView(t, a).KID
 	id := access.Identity{Name: "token:ci"}
 	if _, err := a.Sign(ctx, server.SignRequest{Card: server.RegistryCard(t), Caller: id.Name, Identity: id, RequestID: "r",

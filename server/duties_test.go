@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"errors"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -36,7 +35,7 @@ func replicaOf(t *testing.T, dir, name string, skew time.Duration) *Authority {
 		Prepublish: time.Hour, RetireGrace: 24 * time.Hour,
 		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
 		Replica: name, ClockSkew: skew,
-	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { a.Close() })
 	if created, err := a.Bootstrap(t.Context()); err != nil || created {
 		t.Fatalf("Bootstrap of a replica on a store with keys: created %v, %v", created, err)
@@ -239,7 +238,7 @@ func TestDutiesLeaseYieldedByReplicaThatCannotSign(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	// No backend at all: every key on record fails to open here.
-	bad := NewAuthority(Config{Backends: backends.NewRegistry(), RevocationTTL: time.Hour, Replica: "bad"}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	bad := NewAuthority(Config{Backends: backends.NewRegistry(), RevocationTTL: time.Hour, Replica: "bad"}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { bad.Close() })
 	for round := 1; round <= yieldAfter; round++ {
 		err := bad.dutyRound(ctx)

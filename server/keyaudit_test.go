@@ -2,12 +2,10 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,36 +17,18 @@ import (
 	"github.com/cardsign/cardsign/strictjson"
 )
 
-// lockedBuffer is a log destination the daemon's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestKeyAdministrationAudited: every key administration (the first key
 // included) is an audit record of its kind naming its caller, chained and
 // a transparency-log leaf, committed with the key change; its log line
 // names the caller; and the key records agree with the trail.
 func TestKeyAdministrationAudited(t *testing.T) {
 	dir := t.TempDir()
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
+	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "cardsign.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	var logs lockedBuffer
+	var logs testsupport.SyncBuffer
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
@@ -59,7 +39,7 @@ func TestKeyAdministrationAudited(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Bootstrap(context.Background()); err != nil {
+	if _, err := a.Bootstrap(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	first := activeKID(t, a)

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ import (
 func TestSignAndVerifyReportPortability(t *testing.T) {
 	a, _ := server.NewTestAuthority(t)
 	client := pb.NewSigningServiceClient(serveGRPC(t, a))
-	ctx := context.Background()
+	ctx := t.Context()
 	data, err := os.ReadFile("../testdata/cards/unicode.json")
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +23,7 @@ import (
 // served at all (503, Retry-After) until it is signed again.
 func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 	a, _ := newAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	k1 := activeKID(t, a)
 	if _, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "r",
 		Registration: &Registration{AgentID: "alpha", Visibility: store.Public}}); err != nil {
@@ -107,7 +106,7 @@ func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
 	a, _ := newAuthority(t)
 	a.cfg.Limits = strictjson.Limits{MaxBytes: 4 << 20, MaxValues: 60000}
 	a.registry = newRegistry(a) // built from the configuration
-	ctx := context.Background()
+	ctx := t.Context()
 	v, err := card.Parse(registryCard(t), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +184,7 @@ func signatureKIDs(t *testing.T, signed []byte) []string {
 // after the revocation.
 func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 	a, _ := newAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	k1 := activeKID(t, a)
 	signed, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "plain"})
 	if err != nil {

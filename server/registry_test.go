@@ -2,10 +2,7 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +14,7 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/internal/testbin"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
@@ -41,7 +39,7 @@ func registryCardB(t testing.TB) []byte {
 func TestSignRegisters(t *testing.T) { onBothStores(t, testSignRegisters) }
 
 func testSignRegisters(t *testing.T, a *Authority) {
-	ctx := context.Background()
+	ctx := t.Context()
 	req := SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "r1",
 		Registration: &Registration{Visibility: store.Public}}
 	first, err := a.Sign(ctx, req)
@@ -84,7 +82,7 @@ func testSignRegisters(t *testing.T, a *Authority) {
 // a private one only to a reader, and as a 404 to anyone else.
 func TestAgentCardHTTP(t *testing.T) {
 	a, _ := newAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	sign := func(id string, vis store.Visibility) []byte {
 		t.Helper()
 		s, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", RequestID: id, Registration: &Registration{AgentID: id, Visibility: vis}})
@@ -156,7 +154,7 @@ func sha(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
 func TestRevokeAgentCard(t *testing.T) { onBothStores(t, testRevokeAgentCard) }
 
 func testRevokeAgentCard(t *testing.T, a *Authority) {
-	ctx := context.Background()
+	ctx := t.Context()
 	registerAgents(t, a, "payments", "billing")
 	if _, err := a.Agents().RevokeAgentCard(ctx, "payments", 0, "  ", "token:admin"); err == nil {
 		t.Fatal("a revocation without a reason was accepted")
@@ -185,8 +183,8 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := payloadText(t, doc); !strings.Contains(p, `"revoked_cards":[{"agent_id":"","canonical_sha256":"`) || strings.Contains(p, "leaked") {
-		t.Fatalf("the revocation document does not list the card: %s", payloadText(t, doc))
+	if p := testsupport.JWSPayload(t, doc); !strings.Contains(p, `"revoked_cards":[{"agent_id":"","canonical_sha256":"`) || strings.Contains(p, "leaked") {
+		t.Fatalf("the revocation document does not list the card: %s", testsupport.JWSPayload(t, doc))
 	}
 	pendingKey(t, a)
 	runDuties(t, a)
@@ -203,7 +201,7 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 func TestVerifyRevokedCardAsV03(t *testing.T) { onBothStores(t, testVerifyRevokedCardAsV03) }
 
 func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
-	ctx := context.Background()
+	ctx := t.Context()
 	b, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "v03.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -249,19 +247,6 @@ func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
 	}
 }
 
-func payloadText(t *testing.T, doc []byte) string {
-	t.Helper()
-	var env struct{ Payload string }
-	if err := json.Unmarshal(doc, &env); err != nil {
-		t.Fatal(err)
-	}
-	p, err := base64.RawURLEncoding.DecodeString(env.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(p)
-}
-
 // counterValue reads a counter of m's registry by name and one label.
 func counterValue(t *testing.T, m *Metrics, name, label, value string) float64 {
 	t.Helper()
@@ -289,7 +274,7 @@ func counterValue(t *testing.T, m *Metrics, name, label, value string) float64 {
 // before signing and is audited.
 func TestRegisterNeedsAgentIDsRule(t *testing.T) {
 	a, _ := newAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	pol, probs := policy.Compile(policy.Config{Rules: []policy.Rule{
 		{Name: "ci", Identities: []string{"token:ci"}, CardNames: []string{"*"}, Hosts: []string{"*"}, AgentIDs: []string{"secure-*"}},
 	}})

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -182,7 +181,7 @@ func TestResignHoldsRetiredKey(t *testing.T) {
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: grace, Limits: strictjson.Limits{},
 		JWKSMaxAge: time.Second, RevocationTTL: time.Hour, AuditBatch: 64,
-	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { a.Close() })
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)

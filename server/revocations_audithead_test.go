@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"database/sql"
 	"path/filepath"
@@ -20,7 +19,7 @@ import (
 // store head that goes back (the database edited under the daemon) does not
 // lower the published head.
 func TestRevocationsCarryAuditHead(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, dir := newAuthority(t)
 	var clock atomic.Int64
 	clock.Store(time.Now().UTC().UnixNano())
@@ -116,7 +115,7 @@ func TestRevocationsWithoutAuditHead(t *testing.T) {
 // against a's own JWKS.
 func verifiedRevocations(t *testing.T, a *Authority) ([]byte, jwks.Revocations) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	doc, err := a.docs.Revocations(ctx)
 	if err != nil {
 		t.Fatal(err)

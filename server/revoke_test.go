@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,7 @@ import (
 // an earlier time), and callers must not see the revocation as an error: a
 // signature that lost the race is made again with the keys that remain.
 func TestRevokeWhileSigning(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, _ := newAuthority(t)
 	data, err := os.ReadFile("../testdata/cards/spec-sample.json")
 	if err != nil {

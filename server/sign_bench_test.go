@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,7 +25,7 @@ func BenchmarkAuthoritySign(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := a.Sign(context.Background(), SignRequest{Card: card, Caller: "bench", Identity: access.Identity{Name: "bench"}, RequestID: "r"}); err != nil {
+			if _, err := a.Sign(b.Context(), SignRequest{Card: card, Caller: "bench", Identity: access.Identity{Name: "bench"}, RequestID: "r"}); err != nil {
 				b.Error(err)
 				return
 			}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +36,7 @@ func testLogSigner(t testing.TB) *transparency.Signer {
 // trustedKeys is the authority's published key set.
 func trustedKeys(t *testing.T, a *Authority) jwks.Set {
 	t.Helper()
-	views, err := a.keys.views(context.Background(), a.now())
+	views, err := a.keys.views(t.Context(), a.now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +62,7 @@ func cardFor(t *testing.T, name, host string) []byte {
 // that the log's key vouches for, of that signature's own audit record.
 func TestEverySignatureCarriesAProof(t *testing.T) {
 	onBothStores(t, func(t *testing.T, a *Authority) {
-		ctx := context.Background()
+		ctx := t.Context()
 		const n = 40
 		results := make([]*Signed, n)
 		errs := make([]error, n)
@@ -116,7 +115,7 @@ func TestEverySignatureCarriesAProof(t *testing.T) {
 // TestRefusalsAreLeavesToo: a refused request is logged (without its
 // reason, which the record hash binds).
 func TestRefusalsAreLeavesToo(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, _ := newAuthority(t)
 	teamAPolicy(t, a)
 	id := access.Identity{Name: "token:team-a", Method: access.MethodToken, Roles: []access.Role{access.RoleSigner}}
@@ -160,11 +159,11 @@ func TestLogKeyServed(t *testing.T) {
 		t.Fatalf("served keys %q: %v", string(body), err)
 	}
 	id := access.Identity{Name: "token:ci", Roles: []access.Role{access.RoleSigner}}
-	res, err := a.Sign(context.Background(), SignRequest{Card: cardFor(t, "x", "agent.example.com"), Caller: id.Name, Identity: id})
+	res, err := a.Sign(t.Context(), SignRequest{Card: cardFor(t, "x", "agent.example.com"), Caller: id.Name, Identity: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := signer.Verify(context.Background(), res.Card, signer.VerifyOptions{Trusted: trustedKeys(t, a), LogKeys: keys, RequireLog: true})
+	v, err := signer.Verify(t.Context(), res.Card, signer.VerifyOptions{Trusted: trustedKeys(t, a), LogKeys: keys, RequireLog: true})
 	if err != nil || !v.Valid(true) {
 		t.Fatalf("%+v %v", v, err)
 	}
@@ -181,7 +180,7 @@ func TestTooManyHostsRefused(t *testing.T) {
 	}
 	card := []byte(`{"name":"A","description":"d","supportedInterfaces":[` + strings.Join(ifaces, ",") + `],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`)
 	id := access.Identity{Name: "token:ci", Roles: []access.Role{access.RoleSigner}}
-	_, err := a.Sign(context.Background(), SignRequest{Card: card, Caller: id.Name, Identity: id})
+	_, err := a.Sign(t.Context(), SignRequest{Card: card, Caller: id.Name, Identity: id})
 	var bad *InvalidArgumentError
 	if !errors.As(err, &bad) || bad.Field != "supportedInterfaces" || !strings.Contains(bad.Reason, "33 hosts") {
 		t.Fatalf("got %v", err)
@@ -192,7 +191,7 @@ func TestTooManyHostsRefused(t *testing.T) {
 // every leaf is made again from its record as the store reads it back.
 func loggedRecords(t *testing.T, a *Authority) ([]audit.Record, [][]byte) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	recs, err := a.store.ListAudit(ctx, 0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package signer
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -25,7 +24,7 @@ func benchSign(b *testing.B, alg jose.Alg) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Sign(context.Background(), data, opts); err != nil {
+		if _, err := Sign(b.Context(), data, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -63,7 +62,7 @@ func BenchmarkBaselineCanonicalizeECDSA(b *testing.B) {
 
 func BenchmarkVerifyES256(b *testing.B) {
 	k := newKey(b, jose.ES256)
-	res, err := Sign(context.Background(), readCard(b, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: cardOptionsStrip})
+	res, err := Sign(b.Context(), readCard(b, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: cardOptionsStrip})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +70,7 @@ func BenchmarkVerifyES256(b *testing.B) {
 	b.SetBytes(int64(len(res.Card)))
 	b.ReportAllocs()
 	for b.Loop() {
-		v, err := Verify(context.Background(), res.Card, opts)
+		v, err := Verify(b.Context(), res.Card, opts)
 		if err != nil || !v.Valid(true) {
 			b.Fatal("does not verify", err)
 		}

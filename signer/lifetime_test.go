@@ -1,7 +1,6 @@
 package signer
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ func TestSignatureLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.SignWith(context.Background(), []Key{k.Key}, SignOptions{Lifetime: time.Hour, Now: signedAt})
+	res, err := p.SignWith(t.Context(), []Key{k.Key}, SignOptions{Lifetime: time.Hour, Now: signedAt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func TestSignatureLifetime(t *testing.T) {
 		}
 	}
 	// Without a lifetime, no iat or exp, and the header is the cached one.
-	plain, err := p.Sign(context.Background(), []Key{k.Key}, "")
+	plain, err := p.Sign(t.Context(), []Key{k.Key}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package signer
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -55,13 +54,13 @@ func BenchmarkSignBySize(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			k := newKey(b, jose.ES256)
 			opts := Options{Keys: []Key{k.Key}, Card: cardOptionsStrip}
-			if _, err := Sign(context.Background(), c.data, opts); err != nil {
+			if _, err := Sign(b.Context(), c.data, opts); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(c.data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Sign(context.Background(), c.data, opts); err != nil {
+				if _, err := Sign(b.Context(), c.data, opts); err != nil {
 					b.Fatal(err)
 				}
 			}

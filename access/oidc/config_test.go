@@ -1,7 +1,6 @@
 package oidc
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,7 +66,7 @@ func TestValidate(t *testing.T) {
 					t.Errorf("problem %q, want prefix %q", probs[i], w)
 				}
 			}
-			_, err := New(context.Background(), c, Options{})
+			_, err := New(t.Context(), c, Options{})
 			if (err == nil) != (len(tt.want) == 0) {
 				t.Errorf("New: %v", err)
 			}

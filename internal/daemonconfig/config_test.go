@@ -1,7 +1,6 @@
 package daemonconfig
 
 import (
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -150,7 +149,7 @@ func TestConfigConnectionLimits(t *testing.T) {
 }
 
 func TestConnLimitsDerivedFromFileLimit(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	for _, tc := range []struct {
 		nofile          uint64
 		configured      LimitsConfig

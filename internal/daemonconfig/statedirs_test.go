@@ -76,7 +76,7 @@ func TestCheckAndReportStateDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "invalid configuration:\n  " + path + ":2:1: data_dir: " + data + " has mode 0777 (group- or world-writable): another user could replace the database or the keys; run: chmod 700 " + data
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	var ce *Error
 	if err := cfg.CheckStateDirs(quiet); !errors.As(err, &ce) || err.Error() != want {
 		t.Errorf("CheckStateDirs:\n%v\nwant\n%s", err, want)

@@ -1,7 +1,6 @@
 package jwksserve
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -70,7 +69,7 @@ func signedRevocations(t *testing.T) []byte {
 			{KID: "aa", RevokedAt: time.Date(2026, 2, 2, 3, 4, 5, 600, time.UTC), Reason: "key compromise"},
 		},
 	}
-	doc, err := jwks.SignRevocations(context.Background(), r, newKey(t), jose.ES256, "k")
+	doc, err := jwks.SignRevocations(t.Context(), r, newKey(t), jose.ES256, "k")
 	if err != nil {
 		t.Fatal(err)
 	}

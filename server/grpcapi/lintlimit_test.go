@@ -1,8 +1,6 @@
 package grpcapi
 
 import (
-	"context"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -31,7 +29,7 @@ import (
 func TestLintErrorFitsClientHeaders(t *testing.T) {
 	a, _ := servertest.New(t)
 	client := pb.NewSigningServiceClient(serveGRPC(t, a))
-	ctx := context.Background()
+	ctx := t.Context()
 
 	good, err := os.ReadFile("../../testdata/cards/spec-sample.json")
 	if err != nil {
@@ -79,7 +77,7 @@ func TestLintErrorFitsClientHeaders(t *testing.T) {
 // auth, to a client that accepts 8 KiB of headers (grpc-java's default).
 func serveGRPC(t *testing.T, a *server.Authority) *grpc.ClientConn {
 	t.Helper()
-	srv, _ := NewServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{MaxMessageBytes: 1 << 20})
+	srv, _ := NewServer(a, slog.New(slog.DiscardHandler), Options{MaxMessageBytes: 1 << 20})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
