@@ -19,24 +19,41 @@ import (
 
 func newAuthority(t testing.TB) (*Authority, string) {
 	t.Helper()
+	return newAuthorityLogged(t, slog.New(slog.DiscardHandler))
+}
+
+// newAuthorityLogged is newAuthority logging to log.
+func newAuthorityLogged(t testing.TB, log *slog.Logger) (*Authority, string) {
+	t.Helper()
 	dir := t.TempDir()
+	return newAuthorityWith(t, openStore(t, dir), dir, log), dir
+}
+
+// openStore opens the embedded store dir/cardsign.db until the test ends.
+func openStore(t testing.TB, dir string) *sqlite.Store {
+	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "cardsign.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return newAuthorityOn(t, st, dir), dir
+	return st
 }
 
 // newAuthorityOn is newAuthority over another store, file keys in dir/keys.
 func newAuthorityOn(t testing.TB, st store.Store, dir string) *Authority {
+	t.Helper()
+	return newAuthorityWith(t, st, dir, slog.New(slog.DiscardHandler))
+}
+
+func newAuthorityWith(t testing.TB, st store.Store, dir string, log *slog.Logger) *Authority {
 	t.Helper()
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
 		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
 		Log: testLogSigner(t),
-	}, st, slog.New(slog.DiscardHandler))
+	}, st, log)
 	t.Cleanup(func() { a.Close() })
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)

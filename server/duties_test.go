@@ -18,18 +18,13 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/server/revocations"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/sqlite"
 )
 
 // replicaOf opens a second authority on a's store file, as another replica
 // would (its own handle, its own caches, its own duties lease holder).
 func replicaOf(t *testing.T, dir, name string, skew time.Duration) *Authority {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dir)
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: 24 * time.Hour,
@@ -232,11 +227,7 @@ func TestRevocationDocumentSurvivesDatabaseRestore(t *testing.T) {
 func TestDutiesLeaseYieldedByReplicaThatCannotSign(t *testing.T) {
 	ctx := t.Context()
 	good, dir := newAuthority(t)
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dir)
 	// No backend at all: every key on record fails to open here.
 	bad := NewAuthority(Config{Backends: backends.NewRegistry(), RevocationTTL: time.Hour, Replica: "bad"}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { bad.Close() })

@@ -7,14 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/testsupport"
-	"github.com/cardsign/cardsign/jose"
-	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/store/storetest"
-	"github.com/cardsign/cardsign/strictjson"
 )
 
 // TestKeyAdministrationAudited: every key administration (the first key
@@ -22,26 +18,8 @@ import (
 // a transparency-log leaf, committed with the key change; its log line
 // names the caller; and the key records agree with the trail.
 func TestKeyAdministrationAudited(t *testing.T) {
-	dir := t.TempDir()
-	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	var logs testsupport.SyncBuffer
-	a := NewAuthority(Config{
-		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
-		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
-		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
-		Log: testLogSigner(t),
-	}, st, slog.New(slog.NewTextHandler(&logs, nil)))
-	t.Cleanup(func() { a.Close() })
-	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Bootstrap(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	a, dir := newAuthorityLogged(t, slog.New(slog.NewTextHandler(&logs, nil)))
 	first := activeKID(t, a)
 
 	const who = "token:alice"
@@ -68,7 +46,7 @@ func TestKeyAdministrationAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	recs, err := st.ListAudit(ctx, 0, 0)
+	recs, err := a.store.ListAudit(ctx, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +76,7 @@ func TestKeyAdministrationAudited(t *testing.T) {
 			t.Errorf("record %d: %s %s by %q (reason %q), want %s %s by %q (reason %q)", r.Seq, r.Kind(), r.KID, r.Caller, r.Reason, w.kind, w.kid, w.caller, w.reason)
 		}
 	}
-	storetest.CheckKeyTrail(t, st, recs)
+	storetest.CheckKeyTrail(t, a.store, recs)
 	for _, msg := range []string{"key created", "key imported", "key rotation scheduled", "key activated", "key retired", "key revoked"} {
 		found := false
 		for _, line := range strings.Split(logs.String(), "\n") {

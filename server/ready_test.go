@@ -14,7 +14,6 @@ import (
 
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/sqlite"
 )
 
 func TestReadinessIsTheLastCanary(t *testing.T) {
@@ -175,11 +174,7 @@ func TestReadinessFollowsTheStoreAtOnce(t *testing.T) {
 func TestReadyzSaysDiskFull(t *testing.T) {
 	dir := testsupport.MountTmpfs(t, "8m")
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, dir)
 	a := newAuthorityOn(t, st, t.TempDir())
 	if err := a.CheckReadiness(ctx); err != nil {
 		t.Fatal(err)

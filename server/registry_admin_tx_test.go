@@ -3,13 +3,11 @@ package server
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/sqlite"
 )
 
 // appendsFail is a store whose AppendAudit fails once fail is set, as a
@@ -33,11 +31,7 @@ func (s *appendsFail) AppendAudit(ctx context.Context, recs []audit.Record) ([]a
 // in its own transaction; never done without its record.
 func TestRegistryAdministrationOneTransaction(t *testing.T) {
 	dir := t.TempDir()
-	sq, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sq.Close() })
+	sq := openStore(t, dir)
 	st := &appendsFail{Store: sq}
 	a := newAuthorityOn(t, st, dir)
 	ctx := t.Context()
@@ -61,7 +55,7 @@ func TestRegistryAdministrationOneTransaction(t *testing.T) {
 		return false
 	}
 
-	_, err = a.Agents().RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
+	_, err := a.Agents().RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
 	revs, rerr := sq.RevokedCards(ctx)
 	if rerr != nil {
 		t.Fatal(rerr)

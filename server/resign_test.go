@@ -21,7 +21,6 @@ import (
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/strictjson"
 )
 
@@ -171,11 +170,7 @@ func TestResignIgnoresPolicy(t *testing.T) {
 // reported.
 func TestResignHoldsRetiredKey(t *testing.T) {
 	dir := t.TempDir()
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dir)
 	const grace = 2 * time.Second
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
