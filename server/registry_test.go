@@ -18,7 +18,6 @@ import (
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/strictjson"
 )
 
 func registryCard(t *testing.T) []byte { return registryCardB(t) }
@@ -223,16 +222,7 @@ func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signed, err := card.Parse(c.Signed, strictjson.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sigs, _ := signed.Get("signatures")
-	raw, err := card.Parse([]byte(v03src), strictjson.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v03 := strictjson.ObjectValue(append(raw.Obj, strictjson.Member{Key: "signatures", Val: sigs})...).Compact()
+	v03 := testsupport.WithSignatures(t, []byte(v03src), c.Signed)
 	if v, err := a.Verify(ctx, v03, ""); err != nil || !v.Valid(true) || bytes.Equal(v.CanonicalSHA256[:], c.CanonicalSHA256) {
 		t.Fatalf("before the revocation, the v0.3 rewrite: %+v, %v (want valid, under another reading than cardsign's)", v, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
-	"github.com/cardsign/cardsign/strictjson"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -26,16 +26,7 @@ func revokedAsV03(t *testing.T) (c *Result, v03 []byte, k testKey, logKeys []not
 		t.Fatalf("readings %+v: want cardsign's and a2a-python's", rs)
 	}
 	c, k, logKeys = loggedData(t, rs[1].Value.Compact())
-	signed, err := card.Parse(c.Card, strictjson.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sigs, _ := signed.Get("signatures")
-	raw, err := card.Parse([]byte(v03src), strictjson.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, strictjson.ObjectValue(append(raw.Obj, strictjson.Member{Key: "signatures", Val: sigs})...).Compact(), k, logKeys
+	return c, testsupport.WithSignatures(t, []byte(v03src), c.Card), k, logKeys
 }
 
 // TestVerifyRevokedCardAsV03 (review #1): a revoked v1.0 card rewritten as
