@@ -10,6 +10,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/storetest"
 )
 
@@ -46,13 +47,7 @@ func TestKeyAdministrationAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	recs, err := a.store.ListAudit(ctx, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
-		t.Fatal(err)
-	}
+	recs := chainedAudit(t, a.store)
 	want := []struct {
 		kind   audit.Kind
 		kid    string
@@ -110,13 +105,7 @@ func TestRegistryAdministrationAudited(t *testing.T) {
 	if err := a.registry.Remove(ctx, "billing", "token:root"); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := a.store.ListAudit(ctx, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
-		t.Fatal(err)
-	}
+	recs := chainedAudit(t, a.store)
 	rev, rm := recs[len(recs)-2], recs[len(recs)-1]
 	if d, err := audit.DecodeAgentDetail(rev.Detail); rev.Kind() != audit.KindCardRevoke || rev.Caller != "token:admin" || rev.Reason != "unspecified: leaked" ||
 		rev.RequestID != "req-9" || !bytes.Equal(rev.CanonicalSHA256, payments.CanonicalSHA256) || err != nil || d != (audit.AgentDetail{Agent: "payments", Version: 1}) {
@@ -140,4 +129,18 @@ func writeKeyFile(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return f.Name()
+}
+
+// chainedAudit reads st's whole audit log and checks that it is one chain
+// from the genesis.
+func chainedAudit(t *testing.T, st store.AuditLog) []audit.Record {
+	t.Helper()
+	recs, err := st.ListAudit(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }

@@ -40,13 +40,7 @@ func TestRegistryAdministrationOneTransaction(t *testing.T) {
 
 	recorded := func(kind audit.Kind, agent string) bool {
 		t.Helper()
-		recs, err := sq.ListAudit(ctx, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
-			t.Fatal(err)
-		}
+		recs := chainedAudit(t, sq)
 		for _, r := range recs {
 			if d, err := audit.DecodeAgentDetail(r.Detail); r.Kind() == kind && err == nil && d.Agent == agent {
 				return true
