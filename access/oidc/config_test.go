@@ -1,20 +1,18 @@
 package oidc
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 func TestValidate(t *testing.T) {
 	dir := t.TempDir()
-	notPEM := filepath.Join(dir, "not.pem")
-	if err := os.WriteFile(notPEM, []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	notPEM := testsupport.WriteFileMode(t, filepath.Join(dir, "not.pem"), "hello", 0o644)
 	good := func() Config {
 		return Config{
 			Issuers: []IssuerConfig{{Issuer: "https://token.actions.githubusercontent.com", Audience: "https://cardsign.example"}},
