@@ -112,7 +112,7 @@ daemon, jwks/jwksfetch, transparency/tlogclient
 
 # Test harnesses: imported by tests only.
 NONE < internal/testbin, internal/testpki, internal/pgtest, internal/sdnotify/sdnotifytest;
-card, jose < internal/testsupport;
+card, jose, internal/testbin < internal/testsupport;
 internal/testpki < internal/oidctest;
 transparency/tlogserve < internal/memlog;
 api/cardsign/v1 < internal/loadgen;

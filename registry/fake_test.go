@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
@@ -156,11 +156,7 @@ func (s *fakeSigner) SignAgain(ctx context.Context, rs Resignature) error {
 // testCard is a valid card to register.
 func testCard(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../testdata/cards/security.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testsupport.Card(t, "security.json")
 }
 
 // prepared is raw prepared for signing.

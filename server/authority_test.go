@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
@@ -201,10 +202,7 @@ func durationPtr(d time.Duration) *time.Duration { return &d }
 func TestSignCommitsAuditBeforeReturning(t *testing.T) {
 	ctx := t.Context()
 	a, _ := newAuthority(t)
-	data, err := os.ReadFile("../testdata/cards/divergent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "divergent.json")
 	res, err := a.Sign(ctx, SignRequest{Card: data, Caller: "test", RequestID: "r1"})
 	if err != nil {
 		t.Fatal(err)

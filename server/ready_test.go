@@ -123,10 +123,7 @@ func TestReadinessFollowsTheStoreAtOnce(t *testing.T) {
 	if err := *health.Load(); err != nil {
 		t.Fatalf("first check: %v", err)
 	}
-	data, err := os.ReadFile("../testdata/cards/divergent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "divergent.json")
 	if _, err := a.Sign(ctx, SignRequest{Card: data}); err != nil {
 		t.Fatal(err)
 	}
@@ -200,10 +197,7 @@ func TestReadyzSaysDiskFull(t *testing.T) {
 	if err := a.CheckReadiness(ctx); err != nil {
 		t.Fatalf("space freed: %v", err)
 	}
-	data, err := os.ReadFile("../testdata/cards/divergent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "divergent.json")
 	if _, err := a.Sign(ctx, SignRequest{Card: data}); err != nil {
 		t.Fatalf("signing once space was freed: %v", err)
 	}

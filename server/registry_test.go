@@ -6,14 +6,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/card"
-	"github.com/cardsign/cardsign/internal/testbin"
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
@@ -24,10 +21,7 @@ func registryCard(t *testing.T) []byte { return registryCardB(t) }
 
 func registryCardB(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "security.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testsupport.Card(t, "security.json")
 	return b
 }
 
@@ -201,10 +195,7 @@ func TestVerifyRevokedCardAsV03(t *testing.T) { onBothStores(t, testVerifyRevoke
 
 func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
 	ctx := t.Context()
-	b, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "v03.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testsupport.Card(t, "v03.json")
 	v03src := strings.Replace(string(b), `"protocolVersion": "0.3.0"`, `"protocolVersion": "1.0"`, 1)
 	l, err := card.Load([]byte(v03src), card.Options{})
 	if err != nil {

@@ -1,12 +1,12 @@
 package server
 
 import (
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jwks"
 )
 
@@ -18,10 +18,7 @@ import (
 func TestRevokeWhileSigning(t *testing.T) {
 	ctx := t.Context()
 	a, _ := newAuthority(t)
-	data, err := os.ReadFile("../testdata/cards/spec-sample.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "spec-sample.json")
 	const rounds, callers = 8, 10
 	for round := range rounds {
 		// A pending key signs beside the active one until it is revoked.

@@ -1,12 +1,10 @@
 package server
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cardsign/cardsign/access"
-	"github.com/cardsign/cardsign/internal/testbin"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // BenchmarkAuthoritySign is the daemon's sign path without transport:
@@ -15,10 +13,7 @@ import (
 // shows what a loaded daemon spends per card beyond signer.Sign.
 // Run: go test -run '^$' -bench AuthoritySign -benchtime 3s -cpuprofile cpu.out ./server
 func BenchmarkAuthoritySign(b *testing.B) {
-	card, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "security.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	card := testsupport.Card(b, "security.json")
 	a, _ := newAuthority(b)
 	b.SetParallelism(16)
 	b.ReportAllocs()

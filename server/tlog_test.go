@@ -6,13 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/transparency"
@@ -49,10 +49,7 @@ func trustedKeys(t *testing.T, a *Authority) jwks.Set {
 
 func cardFor(t *testing.T, name, host string) []byte {
 	t.Helper()
-	data, err := os.ReadFile("../testdata/cards/divergent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "divergent.json")
 	s := strings.Replace(string(data), `"name": "`, `"name": "`+name+` `, 1)
 	return []byte(strings.ReplaceAll(s, "divergent.example.com", host))
 }

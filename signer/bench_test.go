@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -19,7 +20,7 @@ var cardOptionsStrip = card.Options{StripUnknown: true}
 func benchSign(b *testing.B, alg jose.Alg) {
 	k := newKey(b, alg)
 	k.Headers = &HeaderCache{} // as the daemon's keys: headers built once per key
-	data := readCard(b, "spec-sample.json")
+	data := testsupport.Card(b, "spec-sample.json")
 	opts := Options{Keys: []Key{k.Key}, Card: cardOptionsStrip}
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
@@ -41,7 +42,7 @@ func BenchmarkBaselineCanonicalizeECDSA(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := readCard(b, "spec-sample.json")
+	data := testsupport.Card(b, "spec-sample.json")
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -62,7 +63,7 @@ func BenchmarkBaselineCanonicalizeECDSA(b *testing.B) {
 
 func BenchmarkVerifyES256(b *testing.B) {
 	k := newKey(b, jose.ES256)
-	res, err := Sign(b.Context(), readCard(b, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: cardOptionsStrip})
+	res, err := Sign(b.Context(), testsupport.Card(b, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: cardOptionsStrip})
 	if err != nil {
 		b.Fatal(err)
 	}

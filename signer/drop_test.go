@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/strictjson"
 )
@@ -16,7 +17,7 @@ import (
 // and still verify; a card that drops nothing comes back as it was.
 func TestDropSignatures(t *testing.T) {
 	k1, k2 := newKey(t, jose.ES256), newKey(t, jose.EdDSA)
-	signed, err := Sign(t.Context(), readCard(t, "interfaces.json"), Options{Keys: []Key{k1.Key, k2.Key}})
+	signed, err := Sign(t.Context(), testsupport.Card(t, "interfaces.json"), Options{Keys: []Key{k1.Key, k2.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestDropSignatures(t *testing.T) {
 // tags.
 func bigCard(t *testing.T, sizes ...int) []byte {
 	t.Helper()
-	v, err := card.Parse(readCard(t, "interfaces.json"), strictjson.Limits{})
+	v, err := card.Parse(testsupport.Card(t, "interfaces.json"), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

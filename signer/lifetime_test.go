@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestSignatureLifetime(t *testing.T) {
 	k := newKey(t, jose.ES256)
 	signedAt := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	p, err := Prepare(readCard(t, "security.json"), PrepareOptions{})
+	p, err := Prepare(testsupport.Card(t, "security.json"), PrepareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/strictjson"
@@ -75,7 +76,7 @@ func TestVerifyA2APythonVectors(t *testing.T) {
 // and the report says so.
 func TestPythonASCIISignatureCoversOnlyItsBytes(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(t.Context(), readCard(t, "unicode.json"), Options{Keys: []Key{k.Key}, Mode: ModePythonASCII})
+	res, err := Sign(t.Context(), testsupport.Card(t, "unicode.json"), Options{Keys: []Key{k.Key}, Mode: ModePythonASCII})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestJSResolverRow(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.card, func(t *testing.T) {
-			p, err := Prepare(readCard(t, tc.card), PrepareOptions{Card: card.Options{StripUnknown: tc.strip}})
+			p, err := Prepare(testsupport.Card(t, tc.card), PrepareOptions{Card: card.Options{StripUnknown: tc.strip}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,7 @@ import (
 // v0.3 card ("0.3" on every interface) is other bytes.
 func revokedAsV03(t *testing.T) (c *Result, v03 []byte, k testKey, logKeys []note.Verifier) {
 	t.Helper()
-	v03src := strings.Replace(string(readCard(t, "v03.json")), `"protocolVersion": "0.3.0"`, `"protocolVersion": "1.0"`, 1)
+	v03src := strings.Replace(string(testsupport.Card(t, "v03.json")), `"protocolVersion": "0.3.0"`, `"protocolVersion": "1.0"`, 1)
 	l, err := card.Load([]byte(v03src), card.Options{})
 	if err != nil {
 		t.Fatal(err)

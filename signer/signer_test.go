@@ -9,25 +9,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/strictjson"
 )
-
-func readCard(t testing.TB, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile("../testdata/cards/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 type testKey struct {
 	Key
@@ -94,7 +85,7 @@ func TestSignModes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.card+"/"+string(tc.mode), func(t *testing.T) {
-			res, err := Sign(t.Context(), readCard(t, tc.card), Options{Keys: []Key{k.Key}, Mode: tc.mode})
+			res, err := Sign(t.Context(), testsupport.Card(t, tc.card), Options{Keys: []Key{k.Key}, Mode: tc.mode})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,11 +123,11 @@ func TestSignModes(t *testing.T) {
 func TestSignDeterministicProtectedHeader(t *testing.T) {
 	k := newKey(t, jose.EdDSA)
 	opts := Options{Keys: []Key{k.Key}, JKU: "https://keys.example.com/jwks.json"}
-	a, err := Sign(t.Context(), readCard(t, "params.json"), opts)
+	a, err := Sign(t.Context(), testsupport.Card(t, "params.json"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Sign(t.Context(), readCard(t, "params.json"), opts)
+	b, err := Sign(t.Context(), testsupport.Card(t, "params.json"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +147,7 @@ func TestSignDeterministicProtectedHeader(t *testing.T) {
 
 func TestSignReplacesOrKeepsSignatures(t *testing.T) {
 	k1, k2 := newKey(t, jose.ES256), newKey(t, jose.EdDSA)
-	first, err := Sign(t.Context(), readCard(t, "interfaces.json"), Options{Keys: []Key{k1.Key}})
+	first, err := Sign(t.Context(), testsupport.Card(t, "interfaces.json"), Options{Keys: []Key{k1.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,24 +171,24 @@ func TestSignReplacesOrKeepsSignatures(t *testing.T) {
 
 func TestSignRefuses(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	_, err := Sign(t.Context(), readCard(t, "spec-sample.json"), Options{Keys: []Key{k.Key}})
+	_, err := Sign(t.Context(), testsupport.Card(t, "spec-sample.json"), Options{Keys: []Key{k.Key}})
 	var le *card.LintError
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), "security") {
 		t.Fatalf("card with unknown keys: %v, want *card.LintError naming security", err)
 	}
-	if _, err := Sign(t.Context(), readCard(t, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: card.Options{StripUnknown: true}}); err != nil {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: card.Options{StripUnknown: true}}); err != nil {
 		t.Fatalf("--strip-unknown must make the sample signable: %v", err)
 	}
 	var ce *strictjson.Error
 	if _, err := Sign(t.Context(), []byte(`{"name":"a","name":"b"}`), Options{Keys: []Key{k.Key}}); !errors.As(err, &ce) || ce.Rule != strictjson.RuleDuplicateKey {
 		t.Fatalf("duplicate keys: %v", err)
 	}
-	if _, err := Sign(t.Context(), readCard(t, "security.json"), Options{}); !errors.Is(err, ErrNoKeys) {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{}); !errors.Is(err, ErrNoKeys) {
 		t.Fatalf("no keys: %v", err)
 	}
 	wrong := k.Key
 	wrong.Alg = jose.EdDSA
-	if _, err := Sign(t.Context(), readCard(t, "security.json"), Options{Keys: []Key{wrong}}); err == nil {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{wrong}}); err == nil {
 		t.Fatal("signing a P-256 key as EdDSA must fail")
 	}
 }
@@ -206,7 +197,7 @@ func TestSignRefuses(t *testing.T) {
 // signed correctly by k over the card's spec canonical bytes.
 func forge(t *testing.T, k testKey, header string, extra map[string]any) []byte {
 	t.Helper()
-	l, err := card.Load(readCard(t, "security.json"), card.Options{})
+	l, err := card.Load(testsupport.Card(t, "security.json"), card.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +261,7 @@ func TestVerifyHeaderRules(t *testing.T) {
 
 func TestVerifyProfileRequirement(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(t.Context(), readCard(t, "divergent.json"), Options{Keys: []Key{k.Key}, Mode: ModeSDK})
+	res, err := Sign(t.Context(), testsupport.Card(t, "divergent.json"), Options{Keys: []Key{k.Key}, Mode: ModeSDK})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +278,7 @@ func TestVerifyProfileRequirement(t *testing.T) {
 
 func TestVerifyUncoveredKeys(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(t.Context(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}})
+	res, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +321,7 @@ func TestJKUAllowed(t *testing.T) {
 // as spec-valid on the strength of its sdk-profile signature.
 func TestVerifySDKSignatureIsNeverSpecValid(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(t.Context(), readCard(t, "divergent.json"), Options{Keys: []Key{k.Key}})
+	res, err := Sign(t.Context(), testsupport.Card(t, "divergent.json"), Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,18 +362,18 @@ func TestVerifySDKSignatureIsNeverSpecValid(t *testing.T) {
 func TestSignChecksStoredPublicKey(t *testing.T) {
 	k, other := newKey(t, jose.ES256), newKey(t, jose.ES256)
 	k.Public = other.Signer.Public()
-	if _, err := Sign(t.Context(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}}); err == nil || !strings.Contains(err.Error(), "not the one on record") {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}}); err == nil || !strings.Contains(err.Error(), "not the one on record") {
 		t.Fatalf("a signer whose key differs from the record must be refused: %v", err)
 	}
 	k.Public = k.Signer.Public()
-	if _, err := Sign(t.Context(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}}); err != nil {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestVerifyRevokedKey(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(t.Context(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}})
+	res, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +429,7 @@ func TestPrepareSignsNothing(t *testing.T) {
 	cs := &countingSigner{Signer: k.Signer}
 	key := k.Key
 	key.Signer = cs
-	data := readCard(t, "security.json")
+	data := testsupport.Card(t, "security.json")
 	p, err := Prepare(data, PrepareOptions{})
 	if err != nil || cs.n != 0 {
 		t.Fatalf("Prepare: err %v, %d signatures made", err, cs.n)
@@ -480,7 +471,7 @@ func TestPrepareRefusesBadCards(t *testing.T) {
 // in each result, not once per call.
 func TestPreparedSignsAgainWithKeptSignatures(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	signed, err := Sign(t.Context(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}, Mode: ModeSpec})
+	signed, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}, Mode: ModeSpec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/strictjson"
 )
@@ -15,7 +16,7 @@ import (
 // than the card.
 // Run: go test -run '^$' -bench SignBySize -benchtime 2s ./signer
 func BenchmarkSignBySize(b *testing.B) {
-	small := readCard(b, "spec-sample.json")
+	small := testsupport.Card(b, "spec-sample.json")
 	v, err := strictjson.Parse(small, strictjson.Limits{})
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
@@ -30,7 +31,7 @@ func (m memTree) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // keys.
 func loggedCard(t *testing.T, name string) (*Result, testKey, []note.Verifier) {
 	t.Helper()
-	return loggedData(t, readCard(t, name))
+	return loggedData(t, testsupport.Card(t, name))
 }
 
 // loggedData is loggedCard for a card given by its bytes.
@@ -171,7 +172,7 @@ func TestVerifyInclusionProofRefusals(t *testing.T) {
 
 func TestSetHeadersRefusesProtectedNames(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(t.Context(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}})
+	res, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}

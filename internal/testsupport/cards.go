@@ -1,9 +1,12 @@
 package testsupport
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testbin"
 	"github.com/cardsign/cardsign/strictjson"
 )
 
@@ -22,4 +25,14 @@ func WithSignatures(t testing.TB, src, signed []byte) []byte {
 		t.Fatal(err)
 	}
 	return strictjson.ObjectValue(append(raw.Obj, strictjson.Member{Key: "signatures", Val: sigs})...).Compact()
+}
+
+// Card reads the sample card testdata/cards/name of the repository.
+func Card(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -3,7 +3,6 @@ package grpcapi
 import (
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/server/servertest"
 	"github.com/cardsign/cardsign/strictjson"
@@ -31,15 +31,12 @@ func TestLintErrorFitsClientHeaders(t *testing.T) {
 	client := pb.NewSigningServiceClient(serveGRPC(t, a))
 	ctx := t.Context()
 
-	good, err := os.ReadFile("../../testdata/cards/spec-sample.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := testsupport.Card(t, "spec-sample.json")
 	huge := strings.Replace(string(good), `"skills": [`, `"skills": [`+strings.Repeat("{},", 60000), 1)
 	if huge == string(good) {
 		t.Fatal("the sample card has no skills array to fill")
 	}
-	_, err = client.SignCard(ctx, &pb.SignCardRequest{Card: []byte(huge), StripUnknown: true})
+	_, err := client.SignCard(ctx, &pb.SignCardRequest{Card: []byte(huge), StripUnknown: true})
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "skills") || !strings.Contains(st.Message(), strictjson.RuleMaxItems) {
 		t.Fatalf("SignCard(60,000 empty skills) = %v, want INVALID_ARGUMENT naming skills and %s", err, strictjson.RuleMaxItems)
 	}
