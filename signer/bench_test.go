@@ -2,7 +2,6 @@ package signer
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"testing"
@@ -38,10 +37,7 @@ func BenchmarkSignEdDSA(b *testing.B) { benchSign(b, jose.EdDSA) }
 // canonicalize, then one bare ecdsa.SignASN1 over the SHA-256 of the
 // signing input, with no lint, header, local verification or output.
 func BenchmarkBaselineCanonicalizeECDSA(b *testing.B) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
+	priv := testsupport.Key(b, jose.ES256).(*ecdsa.PrivateKey)
 	data := testsupport.Card(b, "spec-sample.json")
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()

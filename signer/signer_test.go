@@ -2,10 +2,6 @@ package signer
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -27,19 +23,7 @@ type testKey struct {
 
 func newKey(t testing.TB, alg jose.Alg) testKey {
 	t.Helper()
-	var s crypto.Signer
-	var err error
-	switch alg {
-	case jose.ES256:
-		s, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case jose.EdDSA:
-		_, s, err = ed25519.GenerateKey(rand.Reader)
-	default:
-		t.Fatalf("no test key for %s", alg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testsupport.Key(t, alg)
 	jwk, err := jose.NewJWK(s.Public(), "", alg)
 	if err != nil {
 		t.Fatal(err)
