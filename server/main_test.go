@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"os"
 	"sync"
 	"testing"
@@ -31,7 +32,7 @@ var (
 // closed when t ends.
 func sharedPostgres(t *testing.T) store.Store {
 	t.Helper()
-	pgOnce.Do(func() { pgCluster, pgErr = pgtest.Start(t.Context(), pgtest.Options{}) })
+	pgOnce.Do(func() { pgCluster, pgErr = pgtest.Start(context.Background(), pgtest.Options{}) })
 	if pgErr != nil {
 		t.Fatal(pgErr)
 	}
@@ -56,7 +57,7 @@ func openPostgres(t *testing.T, c *pgtest.Cluster) store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := postgres.Open(t.Context(), postgres.Config{URL: url})
+	st, err := postgres.Open(context.Background(), postgres.Config{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
