@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -46,12 +44,7 @@ func TestGetAgentCardWithoutRevokedSignatures(t *testing.T) {
 	}
 	srv := httptest.NewServer(server.NewHTTPHandler(a, server.HTTPOptions{}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/agents/alpha/agent-card.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, body := server.HTTPGet(t, srv.URL+"/agents/alpha/agent-card.json")
 
 	agents := pb.NewAgentServiceClient(serveGRPC(t, a))
 	live, err := agents.GetAgentCard(ctx, &pb.GetAgentCardRequest{AgentId: "alpha"})

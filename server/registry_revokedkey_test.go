@@ -36,13 +36,7 @@ func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 	defer srv.Close()
 	get := func() (*http.Response, []byte) {
 		t.Helper()
-		resp, err := http.Get(srv.URL + "/agents/alpha/agent-card.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, b
+		return httpGet(t, srv.URL+"/agents/alpha/agent-card.json")
 	}
 	kidsOf := func(body []byte) []string {
 		t.Helper()
@@ -145,12 +139,7 @@ func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
 	}
 	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/agents/big/agent-card.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := httpGet(t, srv.URL+"/agents/big/agent-card.json")
 	if resp.StatusCode != 200 {
 		t.Fatalf("with k2 revoked: %d %.300s", resp.StatusCode, body)
 	}
@@ -216,12 +205,7 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 	defer srv.Close()
 	served := func() []string {
 		t.Helper()
-		resp, err := http.Get(srv.URL + "/agents/kept/agent-card.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := httpGet(t, srv.URL+"/agents/kept/agent-card.json")
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET: %d %s", resp.StatusCode, b)
 		}
@@ -258,4 +242,19 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 	if kids := signatureKIDs(t, c.Signed); slices.Contains(kids, k1) {
 		t.Errorf("the card signed again by the duty keeps k1's signature: %v", kids)
 	}
+}
+
+// httpGet fetches url and reads the whole answer.
+func httpGet(t testing.TB, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
 }

@@ -3,8 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -139,15 +137,7 @@ func TestLogKeyServed(t *testing.T) {
 	a, _ := newAuthority(t)
 	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + transparency.KeyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := httpGet(t, srv.URL+transparency.KeyPath)
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age=3600") {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
 	}
