@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,9 +170,7 @@ func TestRevocationDocumentSignedOncePerChange(t *testing.T) {
 func TestRevocationDocumentSurvivesDatabaseRestore(t *testing.T) {
 	ctx := t.Context()
 	a, dir := newAuthority(t)
-	var clock atomic.Int64
-	clock.Store(time.Now().UTC().UnixNano())
-	a.setClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
+	advance := manualClock(a)
 	_, r0 := verifiedRevocations(t, a)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "cardsign.db")+"?_busy_timeout=5000")
 	if err != nil {
@@ -195,7 +192,7 @@ func TestRevocationDocumentSurvivesDatabaseRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clock.Add(int64(revocations.HeadRefresh))
+	advance(revocations.HeadRefresh)
 	_, r1 := verifiedRevocations(t, a)
 	if r1.AuditHead.Seq != 4 || r1.Sequence <= r0.Sequence { // the first key's record, then three
 		t.Fatalf("after three records: %+v", r1)

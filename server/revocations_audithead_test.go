@@ -21,10 +21,7 @@ import (
 func TestRevocationsCarryAuditHead(t *testing.T) {
 	ctx := t.Context()
 	a, dir := newAuthority(t)
-	var clock atomic.Int64
-	clock.Store(time.Now().UTC().UnixNano())
-	a.setClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
-	advance := func(d time.Duration) { clock.Add(int64(d)) }
+	advance := manualClock(a)
 
 	fetch := func() ([]byte, jwks.Revocations) {
 		t.Helper()
@@ -133,4 +130,13 @@ func verifiedRevocations(t *testing.T, a *Authority) ([]byte, jwks.Revocations) 
 		t.Fatal(err)
 	}
 	return doc, r
+}
+
+// manualClock sets a's clock to one that starts at the present and moves
+// only by the advance it returns.
+func manualClock(a *Authority) (advance func(time.Duration)) {
+	var clock atomic.Int64
+	clock.Store(time.Now().UTC().UnixNano())
+	a.setClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
+	return func(d time.Duration) { clock.Add(int64(d)) }
 }
