@@ -1,3 +1,7 @@
+// Package httpapi is the HTTP side of the daemon's listener: the route
+// table, connection limits, the refusal log and the small helpers the
+// handlers share. The composition root (server) fills the table with its
+// handlers; what is served where is decided here.
 package httpapi
 
 import (
