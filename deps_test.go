@@ -82,7 +82,7 @@ store/sqlrows, secretfile < store/sqlite, store/postgres;
 # document's publisher, the HTTP plumbing.
 signer, store, limits, jwks/jwksserve < registry;
 signer, store < server/revocations;
-access, limits < server/httpapi;
+access, limits, jwks, transparency, registry < server/httpapi;
 
 # The composition root: the authority over the rooms above; its gRPC
 # services sit on top of it.
@@ -112,7 +112,7 @@ daemon, jwks/jwksfetch, transparency/tlogclient
 
 # Test harnesses: imported by tests only.
 NONE < internal/testbin, internal/testpki, internal/pgtest, internal/sdnotify/sdnotifytest;
-jose < internal/testsupport;
+card, jose, internal/testbin < internal/testsupport;
 internal/testpki < internal/oidctest;
 transparency/tlogserve < internal/memlog;
 api/cardsign/v1 < internal/loadgen;

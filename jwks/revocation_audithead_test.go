@@ -2,7 +2,6 @@ package jwks
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -20,7 +19,7 @@ func TestRevocationsAuditHead(t *testing.T) {
 	r := sampleRevocations()
 	r.Revoked = nil
 	r.AuditHead = &AuditHead{Seq: 7, Hash: bytes.Repeat([]byte{0xab}, 32)}
-	doc, err := SignRevocations(context.Background(), r, ec, jose.ES256, "ec")
+	doc, err := SignRevocations(t.Context(), r, ec, jose.ES256, "ec")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +37,7 @@ func TestRevocationsAuditHead(t *testing.T) {
 	}
 
 	r.AuditHead = nil
-	old, err := SignRevocations(context.Background(), r, ec, jose.ES256, "ec")
+	old, err := SignRevocations(t.Context(), r, ec, jose.ES256, "ec")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +50,7 @@ func TestRevocationsAuditHead(t *testing.T) {
 
 	for _, bad := range []*AuditHead{{Seq: -1, Hash: make([]byte, 32)}, {Seq: 1 << 53, Hash: make([]byte, 32)}, {Seq: 1, Hash: make([]byte, 31)}} {
 		r.AuditHead = bad
-		if _, err := SignRevocations(context.Background(), r, ec, jose.ES256, "ec"); err == nil || !strings.Contains(err.Error(), "audit head") {
+		if _, err := SignRevocations(t.Context(), r, ec, jose.ES256, "ec"); err == nil || !strings.Contains(err.Error(), "audit head") {
 			t.Errorf("SignRevocations with audit head %+v: %v", bad, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -290,7 +291,7 @@ func TestRevocationsCards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(payloadOf(t, plain), "revoked_cards") {
+	if strings.Contains(testsupport.JWSPayload(t, plain), "revoked_cards") {
 		t.Fatal("a document without revoked cards has a revoked_cards member")
 	}
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -310,7 +311,7 @@ func TestRevocationsCards(t *testing.T) {
 	if len(got.Cards) != 2 || !bytes.Equal(got.Cards[0].CanonicalSHA256, lo) || got.Cards[1].AgentID != "payments" || got.Cards[1].Version != 3 || got.Cards[1].Reason != "leaked" {
 		t.Fatalf("cards = %+v", got.Cards)
 	}
-	if p := payloadOf(t, doc); !strings.Contains(p, `"revoked_cards":[{"agent_id":"billing","canonical_sha256":"aaaa`) {
+	if p := testsupport.JWSPayload(t, doc); !strings.Contains(p, `"revoked_cards":[{"agent_id":"billing","canonical_sha256":"aaaa`) {
 		t.Fatalf("payload %s", p)
 	}
 	for name, c := range map[string]CardRevocation{
@@ -326,17 +327,4 @@ func TestRevocationsCards(t *testing.T) {
 	if _, err := SignRevocations(context.Background(), r, ec, jose.ES256, "ec"); err == nil {
 		t.Error("a card listed twice was signed")
 	}
-}
-
-func payloadOf(t *testing.T, doc []byte) string {
-	t.Helper()
-	var env struct{ Payload string }
-	if err := json.Unmarshal(doc, &env); err != nil {
-		t.Fatal(err)
-	}
-	p, err := base64.RawURLEncoding.DecodeString(env.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(p)
 }

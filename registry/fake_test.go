@@ -3,9 +3,7 @@ package registry
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
@@ -157,11 +156,7 @@ func (s *fakeSigner) SignAgain(ctx context.Context, rs Resignature) error {
 // testCard is a valid card to register.
 func testCard(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../testdata/cards/security.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testsupport.Card(t, "security.json")
 }
 
 // prepared is raw prepared for signing.
@@ -204,7 +199,7 @@ func newTestRegistry(t testing.TB, edit func(*Config)) *testRegistry {
 		Agents: tr.agents, Keys: tr.keys, Signer: tr.signer,
 		Now:     func() time.Time { return time.Now().Add(time.Duration(tr.skew.Load())) },
 		ActorOf: func(context.Context) Actor { return Actor{Caller: "cardsignd", RequestID: "req"} },
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:     slog.New(slog.DiscardHandler),
 		Committed: func(r audit.Record) {
 			tr.mu.Lock()
 			defer tr.mu.Unlock()

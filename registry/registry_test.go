@@ -2,7 +2,6 @@ package registry
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"errors"
 	"strings"
@@ -73,7 +72,7 @@ func TestQuotas(t *testing.T) {
 		t.Fatalf("a fourth agent: err = %v, want the registry quota", err)
 	}
 	v := prepared(t, testCard(t)).Loaded.Value
-	if _, _, err := tr.Prepare(context.Background(), &Registration{AgentID: "b2", resign: true}, v, ResignCaller); err != nil {
+	if _, _, err := tr.Prepare(t.Context(), &Registration{AgentID: "b2", resign: true}, v, ResignCaller); err != nil {
 		t.Fatalf("a re-signature: %v", err)
 	}
 }
@@ -86,7 +85,7 @@ func TestPrepare(t *testing.T) {
 	calls := 0
 	seal := func() ([]byte, error) { calls++; return []byte(testSecret), nil }
 	tr := newTestRegistry(t, func(c *Config) { c.SealSecret = seal })
-	ctx := context.Background()
+	ctx := t.Context()
 	v := prepared(t, testCard(t)).Loaded.Value
 	derived, err := DeriveAgentID(v)
 	if err != nil {
@@ -133,7 +132,7 @@ func TestRevoke(t *testing.T) {
 		withLog(c)
 		c.KeyRefresh = time.Hour
 	})
-	ctx := context.Background()
+	ctx := t.Context()
 	pub, err := tr.register(t, "pub", store.Public, "token:a", "k1")
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +214,7 @@ func TestRevokeBound(t *testing.T) {
 // TestRemove: every version goes, with one audit record naming the agent.
 func TestRemove(t *testing.T) {
 	tr := newTestRegistry(t, nil)
-	ctx := context.Background()
+	ctx := t.Context()
 	for range 2 {
 		if _, err := tr.register(t, "gone", store.Public, "token:a", "k1"); err != nil {
 			t.Fatal(err)

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ import (
 // keys held and is retried.
 func TestResign(t *testing.T) {
 	tr := newTestRegistry(t, nil)
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, id := range []string{"alpha", "beta", "gamma"} {
 		if _, err := tr.register(t, id, store.Public, "token:a", "k1"); err != nil {
 			t.Fatal(err)
@@ -69,7 +68,7 @@ func TestResign(t *testing.T) {
 // RefreshAt of it has passed, with the same keys.
 func TestResignRefreshes(t *testing.T) {
 	tr := newTestRegistry(t, func(c *Config) { c.Lifetime, c.RefreshAt = time.Hour, 0.5 })
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := tr.register(t, "alpha", store.Public, "token:a", "k1"); err != nil {
 		t.Fatal(err)
 	}

@@ -6,18 +6,15 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 func TestOpenAndReadAll(t *testing.T) {
 	dir := t.TempDir()
-	small := filepath.Join(dir, "small")
-	big := filepath.Join(dir, "big")
+	small := testsupport.WriteFileMode(t, filepath.Join(dir, "small"), "1234\n", 0o600)
+	big := testsupport.WriteFileMode(t, filepath.Join(dir, "big"), "0123456789abcdef", 0o600)
 	fifo := filepath.Join(dir, "fifo")
-	for path, data := range map[string]string{small: "1234\n", big: "0123456789abcdef"} {
-		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -55,14 +52,8 @@ func TestOpenAndReadAll(t *testing.T) {
 // writer forever.
 func TestReadFile(t *testing.T) {
 	dir := t.TempDir()
-	small := filepath.Join(dir, "small")
-	if err := os.WriteFile(small, []byte("1234\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sparse := filepath.Join(dir, "sparse")
-	if err := os.WriteFile(sparse, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	small := testsupport.WriteFileMode(t, filepath.Join(dir, "small"), "1234\n", 0o600)
+	sparse := testsupport.WriteFileMode(t, filepath.Join(dir, "sparse"), "", 0o600)
 	if err := os.Truncate(sparse, 200<<20); err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +90,8 @@ func TestWithin(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(allowed, "link-out")); err != nil {
+	secret := testsupport.WriteFileMode(t, filepath.Join(outside, "secret"), "x", 0o600)
+	if err := os.Symlink(secret, filepath.Join(allowed, "link-out")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(allowed, filepath.Join(root, "alias")); err != nil {

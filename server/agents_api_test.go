@@ -2,9 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -27,7 +24,7 @@ import (
 // UNAVAILABLE (the HTTP side: TestAgentCardWithoutRevokedSignatures).
 func TestGetAgentCardWithoutRevokedSignatures(t *testing.T) {
 	a, _ := server.NewTestAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	k1 := server.ActiveView(t, a).KID
 	id := access.Identity{Name: "token:ci"}
 	if _, err := a.Sign(ctx, server.SignRequest{Card: server.RegistryCard(t), Caller: id.Name, Identity: id, RequestID: "r",
@@ -47,12 +44,7 @@ func TestGetAgentCardWithoutRevokedSignatures(t *testing.T) {
 	}
 	srv := httptest.NewServer(server.NewHTTPHandler(a, server.HTTPOptions{}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/agents/alpha/agent-card.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, body := server.HTTPGet(t, srv.URL+"/agents/alpha/agent-card.json")
 
 	agents := pb.NewAgentServiceClient(serveGRPC(t, a))
 	live, err := agents.GetAgentCard(ctx, &pb.GetAgentCardRequest{AgentId: "alpha"})

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/store"
@@ -21,32 +20,49 @@ import (
 
 func newAuthority(t testing.TB) (*Authority, string) {
 	t.Helper()
+	return newAuthorityLogged(t, slog.New(slog.DiscardHandler))
+}
+
+// newAuthorityLogged is newAuthority logging to log.
+func newAuthorityLogged(t testing.TB, log *slog.Logger) (*Authority, string) {
+	t.Helper()
 	dir := t.TempDir()
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
+	return newAuthorityWith(t, openStore(t, dir), dir, log), dir
+}
+
+// openStore opens the embedded store dir/cardsign.db until the test ends.
+func openStore(t testing.TB, dir string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "cardsign.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return newAuthorityOn(t, st, dir), dir
+	return st
 }
 
 // newAuthorityOn is newAuthority over another store, file keys in dir/keys.
 func newAuthorityOn(t testing.TB, st store.Store, dir string) *Authority {
+	t.Helper()
+	return newAuthorityWith(t, st, dir, slog.New(slog.DiscardHandler))
+}
+
+func newAuthorityWith(t testing.TB, st store.Store, dir string, log *slog.Logger) *Authority {
 	t.Helper()
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
 		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
 		Log: testLogSigner(t),
-	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, st, log)
 	t.Cleanup(func() { a.Close() })
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if created, err := a.Bootstrap(context.Background()); err != nil || !created {
+	if created, err := a.Bootstrap(t.Context()); err != nil || !created {
 		t.Fatalf("Bootstrap: %v %v", created, err)
 	}
-	if created, err := a.Bootstrap(context.Background()); err != nil || created {
+	if created, err := a.Bootstrap(t.Context()); err != nil || created {
 		t.Fatalf("second Bootstrap must do nothing: %v %v", created, err)
 	}
 	return a
@@ -56,7 +72,7 @@ func newAuthorityOn(t testing.TB, st store.Store, dir string) *Authority {
 func pendingKey(t *testing.T, a *Authority) string {
 	t.Helper()
 	hour := time.Hour
-	v, err := a.admin.RotateKey(context.Background(), "", &hour)
+	v, err := a.admin.RotateKey(t.Context(), "", &hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +82,7 @@ func pendingKey(t *testing.T, a *Authority) string {
 // runDuties runs one round of the cluster duties (re-signing included).
 func runDuties(t *testing.T, a *Authority) {
 	t.Helper()
-	if err := a.dutyRound(context.Background()); err != nil {
+	if err := a.dutyRound(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -78,7 +94,7 @@ func activeKID(t *testing.T, a *Authority) string {
 
 func activeView(t *testing.T, a *Authority) jwks.View {
 	t.Helper()
-	views, err := a.admin.Keys(context.Background())
+	views, err := a.admin.Keys(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +114,7 @@ func wantPrecondition(t *testing.T, err error, substr string) {
 }
 
 func TestKeyTransitionsRefuseWhatWouldSurprise(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, dir := newAuthority(t)
 	first := activeKID(t, a)
 
@@ -184,12 +200,9 @@ func TestKeyTransitionsRefuseWhatWouldSurprise(t *testing.T) {
 func durationPtr(d time.Duration) *time.Duration { return &d }
 
 func TestSignCommitsAuditBeforeReturning(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, _ := newAuthority(t)
-	data, err := os.ReadFile("../testdata/cards/divergent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "divergent.json")
 	res, err := a.Sign(ctx, SignRequest{Card: data, Caller: "test", RequestID: "r1"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"net/http"
 	"testing"
 )
@@ -36,7 +35,7 @@ func (w *benchWriter) reset() { clear(w.h); w.code, w.n = 0, 0 }
 func benchDocument(b *testing.B, h http.Handler, path string) (body []byte, etag string) {
 	b.Helper()
 	w := &recordingWriter{benchWriter: newBenchWriter()}
-	r, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, path, nil)
+	r, _ := http.NewRequestWithContext(b.Context(), http.MethodGet, path, nil)
 	h.ServeHTTP(w, r)
 	if w.code != http.StatusOK || len(w.body) == 0 || w.h.Get("ETag") == "" {
 		b.Fatalf("%s: %d, %d bytes, ETag %q", path, w.code, len(w.body), w.h.Get("ETag"))
@@ -60,7 +59,7 @@ func runHandler(b *testing.B, h http.Handler, path, ifNoneMatch string, want int
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		r, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, path, nil)
+		r, _ := http.NewRequestWithContext(b.Context(), http.MethodGet, path, nil)
 		if ifNoneMatch != "" {
 			r.Header["If-None-Match"] = []string{ifNoneMatch}
 		}

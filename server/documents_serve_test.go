@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -63,7 +61,7 @@ func serveDoc(t *testing.T, h http.Handler, ifNoneMatch string) served {
 // transition: a retired key leaves the set at its expiry without any change
 // to the records.
 func TestJWKSPrerenderedAtTransitions(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, _ := newAuthority(t)
 	var mu sync.Mutex
 	now := a.now()
@@ -127,7 +125,7 @@ func TestJWKSPrerenderedAtTransitions(t *testing.T) {
 // process on the same store reaches them at once when it is announced, and
 // within the periodic re-read when it is not.
 func TestDocumentsPrerenderedFollowChanges(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, _ := newAuthority(t)
 	h := a.docs.newDocumentHandlers()
 	rotate := func() string {
@@ -176,7 +174,7 @@ func TestDocumentsPrerenderedFollowChanges(t *testing.T) {
 	// By another process, announced.
 	cfg := a.cfg
 	cfg.Metrics = nil
-	other := NewAuthority(cfg, a.store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	other := NewAuthority(cfg, a.store, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { other.Close() })
 	p2 := rotate()
 	if _, err := other.admin.RevokeKey(ctx, p2, "superseded", false); err != nil {

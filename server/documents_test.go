@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"testing"
 	"time"
 )
@@ -13,7 +12,7 @@ import (
 // bytes, and a revocation re-signs it with the next sequence, listing the
 // key.
 func TestRevocationPublisherCache(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, _ := newAuthority(t)
 	doc0, r0 := verifiedRevocations(t, a)
 	if doc, _ := verifiedRevocations(t, a); !bytes.Equal(doc, doc0) {

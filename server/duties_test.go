@@ -5,11 +5,9 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"errors"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,24 +17,19 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/server/revocations"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/sqlite"
 )
 
 // replicaOf opens a second authority on a's store file, as another replica
 // would (its own handle, its own caches, its own duties lease holder).
 func replicaOf(t *testing.T, dir, name string, skew time.Duration) *Authority {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dir)
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: 24 * time.Hour,
 		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
 		Replica: name, ClockSkew: skew,
-	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { a.Close() })
 	if created, err := a.Bootstrap(t.Context()); err != nil || created {
 		t.Fatalf("Bootstrap of a replica on a store with keys: created %v, %v", created, err)
@@ -177,9 +170,7 @@ func TestRevocationDocumentSignedOncePerChange(t *testing.T) {
 func TestRevocationDocumentSurvivesDatabaseRestore(t *testing.T) {
 	ctx := t.Context()
 	a, dir := newAuthority(t)
-	var clock atomic.Int64
-	clock.Store(time.Now().UTC().UnixNano())
-	a.setClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
+	advance := manualClock(a)
 	_, r0 := verifiedRevocations(t, a)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "cardsign.db")+"?_busy_timeout=5000")
 	if err != nil {
@@ -201,7 +192,7 @@ func TestRevocationDocumentSurvivesDatabaseRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clock.Add(int64(revocations.HeadRefresh))
+	advance(revocations.HeadRefresh)
 	_, r1 := verifiedRevocations(t, a)
 	if r1.AuditHead.Seq != 4 || r1.Sequence <= r0.Sequence { // the first key's record, then three
 		t.Fatalf("after three records: %+v", r1)
@@ -233,13 +224,9 @@ func TestRevocationDocumentSurvivesDatabaseRestore(t *testing.T) {
 func TestDutiesLeaseYieldedByReplicaThatCannotSign(t *testing.T) {
 	ctx := t.Context()
 	good, dir := newAuthority(t)
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dir)
 	// No backend at all: every key on record fails to open here.
-	bad := NewAuthority(Config{Backends: backends.NewRegistry(), RevocationTTL: time.Hour, Replica: "bad"}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	bad := NewAuthority(Config{Backends: backends.NewRegistry(), RevocationTTL: time.Hour, Replica: "bad"}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { bad.Close() })
 	for round := 1; round <= yieldAfter; round++ {
 		err := bad.dutyRound(ctx)

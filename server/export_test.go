@@ -15,6 +15,7 @@ var (
 	NewTestAuthority = newAuthority
 	WriteKeyFile     = writeKeyFile
 	CheckReason      = checkReason
+	HTTPGet          = httpGet
 )
 
 // ActiveView is the active key's view.

@@ -8,12 +8,10 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
-	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/jwks/jwksserve"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/server/httpapi"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/transparency"
 	"github.com/cardsign/cardsign/transparency/tlogserve"
 )
 
@@ -31,77 +29,81 @@ type HTTPOptions struct {
 
 // NewHTTPHandler serves the JWKS, the revocation document, the transparency
 // log (its keys, checkpoint and tiles), /healthz (the process is up),
-// /readyz (the last readiness check passed) and /metrics.
+// /readyz (the last readiness check passed) and /metrics: it says which of
+// the authority's handlers serves each route of httpapi's table.
 func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	a.metrics.Register(backendCollector{sources: opts.Stats})
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", httpapi.RequireRole(opts.Auth, access.RoleAuditor, a.metrics.authFailed, a.metrics.Handler()))
 	docs := a.docs.newDocumentHandlers()
-	mux.Handle(jwks.JWKSPath, docs.jwks)
-	mux.Handle(jwks.RevocationsPath, docs.revocations)
 	agents := registry.NewHandler(a.registry, func(r *http.Request) bool { return mayRead(r, opts.Auth, a.metrics) }, a.cfg.JWKSMaxAge)
-	mux.Handle("GET "+registry.AgentCardPath, agents.Card())
-	mux.Handle("GET "+registry.AgentLogSaltPath, agents.Salt())
-	if a.tlog != nil {
-		// Public like the JWKS: anyone may check what was signed.
-		mux.Handle(transparency.KeyPath, tlogserve.KeysHandler(a.cfg.Log.VerifierKeys(), a.cfg.JWKSMaxAge))
-		mux.Handle(transparency.PathPrefix, http.StripPrefix(transparency.PathPrefix, tlogserve.NewHandler(a.tlog, a.log)))
+	routes := httpapi.Routes{
+		Metrics:      a.metrics.Handler(),
+		JWKS:         docs.jwks,
+		Revocations:  docs.revocations,
+		AgentCard:    agents.Card(),
+		AgentLogSalt: agents.Salt(),
+		Ready:        readyHandler(a),
+		DocumentsReady: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			code, body := docs.ready(r.Context(), a)
+			writeJSON(w, code, body)
+		}),
 	}
-	mux.HandleFunc("/healthz", httpapi.Healthz)
-	mux.HandleFunc(DocumentsReadyPath, func(w http.ResponseWriter, r *http.Request) {
-		code, body := docs.ready(r.Context(), a)
-		writeJSON(w, code, body)
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := a.Ready(); err != nil {
-			// The reason is generic: this endpoint is public; the log has
-			// the details (WatchReadiness logs each failure).
-			reason := "key store unavailable"
-			switch {
-			case errors.Is(err, ErrDraining):
-				reason = "shutting down"
-			case errors.Is(err, ErrNotChecked):
-				reason = "starting"
-			case errors.Is(err, errStale):
-				reason = "readiness check overdue"
-			case errors.Is(err, ErrNoActiveKey):
-				reason = "no active signing key"
-			case errors.Is(err, store.ErrFull):
-				// The volume of the embedded database: the log names it.
-				reason = "disk full"
-			case errors.Is(err, store.ErrUnavailable):
-				// The database (PostgreSQL down or restarting): say so, not
-				// "key backend", whichever read failed first.
-				reason = "store unavailable"
-			case errors.As(err, new(*KeyUnavailableError)):
-				reason = "signing key cannot be opened"
-			case errors.Is(err, backends.ErrUnavailable), errors.As(err, new(*UnavailableError)):
-				reason = "key backend unavailable"
-				var ue *UnavailableError
-				if errors.As(err, &ue) && (ue.What == "audit log" || ue.What == "key store") {
-					reason = ue.What + " unavailable"
-				}
-			}
-			body := map[string]any{"status": "not ready", "reason": reason}
-			if a.docs.stale.jwks.Load() != nil || a.docs.stale.revocations.Load() != nil {
-				// Signing stopped, but verifiers still get the keys.
-				body["documents"] = "served from the last read while the store is unavailable: see " + DocumentsReadyPath
-			}
-			writeJSON(w, http.StatusServiceUnavailable, body)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
-	})
-	return mux
+	if a.tlog != nil {
+		routes.LogKeys = tlogserve.KeysHandler(a.cfg.Log.VerifierKeys(), a.cfg.JWKSMaxAge)
+		routes.Log = tlogserve.NewHandler(a.tlog, a.log)
+	}
+	return httpapi.NewMux(routes, httpapi.MuxOptions{Auth: opts.Auth, AuthFailed: a.metrics.authFailed})
 }
 
-// DocumentsReadyPath answers 200 while this replica serves the JWKS and
-// the revocation document, from the store or, while it is unreachable,
-// from the last read (within their validity); 503 when it cannot serve
-// one of them. It is the readiness of the public documents, apart from
-// /readyz's readiness to sign: a load balancer in front of the documents
-// (the Kubernetes readinessProbe) keeps a replica whose database is down.
-const DocumentsReadyPath = "/readyz/documents"
+// readyHandler answers /readyz: 200 while the last readiness check passed,
+// 503 with a generic reason otherwise.
+func readyHandler(a *Authority) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { serveReady(w, a) }
+}
+
+func serveReady(w http.ResponseWriter, a *Authority) {
+	err := a.Ready()
+	if err == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+		return
+	}
+	// The reason is generic: this endpoint is public; the log has the
+	// details (WatchReadiness logs each failure).
+	reason := "key store unavailable"
+	switch {
+	case errors.Is(err, ErrDraining):
+		reason = "shutting down"
+	case errors.Is(err, ErrNotChecked):
+		reason = "starting"
+	case errors.Is(err, errStale):
+		reason = "readiness check overdue"
+	case errors.Is(err, ErrNoActiveKey):
+		reason = "no active signing key"
+	case errors.Is(err, store.ErrFull):
+		// The volume of the embedded database: the log names it.
+		reason = "disk full"
+	case errors.Is(err, store.ErrUnavailable):
+		// The database (PostgreSQL down or restarting): say so, not
+		// "key backend", whichever read failed first.
+		reason = "store unavailable"
+	case errors.As(err, new(*KeyUnavailableError)):
+		reason = "signing key cannot be opened"
+	case errors.Is(err, backends.ErrUnavailable), errors.As(err, new(*UnavailableError)):
+		reason = "key backend unavailable"
+		var ue *UnavailableError
+		if errors.As(err, &ue) && (ue.What == "audit log" || ue.What == "key store") {
+			reason = ue.What + " unavailable"
+		}
+	}
+	body := map[string]any{"status": "not ready", "reason": reason}
+	if a.docs.stale.jwks.Load() != nil || a.docs.stale.revocations.Load() != nil {
+		// Signing stopped, but verifiers still get the keys.
+		body["documents"] = "served from the last read while the store is unavailable: see " + DocumentsReadyPath
+	}
+	writeJSON(w, http.StatusServiceUnavailable, body)
+}
+
+// DocumentsReadyPath is httpapi's: the readiness of the public documents.
+const DocumentsReadyPath = httpapi.DocumentsReadyPath
 
 // ready reports whether both documents can be served now and how; it takes
 // what a request would be served (rendered at most once per change, or per

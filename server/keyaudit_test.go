@@ -2,66 +2,25 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/testsupport"
-	"github.com/cardsign/cardsign/jose"
-	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/storetest"
-	"github.com/cardsign/cardsign/strictjson"
 )
-
-// lockedBuffer is a log destination the daemon's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestKeyAdministrationAudited: every key administration (the first key
 // included) is an audit record of its kind naming its caller, chained and
 // a transparency-log leaf, committed with the key change; its log line
 // names the caller; and the key records agree with the trail.
 func TestKeyAdministrationAudited(t *testing.T) {
-	dir := t.TempDir()
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	var logs lockedBuffer
-	a := NewAuthority(Config{
-		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
-		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
-		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
-		Log: testLogSigner(t),
-	}, st, slog.New(slog.NewTextHandler(&logs, nil)))
-	t.Cleanup(func() { a.Close() })
-	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Bootstrap(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	var logs testsupport.SyncBuffer
+	a, dir := newAuthorityLogged(t, slog.New(slog.NewTextHandler(&logs, nil)))
 	first := activeKID(t, a)
 
 	const who = "token:alice"
@@ -88,13 +47,7 @@ func TestKeyAdministrationAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	recs, err := st.ListAudit(ctx, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
-		t.Fatal(err)
-	}
+	recs := chainedAudit(t, a.store)
 	want := []struct {
 		kind   audit.Kind
 		kid    string
@@ -118,7 +71,7 @@ func TestKeyAdministrationAudited(t *testing.T) {
 			t.Errorf("record %d: %s %s by %q (reason %q), want %s %s by %q (reason %q)", r.Seq, r.Kind(), r.KID, r.Caller, r.Reason, w.kind, w.kid, w.caller, w.reason)
 		}
 	}
-	storetest.CheckKeyTrail(t, st, recs)
+	storetest.CheckKeyTrail(t, a.store, recs)
 	for _, msg := range []string{"key created", "key imported", "key rotation scheduled", "key activated", "key retired", "key revoked"} {
 		found := false
 		for _, line := range strings.Split(logs.String(), "\n") {
@@ -152,13 +105,7 @@ func TestRegistryAdministrationAudited(t *testing.T) {
 	if err := a.registry.Remove(ctx, "billing", "token:root"); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := a.store.ListAudit(ctx, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
-		t.Fatal(err)
-	}
+	recs := chainedAudit(t, a.store)
 	rev, rm := recs[len(recs)-2], recs[len(recs)-1]
 	if d, err := audit.DecodeAgentDetail(rev.Detail); rev.Kind() != audit.KindCardRevoke || rev.Caller != "token:admin" || rev.Reason != "unspecified: leaked" ||
 		rev.RequestID != "req-9" || !bytes.Equal(rev.CanonicalSHA256, payments.CanonicalSHA256) || err != nil || d != (audit.AgentDetail{Agent: "payments", Version: 1}) {
@@ -182,4 +129,18 @@ func writeKeyFile(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return f.Name()
+}
+
+// chainedAudit reads st's whole audit log and checks that it is one chain
+// from the genesis.
+func chainedAudit(t *testing.T, st store.AuditLog) []audit.Record {
+	t.Helper()
+	recs, err := st.ListAudit(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }

@@ -1,9 +1,7 @@
 package server_test
 
 import (
-	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,7 +18,7 @@ import (
 	"github.com/cardsign/cardsign/server/grpcapi"
 )
 
-var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+var discard = slog.New(slog.DiscardHandler)
 
 // activeFile returns the active key's kid and file path.
 func activeFile(t *testing.T, a *server.Authority) (kid, path string) {
@@ -61,7 +59,7 @@ func TestReplacedKeyFileIsFailedPrecondition(t *testing.T) {
 	replaceKeyFile(t, path)
 	// As after a restart: nothing opened yet.
 	a.ForgetKeys()
-	err := a.OpenSigningKeys(context.Background())
+	err := a.OpenSigningKeys(t.Context())
 	if err == nil {
 		t.Fatal("signing keys opened a replaced key file")
 	}
@@ -70,13 +68,13 @@ func TestReplacedKeyFileIsFailedPrecondition(t *testing.T) {
 		t.Errorf("want a *server.KeyChangedError for %s, got %T %v", kid, err, err)
 	}
 	wantStatus(t, err, codes.FailedPrecondition, "key "+kid+": the backend's public key is not the one on record")
-	if err := a.CheckReadiness(context.Background()); err == nil || !strings.Contains(err.Error(), kid) {
+	if err := a.CheckReadiness(t.Context()); err == nil || !strings.Contains(err.Error(), kid) {
 		t.Errorf("readiness with a replaced key file: %v", err)
 	}
 }
 
 func TestReadinessNoticesKeyFileGoneOrReplaced(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tt := range []struct {
 		name   string
 		change func(t *testing.T, path string)
@@ -117,7 +115,7 @@ func TestCreateKeyInUnusableDirIsFailedPrecondition(t *testing.T) {
 	if err := os.RemoveAll(keys); err != nil {
 		t.Fatal(err)
 	}
-	_, err := a.Admin().CreateKey(context.Background(), "")
+	_, err := a.Admin().CreateKey(t.Context(), "")
 	wantStatus(t, err, codes.FailedPrecondition, "create key in "+keys, "create the directory")
 	var pe *backends.PreconditionError
 	if !errors.As(err, &pe) {
@@ -133,7 +131,7 @@ func TestImportOpensThroughRestrictedBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.SetImportBackends(map[string]backends.Backend{file.Scheme: restricted})
-	ctx := context.Background()
+	ctx := t.Context()
 
 	// A key outside, and a symbolic link to it inside the key directory.
 	outside := filepath.Join(t.TempDir(), "k.pem")

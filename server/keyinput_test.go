@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -127,7 +126,7 @@ func TestKeyRPCInputs(t *testing.T) {
 // serveGRPC serves a's gRPC API in memory and returns a client connection.
 func serveGRPC(t *testing.T, a *server.Authority) *grpc.ClientConn {
 	t.Helper()
-	srv, _ := grpcapi.NewServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), grpcapi.Options{MaxMessageBytes: 1 << 20})
+	srv, _ := grpcapi.NewServer(a, slog.New(slog.DiscardHandler), grpcapi.Options{MaxMessageBytes: 1 << 20})
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)

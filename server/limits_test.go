@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
 	"io"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/signer"
 )
@@ -37,7 +36,7 @@ func (s *slowSigner) Sign(r io.Reader, d []byte, o crypto.SignerOpts) ([]byte, e
 }
 
 func TestLimitedSignerBoundsConcurrency(t *testing.T) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key := testsupport.Key(t, jose.ES256)
 	inner := &slowSigner{Signer: key}
 	var observed atomic.Int32
 	ls := &limitedSigner{inner: inner, slots: make(chan struct{}, 3), observe: func(time.Duration) { observed.Add(1) }}
@@ -89,7 +88,7 @@ func TestBackendLimitsSlots(t *testing.T) {
 		t.Fatalf("unconfigured slots: %d, want %d", n, DefaultBackendConcurrency)
 	}
 
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key := testsupport.Key(t, jose.ES256)
 	k := signer.Key{Signer: key, Alg: jose.ES256, KID: "k"}
 	w := l.wrap(k, "pkcs11")
 	ls, ok := w.Signer.(*limitedSigner)

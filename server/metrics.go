@@ -74,74 +74,64 @@ var latencyBuckets = prometheus.ExponentialBucketsRange(0.0001, 10, 16)
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
-		signatures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardsign_signatures_total",
-			Help: "Signatures made, by result (signed: returned with its audit record; discarded: its audit record was not committed), key alg, key backend and caller (the configured token or client pattern).",
-		}, []string{"result", "alg", "backend", "caller"}),
-		signRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardsign_sign_requests_total",
-			Help: "SignCard requests by result (signed, refused by the signing policy, invalid card, rate_limited, error) and caller.",
-		}, []string{"result", "caller"}),
-		signDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "cardsign_sign_duration_seconds",
-			Help:    "SignCard latency end to end (parse, lint, policy, signatures, audit commit), by result.",
-			Buckets: latencyBuckets,
-		}, []string{"result"}),
-		backendSign: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "cardsign_backend_sign_duration_seconds",
-			Help:    "Time a key backend took for one signature, waiting for a concurrency slot included, by backend and alg.",
-			Buckets: latencyBuckets,
-		}, []string{"backend", "alg"}),
-		auditCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "cardsign_audit_commit_duration_seconds",
-			Help:    "Time from handing a request's audit records to the log until they were durable.",
-			Buckets: latencyBuckets,
-		}),
-		jwksRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardsign_jwks_requests_total",
-			Help: "Requests for the published documents, by document (jwks, revocations) and HTTP status (304 = not modified).",
-		}, []string{"document", "code"}),
-		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardsign_rate_limited_total",
-			Help: "Calls refused with RESOURCE_EXHAUSTED because the caller was over its rate.",
-		}, []string{"caller"}),
-		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardsign_grpc_requests_total",
-			Help: "gRPC calls by method and status code.",
-		}, []string{"method", "code"}),
-		canaryRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardsign_readiness_checks_total",
-			Help: "Periodic readiness checks (a canary signature with every signing key), by result (ok, failed).",
-		}, []string{"result"}),
-		ready: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cardsign_ready",
-			Help: "1 when the last readiness check passed, else 0.",
-		}),
-		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "cardsign_connections",
-			Help: "Open connections by listener (grpc, http), counted against limits.max_connections.",
-		}, []string{"listener"}),
-		connectionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardsign_connections_refused_total",
-			Help: "Connections closed as soon as accepted, by listener and the limit they were over (total: limits.max_connections; per_ip: limits.max_connections_per_ip).",
-		}, []string{"listener", "reason"}),
-		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardsign_auth_failures_total",
-			Help: "Calls refused as unauthenticated, by credential (token: a bearer that is no configured token and no identity token; oidc: an identity token; cert; none) and reason (for oidc, the verifier's check: expired, audience, unknown_kid, alg, ...; else \"unknown\").",
-		}, []string{"method", "reason"}),
-		registryResigns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardsign_registry_resigns_total",
-			Help: "Registered cards signed again by the registry after a key event, by result (resigned; superseded: registered again or removed meanwhile; failed: retried at the next duty round).",
-		}, []string{"result"}),
-		registryStale: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "cardsign_registry_stale_cards",
-			Help: "Registered cards not carrying signatures by exactly the current signing keys after the last re-signing round (alert when above 0 for long).",
-		}),
+		signatures: newCounterVec("cardsign_signatures_total",
+			"Signatures made, by result (signed: returned with its audit record; discarded: its audit record was not committed), key alg, key backend and caller (the configured token or client pattern).", "result", "alg", "backend", "caller"),
+		signRequests: newCounterVec("cardsign_sign_requests_total",
+			"SignCard requests by result (signed, refused by the signing policy, invalid card, rate_limited, error) and caller.", "result", "caller"),
+		signDuration: newHistogramVec("cardsign_sign_duration_seconds",
+			"SignCard latency end to end (parse, lint, policy, signatures, audit commit), by result.", "result"),
+		backendSign: newHistogramVec("cardsign_backend_sign_duration_seconds",
+			"Time a key backend took for one signature, waiting for a concurrency slot included, by backend and alg.", "backend", "alg"),
+		auditCommit: newHistogram("cardsign_audit_commit_duration_seconds",
+			"Time from handing a request's audit records to the log until they were durable."),
+		jwksRequests: newCounterVec("cardsign_jwks_requests_total",
+			"Requests for the published documents, by document (jwks, revocations) and HTTP status (304 = not modified).", "document", "code"),
+		rateLimited: newCounterVec("cardsign_rate_limited_total",
+			"Calls refused with RESOURCE_EXHAUSTED because the caller was over its rate.", "caller"),
+		rpcs: newCounterVec("cardsign_grpc_requests_total",
+			"gRPC calls by method and status code.", "method", "code"),
+		canaryRuns: newCounterVec("cardsign_readiness_checks_total",
+			"Periodic readiness checks (a canary signature with every signing key), by result (ok, failed).", "result"),
+		ready: newGauge("cardsign_ready",
+			"1 when the last readiness check passed, else 0."),
+		connections: newGaugeVec("cardsign_connections",
+			"Open connections by listener (grpc, http), counted against limits.max_connections.", "listener"),
+		connectionsRefused: newCounterVec("cardsign_connections_refused_total",
+			"Connections closed as soon as accepted, by listener and the limit they were over (total: limits.max_connections; per_ip: limits.max_connections_per_ip).", "listener", "reason"),
+		authFailures: newCounterVec("cardsign_auth_failures_total",
+			"Calls refused as unauthenticated, by credential (token: a bearer that is no configured token and no identity token; oidc: an identity token; cert; none) and reason (for oidc, the verifier's check: expired, audience, unknown_kid, alg, ...; else \"unknown\").", "method", "reason"),
+		registryResigns: newCounterVec("cardsign_registry_resigns_total",
+			"Registered cards signed again by the registry after a key event, by result (resigned; superseded: registered again or removed meanwhile; failed: retried at the next duty round).", "result"),
+		registryStale: newGauge("cardsign_registry_stale_cards",
+			"Registered cards not carrying signatures by exactly the current signing keys after the last re-signing round (alert when above 0 for long)."),
 	}
 	m.reg.MustRegister(m.signatures, m.signRequests, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
 		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused, m.authFailures, m.registryResigns, m.registryStale,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// newCounterVec, newGauge, newGaugeVec, newHistogram and newHistogramVec
+// make the daemon's metrics: a name, its help and its labels; latencies in
+// latencyBuckets.
+func newCounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func newGauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func newGaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+func newHistogram(name, help string) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets})
+}
+
+func newHistogramVec(name, help string, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, labels)
 }
 
 // Register adds collectors owned by other parts of the daemon (TLS reloads).

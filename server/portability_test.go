@@ -1,12 +1,11 @@
 package server_test
 
 import (
-	"context"
-	"os"
 	"strings"
 	"testing"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/server"
 )
 
@@ -17,11 +16,8 @@ import (
 func TestSignAndVerifyReportPortability(t *testing.T) {
 	a, _ := server.NewTestAuthority(t)
 	client := pb.NewSigningServiceClient(serveGRPC(t, a))
-	ctx := context.Background()
-	data, err := os.ReadFile("../testdata/cards/unicode.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := t.Context()
+	data := testsupport.Card(t, "unicode.json")
 	res, err := client.SignCard(ctx, &pb.SignCardRequest{Card: data})
 	if err != nil {
 		t.Fatal(err)

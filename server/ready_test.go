@@ -14,7 +14,6 @@ import (
 
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/sqlite"
 )
 
 func TestReadinessIsTheLastCanary(t *testing.T) {
@@ -124,10 +123,7 @@ func TestReadinessFollowsTheStoreAtOnce(t *testing.T) {
 	if err := *health.Load(); err != nil {
 		t.Fatalf("first check: %v", err)
 	}
-	data, err := os.ReadFile("../testdata/cards/divergent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "divergent.json")
 	if _, err := a.Sign(ctx, SignRequest{Card: data}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,11 +171,7 @@ func TestReadinessFollowsTheStoreAtOnce(t *testing.T) {
 func TestReadyzSaysDiskFull(t *testing.T) {
 	dir := testsupport.MountTmpfs(t, "8m")
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, dir)
 	a := newAuthorityOn(t, st, t.TempDir())
 	if err := a.CheckReadiness(ctx); err != nil {
 		t.Fatal(err)
@@ -205,10 +197,7 @@ func TestReadyzSaysDiskFull(t *testing.T) {
 	if err := a.CheckReadiness(ctx); err != nil {
 		t.Fatalf("space freed: %v", err)
 	}
-	data, err := os.ReadFile("../testdata/cards/divergent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "divergent.json")
 	if _, err := a.Sign(ctx, SignRequest{Card: data}); err != nil {
 		t.Fatalf("signing once space was freed: %v", err)
 	}

@@ -3,13 +3,11 @@ package server
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/sqlite"
 )
 
 // appendsFail is a store whose AppendAudit fails once fail is set, as a
@@ -33,11 +31,7 @@ func (s *appendsFail) AppendAudit(ctx context.Context, recs []audit.Record) ([]a
 // in its own transaction; never done without its record.
 func TestRegistryAdministrationOneTransaction(t *testing.T) {
 	dir := t.TempDir()
-	sq, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sq.Close() })
+	sq := openStore(t, dir)
 	st := &appendsFail{Store: sq}
 	a := newAuthorityOn(t, st, dir)
 	ctx := t.Context()
@@ -46,13 +40,7 @@ func TestRegistryAdministrationOneTransaction(t *testing.T) {
 
 	recorded := func(kind audit.Kind, agent string) bool {
 		t.Helper()
-		recs, err := sq.ListAudit(ctx, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := audit.VerifyChain(audit.Genesis(), recs); err != nil {
-			t.Fatal(err)
-		}
+		recs := chainedAudit(t, sq)
 		for _, r := range recs {
 			if d, err := audit.DecodeAgentDetail(r.Detail); r.Kind() == kind && err == nil && d.Agent == agent {
 				return true
@@ -61,7 +49,7 @@ func TestRegistryAdministrationOneTransaction(t *testing.T) {
 		return false
 	}
 
-	_, err = a.Agents().RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
+	_, err := a.Agents().RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
 	revs, rerr := sq.RevokedCards(ctx)
 	if rerr != nil {
 		t.Fatal(rerr)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -18,7 +17,7 @@ func TestRegistryQuotas(t *testing.T) {
 	a, _ := newAuthority(t)
 	a.cfg.RegistryMaxAgents, a.cfg.RegistryMaxAgentsPerCaller = 3, 2
 	a.registry = newRegistry(a) // built from the configuration
-	ctx := context.Background()
+	ctx := t.Context()
 	register := func(caller, id string) error {
 		_, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: caller, Identity: access.Identity{Name: caller}, RequestID: "r",
 			Registration: &Registration{AgentID: id}})

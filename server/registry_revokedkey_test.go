@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +23,7 @@ import (
 // served at all (503, Retry-After) until it is signed again.
 func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 	a, _ := newAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	k1 := activeKID(t, a)
 	if _, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "r",
 		Registration: &Registration{AgentID: "alpha", Visibility: store.Public}}); err != nil {
@@ -37,13 +36,7 @@ func TestAgentCardWithoutRevokedSignatures(t *testing.T) {
 	defer srv.Close()
 	get := func() (*http.Response, []byte) {
 		t.Helper()
-		resp, err := http.Get(srv.URL + "/agents/alpha/agent-card.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, b
+		return httpGet(t, srv.URL+"/agents/alpha/agent-card.json")
 	}
 	kidsOf := func(body []byte) []string {
 		t.Helper()
@@ -107,7 +100,7 @@ func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
 	a, _ := newAuthority(t)
 	a.cfg.Limits = strictjson.Limits{MaxBytes: 4 << 20, MaxValues: 60000}
 	a.registry = newRegistry(a) // built from the configuration
-	ctx := context.Background()
+	ctx := t.Context()
 	v, err := card.Parse(registryCard(t), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -146,12 +139,7 @@ func TestAgentCardWithoutRevokedSignaturesLimits(t *testing.T) {
 	}
 	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/agents/big/agent-card.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := httpGet(t, srv.URL+"/agents/big/agent-card.json")
 	if resp.StatusCode != 200 {
 		t.Fatalf("with k2 revoked: %d %.300s", resp.StatusCode, body)
 	}
@@ -185,7 +173,7 @@ func signatureKIDs(t *testing.T, signed []byte) []string {
 // after the revocation.
 func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 	a, _ := newAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	k1 := activeKID(t, a)
 	signed, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "plain"})
 	if err != nil {
@@ -217,12 +205,7 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 	defer srv.Close()
 	served := func() []string {
 		t.Helper()
-		resp, err := http.Get(srv.URL + "/agents/kept/agent-card.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := httpGet(t, srv.URL+"/agents/kept/agent-card.json")
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET: %d %s", resp.StatusCode, b)
 		}
@@ -259,4 +242,19 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 	if kids := signatureKIDs(t, c.Signed); slices.Contains(kids, k1) {
 		t.Errorf("the card signed again by the duty keeps k1's signature: %v", kids)
 	}
+}
+
+// httpGet fetches url and reads the whole answer.
+func httpGet(t testing.TB, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
 }

@@ -2,35 +2,26 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/card"
-	"github.com/cardsign/cardsign/internal/testbin"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/strictjson"
 )
 
 func registryCard(t *testing.T) []byte { return registryCardB(t) }
 
 func registryCardB(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "security.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testsupport.Card(t, "security.json")
 	return b
 }
 
@@ -41,7 +32,7 @@ func registryCardB(t testing.TB) []byte {
 func TestSignRegisters(t *testing.T) { onBothStores(t, testSignRegisters) }
 
 func testSignRegisters(t *testing.T, a *Authority) {
-	ctx := context.Background()
+	ctx := t.Context()
 	req := SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "r1",
 		Registration: &Registration{Visibility: store.Public}}
 	first, err := a.Sign(ctx, req)
@@ -84,7 +75,7 @@ func testSignRegisters(t *testing.T, a *Authority) {
 // a private one only to a reader, and as a 404 to anyone else.
 func TestAgentCardHTTP(t *testing.T) {
 	a, _ := newAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	sign := func(id string, vis store.Visibility) []byte {
 		t.Helper()
 		s, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: "token:ci", RequestID: id, Registration: &Registration{AgentID: id, Visibility: vis}})
@@ -156,7 +147,7 @@ func sha(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
 func TestRevokeAgentCard(t *testing.T) { onBothStores(t, testRevokeAgentCard) }
 
 func testRevokeAgentCard(t *testing.T, a *Authority) {
-	ctx := context.Background()
+	ctx := t.Context()
 	registerAgents(t, a, "payments", "billing")
 	if _, err := a.Agents().RevokeAgentCard(ctx, "payments", 0, "  ", "token:admin"); err == nil {
 		t.Fatal("a revocation without a reason was accepted")
@@ -185,8 +176,8 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := payloadText(t, doc); !strings.Contains(p, `"revoked_cards":[{"agent_id":"","canonical_sha256":"`) || strings.Contains(p, "leaked") {
-		t.Fatalf("the revocation document does not list the card: %s", payloadText(t, doc))
+	if p := testsupport.JWSPayload(t, doc); !strings.Contains(p, `"revoked_cards":[{"agent_id":"","canonical_sha256":"`) || strings.Contains(p, "leaked") {
+		t.Fatalf("the revocation document does not list the card: %s", testsupport.JWSPayload(t, doc))
 	}
 	pendingKey(t, a)
 	runDuties(t, a)
@@ -203,11 +194,8 @@ func testRevokeAgentCard(t *testing.T, a *Authority) {
 func TestVerifyRevokedCardAsV03(t *testing.T) { onBothStores(t, testVerifyRevokedCardAsV03) }
 
 func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
-	ctx := context.Background()
-	b, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "v03.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := t.Context()
+	b := testsupport.Card(t, "v03.json")
 	v03src := strings.Replace(string(b), `"protocolVersion": "0.3.0"`, `"protocolVersion": "1.0"`, 1)
 	l, err := card.Load([]byte(v03src), card.Options{})
 	if err != nil {
@@ -225,16 +213,7 @@ func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signed, err := card.Parse(c.Signed, strictjson.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sigs, _ := signed.Get("signatures")
-	raw, err := card.Parse([]byte(v03src), strictjson.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v03 := strictjson.ObjectValue(append(raw.Obj, strictjson.Member{Key: "signatures", Val: sigs})...).Compact()
+	v03 := testsupport.WithSignatures(t, []byte(v03src), c.Signed)
 	if v, err := a.Verify(ctx, v03, ""); err != nil || !v.Valid(true) || bytes.Equal(v.CanonicalSHA256[:], c.CanonicalSHA256) {
 		t.Fatalf("before the revocation, the v0.3 rewrite: %+v, %v (want valid, under another reading than cardsign's)", v, err)
 	}
@@ -247,19 +226,6 @@ func testVerifyRevokedCardAsV03(t *testing.T, a *Authority) {
 			t.Errorf("%s after the revocation: valid %v, revoked %q, %v", name, v != nil && v.Valid(false), v.CardRevoked, err)
 		}
 	}
-}
-
-func payloadText(t *testing.T, doc []byte) string {
-	t.Helper()
-	var env struct{ Payload string }
-	if err := json.Unmarshal(doc, &env); err != nil {
-		t.Fatal(err)
-	}
-	p, err := base64.RawURLEncoding.DecodeString(env.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(p)
 }
 
 // counterValue reads a counter of m's registry by name and one label.
@@ -289,7 +255,7 @@ func counterValue(t *testing.T, m *Metrics, name, label, value string) float64 {
 // before signing and is audited.
 func TestRegisterNeedsAgentIDsRule(t *testing.T) {
 	a, _ := newAuthority(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	pol, probs := policy.Compile(policy.Config{Rules: []policy.Rule{
 		{Name: "ci", Identities: []string{"token:ci"}, CardNames: []string{"*"}, Hosts: []string{"*"}, AgentIDs: []string{"secure-*"}},
 	}})

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -37,7 +36,7 @@ func testReplicaNameClaimedOnce(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	named := func(name string) *Authority {
 		a := NewAuthority(Config{KeyBackend: "file", KeyDir: t.TempDir(), DefaultAlg: jose.ES256, Replica: name},
-			st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			st, slog.New(slog.DiscardHandler))
 		t.Cleanup(func() { a.Close() })
 		return a
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -41,7 +40,7 @@ func TestPrecheckReplica(t *testing.T) {
 				i++
 				return l, l.Holder != "", now, nil
 			}
-			err := PrecheckReplica(t.Context(), "r1", read, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			err := PrecheckReplica(t.Context(), "r1", read, slog.New(slog.DiscardHandler))
 			var inUse *ReplicaNameInUseError
 			if got := errors.As(err, &inUse); got != c.refused || (!c.refused && err != nil) {
 				t.Fatalf("PrecheckReplica: %v, want refused %v", err, c.refused)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ func BenchmarkResign1000(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		a, _ := newAuthority(b)
-		ctx := context.Background()
+		ctx := b.Context()
 		card := registryCardB(b)
 		for i := range 1000 {
 			if _, err := a.Sign(ctx, SignRequest{Card: card, Caller: "token:ci", RequestID: "r", Registration: &Registration{AgentID: fmt.Sprintf("agent-%04d", i)}}); err != nil {

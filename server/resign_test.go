@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,7 +21,6 @@ import (
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
-	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/strictjson"
 )
 
@@ -172,17 +170,13 @@ func TestResignIgnoresPolicy(t *testing.T) {
 // reported.
 func TestResignHoldsRetiredKey(t *testing.T) {
 	dir := t.TempDir()
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "cardsign.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dir)
 	const grace = 2 * time.Second
 	a := NewAuthority(Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: grace, Limits: strictjson.Limits{},
 		JWKSMaxAge: time.Second, RevocationTTL: time.Hour, AuditBatch: 64,
-	}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { a.Close() })
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"database/sql"
 	"path/filepath"
@@ -20,12 +19,9 @@ import (
 // store head that goes back (the database edited under the daemon) does not
 // lower the published head.
 func TestRevocationsCarryAuditHead(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, dir := newAuthority(t)
-	var clock atomic.Int64
-	clock.Store(time.Now().UTC().UnixNano())
-	a.setClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
-	advance := func(d time.Duration) { clock.Add(int64(d)) }
+	advance := manualClock(a)
 
 	fetch := func() ([]byte, jwks.Revocations) {
 		t.Helper()
@@ -116,7 +112,7 @@ func TestRevocationsWithoutAuditHead(t *testing.T) {
 // against a's own JWKS.
 func verifiedRevocations(t *testing.T, a *Authority) ([]byte, jwks.Revocations) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	doc, err := a.docs.Revocations(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -134,4 +130,13 @@ func verifiedRevocations(t *testing.T, a *Authority) ([]byte, jwks.Revocations) 
 		t.Fatal(err)
 	}
 	return doc, r
+}
+
+// manualClock sets a's clock to one that starts at the present and moves
+// only by the advance it returns.
+func manualClock(a *Authority) (advance func(time.Duration)) {
+	var clock atomic.Int64
+	clock.Store(time.Now().UTC().UnixNano())
+	a.setClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
+	return func(d time.Duration) { clock.Add(int64(d)) }
 }

@@ -1,13 +1,12 @@
 package server
 
 import (
-	"context"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jwks"
 )
 
@@ -17,12 +16,9 @@ import (
 // an earlier time), and callers must not see the revocation as an error: a
 // signature that lost the race is made again with the keys that remain.
 func TestRevokeWhileSigning(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, _ := newAuthority(t)
-	data, err := os.ReadFile("../testdata/cards/spec-sample.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "spec-sample.json")
 	const rounds, callers = 8, 10
 	for round := range rounds {
 		// A pending key signs beside the active one until it is revoked.

@@ -1,13 +1,10 @@
 package server
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cardsign/cardsign/access"
-	"github.com/cardsign/cardsign/internal/testbin"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // BenchmarkAuthoritySign is the daemon's sign path without transport:
@@ -16,17 +13,14 @@ import (
 // shows what a loaded daemon spends per card beyond signer.Sign.
 // Run: go test -run '^$' -bench AuthoritySign -benchtime 3s -cpuprofile cpu.out ./server
 func BenchmarkAuthoritySign(b *testing.B) {
-	card, err := os.ReadFile(filepath.Join(testbin.RepoRoot(), "testdata", "cards", "security.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	card := testsupport.Card(b, "security.json")
 	a, _ := newAuthority(b)
 	b.SetParallelism(16)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := a.Sign(context.Background(), SignRequest{Card: card, Caller: "bench", Identity: access.Identity{Name: "bench"}, RequestID: "r"}); err != nil {
+			if _, err := a.Sign(b.Context(), SignRequest{Card: card, Caller: "bench", Identity: access.Identity{Name: "bench"}, RequestID: "r"}); err != nil {
 				b.Error(err)
 				return
 			}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -12,7 +11,7 @@ import (
 )
 
 func TestPolicyRefusalIsAudited(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, _ := newAuthority(t)
 	teamAPolicy(t, a)
 	card := []byte(`{"name":"A","description":"d","supportedInterfaces":[{"url":"https://evil.example.net/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -22,7 +21,7 @@ func TestPrivateAgentAdminEntriesSealed(t *testing.T) {
 }
 
 func testPrivateAgentAdminEntriesSealed(t *testing.T, a *Authority) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, ag := range []struct {
 		id  string
 		vis store.Visibility

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -27,7 +26,7 @@ import (
 func TestPrivateAgentEntriesSealed(t *testing.T) { onBothStores(t, testPrivateAgentEntriesSealed) }
 
 func testPrivateAgentEntriesSealed(t *testing.T, a *Authority) {
-	ctx := context.Background()
+	ctx := t.Context()
 	sign := func(id string, vis store.Visibility) {
 		t.Helper()
 		req := SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "reg-" + id}

@@ -1,19 +1,16 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/transparency"
@@ -37,7 +34,7 @@ func testLogSigner(t testing.TB) *transparency.Signer {
 // trustedKeys is the authority's published key set.
 func trustedKeys(t *testing.T, a *Authority) jwks.Set {
 	t.Helper()
-	views, err := a.keys.views(context.Background(), a.now())
+	views, err := a.keys.views(t.Context(), a.now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +47,7 @@ func trustedKeys(t *testing.T, a *Authority) jwks.Set {
 
 func cardFor(t *testing.T, name, host string) []byte {
 	t.Helper()
-	data, err := os.ReadFile("../testdata/cards/divergent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testsupport.Card(t, "divergent.json")
 	s := strings.Replace(string(data), `"name": "`, `"name": "`+name+` `, 1)
 	return []byte(strings.ReplaceAll(s, "divergent.example.com", host))
 }
@@ -63,7 +57,7 @@ func cardFor(t *testing.T, name, host string) []byte {
 // that the log's key vouches for, of that signature's own audit record.
 func TestEverySignatureCarriesAProof(t *testing.T) {
 	onBothStores(t, func(t *testing.T, a *Authority) {
-		ctx := context.Background()
+		ctx := t.Context()
 		const n = 40
 		results := make([]*Signed, n)
 		errs := make([]error, n)
@@ -116,7 +110,7 @@ func TestEverySignatureCarriesAProof(t *testing.T) {
 // TestRefusalsAreLeavesToo: a refused request is logged (without its
 // reason, which the record hash binds).
 func TestRefusalsAreLeavesToo(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, _ := newAuthority(t)
 	teamAPolicy(t, a)
 	id := access.Identity{Name: "token:team-a", Method: access.MethodToken, Roles: []access.Role{access.RoleSigner}}
@@ -143,15 +137,7 @@ func TestLogKeyServed(t *testing.T) {
 	a, _ := newAuthority(t)
 	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + transparency.KeyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := httpGet(t, srv.URL+transparency.KeyPath)
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age=3600") {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
 	}
@@ -160,11 +146,11 @@ func TestLogKeyServed(t *testing.T) {
 		t.Fatalf("served keys %q: %v", string(body), err)
 	}
 	id := access.Identity{Name: "token:ci", Roles: []access.Role{access.RoleSigner}}
-	res, err := a.Sign(context.Background(), SignRequest{Card: cardFor(t, "x", "agent.example.com"), Caller: id.Name, Identity: id})
+	res, err := a.Sign(t.Context(), SignRequest{Card: cardFor(t, "x", "agent.example.com"), Caller: id.Name, Identity: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := signer.Verify(context.Background(), res.Card, signer.VerifyOptions{Trusted: trustedKeys(t, a), LogKeys: keys, RequireLog: true})
+	v, err := signer.Verify(t.Context(), res.Card, signer.VerifyOptions{Trusted: trustedKeys(t, a), LogKeys: keys, RequireLog: true})
 	if err != nil || !v.Valid(true) {
 		t.Fatalf("%+v %v", v, err)
 	}
@@ -181,7 +167,7 @@ func TestTooManyHostsRefused(t *testing.T) {
 	}
 	card := []byte(`{"name":"A","description":"d","supportedInterfaces":[` + strings.Join(ifaces, ",") + `],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`)
 	id := access.Identity{Name: "token:ci", Roles: []access.Role{access.RoleSigner}}
-	_, err := a.Sign(context.Background(), SignRequest{Card: card, Caller: id.Name, Identity: id})
+	_, err := a.Sign(t.Context(), SignRequest{Card: card, Caller: id.Name, Identity: id})
 	var bad *InvalidArgumentError
 	if !errors.As(err, &bad) || bad.Field != "supportedInterfaces" || !strings.Contains(bad.Reason, "33 hosts") {
 		t.Fatalf("got %v", err)
@@ -192,7 +178,7 @@ func TestTooManyHostsRefused(t *testing.T) {
 // every leaf is made again from its record as the store reads it back.
 func loggedRecords(t *testing.T, a *Authority) ([]audit.Record, [][]byte) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	recs, err := a.store.ListAudit(ctx, 0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/pem"
@@ -18,7 +17,7 @@ import (
 // SDK's test key is published under the kid it signed with: it reads the
 // card as a2a-python maps it (protocolVersion "0.3.0" on every interface).
 func TestVerifyCardV03SignedByA2APython(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a, dir := server.NewTestAuthority(t)
 	// The vectors' Ed25519 test key: seed 0x20 0x21 … 0x3f (their README).
 	seed := make([]byte, ed25519.SeedSize)

@@ -1,14 +1,13 @@
 package signer
 
 import (
-	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -20,12 +19,12 @@ var cardOptionsStrip = card.Options{StripUnknown: true}
 func benchSign(b *testing.B, alg jose.Alg) {
 	k := newKey(b, alg)
 	k.Headers = &HeaderCache{} // as the daemon's keys: headers built once per key
-	data := readCard(b, "spec-sample.json")
+	data := testsupport.Card(b, "spec-sample.json")
 	opts := Options{Keys: []Key{k.Key}, Card: cardOptionsStrip}
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Sign(context.Background(), data, opts); err != nil {
+		if _, err := Sign(b.Context(), data, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -38,11 +37,8 @@ func BenchmarkSignEdDSA(b *testing.B) { benchSign(b, jose.EdDSA) }
 // canonicalize, then one bare ecdsa.SignASN1 over the SHA-256 of the
 // signing input, with no lint, header, local verification or output.
 func BenchmarkBaselineCanonicalizeECDSA(b *testing.B) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data := readCard(b, "spec-sample.json")
+	priv := testsupport.Key(b, jose.ES256).(*ecdsa.PrivateKey)
+	data := testsupport.Card(b, "spec-sample.json")
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -63,7 +59,7 @@ func BenchmarkBaselineCanonicalizeECDSA(b *testing.B) {
 
 func BenchmarkVerifyES256(b *testing.B) {
 	k := newKey(b, jose.ES256)
-	res, err := Sign(context.Background(), readCard(b, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: cardOptionsStrip})
+	res, err := Sign(b.Context(), testsupport.Card(b, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: cardOptionsStrip})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +67,7 @@ func BenchmarkVerifyES256(b *testing.B) {
 	b.SetBytes(int64(len(res.Card)))
 	b.ReportAllocs()
 	for b.Loop() {
-		v, err := Verify(context.Background(), res.Card, opts)
+		v, err := Verify(b.Context(), res.Card, opts)
 		if err != nil || !v.Valid(true) {
 			b.Fatal("does not verify", err)
 		}

@@ -2,13 +2,13 @@ package signer
 
 import (
 	"bytes"
-	"context"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/strictjson"
 )
@@ -17,7 +17,7 @@ import (
 // and still verify; a card that drops nothing comes back as it was.
 func TestDropSignatures(t *testing.T) {
 	k1, k2 := newKey(t, jose.ES256), newKey(t, jose.EdDSA)
-	signed, err := Sign(context.Background(), readCard(t, "interfaces.json"), Options{Keys: []Key{k1.Key, k2.Key}})
+	signed, err := Sign(t.Context(), testsupport.Card(t, "interfaces.json"), Options{Keys: []Key{k1.Key, k2.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestDropSignatures(t *testing.T) {
 // tags.
 func bigCard(t *testing.T, sizes ...int) []byte {
 	t.Helper()
-	v, err := card.Parse(readCard(t, "interfaces.json"), strictjson.Limits{})
+	v, err := card.Parse(testsupport.Card(t, "interfaces.json"), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestDropSignaturesLimits(t *testing.T) {
 		{"signatures past the default cap", atCap, strictjson.Limits{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			signed, err := Sign(context.Background(), tc.data, Options{Keys: keys, Card: card.Options{Limits: tc.lim}})
+			signed, err := Sign(t.Context(), tc.data, Options{Keys: keys, Card: card.Options{Limits: tc.lim}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,12 +1,12 @@
 package signer
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -16,11 +16,11 @@ import (
 func TestSignatureLifetime(t *testing.T) {
 	k := newKey(t, jose.ES256)
 	signedAt := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	p, err := Prepare(readCard(t, "security.json"), PrepareOptions{})
+	p, err := Prepare(testsupport.Card(t, "security.json"), PrepareOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.SignWith(context.Background(), []Key{k.Key}, SignOptions{Lifetime: time.Hour, Now: signedAt})
+	res, err := p.SignWith(t.Context(), []Key{k.Key}, SignOptions{Lifetime: time.Hour, Now: signedAt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSignatureLifetime(t *testing.T) {
 		}
 	}
 	// Without a lifetime, no iat or exp, and the header is the cached one.
-	plain, err := p.Sign(context.Background(), []Key{k.Key}, "")
+	plain, err := p.Sign(t.Context(), []Key{k.Key}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/strictjson"
 )
 
@@ -104,7 +105,7 @@ func TestPrepareMemoryBound(t *testing.T) {
 // grownCard is the spec sample card with copies of its first skill (fresh
 // ids) until it reaches size bytes.
 func grownCard(t *testing.T, size int) []byte {
-	v, err := strictjson.Parse(readCard(t, "spec-sample.json"), strictjson.Limits{})
+	v, err := strictjson.Parse(testsupport.Card(t, "spec-sample.json"), strictjson.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

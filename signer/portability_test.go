@@ -1,7 +1,6 @@
 package signer
 
 import (
-	"context"
 	"crypto"
 	"crypto/rand"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/strictjson"
@@ -54,7 +54,7 @@ func TestVerifyA2APythonVectors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := Verify(context.Background(), card, VerifyOptions{Trusted: set})
+		v, err := Verify(t.Context(), card, VerifyOptions{Trusted: set})
 		if err != nil || !v.Valid(true) {
 			t.Fatalf("%s: a2a-python's own signatures do not verify: %+v %v", name, v, err)
 		}
@@ -76,7 +76,7 @@ func TestVerifyA2APythonVectors(t *testing.T) {
 // and the report says so.
 func TestPythonASCIISignatureCoversOnlyItsBytes(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(context.Background(), readCard(t, "unicode.json"), Options{Keys: []Key{k.Key}, Mode: ModePythonASCII})
+	res, err := Sign(t.Context(), testsupport.Card(t, "unicode.json"), Options{Keys: []Key{k.Key}, Mode: ModePythonASCII})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +85,12 @@ func TestPythonASCIISignatureCoversOnlyItsBytes(t *testing.T) {
 		t.Fatalf("python-ascii signature header %s lacks its marker", raw)
 	}
 	for _, p := range []card.Profile{card.ProfileSpec, card.ProfileSDK} {
-		v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k), Profile: p})
+		v, err := Verify(t.Context(), res.Card, VerifyOptions{Trusted: keySet(k), Profile: p})
 		if err != nil || v.Valid(false) {
 			t.Fatalf("a python-ascii signature passed as %s: %+v %v", p, v, err)
 		}
 	}
-	v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k)})
+	v, err := Verify(t.Context(), res.Card, VerifyOptions{Trusted: keySet(k)})
 	if err != nil || !v.Valid(true) {
 		t.Fatalf("%+v %v", v, err)
 	}
@@ -121,7 +121,7 @@ func TestJSResolverRow(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.card, func(t *testing.T) {
-			p, err := Prepare(readCard(t, tc.card), PrepareOptions{Card: card.Options{StripUnknown: tc.strip}})
+			p, err := Prepare(testsupport.Card(t, tc.card), PrepareOptions{Card: card.Options{StripUnknown: tc.strip}})
 			if err != nil {
 				t.Fatal(err)
 			}

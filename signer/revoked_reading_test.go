@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
-	"github.com/cardsign/cardsign/strictjson"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -16,7 +16,7 @@ import (
 // v0.3 card ("0.3" on every interface) is other bytes.
 func revokedAsV03(t *testing.T) (c *Result, v03 []byte, k testKey, logKeys []note.Verifier) {
 	t.Helper()
-	v03src := strings.Replace(string(readCard(t, "v03.json")), `"protocolVersion": "0.3.0"`, `"protocolVersion": "1.0"`, 1)
+	v03src := strings.Replace(string(testsupport.Card(t, "v03.json")), `"protocolVersion": "0.3.0"`, `"protocolVersion": "1.0"`, 1)
 	l, err := card.Load([]byte(v03src), card.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -26,16 +26,7 @@ func revokedAsV03(t *testing.T) (c *Result, v03 []byte, k testKey, logKeys []not
 		t.Fatalf("readings %+v: want cardsign's and a2a-python's", rs)
 	}
 	c, k, logKeys = loggedData(t, rs[1].Value.Compact())
-	signed, err := card.Parse(c.Card, strictjson.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sigs, _ := signed.Get("signatures")
-	raw, err := card.Parse([]byte(v03src), strictjson.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, strictjson.ObjectValue(append(raw.Obj, strictjson.Member{Key: "signatures", Val: sigs})...).Compact(), k, logKeys
+	return c, testsupport.WithSignatures(t, []byte(v03src), c.Card), k, logKeys
 }
 
 // TestVerifyRevokedCardAsV03 (review #1): a revoked v1.0 card rewritten as

@@ -1,34 +1,20 @@
 package signer
 
 import (
-	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/strictjson"
 )
-
-func readCard(t testing.TB, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile("../testdata/cards/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 type testKey struct {
 	Key
@@ -37,19 +23,7 @@ type testKey struct {
 
 func newKey(t testing.TB, alg jose.Alg) testKey {
 	t.Helper()
-	var s crypto.Signer
-	var err error
-	switch alg {
-	case jose.ES256:
-		s, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case jose.EdDSA:
-		_, s, err = ed25519.GenerateKey(rand.Reader)
-	default:
-		t.Fatalf("no test key for %s", alg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testsupport.Key(t, alg)
 	jwk, err := jose.NewJWK(s.Public(), "", alg)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +43,7 @@ func keySet(keys ...testKey) jwks.Set {
 // a card that does not verify: that is in the result).
 func mustVerify(t *testing.T, data []byte, opts VerifyOptions) *Verification {
 	t.Helper()
-	v, err := Verify(context.Background(), data, opts)
+	v, err := Verify(t.Context(), data, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +69,7 @@ func TestSignModes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.card+"/"+string(tc.mode), func(t *testing.T) {
-			res, err := Sign(context.Background(), readCard(t, tc.card), Options{Keys: []Key{k.Key}, Mode: tc.mode})
+			res, err := Sign(t.Context(), testsupport.Card(t, tc.card), Options{Keys: []Key{k.Key}, Mode: tc.mode})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +91,7 @@ func TestSignModes(t *testing.T) {
 			if (len(res.Divergences) > 0) != (tc.card == "divergent.json" && tc.mode == ModeAuto) {
 				t.Fatalf("divergences %v", res.Divergences)
 			}
-			v, err := Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k)})
+			v, err := Verify(t.Context(), res.Card, VerifyOptions{Trusted: keySet(k)})
 			if err != nil || !v.Valid(true) {
 				t.Fatalf("own signatures do not verify: %+v %v", v, err)
 			}
@@ -133,11 +107,11 @@ func TestSignModes(t *testing.T) {
 func TestSignDeterministicProtectedHeader(t *testing.T) {
 	k := newKey(t, jose.EdDSA)
 	opts := Options{Keys: []Key{k.Key}, JKU: "https://keys.example.com/jwks.json"}
-	a, err := Sign(context.Background(), readCard(t, "params.json"), opts)
+	a, err := Sign(t.Context(), testsupport.Card(t, "params.json"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Sign(context.Background(), readCard(t, "params.json"), opts)
+	b, err := Sign(t.Context(), testsupport.Card(t, "params.json"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,15 +131,15 @@ func TestSignDeterministicProtectedHeader(t *testing.T) {
 
 func TestSignReplacesOrKeepsSignatures(t *testing.T) {
 	k1, k2 := newKey(t, jose.ES256), newKey(t, jose.EdDSA)
-	first, err := Sign(context.Background(), readCard(t, "interfaces.json"), Options{Keys: []Key{k1.Key}})
+	first, err := Sign(t.Context(), testsupport.Card(t, "interfaces.json"), Options{Keys: []Key{k1.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	replaced, err := Sign(context.Background(), first.Card, Options{Keys: []Key{k2.Key}})
+	replaced, err := Sign(t.Context(), first.Card, Options{Keys: []Key{k2.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, err := Sign(context.Background(), first.Card, Options{Keys: []Key{k2.Key}, KeepSignatures: true})
+	kept, err := Sign(t.Context(), first.Card, Options{Keys: []Key{k2.Key}, KeepSignatures: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +147,7 @@ func TestSignReplacesOrKeepsSignatures(t *testing.T) {
 	if count(replaced.Card) != 1 || count(kept.Card) != 2 {
 		t.Fatalf("replace gave %d signatures, keep gave %d; want 1 and 2", count(replaced.Card), count(kept.Card))
 	}
-	v, err := Verify(context.Background(), kept.Card, VerifyOptions{Trusted: keySet(k1, k2)})
+	v, err := Verify(t.Context(), kept.Card, VerifyOptions{Trusted: keySet(k1, k2)})
 	if err != nil || !v.Valid(true) {
 		t.Fatalf("kept signatures must all verify (signatures are outside the payload): %+v %v", v, err)
 	}
@@ -181,24 +155,24 @@ func TestSignReplacesOrKeepsSignatures(t *testing.T) {
 
 func TestSignRefuses(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	_, err := Sign(context.Background(), readCard(t, "spec-sample.json"), Options{Keys: []Key{k.Key}})
+	_, err := Sign(t.Context(), testsupport.Card(t, "spec-sample.json"), Options{Keys: []Key{k.Key}})
 	var le *card.LintError
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), "security") {
 		t.Fatalf("card with unknown keys: %v, want *card.LintError naming security", err)
 	}
-	if _, err := Sign(context.Background(), readCard(t, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: card.Options{StripUnknown: true}}); err != nil {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: card.Options{StripUnknown: true}}); err != nil {
 		t.Fatalf("--strip-unknown must make the sample signable: %v", err)
 	}
 	var ce *strictjson.Error
-	if _, err := Sign(context.Background(), []byte(`{"name":"a","name":"b"}`), Options{Keys: []Key{k.Key}}); !errors.As(err, &ce) || ce.Rule != strictjson.RuleDuplicateKey {
+	if _, err := Sign(t.Context(), []byte(`{"name":"a","name":"b"}`), Options{Keys: []Key{k.Key}}); !errors.As(err, &ce) || ce.Rule != strictjson.RuleDuplicateKey {
 		t.Fatalf("duplicate keys: %v", err)
 	}
-	if _, err := Sign(context.Background(), readCard(t, "security.json"), Options{}); !errors.Is(err, ErrNoKeys) {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{}); !errors.Is(err, ErrNoKeys) {
 		t.Fatalf("no keys: %v", err)
 	}
 	wrong := k.Key
 	wrong.Alg = jose.EdDSA
-	if _, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{wrong}}); err == nil {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{wrong}}); err == nil {
 		t.Fatal("signing a P-256 key as EdDSA must fail")
 	}
 }
@@ -207,7 +181,7 @@ func TestSignRefuses(t *testing.T) {
 // signed correctly by k over the card's spec canonical bytes.
 func forge(t *testing.T, k testKey, header string, extra map[string]any) []byte {
 	t.Helper()
-	l, err := card.Load(readCard(t, "security.json"), card.Options{})
+	l, err := card.Load(testsupport.Card(t, "security.json"), card.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +190,7 @@ func forge(t *testing.T, k testKey, header string, extra map[string]any) []byte 
 		t.Fatal(err)
 	}
 	prot := b64.EncodeToString([]byte(header))
-	sig, err := jose.Sign(context.Background(), k.Signer, k.Alg, signingInput(prot, payload))
+	sig, err := jose.Sign(t.Context(), k.Signer, k.Alg, signingInput(prot, payload))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +245,7 @@ func TestVerifyHeaderRules(t *testing.T) {
 
 func TestVerifyProfileRequirement(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(context.Background(), readCard(t, "divergent.json"), Options{Keys: []Key{k.Key}, Mode: ModeSDK})
+	res, err := Sign(t.Context(), testsupport.Card(t, "divergent.json"), Options{Keys: []Key{k.Key}, Mode: ModeSDK})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +262,7 @@ func TestVerifyProfileRequirement(t *testing.T) {
 
 func TestVerifyUncoveredKeys(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}})
+	res, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +305,7 @@ func TestJKUAllowed(t *testing.T) {
 // as spec-valid on the strength of its sdk-profile signature.
 func TestVerifySDKSignatureIsNeverSpecValid(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(context.Background(), readCard(t, "divergent.json"), Options{Keys: []Key{k.Key}})
+	res, err := Sign(t.Context(), testsupport.Card(t, "divergent.json"), Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +338,7 @@ func TestVerifySDKSignatureIsNeverSpecValid(t *testing.T) {
 	if v.Valid(false) || !strings.Contains(v.Checks[0].Reason, "covers the sdk profile") {
 		t.Fatalf("requiring spec must refuse an sdk signature: %+v", v.Checks)
 	}
-	if _, err := Verify(context.Background(), stripped, VerifyOptions{Trusted: keySet(k), Profile: "strict"}); err == nil {
+	if _, err := Verify(t.Context(), stripped, VerifyOptions{Trusted: keySet(k), Profile: "strict"}); err == nil {
 		t.Fatal("an unknown profile option must be an error, not an empty payload")
 	}
 }
@@ -372,18 +346,18 @@ func TestVerifySDKSignatureIsNeverSpecValid(t *testing.T) {
 func TestSignChecksStoredPublicKey(t *testing.T) {
 	k, other := newKey(t, jose.ES256), newKey(t, jose.ES256)
 	k.Public = other.Signer.Public()
-	if _, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}}); err == nil || !strings.Contains(err.Error(), "not the one on record") {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}}); err == nil || !strings.Contains(err.Error(), "not the one on record") {
 		t.Fatalf("a signer whose key differs from the record must be refused: %v", err)
 	}
 	k.Public = k.Signer.Public()
-	if _, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}}); err != nil {
+	if _, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestVerifyRevokedKey(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}})
+	res, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +413,7 @@ func TestPrepareSignsNothing(t *testing.T) {
 	cs := &countingSigner{Signer: k.Signer}
 	key := k.Key
 	key.Signer = cs
-	data := readCard(t, "security.json")
+	data := testsupport.Card(t, "security.json")
 	p, err := Prepare(data, PrepareOptions{})
 	if err != nil || cs.n != 0 {
 		t.Fatalf("Prepare: err %v, %d signatures made", err, cs.n)
@@ -447,18 +421,18 @@ func TestPrepareSignsNothing(t *testing.T) {
 	if name, _ := p.Loaded.Value.Get("name"); name.Str != "Secure Agent" {
 		t.Fatalf("prepared card name %q", name.Str)
 	}
-	res, err := p.Sign(context.Background(), []Key{key}, "")
+	res, err := p.Sign(t.Context(), []Key{key}, "")
 	if err != nil || cs.n != 1 {
 		t.Fatalf("Sign: %v, %d signatures", err, cs.n)
 	}
 	if res.CanonicalSHA256 != p.CanonicalSHA256 {
 		t.Fatal("the result's canonical hash differs from the prepared one")
 	}
-	whole, err := Sign(context.Background(), data, Options{Keys: []Key{k.Key}})
+	whole, err := Sign(t.Context(), data, Options{Keys: []Key{k.Key}})
 	if err != nil || whole.CanonicalSHA256 != p.CanonicalSHA256 || len(whole.Signatures) != len(res.Signatures) {
 		t.Fatalf("Sign in one step differs from Prepare then Sign: %v", err)
 	}
-	if _, err := p.Sign(context.Background(), nil, ""); !errors.Is(err, ErrNoKeys) {
+	if _, err := p.Sign(t.Context(), nil, ""); !errors.Is(err, ErrNoKeys) {
 		t.Fatalf("no keys: %v, want ErrNoKeys", err)
 	}
 }
@@ -481,7 +455,7 @@ func TestPrepareRefusesBadCards(t *testing.T) {
 // in each result, not once per call.
 func TestPreparedSignsAgainWithKeptSignatures(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	signed, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}, Mode: ModeSpec})
+	signed, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}, Mode: ModeSpec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +464,7 @@ func TestPreparedSignsAgainWithKeptSignatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		res, err := p.Sign(context.Background(), []Key{k.Key}, "")
+		res, err := p.Sign(t.Context(), []Key{k.Key}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

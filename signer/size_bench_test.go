@@ -1,10 +1,10 @@
 package signer
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/strictjson"
 )
@@ -16,7 +16,7 @@ import (
 // than the card.
 // Run: go test -run '^$' -bench SignBySize -benchtime 2s ./signer
 func BenchmarkSignBySize(b *testing.B) {
-	small := readCard(b, "spec-sample.json")
+	small := testsupport.Card(b, "spec-sample.json")
 	v, err := strictjson.Parse(small, strictjson.Limits{})
 	if err != nil {
 		b.Fatal(err)
@@ -55,13 +55,13 @@ func BenchmarkSignBySize(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			k := newKey(b, jose.ES256)
 			opts := Options{Keys: []Key{k.Key}, Card: cardOptionsStrip}
-			if _, err := Sign(context.Background(), c.data, opts); err != nil {
+			if _, err := Sign(b.Context(), c.data, opts); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(c.data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Sign(context.Background(), c.data, opts); err != nil {
+				if _, err := Sign(b.Context(), c.data, opts); err != nil {
 					b.Fatal(err)
 				}
 			}

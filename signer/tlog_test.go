@@ -1,13 +1,13 @@
 package signer
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
@@ -31,14 +31,14 @@ func (m memTree) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // keys.
 func loggedCard(t *testing.T, name string) (*Result, testKey, []note.Verifier) {
 	t.Helper()
-	return loggedData(t, readCard(t, name))
+	return loggedData(t, testsupport.Card(t, name))
 }
 
 // loggedData is loggedCard for a card given by its bytes.
 func loggedData(t *testing.T, data []byte) (*Result, testKey, []note.Verifier) {
 	t.Helper()
 	k := newKey(t, jose.ES256)
-	res, err := Sign(context.Background(), data, Options{Keys: []Key{k.Key}})
+	res, err := Sign(t.Context(), data, Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestVerifyInclusionProofs(t *testing.T) {
 		}
 	}
 	// Without log keys the proofs are not checked, only noticed.
-	v, _ = Verify(context.Background(), res.Card, VerifyOptions{Trusted: keySet(k)})
+	v, _ = Verify(t.Context(), res.Card, VerifyOptions{Trusted: keySet(k)})
 	if !v.Valid(true) || !v.Checks[0].HasProof || v.Checks[0].Logged != nil {
 		t.Fatalf("without log keys: %+v", v.Checks)
 	}
@@ -150,11 +150,11 @@ func TestVerifyInclusionProofRefusals(t *testing.T) {
 	}
 	// Log keys without RequireLog: a signature without a proof counts, one
 	// with a bad proof does not.
-	v, err := Verify(context.Background(), tests[0].card, VerifyOptions{Trusted: keySet(k), LogKeys: keys})
+	v, err := Verify(t.Context(), tests[0].card, VerifyOptions{Trusted: keySet(k), LogKeys: keys})
 	if err != nil || !v.Checks[0].Valid || v.Checks[1].Logged == nil {
 		t.Fatalf("proof not required: %+v %v", v, err)
 	}
-	v, _ = Verify(context.Background(), tests[1].card, VerifyOptions{Trusted: keySet(k), LogKeys: keys})
+	v, _ = Verify(t.Context(), tests[1].card, VerifyOptions{Trusted: keySet(k), LogKeys: keys})
 	if v.Checks[0].Valid {
 		t.Fatal("a swapped proof was accepted when proofs are not required")
 	}
@@ -164,7 +164,7 @@ func TestVerifyInclusionProofRefusals(t *testing.T) {
 			delete(sig, "header")
 		}
 	})
-	v, err = Verify(context.Background(), stripped, VerifyOptions{Trusted: keySet(k)})
+	v, err = Verify(t.Context(), stripped, VerifyOptions{Trusted: keySet(k)})
 	if err != nil || !v.Valid(true) {
 		t.Fatalf("stripped card: %+v %v", v, err)
 	}
@@ -172,7 +172,7 @@ func TestVerifyInclusionProofRefusals(t *testing.T) {
 
 func TestSetHeadersRefusesProtectedNames(t *testing.T) {
 	k := newKey(t, jose.ES256)
-	res, err := Sign(context.Background(), readCard(t, "security.json"), Options{Keys: []Key{k.Key}})
+	res, err := Sign(t.Context(), testsupport.Card(t, "security.json"), Options{Keys: []Key{k.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}

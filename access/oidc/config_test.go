@@ -1,21 +1,18 @@
 package oidc
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 func TestValidate(t *testing.T) {
 	dir := t.TempDir()
-	notPEM := filepath.Join(dir, "not.pem")
-	if err := os.WriteFile(notPEM, []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	notPEM := testsupport.WriteFileMode(t, filepath.Join(dir, "not.pem"), "hello", 0o644)
 	good := func() Config {
 		return Config{
 			Issuers: []IssuerConfig{{Issuer: "https://token.actions.githubusercontent.com", Audience: "https://cardsign.example"}},
@@ -67,7 +64,7 @@ func TestValidate(t *testing.T) {
 					t.Errorf("problem %q, want prefix %q", probs[i], w)
 				}
 			}
-			_, err := New(context.Background(), c, Options{})
+			_, err := New(t.Context(), c, Options{})
 			if (err == nil) != (len(tt.want) == 0) {
 				t.Errorf("New: %v", err)
 			}

@@ -1,7 +1,6 @@
 package oidc
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -46,12 +45,12 @@ func TestJWKSUnusableKeysOneWarning(t *testing.T) {
 	is := oidctest.New(t, oidctest.WithClock(clock.Now))
 	is.PublishRaw(junkKeys(MaxJWKSKeys - 1)...)
 	logs := &testsupport.SyncBuffer{}
-	v, err := New(context.Background(), Config{Issuers: []IssuerConfig{{Issuer: is.URL, Audience: audience}}},
+	v, err := New(t.Context(), Config{Issuers: []IssuerConfig{{Issuer: is.URL, Audience: audience}}},
 		Options{HTTPClient: is.Client, Now: clock.Now, MinRefreshInterval: time.Minute, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Verify(context.Background(), is.Mint(oidctest.GitHubClaims(audience))); err != nil {
+	if _, err := v.Verify(t.Context(), is.Mint(oidctest.GitHubClaims(audience))); err != nil {
 		t.Fatalf("a token signed by the one good key: %v", err)
 	}
 	w := warnings(logs)
@@ -65,7 +64,7 @@ func TestJWKSUnusableKeysOneWarning(t *testing.T) {
 	}
 	// A made-up kid after the refresh interval: one more fetch, one more line.
 	clock.Advance(time.Minute + time.Second)
-	if _, err := v.Verify(context.Background(), is.Mint(oidctest.GitHubClaims(audience), oidctest.WithHeader("kid", "made-up"))); reasonOf(t, err) != ReasonUnknownKID {
+	if _, err := v.Verify(t.Context(), is.Mint(oidctest.GitHubClaims(audience), oidctest.WithHeader("kid", "made-up"))); reasonOf(t, err) != ReasonUnknownKID {
 		t.Fatalf("made-up kid: %v", err)
 	}
 	if w := warnings(logs); len(w) != 2 {
@@ -79,7 +78,7 @@ func TestJWKSKeyCap(t *testing.T) {
 	clock := oidctest.NewClock(time.Now().Truncate(time.Second))
 	newVerifier := func(is *oidctest.Issuer) (*Verifier, *testsupport.SyncBuffer) {
 		logs := &testsupport.SyncBuffer{}
-		v, err := New(context.Background(), Config{Issuers: []IssuerConfig{{Issuer: is.URL, Audience: audience}}},
+		v, err := New(t.Context(), Config{Issuers: []IssuerConfig{{Issuer: is.URL, Audience: audience}}},
 			Options{HTTPClient: is.Client, Now: clock.Now, MinRefreshInterval: time.Minute, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +91,7 @@ func TestJWKSKeyCap(t *testing.T) {
 		is := oidctest.New(t, oidctest.WithClock(clock.Now))
 		is.PublishRaw(junkKeys(MaxJWKSKeys)...)
 		v, logs := newVerifier(is)
-		_, err := v.Verify(context.Background(), is.Mint(oidctest.GitHubClaims(audience)))
+		_, err := v.Verify(t.Context(), is.Mint(oidctest.GitHubClaims(audience)))
 		if reasonOf(t, err) != ReasonIssuerUnavailable || !strings.Contains(err.Error(), tooMany) {
 			t.Fatalf("JWKS of %d keys: %v, want issuer_unavailable saying %q", MaxJWKSKeys+1, err, tooMany)
 		}
@@ -105,13 +104,13 @@ func TestJWKSKeyCap(t *testing.T) {
 		is := oidctest.New(t, oidctest.WithClock(clock.Now))
 		v, _ := newVerifier(is)
 		tok := is.Mint(oidctest.GitHubClaims(audience))
-		if _, err := v.Verify(context.Background(), tok); err != nil {
+		if _, err := v.Verify(t.Context(), tok); err != nil {
 			t.Fatal(err)
 		}
 		is.PublishRaw(junkKeys(MaxJWKSKeys)...)
 		clock.Advance(2 * DefaultKeyMaxAge)
 		tok = is.Mint(oidctest.GitHubClaims(audience))
-		if _, err := v.Verify(context.Background(), tok); err != nil {
+		if _, err := v.Verify(t.Context(), tok); err != nil {
 			t.Fatalf("a token by a known key once the JWKS grew too long: %v", err)
 		}
 		if n := is.JWKSFetches(); n != 2 {

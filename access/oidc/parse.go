@@ -63,16 +63,12 @@ func parse(raw string) (*parsed, *Error) {
 	}
 	segs := strings.SplitN(raw, ".", 3)
 
-	hb, err := decodeSegment(segs[0])
-	if err != nil {
-		return nil, refuse(ReasonMalformed, "header: %v", err)
-	}
 	// Header names are compared case-insensitively for duplicates: JSON
 	// decoders disagree on case folding ("alg" vs "Alg"), and a header that
 	// reads differently to us and to the signature library must not pass.
-	hdr, err := parseObject(hb, true)
-	if err != nil {
-		return nil, jsonRefusal("header", err)
+	hdr, refused := segmentObject(segs[0], "header", true)
+	if refused != nil {
+		return nil, refused
 	}
 	if _, ok := hdr["crit"]; ok {
 		return nil, refuse(ReasonCrit, `header has "crit": no JWS extension is understood here`)
@@ -94,18 +90,28 @@ func parse(raw string) (*parsed, *Error) {
 		}
 	}
 
-	pb, err := decodeSegment(segs[1])
-	if err != nil {
-		return nil, refuse(ReasonMalformed, "claims: %v", err)
-	}
-	claims, err := parseObject(pb, false)
-	if err != nil {
-		return nil, jsonRefusal("claims", err)
+	claims, refused := segmentObject(segs[1], "claims", false)
+	if refused != nil {
+		return nil, refused
 	}
 	if _, err := decodeSegment(segs[2]); err != nil {
 		return nil, refuse(ReasonMalformed, "signature: %v", err)
 	}
 	return &parsed{header: h, claims: claims}, nil
+}
+
+// segmentObject decodes seg, the token's segment name, and parses it as a
+// JSON object (names compared case-insensitively when foldCase).
+func segmentObject(seg, name string, foldCase bool) (map[string]any, *Error) {
+	b, err := decodeSegment(seg)
+	if err != nil {
+		return nil, refuse(ReasonMalformed, "%s: %v", name, err)
+	}
+	obj, err := parseObject(b, foldCase)
+	if err != nil {
+		return nil, jsonRefusal(name, err)
+	}
+	return obj, nil
 }
 
 func isAsymmetric(alg string) bool { return slices.Contains(asymmetricAlgorithms, alg) }

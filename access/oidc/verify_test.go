@@ -1,7 +1,6 @@
 package oidc
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -56,7 +55,7 @@ func newFixture(t testing.TB, mutate func(*Config)) *fixture {
 	if mutate != nil {
 		mutate(&f.cfg)
 	}
-	v, err := New(context.Background(), f.cfg, Options{
+	v, err := New(t.Context(), f.cfg, Options{
 		HTTPClient:         f.gh.Client, // trusts only gh's CA: k8s must go through its CAFile
 		Now:                clock.Now,
 		MinRefreshInterval: f.minRef,
@@ -142,7 +141,7 @@ func TestVerifyPlatforms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tok, err := f.v.Verify(context.Background(), tt.issuer.Mint(tt.claims))
+			tok, err := f.v.Verify(t.Context(), tt.issuer.Mint(tt.claims))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +253,7 @@ func TestVerifyRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tok, err := f.v.Verify(context.Background(), tt.token)
+			tok, err := f.v.Verify(t.Context(), tt.token)
 			if err == nil {
 				t.Fatalf("accepted: %+v", tok)
 			}
@@ -286,24 +285,24 @@ func TestIssuerRequirementsAndAlgorithms(t *testing.T) {
 		c.Issuers[1].SubjectClaim = "kubernetes.io.serviceaccount.name"
 	})
 	ok := oidctest.GitHubClaims(audience)
-	if _, err := f.v.Verify(context.Background(), f.gh.Mint(ok)); err != nil {
+	if _, err := f.v.Verify(t.Context(), f.gh.Mint(ok)); err != nil {
 		t.Fatal(err)
 	}
 	pr := oidctest.GitHubClaims(audience)
 	pr["event_name"] = "pull_request"
-	if _, err := f.v.Verify(context.Background(), f.gh.Mint(pr)); reasonOf(t, err) != ReasonClaims {
+	if _, err := f.v.Verify(t.Context(), f.gh.Mint(pr)); reasonOf(t, err) != ReasonClaims {
 		t.Errorf("pull_request: %v", err)
 	}
 	noOwner := oidctest.GitHubClaims(audience)
 	delete(noOwner, "repository_owner")
-	if _, err := f.v.Verify(context.Background(), f.gh.Mint(noOwner)); reasonOf(t, err) != ReasonClaims {
+	if _, err := f.v.Verify(t.Context(), f.gh.Mint(noOwner)); reasonOf(t, err) != ReasonClaims {
 		t.Errorf("no repository_owner: %v", err)
 	}
 	es := f.gh.Rotate("ES256", false)
-	if _, err := f.v.Verify(context.Background(), f.gh.Mint(ok, oidctest.WithKey(es))); reasonOf(t, err) != ReasonAlg {
+	if _, err := f.v.Verify(t.Context(), f.gh.Mint(ok, oidctest.WithKey(es))); reasonOf(t, err) != ReasonAlg {
 		t.Errorf("ES256 from an RS256-only issuer: %v", err)
 	}
-	tok, err := f.v.Verify(context.Background(), f.k8s.Mint(oidctest.KubernetesClaims(audience, "release", "cardsign-x")))
+	tok, err := f.v.Verify(t.Context(), f.k8s.Mint(oidctest.KubernetesClaims(audience, "release", "cardsign-x")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +333,7 @@ func TestClockSkew(t *testing.T) {
 			now := f.clock.Now()
 			c := oidctest.GitHubClaims(audience)
 			c["exp"], c["nbf"], c["iat"] = now.Add(tt.exp).Unix(), now.Add(tt.nbf).Unix(), now.Add(tt.nbf).Unix()
-			_, err := f.v.Verify(context.Background(), f.gh.Mint(c))
+			_, err := f.v.Verify(t.Context(), f.gh.Mint(c))
 			if tt.ok != (err == nil) {
 				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
 			}
@@ -344,7 +343,7 @@ func TestClockSkew(t *testing.T) {
 
 func TestKeyRotation(t *testing.T) {
 	f := newFixture(t, nil)
-	ctx := context.Background()
+	ctx := t.Context()
 	verify := func(raw string) error { _, err := f.v.Verify(ctx, raw); return err }
 	claims := oidctest.GitHubClaims(audience)
 	if err := verify(f.gh.Mint(claims)); err != nil {
@@ -404,7 +403,7 @@ func TestKeyRotation(t *testing.T) {
 
 func TestCacheMaxAge(t *testing.T) {
 	f := newFixture(t, nil)
-	ctx := context.Background()
+	ctx := t.Context()
 	claims := oidctest.GitHubClaims(audience)
 	f.gh.SetCacheMaxAge(300)
 	if _, err := f.v.Verify(ctx, f.gh.Mint(claims)); err != nil {
@@ -440,7 +439,7 @@ func TestCacheMaxAge(t *testing.T) {
 
 func TestOutage(t *testing.T) {
 	f := newFixture(t, nil)
-	ctx := context.Background()
+	ctx := t.Context()
 	claims := oidctest.GitHubClaims(audience)
 	if _, err := f.v.Verify(ctx, f.gh.Mint(claims)); err != nil {
 		t.Fatal(err)
@@ -486,7 +485,7 @@ func TestIssuerDownAtStart(t *testing.T) {
 	gh := oidctest.New(t, oidctest.WithClock(clock.Now))
 	k8s := oidctest.New(t, oidctest.WithAlgorithm("ES256"), oidctest.WithClock(clock.Now))
 	gh.SetDown(true)
-	ctx := context.Background()
+	ctx := t.Context()
 	v, err := New(ctx, baseConfig(gh, k8s), Options{HTTPClient: gh.Client, Now: clock.Now, MinRefreshInterval: time.Second})
 	if err != nil {
 		t.Fatalf("New with an issuer down: %v", err)
@@ -524,16 +523,16 @@ func TestDiscoveryChecks(t *testing.T) {
 		{Issuer: gh.URL + "/", Audience: audience},
 		{Issuer: k8s.URL, Audience: audience},
 	}}
-	v, err := New(context.Background(), cfg, Options{HTTPClient: gh.Client, Now: clock.Now})
+	v, err := New(t.Context(), cfg, Options{HTTPClient: gh.Client, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tok := gh.Mint(map[string]any{"iss": gh.URL + "/", "aud": audience, "sub": "x"})
-	_, err = v.Verify(context.Background(), tok)
+	_, err = v.Verify(t.Context(), tok)
 	if reasonOf(t, err) != ReasonIssuerUnavailable || !strings.Contains(err.Error(), "names issuer") {
 		t.Fatalf("discovery issuer mismatch: %v", err)
 	}
-	_, err = v.Verify(context.Background(), k8s.Mint(map[string]any{"aud": audience, "sub": "x"}))
+	_, err = v.Verify(t.Context(), k8s.Mint(map[string]any{"aud": audience, "sub": "x"}))
 	if reasonOf(t, err) != ReasonIssuerUnavailable || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("untrusted CA: %v", err)
 	}
@@ -542,7 +541,7 @@ func TestDiscoveryChecks(t *testing.T) {
 func TestNoKID(t *testing.T) {
 	f := newFixture(t, nil)
 	raw := f.gh.Mint(oidctest.GitHubClaims(audience), oidctest.WithHeader("kid", nil))
-	if _, err := f.v.Verify(context.Background(), raw); err != nil {
+	if _, err := f.v.Verify(t.Context(), raw); err != nil {
 		t.Fatalf("token without kid: %v", err)
 	}
 }
@@ -556,7 +555,7 @@ func TestActionsEndpoint(t *testing.T) {
 	if !LooksLikeJWT(raw) {
 		t.Fatal("the Actions token does not look like a JWT")
 	}
-	tok, err := f.v.Verify(context.Background(), raw)
+	tok, err := f.v.Verify(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +563,7 @@ func TestActionsEndpoint(t *testing.T) {
 		t.Fatalf("roles %v", tok.Roles)
 	}
 	raw = fetchActionsToken(t, f.gh, env[oidctest.EnvActionsRequestURL], env[oidctest.EnvActionsRequestToken], "")
-	if _, err := f.v.Verify(context.Background(), raw); reasonOf(t, err) != ReasonAudience {
+	if _, err := f.v.Verify(t.Context(), raw); reasonOf(t, err) != ReasonAudience {
 		t.Fatalf("default audience: %v", err)
 	}
 }
@@ -626,7 +625,7 @@ func TestRolesScopedToIssuer(t *testing.T) {
 	f := newFixture(t, nil)
 	// GitHub-shaped claims, matching the GitHub rules, from the Kubernetes
 	// issuer (any issuer can put any claim in its tokens).
-	tok, err := f.v.Verify(context.Background(), f.k8s.Mint(oidctest.GitHubClaims(audience)))
+	tok, err := f.v.Verify(t.Context(), f.k8s.Mint(oidctest.GitHubClaims(audience)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +633,7 @@ func TestRolesScopedToIssuer(t *testing.T) {
 		t.Fatalf("a %s token with GitHub-shaped claims got roles %v; want none (the GitHub rules are %s's)", tok.Issuer, tok.Roles, f.gh.URL)
 	}
 	// The same claims from GitHub's issuer do get them.
-	tok, err = f.v.Verify(context.Background(), f.gh.Mint(oidctest.GitHubClaims(audience)))
+	tok, err = f.v.Verify(t.Context(), f.gh.Mint(oidctest.GitHubClaims(audience)))
 	if err != nil || len(tok.Roles) == 0 {
 		t.Fatalf("the GitHub token: roles %v, %v", tok.Roles, err)
 	}

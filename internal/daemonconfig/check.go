@@ -2,7 +2,6 @@ package daemonconfig
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"regexp"
@@ -163,7 +162,7 @@ func validateTLS(c *Config, bad reporter) {
 		// Load the material as the daemon will: a key that does not match
 		// its certificate, an expired certificate or an empty CA bundle is
 		// found here, not at start.
-		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		quiet := slog.New(slog.DiscardHandler)
 		if _, err := tlsreload.New(tlsreload.Config{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, Logger: quiet}); err != nil {
 			bad("tls", "%v", err)
 		}

@@ -1,35 +1,24 @@
 package daemonconfig
 
 import (
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cardsign/cardsign/internal/testpki"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // writeFile writes data to path with exactly perm (the umask does not
 // apply: the mode checks under test must see the mode the test names),
 // failing the test when it cannot.
-func writeFile(t *testing.T, path string, data []byte, perm os.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, data, perm); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, perm); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // loadValidated writes yml to c.yaml in a temporary directory, then loads
 // and validates it as the daemon does at start.
 func loadValidated(t *testing.T, yml string) (cfg Config, path string, err error) {
 	t.Helper()
-	path = filepath.Join(t.TempDir(), "c.yaml")
-	writeFile(t, path, []byte(yml), 0o600)
+	path = testsupport.WriteFileMode(t, filepath.Join(t.TempDir(), "c.yaml"), yml, 0o600)
 	cfg, err = Load(path)
 	if err == nil {
 		err = cfg.Validate()
@@ -150,7 +139,7 @@ func TestConfigConnectionLimits(t *testing.T) {
 }
 
 func TestConnLimitsDerivedFromFileLimit(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	for _, tc := range []struct {
 		nofile          uint64
 		configured      LimitsConfig

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/internal/testpki"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // The config file and every file it names are read only when they are
@@ -23,16 +24,14 @@ func TestCheckReadsOnlySmallRegularFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Sparse: 200 MB long, no disk used.
-	huge := filepath.Join(dir, "huge")
-	writeFile(t, huge, nil, 0o600)
+	huge := testsupport.WriteFileMode(t, filepath.Join(dir, "huge"), "", 0o600)
 	if err := os.Truncate(huge, 200<<20); err != nil {
 		t.Fatal(err)
 	}
 	ca := testpki.NewCA(t, "files")
 	certPEM, keyPEM := ca.Issue(t, testpki.ServerLeaf())
 	cert, key := testpki.WriteFiles(t, dir, "server", certPEM, keyPEM)
-	caFile := filepath.Join(dir, "ca.pem")
-	writeFile(t, caFile, ca.CertPEM, 0o644)
+	caFile := testsupport.WriteFileMode(t, filepath.Join(dir, "ca.pem"), string(ca.CertPEM), 0o644)
 	tlsYAML := func(certFile, keyFile, caFile string) string {
 		return "tls:\n  cert_file: " + certFile + "\n  key_file: " + keyFile + "\n  client_ca_file: " + caFile + "\n"
 	}
@@ -64,8 +63,7 @@ func TestCheckReadsOnlySmallRegularFiles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := tc.config
 			if path == "" {
-				path = filepath.Join(t.TempDir(), "c.yaml")
-				writeFile(t, path, []byte(tc.yaml), 0o600)
+				path = testsupport.WriteFileMode(t, filepath.Join(t.TempDir(), "c.yaml"), tc.yaml, 0o600)
 			}
 			err := Check(path, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

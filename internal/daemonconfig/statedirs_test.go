@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // dirsWithModes makes a directory below a temporary one for each name,
@@ -31,8 +33,7 @@ func dirsWithModes(t *testing.T, modes map[string]os.FileMode) map[string]string
 func TestCheckDirModes(t *testing.T) {
 	d := dirsWithModes(t, map[string]os.FileMode{"private": 0o700, "readable": 0o755, "writable": 0o770})
 	private, readable, writable := d["private"], d["readable"], d["writable"]
-	notDir := filepath.Join(t.TempDir(), "file")
-	writeFile(t, notDir, nil, 0o600)
+	notDir := testsupport.WriteFileMode(t, filepath.Join(t.TempDir(), "file"), "", 0o600)
 	probs, warns := checkDirModes([]stateDir{
 		{"data_dir", private},
 		{"data_dir", filepath.Join(private, "not-yet")}, // created 0700 at start
@@ -76,7 +77,7 @@ func TestCheckAndReportStateDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "invalid configuration:\n  " + path + ":2:1: data_dir: " + data + " has mode 0777 (group- or world-writable): another user could replace the database or the keys; run: chmod 700 " + data
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	var ce *Error
 	if err := cfg.CheckStateDirs(quiet); !errors.As(err, &ce) || err.Error() != want {
 		t.Errorf("CheckStateDirs:\n%v\nwant\n%s", err, want)

@@ -4,20 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 func TestConfigStore(t *testing.T) {
 	dir := t.TempDir()
-	private := filepath.Join(dir, "pw")
-	readable := filepath.Join(dir, "pw-readable")
-	for path, mode := range map[string]os.FileMode{private: 0o600, readable: 0o644} {
-		writeFile(t, path, []byte("s3cret\n"), mode)
-	}
+	private := testsupport.WriteFileMode(t, filepath.Join(dir, "pw"), "s3cret\n", 0o600)
+	readable := testsupport.WriteFileMode(t, filepath.Join(dir, "pw-readable"), "s3cret\n", 0o644)
 	tests := []struct {
 		name, yaml string
 		wantErr    []string // every substring must appear; none: valid

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 func TestApplyOverrides(t *testing.T) {
@@ -103,8 +104,7 @@ func TestPKCS11PINAndModules(t *testing.T) {
 	if pin, err := (PKCS11Config{}).PIN(); err != nil || pin != "from-env" {
 		t.Errorf("no pin_file: %q, %v", pin, err)
 	}
-	f := filepath.Join(t.TempDir(), "pin")
-	writeFile(t, f, []byte("1234\r\n"), 0o600)
+	f := testsupport.WriteFileMode(t, filepath.Join(t.TempDir(), "pin"), "1234\r\n", 0o600)
 	if pin, err := (PKCS11Config{PINFile: f}).PIN(); err != nil || pin != "1234" {
 		t.Errorf("pin_file wins and loses its line end: %q, %v", pin, err)
 	}

@@ -2,9 +2,6 @@ package jwksfetch
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 )
@@ -108,11 +106,7 @@ func TestLoad(t *testing.T) {
 // oneKeySet returns a JWK Set of one fresh P-256 key named kid.
 func oneKeySet(t *testing.T, kid string) []byte {
 	t.Helper()
-	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	var k jose.JWK
-	if err == nil {
-		k, err = jose.NewJWK(ec.Public(), kid, jose.ES256)
-	}
+	k, err := jose.NewJWK(testsupport.Key(t, jose.ES256).Public(), kid, jose.ES256)
 	var doc []byte
 	if err == nil {
 		doc, err = jwks.Set{Keys: []jose.JWK{k}}.MarshalJSON()

@@ -1,13 +1,10 @@
 package jwksserve
 
 import (
-	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 )
@@ -22,15 +19,6 @@ const rotT = 100 * time.Hour
 // at returns t0 + d.
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
-func newKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // renderRotation renders, at now, the JWKS of a rotation: "old" active from
 // t0, "new" published at rotT-1h and active from rotT (the timeline of the
 // jwks package's own tests), with a max-age of an hour.
@@ -43,7 +31,7 @@ func renderRotation(t *testing.T, now time.Time) jwks.Document {
 	for i := range recs {
 		r := &recs[i]
 		r.Alg = jose.ES256
-		pub, err := jose.NewJWK(newKey(t).Public(), r.KID, r.Alg)
+		pub, err := jose.NewJWK(testsupport.Key(t, jose.ES256).Public(), r.KID, r.Alg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +58,7 @@ func signedRevocations(t *testing.T) []byte {
 			{KID: "aa", RevokedAt: time.Date(2026, 2, 2, 3, 4, 5, 600, time.UTC), Reason: "key compromise"},
 		},
 	}
-	doc, err := jwks.SignRevocations(context.Background(), r, newKey(t), jose.ES256, "k")
+	doc, err := jwks.SignRevocations(t.Context(), r, testsupport.Key(t, jose.ES256), jose.ES256, "k")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package grpcapi
 import (
 	"context"
 	"crypto/sha256"
-	"io"
 	"log/slog"
 	"net"
 	"regexp"
@@ -53,7 +52,7 @@ func (c *attemptCounter) HandleConn(context.Context, stats.ConnStats) {}
 func TestErrorsAreTrailersOnly(t *testing.T) {
 	a, _ := servertest.New(t)
 	token := "cst_trailers-only-test-token"
-	srv, _ := NewServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{
+	srv, _ := NewServer(a, slog.New(slog.DiscardHandler), Options{
 		Auth: access.New([]access.Token{{Name: "t", SHA256: sha256.Sum256([]byte(token)), Roles: []access.Role{access.RoleSigner}}}, nil),
 	})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -131,7 +130,7 @@ func TestErrorsAreTrailersOnly(t *testing.T) {
 func TestUnauthenticatedStreamLimits(t *testing.T) {
 	a, _ := servertest.New(t)
 	token := "cst_stream-limit-test-token"
-	srv, _ := NewServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{
+	srv, _ := NewServer(a, slog.New(slog.DiscardHandler), Options{
 		Auth:                           access.New([]access.Token{{Name: "t", SHA256: sha256.Sum256([]byte(token)), Roles: []access.Role{access.RoleSigner}}}, nil),
 		MaxUnauthenticatedStreams:      5,
 		MaxUnauthenticatedStreamsPerIP: 3,

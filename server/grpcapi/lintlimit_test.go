@@ -1,11 +1,8 @@
 package grpcapi
 
 import (
-	"context"
-	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"testing"
 
@@ -17,6 +14,7 @@ import (
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/card"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/server/servertest"
 	"github.com/cardsign/cardsign/strictjson"
@@ -31,17 +29,14 @@ import (
 func TestLintErrorFitsClientHeaders(t *testing.T) {
 	a, _ := servertest.New(t)
 	client := pb.NewSigningServiceClient(serveGRPC(t, a))
-	ctx := context.Background()
+	ctx := t.Context()
 
-	good, err := os.ReadFile("../../testdata/cards/spec-sample.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := testsupport.Card(t, "spec-sample.json")
 	huge := strings.Replace(string(good), `"skills": [`, `"skills": [`+strings.Repeat("{},", 60000), 1)
 	if huge == string(good) {
 		t.Fatal("the sample card has no skills array to fill")
 	}
-	_, err = client.SignCard(ctx, &pb.SignCardRequest{Card: []byte(huge), StripUnknown: true})
+	_, err := client.SignCard(ctx, &pb.SignCardRequest{Card: []byte(huge), StripUnknown: true})
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "skills") || !strings.Contains(st.Message(), strictjson.RuleMaxItems) {
 		t.Fatalf("SignCard(60,000 empty skills) = %v, want INVALID_ARGUMENT naming skills and %s", err, strictjson.RuleMaxItems)
 	}
@@ -79,7 +74,7 @@ func TestLintErrorFitsClientHeaders(t *testing.T) {
 // auth, to a client that accepts 8 KiB of headers (grpc-java's default).
 func serveGRPC(t *testing.T, a *server.Authority) *grpc.ClientConn {
 	t.Helper()
-	srv, _ := NewServer(a, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{MaxMessageBytes: 1 << 20})
+	srv, _ := NewServer(a, slog.New(slog.DiscardHandler), Options{MaxMessageBytes: 1 << 20})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

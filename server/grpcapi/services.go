@@ -263,6 +263,15 @@ func keyOf(v jwks.View) *pb.Key {
 	}
 }
 
+// keyReply answers a key administration with the key it changed, or with
+// the status of its error.
+func keyReply[R any](ctx context.Context, s keyService, v jwks.View, err error, reply func(*pb.Key) *R) (*R, error) {
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return reply(keyOf(v)), nil
+}
+
 func (s keyService) ListKeys(ctx context.Context, _ *pb.ListKeysRequest) (*pb.ListKeysResponse, error) {
 	views, err := s.keys.Keys(ctx)
 	if err != nil {
@@ -277,18 +286,12 @@ func (s keyService) ListKeys(ctx context.Context, _ *pb.ListKeysRequest) (*pb.Li
 
 func (s keyService) CreateKey(ctx context.Context, req *pb.CreateKeyRequest) (*pb.CreateKeyResponse, error) {
 	v, err := s.keys.CreateKey(ctx, req.GetAlg())
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	return &pb.CreateKeyResponse{Key: keyOf(v)}, nil
+	return keyReply(ctx, s, v, err, func(k *pb.Key) *pb.CreateKeyResponse { return &pb.CreateKeyResponse{Key: k} })
 }
 
 func (s keyService) ImportKey(ctx context.Context, req *pb.ImportKeyRequest) (*pb.ImportKeyResponse, error) {
 	v, err := s.keys.ImportKey(ctx, req.GetUri(), req.GetAlg(), req.GetKid())
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	return &pb.ImportKeyResponse{Key: keyOf(v)}, nil
+	return keyReply(ctx, s, v, err, func(k *pb.Key) *pb.ImportKeyResponse { return &pb.ImportKeyResponse{Key: k} })
 }
 
 func (s keyService) RotateKey(ctx context.Context, req *pb.RotateKeyRequest) (*pb.RotateKeyResponse, error) {
@@ -301,34 +304,22 @@ func (s keyService) RotateKey(ctx context.Context, req *pb.RotateKeyRequest) (*p
 		wait = &d
 	}
 	v, err := s.keys.RotateKey(ctx, req.GetAlg(), wait)
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	return &pb.RotateKeyResponse{Key: keyOf(v)}, nil
+	return keyReply(ctx, s, v, err, func(k *pb.Key) *pb.RotateKeyResponse { return &pb.RotateKeyResponse{Key: k} })
 }
 
 func (s keyService) ActivateKey(ctx context.Context, req *pb.ActivateKeyRequest) (*pb.ActivateKeyResponse, error) {
 	v, err := s.keys.ActivateKey(ctx, req.GetKid())
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	return &pb.ActivateKeyResponse{Key: keyOf(v)}, nil
+	return keyReply(ctx, s, v, err, func(k *pb.Key) *pb.ActivateKeyResponse { return &pb.ActivateKeyResponse{Key: k} })
 }
 
 func (s keyService) RetireKey(ctx context.Context, req *pb.RetireKeyRequest) (*pb.RetireKeyResponse, error) {
 	v, err := s.keys.RetireKey(ctx, req.GetKid(), req.GetForce())
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	return &pb.RetireKeyResponse{Key: keyOf(v)}, nil
+	return keyReply(ctx, s, v, err, func(k *pb.Key) *pb.RetireKeyResponse { return &pb.RetireKeyResponse{Key: k} })
 }
 
 func (s keyService) RevokeKey(ctx context.Context, req *pb.RevokeKeyRequest) (*pb.RevokeKeyResponse, error) {
 	v, err := s.keys.RevokeKey(ctx, req.GetKid(), req.GetReason(), req.GetForce())
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	return &pb.RevokeKeyResponse{Key: keyOf(v)}, nil
+	return keyReply(ctx, s, v, err, func(k *pb.Key) *pb.RevokeKeyResponse { return &pb.RevokeKeyResponse{Key: k} })
 }
 
 type auditService struct {

@@ -2,7 +2,6 @@ package grpcapi
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -19,7 +18,7 @@ import (
 // it (with the kid), is FAILED_PRECONDITION or NOT_FOUND naming the key and
 // saying what to do, not INTERNAL.
 func TestStatusProviderKey(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	tests := []struct {
 		err  error
 		code codes.Code
@@ -53,7 +52,7 @@ func wantStatus(t *testing.T, log *slog.Logger, err error, code codes.Code, has 
 // RESOURCE_EXHAUSTED naming the limit and the fix (raise it), whether the
 // registry or the caller is full (server's TestRegistryQuotas makes them).
 func TestQuotaStatus(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	for _, err := range []error{
 		&registry.QuotaError{Limit: "registry.max_agents", Max: 2},
 		&registry.QuotaError{Limit: "registry.max_agents_per_caller", Max: 1, Caller: "token:a"},

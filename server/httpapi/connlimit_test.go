@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -101,8 +100,8 @@ func TestRefusalLogSummarizes(t *testing.T) {
 	var logs testsupport.SyncBuffer
 	r := NewRefusalLog(slog.New(slog.NewTextHandler(&logs, nil)), 3, time.Second)
 	for range 100 {
-		r.Log(context.Background(), slog.LevelInfo, "Unauthenticated", "rpc", "code", "Unauthenticated")
-		r.Log(context.Background(), slog.LevelInfo, "PermissionDenied", "rpc", "code", "PermissionDenied")
+		r.Log(t.Context(), slog.LevelInfo, "Unauthenticated", "rpc", "code", "Unauthenticated")
+		r.Log(t.Context(), slog.LevelInfo, "PermissionDenied", "rpc", "code", "PermissionDenied")
 	}
 	// Both reasons have their own budget; the summaries follow the interval.
 	deadline := time.Now().Add(10 * time.Second)

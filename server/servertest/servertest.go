@@ -6,7 +6,6 @@ package servertest
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,7 +43,7 @@ func New(t testing.TB) (*server.Authority, string) {
 	cfg := server.Config{KeyBackend: "file", KeyDir: keyDir, DefaultAlg: jose.ES256, Log: logSigner, AuditBatch: 64}
 	cfg.Prepublish, cfg.RetireGrace = time.Hour, 24*time.Hour
 	cfg.JWKSMaxAge, cfg.RevocationTTL = time.Hour, time.Hour
-	a := server.NewAuthority(cfg, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a := server.NewAuthority(cfg, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { a.Close() })
 	if _, err := a.Bootstrap(context.Background()); err != nil {
 		t.Fatalf("Bootstrap: %v", err)
