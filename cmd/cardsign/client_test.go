@@ -118,7 +118,7 @@ func clearConnEnv(t *testing.T) {
 func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, args)
+	code := run(t.Context(), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, args)
 	return result{Stdout: out.String(), Stderr: errb.String(), Code: code}
 }
 

@@ -174,7 +174,7 @@ func TestLoadLogKeys(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "keys.txt")
 	writeFile(t, file, []byte("# the log's keys\n\n"+tl.vkey+"\n"))
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, spec := range []string{tl.vkey, " " + tl.vkey + "\n", file, tl.URL + transparency.KeyPath} {
 		vs, err := loadLogKeys(ctx, spec, nil)
 		if err != nil || len(vs) != 1 || vs[0].Name() != logOrigin {
@@ -398,7 +398,7 @@ func TestLogMonitorCLI(t *testing.T) {
 
 func checkpointRoot(t *testing.T, tl *testLog) tlog.Hash {
 	t.Helper()
-	_, signed, _ := tl.Checkpoint(context.Background())
+	_, signed, _ := tl.Checkpoint(t.Context())
 	cp, err := transparency.OpenCheckpoint(signed, mustKeys(t, tl.vkey))
 	if err != nil {
 		t.Fatal(err)
@@ -577,7 +577,7 @@ func TestAuditVerifyLog(t *testing.T) {
 	// An edited checkpoint: refused before any record is read.
 	as.set(honest)
 	forged := tl.Fork()
-	_, signed, _ := tl.Checkpoint(context.Background())
+	_, signed, _ := tl.Checkpoint(t.Context())
 	forged.SetCheckpoint(1100, bytes.Replace(signed, []byte("\n1100\n"), []byte("\n1099\n"), 1))
 	tl.show(forged)
 	if r := verify(); r.Code != exitFail || !strings.Contains(r.Stderr, "cardsign audit verify: transparency log: checkpoint of "+tl.logURL()) {

@@ -247,7 +247,7 @@ func signUntil(t *testing.T, cl *client, done func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met within 30s")
 		}
-		ctx, cancel := cl.ctx(context.Background())
+		ctx, cancel := cl.ctx(t.Context())
 		_, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: []byte(`{"name":"test"}`)})
 		cancel()
 		if err != nil {
@@ -490,7 +490,7 @@ func startReplica(t *testing.T, bin, name string) *replica {
 	// anonymous caller, and cardsign bench sends as fast as it can.
 	r := &replica{daemonProcess: runDaemon(t, bin, filepath.Join(dir, "data"), "limits:\n  rate: 0\n"), name: name}
 	cl := dialOne(t, r.grpc)
-	ctx, cancel := cl.ctx(context.Background())
+	ctx, cancel := cl.ctx(t.Context())
 	defer cancel()
 	res, err := cl.keys.ListKeys(ctx, &pb.ListKeysRequest{})
 	if err != nil {
@@ -771,7 +771,7 @@ func TestReplicas(t *testing.T) {
 		// Revoking C's only key stops its signing: it reports
 		// NOT_SERVING on the health service.
 		one := dialOne(t, c.grpc)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		if _, err := one.keys.RevokeKey(ctx, &pb.RevokeKeyRequest{Kid: c.kid, Reason: "test: make C unready", Force: true}); err != nil {
 			t.Fatalf("RevokeKey on C: %s", describe(err))

@@ -89,7 +89,7 @@ func TestRetryOnAnotherReplica(t *testing.T) {
 			}
 			defer cl.close()
 			sign := func() error {
-				ctx, cancel := cl.ctx(context.Background())
+				ctx, cancel := cl.ctx(t.Context())
 				defer cancel()
 				_, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: []byte(`{"name":"test"}`)})
 				return err

@@ -54,7 +54,7 @@ func TestDaemonHostileInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			_, err := c.SignCard(ctx, &pb.SignCardRequest{Card: tc.card})
 			st := status.Convert(err)
@@ -80,7 +80,7 @@ func TestDaemonHostileInput(t *testing.T) {
 		})
 	}
 	// And the daemon still signs.
-	if _, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: good}); err != nil {
+	if _, err := c.SignCard(t.Context(), &pb.SignCardRequest{Card: good}); err != nil {
 		t.Fatalf("after hostile input the daemon must keep serving: %v", err)
 	}
 	d.stop()
@@ -120,7 +120,7 @@ func signLoad(t *testing.T, addr string, n int, stop <-chan struct{}) func() []s
 					return
 				default:
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 				res, err := c.SignCard(ctx, &pb.SignCardRequest{Card: good})
 				cancel()
 				if err != nil {
@@ -205,7 +205,7 @@ func TestDaemonGracefulShutdown(t *testing.T) {
 		started.Add(1)
 		go func() {
 			started.Done()
-			_, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: big})
+			_, err := c.SignCard(t.Context(), &pb.SignCardRequest{Card: big})
 			inflight <- err
 		}()
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -133,7 +132,7 @@ func signStatus(t *testing.T, d *daemon, code codes.Code, substrs ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = dialDaemon(t, d.grpc).SignCard(context.Background(), &pb.SignCardRequest{Card: card})
+	_, err = dialDaemon(t, d.grpc).SignCard(t.Context(), &pb.SignCardRequest{Card: card})
 	wantCode(t, err, code, substrs...)
 }
 
@@ -224,7 +223,7 @@ func BenchmarkDaemonKMS(b *testing.B) {
 				}
 				d := startDaemonEnv(b, p.env, filepath.Join(work, "data"), "--config", cfg)
 				c := dialDaemon(b, d.grpc)
-				if _, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: card}); err != nil {
+				if _, err := c.SignCard(b.Context(), &pb.SignCardRequest{Card: card}); err != nil {
 					b.Fatal(err)
 				}
 				var next atomic.Int64
@@ -236,7 +235,7 @@ func BenchmarkDaemonKMS(b *testing.B) {
 					go func() {
 						defer wg.Done()
 						for next.Add(1) <= int64(b.N) {
-							if _, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: card}); err != nil {
+							if _, err := c.SignCard(b.Context(), &pb.SignCardRequest{Card: card}); err != nil {
 								b.Error(err)
 								return
 							}

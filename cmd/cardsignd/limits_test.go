@@ -106,7 +106,7 @@ func closedAtOnce(t *testing.T, local, addr string) bool {
 
 func signOnce(t *testing.T, c pb.SigningServiceClient) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	_, err := c.SignCard(ctx, &pb.SignCardRequest{Card: goodCard})
 	return err
@@ -201,7 +201,7 @@ func TestDaemonHeaderLimits(t *testing.T) {
 	}
 	defer conn.Close()
 	health := healthpb.NewHealthClient(conn)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if _, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ limits:
 	for range 4 {
 		wg.Go(func() {
 			for range calls / 4 {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 				_, err := c.SignCard(ctx, &pb.SignCardRequest{Card: goodCard})
 				cancel()
 				if status.Code(err) != codes.Unauthenticated {
@@ -297,7 +297,7 @@ limits:
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tok)
 	if _, err := pb.NewSigningServiceClient(conn).SignCard(ctx, &pb.SignCardRequest{Card: goodCard}); err != nil {
 		t.Fatalf("sign with the token after the flood: %v", err)
 	}
@@ -321,7 +321,7 @@ func TestDaemonUnauthenticatedStreamLimits(t *testing.T) {
 	health := healthpb.NewHealthClient(conn)
 	// The watches end before the daemon stops: an open Watch holds a
 	// graceful stop until the shutdown timeout.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	watch := func() error {
 		s, err := health.Watch(ctx, &healthpb.HealthCheckRequest{})
