@@ -1553,39 +1553,25 @@ func TestPKCS11Image(t *testing.T) {
 		t.Fatalf("softhsm2-util --init-token: %v\n%s", err, out)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--config", cfg, "--data-dir", filepath.Join(dir, "data"),
+	cmd := exec.Command(bin, "--config", cfg, "--data-dir", filepath.Join(dir, "data"),
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
 	cmd.Env = env
-	cmd.WaitDelay = 5 * time.Second
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var log []string
-	sc := bufio.NewScanner(stderr)
-	ready := false
-	for !ready && sc.Scan() {
-		log = append(log, sc.Text())
-		ready = strings.Contains(sc.Text(), `msg="cardsignd ready"`) && strings.Contains(sc.Text(), "backends=file,pkcs11")
-	}
-	if !ready {
-		cmd.Wait()
-		t.Fatalf("the pkcs11 image's cardsignd did not become ready with SoftHSM2:\n%s", strings.Join(log, "\n"))
+	d := testsupport.StartDaemon(t, cmd, time.Minute)
+	if !strings.Contains(d.Ready, "backends=file,pkcs11") {
+		t.Fatalf("the pkcs11 image's cardsignd did not become ready with SoftHSM2:\n%s", d.Log.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for sc.Scan() {
-		log = append(log, sc.Text())
+	select {
+	case <-d.Exited():
+		if err := d.Err(); err != nil {
+			t.Errorf("after SIGTERM: %v\n%s", err, d.Log.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("no exit within a minute of SIGTERM\n%s", d.Log.String())
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("after SIGTERM: %v\n%s", err, strings.Join(log, "\n"))
-	}
+	log := strings.Split(d.Log.String(), "\n")
 	if !slices.ContainsFunc(log, func(l string) bool { return strings.Contains(l, `msg="pkcs11: key created"`) }) {
 		t.Errorf("no key was made in the token:\n%s", strings.Join(log, "\n"))
 	}
