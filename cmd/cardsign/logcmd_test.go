@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -454,15 +453,7 @@ func (s *auditServer) ListAuditRecords(ctx context.Context, req *pb.ListAuditRec
 func serveAudit(t *testing.T, s *auditServer) string {
 	t.Helper()
 	clearConnEnv(t)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	pb.RegisterAuditServiceServer(srv, s)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
+	return serveGRPC(t, listenLoopback(t), func(srv *grpc.Server) { pb.RegisterAuditServiceServer(srv, s) })
 }
 
 // rechain recomputes the hashes of recs from the first, as someone with
