@@ -20,14 +20,20 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 )
 
-func dialDaemon(t testing.TB, addr string) pb.SigningServiceClient {
+// dialPlain is a plaintext connection to addr, closed when the test ends.
+func dialPlain(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return pb.NewSigningServiceClient(conn)
+	return conn
+}
+
+func dialDaemon(t testing.TB, addr string) pb.SigningServiceClient {
+	t.Helper()
+	return pb.NewSigningServiceClient(dialPlain(t, addr))
 }
 
 func TestDaemonHostileInput(t *testing.T) {

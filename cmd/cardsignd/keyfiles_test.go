@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
@@ -31,12 +29,7 @@ const secretContent = "TOPSECRET-VALUE-123"
 
 func dialKeys(t testing.TB, addr string) pb.KeyServiceClient {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return pb.NewKeyServiceClient(conn)
+	return pb.NewKeyServiceClient(dialPlain(t, addr))
 }
 
 // importWithin imports uri, failing (not hanging) the test when the daemon

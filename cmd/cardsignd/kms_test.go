@@ -73,6 +73,32 @@ func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri s
 	d.stop()
 }
 
+// awsFake starts an AWS KMS fake, closed when the test ends.
+func awsFake(tb testing.TB, opts awskmsfake.Options) *awskmsfake.Server {
+	tb.Helper()
+	fake, err := awskmsfake.Start(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { fake.Close() })
+	return fake
+}
+
+// gcpFake starts a Cloud KMS fake holding cryptoKey, an EC P-256 key,
+// closed when the test ends.
+func gcpFake(tb testing.TB, opts gcpkmsfake.Options, cryptoKey string) *gcpkmsfake.Server {
+	tb.Helper()
+	fake, err := gcpkmsfake.Start(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { fake.Close() })
+	if _, err := fake.AddKey(cryptoKey, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256); err != nil {
+		tb.Fatal(err)
+	}
+	return fake
+}
+
 func awsEnv() []string {
 	return append(os.Environ(),
 		"AWS_ACCESS_KEY_ID=AKIDCARDSIGNTEST", "AWS_SECRET_ACCESS_KEY=cardsign-test-secret",
@@ -80,26 +106,15 @@ func awsEnv() []string {
 }
 
 func TestDaemonAWSKMS(t *testing.T) {
-	fake, err := awskmsfake.Start(awskmsfake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := awsFake(t, awskmsfake.Options{})
 	kmsLifecycle(t, awsEnv(), "keys:\n  backend: awskms\n  on_revoke: disable\nawskms:\n  endpoint: "+fake.URL()+
 		"\n  region: us-east-1\n  key_spec: ECC_NIST_P256\n  alias: alias/cardsign\n  rate_limit: 5000\n",
 		func(uri string) bool { return fake.Disabled(strings.TrimPrefix(uri, "awskms:///")) })
 }
 
 func TestDaemonGCPKMS(t *testing.T) {
-	fake, err := gcpkmsfake.Start(gcpkmsfake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
 	const cryptoKey = "projects/cardsign-test/locations/global/keyRings/cardsign/cryptoKeys/agent-cards"
-	if _, err := fake.AddKey(cryptoKey, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256); err != nil {
-		t.Fatal(err)
-	}
+	fake := gcpFake(t, gcpkmsfake.Options{}, cryptoKey)
 	kmsLifecycle(t, os.Environ(), "keys:\n  backend: gcpkms\n  on_revoke: disable\ngcpkms:\n  endpoint: "+fake.Addr()+
 		"\n  insecure: true\n  crypto_key: "+cryptoKey+"\n  rate_limit: 5000\n",
 		func(uri string) bool { return fake.Disabled(strings.TrimPrefix(uri, "gcpkms://")) })
@@ -140,11 +155,7 @@ func signStatus(t *testing.T, d *daemon, code codes.Code, substrs ...string) {
 // the daemon's back makes signing FAILED_PRECONDITION naming the key (it
 // was INTERNAL), and once the key is deleted, NOT_FOUND naming it.
 func TestDaemonAWSKMSKeyDisabledOrDeleted(t *testing.T) {
-	fake, err := awskmsfake.Start(awskmsfake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := awsFake(t, awskmsfake.Options{})
 	d, kid, uri := activeKMSKey(t, awsEnv(), "keys:\n  backend: awskms\nawskms:\n  endpoint: "+fake.URL()+
 		"\n  region: us-east-1\n  key_spec: ECC_NIST_P256\n  rate_limit: 5000\n")
 	arn := strings.TrimPrefix(uri, "awskms:///")
@@ -163,15 +174,8 @@ func TestDaemonAWSKMSKeyDisabledOrDeleted(t *testing.T) {
 // TestDaemonGCPKMSKeyDisabled: a key version disabled at Cloud KMS behind
 // the daemon's back makes signing FAILED_PRECONDITION naming the key.
 func TestDaemonGCPKMSKeyDisabled(t *testing.T) {
-	fake, err := gcpkmsfake.Start(gcpkmsfake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
 	const cryptoKey = "projects/cardsign-test/locations/global/keyRings/cardsign/cryptoKeys/disabled-behind"
-	if _, err := fake.AddKey(cryptoKey, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256); err != nil {
-		t.Fatal(err)
-	}
+	fake := gcpFake(t, gcpkmsfake.Options{}, cryptoKey)
 	d, kid, uri := activeKMSKey(t, os.Environ(), "keys:\n  backend: gcpkms\ngcpkms:\n  endpoint: "+fake.Addr()+
 		"\n  insecure: true\n  crypto_key: "+cryptoKey+"\n  rate_limit: 5000\n")
 
@@ -188,20 +192,9 @@ func TestDaemonGCPKMSKeyDisabled(t *testing.T) {
 // serialized). Run: go test -run '^$' -bench DaemonKMS -benchtime 3000x ./cmd/cardsignd
 func BenchmarkDaemonKMS(b *testing.B) {
 	const latency = 20 * time.Millisecond
-	gfake, err := gcpkmsfake.Start(gcpkmsfake.Options{Latency: latency})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gfake.Close()
 	const cryptoKey = "projects/bench/locations/global/keyRings/cardsign/cryptoKeys/bench"
-	if _, err := gfake.AddKey(cryptoKey, kmspb.CryptoKeyVersion_EC_SIGN_P256_SHA256); err != nil {
-		b.Fatal(err)
-	}
-	afake, err := awskmsfake.Start(awskmsfake.Options{Latency: latency})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer afake.Close()
+	gfake := gcpFake(b, gcpkmsfake.Options{Latency: latency}, cryptoKey)
+	afake := awsFake(b, awskmsfake.Options{Latency: latency})
 	providers := []struct {
 		name, config string
 		env          []string

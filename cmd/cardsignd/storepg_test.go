@@ -151,6 +151,19 @@ func TestCheckConfigStore(t *testing.T) {
 	}
 }
 
+// freshDaemon starts cardsignd over a new data directory in a new work
+// directory, and returns them with the daemon and the kid of the key it made.
+func freshDaemon(t *testing.T) (work, data string, d *daemon, kid string) {
+	t.Helper()
+	work = t.TempDir()
+	data = filepath.Join(work, "data")
+	d = startDaemon(t, data)
+	for k := range keyStates(t, work, d.grpc) {
+		kid = k
+	}
+	return work, data, d, kid
+}
+
 // TestStoreCopyToPostgres is the way up from the embedded default: a daemon
 // on SQLite signs, rotates and revokes; store copy moves its state to
 // PostgreSQL (refusing a non-empty destination, resuming an interrupted
@@ -158,13 +171,7 @@ func TestCheckConfigStore(t *testing.T) {
 // JWKS bytes, a revocation document whose sequence did not go back, and an
 // audit log that verifies.
 func TestStoreCopyToPostgres(t *testing.T) {
-	work := t.TempDir()
-	data := filepath.Join(work, "data")
-	d := startDaemon(t, data)
-	var first string
-	for kid := range keyStates(t, work, d.grpc) {
-		first = kid
-	}
+	work, data, d, first := freshDaemon(t)
 	for range 3 {
 		mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
 	}
@@ -266,13 +273,7 @@ func TestStoreCopyToPostgres(t *testing.T) {
 // logged, that the key record no longer agrees with.
 func TestStoreCopyRefusesErasedRevocation(t *testing.T) {
 	ctx := t.Context()
-	work := t.TempDir()
-	data := filepath.Join(work, "data")
-	d := startDaemon(t, data)
-	var first string
-	for kid := range keyStates(t, work, d.grpc) {
-		first = kid
-	}
+	work, data, d, first := freshDaemon(t)
 	mustCLI(t, work, "keys", "rotate", "--prepublish", "0s", "--server", d.grpc)
 	mustCLI(t, work, "keys", "revoke", "--", first, "--reason", "key-compromise: laptop stolen", "--server", d.grpc)
 	mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
