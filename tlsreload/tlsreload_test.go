@@ -120,9 +120,7 @@ func serve(t *testing.T, cfg *tls.Config) string {
 		mu    sync.Mutex
 		conns = map[net.Conn]struct{}{}
 	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -131,9 +129,7 @@ func serve(t *testing.T, cfg *tls.Config) string {
 			mu.Lock()
 			conns[c] = struct{}{}
 			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				defer func() {
 					c.Close()
 					mu.Lock()
@@ -154,9 +150,9 @@ func serve(t *testing.T, cfg *tls.Config) string {
 					return
 				}
 				io.Copy(tc, tc)
-			}()
+			})
 		}
-	}()
+	})
 	t.Cleanup(func() {
 		ln.Close()
 		mu.Lock()
@@ -669,9 +665,7 @@ func TestConcurrentHandshakesDuringReload(t *testing.T) {
 	errs := make(chan error, 100)
 	var wg sync.WaitGroup
 	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -692,7 +686,7 @@ func TestConcurrentHandshakesDuringReload(t *testing.T) {
 				}
 				_ = r.Leaf().NotAfter
 			}
-		}()
+		})
 	}
 	for i := range 20 {
 		if i%2 == 0 {

@@ -69,9 +69,7 @@ func peakLiveHeap(fn func()) (before, peak uint64) {
 	before = read()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -84,7 +82,7 @@ func peakLiveHeap(fn func()) (before, peak uint64) {
 			case <-tick.C:
 			}
 		}
-	}()
+	})
 	fn()
 	close(stop)
 	wg.Wait()

@@ -117,9 +117,7 @@ func signLoad(t *testing.T, addr string, n int, stop <-chan struct{}) func() []s
 		done = make(chan struct{})
 	)
 	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -145,7 +143,7 @@ func signLoad(t *testing.T, addr string, n int, stop <-chan struct{}) func() []s
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	go func() { wg.Wait(); close(done) }()
 	return func() []string { <-done; return got }
