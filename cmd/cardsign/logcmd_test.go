@@ -241,23 +241,24 @@ func TestLogCheckpointAndVerify(t *testing.T) {
 		!strings.Contains(r.Stdout, "keep both signed checkpoints as evidence") || !strings.Contains(r.Stdout, "    "+logOrigin+"\n    450\n") {
 		t.Fatalf("verify against a fork: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	// A fork of the same size.
-	same := fork.Fork()
-	if err := same.RollBack(400); err != nil {
-		t.Fatal(err)
-	}
-	tl.show(same)
-	if r := verify(cur); r.Code != exitAlarm || !strings.HasPrefix(r.Stdout, "FORK: ") {
-		t.Fatalf("verify against a same-size fork: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-	}
-	// The log rolled back.
-	back := tl.Fork()
-	if err := back.RollBack(350); err != nil {
-		t.Fatal(err)
-	}
-	tl.show(back)
-	if r := verify(cur); r.Code != exitAlarm || !strings.HasPrefix(r.Stdout, "ROLLBACK: ") {
-		t.Fatalf("verify against a rollback: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	// A fork of the same size, and the log rolled back.
+	for _, c := range []struct {
+		what   string
+		from   *memlog.Log
+		size   int64
+		prefix string
+	}{
+		{"a same-size fork", fork, 400, "FORK: "},
+		{"a rollback", tl.Log, 350, "ROLLBACK: "},
+	} {
+		shown := c.from.Fork()
+		if err := shown.RollBack(c.size); err != nil {
+			t.Fatal(err)
+		}
+		tl.show(shown)
+		if r := verify(cur); r.Code != exitAlarm || !strings.HasPrefix(r.Stdout, c.prefix) {
+			t.Fatalf("verify against %s: %d\n%s%s", c.what, r.Code, r.Stdout, r.Stderr)
+		}
 	}
 	tl.show(tl.Log)
 
