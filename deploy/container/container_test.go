@@ -1445,20 +1445,27 @@ func labConfig(t *testing.T, dir string) string {
 	return cfg
 }
 
-// TestStaticImageRefusesPKCS11 starts the static image's cardsignd on a
-// config with a pkcs11 section: it must refuse, saying what to rebuild,
-// rather than start without the keys the operator asked for.
-func TestStaticImageRefusesPKCS11(t *testing.T) {
-	r := replayBuilds(t)
+// builtDaemon is the cardsignd the recipe's build with CGO_ENABLED=cgo
+// wrote (what names that build in the failure).
+func builtDaemon(t *testing.T, cgo, what string) string {
+	t.Helper()
 	var bin string
-	for _, b := range r.builds {
-		if b.envValue("CGO_ENABLED") == "0" {
+	for _, b := range replayBuilds(t).builds {
+		if b.envValue("CGO_ENABLED") == cgo {
 			bin = b.outputs["cardsignd"]
 		}
 	}
 	if bin == "" {
-		t.Fatal("no static cardsignd was built")
+		t.Fatalf("no %s cardsignd was built", what)
 	}
+	return bin
+}
+
+// TestStaticImageRefusesPKCS11 starts the static image's cardsignd on a
+// config with a pkcs11 section: it must refuse, saying what to rebuild,
+// rather than start without the keys the operator asked for.
+func TestStaticImageRefusesPKCS11(t *testing.T) {
+	bin := builtDaemon(t, "0", "static")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cardsignd.yaml")
 	if err := os.WriteFile(cfg, []byte("keys:\n  backend: pkcs11\npkcs11:\n  module: /usr/lib/softhsm/libsofthsm2.so\n  token: cardsign\n"), 0o600); err != nil {
@@ -1516,16 +1523,7 @@ func TestPKCS11Image(t *testing.T) {
 	}
 	t.Logf("%s needs, beyond glibc and OpenSSL: %v (distroless/cc has them)", module, needsCC)
 
-	r := replayBuilds(t)
-	var bin string
-	for _, b := range r.builds {
-		if b.envValue("CGO_ENABLED") == "1" {
-			bin = b.outputs["cardsignd"]
-		}
-	}
-	if bin == "" {
-		t.Fatal("no cgo cardsignd was built")
-	}
+	bin := builtDaemon(t, "1", "cgo")
 	dir := t.TempDir()
 	const pin = "4711-container"
 	tokens := filepath.Join(dir, "tokens")
