@@ -120,7 +120,9 @@ func serve(t *testing.T, cfg *tls.Config) string {
 		mu    sync.Mutex
 		conns = map[net.Conn]struct{}{}
 	)
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -129,7 +131,9 @@ func serve(t *testing.T, cfg *tls.Config) string {
 			mu.Lock()
 			conns[c] = struct{}{}
 			mu.Unlock()
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				defer func() {
 					c.Close()
 					mu.Lock()
@@ -150,9 +154,9 @@ func serve(t *testing.T, cfg *tls.Config) string {
 					return
 				}
 				io.Copy(tc, tc)
-			})
+			}()
 		}
-	})
+	}()
 	t.Cleanup(func() {
 		ln.Close()
 		mu.Lock()
@@ -665,7 +669,9 @@ func TestConcurrentHandshakesDuringReload(t *testing.T) {
 	errs := make(chan error, 100)
 	var wg sync.WaitGroup
 	for range 2 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for {
 				select {
 				case <-stop:
@@ -686,7 +692,7 @@ func TestConcurrentHandshakesDuringReload(t *testing.T) {
 				}
 				_ = r.Leaf().NotAfter
 			}
-		})
+		}()
 	}
 	for i := range 20 {
 		if i%2 == 0 {

@@ -69,7 +69,9 @@ func peakLiveHeap(fn func()) (before, peak uint64) {
 	before = read()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -82,7 +84,7 @@ func peakLiveHeap(fn func()) (before, peak uint64) {
 			case <-tick.C:
 			}
 		}
-	})
+	}()
 	fn()
 	close(stop)
 	wg.Wait()

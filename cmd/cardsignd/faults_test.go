@@ -117,7 +117,9 @@ func signLoad(t *testing.T, addr string, n int, stop <-chan struct{}) func() []s
 		done = make(chan struct{})
 	)
 	for range n {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for {
 				select {
 				case <-stop:
@@ -143,7 +145,7 @@ func signLoad(t *testing.T, addr string, n int, stop <-chan struct{}) func() []s
 				}
 				mu.Unlock()
 			}
-		})
+		}()
 	}
 	go func() { wg.Wait(); close(done) }()
 	return func() []string { <-done; return got }

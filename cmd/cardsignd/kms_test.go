@@ -224,14 +224,16 @@ func BenchmarkDaemonKMS(b *testing.B) {
 				b.ResetTimer()
 				start := time.Now()
 				for range conc {
-					wg.Go(func() {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
 						for next.Add(1) <= int64(b.N) {
 							if _, err := c.SignCard(b.Context(), &pb.SignCardRequest{Card: card}); err != nil {
 								b.Error(err)
 								return
 							}
 						}
-					})
+					}()
 				}
 				wg.Wait()
 				rate := float64(b.N) / time.Since(start).Seconds()

@@ -453,7 +453,9 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for range 40 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			_, err := flood.LintCard(ctx, &pb.LintCardRequest{Card: data})
@@ -469,7 +471,7 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 			} else if err != nil {
 				t.Errorf("flood: %v", err)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if exhausted < 15 || retry <= 0 || retry > time.Second {

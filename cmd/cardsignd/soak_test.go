@@ -136,12 +136,14 @@ func TestDaemonSoak(t *testing.T) {
 	var wg sync.WaitGroup
 	worker := func(seed uint64, f func(r *rand.Rand)) {
 		t.Helper()
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			r := rand.New(rand.NewPCG(seed, seed))
 			for time.Now().Before(stop) {
 				f(r)
 			}
-		})
+		}()
 	}
 	for i := range 4 { // steady signers: mostly valid, some refused, some hostile
 		worker(uint64(i), func(r *rand.Rand) {

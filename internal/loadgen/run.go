@@ -36,7 +36,9 @@ func run(conc int, warmup, dur time.Duration, h Hooks, f call) *Result {
 	// Room for the latencies up front: no slice growth while measuring.
 	capHint := 1024
 	for w := range conc {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			lat := make([]time.Duration, 0, capHint)
 			var (
 				errs     int
@@ -81,7 +83,7 @@ func run(conc int, warmup, dur time.Duration, h Hooks, f call) *Result {
 				res.Statuses[k] += v
 			}
 			mu.Unlock()
-		})
+		}()
 	}
 	time.Sleep(warmup)
 	if h.Start != nil {
