@@ -247,13 +247,19 @@ func expand(s string, args map[string]string) (string, error) {
 	return out, err
 }
 
+// readParsed reads the repository's file name and parses it with parse.
+func readParsed[T any](name string, parse func(string) (T, error)) (T, error) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, name))
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return parse(string(b))
+}
+
 func loadContainerfile(t *testing.T) *containerfile {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, containerfileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := parseContainerfile(string(b))
+	c, err := readParsed(containerfileName, parseContainerfile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,11 +355,7 @@ func mayHoldIncluded(rules []ignoreRule, dir string) bool {
 
 func loadIgnore(t *testing.T) []ignoreRule {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, ignoreName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := parseIgnore(string(b))
+	rules, err := readParsed(ignoreName, parseIgnore)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -851,19 +853,11 @@ func replayBuilds(t *testing.T) *replay {
 }
 
 func doReplay(dir string) (*replay, error) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, containerfileName))
+	c, err := readParsed(containerfileName, parseContainerfile)
 	if err != nil {
 		return nil, err
 	}
-	c, err := parseContainerfile(string(b))
-	if err != nil {
-		return nil, err
-	}
-	ib, err := os.ReadFile(filepath.Join(repoRoot, ignoreName))
-	if err != nil {
-		return nil, err
-	}
-	rules, err := parseIgnore(string(ib))
+	rules, err := readParsed(ignoreName, parseIgnore)
 	if err != nil {
 		return nil, err
 	}
