@@ -247,7 +247,7 @@ func cluster(t *testing.T) *pgtest.Cluster {
 // its watchdog removes it when the test binary ends) and turns TLS on with a
 // certificate for 127.0.0.1.
 func startPostgres(t *testing.T) error {
-	ctx := t.Context()
+	ctx := context.Background()
 	c, err := pgtest.Start(ctx, pgtest.Options{})
 	if err != nil {
 		return fmt.Errorf("starting the tests' PostgreSQL cluster: %w", err)
