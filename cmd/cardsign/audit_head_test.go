@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -22,7 +21,7 @@ import (
 // must keep catching a truncation); one without audit_head gives none, and
 // says why.
 func TestHeadSourceLoad(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	f := newRevocationFixture(t)
 	dir, jwksFile := f.dir, f.jwksFile
 	hash := bytes.Repeat([]byte{0x5b}, 32)

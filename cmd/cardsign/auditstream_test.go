@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -139,7 +138,7 @@ func TestAuditStreamsLargeLog(t *testing.T) {
 	db := filepath.Join(data, "cardsign.db")
 	fillAuditLog(t, db, n, big)
 	addr := startDaemonOn(t, data)
-	ctx := context.Background()
+	ctx := t.Context()
 
 	run := func(w io.Writer, args ...string) (int, string) {
 		var stderr bytes.Buffer

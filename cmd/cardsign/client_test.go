@@ -73,16 +73,28 @@ func (r *recorder) seen() (calls int, auth []string, peerCN string) {
 // cfg is nil) and returns its address.
 func serve(t *testing.T, cfg *tls.Config, r *recorder) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var opts []grpc.ServerOption
 	if cfg != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
 	}
+	return serveGRPC(t, listenLoopback(t), func(srv *grpc.Server) { pb.RegisterSigningServiceServer(srv, r) }, opts...)
+}
+
+// listenLoopback listens on a free loopback port.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lis
+}
+
+// serveGRPC serves the services register adds on lis until the test ends,
+// and returns its address.
+func serveGRPC(t *testing.T, lis net.Listener, register func(*grpc.Server), opts ...grpc.ServerOption) string {
 	srv := grpc.NewServer(opts...)
-	pb.RegisterSigningServiceServer(srv, r)
+	register(srv)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()
@@ -118,7 +130,7 @@ func clearConnEnv(t *testing.T) {
 func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, args)
+	code := run(t.Context(), env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, args)
 	return result{Stdout: out.String(), Stderr: errb.String(), Code: code}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -64,7 +63,7 @@ func TestGitHubIDToken(t *testing.T) {
 	}))
 	defer srv.Close()
 	url := srv.URL + "/token?api-version=2.0"
-	ctx := context.Background()
+	ctx := t.Context()
 	tok, err := githubIDToken(ctx, url, reqToken, "cardsign")
 	if err != nil || tok != fakeJWT {
 		t.Fatalf("githubIDToken = %q, %v", tok, err)

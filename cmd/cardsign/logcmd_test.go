@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -174,7 +173,7 @@ func TestLoadLogKeys(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "keys.txt")
 	writeFile(t, file, []byte("# the log's keys\n\n"+tl.vkey+"\n"))
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, spec := range []string{tl.vkey, " " + tl.vkey + "\n", file, tl.URL + transparency.KeyPath} {
 		vs, err := loadLogKeys(ctx, spec, nil)
 		if err != nil || len(vs) != 1 || vs[0].Name() != logOrigin {
@@ -242,23 +241,24 @@ func TestLogCheckpointAndVerify(t *testing.T) {
 		!strings.Contains(r.Stdout, "keep both signed checkpoints as evidence") || !strings.Contains(r.Stdout, "    "+logOrigin+"\n    450\n") {
 		t.Fatalf("verify against a fork: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	// A fork of the same size.
-	same := fork.Fork()
-	if err := same.RollBack(400); err != nil {
-		t.Fatal(err)
-	}
-	tl.show(same)
-	if r := verify(cur); r.Code != exitAlarm || !strings.HasPrefix(r.Stdout, "FORK: ") {
-		t.Fatalf("verify against a same-size fork: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-	}
-	// The log rolled back.
-	back := tl.Fork()
-	if err := back.RollBack(350); err != nil {
-		t.Fatal(err)
-	}
-	tl.show(back)
-	if r := verify(cur); r.Code != exitAlarm || !strings.HasPrefix(r.Stdout, "ROLLBACK: ") {
-		t.Fatalf("verify against a rollback: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	// A fork of the same size, and the log rolled back.
+	for _, c := range []struct {
+		what   string
+		from   *memlog.Log
+		size   int64
+		prefix string
+	}{
+		{"a same-size fork", fork, 400, "FORK: "},
+		{"a rollback", tl.Log, 350, "ROLLBACK: "},
+	} {
+		shown := c.from.Fork()
+		if err := shown.RollBack(c.size); err != nil {
+			t.Fatal(err)
+		}
+		tl.show(shown)
+		if r := verify(cur); r.Code != exitAlarm || !strings.HasPrefix(r.Stdout, c.prefix) {
+			t.Fatalf("verify against %s: %d\n%s%s", c.what, r.Code, r.Stdout, r.Stderr)
+		}
 	}
 	tl.show(tl.Log)
 
@@ -398,7 +398,7 @@ func TestLogMonitorCLI(t *testing.T) {
 
 func checkpointRoot(t *testing.T, tl *testLog) tlog.Hash {
 	t.Helper()
-	_, signed, _ := tl.Checkpoint(context.Background())
+	_, signed, _ := tl.Checkpoint(t.Context())
 	cp, err := transparency.OpenCheckpoint(signed, mustKeys(t, tl.vkey))
 	if err != nil {
 		t.Fatal(err)
@@ -454,15 +454,7 @@ func (s *auditServer) ListAuditRecords(ctx context.Context, req *pb.ListAuditRec
 func serveAudit(t *testing.T, s *auditServer) string {
 	t.Helper()
 	clearConnEnv(t)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	pb.RegisterAuditServiceServer(srv, s)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
+	return serveGRPC(t, listenLoopback(t), func(srv *grpc.Server) { pb.RegisterAuditServiceServer(srv, s) })
 }
 
 // rechain recomputes the hashes of recs from the first, as someone with
@@ -577,7 +569,7 @@ func TestAuditVerifyLog(t *testing.T) {
 	// An edited checkpoint: refused before any record is read.
 	as.set(honest)
 	forged := tl.Fork()
-	_, signed, _ := tl.Checkpoint(context.Background())
+	_, signed, _ := tl.Checkpoint(t.Context())
 	forged.SetCheckpoint(1100, bytes.Replace(signed, []byte("\n1100\n"), []byte("\n1099\n"), 1))
 	tl.show(forged)
 	if r := verify(); r.Code != exitFail || !strings.Contains(r.Stderr, "cardsign audit verify: transparency log: checkpoint of "+tl.logURL()) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,7 +28,7 @@ func TestRegistryResignSurvivesKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
 	for i := range cards {
@@ -95,7 +94,7 @@ func carried(t *testing.T, cl *client, kid string) int {
 	t.Helper()
 	n := 0
 	for after := ""; ; {
-		cctx, cancel := cl.ctx(context.Background())
+		cctx, cancel := cl.ctx(t.Context())
 		res, err := cl.agents.ListAgents(cctx, &pb.ListAgentsRequest{AfterAgentId: after})
 		cancel()
 		if err != nil {

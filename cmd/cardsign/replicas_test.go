@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -231,11 +230,7 @@ func serveOn(t *testing.T, addr string, r *recorder) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv := grpc.NewServer()
-	pb.RegisterSigningServiceServer(srv, r)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String(), nil
+	return serveGRPC(t, lis, func(srv *grpc.Server) { pb.RegisterSigningServiceServer(srv, r) }), nil
 }
 
 // signUntil calls SignCard through cl until done says so, failing the test
@@ -247,7 +242,7 @@ func signUntil(t *testing.T, cl *client, done func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met within 30s")
 		}
-		ctx, cancel := cl.ctx(context.Background())
+		ctx, cancel := cl.ctx(t.Context())
 		_, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: []byte(`{"name":"test"}`)})
 		cancel()
 		if err != nil {
@@ -419,14 +414,12 @@ type replica struct {
 	kid  string // its active key
 }
 
-var replicaReady = regexp.MustCompile(`msg="cardsignd ready" grpc=(\S+) http=(\S+)`)
-
 // daemonProcess is a cardsignd a test started.
 type daemonProcess struct {
 	cmd        *exec.Cmd
 	grpc, http string // where it listens
 	log        *testsupport.SyncBuffer
-	exited     chan struct{}
+	exited     <-chan struct{}
 }
 
 // runDaemon starts bin on free loopback ports with config (YAML, written
@@ -437,45 +430,16 @@ func runDaemon(t *testing.T, bin, dataDir, config string) *daemonProcess {
 	cfg := filepath.Join(filepath.Dir(dataDir), "cardsignd.yaml")
 	writeFile(t, cfg, []byte(config))
 	cmd := exec.Command(bin, "--config", cfg, "--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
-	pr, pw := io.Pipe()
-	d := &daemonProcess{cmd: cmd, log: &testsupport.SyncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = io.MultiWriter(pw, d.log)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { cmd.Wait(); pw.Close(); close(d.exited) }()
+	// Registered before StartDaemon's cleanup, so it runs after the kill.
+	var log *testsupport.SyncBuffer
 	t.Cleanup(func() {
-		select {
-		case <-d.exited:
-		default:
-			cmd.Process.Kill()
-			<-d.exited
-		}
-		if t.Failed() {
-			t.Logf("cardsignd log (%s):\n%s", dataDir, d.log.String())
+		if t.Failed() && log != nil {
+			t.Logf("cardsignd log (%s):\n%s", dataDir, log.String())
 		}
 	})
-	ready := make(chan [2]string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := replicaReady.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case ready <- [2]string{m[1], m[2]}:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case a := <-ready:
-		d.grpc, d.http = a[0], a[1]
-	case <-d.exited:
-		t.Fatalf("cardsignd exited before it was ready\n%s", d.log.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("cardsignd not ready after 60s\n%s", d.log.String())
-	}
-	return d
+	p := testsupport.StartDaemon(t, cmd, 60*time.Second)
+	log = p.Log
+	return &daemonProcess{cmd: cmd, grpc: p.GRPC, http: p.HTTP, log: p.Log, exited: p.Exited()}
 }
 
 // startReplica starts cardsignd on free loopback ports and waits until it
@@ -490,7 +454,7 @@ func startReplica(t *testing.T, bin, name string) *replica {
 	// anonymous caller, and cardsign bench sends as fast as it can.
 	r := &replica{daemonProcess: runDaemon(t, bin, filepath.Join(dir, "data"), "limits:\n  rate: 0\n"), name: name}
 	cl := dialOne(t, r.grpc)
-	ctx, cancel := cl.ctx(context.Background())
+	ctx, cancel := cl.ctx(t.Context())
 	defer cancel()
 	res, err := cl.keys.ListKeys(ctx, &pb.ListKeysRequest{})
 	if err != nil {
@@ -771,7 +735,7 @@ func TestReplicas(t *testing.T) {
 		// Revoking C's only key stops its signing: it reports
 		// NOT_SERVING on the health service.
 		one := dialOne(t, c.grpc)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		if _, err := one.keys.RevokeKey(ctx, &pb.RevokeKeyRequest{Kid: c.kid, Reason: "test: make C unready", Force: true}); err != nil {
 			t.Fatalf("RevokeKey on C: %s", describe(err))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,15 +49,7 @@ func (u *unavailable) seen() int {
 
 func serveUnavailable(t *testing.T, u *unavailable) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	pb.RegisterSigningServiceServer(srv, u)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
+	return serveGRPC(t, listenLoopback(t), func(srv *grpc.Server) { pb.RegisterSigningServiceServer(srv, u) })
 }
 
 var retryNote = regexp.MustCompile(`(?m)^cardsign sign: SignCard succeeded on attempt (\d+) of at most 4 \(attempt \d+: Unavailable: store unavailable: database restarting\\x1b\[2J\)$`)
@@ -89,7 +80,7 @@ func TestRetryOnAnotherReplica(t *testing.T) {
 			}
 			defer cl.close()
 			sign := func() error {
-				ctx, cancel := cl.ctx(context.Background())
+				ctx, cancel := cl.ctx(t.Context())
 				defer cancel()
 				_, err := cl.signing.SignCard(ctx, &pb.SignCardRequest{Card: []byte(`{"name":"test"}`)})
 				return err

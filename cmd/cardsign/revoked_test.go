@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -55,7 +54,7 @@ func (f revocationFixture) document(t *testing.T, name string, doc jwks.Revocati
 // and returns its path.
 func (f revocationFixture) signed(t *testing.T, name string, doc jwks.Revocations) string {
 	t.Helper()
-	b, err := jwks.SignRevocations(context.Background(), doc, f.key, jose.ES256, "b")
+	b, err := jwks.SignRevocations(t.Context(), doc, f.key, jose.ES256, "b")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"path/filepath"
@@ -98,7 +97,7 @@ func deleteAuditFrom(t *testing.T, path string, from int64) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := db.ExecContext(ctx, `DROP TRIGGER IF EXISTS audit_no_delete`); err != nil {
 		t.Fatal(err)
 	}

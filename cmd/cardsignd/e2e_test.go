@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,10 +38,9 @@ type daemon struct {
 	cmd        *exec.Cmd
 	grpc, http string
 	log        *testsupport.SyncBuffer
-	exited     chan error
+	exited     <-chan struct{}
+	proc       *testsupport.Daemon
 }
-
-var readyLine = regexp.MustCompile(`msg="cardsignd ready" grpc=(\S+) http=(\S+)`)
 
 // startDaemon starts cardsignd over dataDir and waits until it says where it
 // listens.
@@ -58,38 +55,8 @@ func startDaemonEnv(t testing.TB, env []string, dataDir string, extra ...string)
 	args := append([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(daemonBin, args...)
 	cmd.Env = env
-	pr, pw := io.Pipe()
-	d := &daemon{t: t, dataDir: dataDir, cmd: cmd, log: &testsupport.SyncBuffer{}, exited: make(chan error, 1)}
-	cmd.Stderr = io.MultiWriter(pw, d.log)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.exited <- cmd.Wait(); pw.Close() }()
-	ready := make(chan [2]string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
-				ready <- [2]string{m[1], m[2]}
-			}
-		}
-	}()
-	select {
-	case a := <-ready:
-		d.grpc, d.http = a[0], a[1]
-	case err := <-d.exited:
-		t.Fatalf("cardsignd exited before it was ready: %v\n%s", err, d.log.String())
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("cardsignd not ready after 30s\n%s", d.log.String())
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-d.exited
-		}
-	})
-	return d
+	p := testsupport.StartDaemon(t, cmd, 30*time.Second)
+	return &daemon{t: t, dataDir: dataDir, cmd: cmd, grpc: p.GRPC, http: p.HTTP, log: p.Log, exited: p.Exited(), proc: p}
 }
 
 // stop sends SIGTERM and requires a clean exit.
@@ -97,8 +64,8 @@ func (d *daemon) stop() {
 	d.t.Helper()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-d.exited:
-		if err != nil {
+	case <-d.exited:
+		if err := d.proc.Err(); err != nil {
 			d.t.Fatalf("cardsignd exited with %v after SIGTERM\n%s", err, d.log.String())
 		}
 	case <-time.After(30 * time.Second):

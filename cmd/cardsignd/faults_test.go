@@ -20,14 +20,20 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 )
 
-func dialDaemon(t testing.TB, addr string) pb.SigningServiceClient {
+// dialPlain is a plaintext connection to addr, closed when the test ends.
+func dialPlain(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return pb.NewSigningServiceClient(conn)
+	return conn
+}
+
+func dialDaemon(t testing.TB, addr string) pb.SigningServiceClient {
+	t.Helper()
+	return pb.NewSigningServiceClient(dialPlain(t, addr))
 }
 
 func TestDaemonHostileInput(t *testing.T) {
@@ -54,7 +60,7 @@ func TestDaemonHostileInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			_, err := c.SignCard(ctx, &pb.SignCardRequest{Card: tc.card})
 			st := status.Convert(err)
@@ -80,7 +86,7 @@ func TestDaemonHostileInput(t *testing.T) {
 		})
 	}
 	// And the daemon still signs.
-	if _, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: good}); err != nil {
+	if _, err := c.SignCard(t.Context(), &pb.SignCardRequest{Card: good}); err != nil {
 		t.Fatalf("after hostile input the daemon must keep serving: %v", err)
 	}
 	d.stop()
@@ -120,7 +126,7 @@ func signLoad(t *testing.T, addr string, n int, stop <-chan struct{}) func() []s
 					return
 				default:
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 				res, err := c.SignCard(ctx, &pb.SignCardRequest{Card: good})
 				cancel()
 				if err != nil {
@@ -205,7 +211,7 @@ func TestDaemonGracefulShutdown(t *testing.T) {
 		started.Add(1)
 		go func() {
 			started.Done()
-			_, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: big})
+			_, err := c.SignCard(t.Context(), &pb.SignCardRequest{Card: big})
 			inflight <- err
 		}()
 	}

@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
@@ -31,19 +29,14 @@ const secretContent = "TOPSECRET-VALUE-123"
 
 func dialKeys(t testing.TB, addr string) pb.KeyServiceClient {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return pb.NewKeyServiceClient(conn)
+	return pb.NewKeyServiceClient(dialPlain(t, addr))
 }
 
 // importWithin imports uri, failing (not hanging) the test when the daemon
 // does not answer within 10s.
 func importWithin(t *testing.T, c pb.KeyServiceClient, uri string) (*pb.ImportKeyResponse, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	resp, err := c.ImportKey(ctx, &pb.ImportKeyRequest{Uri: uri})
 	if status.Code(err) == codes.DeadlineExceeded {
@@ -176,7 +169,7 @@ func readyz(t *testing.T, d *daemon, want int) {
 // activeKey returns the active key's kid and file path.
 func activeKey(t *testing.T, c pb.KeyServiceClient) (kid, path string) {
 	t.Helper()
-	resp, err := c.ListKeys(context.Background(), &pb.ListKeysRequest{})
+	resp, err := c.ListKeys(t.Context(), &pb.ListKeysRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +229,7 @@ func TestDaemonKeyFileDeletedOrReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The card must be signable: a card is read before any key is opened.
-	_, err = dialDaemon(t, d.grpc).SignCard(context.Background(), &pb.SignCardRequest{Card: card, StripUnknown: true})
+	_, err = dialDaemon(t, d.grpc).SignCard(t.Context(), &pb.SignCardRequest{Card: card, StripUnknown: true})
 	wantCode(t, err, codes.FailedPrecondition, "key "+kid+": the backend's public key is not the one on record")
 	d.stop()
 }
@@ -260,7 +253,7 @@ func TestDaemonCreateKeyInUnusableDir(t *testing.T) {
 		t.Cleanup(func() { os.Chmod(keys, 0o700) })
 		want = append(want, "permission denied", "make the directory writable by the daemon's user")
 	}
-	_, err := dialKeys(t, d.grpc).CreateKey(context.Background(), &pb.CreateKeyRequest{})
+	_, err := dialKeys(t, d.grpc).CreateKey(t.Context(), &pb.CreateKeyRequest{})
 	wantCode(t, err, codes.FailedPrecondition, want...)
 	d.stop()
 }
@@ -279,7 +272,7 @@ func TestCLILocalKeyFileRules(t *testing.T) {
 		{"unknown PEM type", secretPEM, "unsupported PEM block type"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, cliBin, "sign", "--key", "file:"+tt.key, cardFile("spec-sample.json"))
 			out, err := cmd.CombinedOutput()

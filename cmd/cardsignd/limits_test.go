@@ -19,9 +19,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -106,7 +104,7 @@ func closedAtOnce(t *testing.T, local, addr string) bool {
 
 func signOnce(t *testing.T, c pb.SigningServiceClient) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	_, err := c.SignCard(ctx, &pb.SignCardRequest{Card: goodCard})
 	return err
@@ -195,13 +193,9 @@ limits:
 // listeners, and the daemon keeps serving.
 func TestDaemonHeaderLimits(t *testing.T) {
 	d := limitsDaemon(t, "limits:\n  rate: 0\n")
-	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialPlain(t, d.grpc)
 	health := healthpb.NewHealthClient(conn)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if _, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatal(err)
@@ -209,7 +203,7 @@ func TestDaemonHeaderLimits(t *testing.T) {
 	// 40 KiB of metadata: over the 16 KiB default, under what the daemon
 	// accepted before (16 MiB on gRPC, 64 KiB on HTTP).
 	pad := strings.Repeat("x", 40<<10)
-	_, err = health.Check(metadata.AppendToOutgoingContext(ctx, "x-pad", pad), &healthpb.HealthCheckRequest{})
+	_, err := health.Check(metadata.AppendToOutgoingContext(ctx, "x-pad", pad), &healthpb.HealthCheckRequest{})
 	if err == nil {
 		t.Fatal("a call with 40 KiB of metadata was accepted (limits.max_header_bytes defaults to 16 KiB)")
 	}
@@ -252,7 +246,7 @@ limits:
 	for range 4 {
 		wg.Go(func() {
 			for range calls / 4 {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 				_, err := c.SignCard(ctx, &pb.SignCardRequest{Card: goodCard})
 				cancel()
 				if status.Code(err) != codes.Unauthenticated {
@@ -292,13 +286,8 @@ limits:
 		t.Errorf("%d refusal lines + %d summarized = %d, want %d:\n%s", lines, summarized, lines+summarized, calls, d.log.String())
 	}
 	// The token still signs.
-	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
-	if _, err := pb.NewSigningServiceClient(conn).SignCard(ctx, &pb.SignCardRequest{Card: goodCard}); err != nil {
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tok)
+	if _, err := dialDaemon(t, d.grpc).SignCard(ctx, &pb.SignCardRequest{Card: goodCard}); err != nil {
 		t.Fatalf("sign with the token after the flood: %v", err)
 	}
 	d.stop()
@@ -313,15 +302,11 @@ func TestDaemonUnauthenticatedStreamLimits(t *testing.T) {
 	if !strings.Contains(d.log.String(), "max_unauthenticated_streams=3 max_unauthenticated_streams_per_ip=2") {
 		t.Errorf("the start-up log does not name the stream limits:\n%s", d.log.String())
 	}
-	conn, err := grpc.NewClient(d.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := dialPlain(t, d.grpc)
 	health := healthpb.NewHealthClient(conn)
 	// The watches end before the daemon stops: an open Watch holds a
 	// graceful stop until the shutdown timeout.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	watch := func() error {
 		s, err := health.Watch(ctx, &healthpb.HealthCheckRequest{})
@@ -336,7 +321,7 @@ func TestDaemonUnauthenticatedStreamLimits(t *testing.T) {
 			t.Fatalf("Watch %d: %v", i+1, err)
 		}
 	}
-	err = watch()
+	err := watch()
 	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "limits.max_unauthenticated_streams_per_ip: 2") {
 		t.Fatalf("a third Watch from 127.0.0.1: %v, want RESOURCE_EXHAUSTED naming limits.max_unauthenticated_streams_per_ip", err)
 	}

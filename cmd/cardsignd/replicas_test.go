@@ -383,7 +383,7 @@ func rotateAtOnce(t *testing.T, rs *replicaSet) *pb.Key {
 		c := dialKeys(t, d.grpc)
 		wg.Go(func() {
 			<-start
-			res, err := c.RotateKey(context.Background(), &pb.RotateKeyRequest{})
+			res, err := c.RotateKey(t.Context(), &pb.RotateKeyRequest{})
 			errs[i] = err
 			if err == nil {
 				made = res.GetKey()
@@ -408,7 +408,7 @@ func rotateAtOnce(t *testing.T, rs *replicaSet) *pb.Key {
 	if won != 1 {
 		t.Fatalf("%d replicas rotated, want exactly 1: %v", won, errs)
 	}
-	res, err := dialKeys(t, rs.ds[0].grpc).ListKeys(context.Background(), &pb.ListKeysRequest{})
+	res, err := dialKeys(t, rs.ds[0].grpc).ListKeys(t.Context(), &pb.ListKeysRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func keyFiles(t *testing.T, dir string) []string {
 
 func TestReplicasRevokeWhileOthersSign(t *testing.T) {
 	rs := startReplicas(t, newPGDatabase(t), 3, replicaOptions{})
-	ctx := context.Background()
+	ctx := t.Context()
 	rot, err := dialKeys(t, rs.ds[0].grpc).RotateKey(ctx, &pb.RotateKeyRequest{PrepublishSeconds: ptrInt64(3600)})
 	if err != nil {
 		t.Fatal(err)
@@ -534,7 +534,7 @@ func TestReplicasClockSkew(t *testing.T) {
 	rs := startReplicas(t, newPGDatabase(t), 3, replicaOptions{env: func(i int) []string {
 		return append(os.Environ(), "CARDSIGND_CLOCK_SKEW="+skews[i])
 	}})
-	ctx := context.Background()
+	ctx := t.Context()
 	// The replica 30 s ahead rotates with 5 s of pre-publication: the key
 	// activates 5 s from now on the database's clock (this machine's).
 	const prepublish = 5
@@ -595,7 +595,7 @@ func BenchmarkReplicas(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			var addrs []string
 			if s.pg {
-				url, err := cluster.NewDatabase(context.Background(), "")
+				url, err := cluster.NewDatabase(b.Context(), "")
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -610,7 +610,7 @@ func BenchmarkReplicas(b *testing.B) {
 			}
 			c := pb.NewSigningServiceClient(dialReplicas(b, addrs))
 			for range 2 * s.n { // every connection up before the clock starts
-				if _, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: []byte(loadCard)}); err != nil {
+				if _, err := c.SignCard(b.Context(), &pb.SignCardRequest{Card: []byte(loadCard)}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -623,7 +623,7 @@ func BenchmarkReplicas(b *testing.B) {
 				wg.Go(func() {
 					for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
 						t0 := time.Now()
-						if _, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: []byte(loadCard)}); err != nil {
+						if _, err := c.SignCard(b.Context(), &pb.SignCardRequest{Card: []byte(loadCard)}); err != nil {
 							b.Error(err)
 							return
 						}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,7 +61,7 @@ func BenchmarkScaleStartup(b *testing.B) {
 // SQLite database at path.
 func fillDaemonLog(b *testing.B, path string, n int) time.Duration {
 	b.Helper()
-	st, err := sqlite.Open(context.Background(), path)
+	st, err := sqlite.Open(b.Context(), path)
 	if err != nil {
 		b.Fatal(err)
 	}

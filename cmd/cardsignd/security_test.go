@@ -456,7 +456,7 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			_, err := flood.LintCard(ctx, &pb.LintCardRequest{Card: data})
 			if status.Code(err) == codes.ResourceExhausted {
@@ -489,7 +489,7 @@ func TestDaemonTLSTokensRolesPolicy(t *testing.T) {
 	// a connection made before keeps working.
 	old := pb.NewSigningServiceClient(s.conn(t, s.signerTok, s.pki.clientCert, s.pki.clientKey))
 	lint := func(c pb.SigningServiceClient) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		_, err := c.LintCard(ctx, &pb.LintCardRequest{Card: data})
 		return err

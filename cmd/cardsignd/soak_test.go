@@ -80,7 +80,7 @@ func TestDaemonSoak(t *testing.T) {
 		pb.NewSigningServiceClient(conns[2]), pb.NewSigningServiceClient(conns[3])
 
 	call := func(c pb.SigningServiceClient, card []byte) {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 		defer cancel()
 		res, err := c.SignCard(ctx, &pb.SignCardRequest{Card: card})
 		switch st := status.Convert(err); {

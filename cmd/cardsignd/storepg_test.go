@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,12 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/postgres"
@@ -148,6 +151,19 @@ func TestCheckConfigStore(t *testing.T) {
 	}
 }
 
+// freshDaemon starts cardsignd over a new data directory in a new work
+// directory, and returns them with the daemon and the kid of the key it made.
+func freshDaemon(t *testing.T) (work, data string, d *daemon, kid string) {
+	t.Helper()
+	work = t.TempDir()
+	data = filepath.Join(work, "data")
+	d = startDaemon(t, data)
+	for k := range keyStates(t, work, d.grpc) {
+		kid = k
+	}
+	return work, data, d, kid
+}
+
 // TestStoreCopyToPostgres is the way up from the embedded default: a daemon
 // on SQLite signs, rotates and revokes; store copy moves its state to
 // PostgreSQL (refusing a non-empty destination, resuming an interrupted
@@ -155,13 +171,7 @@ func TestCheckConfigStore(t *testing.T) {
 // JWKS bytes, a revocation document whose sequence did not go back, and an
 // audit log that verifies.
 func TestStoreCopyToPostgres(t *testing.T) {
-	work := t.TempDir()
-	data := filepath.Join(work, "data")
-	d := startDaemon(t, data)
-	var first string
-	for kid := range keyStates(t, work, d.grpc) {
-		first = kid
-	}
+	work, data, d, first := freshDaemon(t)
 	for range 3 {
 		mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
 	}
@@ -263,13 +273,7 @@ func TestStoreCopyToPostgres(t *testing.T) {
 // logged, that the key record no longer agrees with.
 func TestStoreCopyRefusesErasedRevocation(t *testing.T) {
 	ctx := t.Context()
-	work := t.TempDir()
-	data := filepath.Join(work, "data")
-	d := startDaemon(t, data)
-	var first string
-	for kid := range keyStates(t, work, d.grpc) {
-		first = kid
-	}
+	work, data, d, first := freshDaemon(t)
 	mustCLI(t, work, "keys", "rotate", "--prepublish", "0s", "--server", d.grpc)
 	mustCLI(t, work, "keys", "revoke", "--", first, "--reason", "key-compromise: laptop stolen", "--server", d.grpc)
 	mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json"))
@@ -462,4 +466,48 @@ func TestStoreCopyRegistry(t *testing.T) {
 	if next, err := dst.PutAgentCard(ctx, card("payments", 4), 0); err != nil || next.Version != 4 {
 		t.Fatalf("the next version on the destination: %d, %v; want 4", next.Version, err)
 	}
+}
+
+// pg is the package's PostgreSQL cluster: started by the first test that
+// needs it (most tests of this package do not, and -run may pick only
+// those), shared by every test after it, each with a fresh database.
+// testbin.Main ends the process without returning, so no Close runs: the
+// cluster's watchdog stops the server and removes its directory when the
+// test binary exits, however it exits.
+var pg struct {
+	once    sync.Once
+	cluster *pgtest.Cluster
+	err     error
+}
+
+// newPGDatabase returns the URL (with the test role's password) of a fresh,
+// empty database in the package's cluster.
+func newPGDatabase(t *testing.T) string {
+	t.Helper()
+	pg.once.Do(func() {
+		pg.cluster, pg.err = pgtest.Start(context.Background(), pgtest.Options{})
+		if pg.err != nil {
+			pg.err = fmt.Errorf("starting the tests' PostgreSQL cluster: %w", pg.err)
+		}
+	})
+	if pg.err != nil {
+		t.Fatal(pg.err)
+	}
+	url, err := pg.cluster.NewDatabase(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+// openPG opens the PostgreSQL store at raw for the test to read what a
+// command wrote there, closed when the test ends.
+func openPG(t *testing.T, raw string) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(t.Context(), postgres.Config{URL: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

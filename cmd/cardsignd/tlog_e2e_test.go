@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -49,7 +48,7 @@ func TestTransparencyLogUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				n := w*each + i
-				res, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: logCard(fmt.Sprint("agent-", n), fmt.Sprintf("a%d.example.com", n))})
+				res, err := c.SignCard(t.Context(), &pb.SignCardRequest{Card: logCard(fmt.Sprint("agent-", n), fmt.Sprintf("a%d.example.com", n))})
 				if err != nil {
 					errs <- err
 					return
@@ -80,7 +79,7 @@ func TestTransparencyLogUnderLoad(t *testing.T) {
 	leaves := map[int64]bool{}
 	signatures := 0
 	for n, card := range cards {
-		v, err := signer.Verify(context.Background(), card, signer.VerifyOptions{Trusted: trusted, LogKeys: logKeys, RequireLog: true})
+		v, err := signer.Verify(t.Context(), card, signer.VerifyOptions{Trusted: trusted, LogKeys: logKeys, RequireLog: true})
 		if err != nil || !v.Valid(true) {
 			t.Fatalf("card %d: %+v %v", n, v, err)
 		}
@@ -125,7 +124,7 @@ func TestTransparencyLogUnderLoad(t *testing.T) {
 	if r1.StatusCode != 200 || len(t1) != 256*32 || !strings.Contains(r1.Header.Get("Cache-Control"), "immutable") {
 		t.Fatalf("full tile: %d, %d bytes, %q", r1.StatusCode, len(t1), r1.Header.Get("Cache-Control"))
 	}
-	if _, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: logCard("later", "later.example.com")}); err != nil {
+	if _, err := c.SignCard(t.Context(), &pb.SignCardRequest{Card: logCard("later", "later.example.com")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, t2 := httpGet(t, tileURL); string(t2) != string(t1) {
@@ -161,7 +160,7 @@ func tamperDB(t *testing.T, dataDir string, stmts ...string) {
 	}
 	defer db.Close()
 	for _, q := range stmts {
-		if _, err := db.ExecContext(context.Background(), q); err != nil {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -196,7 +195,7 @@ func TestTransparencyLogTampering(t *testing.T) {
 			c := dialDaemon(t, d.grpc)
 			sign := func(from, to int) {
 				for i := from; i < to; i++ {
-					if _, err := c.SignCard(context.Background(), &pb.SignCardRequest{Card: logCard(fmt.Sprint("agent-", i), "agents.example.com")}); err != nil {
+					if _, err := c.SignCard(t.Context(), &pb.SignCardRequest{Card: logCard(fmt.Sprint("agent-", i), "agents.example.com")}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -251,7 +250,7 @@ func TestTransparencyLogFork(t *testing.T) {
 	var urls []string
 	for i, host := range []string{"a.example.com", "b.example.com"} {
 		d := startDaemon(t, filepath.Join(dir, fmt.Sprint("data", i)), "--config", cfg)
-		if _, err := dialDaemon(t, d.grpc).SignCard(context.Background(), &pb.SignCardRequest{Card: logCard("agent", host)}); err != nil {
+		if _, err := dialDaemon(t, d.grpc).SignCard(t.Context(), &pb.SignCardRequest{Card: logCard("agent", host)}); err != nil {
 			t.Fatal(err)
 		}
 		urls = append(urls, "http://"+d.http+transparency.PathPrefix)

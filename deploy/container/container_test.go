@@ -247,13 +247,19 @@ func expand(s string, args map[string]string) (string, error) {
 	return out, err
 }
 
+// readParsed reads the repository's file name and parses it with parse.
+func readParsed[T any](name string, parse func(string) (T, error)) (T, error) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, name))
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return parse(string(b))
+}
+
 func loadContainerfile(t *testing.T) *containerfile {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, containerfileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := parseContainerfile(string(b))
+	c, err := readParsed(containerfileName, parseContainerfile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,11 +355,7 @@ func mayHoldIncluded(rules []ignoreRule, dir string) bool {
 
 func loadIgnore(t *testing.T) []ignoreRule {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, ignoreName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := parseIgnore(string(b))
+	rules, err := readParsed(ignoreName, parseIgnore)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -851,19 +853,11 @@ func replayBuilds(t *testing.T) *replay {
 }
 
 func doReplay(dir string) (*replay, error) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, containerfileName))
+	c, err := readParsed(containerfileName, parseContainerfile)
 	if err != nil {
 		return nil, err
 	}
-	c, err := parseContainerfile(string(b))
-	if err != nil {
-		return nil, err
-	}
-	ib, err := os.ReadFile(filepath.Join(repoRoot, ignoreName))
-	if err != nil {
-		return nil, err
-	}
-	rules, err := parseIgnore(string(ib))
+	rules, err := readParsed(ignoreName, parseIgnore)
 	if err != nil {
 		return nil, err
 	}
@@ -1445,20 +1439,27 @@ func labConfig(t *testing.T, dir string) string {
 	return cfg
 }
 
-// TestStaticImageRefusesPKCS11 starts the static image's cardsignd on a
-// config with a pkcs11 section: it must refuse, saying what to rebuild,
-// rather than start without the keys the operator asked for.
-func TestStaticImageRefusesPKCS11(t *testing.T) {
-	r := replayBuilds(t)
+// builtDaemon is the cardsignd the recipe's build with CGO_ENABLED=cgo
+// wrote (what names that build in the failure).
+func builtDaemon(t *testing.T, cgo, what string) string {
+	t.Helper()
 	var bin string
-	for _, b := range r.builds {
-		if b.envValue("CGO_ENABLED") == "0" {
+	for _, b := range replayBuilds(t).builds {
+		if b.envValue("CGO_ENABLED") == cgo {
 			bin = b.outputs["cardsignd"]
 		}
 	}
 	if bin == "" {
-		t.Fatal("no static cardsignd was built")
+		t.Fatalf("no %s cardsignd was built", what)
 	}
+	return bin
+}
+
+// TestStaticImageRefusesPKCS11 starts the static image's cardsignd on a
+// config with a pkcs11 section: it must refuse, saying what to rebuild,
+// rather than start without the keys the operator asked for.
+func TestStaticImageRefusesPKCS11(t *testing.T) {
+	bin := builtDaemon(t, "0", "static")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cardsignd.yaml")
 	if err := os.WriteFile(cfg, []byte("keys:\n  backend: pkcs11\npkcs11:\n  module: /usr/lib/softhsm/libsofthsm2.so\n  token: cardsign\n"), 0o600); err != nil {
@@ -1516,16 +1517,7 @@ func TestPKCS11Image(t *testing.T) {
 	}
 	t.Logf("%s needs, beyond glibc and OpenSSL: %v (distroless/cc has them)", module, needsCC)
 
-	r := replayBuilds(t)
-	var bin string
-	for _, b := range r.builds {
-		if b.envValue("CGO_ENABLED") == "1" {
-			bin = b.outputs["cardsignd"]
-		}
-	}
-	if bin == "" {
-		t.Fatal("no cgo cardsignd was built")
-	}
+	bin := builtDaemon(t, "1", "cgo")
 	dir := t.TempDir()
 	const pin = "4711-container"
 	tokens := filepath.Join(dir, "tokens")
@@ -1553,39 +1545,25 @@ func TestPKCS11Image(t *testing.T) {
 		t.Fatalf("softhsm2-util --init-token: %v\n%s", err, out)
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--config", cfg, "--data-dir", filepath.Join(dir, "data"),
+	cmd := exec.Command(bin, "--config", cfg, "--data-dir", filepath.Join(dir, "data"),
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
 	cmd.Env = env
-	cmd.WaitDelay = 5 * time.Second
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var log []string
-	sc := bufio.NewScanner(stderr)
-	ready := false
-	for !ready && sc.Scan() {
-		log = append(log, sc.Text())
-		ready = strings.Contains(sc.Text(), `msg="cardsignd ready"`) && strings.Contains(sc.Text(), "backends=file,pkcs11")
-	}
-	if !ready {
-		cmd.Wait()
-		t.Fatalf("the pkcs11 image's cardsignd did not become ready with SoftHSM2:\n%s", strings.Join(log, "\n"))
+	d := testsupport.StartDaemon(t, cmd, time.Minute)
+	if !strings.Contains(d.Ready, "backends=file,pkcs11") {
+		t.Fatalf("the pkcs11 image's cardsignd did not become ready with SoftHSM2:\n%s", d.Log.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for sc.Scan() {
-		log = append(log, sc.Text())
+	select {
+	case <-d.Exited():
+		if err := d.Err(); err != nil {
+			t.Errorf("after SIGTERM: %v\n%s", err, d.Log.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("no exit within a minute of SIGTERM\n%s", d.Log.String())
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("after SIGTERM: %v\n%s", err, strings.Join(log, "\n"))
-	}
+	log := strings.Split(d.Log.String(), "\n")
 	if !slices.ContainsFunc(log, func(l string) bool { return strings.Contains(l, `msg="pkcs11: key created"`) }) {
 		t.Errorf("no key was made in the token:\n%s", strings.Join(log, "\n"))
 	}

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
@@ -164,6 +165,15 @@ var (
 	}
 )
 
+// objects is objs as metav1.Objects, for what every kind must have alike.
+func objects[T metav1.Object](objs []T) []metav1.Object {
+	out := make([]metav1.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out
+}
+
 // checkObjects: the namespace, every object in it, the ServiceAccount and
 // its workload identity, the image.
 func (m *manifests) checkObjects(k kustomization) []string {
@@ -173,28 +183,12 @@ func (m *manifests) checkObjects(k kustomization) []string {
 	} else if m.namespaces[0].Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
 		p = append(p, "Namespace: the pod meets the restricted Pod Security Standard; enforce it (pod-security.kubernetes.io/enforce: restricted)")
 	}
-	var metas []metav1.ObjectMeta
-	for _, o := range m.serviceAccounts {
-		metas = append(metas, o.ObjectMeta)
-	}
-	for _, o := range m.configMaps {
-		metas = append(metas, o.ObjectMeta)
-	}
-	for _, o := range m.services {
-		metas = append(metas, o.ObjectMeta)
-	}
-	for _, o := range m.deployments {
-		metas = append(metas, o.ObjectMeta)
-	}
-	for _, o := range m.pdbs {
-		metas = append(metas, o.ObjectMeta)
-	}
-	for _, o := range m.netpols {
-		metas = append(metas, o.ObjectMeta)
-	}
+	metas := slices.Concat(
+		objects(slices.Collect(maps.Values(m.serviceAccounts))), objects(slices.Collect(maps.Values(m.configMaps))),
+		objects(m.services), objects(m.deployments), objects(m.pdbs), objects(m.netpols))
 	for _, o := range metas {
-		if o.Namespace != namespace {
-			p = append(p, fmt.Sprintf("%s is in namespace %q, not %s", o.Name, o.Namespace, namespace))
+		if o.GetNamespace() != namespace {
+			p = append(p, fmt.Sprintf("%s is in namespace %q, not %s", o.GetName(), o.GetNamespace(), namespace))
 		}
 	}
 

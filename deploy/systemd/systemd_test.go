@@ -551,7 +551,6 @@ var (
 	traceSocket = regexp.MustCompile(`^\d+\s+socket(?:pair)?\((AF_[A-Z0-9]+)`)
 	traceWX     = regexp.MustCompile(`^\d+\s+(?:mmap\(.*PROT_WRITE\|PROT_EXEC|mmap\(.*PROT_EXEC\|PROT_WRITE|(?:pkey_)?mprotect\(.*PROT_EXEC|shmat\(.*SHM_EXEC)`)
 	traceNS     = regexp.MustCompile(`^\d+\s+(?:clone3?\(.*CLONE_NEW|unshare\(|setns\()`)
-	readyLine   = regexp.MustCompile(`msg="cardsignd ready" grpc=(\S+) http=(\S+)`)
 )
 
 func parseTrace(t *testing.T, path string) traced {
@@ -643,38 +642,8 @@ func TestSystemdSandboxCalls(t *testing.T) {
 		"${STATE_DIRECTORY}", state).Replace(execStart))
 	cmd := exec.Command(prefix[0], append(append(prefix[1:], "-f", "-qq", "-o", trace, "--"), argv...)...)
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+notify.LocalAddr().String(), "STATE_DIRECTORY="+state)
-	log := &testsupport.SyncBuffer{}
-	pr, pw := io.Pipe()
-	cmd.Stderr = io.MultiWriter(pw, log)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); pw.Close() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	ready := make(chan [2]string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
-				ready <- [2]string{m[1], m[2]}
-			}
-		}
-	}()
-	var grpcAddr, httpAddr string
-	select {
-	case a := <-ready:
-		grpcAddr, httpAddr = a[0], a[1]
-	case err := <-exited:
-		t.Fatalf("cardsignd under strace exited before it was ready: %v\n%s", err, log.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("cardsignd under strace not ready after 60s\n%s", log.String())
-	}
+	d := testsupport.StartDaemon(t, cmd, 60*time.Second)
+	grpcAddr, httpAddr := d.GRPC, d.HTTP
 	// The daemon's PID (strace's child) from its READY=1.
 	msg := readNotify(t, notify)
 	m := regexp.MustCompile(`(?m)^MAINPID=(\d+)$`).FindStringSubmatch(msg)
@@ -707,12 +676,12 @@ func TestSystemdSandboxCalls(t *testing.T) {
 	}
 	syscall.Kill(pid, syscall.SIGTERM)
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("cardsignd under strace: %v after SIGTERM\n%s", err, log.String())
+	case <-d.Exited():
+		if err := d.Err(); err != nil {
+			t.Fatalf("cardsignd under strace: %v after SIGTERM\n%s", err, d.Log.String())
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("cardsignd under strace did not stop within 60s of SIGTERM\n%s", log.String())
+		t.Fatalf("cardsignd under strace did not stop within 60s of SIGTERM\n%s", d.Log.String())
 	}
 
 	tr := parseTrace(t, trace)

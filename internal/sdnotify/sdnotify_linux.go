@@ -70,10 +70,10 @@ func New(addr string) *Notifier {
 func (n *Notifier) Ready(log *slog.Logger, status string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.state != sdStarting {
+	if !n.move(sdStarting, sdServing) {
 		return
 	}
-	n.state, n.status = sdServing, oneLine(status)
+	n.status = oneLine(status)
 	n.send(log, "READY=1\nSTATUS="+n.status+"\nMAINPID="+strconv.Itoa(os.Getpid()))
 }
 
@@ -82,10 +82,9 @@ func (n *Notifier) Ready(log *slog.Logger, status string) {
 func (n *Notifier) Reloading(log *slog.Logger) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.state != sdServing {
+	if !n.move(sdServing, sdReloadingState) {
 		return
 	}
-	n.state = sdReloadingState
 	msg := "RELOADING=1\nSTATUS=reloading the TLS files (SIGHUP)"
 	// MONOTONIC_USEC lets systemd tell this reload from an earlier one.
 	if usec, ok := monotonicUsec(); ok {
@@ -100,10 +99,9 @@ func (n *Notifier) Reloading(log *slog.Logger) {
 func (n *Notifier) Reloaded(log *slog.Logger) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.state != sdReloadingState {
+	if !n.move(sdReloadingState, sdServing) {
 		return
 	}
-	n.state = sdServing
 	n.send(log, "READY=1\nSTATUS="+n.status)
 }
 
@@ -117,6 +115,16 @@ func (n *Notifier) Stopping(log *slog.Logger, status string) {
 	}
 	n.state = sdStoppingState
 	n.send(log, "STOPPING=1\nSTATUS="+oneLine(status))
+}
+
+// move changes the state from from to to, and says whether it did: each
+// message belongs to one change. n.mu is held.
+func (n *Notifier) move(from, to sdState) bool {
+	if n.state != from {
+		return false
+	}
+	n.state = to
+	return true
 }
 
 // send writes one message; n.mu is held.

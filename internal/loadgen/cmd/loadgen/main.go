@@ -129,11 +129,8 @@ func grpcCmd(args []string) error {
 	if hookErr != nil {
 		return hookErr
 	}
-	if res.Errors > 0 {
-		fmt.Fprintf(os.Stderr, "loadgen grpc: %d errors, first: %v\n", res.Errors, res.FirstErr)
-	}
-	if res.N == 0 {
-		return errors.New("no call completed in the measurement window")
+	if err := completed("grpc", "call", res); err != nil {
+		return err
 	}
 	perCard := func(ticks int64) float64 { return float64(ticks) / float64(*clk) * 1e6 / float64(res.N) }
 	kv("N", res.N)
@@ -174,11 +171,8 @@ func httpCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	if res.Errors > 0 {
-		fmt.Fprintf(os.Stderr, "loadgen http: %d errors, first: %v\n", res.Errors, res.FirstErr)
-	}
-	if res.N == 0 {
-		return errors.New("no request completed in the measurement window")
+	if err := completed("http", "request", res); err != nil {
+		return err
 	}
 	if *expect != 0 && res.Statuses[*expect] != res.N {
 		return fmt.Errorf("statuses %v, want all %d", res.Statuses, *expect)
@@ -219,6 +213,19 @@ func serveCmd(args []string) error {
 	}()
 	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// completed reports a run's errors (the first of them) on standard error,
+// and refuses a run in which no call completed: its figures would be
+// meaningless.
+func completed(cmd, unit string, res *loadgen.Result) error {
+	if res.Errors > 0 {
+		fmt.Fprintf(os.Stderr, "loadgen %s: %d errors, first: %v\n", cmd, res.Errors, res.FirstErr)
+	}
+	if res.N == 0 {
+		return fmt.Errorf("no %s completed in the measurement window", unit)
 	}
 	return nil
 }
