@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // memCommitter is a real in-memory audit store: it chains records exactly as a
@@ -104,17 +106,6 @@ func queued(b *Batcher) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.queue)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func TestBatcherConcurrent(t *testing.T) {
@@ -272,7 +263,7 @@ func TestBatcherContext(t *testing.T) {
 		_, err := b.Commit(ctxB, []Record{rec("B")})
 		bDone <- err
 	}()
-	waitFor(t, "B queued", func() bool { return queued(b) == 1 })
+	testsupport.WaitFor(t, "B queued", 5*time.Second, func() bool { return queued(b) == 1 })
 	cancelB()
 	if err := <-bDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("B: Commit = %v, want context.Canceled", err)
@@ -334,11 +325,11 @@ func TestBatcherCloseDrains(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, "commits queued", func() bool { return queued(b) == n-1 })
+	testsupport.WaitFor(t, "commits queued", 5*time.Second, func() bool { return queued(b) == n-1 })
 
 	closed := make(chan error, 1)
 	go func() { closed <- b.Close() }()
-	waitFor(t, "Close to stop accepting", func() bool {
+	testsupport.WaitFor(t, "Close to stop accepting", 5*time.Second, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return b.closed
@@ -437,7 +428,7 @@ func TestBatcherRejectedRecord(t *testing.T) {
 			errs[i] <- err
 		}()
 	}
-	waitFor(t, "three calls queued", func() bool { return queued(b) == 3 })
+	testsupport.WaitFor(t, "three calls queued", 5*time.Second, func() bool { return queued(b) == 3 })
 	m.gate <- struct{}{}
 	if err := <-first; err != nil {
 		t.Fatalf("first: %v", err)
@@ -514,7 +505,7 @@ func TestBatcherExpect(t *testing.T) {
 		m, b := newWaitingBatcher(t, 0, time.Hour) // only the announced record ends the wait
 		e := b.Expect()
 		errc := commitAsync(b, "a")
-		waitFor(t, "a queued", func() bool { return queued(b) == 1 })
+		testsupport.WaitFor(t, "a queued", 5*time.Second, func() bool { return queued(b) == 1 })
 		time.Sleep(20 * time.Millisecond)
 		if _, txns := m.snapshot(); txns != 0 {
 			t.Fatalf("%d transactions while an announced record was on its way, want 0", txns)
@@ -546,7 +537,7 @@ func TestBatcherExpect(t *testing.T) {
 		_, b := newWaitingBatcher(t, 0, time.Hour)
 		e := b.Expect()
 		errc := commitAsync(b, "a")
-		waitFor(t, "a queued", func() bool { return queued(b) == 1 })
+		testsupport.WaitFor(t, "a queued", 5*time.Second, func() bool { return queued(b) == 1 })
 		e.Done()
 		e.Done() // twice: withdrawn once
 		select {

@@ -261,18 +261,6 @@ func clientConfig(t *testing.T, serverCA, issuer *testpki.CA, uri string) *tls.C
 	return cfg
 }
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // startWatch runs Watch until the test ends and waits for it to return.
 func startWatch(t *testing.T, r *Reloader) {
 	t.Helper()
@@ -323,7 +311,7 @@ func TestRotation(t *testing.T) {
 				}
 			case "Watch":
 				startWatch(t, r)
-				waitFor(t, "Watch to reload", func() bool { return r.Reloads() == 1 })
+				testsupport.WaitFor(t, "Watch to reload", 10*time.Second, func() bool { return r.Reloads() == 1 })
 			}
 			if got, want := r.Leaf().SerialNumber, serialOf(t, cert2); got.Cmp(want) != 0 {
 				t.Fatalf("Leaf serial %x, want %x", got, want)

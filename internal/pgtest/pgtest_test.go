@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -40,17 +41,6 @@ func alive(pid int) bool {
 	rest := s[strings.LastIndexByte(s, ')')+1:]
 	f := strings.Fields(rest)
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
-func waitGone(t *testing.T, what string, gone func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !gone() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still there after 30s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func TestCluster(t *testing.T) {
@@ -114,7 +104,7 @@ func TestCluster(t *testing.T) {
 	}
 	// pg_ctl stop -w returns once postmaster.pid is gone, a moment before
 	// the process itself.
-	waitGone(t, fmt.Sprintf("server %d after Close", pid), func() bool { return !alive(pid) })
+	testsupport.WaitFor(t, fmt.Sprintf("server %d to be gone after Close", pid), 30*time.Second, func() bool { return !alive(pid) })
 	if _, err := os.Stat(c.Dir()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("cluster directory after Close: %v", err)
 	}
@@ -163,8 +153,8 @@ func TestWatchdog(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	waitGone(t, fmt.Sprintf("server %d", pid), func() bool { return !alive(pid) })
-	waitGone(t, dir, func() bool { _, err := os.Stat(dir); return errors.Is(err, os.ErrNotExist) })
+	testsupport.WaitFor(t, fmt.Sprintf("server %d to be gone", pid), 30*time.Second, func() bool { return !alive(pid) })
+	testsupport.WaitFor(t, dir+" to be gone", 30*time.Second, func() bool { _, err := os.Stat(dir); return errors.Is(err, os.ErrNotExist) })
 }
 
 func watchdogChild() {

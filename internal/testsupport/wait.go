@@ -1,0 +1,23 @@
+package testsupport
+
+import (
+	"testing"
+	"time"
+)
+
+// WaitFor polls cond until it holds, and fails the test if it still does not
+// after timeout. It is for what a test cannot be told about and must watch
+// for: a goroutine that reached a queue, a file a server wrote, a process
+// gone. The poll starts at a millisecond, so that a quick condition costs the
+// test little, and backs off to 50ms, so that a slow one (a process to reap)
+// costs the machine little.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, 50*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(pause)
+	}
+}
