@@ -2,14 +2,17 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/policy"
@@ -286,5 +289,130 @@ func TestRegisterNeedsAgentIDsRule(t *testing.T) {
 	}
 	if _, err := a.registry.Card(ctx, "payments", 0); err == nil {
 		t.Fatal("the refused registration was stored")
+	}
+}
+
+// TestRegistryQuotas: a caller registers at most
+// registry.max_agents_per_caller agents and the registry holds at most
+// registry.max_agents; a refusal is RESOURCE_EXHAUSTED naming the limit,
+// before anything is signed. New versions of a live agent and the
+// registry's own re-signatures are never refused.
+func TestRegistryQuotas(t *testing.T) {
+	a, _ := newAuthority(t)
+	a.cfg.RegistryMaxAgents, a.cfg.RegistryMaxAgentsPerCaller = 3, 2
+	a.registry = newRegistry(a) // built from the configuration
+	ctx := t.Context()
+	register := func(caller, id string) error {
+		_, err := a.Sign(ctx, SignRequest{Card: registryCard(t), Caller: caller, Identity: access.Identity{Name: caller}, RequestID: "r",
+			Registration: &Registration{AgentID: id}})
+		return err
+	}
+	for _, tc := range []struct {
+		caller, id string
+		limit      string // the quota that refuses it; "" when accepted
+	}{
+		{"token:a", "a1", ""},
+		{"token:a", "a2", ""},
+		{"token:a", "a3", "registry.max_agents_per_caller"},
+		{"token:a", "a1", ""}, // a new version of a live agent
+		{"token:b", "b1", ""},
+		{"token:b", "b2", "registry.max_agents"},
+		{"token:a", "a3", "registry.max_agents"},
+	} {
+		before, _, _ := a.store.AuditHead(ctx)
+		err := register(tc.caller, tc.id)
+		if tc.limit == "" {
+			if err != nil {
+				t.Fatalf("%s registering %s: %v", tc.caller, tc.id, err)
+			}
+			continue
+		}
+		var qe *registry.QuotaError
+		if !errors.As(err, &qe) || qe.Limit != tc.limit {
+			t.Fatalf("%s registering %s: err = %v, want the quota %s", tc.caller, tc.id, err, tc.limit)
+		}
+		// Its gRPC status: server/grpcapi's TestQuotaStatus.
+		if after, _, _ := a.store.AuditHead(ctx); after != before {
+			t.Fatalf("%s registering %s: refused by a quota, yet %d audit records were written", tc.caller, tc.id, after-before)
+		}
+	}
+	// A full registry still follows the keys.
+	pendingKey(t, a)
+	if err := a.dutyRound(ctx); err != nil {
+		t.Fatalf("re-signing a full registry: %v", err)
+	}
+	if c, _ := a.registry.Card(ctx, "b1", 0); len(c.KIDs) != 2 {
+		t.Fatalf("b1 carries %v after a rotation in a full registry", c.KIDs)
+	}
+	// Removing an agent makes room.
+	if err := a.registry.Remove(ctx, "b1", "token:admin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := register("token:b", "b2"); err != nil {
+		t.Fatalf("after a removal: %v", err)
+	}
+}
+
+// appendsFail is a store whose AppendAudit fails once fail is set, as a
+// transaction of its own fails when the store goes down or its disk fills
+// up between two transactions.
+type appendsFail struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (s *appendsFail) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
+	if s.fail.Load() {
+		return nil, errors.New("audit append failed in a test")
+	}
+	return s.Store.AppendAudit(ctx, recs)
+}
+
+// TestRegistryAdministrationOneTransaction: a card revocation and an agent
+// removal are done with their audit record or not at all (item 5, DESIGN
+// §10): with every separate audit append failing, each is done and audited
+// in its own transaction; never done without its record.
+func TestRegistryAdministrationOneTransaction(t *testing.T) {
+	dir := t.TempDir()
+	sq := openStore(t, dir)
+	st := &appendsFail{Store: sq}
+	a := newAuthorityOn(t, st, dir)
+	ctx := t.Context()
+	registerAgents(t, a, "payments", "billing")
+	st.fail.Store(true)
+
+	recorded := func(kind audit.Kind, agent string) bool {
+		t.Helper()
+		recs := chainedAudit(t, sq)
+		for _, r := range recs {
+			if d, err := audit.DecodeAgentDetail(r.Detail); r.Kind() == kind && err == nil && d.Agent == agent {
+				return true
+			}
+		}
+		return false
+	}
+
+	_, err := a.Agents().RevokeAgentCard(ctx, "payments", 0, "leaked", "token:admin")
+	revs, rerr := sq.RevokedCards(ctx)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if done, audited := len(revs) == 1, recorded(audit.KindCardRevoke, "payments"); done != audited || (err == nil) != done {
+		t.Fatalf("card revocation: error %v, revoked %v, audited %v; want it done and audited, or neither", err, done, audited)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	err = a.registry.Remove(ctx, "billing", "token:root")
+	_, gerr := sq.AgentCard(ctx, "billing", 0)
+	if gerr != nil && !errors.Is(gerr, store.ErrNotFound) {
+		t.Fatal(gerr)
+	}
+	if done, audited := gerr != nil, recorded(audit.KindAgentRemove, "billing"); done != audited || (err == nil) != done {
+		t.Fatalf("agent removal: error %v, removed %v, audited %v; want it done and audited, or neither", err, done, audited)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,10 +3,14 @@ package server
 import (
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
 )
 
@@ -48,4 +52,118 @@ func teamAPolicy(t *testing.T, a *Authority) {
 		t.Fatal(probs)
 	}
 	a.cfg.Policy = pol
+}
+
+// TestRevokeWhileSigning revokes a key that is signing while ten callers sign.
+// Once RevokeKey has returned, no signature by that key may come back, every
+// audit record by it must precede the revocation (committed before it, with
+// an earlier time), and callers must not see the revocation as an error: a
+// signature that lost the race is made again with the keys that remain.
+func TestRevokeWhileSigning(t *testing.T) {
+	ctx := t.Context()
+	a, _ := newAuthority(t)
+	data := testsupport.Card(t, "spec-sample.json")
+	const rounds, callers = 8, 10
+	for round := range rounds {
+		// A pending key signs beside the active one until it is revoked.
+		pending, err := a.admin.RotateKey(ctx, "", durationPtr(3600e9))
+		if err != nil {
+			t.Fatalf("round %d: rotate: %v", round, err)
+		}
+		kid := pending.KID
+
+		var (
+			stop      atomic.Bool
+			revoked   atomic.Bool // set once RevokeKey has returned
+			wg        sync.WaitGroup
+			mu        sync.Mutex
+			failures  []error
+			lateSigns int // signatures by kid from calls that began after RevokeKey returned
+			byKID     int // signatures by kid returned at all
+		)
+		started := make(chan struct{}, callers)
+		for range callers {
+			wg.Go(func() {
+				first := true
+				for !stop.Load() {
+					after := revoked.Load()
+					res, err := a.Sign(ctx, SignRequest{Card: data, Caller: "race", StripUnknown: true})
+					if first {
+						started <- struct{}{}
+						first = false
+					}
+					mu.Lock()
+					if err != nil {
+						failures = append(failures, err)
+					} else {
+						for _, s := range res.Signatures {
+							if s.KID == kid {
+								byKID++
+								if after {
+									lateSigns++
+								}
+							}
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		for range callers {
+			<-started // every caller has signed once: the pending key is in use
+		}
+		mu.Lock()
+		if len(failures) > 0 {
+			mu.Unlock()
+			stop.Store(true)
+			wg.Wait()
+			t.Fatalf("round %d: signing before the revocation: %v", round, failures[0])
+		}
+		mu.Unlock()
+		v, err := a.admin.RevokeKey(ctx, kid, "unspecified: race test", false)
+		revoked.Store(true)
+		if err != nil {
+			t.Fatalf("round %d: revoke: %v", round, err)
+		}
+		head, err := a.store.ListAudit(ctx, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqAtReturn := head[len(head)-1].Seq
+		for range 20 { // let the callers go on past the revocation
+			if _, err := a.Sign(ctx, SignRequest{Card: data, Caller: "after", StripUnknown: true}); err != nil {
+				t.Fatalf("round %d: signing after the revocation: %v", round, err)
+			}
+		}
+		stop.Store(true)
+		wg.Wait()
+
+		if len(failures) > 0 {
+			t.Fatalf("round %d: %d signing calls failed across the revocation, first: %v", round, len(failures), failures[0])
+		}
+		if lateSigns > 0 {
+			t.Fatalf("round %d: %d signatures by %s returned to calls made after RevokeKey returned", round, lateSigns, kid)
+		}
+		if byKID == 0 {
+			t.Fatalf("round %d: no signature by the revoked key at all: the race was not run", round)
+		}
+		recs, err := a.store.ListAudit(ctx, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.KID != kid || r.Kind() != audit.KindSigned { // the key's own administration records name it too
+				continue
+			}
+			if r.Seq > seqAtReturn {
+				t.Fatalf("round %d: audit record %d by %s committed after RevokeKey returned (head was %d)", round, r.Seq, kid, seqAtReturn)
+			}
+			if !r.Time.Before(*v.RevokedAt) {
+				t.Fatalf("round %d: audit record %d by %s at %s, not before its revocation at %s", round, r.Seq, kid, r.Time, *v.RevokedAt)
+			}
+		}
+		if v.State != jwks.StateRevoked {
+			t.Fatalf("round %d: %s is %s after RevokeKey, want revoked", round, kid, v.State)
+		}
+	}
 }
