@@ -6,13 +6,13 @@ import (
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/asn1"
 	"math/big"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	p11 "github.com/miekg/pkcs11"
 )
@@ -56,7 +56,7 @@ func TestCurveParams(t *testing.T) {
 }
 
 func TestECPoint(t *testing.T) {
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	k := testsupport.Key(t, jose.ES256).(*ecdsa.PrivateKey)
 	raw, _ := k.PublicKey.Bytes()
 	wrapped := mustDER(t, raw, "")
 	offCurve := bytes.Clone(raw)
