@@ -250,23 +250,10 @@ func TestSignRefusals(t *testing.T) {
 				tt.setup()
 			}
 			before := e.fake.Calls("Sign")
-			err := tt.sign()
-			if err == nil {
-				t.Fatal("signing succeeded")
-			}
-			if tt.as != nil && !errors.As(err, tt.as) {
-				t.Errorf("err %T %v, want %T", err, err, tt.as)
-			}
-			if !strings.Contains(err.Error(), tt.errHas) {
-				t.Errorf("err %q does not mention %q", err, tt.errHas)
-			}
-			if errors.Is(err, backends.ErrUnavailable) {
-				t.Errorf("a refusal is reported as unavailable: %v", err)
-			}
+			checkRefusal(t, "signing", tt.sign(), tt.as, tt.errHas)
 			if called := e.fake.Calls("Sign") > before; called != tt.callsKMS {
 				t.Errorf("KMS called: %v, want %v", called, tt.callsKMS)
 			}
-			noSecrets(t, "error", err.Error())
 		})
 	}
 	// The largest message KMS takes still signs.
@@ -439,19 +426,7 @@ func TestOpenErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := e.b.Open(t.Context(), tt.uri)
-			if err == nil {
-				t.Fatal("Open succeeded")
-			}
-			if tt.as != nil && !errors.As(err, tt.as) {
-				t.Errorf("err %T %v, want %T", err, err, tt.as)
-			}
-			if !strings.Contains(err.Error(), tt.errHas) {
-				t.Errorf("err %q does not mention %q", err, tt.errHas)
-			}
-			if errors.Is(err, backends.ErrUnavailable) {
-				t.Errorf("a refusal is reported as unavailable: %v", err)
-			}
-			noSecrets(t, "error", err.Error())
+			checkRefusal(t, "Open", err, tt.as, tt.errHas)
 		})
 	}
 	if s := e.b.Stats(); s.Retries != 0 {
@@ -508,4 +483,25 @@ func TestProviderKeySentinels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkRefusal checks the error of a call the backend must refuse (what
+// names the call): an error of as's type (when as is not nil) mentioning
+// errHas, not reported as unavailable (a refusal is final) and naming no
+// secret.
+func checkRefusal(t *testing.T, what string, err error, as any, errHas string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s succeeded", what)
+	}
+	if as != nil && !errors.As(err, as) {
+		t.Errorf("err %T %v, want %T", err, err, as)
+	}
+	if !strings.Contains(err.Error(), errHas) {
+		t.Errorf("err %q does not mention %q", err, errHas)
+	}
+	if errors.Is(err, backends.ErrUnavailable) {
+		t.Errorf("a refusal is reported as unavailable: %v", err)
+	}
+	noSecrets(t, "error", err.Error())
 }
