@@ -14,9 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/internal/testsupport"
@@ -271,49 +269,18 @@ func TestOpenMissingKeyFile(t *testing.T) {
 	}
 }
 
-// openWithin runs Open in a goroutine and fails the test, instead of hanging
-// it, when Open does not return within 10s (as an open(2) of a FIFO nobody
-// writes to would not).
-func openWithin(t *testing.T, b Backend, uri string) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Open(t.Context(), uri)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("Open(%s) did not return within 10s", uri)
-		return nil
-	}
-}
-
-// unblockFIFO opens the write end of a FIFO, so that a reader stuck in
-// open(2) by a failing test is released when the test ends.
-func unblockFIFO(t *testing.T, path string) {
-	t.Cleanup(func() {
-		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-	})
-}
-
 func TestOpenRefusesSpecialFilesWithoutBlocking(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	unblockFIFO(t, fifo)
+	fifo := testsupport.FIFO(t, filepath.Join(dir, "fifo"))
 	tests := []struct{ name, path, want string }{
 		{"FIFO nobody writes to", fifo, "not a regular file"},
 		{"character device", "/dev/zero", "not a regular file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := openWithin(t, Backend{}, "file:"+tt.path)
+			_, err := testsupport.Within(t, "Open("+tt.path+")", func() (backends.Handle, error) {
+				return Backend{}.Open(t.Context(), "file:"+tt.path)
+			})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.path) {
 				t.Fatalf("Open(%s) = %v; want an error naming the file and saying %q", tt.path, err, tt.want)
 			}

@@ -6,44 +6,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
-// readPINWithin runs readPINSource in a goroutine and fails the test,
-// instead of hanging it, when it does not return within 10s.
+// readPINWithin runs readPINSource, failing the test instead of hanging it
+// when it blocks.
 func readPINWithin(t *testing.T, src string, dirs []string) (string, error) {
 	t.Helper()
-	type res struct {
-		pin string
-		err error
-	}
-	done := make(chan res, 1)
-	go func() {
-		pin, err := readPINSource(src, dirs)
-		done <- res{pin, err}
-	}()
-	select {
-	case r := <-done:
-		return r.pin, r.err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("readPINSource(%s) did not return within 10s", src)
-		return "", nil
-	}
+	return testsupport.Within(t, "readPINSource("+src+")", func() (string, error) { return readPINSource(src, dirs) })
 }
 
 func TestPINSourceFIFO(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "pin")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { // release a reader stuck in open(2)
-		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-	})
+	fifo := testsupport.FIFO(t, filepath.Join(dir, "pin"))
 	_, err := readPINWithin(t, fifo, []string{dir})
 	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("FIFO pin-source: %v", err)
