@@ -10,9 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
@@ -32,18 +33,7 @@ func TestThrottleBurst(t *testing.T) {
 	defer cancel()
 	const n = 200
 	input := signingInput(200)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			sig, err := jose.Sign(ctx, h.Signer, h.Alg, input)
-			if err == nil {
-				err = jose.Verify(h.Alg, h.Signer.Public(), input, sig)
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
+	errs := testsupport.SignConcurrently(ctx, h.Signer, h.Alg, h.Signer.Public(), n, func(int) []byte { return input })
 	failed := 0
 	for _, err := range errs {
 		if err != nil {

@@ -1,11 +1,17 @@
 package testsupport
 
 import (
+	"context"
+	"crypto"
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/jose"
 )
 
 // CheckErr checks a table case's err against want, a text the error must
@@ -63,4 +69,28 @@ func Within[T any](t testing.TB, what string, f func() (T, error)) (T, error) {
 		var zero T
 		return zero, nil
 	}
+}
+
+// SignConcurrently signs n inputs at once (input(i) for i from 0 to n-1),
+// one goroutine each, through jose.Sign with alg, and verifies every
+// signature with pub as a relying party would, besides jose.Sign's own
+// check. It returns each input's error, in order: nil where the signature
+// was made and verifies.
+func SignConcurrently(ctx context.Context, signer crypto.Signer, alg jose.Alg, pub crypto.PublicKey, n int, input func(i int) []byte) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			in := input(i)
+			sig, err := jose.Sign(ctx, signer, alg, in)
+			if err == nil {
+				err = jose.Verify(alg, pub, in, sig)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("signature %d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }
