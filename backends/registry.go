@@ -201,9 +201,15 @@ type UnknownSchemeError struct {
 }
 
 func (e *UnknownSchemeError) Error() string {
-	reg := "none"
-	if len(e.Registered) > 0 {
-		reg = strings.Join(e.Registered, ", ")
+	return fmt.Sprintf("backends: no backend for scheme %q (configured: %s)", e.Scheme, JoinOrNone(e.Registered))
+}
+
+// JoinOrNone joins names with ", ", or is "none" for no names: how errors
+// list what is configured, allowed or present, so that an empty list still
+// reads as one.
+func JoinOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
 	}
-	return fmt.Sprintf("backends: no backend for scheme %q (configured: %s)", e.Scheme, reg)
+	return strings.Join(names, ", ")
 }

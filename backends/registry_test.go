@@ -216,3 +216,14 @@ func TestAddBuilt(t *testing.T) {
 		t.Errorf("a backend left out of the build: %v, want a NotBuiltError saying how to rebuild cardsignd", err)
 	}
 }
+
+func TestJoinOrNone(t *testing.T) {
+	for _, tt := range []struct {
+		names []string
+		want  string
+	}{{nil, "none"}, {[]string{"file"}, "file"}, {[]string{"file", "pkcs11"}, "file, pkcs11"}} {
+		if got := JoinOrNone(tt.names); got != tt.want {
+			t.Errorf("JoinOrNone(%q) = %q, want %q", tt.names, got, tt.want)
+		}
+	}
+}
