@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -225,5 +226,15 @@ func TestJoinOrNone(t *testing.T) {
 		if got := JoinOrNone(tt.names); got != tt.want {
 			t.Errorf("JoinOrNone(%q) = %q, want %q", tt.names, got, tt.want)
 		}
+	}
+}
+
+func TestAsAny(t *testing.T) {
+	err := fmt.Errorf("open: %w", &URIError{URI: "x:", Reason: "bad"})
+	if !AsAny(err, new(*NotBuiltError), new(*URIError)) {
+		t.Errorf("AsAny missed the wrapped *URIError in %v", err)
+	}
+	if AsAny(err, new(*NotBuiltError), new(*UnknownSchemeError)) || AsAny(err) {
+		t.Errorf("AsAny found a type %v does not hold", err)
 	}
 }

@@ -216,17 +216,8 @@ func kmsError(key string, err error) error {
 // credentials: the SDK's errors name operations, status codes and request
 // IDs, and KMS's messages name keys and principals.
 func (b *Backend) fail(what string, err error) error {
-	var (
-		nf  *KeyNotFoundError
-		ks  *KeyStateError
-		uns *UnsupportedKeyError
-		am  *AlgMismatchError
-		kid *KeyIDMismatchError
-		una *UnavailableError
-		big *MessageTooLargeError
-	)
-	if errors.As(err, &nf) || errors.As(err, &ks) || errors.As(err, &uns) || errors.As(err, &am) ||
-		errors.As(err, &kid) || errors.As(err, &una) || errors.As(err, &big) || what == "" {
+	if what == "" || backends.AsAny(err, new(*KeyNotFoundError), new(*KeyStateError), new(*UnsupportedKeyError),
+		new(*AlgMismatchError), new(*KeyIDMismatchError), new(*UnavailableError), new(*MessageTooLargeError)) {
 		return err
 	}
 	return fmt.Errorf("awskms: %s: %w", what, err)
