@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/smithy-go"
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/internal/retry"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -156,15 +157,7 @@ func (e *UnavailableError) Error() string {
 }
 
 // Unwrap returns the last KMS error and the reason for stopping.
-func (e *UnavailableError) Unwrap() []error {
-	var errs []error
-	for _, err := range []error{e.Err, e.Reason} {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
+func (e *UnavailableError) Unwrap() []error { return retry.Causes(e.Err, e.Reason) }
 
 // Is makes every *UnavailableError match backends.ErrUnavailable.
 func (e *UnavailableError) Is(target error) bool { return target == backends.ErrUnavailable }
