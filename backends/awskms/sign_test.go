@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cardsign/cardsign/internal/testsupport"
-
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 

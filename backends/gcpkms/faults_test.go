@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cardsign/cardsign/internal/testsupport"
-
 	"cloud.google.com/go/kms/apiv1/kmspb"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
 	"github.com/cardsign/cardsign/backends/internal/retry"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/cardsign/cardsign/internal/testsupport"
-
 	p11 "github.com/miekg/pkcs11"
 )
 
