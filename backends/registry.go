@@ -201,9 +201,28 @@ type UnknownSchemeError struct {
 }
 
 func (e *UnknownSchemeError) Error() string {
-	reg := "none"
-	if len(e.Registered) > 0 {
-		reg = strings.Join(e.Registered, ", ")
+	return fmt.Sprintf("backends: no backend for scheme %q (configured: %s)", e.Scheme, JoinOrNone(e.Registered))
+}
+
+// AsAny reports whether errors.As finds any of targets (each a pointer to
+// an error type, as errors.As takes) in err's chain. Backends return their
+// typed errors, which say what failed themselves, as they are rather than
+// wrap them in more context.
+func AsAny(err error, targets ...any) bool {
+	for _, target := range targets {
+		if errors.As(err, target) {
+			return true
+		}
 	}
-	return fmt.Sprintf("backends: no backend for scheme %q (configured: %s)", e.Scheme, reg)
+	return false
+}
+
+// JoinOrNone joins names with ", ", or is "none" for no names: how errors
+// list what is configured, allowed or present, so that an empty list still
+// reads as one.
+func JoinOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

@@ -3,14 +3,13 @@ package backends
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -38,15 +37,11 @@ func constant(b Backend, calls *int) Constructor {
 
 func newEC(t *testing.T) crypto.Signer {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
+	return testsupport.Key(t, jose.ES256)
 }
 
 func TestRegistry(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	r := NewRegistry()
 	calls := 0
 	if err := r.Add("test-reg", constant(fixedBackend{}, &calls), Config{}); err != nil {
@@ -175,7 +170,7 @@ func TestOpen(t *testing.T) {
 		{name: "windows path", uri: `c:\keys\k.pem`, errHas: `no backend for scheme "c"`},
 	}
 	for _, tt := range tests {
-		k, err := r.Open(context.Background(), tt.uri, tt.opts)
+		k, err := r.Open(t.Context(), tt.uri, tt.opts)
 		if tt.errIs == nil && tt.errHas == "" {
 			if err != nil {
 				t.Errorf("%s: Open: %v", tt.name, err)
@@ -205,7 +200,7 @@ func TestOpen(t *testing.T) {
 // TestAddBuilt: a backend the build has is added as it is; one it lacks is
 // added as Missing, its error saying how to rebuild this binary.
 func TestAddBuilt(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	r := NewRegistry()
 	built := func(context.Context, Config) (Backend, error) { return nil, errors.New("built constructor ran") }
 	if err := r.AddBuilt("cardsignd", "test-built", built, "", Config{}); err != nil {
@@ -220,5 +215,26 @@ func TestAddBuilt(t *testing.T) {
 	var nb *NotBuiltError
 	if _, err := r.Backend(ctx, "test-lacking"); !errors.As(err, &nb) || nb.How != "rebuild cardsignd without -tags notest" {
 		t.Errorf("a backend left out of the build: %v, want a NotBuiltError saying how to rebuild cardsignd", err)
+	}
+}
+
+func TestJoinOrNone(t *testing.T) {
+	for _, tt := range []struct {
+		names []string
+		want  string
+	}{{nil, "none"}, {[]string{"file"}, "file"}, {[]string{"file", "pkcs11"}, "file, pkcs11"}} {
+		if got := JoinOrNone(tt.names); got != tt.want {
+			t.Errorf("JoinOrNone(%q) = %q, want %q", tt.names, got, tt.want)
+		}
+	}
+}
+
+func TestAsAny(t *testing.T) {
+	err := fmt.Errorf("open: %w", &URIError{URI: "x:", Reason: "bad"})
+	if !AsAny(err, new(*NotBuiltError), new(*URIError)) {
+		t.Errorf("AsAny missed the wrapped *URIError in %v", err)
+	}
+	if AsAny(err, new(*NotBuiltError), new(*UnknownSchemeError)) || AsAny(err) {
+		t.Errorf("AsAny found a type %v does not hold", err)
 	}
 }

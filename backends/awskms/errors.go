@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/smithy-go"
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/internal/retry"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -156,15 +157,7 @@ func (e *UnavailableError) Error() string {
 }
 
 // Unwrap returns the last KMS error and the reason for stopping.
-func (e *UnavailableError) Unwrap() []error {
-	var errs []error
-	for _, err := range []error{e.Err, e.Reason} {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
+func (e *UnavailableError) Unwrap() []error { return retry.Causes(e.Err, e.Reason) }
 
 // Is makes every *UnavailableError match backends.ErrUnavailable.
 func (e *UnavailableError) Is(target error) bool { return target == backends.ErrUnavailable }
@@ -216,17 +209,8 @@ func kmsError(key string, err error) error {
 // credentials: the SDK's errors name operations, status codes and request
 // IDs, and KMS's messages name keys and principals.
 func (b *Backend) fail(what string, err error) error {
-	var (
-		nf  *KeyNotFoundError
-		ks  *KeyStateError
-		uns *UnsupportedKeyError
-		am  *AlgMismatchError
-		kid *KeyIDMismatchError
-		una *UnavailableError
-		big *MessageTooLargeError
-	)
-	if errors.As(err, &nf) || errors.As(err, &ks) || errors.As(err, &uns) || errors.As(err, &am) ||
-		errors.As(err, &kid) || errors.As(err, &una) || errors.As(err, &big) || what == "" {
+	if what == "" || backends.AsAny(err, new(*KeyNotFoundError), new(*KeyStateError), new(*UnsupportedKeyError),
+		new(*AlgMismatchError), new(*KeyIDMismatchError), new(*UnavailableError), new(*MessageTooLargeError)) {
 		return err
 	}
 	return fmt.Errorf("awskms: %s: %w", what, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -73,10 +74,7 @@ func keySpecsFor(alg jose.Alg) string {
 			out = append(out, string(spec))
 		}
 	}
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, ", ")
+	return backends.JoinOrNone(out)
 }
 
 // schemeFor returns how spec signs alg; alg "" picks the KeySpec's default.

@@ -4,7 +4,6 @@ package awskms
 
 import (
 	"bytes"
-	"context"
 	"crypto"
 	"io"
 	"log/slog"
@@ -48,7 +47,7 @@ func newEnv(t testing.TB, cfg Config, opts awskmsfake.Options) *env {
 		cfg.AWSConfig = staticAWSConfig()
 	}
 	cfg.Logger = newTestLogger(logs)
-	b, err := New(context.Background(), cfg)
+	b, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

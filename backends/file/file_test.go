@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,7 +101,7 @@ func TestOpenFormats(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeKey(t, dir, fmt.Sprintf("key-%d", i), tt.data, 0o600)
-			h, err := Backend{}.Open(context.Background(), "file:"+path)
+			h, err := Backend{}.Open(t.Context(), "file:"+path)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -115,7 +116,7 @@ func TestOpenFormats(t *testing.T) {
 			if alg == "" {
 				alg, _ = jose.DefaultAlg(h.Signer.Public())
 			}
-			if _, err := jose.Sign(context.Background(), h.Signer, alg, []byte("e30.e30")); err != nil {
+			if _, err := jose.Sign(t.Context(), h.Signer, alg, []byte("e30.e30")); err != nil {
 				t.Errorf("Sign: %v", err)
 			}
 		})
@@ -178,7 +179,7 @@ func TestOpenRefuses(t *testing.T) {
 	body := strings.Split(string(good), "\n")[1]
 	for i, tt := range tests {
 		path := writeKey(t, dir, fmt.Sprintf("key-%d", i), tt.data, tt.mode)
-		_, err := Backend{}.Open(context.Background(), "file:"+path)
+		_, err := Backend{}.Open(t.Context(), "file:"+path)
 		if err == nil {
 			t.Errorf("%s: Open succeeded", tt.name)
 			continue
@@ -197,20 +198,20 @@ func TestOpenRefuses(t *testing.T) {
 	}
 	var me *InsecureModeError
 	path := writeKey(t, dir, "insecure", good, 0o644)
-	if _, err := (Backend{}).Open(context.Background(), "file:"+path); !errors.As(err, &me) || me.Mode.Perm() != 0o644 {
+	if _, err := (Backend{}).Open(t.Context(), "file:"+path); !errors.As(err, &me) || me.Mode.Perm() != 0o644 {
 		t.Errorf("want *InsecureModeError with mode 0644, got %v", err)
 	}
 	// 0600 and stricter are fine.
 	for _, mode := range []os.FileMode{0o600, 0o400} {
 		path := writeKey(t, dir, fmt.Sprintf("ok-%o", mode), good, mode)
-		if _, err := (Backend{}).Open(context.Background(), "file:"+path); err != nil {
+		if _, err := (Backend{}).Open(t.Context(), "file:"+path); err != nil {
 			t.Errorf("mode %#o: %v", mode, err)
 		}
 	}
-	if _, err := (Backend{}).Open(context.Background(), "file:"+dir); err == nil || !strings.Contains(err.Error(), "regular") {
+	if _, err := (Backend{}).Open(t.Context(), "file:"+dir); err == nil || !strings.Contains(err.Error(), "regular") {
 		t.Errorf("directory: %v", err)
 	}
-	if _, err := (Backend{}).Open(context.Background(), "file:"+filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := (Backend{}).Open(t.Context(), "file:"+filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -246,9 +247,114 @@ func TestPath(t *testing.T) {
 }
 
 func TestOpenCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := (Backend{}).Open(ctx, "file:/nonexistent"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Open with cancelled ctx = %v", err)
+	}
+}
+
+// TestOpenMissingKeyFile: a key file that is not there matches the shared
+// sentinel backends.ErrKeyNotFound (and still fs.ErrNotExist), naming the
+// path.
+func TestOpenMissingKeyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gone.pem")
+	_, err := Backend{}.Open(t.Context(), "file:"+path)
+	var nf *KeyNotFoundError
+	if !errors.Is(err, backends.ErrKeyNotFound) || !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &nf) {
+		t.Fatalf("err %v, want a *KeyNotFoundError matching backends.ErrKeyNotFound and fs.ErrNotExist", err)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("err %v does not name %s", err, path)
+	}
+}
+
+func TestOpenRefusesSpecialFilesWithoutBlocking(t *testing.T) {
+	dir := t.TempDir()
+	fifo := testsupport.FIFO(t, filepath.Join(dir, "fifo"))
+	tests := []struct{ name, path, want string }{
+		{"FIFO nobody writes to", fifo, "not a regular file"},
+		{"character device", "/dev/zero", "not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := testsupport.Within(t, "Open("+tt.path+")", func() (backends.Handle, error) {
+				return Backend{}.Open(t.Context(), "file:"+tt.path)
+			})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.path) {
+				t.Fatalf("Open(%s) = %v; want an error naming the file and saying %q", tt.path, err, tt.want)
+			}
+		})
+	}
+}
+
+// secret stands for the content of a file the daemon can read but the
+// caller cannot: no error may show it.
+const secret = "TOPSECRET-VALUE-123"
+
+func TestErrorsNeverQuoteFileContent(t *testing.T) {
+	dir := t.TempDir()
+	p256 := ecKey(t, jose.ES256)
+	good := pkcs8(t, p256)
+	jwk, err := jose.MarshalPrivateJWK(p256, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// withMember replaces (or adds) one member of the good JWK.
+	withMember := func(name, raw string) []byte {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(jwk, &m); err != nil {
+			t.Fatal(err)
+		}
+		m[name] = json.RawMessage(raw)
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want string // what the error says instead
+	}{
+		{"PEM block type", pemOf(secret, []byte{1, 2, 3}), "unsupported PEM block type"},
+		{"second PEM block type", append(append([]byte{}, good...), pemOf(secret, []byte{1})...), "more than one PEM block"},
+		{"first PEM block type", append(pemOf(secret, []byte{1}), good...), "more than one PEM block"},
+		{"JWK kty", []byte(`{"kty":"` + secret + `","d":"AAAA"}`), "kty"},
+		{"JWK kty not a string", []byte(`{"kty":["` + secret + `"],"d":"AAAA"}`), "kty"},
+		{"JWK crv", withMember("crv", `"`+secret+`"`), "crv"},
+		{"JWK alg", withMember("alg", `"`+secret+`"`), "alg"},
+		{"JWK x", withMember("x", `"`+secret+`"`), "JWK"},
+		{"JWK d", withMember("d", `"`+secret+`"`), "JWK"},
+		{"JWK kid not a string", withMember("kid", `{"`+secret+`":1}`), "JWK"},
+		{"JWK member name", []byte(`{"kty":"EC","` + secret + `":1,"` + secret + `":2,"d":"AAAA"}`), "JWK"},
+		{"malformed JSON", []byte(`{"kty": ` + secret + `}`), "JSON"},
+		{"malformed JSON at the first byte of the value", []byte(`{"kty":"EC","d":"AAAA",` + secret + `}`), "JSON"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeKey(t, dir, fmt.Sprintf("key-%d", i), tt.data, 0o600)
+			_, err := Backend{}.Open(t.Context(), "file:"+path)
+			if err == nil {
+				t.Fatal("Open succeeded")
+			}
+			msg := err.Error()
+			t.Log(msg)
+			for _, leak := range []string{secret, "TOPSECRET", "VALUE-123", "'T'"} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("error quotes the file's content (%q): %s", leak, msg)
+				}
+			}
+			if !strings.Contains(msg, path) || !strings.Contains(msg, tt.want) {
+				t.Errorf("error %q should name the file and mention %q", msg, tt.want)
+			}
+		})
+	}
+	// Names from the fixed vocabulary may still be quoted: they tell the
+	// operator what the file is without revealing anything.
+	path := writeKey(t, dir, "public", pemOf("PUBLIC KEY", []byte{1}), 0o600)
+	if _, err := (Backend{}).Open(t.Context(), "file:"+path); err == nil || !strings.Contains(err.Error(), `"PUBLIC KEY"`) {
+		t.Errorf("public key PEM: %v", err)
 	}
 }

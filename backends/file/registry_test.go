@@ -1,7 +1,6 @@
 package file_test
 
 import (
-	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -33,7 +32,7 @@ func TestRegistryOpen(t *testing.T) {
 	if err := os.WriteFile(jwkPath, jwk, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rsaURI, err := mustLookupCreator(t).Create(context.Background(), backends.CreateRequest{Alg: jose.RS256, Name: filepath.Join(dir, "rsa.pem")})
+	rsaURI, err := mustLookupCreator(t).Create(t.Context(), backends.CreateRequest{Alg: jose.RS256, Name: filepath.Join(dir, "rsa.pem")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func TestRegistryOpen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k, err := newRegistry(t).Open(context.Background(), tt.uri, tt.opts)
+			k, err := newRegistry(t).Open(t.Context(), tt.uri, tt.opts)
 			if tt.mismatch {
 				var km *jose.KeyMismatchError
 				if !errors.As(err, &km) {
@@ -87,7 +86,7 @@ func TestRegistryOpen(t *testing.T) {
 			if j.Kid != k.KID || j.Alg != string(k.Alg) || j.Use != "sig" {
 				t.Errorf("JWK = %+v", j)
 			}
-			sig, err := jose.Sign(context.Background(), k.Signer, k.Alg, []byte("e30.e30"))
+			sig, err := jose.Sign(t.Context(), k.Signer, k.Alg, []byte("e30.e30"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +100,7 @@ func TestRegistryOpen(t *testing.T) {
 
 func mustLookupCreator(t *testing.T) backends.Creator {
 	t.Helper()
-	b, err := newRegistry(t).Backend(context.Background(), "file")
+	b, err := newRegistry(t).Backend(t.Context(), "file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,14 +115,14 @@ func TestRegistryErrors(t *testing.T) {
 	if s := newRegistry(t).Schemes(); !slices.Contains(s, "file") {
 		t.Fatalf("Schemes() = %v, want file", s)
 	}
-	_, err := newRegistry(t).Open(context.Background(), "gcpkms://projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1", backends.OpenOptions{})
+	_, err := newRegistry(t).Open(t.Context(), "gcpkms://projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1", backends.OpenOptions{})
 	var us *backends.UnknownSchemeError
 	if !errors.As(err, &us) || us.Scheme != "gcpkms" || !strings.Contains(err.Error(), "file") {
 		t.Errorf("unknown scheme: %v", err)
 	}
 	var ue *backends.URIError
 	for _, uri := range []string{"", "/etc/key.pem", "1file:/x", "file:", "file://host/x"} {
-		if _, err := newRegistry(t).Open(context.Background(), uri, backends.OpenOptions{}); !errors.As(err, &ue) {
+		if _, err := newRegistry(t).Open(t.Context(), uri, backends.OpenOptions{}); !errors.As(err, &ue) {
 			t.Errorf("Open(%q) = %v, want *backends.URIError", uri, err)
 		}
 	}
@@ -131,7 +130,7 @@ func TestRegistryErrors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "k")
 	os.WriteFile(path, []byte("x"), 0o644)
 	os.Chmod(path, 0o644)
-	if _, err := newRegistry(t).Open(context.Background(), "file:"+path, backends.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := newRegistry(t).Open(t.Context(), "file:"+path, backends.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("0644 key through the registry: %v", err)
 	}
 }

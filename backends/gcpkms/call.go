@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/internal/kmsstats"
 	"github.com/cardsign/cardsign/backends/internal/retry"
 )
@@ -137,13 +138,7 @@ func (b *Backend) permanent(o op, err error) error {
 	case codes.FailedPrecondition:
 		return &KeyStateError{Name: o.name, Err: err}
 	}
-	var (
-		ks *KeyStateError
-		nf *KeyNotFoundError
-		ua *UnsupportedAlgorithmError
-		ie *IntegrityError
-	)
-	if errors.As(err, &ks) || errors.As(err, &nf) || errors.As(err, &ua) || errors.As(err, &ie) {
+	if backends.AsAny(err, new(*KeyStateError), new(*KeyNotFoundError), new(*UnsupportedAlgorithmError), new(*IntegrityError)) {
 		return err
 	}
 	return fmt.Errorf("gcpkms: %s %s: %w", o.what, o.name, err)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
 	"github.com/cardsign/cardsign/backends/internal/retry"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 )
 
@@ -38,24 +38,13 @@ func TestThrottleBurst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Go(func() {
-			input := fmt.Appendf(nil, "eyJhbGciOiJFUzI1NiJ9.%d", i)
-			sig, err := jose.Sign(ctx, h.Signer, h.Alg, input)
-			if err == nil {
-				err = jose.Verify(h.Alg, pub, input, sig)
-			}
-			if err != nil {
-				errs <- fmt.Errorf("signature %d: %w", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
+	errs := testsupport.SignConcurrently(ctx, h.Signer, h.Alg, pub, n, func(i int) []byte {
+		return fmt.Appendf(nil, "eyJhbGciOiJFUzI1NiJ9.%d", i)
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
 	}
 	elapsed := time.Since(start)
 

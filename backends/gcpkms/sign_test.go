@@ -3,7 +3,6 @@
 package gcpkms
 
 import (
-	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -165,7 +164,7 @@ func TestRegistry(t *testing.T) {
 	if !errors.As(err, &km) {
 		t.Errorf("ES256 override on a P-384 key: %v", err)
 	}
-	if _, err := shared.registry.Open(context.Background(), Scheme+"://projects/p", backends.OpenOptions{}); !errors.As(err, new(*backends.URIError)) {
+	if _, err := shared.registry.Open(t.Context(), Scheme+"://projects/p", backends.OpenOptions{}); !errors.As(err, new(*backends.URIError)) {
 		t.Errorf("bad URI through the registry: %v", err)
 	}
 }

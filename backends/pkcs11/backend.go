@@ -118,13 +118,7 @@ func (b *Backend) Open(ctx context.Context, uri string) (backends.Handle, error)
 // wrapNamed adds "pkcs11: what: " to err unless it is one of the typed
 // errors, which name the token and key themselves.
 func wrapNamed(what string, err error) error {
-	var (
-		knf *KeyNotFoundError
-		uns *UnsupportedKeyError
-		pin *PINError
-		una *UnavailableError
-	)
-	if errors.As(err, &knf) || errors.As(err, &uns) || errors.As(err, &pin) || errors.As(err, &una) {
+	if backends.AsAny(err, new(*KeyNotFoundError), new(*UnsupportedKeyError), new(*PINError), new(*UnavailableError)) {
 		return err
 	}
 	return fmt.Errorf("pkcs11: %s: %w", what, err)

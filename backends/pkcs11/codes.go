@@ -4,6 +4,7 @@ package pkcs11
 
 import (
 	"errors"
+	"slices"
 
 	p11 "github.com/miekg/pkcs11"
 )
@@ -30,12 +31,8 @@ func deadSession(err error) bool {
 	if errors.Is(err, errStale) || errors.Is(err, errGone) || errors.Is(err, errDown) {
 		return true
 	}
-	var rv p11.Error
-	if !errors.As(err, &rv) {
-		return false
-	}
-	switch rv {
-	case p11.CKR_SESSION_HANDLE_INVALID,
+	return isCode(err,
+		p11.CKR_SESSION_HANDLE_INVALID,
 		p11.CKR_SESSION_CLOSED,
 		p11.CKR_OBJECT_HANDLE_INVALID,
 		p11.CKR_KEY_HANDLE_INVALID, // the key-handle twin of CKR_OBJECT_HANDLE_INVALID, from C_SignInit
@@ -43,10 +40,13 @@ func deadSession(err error) bool {
 		p11.CKR_DEVICE_ERROR,
 		p11.CKR_DEVICE_REMOVED,
 		p11.CKR_TOKEN_NOT_PRESENT,
-		p11.CKR_CRYPTOKI_NOT_INITIALIZED:
-		return true
-	}
-	return false
+		p11.CKR_CRYPTOKI_NOT_INITIALIZED)
+}
+
+// isCode reports whether err is a PKCS #11 error with one of codes.
+func isCode(err error, codes ...p11.Error) bool {
+	var rv p11.Error
+	return errors.As(err, &rv) && slices.Contains(codes, rv)
 }
 
 // unreachable reports whether a failure to re-open a token means the token
@@ -55,41 +55,17 @@ func deadSession(err error) bool {
 // sees a token again whose directory disappeared until it is re-initialized,
 // and network HSM modules often need the same to reconnect.
 func unreachable(err error) bool {
-	if deadSession(err) {
-		return true
-	}
 	var nf *TokenNotFoundError
-	if errors.As(err, &nf) {
-		return true
-	}
-	var rv p11.Error
-	if !errors.As(err, &rv) {
-		return false
-	}
-	switch rv {
-	case p11.CKR_GENERAL_ERROR,
-		p11.CKR_FUNCTION_FAILED,
-		p11.CKR_SLOT_ID_INVALID,
-		p11.CKR_TOKEN_NOT_RECOGNIZED:
-		return true
-	}
-	return false
+	return deadSession(err) || errors.As(err, &nf) ||
+		isCode(err, p11.CKR_GENERAL_ERROR, p11.CKR_FUNCTION_FAILED, p11.CKR_SLOT_ID_INVALID, p11.CKR_TOKEN_NOT_RECOGNIZED)
 }
 
 // pinRefused reports whether a C_Login error is about the PIN itself. These
 // are never retried automatically: each try may count towards the token's
 // lock-out.
 func pinRefused(err error) bool {
-	var rv p11.Error
-	if !errors.As(err, &rv) {
-		return false
-	}
-	switch rv {
-	case p11.CKR_PIN_INCORRECT, p11.CKR_PIN_INVALID, p11.CKR_PIN_LEN_RANGE,
-		p11.CKR_PIN_EXPIRED, p11.CKR_PIN_LOCKED:
-		return true
-	}
-	return false
+	return isCode(err, p11.CKR_PIN_INCORRECT, p11.CKR_PIN_INVALID, p11.CKR_PIN_LEN_RANGE,
+		p11.CKR_PIN_EXPIRED, p11.CKR_PIN_LOCKED)
 }
 
 // pinReason words a pinRefused error for a *PINError.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 func TestConfig(t *testing.T) {
@@ -25,14 +27,7 @@ func TestConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		b, err := New(tt.cfg)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%s: New error %v, want %q", tt.name, err, tt.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", tt.name, err)
+		if !testsupport.CheckErr(t, tt.name, err, tt.err) {
 			continue
 		}
 		if b.cfg.PoolSize != tt.poolSize || b.log == nil {

@@ -5,7 +5,6 @@ package pkcs11
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cardsign/cardsign/backends"
 )
@@ -27,10 +26,7 @@ type ModuleNotAllowedError struct {
 }
 
 func (e *ModuleNotAllowedError) Error() string {
-	allowed := "none"
-	if len(e.Allowed) > 0 {
-		allowed = strings.Join(e.Allowed, ", ")
-	}
+	allowed := backends.JoinOrNone(e.Allowed)
 	setting := "the allowed modules"
 	if e.Setting != "" {
 		setting = e.Setting
@@ -59,11 +55,7 @@ type TokenNotFoundError struct {
 }
 
 func (e *TokenNotFoundError) Error() string {
-	present := "none"
-	if len(e.Present) > 0 {
-		present = strings.Join(e.Present, ", ")
-	}
-	return fmt.Sprintf("pkcs11: no token matching %s in module %s (present: %s)", e.Want, e.Module, present)
+	return fmt.Sprintf("pkcs11: no token matching %s in module %s (present: %s)", e.Want, e.Module, backends.JoinOrNone(e.Present))
 }
 
 // PINError reports a PIN the token refused (wrong, locked, expired) or a

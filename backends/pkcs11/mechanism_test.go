@@ -9,9 +9,9 @@ import (
 	"crypto/rsa"
 	"encoding/asn1"
 	"math/big"
-	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	p11 "github.com/miekg/pkcs11"
 )
 
@@ -76,14 +76,7 @@ func TestMechanism(t *testing.T) {
 	}
 	for _, tt := range tests {
 		op, err := mechanism(tt.kind, tt.allowed, tt.digest, tt.opts)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%s: err %v, want %q", tt.name, err, tt.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", tt.name, err)
+		if !testsupport.CheckErr(t, tt.name, err, tt.err) {
 			continue
 		}
 		if op.mech.Mechanism != tt.mech || len(op.data) != tt.dataLen || !bytes.Equal(op.mech.Parameter, tt.params) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/secretfile"
 )
 
@@ -80,11 +81,8 @@ type PINSourceNotAllowedError struct {
 }
 
 func (e *PINSourceNotAllowedError) Error() string {
-	allowed := "none"
-	if len(e.Allowed) > 0 {
-		allowed = strings.Join(e.Allowed, ", ")
-	}
-	return fmt.Sprintf("pin-source %s is outside the allowed pin-source directories (allowed: %s); put the PIN file in one of them, or add its directory to pkcs11.pin_source_dirs", e.Path, allowed)
+	return fmt.Sprintf("pin-source %s is outside the allowed pin-source directories (allowed: %s); put the PIN file in one of them, or add its directory to pkcs11.pin_source_dirs",
+		e.Path, backends.JoinOrNone(e.Allowed))
 }
 
 // pinSourcePath is the absolute file path a pin-source names (a path or a

@@ -6,44 +6,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
-// readPINWithin runs readPINSource in a goroutine and fails the test,
-// instead of hanging it, when it does not return within 10s.
+// readPINWithin runs readPINSource, failing the test instead of hanging it
+// when it blocks.
 func readPINWithin(t *testing.T, src string, dirs []string) (string, error) {
 	t.Helper()
-	type res struct {
-		pin string
-		err error
-	}
-	done := make(chan res, 1)
-	go func() {
-		pin, err := readPINSource(src, dirs)
-		done <- res{pin, err}
-	}()
-	select {
-	case r := <-done:
-		return r.pin, r.err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("readPINSource(%s) did not return within 10s", src)
-		return "", nil
-	}
+	return testsupport.Within(t, "readPINSource("+src+")", func() (string, error) { return readPINSource(src, dirs) })
 }
 
 func TestPINSourceFIFO(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "pin")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { // release a reader stuck in open(2)
-		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-	})
+	fifo := testsupport.FIFO(t, filepath.Join(dir, "pin"))
 	_, err := readPINWithin(t, fifo, []string{dir})
 	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("FIFO pin-source: %v", err)
@@ -132,6 +109,50 @@ func TestCheckURI(t *testing.T) {
 		err := b.CheckURI(tc.uri)
 		if (err != nil) != (tc.refused != "") || (err != nil && !strings.Contains(err.Error(), tc.refused)) {
 			t.Errorf("CheckURI(%s) = %v, want an error naming %q", tc.uri, err, tc.refused)
+		}
+	}
+}
+
+func TestReadPINSource(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lf := write("lf", "1234\n")
+	tests := []struct {
+		name, src, want, err string
+	}{
+		{"newline dropped", lf, "1234", ""},
+		{"file: URI", "file:" + lf, "1234", ""},
+		{"file:// URI", "file://" + lf, "1234", ""},
+		{"CRLF dropped", write("crlf", "1234\r\n"), "1234", ""},
+		{"no newline", write("plain", "1234"), "1234", ""},
+		{"only one newline dropped", write("two", "1234\n\n"), "1234\n", ""},
+		{"spaces kept", write("spaces", " 12 34 \n"), " 12 34 ", ""},
+		{"empty", write("empty", "\n"), "", "is empty"},
+		{"too big", write("big", strings.Repeat("x", maxPINFile+1)), "", "over 1024 bytes"},
+		{"missing", filepath.Join(dir, "nope"), "", "no such file"},
+		{"relative", "pin.txt", "", "not absolute"},
+		{"other scheme", "https://vault/pin", "", `scheme "https"`},
+		{"remote host", "file://host/etc/pin", "", "with a host"},
+	}
+	for _, tt := range tests {
+		got, err := readPINSource(tt.src, []string{dir})
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: readPINSource = %q, %v; want error %q", tt.name, got, err, tt.err)
+			}
+			if err != nil && strings.Contains(err.Error(), "xxxx") {
+				t.Errorf("%s: error shows the file content", tt.name)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s: readPINSource = %q, %v; want %q", tt.name, got, err, tt.want)
 		}
 	}
 }

@@ -6,13 +6,12 @@ import (
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/asn1"
 	"math/big"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	p11 "github.com/miekg/pkcs11"
 )
@@ -56,7 +55,7 @@ func TestCurveParams(t *testing.T) {
 }
 
 func TestECPoint(t *testing.T) {
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	k := testsupport.Key(t, jose.ES256).(*ecdsa.PrivateKey)
 	raw, _ := k.PublicKey.Bytes()
 	wrapped := mustDER(t, raw, "")
 	offCurve := bytes.Clone(raw)
@@ -109,9 +108,7 @@ func TestRSAPublic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := rsaPublic(tt.n, tt.e)
-		if (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
-			t.Errorf("%s: rsaPublic error %v, want %q", tt.name, err, tt.err)
-		}
+		testsupport.CheckErr(t, tt.name+": rsaPublic", err, tt.err)
 	}
 }
 

@@ -107,34 +107,26 @@ func (s *Server) Close() error { return s.srv.Close() }
 
 // SetLatency delays every answer by d (requests the client gives up on end
 // early).
-func (s *Server) SetLatency(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latency = d
-}
+func (s *Server) SetLatency(d time.Duration) { setLocked(s, &s.latency, d) }
 
 // SetThrottleRate makes each request fail with ThrottlingException with
 // probability p (0 to 1).
-func (s *Server) SetThrottleRate(p float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.throttleRate = min(max(p, 0), 1)
-}
+func (s *Server) SetThrottleRate(p float64) { setLocked(s, &s.throttleRate, min(max(p, 0), 1)) }
 
 // SetUnavailable makes the next n requests fail with HTTP 503 and
 // KMSInternalException.
-func (s *Server) SetUnavailable(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.unavailable = n
-}
+func (s *Server) SetUnavailable(n int) { setLocked(s, &s.unavailable, n) }
 
 // SetWrongKeyID makes Sign and GetPublicKey answer with another key's ARN
 // (the signature itself is still made with the right key).
-func (s *Server) SetWrongKeyID(on bool) {
+func (s *Server) SetWrongKeyID(on bool) { setLocked(s, &s.wrongKeyID, on) }
+
+// setLocked sets one of s's fault settings under s.mu, which every request
+// holds while it reads them.
+func setLocked[T any](s *Server, field *T, v T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.wrongKeyID = on
+	*field = v
 }
 
 // Calls returns how many requests for op (e.g. "Sign") arrived with a valid

@@ -140,9 +140,13 @@ func (e *GaveUpError) Error() string {
 
 // Unwrap returns the last error and the reason, each reachable with
 // errors.Is and errors.As.
-func (e *GaveUpError) Unwrap() []error {
+func (e *GaveUpError) Unwrap() []error { return Causes(e.Last, e.Reason) }
+
+// Causes is what the Unwrap of an error that gave up returns: the last
+// attempt's error and the reason for stopping, leaving out a nil one.
+func Causes(last, reason error) []error {
 	var errs []error
-	for _, err := range []error{e.Last, e.Reason} {
+	for _, err := range []error{last, reason} {
 		if err != nil {
 			errs = append(errs, err)
 		}
