@@ -5,13 +5,12 @@ package awskms
 import (
 	"context"
 	"crypto"
-	"crypto/rsa"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/internal/retry"
 	"github.com/cardsign/cardsign/jose"
 )
@@ -82,38 +81,14 @@ func (s *signer) SignContext(ctx context.Context, _ io.Reader, digest []byte, op
 	return out.Signature, nil
 }
 
-// checkInput refuses what the key cannot sign before asking KMS: a digest
-// of the wrong hash or size, PSS options on an RS256 key (or their absence
-// on a PS256 key), a PSS salt length KMS does not use, and Ed25519 input
-// over MaxRawMessage.
+// checkInput refuses what the key cannot sign before asking KMS
+// (backends.CheckSignerOpts), and Ed25519 input over MaxRawMessage.
 func (s *signer) checkInput(msg []byte, opts crypto.SignerOpts) error {
-	var h crypto.Hash
-	if opts != nil {
-		h = opts.HashFunc()
+	if err := backends.CheckSignerOpts(s.scheme.alg, msg, opts); err != nil {
+		return err
 	}
-	if s.scheme.alg == jose.EdDSA {
-		if h != 0 {
-			return fmt.Errorf("an Ed25519 key signs the message itself, not a %v digest", h)
-		}
-		if len(msg) > MaxRawMessage {
-			return &MessageTooLargeError{Key: s.arn, Size: len(msg), Limit: MaxRawMessage}
-		}
-		return nil
-	}
-	if h != s.scheme.hash {
-		return fmt.Errorf("%s key signs %v digests, not %v", s.scheme.alg, s.scheme.hash, h)
-	}
-	if len(msg) != h.Size() {
-		return fmt.Errorf("digest is %d bytes, want %d for %v", len(msg), h.Size(), h)
-	}
-	pss, isPSS := opts.(*rsa.PSSOptions)
-	switch {
-	case s.scheme.alg == jose.PS256 && !isPSS:
-		return errors.New("PS256 key: PKCS #1 v1.5 requested (open the key without ?alg=PS256 for RS256)")
-	case s.scheme.alg == jose.PS256 && pss.SaltLength != rsa.PSSSaltLengthEqualsHash && pss.SaltLength != h.Size():
-		return fmt.Errorf("AWS KMS RSASSA-PSS uses a salt as long as the hash (%d bytes), not %d", h.Size(), pss.SaltLength)
-	case s.scheme.alg != jose.PS256 && isPSS:
-		return fmt.Errorf("%s key: PSS requested (open an RSA key with ?alg=PS256 for PS256)", s.scheme.alg)
+	if s.scheme.alg == jose.EdDSA && len(msg) > MaxRawMessage {
+		return &MessageTooLargeError{Key: s.arn, Size: len(msg), Limit: MaxRawMessage}
 	}
 	return nil
 }

@@ -5,12 +5,11 @@ package gcpkms
 import (
 	"context"
 	"crypto"
-	"crypto/rsa"
-	"errors"
 	"fmt"
 	"io"
 
 	"cloud.google.com/go/kms/apiv1/kmspb"
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/internal/retry"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -43,7 +42,7 @@ func (s *signer) Sign(rand io.Reader, digest []byte, opts crypto.SignerOpts) ([]
 // IntegrityError). ctx bounds the rate-limit wait, every attempt and the
 // retries.
 func (s *signer) SignContext(ctx context.Context, _ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
-	if err := s.checkOpts(digest, opts); err != nil {
+	if err := backends.CheckSignerOpts(s.alg.jose, digest, opts); err != nil {
 		return nil, fmt.Errorf("gcpkms: sign with %s: %w", s.name, err)
 	}
 	req := &kmspb.AsymmetricSignRequest{Name: s.name}
@@ -69,39 +68,6 @@ func (s *signer) SignContext(ctx context.Context, _ io.Reader, digest []byte, op
 	}
 	s.b.stats.Signature()
 	return sig, nil
-}
-
-// checkOpts refuses a request the key version would sign differently:
-// another hash, a digest of the wrong size, PSS options for a PKCS#1 v1.5
-// key or the reverse, a salt length other than the digest's (Cloud KMS's
-// RSA-PSS salt), or Ed25519ph.
-func (s *signer) checkOpts(digest []byte, opts crypto.SignerOpts) error {
-	if opts == nil {
-		return errors.New("nil crypto.SignerOpts")
-	}
-	h := opts.HashFunc()
-	if h != s.alg.hash {
-		if s.alg.hash == 0 {
-			return fmt.Errorf("%s signs the message itself, not a %v digest", s.alg.jose, h)
-		}
-		return fmt.Errorf("%s signs a %v digest, not %v", s.alg.jose, s.alg.hash, h)
-	}
-	if h == 0 {
-		return nil
-	}
-	if len(digest) != h.Size() {
-		return fmt.Errorf("%v digest is %d bytes, want %d", h, len(digest), h.Size())
-	}
-	pss, isPSS := opts.(*rsa.PSSOptions)
-	switch {
-	case s.alg.pss && !isPSS:
-		return fmt.Errorf("%s needs *rsa.PSSOptions", s.alg.jose)
-	case !s.alg.pss && isPSS:
-		return fmt.Errorf("%s signs with PKCS#1 v1.5, not PSS", s.alg.jose)
-	case isPSS && pss.SaltLength != rsa.PSSSaltLengthEqualsHash && pss.SaltLength != h.Size():
-		return fmt.Errorf("salt length %d: Cloud KMS signs RSA-PSS with a %d-byte salt (the digest length)", pss.SaltLength, h.Size())
-	}
-	return nil
 }
 
 // checkSignature checks an AsymmetricSign response for version name; data
