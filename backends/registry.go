@@ -156,6 +156,21 @@ func Settings[T any](scheme string, cfg Config) (T, error) {
 	}
 }
 
+// Construct is the body of a backend's Constructor: it takes cfg.Settings
+// as the backend's own settings type C (the zero C when there are none)
+// and makes the backend with newBackend.
+func Construct[C any, B Backend](ctx context.Context, scheme string, cfg Config, newBackend func(context.Context, C) (B, error)) (Backend, error) {
+	c, err := Settings[C](scheme, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBackend(ctx, c)
+	if err != nil {
+		return nil, err // not b: a nil *T would make a non-nil Backend
+	}
+	return b, nil
+}
+
 // NotBuiltError is a scheme whose backend this binary was built without
 // (CGO_ENABLED=0 or a build tag such as nopkcs11).
 type NotBuiltError struct {

@@ -653,35 +653,23 @@ func TestConcurrentHandshakesDuringReload(t *testing.T) {
 	addr := serve(t, r.ServerConfig(tls.RequireAndVerifyClientCert))
 	ccfg := clientConfig(t, root, caA, "spiffe://example.org/load")
 
-	stop := make(chan struct{})
 	errs := make(chan error, 100)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				d := &net.Dialer{Timeout: 5 * time.Second}
-				conn, err := tls.DialWithDialer(d, "tcp", addr, ccfg)
-				if err != nil {
-					errs <- err
-					return
-				}
-				got := conn.ConnectionState().PeerCertificates[0].SerialNumber
-				conn.Close()
-				if got.Cmp(s1) != 0 && got.Cmp(s2) != 0 {
-					errs <- fmt.Errorf("unexpected serial %x", got)
-					return
-				}
-				_ = r.Leaf().NotAfter
-			}
-		}()
-	}
+	stop := testsupport.Hammer(2, func() bool {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		conn, err := tls.DialWithDialer(d, "tcp", addr, ccfg)
+		if err != nil {
+			errs <- err
+			return false
+		}
+		got := conn.ConnectionState().PeerCertificates[0].SerialNumber
+		conn.Close()
+		if got.Cmp(s1) != 0 && got.Cmp(s2) != 0 {
+			errs <- fmt.Errorf("unexpected serial %x", got)
+			return false
+		}
+		_ = r.Leaf().NotAfter
+		return true
+	})
 	for i := range 20 {
 		if i%2 == 0 {
 			sd.publish(cert2, key2, caA.CertPEM)
@@ -692,8 +680,7 @@ func TestConcurrentHandshakesDuringReload(t *testing.T) {
 			t.Errorf("reload %d = %v, %v", i, changed, err)
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	close(errs)
 	for err := range errs {
 		t.Error(err)

@@ -165,9 +165,5 @@ const NotBuilt = ""
 // Constructor builds this backend for a backends.Registry from a Config
 // whose Settings is a Config.
 func Constructor(ctx context.Context, cfg backends.Config) (backends.Backend, error) {
-	c, err := backends.Settings[Config](Scheme, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return New(ctx, c)
+	return backends.Construct(ctx, Scheme, cfg, New)
 }

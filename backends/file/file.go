@@ -21,12 +21,8 @@ const MaxFileSize = 64 << 10
 
 // Constructor builds a file backend for a backends.Registry from a Config
 // (nil settings: unrestricted, the CLI's backend in its user's own process).
-func Constructor(_ context.Context, cfg backends.Config) (backends.Backend, error) {
-	c, err := backends.Settings[Config](Scheme, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return New(c)
+func Constructor(ctx context.Context, cfg backends.Config) (backends.Backend, error) {
+	return backends.Construct(ctx, Scheme, cfg, func(_ context.Context, c Config) (Backend, error) { return New(c) })
 }
 
 // Backend opens and creates keys in local files. The zero value is ready

@@ -299,10 +299,6 @@ const NotBuilt = ""
 
 // Constructor builds this backend for a backends.Registry from a Config
 // whose Settings is a Config.
-func Constructor(_ context.Context, cfg backends.Config) (backends.Backend, error) {
-	c, err := backends.Settings[Config](Scheme, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return New(c)
+func Constructor(ctx context.Context, cfg backends.Config) (backends.Backend, error) {
+	return backends.Construct(ctx, Scheme, cfg, func(_ context.Context, c Config) (*Backend, error) { return New(c) })
 }

@@ -9,12 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	p11 "github.com/miekg/pkcs11"
 )
@@ -107,25 +107,15 @@ func TestRecoverSessionReset(t *testing.T) {
 	before := tok.reinits.Load()
 	var signed, failed atomic.Int64
 	var firstErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := sign(); err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				} else {
-					signed.Add(1)
-				}
-			}
-		})
-	}
+	stop := testsupport.Hammer(8, func() bool {
+		if err := sign(); err != nil {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, err)
+		} else {
+			signed.Add(1)
+		}
+		return true
+	})
 	const resets = 3
 	for i := range resets {
 		time.Sleep(minBackoff + 200*time.Millisecond)
@@ -138,8 +128,7 @@ func TestRecoverSessionReset(t *testing.T) {
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("under load: %d signatures, %d failures, %d re-initializations", signed.Load(), failed.Load(), tok.reinits.Load()-before)
 	if n := failed.Load(); n != 0 {
 		t.Errorf("%d signatures failed across the resets; first: %v", n, firstErr.Load())

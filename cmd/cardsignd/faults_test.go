@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // dialPlain is a plaintext connection to addr, closed when the test ends.
@@ -105,50 +106,37 @@ func noRateLimit(t testing.TB) []string {
 
 func bytes300k() []byte { return []byte(strings.Repeat("x", 300<<10)) }
 
-// signLoad signs from n goroutines until stop is closed and returns every
-// signature value a client received.
-func signLoad(t *testing.T, addr string, n int, stop <-chan struct{}) func() []string {
+// signLoad signs from n goroutines until the returned stop is called,
+// which returns every signature value a client received.
+func signLoad(t *testing.T, addr string, n int) (stop func() []string) {
 	c := dialDaemon(t, addr)
 	good := []byte(`{"name":"Load","description":"d","supportedInterfaces":[{"url":"https://a.example","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`)
 	var (
-		mu   sync.Mutex
-		got  []string
-		wg   sync.WaitGroup
-		done = make(chan struct{})
+		mu  sync.Mutex
+		got []string
 	)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-				res, err := c.SignCard(ctx, &pb.SignCardRequest{Card: good})
-				cancel()
-				if err != nil {
-					// After the kill or during shutdown calls fail: a client
-					// that got no answer holds no signature.
-					continue
-				}
-				var card struct{ Signatures []struct{ Signature string } }
-				if err := json.Unmarshal(res.GetSignedCard(), &card); err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				for _, s := range card.Signatures {
-					got = append(got, s.Signature)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(done) }()
-	return func() []string { <-done; return got }
+	stopLoad := testsupport.Hammer(n, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		res, err := c.SignCard(ctx, &pb.SignCardRequest{Card: good})
+		cancel()
+		if err != nil {
+			// After the kill or during shutdown calls fail: a client
+			// that got no answer holds no signature.
+			return true
+		}
+		var card struct{ Signatures []struct{ Signature string } }
+		if err := json.Unmarshal(res.GetSignedCard(), &card); err != nil {
+			t.Error(err)
+			return false
+		}
+		mu.Lock()
+		for _, s := range card.Signatures {
+			got = append(got, s.Signature)
+		}
+		mu.Unlock()
+		return true
+	})
+	return func() []string { stopLoad(); return got }
 }
 
 // auditedSignatures returns the signature of every audit record, after
@@ -173,12 +161,10 @@ func TestDaemonCrashKeepsEveryReturnedSignatureAudited(t *testing.T) {
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
 	d := startDaemon(t, data, noRateLimit(t)...)
-	stop := make(chan struct{})
-	received := signLoad(t, d.grpc, 16, stop)
+	received := signLoad(t, d.grpc, 16)
 	time.Sleep(1500 * time.Millisecond)
 	d.cmd.Process.Signal(syscall.SIGKILL) // kill -9 mid-load
 	<-d.exited
-	close(stop)
 	got := received()
 	if len(got) < 50 {
 		t.Fatalf("only %d signatures before the kill; the load did not run", len(got))
@@ -202,8 +188,7 @@ func TestDaemonGracefulShutdown(t *testing.T) {
 	// ones, with a large card, started just before the signal.
 	c := dialDaemon(t, d.grpc)
 	big := []byte(`{"name":"Big","description":"` + strings.Repeat("long text ", 20000) + `","supportedInterfaces":[{"url":"https://a.example","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"version":"1","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}]}`)
-	stop := make(chan struct{})
-	received := signLoad(t, d.grpc, 16, stop)
+	received := signLoad(t, d.grpc, 16)
 	time.Sleep(time.Second)
 	inflight := make(chan error, 8)
 	var started sync.WaitGroup
@@ -218,7 +203,6 @@ func TestDaemonGracefulShutdown(t *testing.T) {
 	started.Wait()
 	time.Sleep(20 * time.Millisecond) // let the calls reach the server
 	d.stop()                          // SIGTERM mid-load: exits 0 (checked by stop)
-	close(stop)
 	got := received()
 	ok := 0
 	for range 8 {

@@ -16,6 +16,7 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
 	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // kmsLifecycle drives a daemon whose keys live in a cloud KMS fake: the
@@ -47,7 +48,7 @@ func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri s
 	secondKID := rot[0]
 	out := filepath.Join(work, "card.json")
 	writeFile(t, out, mustCLI(t, work, "sign", "--server", srv, cardFile("security.json")).Stdout)
-	if k := sigKIDs(t, readFile(t, out)); len(k) != 2 || k[0] != firstKID || k[1] != secondKID {
+	if k := sigKIDs(t, testsupport.ReadFile(t, out)); len(k) != 2 || k[0] != firstKID || k[1] != secondKID {
 		t.Fatalf("during prepublication: signatures by %v, want [%s %s]", k, firstKID, secondKID)
 	}
 	mustCLI(t, work, "verify", "--all", "--jwks", d.jwksURL(), out)

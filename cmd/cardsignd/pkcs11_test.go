@@ -64,7 +64,7 @@ func TestDaemonPKCS11(t *testing.T) {
 		kid, uri := fields[0], fields[len(fields)-1]
 		out := filepath.Join(work, "card-"+alg+".json")
 		writeFile(t, out, mustCLI(t, work, "sign", "--server", d.grpc, cardFile("security.json")).Stdout)
-		if k := sigKIDs(t, readFile(t, out)); len(k) != 1 || k[0] != kid {
+		if k := sigKIDs(t, testsupport.ReadFile(t, out)); len(k) != 1 || k[0] != kid {
 			t.Fatalf("%s: card signed by %v, want the new token key %s", alg, k, kid)
 		}
 		mustCLI(t, work, "verify", "--jwks", d.jwksURL(), out)
@@ -107,15 +107,6 @@ func TestDaemonPKCS11(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("cardsign sign --key %s with a pin-source file: %v\n%s", lastURI, err, out)
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // checkNotExtractable reads the private key object named by a pkcs11: URI

@@ -65,20 +65,11 @@ func need(t *testing.T, tool, pkg string) string {
 	return path
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // shippedUnit is cardsignd.service with ExecStart pointing at the cardsignd
 // built for the test (verify wants the executable to exist).
 func shippedUnit(t *testing.T) string {
 	t.Helper()
-	unit := readFile(t, filepath.Join(here, "cardsignd.service"))
+	unit := testsupport.ReadFile(t, filepath.Join(here, "cardsignd.service"))
 	const execStart = "\nExecStart=/usr/bin/cardsignd "
 	if strings.Count(unit, execStart) != 1 {
 		t.Fatalf("cardsignd.service has no %q line", execStart)
@@ -149,7 +140,7 @@ func verify(t *testing.T, unitPath string) error {
 // executable or a broken drop-in does not.
 func TestSystemdUnitVerify(t *testing.T) {
 	unit := shippedUnit(t)
-	pkcs11 := readFile(t, filepath.Join(here, "cardsignd.service.d", "pkcs11.conf.example"))
+	pkcs11 := testsupport.ReadFile(t, filepath.Join(here, "cardsignd.service.d", "pkcs11.conf.example"))
 	// The drop-in with every optional line on.
 	pkcs11All := regexp.MustCompile(`(?m)^#((?:DeviceAllow|SupplementaryGroups|PrivateUsers|ReadWritePaths)=)`).ReplaceAllString(pkcs11, "$1")
 	if pkcs11All == pkcs11 {
@@ -236,7 +227,7 @@ func TestSystemdUnitSecurity(t *testing.T) {
 		t.Fatalf("exposure %.1f is above %.1f; open: %s", score, maxExposure, strings.Join(failed, ", "))
 	}
 
-	pkcs11 := readFile(t, filepath.Join(here, "cardsignd.service.d", "pkcs11.conf.example"))
+	pkcs11 := testsupport.ReadFile(t, filepath.Join(here, "cardsignd.service.d", "pkcs11.conf.example"))
 	withHSM, failed := exposure(t, writeUnit(t, unit, map[string]string{"pkcs11.conf": pkcs11}))
 	t.Logf("with pkcs11.conf: exposure %.1f; open: %s", withHSM, strings.Join(failed, ", "))
 	if withHSM > maxExposure {
@@ -369,8 +360,8 @@ func checkSettings(u unitFile, sysusers string) []string {
 // TestSystemdUnitSettings: every hardening setting is there with its value;
 // dropping or weakening one is caught.
 func TestSystemdUnitSettings(t *testing.T) {
-	unit := readFile(t, filepath.Join(here, "cardsignd.service"))
-	sysusers := readFile(t, filepath.Join(here, "cardsignd.sysusers"))
+	unit := testsupport.ReadFile(t, filepath.Join(here, "cardsignd.service"))
+	sysusers := testsupport.ReadFile(t, filepath.Join(here, "cardsignd.sysusers"))
 	if bad := checkSettings(parseUnit(unit), sysusers); len(bad) > 0 {
 		t.Fatalf("cardsignd.service:\n%s", strings.Join(bad, "\n"))
 	}
@@ -408,7 +399,7 @@ func TestSystemdSysusersTmpfiles(t *testing.T) {
 		t.Fatalf("systemd-sysusers: %v\n%s", err, out)
 	}
 	var uid, gid int
-	for line := range strings.SplitSeq(readFile(t, filepath.Join(root, "etc", "passwd")), "\n") {
+	for line := range strings.SplitSeq(testsupport.ReadFile(t, filepath.Join(root, "etc", "passwd")), "\n") {
 		f := strings.Split(line, ":")
 		if len(f) != 7 || f[0] != "cardsignd" {
 			continue
@@ -420,7 +411,7 @@ func TestSystemdSysusersTmpfiles(t *testing.T) {
 		}
 	}
 	if uid == 0 {
-		t.Fatalf("systemd-sysusers made no cardsignd user:\n%s", readFile(t, filepath.Join(root, "etc", "passwd")))
+		t.Fatalf("systemd-sysusers made no cardsignd user:\n%s", testsupport.ReadFile(t, filepath.Join(root, "etc", "passwd")))
 	}
 	if os.Geteuid() != 0 {
 		cantRun := t.Skipf
@@ -601,7 +592,7 @@ func parseTrace(t *testing.T, path string) traced {
 // @network-io must fail, so the check can.
 func TestSystemdSandboxCalls(t *testing.T) {
 	strace := need(t, "strace", "strace")
-	unit := parseUnit(readFile(t, filepath.Join(here, "cardsignd.service")))
+	unit := parseUnit(testsupport.ReadFile(t, filepath.Join(here, "cardsignd.service")))
 	work, err := os.MkdirTemp("", "cardsignd-sandbox-")
 	if err != nil {
 		t.Fatal(err)

@@ -125,3 +125,14 @@ func WriteFileMode(t testing.TB, path, data string, mode os.FileMode) string {
 	}
 	return path
 }
+
+// ReadFile returns the file at path as a string, failing t if it cannot be
+// read.
+func ReadFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
