@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -239,9 +238,7 @@ func defaultHolder() string {
 	if err != nil || host == "" {
 		host = "cardsignd"
 	}
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:]) // crypto/rand.Read does not fail
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(rnd[:]))
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text())
 }
 
 // held returns the lease when this process holds it with time to spare,

@@ -3,7 +3,6 @@ package grpcapi
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,11 +50,8 @@ func requestID(ctx context.Context) string         { return server.CallOf(ctx).R
 func caller(ctx context.Context) string            { return server.CallOf(ctx).Caller }
 func identity(ctx context.Context) access.Identity { return server.CallOf(ctx).Identity }
 
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// newRequestID is a random request id (128 bits, base32).
+func newRequestID() string { return rand.Text() }
 
 // methodRoles says which roles may call each method; a caller needs one of
 // them. A method missing here is refused to everyone when authentication is
