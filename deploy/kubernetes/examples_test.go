@@ -89,11 +89,7 @@ func TestCertificateExample(t *testing.T) {
 		t.Errorf("usages %q: want server auth", c.Spec.Usages)
 	}
 	for _, k := range kustomizations {
-		m := buildAndDecode(t, k.dir)
-		w, err := m.workload()
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, w := buildWorkload(t, k.dir)
 		for _, field := range []string{"tls.cert_file", "tls.key_file"} {
 			f, ok := w.fs.files[lookup(w.cfg.tree, field, "")]
 			if !ok || f.src.kind != "secret" || f.src.name != c.Spec.SecretName {
@@ -131,11 +127,7 @@ func TestIngressExample(t *testing.T) {
 	if ing.Annotations["nginx.ingress.kubernetes.io/backend-protocol"] != "HTTPS" {
 		t.Error("the backend speaks HTTPS only: nginx.ingress.kubernetes.io/backend-protocol: HTTPS")
 	}
-	m := buildAndDecode(t, "base")
-	w, err := m.workload()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, w := buildWorkload(t, "base")
 	var jwksPort string
 	for _, s := range m.services {
 		if s.Name == "cardsignd-jwks" {

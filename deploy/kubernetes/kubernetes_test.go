@@ -160,15 +160,22 @@ func buildAndDecode(t *testing.T, dir string) *manifests {
 	return m
 }
 
+// buildWorkload is buildAndDecode and the cardsignd workload it holds.
+func buildWorkload(t *testing.T, dir string) (*manifests, *workload) {
+	t.Helper()
+	m := buildAndDecode(t, dir)
+	w, err := m.workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, w
+}
+
 // TestManifests builds every kustomization and checks what it makes.
 func TestManifests(t *testing.T) {
 	for _, k := range kustomizations {
 		t.Run(k.dir, func(t *testing.T) {
-			m := buildAndDecode(t, k.dir)
-			w, err := m.workload()
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, w := buildWorkload(t, k.dir)
 			for _, p := range m.problems(k, w) {
 				t.Errorf("%s: %s", k.dir, p)
 			}
@@ -216,11 +223,7 @@ func TestCheckConfig(t *testing.T) {
 	bin := cardsigndBinary(t)
 	for _, k := range kustomizations {
 		t.Run(k.dir, func(t *testing.T) {
-			m := buildAndDecode(t, k.dir)
-			d, err := m.workload()
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, d := buildWorkload(t, k.dir)
 			res := checkConfig(t, bin, d)
 			if res.exit != 1 || len(res.problems) != 1 || !strings.Contains(res.problems[0], " store.url: cannot connect to ") || len(res.warnings) > 0 {
 				t.Fatalf("cardsignd --check-config: want exit 1 and exactly one problem, the connection at store.url (every other check passed), and no warning; got exit %d:\n%s", res.exit, res.output)
