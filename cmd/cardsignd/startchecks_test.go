@@ -69,15 +69,21 @@ func sameTree(t *testing.T, what string, before, after map[string]string) {
 	}
 }
 
-// takenPort is a loopback address another listener holds for the test.
-func takenPort(t *testing.T) string {
+// loopbackListener listens on a free loopback port until the test ends.
+func loopbackListener(t *testing.T) net.Listener {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return l.Addr().String()
+	return l
+}
+
+// takenPort is a loopback address another listener holds for the test.
+func takenPort(t *testing.T) string {
+	t.Helper()
+	return loopbackListener(t).Addr().String()
 }
 
 // A start refused because a port is taken leaves no data directory, no

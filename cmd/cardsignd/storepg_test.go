@@ -54,11 +54,8 @@ func noLeak(t *testing.T, what, out, secret string) {
 // closedPort is a loopback port nothing listens on.
 func closedPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := loopbackListener(t)
+	l.Close() // now, so that nothing listens
 	return l.Addr().(*net.TCPAddr).Port
 }
 
