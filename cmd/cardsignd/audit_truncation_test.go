@@ -1,14 +1,11 @@
 package main
 
 import (
-	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	_ "modernc.org/sqlite" // the driver the store uses
 )
 
 // TestAuditTruncationDetected: someone with write access to the database
@@ -59,7 +56,8 @@ func TestAuditTruncationDetected(t *testing.T) {
 		t.Fatalf("audit verify against a different head hash: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
-	deleteAuditFrom(t, filepath.Join(data, "cardsign.db"), 5)
+	// Records 5 on deleted behind the daemon's back.
+	tamperDB(t, data, `DROP TRIGGER IF EXISTS audit_no_delete`, `DELETE FROM audit WHERE seq >= 5`)
 
 	truncated := regexp.MustCompile(`audit log truncated: the published head is record 7 \(hash [0-9a-f]{64}\) but the log ends at record 4`)
 	for _, args := range [][]string{
@@ -85,25 +83,6 @@ func TestAuditTruncationDetected(t *testing.T) {
 		t.Fatalf("audit verify with records 5..7 missing: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	d.stop()
-}
-
-// deleteAuditFrom deletes the audit records with seq >= from behind the
-// daemon's back, dropping the append-only trigger first, as someone with
-// write access to the database file could.
-func deleteAuditFrom(t *testing.T, path string, from int64) {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := t.Context()
-	if _, err := db.ExecContext(ctx, `DROP TRIGGER IF EXISTS audit_no_delete`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `DELETE FROM audit WHERE seq >= ?`, from); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // payload decodes member name of a flattened JWS's payload into v.

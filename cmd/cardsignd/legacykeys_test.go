@@ -1,7 +1,6 @@
 package main
 
 import (
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -148,10 +147,7 @@ func TestErasedLegacyRevocation(t *testing.T) {
 // dataDir: kid and caller of each, in order.
 func baselines(t *testing.T, dataDir string) []string {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "cardsign.db")+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openStoreDB(t, dataDir)
 	defer db.Close()
 	rows, err := db.QueryContext(t.Context(), `SELECT kid, caller FROM audit WHERE outcome = 'key.baseline' ORDER BY seq`)
 	if err != nil {

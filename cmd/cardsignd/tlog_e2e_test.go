@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	_ "modernc.org/sqlite" // the driver the store uses: openStoreDB
+
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
@@ -154,16 +156,25 @@ func stripProofs(t *testing.T, card []byte) []byte {
 // as someone with write access to the file could.
 func tamperDB(t *testing.T, dataDir string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "cardsign.db")+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openStoreDB(t, dataDir)
 	defer db.Close()
 	for _, q := range stmts {
 		if _, err := db.ExecContext(t.Context(), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// openStoreDB opens the SQLite database of the daemon whose data directory
+// is dataDir, behind the daemon's back, as someone with write access to the
+// file could; the caller closes it.
+func openStoreDB(t *testing.T, dataDir string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "cardsign.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 // TestTransparencyLogTampering: a record, an entry or a stored tree hash
