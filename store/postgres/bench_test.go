@@ -9,6 +9,7 @@ import (
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/pgtest"
+	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/storetest"
 )
 
@@ -91,4 +92,20 @@ func BenchmarkAppendAudit(b *testing.B) {
 func BenchmarkBatcherCommit(b *testing.B) {
 	s := benchStore(b, benchCluster(b))
 	storetest.BenchBatcherCommit(b, s, record("r"))
+}
+
+// BenchmarkScale is storetest.BenchScale on PostgreSQL (a cluster of its
+// own, fsync on), with 1,000 records and with CARDSIGN_SCALE_RECORDS
+// (default 1,000,000). Run it once:
+//
+//	go test -run '^$' -bench Scale -benchtime 1x ./store/postgres/
+func BenchmarkScale(b *testing.B) {
+	c := benchCluster(b)
+	for _, n := range []int{1000, storetest.ScaleRecords(b)} {
+		url, err := c.NewDatabase(b.Context(), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		storetest.BenchScale(b, func(ctx context.Context) (store.Store, error) { return Open(ctx, Config{URL: url}) }, n)
+	}
 }
