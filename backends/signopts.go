@@ -22,9 +22,9 @@ func CheckSignerOpts(alg jose.Alg, digest []byte, opts crypto.SignerOpts) error 
 	h, want := opts.HashFunc(), alg.Hash()
 	switch {
 	case h != want && want == 0:
-		return fmt.Errorf("an %s key signs the message itself, not a %v digest", alg, h)
+		return fmt.Errorf("the %s key signs the message itself, not a %v digest", alg, h)
 	case h != want:
-		return fmt.Errorf("an %s key signs %v digests, not %v", alg, want, h)
+		return fmt.Errorf("the %s key signs %v digests, not %v", alg, want, h)
 	case h == 0:
 		return nil
 	case len(digest) != h.Size():
@@ -33,9 +33,9 @@ func CheckSignerOpts(alg jose.Alg, digest []byte, opts crypto.SignerOpts) error 
 	pss, isPSS := opts.(*rsa.PSSOptions)
 	switch {
 	case alg == jose.PS256 && !isPSS:
-		return errors.New("a PS256 key signs with RSA-PSS, but PKCS #1 v1.5 requested (pass *rsa.PSSOptions, or open the key without ?alg=PS256 for RS256)")
+		return errors.New("the PS256 key signs with RSA-PSS, but PKCS #1 v1.5 requested (pass *rsa.PSSOptions, or open the key without ?alg=PS256 for RS256)")
 	case alg != jose.PS256 && isPSS:
-		return fmt.Errorf("an %s key does not sign with RSA-PSS (open an RSA key with ?alg=PS256 for PS256)", alg)
+		return fmt.Errorf("the %s key does not sign with RSA-PSS (open an RSA key with ?alg=PS256 for PS256)", alg)
 	case isPSS && pss.SaltLength != rsa.PSSSaltLengthEqualsHash && pss.SaltLength != h.Size():
 		return fmt.Errorf("RSA-PSS salt length %d: the key signs with a salt as long as the hash (%d bytes)", pss.SaltLength, h.Size())
 	}

@@ -654,7 +654,7 @@ func TestConcurrentHandshakesDuringReload(t *testing.T) {
 	ccfg := clientConfig(t, root, caA, "spiffe://example.org/load")
 
 	errs := make(chan error, 100)
-	stop := testsupport.Hammer(2, func() bool {
+	stop := testsupport.Hammer(t, 2, func() bool {
 		d := &net.Dialer{Timeout: 5 * time.Second}
 		conn, err := tls.DialWithDialer(d, "tcp", addr, ccfg)
 		if err != nil {

@@ -60,7 +60,7 @@ func OpenKeys(ctx context.Context, cfg KeyConfig, open KeyOpener, log *slog.Logg
 			return nil, fmt.Errorf("log.keys[%d]: open %s: %w", i, name, err)
 		}
 		if _, ok := k.Public().(ed25519.PublicKey); !ok {
-			return nil, fmt.Errorf("log.keys[%d]: %s is not an Ed25519 key; the log signs checkpoints with Ed25519 (make one with `cardsign log key create`)", i, name)
+			return nil, fmt.Errorf("log.keys[%d]: %s holds a %T, not an Ed25519 key; the log signs checkpoints with Ed25519 (make one with `cardsign log key create`)", i, name, k.Public())
 		}
 		keys = append(keys, k)
 	}

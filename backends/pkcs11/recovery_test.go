@@ -107,7 +107,7 @@ func TestRecoverSessionReset(t *testing.T) {
 	before := tok.reinits.Load()
 	var signed, failed atomic.Int64
 	var firstErr atomic.Value
-	stop := testsupport.Hammer(8, func() bool {
+	stop := testsupport.Hammer(t, 8, func() bool {
 		if err := sign(); err != nil {
 			failed.Add(1)
 			firstErr.CompareAndSwap(nil, err)

@@ -640,7 +640,7 @@ func TestReplicas(t *testing.T) {
 			results []outcome
 			killed  bool
 		)
-		stopLoad := testsupport.Hammer(4, func() bool {
+		stopLoad := testsupport.Hammer(t, 4, func() bool {
 			mu.Lock()
 			after := killed
 			mu.Unlock()

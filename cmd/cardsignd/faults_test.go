@@ -115,7 +115,7 @@ func signLoad(t *testing.T, addr string, n int) (stop func() []string) {
 		mu  sync.Mutex
 		got []string
 	)
-	stopLoad := testsupport.Hammer(n, func() bool {
+	stopLoad := testsupport.Hammer(t, n, func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		res, err := c.SignCard(ctx, &pb.SignCardRequest{Card: good})
 		cancel()

@@ -10,10 +10,6 @@ import (
 	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
-// writeFile writes data to path with exactly perm (the umask does not
-// apply: the mode checks under test must see the mode the test names),
-// failing the test when it cannot.
-
 // loadValidated writes yml to c.yaml in a temporary directory, then loads
 // and validates it as the daemon does at start.
 func loadValidated(t *testing.T, yml string) (cfg Config, path string, err error) {

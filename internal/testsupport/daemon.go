@@ -53,8 +53,8 @@ func StartDaemon(t testing.TB, cmd *exec.Cmd, wait time.Duration) *Daemon {
 	})
 	ready := make(chan []string, 1)
 	go func() {
-		// The scanner reads to the end: an unread pipe would block the
-		// daemon's logging.
+		// Read to the end, even past a line too long for the scanner: an
+		// unread pipe would block the daemon's logging.
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
@@ -64,6 +64,7 @@ func StartDaemon(t testing.TB, cmd *exec.Cmd, wait time.Duration) *Daemon {
 				}
 			}
 		}
+		_, _ = io.Copy(io.Discard, pr)
 	}()
 	select {
 	case m := <-ready:

@@ -1,12 +1,15 @@
 package testsupport
 
-import "sync"
+import (
+	"sync"
+	"testing"
+)
 
 // Hammer starts n goroutines that each call op again and again, until op
 // returns false or the returned stop is called, and returns stop, which
-// waits for them. It is the load a test keeps up while it reloads, kills
-// or resets what op calls.
-func Hammer(n int, op func() bool) (stop func()) {
+// waits for them; a test that ends first (a failure) stops them too. It is
+// the load a test keeps up while it reloads, kills or resets what op calls.
+func Hammer(t testing.TB, n int, op func() bool) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for range n {
@@ -24,8 +27,10 @@ func Hammer(n int, op func() bool) (stop func()) {
 		})
 	}
 	var once sync.Once
-	return func() {
+	stop = func() {
 		once.Do(func() { close(done) })
 		wg.Wait()
 	}
+	t.Cleanup(stop)
+	return stop
 }
