@@ -499,8 +499,12 @@ func startBackground(ctx context.Context, auth *server.Authority, reloader *tlsr
 		bg.wg.Go(func() { reloader.Watch(bg.ctx) })
 	}
 	// SIGHUP is always caught: without TLS there is nothing to reload, but
-	// Go's default would end the process without draining it.
-	bg.wg.Go(func() { reloadOnHUP(bg.ctx, reloader, sd, log) })
+	// Go's default would end the process without draining it. Caught here,
+	// before the start is announced, not in the goroutine: a SIGHUP sent
+	// right after READY=1 must not find Go's default still in place.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	bg.wg.Go(func() { reloadOnHUP(bg.ctx, hup, reloader, sd, log) })
 	return bg
 }
 
@@ -660,9 +664,8 @@ func shutdown(bg *background, auth *server.Authority, gs *grpc.Server, hs *healt
 
 // reloadOnHUP reloads the TLS files at once on SIGHUP, for operators and
 // tools (cert-manager hooks) that would rather not wait for the next poll.
-func reloadOnHUP(ctx context.Context, r *tlsreload.Reloader, sd *sdnotify.Notifier, log *slog.Logger) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// hup is already subscribed to SIGHUP; it is unsubscribed on return.
+func reloadOnHUP(ctx context.Context, hup chan os.Signal, r *tlsreload.Reloader, sd *sdnotify.Notifier, log *slog.Logger) {
 	defer signal.Stop(hup)
 	for {
 		select {
