@@ -53,8 +53,17 @@ transparency < transparency/tlogclient, transparency/tlogserve;
 jose < jwks;
 jwks < jwks/jwksfetch, jwks/jwksserve;
 
+# The AI Catalog's documents: catalogs, entries, Trust Manifests, DID
+# documents; signing and verifying them under did-web-v1. No transport: the
+# verifier is handed a resolver and a fetcher.
+jose < aicatalog;
+
 # The signing library: prepare, sign, verify. No backend, store or transport.
 card, jwks, transparency < signer;
+
+# Verification that starts from a URL: safe HTTPS fetching, did:web
+# resolution, HTTP caching, trust policies (the Go API for A2A clients).
+aicatalog, signer, jwks/jwksfetch < webtrust;
 
 # Callers, signing policy, TLS material.
 card, glob < policy;
@@ -82,11 +91,12 @@ store/sqlrows, secretfile < store/sqlite, store/postgres;
 # document's publisher, the HTTP plumbing.
 signer, store, limits, jwks/jwksserve < registry;
 signer, store < server/revocations;
+aicatalog, registry < registry/catalog;
 access, limits, jwks, transparency, registry < server/httpapi;
 
 # The composition root: the authority over the rooms above; its gRPC
 # services sit on top of it.
-registry, server/revocations, server/httpapi, backends/file, policy,
+registry, registry/catalog, server/revocations, server/httpapi, backends/file, policy,
   transparency/tlogserve
   < server;
 server, ratelimit, api/cardsign/v1 < server/grpcapi;
@@ -107,7 +117,7 @@ server/grpcapi, internal/daemonconfig, internal/sdnotify,
   < daemon;
 
 # The binaries: flags and wiring.
-daemon, jwks/jwksfetch, transparency/tlogclient
+daemon, jwks/jwksfetch, transparency/tlogclient, webtrust
   < cmd/cardsignd, cmd/cardsign;
 
 # Test harnesses: imported by tests only.
@@ -124,7 +134,7 @@ server, store/sqlite < server/servertest;
 // httpFree are the packages whose dependencies (all of them, standard
 // library and third party too) must not include net/http: the signing
 // library and what it stands on.
-var httpFree = []string{"strictjson", "card", "jose", "audit", "jwks", "transparency", "signer", "pemkey", "glob"}
+var httpFree = []string{"strictjson", "card", "jose", "audit", "jwks", "transparency", "signer", "pemkey", "glob", "aicatalog"}
 
 // ownedImports are third-party packages that belong to one room: only the
 // packages below the given prefix import them (tests aside).
