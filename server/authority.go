@@ -17,6 +17,7 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
+	"github.com/cardsign/cardsign/registry/catalog"
 	"github.com/cardsign/cardsign/server/revocations"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/strictjson"
@@ -90,6 +91,9 @@ type Config struct {
 	// over HTTP; nil (tests) returns cards without proofs (the store keeps
 	// the tree either way).
 	Log *transparency.Signer
+	// Catalog is the organisation's AI Catalog and did:web DID (off when
+	// its Domain is empty).
+	Catalog catalog.Settings
 }
 
 // Authority is the signing authority. It orchestrates its parts: the

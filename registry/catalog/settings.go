@@ -1,0 +1,25 @@
+package catalog
+
+// Settings say what the organisation's catalog is (cardsignd's `catalog:`
+// configuration section, defaults applied). The catalog is off when Domain
+// is empty.
+type Settings struct {
+	// Domain is the organisation's root domain: the did:web DID
+	// (did:web:Domain) that signs, and the publisher of every urn:air
+	// identifier.
+	Domain string
+	// Namespace is the urn:air namespace of the agents' identifiers
+	// (urn:air:Domain:Namespace:AGENT).
+	Namespace string
+	// DisplayName is the catalog host's displayName; PublisherName each
+	// entry's publisher displayName.
+	DisplayName, PublisherName string
+	// BaseURL is where consumers reach the registry's card URLs (entries'
+	// url = BaseURL + "/agents/{id}/agent-card.json").
+	BaseURL string
+	// Inline puts each card in its entry as data instead of a url.
+	Inline bool
+}
+
+// Enabled reports whether a catalog is published.
+func (s Settings) Enabled() bool { return s.Domain != "" }
