@@ -57,7 +57,6 @@ const (
 	// Entries.
 	ReasonEntryInvalid        = "entry-invalid"
 	ReasonIdentifierDuplicate = "identifier-duplicate"
-	ReasonEntryRevoked        = "entry-revoked"
 	// The catalog root (Catalog Snapshot Coverage, the did:web Catalog Profile).
 	ReasonCatalogUnsigned       = "catalog-unsigned"
 	ReasonHostIdentifierMissing = "host-identifier-missing"

@@ -50,11 +50,6 @@ type Options struct {
 	// Limits bound the catalog parsed (zero: MaxCatalogBytes,
 	// MaxCatalogDepth); DID documents get their own (ParseDIDDocument).
 	Limits strictjson.Limits
-	// Revoked, when set, is asked about every entry whose publisher
-	// manifest verified, with the manifest and the artifact bytes (nil for
-	// an inline entry): a revoked entry is refused with entry-revoked and
-	// the reason it gives.
-	Revoked func(manifest strictjson.Value, artifact []byte) (reason string, revoked bool)
 }
 
 // Reason is one refusal: a stable code (for scripts) and what it is about.
@@ -252,12 +247,6 @@ func (v *verifier) entry(ctx context.Context, i int, e strictjson.Value, seen ma
 		tried++
 		res := v.manifest(ctx, e, m, mpath, want, &artifact, &fetched)
 		if res.Accepted {
-			if v.opts.Revoked != nil {
-				if why, revoked := v.opts.Revoked(m, artifact); revoked {
-					out.Reasons = append(out.Reasons, Reason{ReasonEntryRevoked, mpath + ": " + why})
-					continue
-				}
-			}
 			out.Result, out.Manifest = res, j
 			out.Reasons = nil
 			return out
