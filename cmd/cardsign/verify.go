@@ -65,7 +65,7 @@ type verifyOptions struct {
 
 // run checks the flags, reads the card, verifies it and reports.
 func (o *verifyOptions) run(ctx context.Context, in *call) int {
-	if len(in.pos) == 1 && strings.HasPrefix(strings.ToLower(in.pos[0]), "https://") {
+	if len(in.pos) == 1 && isURL(in.pos[0]) {
 		return o.runURL(ctx, in)
 	}
 	p, code, ok := o.check(in)

@@ -100,7 +100,7 @@ func (o *catalogVerify) run(ctx context.Context, in *call) int {
 	defer cancel()
 	src := in.pos[0]
 	var rep *webtrust.CatalogReport
-	if strings.HasPrefix(strings.ToLower(src), "https://") || strings.HasPrefix(strings.ToLower(src), "http://") {
+	if isURL(src) {
 		rep, err = cl.VerifyCatalog(ctx, src)
 	} else {
 		var data []byte
@@ -205,15 +205,20 @@ func (o *verifyOptions) runURL(ctx context.Context, in *call) int {
 		}
 		fmt.Fprintf(in.stdout, "card %s: trust rule %s (line %d): %s\n", escapeValue(res.URL), escapeValue(r.Host), r.Line, escapeText(anchor))
 	}
+	code := exitOK
 	if res.Verification != nil {
-		code := o.report(in.env, res.Verification)
-		if code != exitOK || res.Accepted() {
-			return code
-		}
+		code = o.report(in.env, res.Verification)
 	}
 	if !res.Accepted() {
 		fmt.Fprintf(in.stdout, "refused: %s\n", reasons(res.Reasons))
 		return exitFail
 	}
-	return exitOK
+	return code
+}
+
+// isURL reports whether a FILE|URL argument is an http(s) URL (plain http
+// is then refused with a reason, not read as a file name).
+func isURL(s string) bool {
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://")
 }
