@@ -113,10 +113,6 @@ func New(opts Options) (*Client, error) {
 // through other packages (jwksfetch).
 func (c *Client) HTTPClient() *http.Client { return c.fetch.client }
 
-// didAccept is what a did:web document may be served as; none of them is
-// processed as JSON-LD (no context is ever fetched).
-var didMediaTypes = []string{"application/did+json", "application/did+ld+json", "application/json"}
-
 // ResolveDID fetches the DID document of a root did:web DID from
 // https://DOMAIN/.well-known/did.json (aicatalog.Resolver).
 func (c *Client) ResolveDID(ctx context.Context, did string) ([]byte, error) {
@@ -129,19 +125,13 @@ func (c *Client) ResolveDID(ctx context.Context, did string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !contains(didMediaTypes, mt) {
-		return nil, fmt.Errorf("GET %s: served as %s, not a DID document media type (%s)", u, strictjson.QuoteForMessage(mt), strings.Join(didMediaTypes, ", "))
+	// What a did:web document may be served as; none of them is processed
+	// as JSON-LD (no context is ever fetched).
+	switch mt {
+	case "application/did+json", "application/did+ld+json", "application/json":
+		return body, nil
 	}
-	return body, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return nil, fmt.Errorf("GET %s: served as %s, not a DID document media type (application/did+json, application/did+ld+json, application/json)", u, strictjson.QuoteForMessage(mt))
 }
 
 // FetchArtifact fetches the exact bytes an entry's url serves

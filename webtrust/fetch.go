@@ -133,23 +133,12 @@ func (e *AddressError) Error() string {
 	return fmt.Sprintf("%s resolves to %s, a %s address: refused (safe fetching reaches public addresses only; map a host to a local address explicitly with --resolve)", e.Host, e.IP, e.Rule)
 }
 
-// metadata are cloud instance-metadata addresses, refused even where they
-// would otherwise count as public (fd00:ec2::254 is unique-local anyway).
-var metadata = [...]netip.Addr{
-	netip.MustParseAddr("169.254.169.254"),
-	netip.MustParseAddr("fd00:ec2::254"),
-	netip.MustParseAddr("100.100.100.200"),
-}
-
 // addressRule names why ip may not be dialed, or "" when it may.
 func addressRule(ip netip.Addr) string {
 	ip = ip.Unmap()
-	for _, m := range metadata {
-		if ip == m {
-			return "cloud-metadata"
-		}
-	}
 	switch {
+	case isMetadata(ip):
+		return "cloud-metadata"
 	case ip.IsLoopback():
 		return "loopback"
 	case ip.IsUnspecified():
@@ -162,7 +151,7 @@ func addressRule(ip netip.Addr) string {
 		return "unique-local"
 	case ip.IsPrivate():
 		return "private"
-	case sharedSpace.Contains(ip):
+	case ip.Is4() && ip.As4()[0] == 100 && ip.As4()[1]&0xc0 == 64:
 		return "shared (carrier-grade NAT)"
 	case ip.Is4() && ip.As4()[0] == 0:
 		return "this-network"
@@ -170,7 +159,16 @@ func addressRule(ip netip.Addr) string {
 	return ""
 }
 
-var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+// isMetadata reports a cloud instance-metadata address (AWS, GCP, Azure:
+// 169.254.169.254; AWS over IPv6: fd00:ec2::254; Alibaba: 100.100.100.200),
+// named apart from the ranges they fall in so the refusal says what it is.
+func isMetadata(ip netip.Addr) bool {
+	switch ip.String() {
+	case "169.254.169.254", "fd00:ec2::254", "100.100.100.200":
+		return true
+	}
+	return false
+}
 
 // fetchConfig is what safe fetching needs of the Options.
 type fetchConfig struct {

@@ -110,7 +110,7 @@ func TestCLIVerifyURL(t *testing.T) {
 			[]string{`refused: no-trust-rule: the trust policy has no rule for host "rogue.example"`}, ""},
 		{"no card there", []string{"--trust", trust, "https://gone.agents.example"}, exitUsage, nil, "HTTP status 404"},
 		{"no --trust", []string{"https://good.agents.example"}, exitUsage, nil, "needs --trust FILE"},
-		{"--jwks with a URL", []string{"--trust", trust, "--jwks", "x.json", "https://good.agents.example"}, exitUsage, nil, "--jwks is for a card file"},
+		{"--jwks with a URL", []string{"--trust", trust, "--jwks", "x.json", "https://good.agents.example"}, exitUsage, nil, "--jwks, --revocations, --log-key, --allow-jku and --profile are for a card file"},
 		{"unknown field in the policy", []string{"--trust", badTrust, "https://good.agents.example"}, exitUsage, nil, "bad.yaml:4: rules[0].trust_everything: unknown field"},
 		{"not https", []string{"--trust", trust, "http://good.agents.example"}, exitUsage, nil, "http://good.agents.example"},
 	} {

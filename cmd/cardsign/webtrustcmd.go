@@ -179,8 +179,8 @@ func (o *verifyOptions) runURL(ctx context.Context, in *call) int {
 	switch {
 	case o.web.trust == "":
 		return in.usageError("verify https://HOST needs --trust FILE: the trust policy says which keys HOST's card may be signed with")
-	case o.src != "":
-		return in.usageError("--jwks is for a card file; for https://HOST the trust policy names the keys")
+	case o.src != "" || o.revSrc != "" || o.logKey != "" || len(o.allow) > 0 || o.profile != "":
+		return in.usageError("--jwks, --revocations, --log-key, --allow-jku and --profile are for a card file; for https://HOST the trust policy names the keys, the revocation document and the log key")
 	case o.timeout <= 0 || o.maxTime <= 0:
 		return in.usageError("--timeout and --max-time must be positive durations such as 10s")
 	}
