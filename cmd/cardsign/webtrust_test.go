@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,11 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cardsign/cardsign/aicatalog"
 	"github.com/cardsign/cardsign/internal/testpki"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/webtrust"
 )
 
 // webSite is a TLS server with a certificate for names under a test CA,
@@ -155,5 +159,29 @@ func TestCLICatalogVerifyUsage(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit 2 and %q", r.Code, r.Stderr, tc.stderr)
 			}
 		})
+	}
+}
+
+func TestPrintCatalogReportEscapes(t *testing.T) {
+	issued := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	rep := &webtrust.CatalogReport{
+		Report: &aicatalog.Report{
+			Catalog: aicatalog.Result{Accepted: true, Signer: "did:web:a.example"},
+			Entries: []aicatalog.EntryResult{
+				{Index: 0, Identifier: "urn:air:a.example:a2a:x", Result: aicatalog.Result{Accepted: true, Signer: "did:web:a.example"}},
+				{Index: 1, Identifier: "urn:air:a.example:a2a:\x1b[2J", Result: aicatalog.Result{Reasons: []aicatalog.Reason{
+					{Code: "subject-identifier-mismatch", Detail: "subject \"\u202e\" is not the entry's"}, {Code: "expired", Detail: "line\nforged"}}}},
+			},
+		},
+		IssuedAt: issued, ExpiresAt: issued.Add(time.Hour),
+		Releases: []webtrust.Release{{IssuedAt: issued}, {}},
+	}
+	var out bytes.Buffer
+	code := printCatalogReport(env{stdout: &out, stderr: &out}, "https://a.example/c.json", rep)
+	want := "catalog https://a.example/c.json: accepted (signer did:web:a.example, issued 2026-11-28T10:00:00Z, expires 2026-11-28T11:00:00Z)\n" +
+		"entry[0] urn:air:a.example:a2a:x: accepted (signer did:web:a.example, issued 2026-11-28T10:00:00Z, expires -)\n" +
+		"entry[1] \"urn:air:a.example:a2a:\\x1b[2J\": refused: subject-identifier-mismatch: subject \"\\u202e\" is not the entry's; expired: line\\nforged\n"
+	if code != exitFail || out.String() != want {
+		t.Errorf("exit %d, output:\n%s\nwant:\n%s", code, out.String(), want)
 	}
 }

@@ -137,7 +137,7 @@ func printCatalogReport(e env, src string, rep *webtrust.CatalogReport) int {
 		if i < len(rep.Releases) {
 			rel = rep.Releases[i]
 		}
-		fmt.Fprintf(e.stdout, "entry[%d] %s: %s\n", en.Index, escapeValue(orDash(en.Identifier)), verdict(en.Result, rel.IssuedAt, rel.ExpiresAt))
+		fmt.Fprintf(e.stdout, "entry[%d] %s: %s\n", en.Index, orDash(en.Identifier), verdict(en.Result, rel.IssuedAt, rel.ExpiresAt))
 	}
 	if !rep.OK() {
 		return exitFail
