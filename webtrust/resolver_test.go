@@ -2,6 +2,7 @@ package webtrust
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -90,4 +91,42 @@ func TestDIDKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+func FuzzDIDKeys(f *testing.F) {
+	f.Add([]byte(`{"id":"did:web:a.example","verificationMethod":[{"id":"#k1","type":"JsonWebKey2020","controller":"did:web:a.example","publicKeyJwk":{"kty":"EC","crv":"P-256","x":"q8kKSY-aRUtNKnKFqhnsVt2i4DtIKc5pNdQrPhnBW00","y":"15F0eddIJShYEnudvW3vOb7SDowzRHwAzQsVVgnXjnM"}}],"assertionMethod":["#k1"]}`))
+	f.Add([]byte(`{"id":"did:web:a.example","assertionMethod":[{"id":"did:web:a.example#k","controller":"did:web:a.example","publicKeyJwk":{"kty":"EC","crv":"P-256","x":"","y":"","d":""}}]}`))
+	f.Add([]byte(`{"id":"did:web:a.example","assertionMethod":["#x",1,null,{}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		set, err := didKeys("did:web:a.example", data, strictjson.Limits{})
+		if err != nil {
+			return
+		}
+		for _, k := range set.Keys {
+			if k.Kty != "EC" || k.Crv != "P-256" || k.Kid == "" {
+				t.Fatalf("accepted %+v", k)
+			}
+			if _, err := k.PublicKey(); err != nil {
+				t.Fatalf("accepted an invalid key %+v: %v", k, err)
+			}
+		}
+	})
+}
+
+func FuzzParseResolve(f *testing.F) {
+	for _, s := range []string{"catalog.example:443:127.0.0.1:40123", "a:1:[::1]:2", "::::", "a:443:1.2.3.4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := ParseResolve(s)
+		if err != nil {
+			return
+		}
+		if e.Host == "" || checkPort(e.Port) != nil {
+			t.Fatalf("accepted %q as %+v", s, e)
+		}
+		if _, err := netip.ParseAddrPort(e.Addr); err != nil {
+			t.Fatalf("accepted %q with address %q: %v", s, e.Addr, err)
+		}
+	})
 }
