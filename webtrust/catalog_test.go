@@ -167,13 +167,13 @@ func TestVerifyCatalog(t *testing.T) {
 		}
 		for i, e := range rep.Entries {
 			rel := rep.Releases[i]
-			if e.Identifier != ids[i] || rel.Version != int64(i+1) || !rel.IssuedAt.Equal(now.Add(-time.Hour)) || !rel.ExpiresAt.Equal(now.Add(24*time.Hour)) ||
+			if e.Identifier != ids[i] || rel.Version != int64(i+1) || !e.IssuedAt.Equal(now.Add(-time.Hour)) || !e.ExpiresAt.Equal(now.Add(24*time.Hour)) ||
 				string(rel.CanonicalSHA256) != string(f.cardSums[i][:]) || rel.AgentID == "" {
 				t.Errorf("entry %d: %+v release %+v", i, e, rel)
 			}
 		}
-		if !rep.IssuedAt.Equal(now.Add(-time.Hour)) || rep.HostIdentifier != "did:web:catalog.example" {
-			t.Errorf("catalog signature times %v %v, host %q", rep.IssuedAt, rep.ExpiresAt, rep.HostIdentifier)
+		if !rep.Catalog.IssuedAt.Equal(now.Add(-time.Hour)) || rep.HostIdentifier != "did:web:catalog.example" {
+			t.Errorf("catalog signature times %v %v, host %q", rep.Catalog.IssuedAt, rep.Catalog.ExpiresAt, rep.HostIdentifier)
 		}
 	})
 	t.Run("without a policy", func(t *testing.T) {
@@ -251,8 +251,8 @@ func TestVerifyCatalog(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Apply(&CatalogReport{Report: &aicatalog.Report{Catalog: aicatalog.Result{Accepted: true},
-			Entries: []aicatalog.EntryResult{{Index: 0, Identifier: ids[1], Result: aicatalog.Result{Accepted: true}}}},
-			Releases: []Release{{IssuedAt: now, Version: 3, HasVersion: true}}})
+			Entries: []aicatalog.EntryResult{{Index: 0, Identifier: ids[1], Result: aicatalog.Result{Accepted: true, IssuedAt: now}}}},
+			Releases: []Release{{Version: 3, HasVersion: true}}})
 		rep, err := c.VerifyCatalog(t.Context(), catURL)
 		if err != nil {
 			t.Fatal(err)

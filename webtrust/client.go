@@ -41,13 +41,15 @@ const (
 	ReasonCardRevoked = "card-revoked"
 	// ReasonKeyRevoked: every signature of the card is by a revoked key.
 	ReasonKeyRevoked = "key-revoked"
-	// ReasonUnsigned: the card carries no signature.
-	ReasonUnsigned = "unsigned"
+	// ReasonUnsigned: the card carries no signature (aicatalog's code for
+	// an unsigned manifest).
+	ReasonUnsigned = aicatalog.ReasonUnsigned
 	// ReasonLogProofMissing: the rule requires a log proof and no
 	// signature with a proof verified.
 	ReasonLogProofMissing = "log-proof-missing"
-	// ReasonSignatureInvalid: no signature verifies with a trusted key.
-	ReasonSignatureInvalid = "signature-invalid"
+	// ReasonSignatureInvalid: no signature verifies with a trusted key
+	// (aicatalog's code for a signature that does not verify).
+	ReasonSignatureInvalid = aicatalog.ReasonSignatureInvalid
 	// ReasonRollback: a release older than one already accepted (State).
 	ReasonRollback = "rollback"
 )

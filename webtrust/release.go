@@ -3,7 +3,6 @@ package webtrust
 import (
 	"encoding/hex"
 	"strconv"
-	"time"
 
 	"github.com/cardsign/cardsign/aicatalog"
 	"github.com/cardsign/cardsign/strictjson"
@@ -16,82 +15,61 @@ import (
 const ReleaseExtension = "dev.cardsign.release"
 
 // CatalogReport is the outcome of VerifyCatalog: aicatalog's report (with
-// the trust policy's refusals added) and what the signatures state.
+// the trust policy's refusals added; each Result carries the times its
+// signature states) and the releases the accepted manifests state.
 type CatalogReport struct {
 	*aicatalog.Report
-	// HostIdentifier is the catalog's host.identifier; IssuedAt and
-	// ExpiresAt its signature's times (zero when absent).
-	HostIdentifier      string
-	IssuedAt, ExpiresAt time.Time
+	// HostIdentifier is the catalog's host.identifier.
+	HostIdentifier string
 	// Releases has one element per entry (index as in Entries).
 	Releases []Release
 }
 
-// Release is what the newest manifest by an entry's authenticated signer
-// states (zero values when the entry has no such manifest).
+// Release is what the ReleaseExtension of the manifest accepted for an
+// entry states (zero values when there is none).
 type Release struct {
-	IssuedAt, ExpiresAt time.Time
-	// From the ReleaseExtension, when the manifest carries it: the
-	// registry's agent id and version (HasVersion false: none) and the
-	// SHA-256 of the card's canonical bytes (nil: none).
+	// AgentID and Version (HasVersion false: none) are the registry's;
+	// CanonicalSHA256 (nil: none) the SHA-256 of the card's canonical
+	// bytes, as the revocation document lists revoked cards.
 	AgentID         string
 	Version         int64
 	HasVersion      bool
 	CanonicalSHA256 []byte
 }
 
-// readReleases reads the signature times of the catalog and of each
-// entry's manifests by its authenticated signer.
+// readReleases reads the catalog's host.identifier and the release each
+// accepted manifest states.
 func readReleases(data []byte, rep *aicatalog.Report, lim strictjson.Limits) (*CatalogReport, error) {
 	if rep == nil {
 		return nil, errNoReport
 	}
+	if lim == (strictjson.Limits{}) {
+		lim = strictjson.Limits{MaxBytes: aicatalog.MaxCatalogBytes, MaxDepth: aicatalog.MaxCatalogDepth}
+	}
 	out := &CatalogReport{Report: rep, Releases: make([]Release, len(rep.Entries))}
 	doc, err := strictjson.Parse(data, lim)
 	if err != nil {
-		return nil, err // aicatalog parsed it already: not reached
+		return nil, err // aicatalog read it already: not reached
 	}
 	if h, ok := doc.Get("host"); ok {
 		out.HostIdentifier, _, _ = h.GetString("identifier")
 	}
-	if sig, ok := doc.Get("signature"); ok {
-		out.IssuedAt, out.ExpiresAt = sigTimes(sig)
-	}
 	entries, _ := doc.Get("entries")
 	for i, er := range rep.Entries {
-		if er.Signer == "" || er.Index < 0 || er.Index >= len(entries.Arr) {
+		if !er.Accepted || er.Index < 0 || er.Index >= len(entries.Arr) {
 			continue
 		}
-		idx := er.Index
-		ms, _ := entries.Arr[idx].Get("trustManifests")
-		for _, m := range ms.Arr {
-			sig, _ := m.Get("signature")
-			if s, _, _ := sig.GetString("signer"); s != er.Signer {
-				continue
-			}
-			issued, expires := sigTimes(sig)
-			if !out.Releases[i].IssuedAt.IsZero() && !issued.After(out.Releases[i].IssuedAt) {
-				continue
-			}
-			out.Releases[i] = releaseOf(m, issued, expires)
+		ms, _ := entries.Arr[er.Index].Get("trustManifests")
+		if er.Manifest >= 0 && er.Manifest < len(ms.Arr) {
+			out.Releases[i] = releaseOf(ms.Arr[er.Manifest])
 		}
 	}
 	return out, nil
 }
 
-func sigTimes(sig strictjson.Value) (issued, expires time.Time) {
-	if s, ok, _ := sig.GetString("issuedAt"); ok {
-		issued, _ = time.Parse(time.RFC3339, s)
-	}
-	if s, ok, _ := sig.GetString("expiresAt"); ok {
-		expires, _ = time.Parse(time.RFC3339, s)
-	}
-	return issued, expires
-}
-
 // releaseOf reads a manifest's ReleaseExtension, if any.
-func releaseOf(m strictjson.Value, issued, expires time.Time) Release {
-	r := Release{IssuedAt: issued, ExpiresAt: expires}
+func releaseOf(m strictjson.Value) Release {
+	var r Release
 	ext, _ := m.Get("extensions")
 	rel, ok := ext.Get(ReleaseExtension)
 	if !ok {

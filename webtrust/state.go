@@ -85,7 +85,7 @@ func (s *State) Apply(r *CatalogReport) {
 	for i := range r.Entries {
 		e := &r.Entries[i]
 		rel := r.Releases[i]
-		if !e.Accepted || rel.IssuedAt.IsZero() {
+		if !e.Accepted || e.IssuedAt.IsZero() {
 			continue
 		}
 		old, had := s.entries[e.Identifier]
@@ -94,13 +94,13 @@ func (s *State) Apply(r *CatalogReport) {
 			case old.HasVersion && rel.HasVersion && rel.Version < old.Version:
 				refuse(&e.Result, ReasonRollback, fmt.Sprintf("release version %d, older than version %d accepted before", rel.Version, old.Version))
 				continue
-			case rel.IssuedAt.Before(old.IssuedAt):
+			case e.IssuedAt.Before(old.IssuedAt):
 				refuse(&e.Result, ReasonRollback, fmt.Sprintf("manifest issued at %s, older than the one issued at %s accepted before",
-					rel.IssuedAt.UTC().Format(time.RFC3339), old.IssuedAt.UTC().Format(time.RFC3339)))
+					e.IssuedAt.UTC().Format(time.RFC3339), old.IssuedAt.UTC().Format(time.RFC3339)))
 				continue
 			}
 		}
-		s.entries[e.Identifier] = Seen{IssuedAt: rel.IssuedAt, Version: rel.Version, HasVersion: rel.HasVersion}
+		s.entries[e.Identifier] = Seen{IssuedAt: e.IssuedAt, Version: rel.Version, HasVersion: rel.HasVersion}
 	}
 }
 

@@ -10,11 +10,19 @@ import (
 	"github.com/cardsign/cardsign/aicatalog"
 )
 
+// release is an accepted manifest's issuedAt and the version it states.
+type release struct {
+	issued  time.Time
+	version int64 // 0: none
+}
+
 // reportOf is a report of accepted entries, one per release.
-func reportOf(ids []string, rels []Release) *CatalogReport {
-	r := &CatalogReport{Report: &aicatalog.Report{Catalog: aicatalog.Result{Accepted: true}}, Releases: rels}
+func reportOf(ids []string, rels []release) *CatalogReport {
+	r := &CatalogReport{Report: &aicatalog.Report{Catalog: aicatalog.Result{Accepted: true}}}
 	for i, id := range ids {
-		r.Entries = append(r.Entries, aicatalog.EntryResult{Index: i, Identifier: id, Result: aicatalog.Result{Accepted: true, Signer: "did:web:a.example"}})
+		r.Entries = append(r.Entries, aicatalog.EntryResult{Index: i, Identifier: id,
+			Result: aicatalog.Result{Accepted: true, Signer: "did:web:a.example", IssuedAt: rels[i].issued}})
+		r.Releases = append(r.Releases, Release{Version: rels[i].version, HasVersion: rels[i].version != 0})
 	}
 	return r
 }
@@ -27,7 +35,7 @@ func TestStateRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := reportOf([]string{a, b}, []Release{{IssuedAt: t0, Version: 3, HasVersion: true}, {IssuedAt: t0}})
+	first := reportOf([]string{a, b}, []release{{t0, 3}, {issued: t0}})
 	s.Apply(first)
 	if !first.OK() {
 		t.Fatalf("first run refused: %+v", first.Entries)
@@ -45,22 +53,22 @@ func TestStateRollback(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		id   string
-		rel  Release
+		rel  release
 		want string // "" = accepted
 	}{
-		{"same release again", a, Release{IssuedAt: t0, Version: 3, HasVersion: true}, ""},
-		{"older version", a, Release{IssuedAt: t0.Add(time.Hour), Version: 2, HasVersion: true}, "release version 2, older than version 3"},
-		{"older manifest, same version", a, Release{IssuedAt: t0.Add(-time.Hour), Version: 3, HasVersion: true}, "issued at 2026-11-28T09:00:00Z, older than"},
-		{"older manifest, no version", b, Release{IssuedAt: t0.Add(-time.Second)}, "older than the one issued at 2026-11-28T10:00:00Z"},
-		{"newer manifest", b, Release{IssuedAt: t0.Add(time.Hour)}, ""},
-		{"unknown identifier", "urn:air:a.example:a2a:gamma", Release{IssuedAt: t0.Add(-48 * time.Hour)}, ""},
+		{"same release again", a, release{t0, 3}, ""},
+		{"older version", a, release{t0.Add(time.Hour), 2}, "release version 2, older than version 3"},
+		{"older manifest, same version", a, release{t0.Add(-time.Hour), 3}, "issued at 2026-11-28T09:00:00Z, older than"},
+		{"older manifest, no version", b, release{issued: t0.Add(-time.Second)}, "older than the one issued at 2026-11-28T10:00:00Z"},
+		{"newer manifest", b, release{issued: t0.Add(time.Hour)}, ""},
+		{"unknown identifier", "urn:air:a.example:a2a:gamma", release{issued: t0.Add(-48 * time.Hour)}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := LoadState(path) // as saved after the first run
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := reportOf([]string{tc.id}, []Release{tc.rel})
+			r := reportOf([]string{tc.id}, []release{tc.rel})
 			s.Apply(r)
 			e := r.Entries[0]
 			if tc.want == "" {
@@ -77,7 +85,7 @@ func TestStateRollback(t *testing.T) {
 
 	// A newer release is remembered; the older one is then a rollback.
 	s, _ = LoadState(path)
-	s.Apply(reportOf([]string{a}, []Release{{IssuedAt: t0.Add(time.Hour), Version: 4, HasVersion: true}}))
+	s.Apply(reportOf([]string{a}, []release{{t0.Add(time.Hour), 4}}))
 	if err := s.Save(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +93,13 @@ func TestStateRollback(t *testing.T) {
 	if seen, ok := s.Seen(a); !ok || seen.Version != 4 || !seen.IssuedAt.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("remembered %+v", seen)
 	}
-	r := reportOf([]string{a}, []Release{{IssuedAt: t0, Version: 3, HasVersion: true}})
+	r := reportOf([]string{a}, []release{{t0, 3}})
 	s.Apply(r)
 	if r.OK() {
 		t.Error("version 3 accepted after version 4")
 	}
 	// A refused entry is not remembered.
-	refused := reportOf([]string{b}, []Release{{IssuedAt: t0.Add(24 * time.Hour)}})
+	refused := reportOf([]string{b}, []release{{issued: t0.Add(24 * time.Hour)}})
 	refused.Entries[0].Accepted = false
 	s.Apply(refused)
 	if seen, _ := s.Seen(b); !seen.IssuedAt.Equal(t0) {

@@ -122,15 +122,7 @@ func TestCLICatalogVerify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s.serve.Store(tc.serve)
-			r := cardsign(t, dir, nil, append(append([]string{}, base...), tc.args...)...)
-			if r.Code != tc.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, tc.code, r.Stdout, r.Stderr)
-			}
-			for _, want := range tc.lines {
-				if !strings.Contains(r.Stdout, want) {
-					t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
-				}
-			}
+			runWanting(t, dir, base, tc.args, tc.code, tc.lines)
 		})
 	}
 	if st, err := os.Stat(state); err != nil || st.Mode().Perm() != 0o600 {

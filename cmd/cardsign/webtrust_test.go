@@ -49,6 +49,22 @@ func newWebSite(t *testing.T, h http.Handler, names ...string) webSite {
 	return w
 }
 
+// runWanting runs cardsign with base and args in dir and fails the test
+// unless it exits code with each of lines in its standard output.
+func runWanting(t *testing.T, dir string, base, args []string, code int, lines []string) result {
+	t.Helper()
+	r := cardsign(t, dir, nil, append(append([]string{}, base...), args...)...)
+	if r.Code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, code, r.Stdout, r.Stderr)
+	}
+	for _, want := range lines {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	return r
+}
+
 func TestCLIVerifyURL(t *testing.T) {
 	trusted, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -119,15 +135,7 @@ func TestCLIVerifyURL(t *testing.T) {
 		{"not https", []string{"--trust", trust, "http://good.agents.example"}, exitUsage, nil, "http://good.agents.example"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := cardsign(t, dir, nil, append(append([]string{}, base...), tc.args...)...)
-			if r.Code != tc.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, tc.code, r.Stdout, r.Stderr)
-			}
-			for _, want := range tc.stdout {
-				if !strings.Contains(r.Stdout, want) {
-					t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
-				}
-			}
+			r := runWanting(t, dir, base, tc.args, tc.code, tc.stdout)
 			if !strings.Contains(r.Stderr, tc.stderr) {
 				t.Errorf("stderr lacks %q:\n%s", tc.stderr, r.Stderr)
 			}
@@ -166,15 +174,14 @@ func TestPrintCatalogReportEscapes(t *testing.T) {
 	issued := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	rep := &webtrust.CatalogReport{
 		Report: &aicatalog.Report{
-			Catalog: aicatalog.Result{Accepted: true, Signer: "did:web:a.example"},
+			Catalog: aicatalog.Result{Accepted: true, Signer: "did:web:a.example", IssuedAt: issued, ExpiresAt: issued.Add(time.Hour)},
 			Entries: []aicatalog.EntryResult{
-				{Index: 0, Identifier: "urn:air:a.example:a2a:x", Result: aicatalog.Result{Accepted: true, Signer: "did:web:a.example"}},
+				{Index: 0, Identifier: "urn:air:a.example:a2a:x", Result: aicatalog.Result{Accepted: true, Signer: "did:web:a.example", IssuedAt: issued}},
 				{Index: 1, Identifier: "urn:air:a.example:a2a:\x1b[2J", Result: aicatalog.Result{Reasons: []aicatalog.Reason{
 					{Code: "subject-identifier-mismatch", Detail: "subject \"\u202e\" is not the entry's"}, {Code: "expired", Detail: "line\nforged"}}}},
 			},
 		},
-		IssuedAt: issued, ExpiresAt: issued.Add(time.Hour),
-		Releases: []webtrust.Release{{IssuedAt: issued}, {}},
+		Releases: []webtrust.Release{{}, {}},
 	}
 	var out bytes.Buffer
 	code := printCatalogReport(env{stdout: &out, stderr: &out}, "https://a.example/c.json", rep)

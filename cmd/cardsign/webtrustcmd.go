@@ -131,13 +131,9 @@ func (o *catalogVerify) run(ctx context.Context, in *call) int {
 // returns the exit code. Identifiers, signers and details come from the
 // document: escaped.
 func printCatalogReport(e env, src string, rep *webtrust.CatalogReport) int {
-	fmt.Fprintf(e.stdout, "catalog %s: %s\n", escapeValue(src), verdict(rep.Catalog, rep.IssuedAt, rep.ExpiresAt))
-	for i, en := range rep.Entries {
-		var rel webtrust.Release
-		if i < len(rep.Releases) {
-			rel = rep.Releases[i]
-		}
-		fmt.Fprintf(e.stdout, "entry[%d] %s: %s\n", en.Index, orDash(en.Identifier), verdict(en.Result, rel.IssuedAt, rel.ExpiresAt))
+	fmt.Fprintf(e.stdout, "catalog %s: %s\n", escapeValue(src), verdict(rep.Catalog))
+	for _, en := range rep.Entries {
+		fmt.Fprintf(e.stdout, "entry[%d] %s: %s\n", en.Index, orDash(en.Identifier), verdict(en.Result))
 	}
 	if !rep.OK() {
 		return exitFail
@@ -147,9 +143,9 @@ func printCatalogReport(e env, src string, rep *webtrust.CatalogReport) int {
 
 // verdict is "accepted (signer S, issued T, expires T)" or "refused: CODE:
 // detail; CODE: detail".
-func verdict(r aicatalog.Result, issued, expires time.Time) string {
+func verdict(r aicatalog.Result) string {
 	if r.Accepted {
-		return fmt.Sprintf("accepted (signer %s, issued %s, expires %s)", escapeValue(r.Signer), stamp(issued), stamp(expires))
+		return fmt.Sprintf("accepted (signer %s, issued %s, expires %s)", escapeValue(r.Signer), stamp(r.IssuedAt), stamp(r.ExpiresAt))
 	}
 	return "refused: " + reasons(r.Reasons)
 }
