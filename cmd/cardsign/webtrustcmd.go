@@ -17,6 +17,8 @@ import (
 type webFlags struct {
 	caFile, trust string
 	resolve       stringsFlag
+	// now is the verification instant (nil: the clock's).
+	now func() time.Time
 }
 
 func addWebFlags(fs *flag.FlagSet) *webFlags {
@@ -29,7 +31,7 @@ func addWebFlags(fs *flag.FlagSet) *webFlags {
 
 // client makes the webtrust client of the flags.
 func (w *webFlags) client(timeout, skew time.Duration) (*webtrust.Client, error) {
-	opts := webtrust.Options{CAFile: w.caFile, Resolve: w.resolve, Timeout: timeout, ClockSkew: skew}
+	opts := webtrust.Options{CAFile: w.caFile, Resolve: w.resolve, Timeout: timeout, ClockSkew: skew, Now: w.now}
 	if w.trust != "" {
 		p, err := webtrust.LoadPolicy(w.trust)
 		if err != nil {
@@ -44,7 +46,7 @@ func catalogCmd() command {
 	c := command{
 		name:    "catalog",
 		summary: "Verify an AI Catalog from its URL or a file: the catalog signature and every entry's Trust Manifest (did-web-v1); exit 0 all accepted, 1 any refusal, 2 on bad input.",
-		usage:   "verify [--ca-file F] [--resolve HOST:PORT:ADDR:TPORT] [--trust FILE] [--state FILE] [--timeout D] [--max-time D] [--clock-skew D] URL|FILE",
+		usage:   "verify [--ca-file F] [--resolve HOST:PORT:ADDR:TPORT] [--trust FILE] [--state FILE] [--timeout D] [--max-time D] [--clock-skew D] [--at TIME] URL|FILE",
 		example: "  cardsign catalog verify https://example.com/.well-known/ai-catalog.json\n" +
 			"  catalog https://example.com/.well-known/ai-catalog.json: accepted (signer did:web:example.com, issued 2026-11-28T10:00:00Z, expires 2026-11-29T10:00:00Z)\n" +
 			"  entry[0] urn:air:example.com:a2a:billing: accepted (signer did:web:example.com, issued 2026-11-28T10:00:00Z, expires 2026-11-29T10:00:00Z)\n" +
@@ -61,6 +63,7 @@ func catalogCmd() command {
 		fs.DurationVar(&o.timeout, "timeout", webtrust.DefaultTimeout, "timeout of each fetch (catalog, DID documents, artifacts)")
 		fs.DurationVar(&o.maxTime, "max-time", 2*time.Minute, "bound on the whole verification, fetches included")
 		fs.DurationVar(&o.skew, "clock-skew", time.Minute, "leeway on issuedAt and expiresAt")
+		fs.StringVar(&o.at, "at", "", "verify as of this instant (RFC 3339, e.g. 2026-12-01T00:00:00Z) instead of now: what a kept copy was worth then, or will be")
 		return o.run
 	}
 	return c
@@ -69,7 +72,7 @@ func catalogCmd() command {
 // catalogVerify is catalog verify's flags.
 type catalogVerify struct {
 	web                    *webFlags
-	state                  string
+	state, at              string
 	timeout, maxTime, skew time.Duration
 }
 
@@ -81,6 +84,13 @@ func (o *catalogVerify) run(ctx context.Context, in *call) int {
 		return in.usageError("--timeout and --max-time must be positive durations such as 10s")
 	case o.skew < 0 || o.skew > time.Hour:
 		return in.usageError("--clock-skew must be between 0s and 1h, got %s", o.skew)
+	}
+	if o.at != "" {
+		at, err := time.Parse(time.RFC3339, o.at)
+		if err != nil {
+			return in.usageError("--at %s is not an RFC 3339 instant such as 2026-12-01T00:00:00Z", escapeValue(o.at))
+		}
+		o.web.now = func() time.Time { return at }
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(in.stderr, "cardsign catalog verify: %s\n", escapeText(err.Error()))
