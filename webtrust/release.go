@@ -26,7 +26,8 @@ type CatalogReport struct {
 }
 
 // Release is what the ReleaseExtension of the manifest accepted for an
-// entry states (zero values when there is none).
+// entry states (zero values when there is none; for a refused entry, its
+// publisher's manifest's, not verified: use it only to refuse).
 type Release struct {
 	// AgentID and Version (HasVersion false: none) are the registry's;
 	// CanonicalSHA256 (nil: none) the SHA-256 of the card's canonical
@@ -38,7 +39,8 @@ type Release struct {
 }
 
 // readReleases reads the catalog's host.identifier and the release each
-// accepted manifest states.
+// entry's accepted manifest states (for a refused entry: its publisher's
+// manifest, unverified; see below).
 func readReleases(data []byte, rep *aicatalog.Report, lim strictjson.Limits) (*CatalogReport, error) {
 	if rep == nil {
 		return nil, errNoReport
@@ -56,12 +58,26 @@ func readReleases(data []byte, rep *aicatalog.Report, lim strictjson.Limits) (*C
 	}
 	entries, _ := doc.Get("entries")
 	for i, er := range rep.Entries {
-		if !er.Accepted || er.Index < 0 || er.Index >= len(entries.Arr) {
+		if er.Index < 0 || er.Index >= len(entries.Arr) {
 			continue
 		}
 		ms, _ := entries.Arr[er.Index].Get("trustManifests")
-		if er.Manifest >= 0 && er.Manifest < len(ms.Arr) {
+		if er.Accepted && er.Manifest >= 0 && er.Manifest < len(ms.Arr) {
 			out.Releases[i] = releaseOf(ms.Arr[er.Manifest])
+			continue
+		}
+		// A refused entry's release is read from its publisher's manifest
+		// all the same, so that the revocation document refuses it too: a
+		// copy of a revoked card's entry whose artifact is gone (410) says
+		// so. Only refusals come of it; the state keeps accepted ones only.
+		if p, ok := aicatalog.PublisherOf(er.Identifier); ok {
+			for _, m := range ms.Arr {
+				sig, _ := m.Get("signature")
+				if s, _, _ := sig.GetString("signer"); s == aicatalog.DID(p) {
+					out.Releases[i] = releaseOf(m)
+					break
+				}
+			}
 		}
 	}
 	return out, nil
