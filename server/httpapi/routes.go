@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/aicatalog"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/transparency"
@@ -37,6 +38,10 @@ type Routes struct {
 	// checkpoint and tiles (Log below the log's path prefix, which NewMux
 	// strips); both nil when the daemon keeps no log.
 	LogKeys, Log http.Handler
+	// DID serves the organisation's DID document (did:web) at
+	// aicatalog.DIDPath, public like the JWKS (a 404 when no catalog is
+	// configured).
+	DID http.Handler
 	// Ready serves /readyz (ready to sign) and DocumentsReady
 	// DocumentsReadyPath (ready to serve the documents).
 	Ready, DocumentsReady http.Handler
@@ -60,6 +65,7 @@ func NewMux(routes Routes, opts MuxOptions) *http.ServeMux {
 	mux.Handle("/metrics", RequireRole(opts.Auth, access.RoleAuditor, opts.AuthFailed, routes.Metrics))
 	mux.Handle(jwks.JWKSPath, routes.JWKS)
 	mux.Handle(jwks.RevocationsPath, routes.Revocations)
+	mux.Handle(aicatalog.DIDPath, routes.DID)
 	mux.Handle("GET "+registry.AgentCardPath, routes.AgentCard)
 	mux.Handle("GET "+registry.AgentLogSaltPath, routes.AgentLogSalt)
 	if routes.LogKeys != nil {
