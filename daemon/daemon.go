@@ -128,12 +128,6 @@ func Serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	setHealth(auth.Ready())
 
 	warnOpen(authn.Enabled(), reloader != nil, pol.Empty(), log)
-	log.Info("cardsignd ready",
-		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
-		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
-		"tls", reloader != nil, "authentication", authn.Enabled(),
-		"data_dir", cfg.DataDir, "database", database, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
-		"backends", strings.Join(reg.Schemes(), ","), "replica", auth.Replica())
 	if c := cfg.Catalog; c.Enabled() {
 		// Where this listener serves them; the organisation's web server
 		// routes https://DOMAIN's paths here (README).
@@ -141,6 +135,12 @@ func Serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		log.Info("AI Catalog on", "did", aicatalog.DID(c.Domain), "catalog", base+aicatalog.WellKnownPath,
 			"did_document", base+aicatalog.DIDPath, "public_url", "https://"+c.Domain+aicatalog.WellKnownPath)
 	}
+	log.Info("cardsignd ready",
+		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
+		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
+		"tls", reloader != nil, "authentication", authn.Enabled(),
+		"data_dir", cfg.DataDir, "database", database, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
+		"backends", strings.Join(reg.Schemes(), ","), "replica", auth.Replica())
 	sd.Ready(log, fmt.Sprintf("serving gRPC on %s, HTTP on %s", gl.Addr(), hl.Addr()))
 
 	serveErr := waitForStop(ctx, errc, log)
