@@ -14,10 +14,10 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
-// DocumentsReadyPath answers 200 while this replica serves the JWKS and
-// the revocation document, from the store or, while it is unreachable,
-// from the last read (within their validity); 503 when it cannot serve
-// one of them. It is the readiness of the public documents, apart from
+// DocumentsReadyPath answers 200 while this replica serves the JWKS, the
+// revocation document and, with a catalog, the DID document, from the store
+// or, while it is unreachable, from the last read (within their validity);
+// 503 when it cannot serve one of them. It is the readiness of the public documents, apart from
 // /readyz's readiness to sign: a load balancer in front of the documents
 // (the Kubernetes readinessProbe) keeps a replica whose database is down.
 const DocumentsReadyPath = "/readyz/documents"
