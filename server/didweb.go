@@ -51,7 +51,9 @@ func (d *documents) didBody(now time.Time, recs []jwks.KeyRecord) ([]byte, error
 			continue
 		}
 		if err := aicatalog.CheckFragment(v.KID); err != nil {
-			d.log.Warn("DID document: key left out: its kid cannot be a DID URL fragment; the catalog cannot be signed with it", "kid", v.KID, "err", err)
+			// Debug: the document is rendered again at every re-read of
+			// the key records (each second under traffic).
+			d.log.Debug("DID document: key left out: its kid cannot be a DID URL fragment; the catalog cannot be signed with it", "kid", v.KID, "err", err)
 			continue
 		}
 		pub, err := v.Public.PublicKey()
