@@ -103,9 +103,10 @@ func jwksKeys(t *testing.T, h http.Handler) map[string][3]string {
 
 // TestDIDDocument: did.json lists the published P-256 keys, public members
 // only, the same x and y as the JWKS, a pending key before it signs, a
-// revoked one gone at the next request, RSA and Ed25519 keys never; it is
-// served like the JWKS (media type, CORS, ETag, 304, HEAD, a max-age no
-// longer than the JWKS's) and counted by document.
+// revoked one gone at the next request, RSA and Ed25519 keys never, nor a
+// key whose kid cannot be a fragment; it is served like the JWKS (media
+// type, CORS, ETag, 304, HEAD, a max-age no longer than the JWKS's) and
+// counted by document.
 func TestDIDDocument(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -181,11 +182,18 @@ func TestDIDDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := jwksKeys(t, h)[rsa.KID]; !ok {
-		t.Fatalf("the RSA key %s is not in the JWKS", rsa.KID)
+	// A P-256 key whose kid cannot be a DID URL fragment under the profile.
+	colon, err := a.admin.ImportKey(ctx, "file:"+writeKeyFile(t, dir), "ES256", "org:signing-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kid := range []string{rsa.KID, ed.KID, colon.KID} {
+		if _, ok := jwksKeys(t, h)[kid]; !ok {
+			t.Fatalf("the key %s is not in the JWKS", kid)
+		}
 	}
 	if got, want := slices.Sorted(maps.Keys(listed())), slices.Sorted(slices.Values([]string{first, pending})); !slices.Equal(got, want) {
-		t.Fatalf("with a pending ES256 key and RSA %s and Ed25519 %s keys: listed %v, want %v", rsa.KID, ed.KID, got, want)
+		t.Fatalf("with a pending ES256 key, RSA %s and Ed25519 %s keys and %s: listed %v, want %v", rsa.KID, ed.KID, colon.KID, got, want)
 	}
 	if r := get(http.MethodGet, "If-None-Match", etag); r.Code != http.StatusOK {
 		t.Fatalf("the old ETag after the key set changed: %d", r.Code)
