@@ -130,6 +130,19 @@ func TestDIDDocument(t *testing.T) {
 		}
 		methods := parseDID(t, rec.Body.Bytes())
 		published := jwksKeys(t, h)
+		// The verifier's own reading: each method authorizes its key.
+		parsed, err := aicatalog.ParseDIDDocument(rec.Body.Bytes(), strictjson.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := parsed.AssertionKeys(); len(got) != len(methods) {
+			t.Fatalf("the verifier reads %d assertion keys, the document lists %d methods", len(got), len(methods))
+		}
+		for kid := range methods {
+			if _, err := parsed.AssertionKey(aicatalog.KID("did:web:example.com", kid), "did:web:example.com"); err != nil {
+				t.Fatalf("the verifier refuses key %s: %v", kid, err)
+			}
+		}
 		for kid, m := range methods {
 			if got := slices.Sorted(maps.Keys(m.jwk)); !slices.Equal(got, []string{"alg", "crv", "kty", "use", "x", "y"}) {
 				t.Fatalf("key %s: publicKeyJwk members %v: public members only", kid, got)
