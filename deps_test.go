@@ -92,7 +92,7 @@ store/sqlrows, secretfile < store/sqlite, store/postgres;
 signer, store, limits, jwks/jwksserve < registry;
 signer, store < server/revocations;
 aicatalog, registry < registry/catalog;
-access, limits, jwks, transparency, registry < server/httpapi;
+access, limits, jwks, transparency, registry, aicatalog < server/httpapi;
 
 # The composition root: the authority over the rooms above; its gRPC
 # services sit on top of it.

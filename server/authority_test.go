@@ -49,12 +49,23 @@ func newAuthorityOn(t testing.TB, st store.Store, dir string) *Authority {
 
 func newAuthorityWith(t testing.TB, st store.Store, dir string, log *slog.Logger) *Authority {
 	t.Helper()
-	a := NewAuthority(Config{
+	return newAuthorityConfigured(t, st, dir, log, nil)
+}
+
+// newAuthorityConfigured is newAuthorityWith with its Config changed by
+// configure first (nil: as it is).
+func newAuthorityConfigured(t testing.TB, st store.Store, dir string, log *slog.Logger, configure func(*Config)) *Authority {
+	t.Helper()
+	cfg := Config{
 		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
 		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
 		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
 		Log: testLogSigner(t),
-	}, st, log)
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	a := NewAuthority(cfg, st, log)
 	t.Cleanup(func() { a.Close() })
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)
@@ -237,5 +248,5 @@ func TestSignCommitsAuditBeforeReturning(t *testing.T) {
 
 // setClock sets the clock of a and of its parts, for tests that move time.
 func (a *Authority) setClock(now func() time.Time) {
-	a.now, a.readiness.now, a.docs.now, a.admin.now = now, now, now, now // the revocation publisher reads a.now
+	a.now, a.readiness.now, a.docs.now, a.admin.now = now, now, now, now // the revocation and catalog publishers read a.now
 }

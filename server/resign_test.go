@@ -600,7 +600,17 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 // httpGet fetches url and reads the whole answer.
 func httpGet(t testing.TB, url string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpDo(t, http.DefaultClient, req)
+}
+
+// httpDo sends req with client and reads the whole answer.
+func httpDo(t testing.TB, client *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,548 @@
+package server
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/aicatalog"
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/registry/catalog"
+	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/strictjson"
+)
+
+const catalogDomain = "agents.example.com"
+
+// newCatalogAuthority is an authority on a fresh SQLite store publishing
+// the AI Catalog of catalogDomain; configure changes its Config further.
+func newCatalogAuthority(t *testing.T, configure func(*Config)) (*Authority, string) {
+	t.Helper()
+	dir := t.TempDir()
+	a := newAuthorityConfigured(t, openStore(t, dir), dir, slog.New(slog.DiscardHandler), func(c *Config) {
+		c.Catalog = catalog.Settings{Domain: catalogDomain, DisplayName: "Example Agents"}
+		if configure != nil {
+			configure(c)
+		}
+	})
+	return a, dir
+}
+
+// publishedCatalog is newCatalogAuthority with agents alpha (registered
+// by a GitHub pipeline) and beta (by a token) public, after a duty round,
+// served over HTTP until the test ends.
+func publishedCatalog(t *testing.T, configure func(*Config)) (*Authority, *httptest.Server) {
+	t.Helper()
+	a, _ := newCatalogAuthority(t, configure)
+	registerAs(t, a, "alpha", store.Public, githubPipeline)
+	registerAs(t, a, "beta", store.Public, nil)
+	runDuties(t, a)
+	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	return a, srv
+}
+
+// githubPipeline is the provenance a GitHub Actions identity token gives.
+var githubPipeline = map[string]string{
+	"iss": "https://token.actions.githubusercontent.com", "sub": "repo:acme/payments:ref:refs/tags/v1.2.0",
+	"repository": "acme/payments", "sha": "0123456789abcdef0123456789abcdef01234567",
+	"job_workflow_ref": "acme/payments/.github/workflows/release.yml@refs/tags/v1.2.0",
+}
+
+// registerAs signs the security card, named after agent id (each agent's
+// content its own), for agent id with vis, as a caller whose identity
+// token gave prov (nil: a token caller).
+func registerAs(t *testing.T, a *Authority, id string, vis store.Visibility, prov map[string]string) *Signed {
+	t.Helper()
+	card := bytes.Replace(registryCard(t), []byte(`"name": "Secure Agent"`), []byte(`"name": "Secure Agent `+id+`"`), 1)
+	s, err := a.Sign(t.Context(), SignRequest{Card: card, Caller: "oidc:release", RequestID: "reg-" + id,
+		Identity: access.Identity{Name: "oidc:release", Provenance: prov}, Registration: &Registration{AgentID: id, Visibility: vis}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// fetch GETs path from srv with the given request headers.
+func fetch(t *testing.T, srv *httptest.Server, method, path string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return httpDo(t, srv.Client(), req)
+}
+
+// publicKeyOf is the public key of kid among a's keys.
+func publicKeyOf(t *testing.T, a *Authority, kid string) crypto.PublicKey {
+	t.Helper()
+	views, err := a.admin.Keys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range views {
+		if v.KID == kid {
+			pub, err := v.Public.PublicKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pub
+		}
+	}
+	t.Fatalf("no key %s", kid)
+	return nil
+}
+
+// checkSignature checks v's did-web-v1 signature as a verifier does, from
+// the spec's rules (until aicatalog.VerifyCatalog covers the whole
+// procedure): header {alg ES256, kid did:web:DOMAIN#kid, typ}, signer and
+// profile, ES256 over protected.JCS(payload) with kid's public key. It
+// returns the signature object's issuedAt and expiresAt and the payload.
+func checkSignature(t *testing.T, a *Authority, v strictjson.Value, typ, kid string) (issued, expires time.Time, payload []byte) {
+	t.Helper()
+	sig, _ := v.Get("signature")
+	jws, _ := sig.Get("jws")
+	parts := strings.Split(jws.Str, ".")
+	if len(parts) != 3 || parts[1] != "" {
+		t.Fatalf("jws %q is not a detached compact JWS", jws.Str)
+	}
+	hb, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hdr map[string]any
+	if err := json.Unmarshal(hb, &hdr); err != nil {
+		t.Fatal(err)
+	}
+	did := aicatalog.DID(catalogDomain)
+	if len(hdr) != 3 || hdr["alg"] != "ES256" || hdr["typ"] != typ || hdr["kid"] != did+"#"+kid {
+		t.Fatalf("protected header %s, want alg ES256, typ %s, kid %s#%s", hb, typ, did, kid)
+	}
+	for k, want := range map[string]string{"signer": did, "profile": aicatalog.Profile} {
+		if got, _ := sig.Get(k); got.Str != want {
+			t.Fatalf("signature.%s = %q, want %q", k, got.Str, want)
+		}
+	}
+	payload, err = aicatalog.Payload(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := parts[0] + "." + base64.RawURLEncoding.EncodeToString(payload)
+	if err := jose.Verify(jose.ES256, publicKeyOf(t, a, kid), []byte(input), raw); err != nil {
+		t.Fatalf("%s signature does not verify with %s: %v", typ, kid, err)
+	}
+	at := func(k string) time.Time {
+		s, _ := sig.Get(k)
+		tm, err := time.Parse(time.RFC3339, s.Str)
+		if err != nil {
+			t.Fatalf("signature.%s %q: %v", k, s.Str, err)
+		}
+		return tm
+	}
+	return at("issuedAt"), at("expiresAt"), payload
+}
+
+// servedCatalog is the catalog as served, checked: headers, every
+// signature by kid, every digest against what the entry's URL serves.
+type servedCatalog struct {
+	body     []byte
+	etag     string
+	maxAge   int64
+	doc      strictjson.Value
+	ids      []string
+	earliest time.Time
+	issued   time.Time // the snapshot's
+	releases map[string]strictjson.Value
+	payloads [][]byte // manifests' then the snapshot's
+}
+
+func getCatalog(t *testing.T, a *Authority, srv *httptest.Server, kid string) servedCatalog {
+	t.Helper()
+	resp, body := fetch(t, srv, http.MethodGet, aicatalog.WellKnownPath)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("catalog: %d %s", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != aicatalog.MediaType {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	sc := servedCatalog{body: body, etag: resp.Header.Get("ETag"), releases: map[string]strictjson.Value{}}
+	if sc.etag != jwks.ETagOf(body) {
+		t.Fatalf("ETag %s is not the body's %s", sc.etag, jwks.ETagOf(body))
+	}
+	cc := resp.Header.Get("Cache-Control")
+	n, err := strconv.ParseInt(strings.TrimPrefix(cc, "public, max-age="), 10, 64)
+	if err != nil || !strings.HasPrefix(cc, "public, max-age=") {
+		t.Fatalf("Cache-Control %q", cc)
+	}
+	sc.maxAge = n
+	if sc.doc, err = strictjson.Parse(body, strictjson.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := sc.doc.Get("host")
+	if id, _ := host.Get("identifier"); id.Str != aicatalog.DID(catalogDomain) {
+		t.Fatalf("host %s", host.Compact())
+	}
+	entries, _ := sc.doc.Get("entries")
+	for _, e := range entries.Arr {
+		id, _ := e.Get("identifier")
+		sc.ids = append(sc.ids, id.Str)
+		digest, _ := e.Get("digest")
+		if u, ok := e.Get("url"); ok {
+			path := strings.TrimPrefix(u.Str, "https://"+catalogDomain)
+			cresp, card := fetch(t, srv, http.MethodGet, path)
+			sum := sha256.Sum256(card)
+			if cresp.StatusCode != 200 || digest.Str != "sha256:"+hex.EncodeToString(sum[:]) {
+				t.Fatalf("entry %s: digest %s, the card URL serves %d with sha256 %x", id.Str, digest.Str, cresp.StatusCode, sum)
+			}
+		} else {
+			data, _ := e.Get("data")
+			jcs, err := data.JCS()
+			sum := sha256.Sum256(jcs)
+			if err != nil || digest.Str != "sha256:"+hex.EncodeToString(sum[:]) {
+				t.Fatalf("entry %s: digest %s, data's RFC 8785 sha256 %x (%v)", id.Str, digest.Str, sum, err)
+			}
+		}
+		tms, _ := e.Get("trustManifests")
+		if len(tms.Arr) != 1 {
+			t.Fatalf("entry %s has %d manifests", id.Str, len(tms.Arr))
+		}
+		m := tms.Arr[0]
+		subject, _ := m.Get("subject")
+		if sid, _ := subject.Get("identifier"); sid.Str != id.Str {
+			t.Fatalf("manifest subject %s for entry %s", subject.Compact(), id.Str)
+		}
+		if sd, _ := subject.Get("digest"); sd.Str != digest.Str {
+			t.Fatalf("manifest subject %s for entry digest %s", subject.Compact(), digest.Str)
+		}
+		if c, _ := m.Get("contributor"); c.Str != aicatalog.DID(catalogDomain) {
+			t.Fatalf("contributor %q", c.Str)
+		}
+		_, exp, payload := checkSignature(t, a, m, aicatalog.TypManifest, kid)
+		sc.payloads = append(sc.payloads, payload)
+		if sc.earliest.IsZero() || exp.Before(sc.earliest) {
+			sc.earliest = exp
+		}
+		ext, _ := m.Get("extensions")
+		sc.releases[id.Str], _ = ext.Get(catalog.ReleaseExtension)
+	}
+	issued, exp, payload := checkSignature(t, a, sc.doc, aicatalog.TypCatalog, kid)
+	sc.payloads = append(sc.payloads, payload)
+	sc.issued = issued
+	if exp.Before(sc.earliest) || sc.earliest.IsZero() {
+		sc.earliest = exp
+	}
+	if left := sc.earliest.Sub(a.now()); time.Duration(sc.maxAge)*time.Second > left || sc.maxAge > 3600 {
+		t.Fatalf("max-age %d outlives the earliest expiresAt %s (in %s) or the JWKS's 3600", sc.maxAge, sc.earliest, left)
+	}
+	return sc
+}
+
+// catalogRecords are the audit records of catalog signatures after seq.
+func catalogRecords(t *testing.T, a *Authority, after int64) []audit.Record {
+	t.Helper()
+	recs, err := a.store.ListAudit(t.Context(), after, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(recs, func(r audit.Record) bool { return r.Caller != catalog.Caller })
+}
+
+func auditHead(t *testing.T, a *Authority) int64 {
+	t.Helper()
+	seq, _, err := a.store.AuditHead(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// TestCatalogPublished: the catalog lists the public agents only, each
+// entry's digest is the SHA-256 of the bytes its URL serves, every manifest
+// and the snapshot verify under did:web with the active key, each manifest
+// states the release and the pipeline's repository; each signature is an
+// audit record and a log leaf; a round with no change signs nothing; the
+// route answers 304, HEAD, and a Cache-Control within the expiry.
+func TestCatalogPublished(t *testing.T) {
+	a, _ := newCatalogAuthority(t, nil)
+	ctx := t.Context()
+	kid := activeKID(t, a)
+	alpha := registerAs(t, a, "alpha", store.Public, githubPipeline)
+	registerAs(t, a, "beta", store.Public, nil)
+	registerAs(t, a, "secret", store.Private, githubPipeline)
+	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
+	defer srv.Close()
+
+	start := auditHead(t, a)
+	runDuties(t, a)
+	sc := getCatalog(t, a, srv, kid)
+	want := []string{"urn:air:" + catalogDomain + ":a2a:alpha", "urn:air:" + catalogDomain + ":a2a:beta"}
+	if !slices.Equal(sc.ids, want) {
+		t.Fatalf("entries %v, want %v (public agents only)", sc.ids, want)
+	}
+	rel := sc.releases[want[0]]
+	for k, w := range map[string]string{"agentId": "alpha", "canonicalSha256": hex.EncodeToString(alpha.CanonicalSHA256[:]),
+		"commit": githubPipeline["sha"], "workflow": githubPipeline["job_workflow_ref"], "issuer": githubPipeline["iss"]} {
+		if got, _ := rel.Get(k); got.Str != w {
+			t.Errorf("alpha's release %s = %q, want %q", k, got.Str, w)
+		}
+	}
+	if v, _ := rel.Get("version"); v.Kind != strictjson.Number || v.Str != "1" {
+		t.Errorf("alpha's release version %s, want the number 1", v.Compact())
+	}
+	if !bytes.Contains(sc.body, []byte(`"relation": "publishedFrom"`)) || !bytes.Contains(sc.body, []byte(`"sourceId": "https://github.com/acme/payments"`)) {
+		t.Errorf("alpha's manifest has no publishedFrom provenance:\n%s", sc.body)
+	}
+	if b := sc.releases[want[1]]; b.Has("commit") || b.Has("issuer") {
+		t.Errorf("beta, registered without OIDC, has pipeline claims: %s", b.Compact())
+	}
+
+	// One audit record per signature (two manifests, one snapshot), each a
+	// leaf of the transparency log, each over the payload it signed.
+	recs := catalogRecords(t, a, start)
+	if len(recs) != 3 {
+		t.Fatalf("%d catalog audit records, want 3", len(recs))
+	}
+	for i, r := range recs {
+		sum := sha256.Sum256(sc.payloads[i])
+		if r.KID != kid || r.Alg != "ES256" || r.Profile != catalog.Profile || !bytes.Equal(r.CanonicalSHA256, sum[:]) {
+			t.Errorf("record %d: %+v, want kid %s, ES256, profile %s, sha256 of the payload", i, r, kid, catalog.Profile)
+		}
+		entries, err := a.store.LogEntries(ctx, r.Seq-1, r.Seq)
+		if err != nil || len(entries) != 1 || !bytes.Contains(entries[0], []byte(`"profile":"ai-catalog"`)) || !bytes.Contains(entries[0], []byte(r.Signature)) {
+			t.Errorf("record %d's log leaf: %s, %v", r.Seq, entries, err)
+		}
+	}
+	if recs[0].CardName != "Secure Agent alpha" || recs[0].RequestID != "catalog.alpha.v1" || recs[2].RequestID != "catalog.snapshot" || recs[2].CardName != catalog.DocumentName {
+		t.Errorf("records name %q/%q and %q/%q", recs[0].CardName, recs[0].RequestID, recs[2].CardName, recs[2].RequestID)
+	}
+
+	// Nothing changed: nothing signed, the same bytes.
+	head := auditHead(t, a)
+	runDuties(t, a)
+	a.catalog.pub.Forget()
+	runDuties(t, a)
+	if after := auditHead(t, a); after != head {
+		t.Fatalf("rounds with no change wrote %d audit records", after-head)
+	}
+	if again := getCatalog(t, a, srv, kid); !bytes.Equal(again.body, sc.body) {
+		t.Fatal("the catalog changed with nothing to change it")
+	}
+
+	resp, body := fetch(t, srv, http.MethodGet, aicatalog.WellKnownPath, "If-None-Match", sc.etag)
+	if resp.StatusCode != http.StatusNotModified || len(body) != 0 || resp.Header.Get("ETag") != sc.etag {
+		t.Fatalf("If-None-Match: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	resp, body = fetch(t, srv, http.MethodHead, aicatalog.WellKnownPath)
+	if resp.StatusCode != 200 || len(body) != 0 || resp.Header.Get("Content-Length") != strconv.Itoa(len(sc.body)) {
+		t.Fatalf("HEAD: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+
+	// A new registration: one new manifest, the others reused.
+	head = auditHead(t, a)
+	registerAs(t, a, "gamma", store.Public, nil)
+	runDuties(t, a)
+	if recs := catalogRecords(t, a, head); len(recs) != 2 || recs[0].RequestID != "catalog.gamma.v1" {
+		t.Fatalf("after one registration: %d catalog records %+v, want gamma's manifest and the snapshot", len(recs), recs)
+	}
+	if sc := getCatalog(t, a, srv, kid); len(sc.ids) != 3 {
+		t.Fatalf("entries %v", sc.ids)
+	}
+}
+
+// TestCatalogInline: with inline, entries carry the card as data, its
+// digest the SHA-256 of its RFC 8785 form, and no url.
+func TestCatalogInline(t *testing.T) {
+	a, _ := newCatalogAuthority(t, func(c *Config) { c.Catalog.Inline = true })
+	registerAs(t, a, "alpha", store.Public, nil)
+	runDuties(t, a)
+	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
+	defer srv.Close()
+	sc := getCatalog(t, a, srv, activeKID(t, a))
+	entries, _ := sc.doc.Get("entries")
+	if len(entries.Arr) != 1 || entries.Arr[0].Has("url") || !entries.Arr[0].Has("data") {
+		t.Fatalf("inline entries: %s", entries.Compact())
+	}
+}
+
+// TestCatalogRevokedCard: a card revoked leaves the catalog at once (the
+// stored catalog listing it is not served; the next round drops it), and
+// the revocation document lists it by the canonical SHA-256 the manifest
+// stated (dev.cardsign.release.canonicalSha256).
+func TestCatalogRevokedCard(t *testing.T) {
+	a, srv := publishedCatalog(t, nil)
+	kid := activeKID(t, a)
+	before := getCatalog(t, a, srv, kid)
+	stated, _ := before.releases["urn:air:"+catalogDomain+":a2a:alpha"].Get("canonicalSha256")
+
+	if _, err := a.Agents().RevokeAgentCard(t.Context(), "alpha", 0, "key material in the card", "token:admin"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := fetch(t, srv, http.MethodGet, aicatalog.WellKnownPath); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("the stored catalog listing a revoked card: %d %s, want 503 with Retry-After", resp.StatusCode, body)
+	}
+	runDuties(t, a)
+	after := getCatalog(t, a, srv, kid)
+	if !slices.Equal(after.ids, []string{"urn:air:" + catalogDomain + ":a2a:beta"}) {
+		t.Fatalf("after the revocation: %v", after.ids)
+	}
+	_, doc := verifiedRevocations(t, a)
+	if len(doc.Cards) != 1 || hex.EncodeToString(doc.Cards[0].CanonicalSHA256) != stated.Str {
+		t.Fatalf("the revocation document lists %+v; the manifest stated canonicalSha256 %s", doc.Cards, stated.Str)
+	}
+}
+
+// TestCatalogKeyEvents: the catalog follows the signing key (rotation:
+// the cards re-signed, so their manifests; activation: every signature
+// made again by the new key), is never served signed by a revoked key
+// (503 until a key is active and signs it again), and
+// is signed again before it expires (manual clock), the Cache-Control never
+// reaching past the earliest expiresAt.
+func TestCatalogKeyEvents(t *testing.T) {
+	a, srv := publishedCatalog(t, func(c *Config) { c.Lifetime = 2 * time.Hour })
+	ctx := t.Context()
+	advance := manualClock(a)
+	k1 := activeKID(t, a)
+	first := getCatalog(t, a, srv, k1)
+	if d := first.earliest.Sub(first.issued); d != 2*time.Hour {
+		t.Fatalf("expiresAt - issuedAt = %s, want signing.lifetime 2h", d)
+	}
+
+	// Rotation: the cards carry k1 and k2 now, new bytes: new manifests.
+	k2 := pendingKey(t, a)
+	runDuties(t, a)
+	rotated := getCatalog(t, a, srv, k1)
+	if rotated.etag == first.etag {
+		t.Fatal("the catalog did not follow the cards re-signed for the rotation")
+	}
+	// Activation: every signature by k2.
+	if _, err := a.admin.ActivateKey(ctx, k2); err != nil {
+		t.Fatal(err)
+	}
+	head := auditHead(t, a)
+	runDuties(t, a)
+	getCatalog(t, a, srv, k2)
+	if recs := catalogRecords(t, a, head); len(recs) != 3 {
+		t.Fatalf("activation: %d catalog signatures, want 3", len(recs))
+	}
+
+	// Half the lifetime later: signed again before it expires.
+	advance(61 * time.Minute)
+	head = auditHead(t, a)
+	runDuties(t, a)
+	later := getCatalog(t, a, srv, k2)
+	if recs := catalogRecords(t, a, head); len(recs) != 3 || !later.issued.After(first.issued.Add(time.Hour)) {
+		t.Fatalf("half a lifetime on: %d signatures, issuedAt %s", len(recs), later.issued)
+	}
+	advance(30 * time.Minute)
+	if sc := getCatalog(t, a, srv, k2); sc.maxAge > int64(later.earliest.Sub(a.now())/time.Second) {
+		t.Fatalf("max-age %d outlives expiresAt %s", sc.maxAge, later.earliest)
+	}
+
+	// k2 revoked, k3 pending (ES256): never served with k2's signatures.
+	hour := time.Hour
+	k3, err := a.admin.RotateKey(ctx, "", &hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.admin.RevokeKey(ctx, k2, "compromised in a test", true); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := fetch(t, srv, http.MethodGet, aicatalog.WellKnownPath); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a catalog signed by a revoked key: %d %s", resp.StatusCode, body)
+	}
+	if err := a.dutyRound(ctx); err != nil && !strings.Contains(err.Error(), "agent") {
+		t.Fatal(err)
+	}
+	// No key is active: nothing signs (jwks.Signing), the catalog neither.
+	if resp, body := fetch(t, srv, http.MethodGet, aicatalog.WellKnownPath); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("no active key: %d %s", resp.StatusCode, body)
+	}
+	if _, err := a.admin.ActivateKey(ctx, k3.KID); err != nil {
+		t.Fatal(err)
+	}
+	runDuties(t, a)
+	getCatalog(t, a, srv, k3.KID)
+}
+
+// TestCatalogReplicas: two authorities over one store serve identical
+// bytes and ETag; the one without the lease signs nothing.
+func TestCatalogReplicas(t *testing.T) {
+	a, _ := newCatalogAuthority(t, nil)
+	cfg := a.cfg
+	cfg.Replica, cfg.Metrics = "b", nil
+	b := NewAuthority(cfg, a.store, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { b.Close() })
+	if created, err := b.Bootstrap(t.Context()); err != nil || created {
+		t.Fatalf("Bootstrap of a replica: %v %v", created, err)
+	}
+	registerAs(t, a, "alpha", store.Public, nil)
+	runDuties(t, a)
+	head := auditHead(t, b)
+	runDuties(t, b)
+	if after := auditHead(t, b); after != head {
+		t.Fatalf("the replica without the lease signed %d records", after-head)
+	}
+	sa := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
+	defer sa.Close()
+	sb := httptest.NewServer(NewHTTPHandler(b, HTTPOptions{}))
+	defer sb.Close()
+	kid := activeKID(t, a)
+	ca, cb := getCatalog(t, a, sa, kid), getCatalog(t, b, sb, kid)
+	if !bytes.Equal(ca.body, cb.body) || ca.etag != cb.etag {
+		t.Fatalf("replicas serve different catalogs: %s vs %s", ca.etag, cb.etag)
+	}
+}
+
+// TestCatalogUnavailable: 404 when the catalog is off; 503 with
+// Retry-After while it is first being made, and when no ES256 key can sign
+// (the signer gauge says so).
+func TestCatalogUnavailable(t *testing.T) {
+	off, _ := newAuthority(t)
+	srv := httptest.NewServer(NewHTTPHandler(off, HTTPOptions{}))
+	defer srv.Close()
+	if resp, body := fetch(t, srv, http.MethodGet, aicatalog.WellKnownPath); resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "catalog.domain") {
+		t.Fatalf("catalog off: %d %s", resp.StatusCode, body)
+	}
+
+	a, _ := newCatalogAuthority(t, nil)
+	s2 := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
+	defer s2.Close()
+	if resp, _ := fetch(t, s2, http.MethodGet, aicatalog.WellKnownPath); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("before the first round: %d %v", resp.StatusCode, resp.Header)
+	}
+
+	rsa, _ := newCatalogAuthority(t, func(c *Config) { c.DefaultAlg = jose.RS256 })
+	registerAs(t, rsa, "alpha", store.Public, nil)
+	runDuties(t, rsa) // no ES256 key is not a failed round
+	s3 := httptest.NewServer(NewHTTPHandler(rsa, HTTPOptions{}))
+	defer s3.Close()
+	resp, body := fetch(t, s3, http.MethodGet, aicatalog.WellKnownPath)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "60" || !strings.Contains(string(body), "ES256") {
+		t.Fatalf("no ES256 key: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	_, metrics := fetch(t, s3, http.MethodGet, "/metrics")
+	if !strings.Contains(string(metrics), "cardsign_catalog_signer 0") {
+		t.Fatalf("metrics do not say no key signs the catalog")
+	}
+}
