@@ -244,6 +244,11 @@ func (p *Publisher) Document(ctx context.Context) (Served, error) {
 		return Served{}, p.notReady()
 	}
 	if err := p.servable(ctx, s, now); err != nil {
+		if fallBack(err) && now.Before(s.state.Earliest) {
+			// The key records or revoked cards cannot be read: serve what
+			// was stored, within its validity, as while the store is down.
+			return s.served(), nil
+		}
 		p.cfg.Wake()
 		if errors.Is(err, ErrNotReady) {
 			return Served{}, p.notReady()
