@@ -71,21 +71,16 @@ func (c catalogDuty) stored() {
 	}
 }
 
-// publish is the catalog's duty: the lease holder signs it when due
-// (catalog.Publisher.Publish), another replica reads the stored one again.
+// publish is the catalog's duty (catalog.Publisher.Publish): the lease
+// holder signs it when due, another replica reads the stored one again.
 // No ES256 key to sign with is logged and counted by the publisher, and
 // answered 503 by the route; it does not fail the round, whose other
 // duties are fine.
-func (c catalogDuty) publish(ctx context.Context, leader bool) error {
+func (c catalogDuty) publish(ctx context.Context) error {
 	if c.pub == nil {
 		return nil
 	}
-	var err error
-	if leader {
-		err = c.pub.Publish(ctx)
-	} else {
-		err = c.pub.Reread(ctx)
-	}
+	err := c.pub.Publish(ctx)
 	if err == nil || errors.Is(err, catalog.ErrNoSigner) {
 		return nil
 	}

@@ -382,7 +382,7 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 		if err := a.revocations.Reread(ctx); err != nil {
 			return fmt.Errorf("revocation document: %w", err)
 		}
-		return a.catalog.publish(ctx, false)
+		return a.catalog.publish(ctx)
 	}
 	if _, err := a.revocations.Document(ctx); err != nil {
 		if a.duties.failed(ctx, err) {
@@ -395,7 +395,7 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 	// key signs (the revocation document just did), a card does not. The
 	// catalog follows the cards re-signed, and is published whatever
 	// happened to the others.
-	return errors.Join(a.registry.Resign(ctx), a.catalog.publish(ctx, true))
+	return errors.Join(a.registry.Resign(ctx), a.catalog.publish(ctx))
 }
 
 // yieldAfter duty rounds in a row that cannot sign (the key cannot be

@@ -403,47 +403,54 @@ func (p *Publisher) Publish(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("catalog: duties lease: %w", err)
 	}
-	if !leader {
-		return p.Reread(ctx)
-	}
 	now := p.cfg.Now()
-	prev, err := p.stored(ctx)
-	if err != nil {
-		return err
-	}
 	recs, err := p.cfg.Keys.Records(ctx)
 	if err != nil {
 		return err
 	}
 	signerView, ok := SignerView(jwks.Derive(now, recs, p.cfg.Keys.Policy()))
-	p.reportSigner(ok)
+	p.reportSigner(ok, leader)
+	if !leader {
+		return p.Reread(ctx)
+	}
 	if !ok {
 		return ErrNoSigner
+	}
+	prev, err := p.stored(ctx)
+	if err != nil {
+		return err
 	}
 	if !p.due(ctx, prev, signerView.KID, now) {
 		return nil
 	}
-	b, err := p.build(ctx, prev, signerView.KID, now)
-	if err != nil {
-		return err
-	}
+	// Cleared before the build: a change announced during it is built
+	// next round.
 	p.mu.Lock()
 	p.dirty, p.builtAt = false, time.Now()
 	p.mu.Unlock()
+	b, err := p.build(ctx, prev, signerView.KID, now)
+	if err != nil {
+		p.mu.Lock()
+		p.dirty = true
+		p.mu.Unlock()
+		return err
+	}
 	if !b.due(prev, now, p.cfg.Lifetime) {
 		return nil
 	}
 	return p.sign(ctx, lease, prev, b, signerView)
 }
 
-// reportSigner records whether a key can sign, logging a change.
-func (p *Publisher) reportSigner(ok bool) {
+// reportSigner records whether a key can sign; the lease holder, which
+// would sign, logs a change.
+func (p *Publisher) reportSigner(ok, leader bool) {
 	p.cfg.SignerAvailable(ok)
 	p.mu.Lock()
 	was := p.noSigner
 	p.noSigner = !ok
 	p.mu.Unlock()
 	switch {
+	case !leader:
 	case !ok && !was:
 		p.cfg.Log.Error("AI Catalog not signed: no ES256 (P-256) key is active or pending; the catalog route answers 503 until one is", "err", ErrNoSigner)
 	case ok && was:
