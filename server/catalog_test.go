@@ -19,6 +19,7 @@ import (
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/aicatalog"
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/internal/pgtest"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/registry/catalog"
@@ -486,12 +487,27 @@ func TestCatalogKeyEvents(t *testing.T) {
 }
 
 // TestCatalogReplicas: two authorities over one store serve identical
-// bytes and ETag; the one without the lease signs nothing.
+// bytes and ETag; the one without the lease signs nothing. With PostgreSQL
+// stopped, the last catalog read is served still (within its validity).
 func TestCatalogReplicas(t *testing.T) {
-	a, _ := newCatalogAuthority(t, nil)
+	t.Run("sqlite", func(t *testing.T) {
+		dir := t.TempDir()
+		testCatalogReplicas(t, openStore(t, dir), dir, nil)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		c, st := ownPostgres(t)
+		testCatalogReplicas(t, st, t.TempDir(), c)
+	})
+}
+
+func testCatalogReplicas(t *testing.T, st store.Store, dir string, pg *pgtest.Cluster) {
+	a := newAuthorityConfigured(t, st, dir, slog.New(slog.DiscardHandler), func(c *Config) {
+		c.Catalog = catalog.Settings{Domain: catalogDomain}
+	})
+	awaitActive(t, a)
 	cfg := a.cfg
 	cfg.Replica, cfg.Metrics = "b", nil
-	b := NewAuthority(cfg, a.store, slog.New(slog.DiscardHandler))
+	b := NewAuthority(cfg, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { b.Close() })
 	if created, err := b.Bootstrap(t.Context()); err != nil || created {
 		t.Fatalf("Bootstrap of a replica: %v %v", created, err)
@@ -511,6 +527,17 @@ func TestCatalogReplicas(t *testing.T) {
 	ca, cb := getCatalog(t, a, sa, kid), getCatalog(t, b, sb, kid)
 	if !bytes.Equal(ca.body, cb.body) || ca.etag != cb.etag {
 		t.Fatalf("replicas serve different catalogs: %s vs %s", ca.etag, cb.etag)
+	}
+	if pg == nil {
+		return
+	}
+	if err := pg.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b.catalog.pub.Forget() // due for a read now
+	resp, body := fetch(t, sb, http.MethodGet, aicatalog.WellKnownPath)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, cb.body) || resp.Header.Get("ETag") != cb.etag {
+		t.Fatalf("with the database stopped: %d %s", resp.StatusCode, body)
 	}
 }
 
