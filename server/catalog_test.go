@@ -25,6 +25,7 @@ import (
 	"github.com/cardsign/cardsign/registry/catalog"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/strictjson"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 const catalogDomain = "agents.example.com"
@@ -329,9 +330,17 @@ func TestCatalogPublished(t *testing.T) {
 		if r.KID != kid || r.Alg != "ES256" || r.Profile != catalog.Profile || !bytes.Equal(r.CanonicalSHA256, sum[:]) {
 			t.Errorf("record %d: %+v, want kid %s, ES256, profile %s, sha256 of the payload", i, r, kid, catalog.Profile)
 		}
+		// The leaf is the entry audit verify --log rebuilds from the record;
+		// a manifest's names the card and its hosts, so log monitor --watch
+		// finds every release of a watched agent.
 		entries, err := a.store.LogEntries(ctx, r.Seq-1, r.Seq)
-		if err != nil || len(entries) != 1 || !bytes.Contains(entries[0], []byte(`"profile":"ai-catalog"`)) || !bytes.Contains(entries[0], []byte(r.Signature)) {
+		if err != nil || len(entries) != 1 || !bytes.Equal(entries[0], transparency.NewEntry(r, r.Hosts).Marshal()) || !bytes.Contains(entries[0], []byte(`"profile":"ai-catalog"`)) {
 			t.Errorf("record %d's log leaf: %s, %v", r.Seq, entries, err)
+			continue
+		}
+		e, err := transparency.ParseEntry(entries[0])
+		if err != nil || e.Signature != r.Signature || (i < 2) != transparency.MatchesWatch(e, "secure.example.com") {
+			t.Errorf("record %d's log leaf %s: %v", r.Seq, entries[0], err)
 		}
 	}
 	if recs[0].CardName != "Secure Agent alpha" || recs[0].RequestID != "catalog.alpha.v1" || recs[2].RequestID != "catalog.snapshot" || recs[2].CardName != catalog.DocumentName {
