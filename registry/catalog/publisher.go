@@ -131,7 +131,6 @@ type Publisher struct {
 	dirty      bool      // told of a change since the last build
 	builtAt    time.Time // the last build (wall clock)
 	noSigner   bool      // the last build found no ES256 key (logged once)
-	changes    atomic.Uint64
 	forgotAtNs atomic.Int64
 }
 
@@ -153,22 +152,19 @@ func New(cfg Config) *Publisher {
 	return &Publisher{cfg: cfg, dirty: true}
 }
 
-// Settings are the catalog's settings, defaults applied.
-func (p *Publisher) Settings() Settings { return p.cfg.Settings }
-
 // stored is the stored catalog with what it was made from.
 type stored struct {
 	doc   store.Document
-	state State
+	state catalogState
 	etag  string
 	// readAt: read from or written to the store then (wall clock)
 	readAt time.Time
 }
 
-// State is what a stored catalog was made from, kept beside it (the
+// catalogState is what a stored catalog was made from, kept beside it (the
 // document's Meta): enough to tell what changed without parsing the
 // catalog, and the signed manifests to reuse.
-type State struct {
+type catalogState struct {
 	// KID signed every signature in the document.
 	KID string `json:"kid"`
 	// Content is the hex SHA-256 of the RFC 8785 form of the catalog
@@ -180,11 +176,11 @@ type State struct {
 	// Earliest is the earliest expiresAt in the document (snapshot and
 	// manifests): it is not served after it, nor cached past it.
 	Earliest time.Time    `json:"earliest"`
-	Entries  []EntryState `json:"entries"`
+	Entries  []entryState `json:"entries"`
 }
 
-// EntryState is one entry of a stored catalog.
-type EntryState struct {
+// entryState is one entry of a stored catalog.
+type entryState struct {
 	Agent   string `json:"agent"`
 	Version int64  `json:"version"`
 	// CanonicalSHA256 (hex) is the card's: a stored catalog listing a card
@@ -196,8 +192,8 @@ type EntryState struct {
 	Unsigned  string    `json:"unsigned"`
 	IssuedAt  time.Time `json:"issued_at"`
 	ExpiresAt time.Time `json:"expires_at"`
-	// Manifest is the signed manifest, compact.
-	Manifest []byte `json:"manifest"`
+	// Manifest is the signed manifest (JSON).
+	Manifest json.RawMessage `json:"manifest"`
 	// Pipeline: what the registration's audit record said of its
 	// pipeline, kept for the agent's later versions the registry signs
 	// again (their records name the registry).
@@ -309,9 +305,6 @@ func (p *Publisher) servable(ctx context.Context, s *stored, now time.Time) erro
 	return nil
 }
 
-// Changes grows whenever the catalog to serve may have changed.
-func (p *Publisher) Changes() uint64 { return p.changes.Load() }
-
 // Forget makes the next Document read the stored catalog again and the
 // next Publish build it from the registry: something it is made from
 // changed (a registration, a removal, a revocation, a key), here or, as a
@@ -321,7 +314,6 @@ func (p *Publisher) Forget() {
 	p.cached, p.dirty = nil, true
 	p.mu.Unlock()
 	p.forgotAtNs.Store(time.Now().UnixNano())
-	p.changes.Add(1)
 }
 
 // Reread reads the stored catalog again when the last read is older than
@@ -354,7 +346,7 @@ func (p *Publisher) stored(ctx context.Context) (*stored, error) {
 		// Written by this code only; unreadable means edited by hand: not
 		// served (Earliest is zero), and signed again.
 		p.cfg.Log.Warn("stored AI Catalog has unreadable metadata; signing it again", "seq", doc.Seq, "err", err)
-		s.state = State{}
+		s.state = catalogState{}
 	}
 	p.keep(s, start)
 	return s, nil
@@ -486,7 +478,7 @@ type built struct {
 type plannedEntry struct {
 	entry    aicatalog.Entry // without trustManifests
 	manifest aicatalog.Manifest
-	state    EntryState // Manifest set when reused
+	state    entryState // Manifest set when reused
 	signed   strictjson.Value
 	reused   bool
 	card     cardInfo
@@ -568,7 +560,7 @@ func (p *Publisher) sign(ctx context.Context, lease store.Lease, prev *stored, b
 	for _, k := range kinds {
 		p.cfg.Signed(k)
 	}
-	st := State{KID: view.KID, Content: sum(unsigned), IssuedAt: now.Truncate(time.Second), ExpiresAt: expires.Truncate(time.Second)}
+	st := catalogState{KID: view.KID, Content: sum(unsigned), IssuedAt: now.Truncate(time.Second), ExpiresAt: expires.Truncate(time.Second)}
 	st.Earliest = st.ExpiresAt
 	for _, e := range b.entries {
 		st.Entries = append(st.Entries, e.state)
@@ -581,7 +573,7 @@ func (p *Publisher) sign(ctx context.Context, lease store.Lease, prev *stored, b
 }
 
 // store writes the signed catalog, fenced by lease, with the next sequence.
-func (p *Publisher) store(ctx context.Context, lease store.Lease, prev *stored, body []byte, st State, manifests int) error {
+func (p *Publisher) store(ctx context.Context, lease store.Lease, prev *stored, body []byte, st catalogState, manifests int) error {
 	meta, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -602,7 +594,6 @@ func (p *Publisher) store(ctx context.Context, lease store.Lease, prev *stored, 
 		return p.cfg.Unavailable("AI Catalog", err)
 	}
 	p.keep(&stored{doc: doc, state: st, etag: jwks.ETagOf(body), readAt: start}, start)
-	p.changes.Add(1)
 	p.cfg.Log.Info("AI Catalog signed", "seq", seq, "entries", len(st.Entries), "manifests_signed", manifests, "kid", st.KID, "expires", st.Earliest)
 	return nil
 }
@@ -626,13 +617,13 @@ func sum(b []byte) string {
 }
 
 // entryOf returns the stored entry of agent id, if any.
-func (s *stored) entryOf(id string) (EntryState, bool) {
+func (s *stored) entryOf(id string) (entryState, bool) {
 	if s == nil {
-		return EntryState{}, false
+		return entryState{}, false
 	}
-	i := slices.IndexFunc(s.state.Entries, func(e EntryState) bool { return e.Agent == id })
+	i := slices.IndexFunc(s.state.Entries, func(e entryState) bool { return e.Agent == id })
 	if i < 0 {
-		return EntryState{}, false
+		return entryState{}, false
 	}
 	return s.state.Entries[i], true
 }
