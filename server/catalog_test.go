@@ -378,6 +378,16 @@ func TestCatalogPublished(t *testing.T) {
 	if sc := getCatalog(t, a, srv, kid); len(sc.ids) != 3 {
 		t.Fatalf("entries %v", sc.ids)
 	}
+
+	// beta made private, gamma removed: both leave.
+	registerAs(t, a, "beta", store.Private, nil)
+	if err := a.Agents().RemoveAgent(ctx, "gamma", "token:admin"); err != nil {
+		t.Fatal(err)
+	}
+	runDuties(t, a)
+	if sc := getCatalog(t, a, srv, kid); !slices.Equal(sc.ids, want[:1]) {
+		t.Fatalf("after beta went private and gamma was removed: %v", sc.ids)
+	}
 }
 
 // TestCatalogInline: with inline, entries carry the card as data, its
@@ -429,7 +439,9 @@ func TestCatalogRevokedCard(t *testing.T) {
 // is signed again before it expires (manual clock), the Cache-Control never
 // reaching past the earliest expiresAt.
 func TestCatalogKeyEvents(t *testing.T) {
-	a, srv := publishedCatalog(t, func(c *Config) { c.Lifetime = 2 * time.Hour })
+	// registry.keep 1: the registration's version is gone once the registry
+	// signs it again; its pipeline comes from the stored catalog then.
+	a, srv := publishedCatalog(t, func(c *Config) { c.Lifetime, c.RegistryKeep = 2*time.Hour, 1 })
 	ctx := t.Context()
 	advance := manualClock(a)
 	k1 := activeKID(t, a)
@@ -444,6 +456,17 @@ func TestCatalogKeyEvents(t *testing.T) {
 	rotated := getCatalog(t, a, srv, k1)
 	if rotated.etag == first.etag {
 		t.Fatal("the catalog did not follow the cards re-signed for the rotation")
+	}
+	// The registry's re-signature keeps the pipeline that registered it.
+	if h, _ := a.registry.History(ctx, "alpha"); len(h) != 1 {
+		t.Fatalf("alpha's history holds %d versions with registry.keep 1", len(h))
+	}
+	rel := rotated.releases["urn:air:"+catalogDomain+":a2a:alpha"]
+	if v, _ := rel.Get("version"); v.Str != "2" {
+		t.Fatalf("alpha re-signed for the rotation: release %s, want version 2", rel.Compact())
+	}
+	if c, _ := rel.Get("commit"); c.Str != githubPipeline["sha"] || !bytes.Contains(rotated.body, []byte("https://github.com/acme/payments")) {
+		t.Fatalf("alpha re-signed by the registry lost its pipeline: %s", rel.Compact())
 	}
 	// Activation: every signature by k2.
 	if _, err := a.admin.ActivateKey(ctx, k2); err != nil {
