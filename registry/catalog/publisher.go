@@ -157,8 +157,22 @@ type stored struct {
 	doc   store.Document
 	state catalogState
 	etag  string
+	// cards are the entries' agents by their cards' canonical SHA-256
+	// (raw bytes as a string), for the revoked cards check at every serve.
+	cards map[string]string
 	// readAt: read from or written to the store then (wall clock)
 	readAt time.Time
+}
+
+// newStored is doc made from st, read or written at readAt.
+func newStored(doc store.Document, st catalogState, readAt time.Time) *stored {
+	s := &stored{doc: doc, state: st, etag: jwks.ETagOf(doc.Body), readAt: readAt, cards: map[string]string{}}
+	for _, e := range st.Entries {
+		if sum, err := hex.DecodeString(e.CanonicalSHA256); err == nil {
+			s.cards[string(sum)] = e.Agent
+		}
+	}
+	return s
 }
 
 // catalogState is what a stored catalog was made from, kept beside it (the
@@ -295,11 +309,9 @@ func (p *Publisher) servable(ctx context.Context, s *stored, now time.Time) erro
 	if err != nil {
 		return p.cfg.Unavailable("revoked cards", err)
 	}
-	for _, e := range s.state.Entries {
-		for _, r := range revoked {
-			if hex.EncodeToString(r.CanonicalSHA256) == e.CanonicalSHA256 {
-				return fmt.Errorf("%w (the stored one lists agent %s's revoked card)", ErrNotReady, e.Agent)
-			}
+	for _, r := range revoked {
+		if agent, ok := s.cards[string(r.CanonicalSHA256)]; ok {
+			return fmt.Errorf("%w (the stored one lists agent %s's revoked card)", ErrNotReady, agent)
 		}
 	}
 	return nil
@@ -341,13 +353,14 @@ func (p *Publisher) stored(ctx context.Context) (*stored, error) {
 	if err != nil {
 		return nil, p.cfg.Unavailable("AI Catalog", err)
 	}
-	s := &stored{doc: doc, readAt: start, etag: jwks.ETagOf(doc.Body)}
-	if err := json.Unmarshal(doc.Meta, &s.state); err != nil {
+	var st catalogState
+	if err := json.Unmarshal(doc.Meta, &st); err != nil {
 		// Written by this code only; unreadable means edited by hand: not
 		// served (Earliest is zero), and signed again.
 		p.cfg.Log.Warn("stored AI Catalog has unreadable metadata; signing it again", "seq", doc.Seq, "err", err)
-		s.state = catalogState{}
+		st = catalogState{}
 	}
+	s := newStored(doc, st, start)
 	p.keep(s, start)
 	return s, nil
 }
@@ -593,7 +606,7 @@ func (p *Publisher) store(ctx context.Context, lease store.Lease, prev *stored, 
 		}
 		return p.cfg.Unavailable("AI Catalog", err)
 	}
-	p.keep(&stored{doc: doc, state: st, etag: jwks.ETagOf(body), readAt: start}, start)
+	p.keep(newStored(doc, st, start), start)
 	p.cfg.Log.Info("AI Catalog signed", "seq", seq, "entries", len(st.Entries), "manifests_signed", manifests, "kid", st.KID, "expires", st.Earliest)
 	return nil
 }
