@@ -112,7 +112,7 @@ func (p *Publisher) plan(ctx context.Context, prev *stored, c store.AgentCard, k
 		subject.URL = entry.URL
 	}
 	subject.Digest = entry.Digest
-	st := EntryState{Agent: c.ID, Version: c.Version, CanonicalSHA256: hex.EncodeToString(c.CanonicalSHA256)}
+	st := entryState{Agent: c.ID, Version: c.Version, CanonicalSHA256: hex.EncodeToString(c.CanonicalSHA256)}
 	st.Source, st.Commit, st.Workflow, st.Issuer, err = p.pipeline(ctx, prev, c)
 	if err != nil {
 		return plannedEntry{}, err

@@ -118,6 +118,7 @@ func TestSignerView(t *testing.T) {
 		{"no active key: nothing signs", []jwks.View{view("p", jose.ES256, jwks.StatePending)}, ""},
 		{"retired ES256 does not sign", []jwks.View{view("a", jose.PS256, jwks.StateActive), view("r", jose.ES256, jwks.StateRetired)}, ""},
 		{"ES384 is not did-web-v1", []jwks.View{view("a", jose.ES384, jwks.StateActive)}, ""},
+		{"a kid that is no fragment", []jwks.View{view("a b", jose.ES256, jwks.StateActive), view("p", jose.ES256, jwks.StatePending)}, "p"},
 	} {
 		v, ok := SignerView(tc.views)
 		if ok != (tc.want != "") || v.KID != tc.want {

@@ -380,13 +380,16 @@ func (p *Publisher) keep(s *stored, start time.Time) {
 
 // SignerView picks the key that signs the catalog among views: the
 // active key when it is ES256 (P-256), else the first ES256 key due to
-// sign (pending), else none: did-web-v1 takes ES256 only.
+// sign (pending), else none: did-web-v1 takes ES256 only. A key's JWKS kid
+// is its fragment in the DID document, so a kid that cannot be one
+// (aicatalog.CheckFragment: an imported key's own kid) does not sign.
 func SignerView(views []jwks.View) (jwks.View, bool) {
-	if v, ok := jwks.Active(views); ok && v.Alg == jose.ES256 {
+	can := func(v jwks.View) bool { return v.Alg == jose.ES256 && aicatalog.CheckFragment(v.KID) == nil }
+	if v, ok := jwks.Active(views); ok && can(v) {
 		return v, true
 	}
 	for _, v := range jwks.Signing(views) {
-		if v.Alg == jose.ES256 && v.State == jwks.StatePending {
+		if v.State == jwks.StatePending && can(v) {
 			return v, true
 		}
 	}
