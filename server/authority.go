@@ -120,7 +120,8 @@ type Authority struct {
 	poke         chan struct{} // asks RunDuties for a round now
 
 	registry *registry.Registry
-	// catalog publishes the AI Catalog; nil when Config.Catalog is off.
+	// catalog publishes the AI Catalog (its publisher nil when
+	// Config.Catalog is off).
 	catalog catalogDuty
 
 	tlog *transparency.Checkpointer // nil without Config.Log
