@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -603,5 +605,39 @@ func TestCatalogUnavailable(t *testing.T) {
 	_, metrics := fetch(t, s3, http.MethodGet, "/metrics")
 	if !strings.Contains(string(metrics), "cardsign_catalog_signer 0") {
 		t.Fatalf("metrics do not say no key signs the catalog")
+	}
+}
+
+// TestCatalogSignFailsRetried: a round that cannot sign (the key file is
+// gone) stores nothing and fails; the next round, the key back, signs the
+// change then, not at the next full pass.
+func TestCatalogSignFailsRetried(t *testing.T) {
+	a, dir := newCatalogAuthority(t, nil)
+	registerAs(t, a, "alpha", store.Public, nil)
+	runDuties(t, a)
+	registerAs(t, a, "beta", store.Public, nil)
+	keys, err := filepath.Glob(filepath.Join(dir, "keys", "*"))
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("key files: %v %v", keys, err)
+	}
+	for _, k := range keys {
+		if err := os.Rename(k, k+".away"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.keys.forget()
+	if err := a.dutyRound(t.Context()); err == nil || !strings.Contains(err.Error(), "AI Catalog") {
+		t.Fatalf("a round whose key cannot be opened: %v", err)
+	}
+	for _, k := range keys {
+		if err := os.Rename(k+".away", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runDuties(t, a)
+	srv := httptest.NewServer(NewHTTPHandler(a, HTTPOptions{}))
+	defer srv.Close()
+	if sc := getCatalog(t, a, srv, activeKID(t, a)); len(sc.ids) != 2 {
+		t.Fatalf("after the key came back: %v", sc.ids)
 	}
 }

@@ -437,16 +437,16 @@ func (p *Publisher) Publish(ctx context.Context) error {
 	p.dirty, p.builtAt = false, time.Now()
 	p.mu.Unlock()
 	b, err := p.build(ctx, prev, signerView.KID, now)
+	if err == nil && b.due(prev, now, p.cfg.Lifetime) {
+		err = p.sign(ctx, lease, prev, b, signerView)
+	}
 	if err != nil {
+		// Built again next round, not at the next full pass.
 		p.mu.Lock()
 		p.dirty = true
 		p.mu.Unlock()
-		return err
 	}
-	if !b.due(prev, now, p.cfg.Lifetime) {
-		return nil
-	}
-	return p.sign(ctx, lease, prev, b, signerView)
+	return err
 }
 
 // reportSigner records whether a key can sign; the lease holder, which
