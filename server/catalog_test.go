@@ -562,6 +562,15 @@ func testCatalogReplicas(t *testing.T, st store.Store, dir string, pg *pgtest.Cl
 	if !bytes.Equal(ca.body, cb.body) || ca.etag != cb.etag {
 		t.Fatalf("replicas serve different catalogs: %s vs %s", ca.etag, cb.etag)
 	}
+	// A registration on the replica without the lease: the holder, told of
+	// nothing, sees it at its next round (the audit head moved).
+	registerAs(t, b, "beta", store.Public, nil)
+	runDuties(t, a)
+	b.catalog.pub.Forget()
+	ca, cb = getCatalog(t, a, sa, kid), getCatalog(t, b, sb, kid)
+	if len(ca.ids) != 2 || !bytes.Equal(ca.body, cb.body) {
+		t.Fatalf("after a registration on the other replica: %v and %v", ca.ids, cb.ids)
+	}
 	if pg == nil {
 		return
 	}

@@ -38,8 +38,7 @@ const (
 const DefaultLifetime = 24 * time.Hour
 
 // fullPass is how often the duty holder builds the catalog from the
-// registry even when it was told of no change: a registration on another
-// replica is seen within it.
+// registry even when nothing it watches changed.
 const fullPass = time.Minute
 
 // Errors Document returns, which the route answers with 503.
@@ -63,6 +62,7 @@ type Store interface {
 	ListAgents(ctx context.Context, after string, limit int) ([]store.AgentCard, error)
 	AgentHistory(ctx context.Context, id string) ([]store.AgentCard, error)
 	ListAudit(ctx context.Context, afterSeq int64, limit int) ([]audit.Record, error)
+	AuditHead(ctx context.Context) (seq int64, hash []byte, err error)
 }
 
 // Keys are the key records and the key that signs.
@@ -130,6 +130,7 @@ type Publisher struct {
 	good       *stored
 	dirty      bool      // told of a change since the last build
 	builtAt    time.Time // the last build (wall clock)
+	builtHead  int64     // the audit head read before it
 	noSigner   bool      // the last build found no ES256 key (logged once)
 	forgotAtNs atomic.Int64
 }
@@ -428,13 +429,20 @@ func (p *Publisher) Publish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !p.due(ctx, prev, signerView.KID, now) {
+	// Every change to the registry (on any replica) is audited: a head
+	// that moved since the last build may be one this process was not
+	// told of (a registration on another replica).
+	head, _, err := p.cfg.Store.AuditHead(ctx)
+	if err != nil {
+		return p.cfg.Unavailable("audit log", err)
+	}
+	if !p.due(ctx, prev, signerView.KID, now, head) {
 		return nil
 	}
 	// Cleared before the build: a change announced during it is built
 	// next round.
 	p.mu.Lock()
-	p.dirty, p.builtAt = false, time.Now()
+	p.dirty, p.builtAt, p.builtHead = false, time.Now(), head
 	p.mu.Unlock()
 	b, err := p.build(ctx, prev, signerView.KID, now)
 	if err == nil && b.due(prev, now, p.cfg.Lifetime) {
@@ -467,14 +475,15 @@ func (p *Publisher) reportSigner(ok, leader bool) {
 }
 
 // due reports whether the catalog is to be built from the registry now:
-// told of a change, the periodic full pass, nothing stored, the stored one
-// due for new signatures or signed by another key, or not servable.
-func (p *Publisher) due(ctx context.Context, prev *stored, kid string, now time.Time) bool {
+// told of a change, the audit head moved (head), the periodic full pass,
+// nothing stored, the stored one due for new signatures or signed by
+// another key, or not servable.
+func (p *Publisher) due(ctx context.Context, prev *stored, kid string, now time.Time, head int64) bool {
 	p.mu.Lock()
-	dirty, builtAt := p.dirty, p.builtAt
+	dirty, builtAt, builtHead := p.dirty, p.builtAt, p.builtHead
 	p.mu.Unlock()
 	switch {
-	case dirty, time.Since(builtAt) >= fullPass, prev == nil, prev.state.KID != kid,
+	case dirty, head != builtHead, time.Since(builtAt) >= fullPass, prev == nil, prev.state.KID != kid,
 		!now.Before(prev.refreshAt(p.cfg.Lifetime)):
 		return true
 	}
