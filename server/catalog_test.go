@@ -2,11 +2,14 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -114,11 +117,12 @@ func publicKeyOf(t *testing.T, a *Authority, kid string) crypto.PublicKey {
 	return nil
 }
 
-// checkSignature checks v's did-web-v1 signature as a verifier does, from
-// the spec's rules (until aicatalog.VerifyCatalog covers the whole
-// procedure): header {alg ES256, kid did:web:DOMAIN#kid, typ}, signer and
-// profile, ES256 over protected.JCS(payload) with kid's public key. It
-// returns the signature object's issuedAt and expiresAt and the payload.
+// checkSignature checks what cardsign puts in v's did-web-v1 signature,
+// from the spec's rules and apart from aicatalog's verifier: the header is
+// exactly {alg ES256, kid did:web:DOMAIN#kid, typ}, signer and profile,
+// ES256 over protected.JCS(payload) with kid's public key. It returns the
+// signature object's issuedAt and expiresAt and the payload (which the
+// audit record's SHA-256 covers).
 func checkSignature(t *testing.T, a *Authority, v strictjson.Value, typ, kid string) (issued, expires time.Time, payload []byte) {
 	t.Helper()
 	sig, _ := v.Get("signature")
@@ -258,6 +262,19 @@ func getCatalog(t *testing.T, a *Authority, srv *httptest.Server, kid string) se
 	}
 	if left := sc.earliest.Sub(a.now()); time.Duration(sc.maxAge)*time.Second > left || sc.maxAge > 3600 {
 		t.Fatalf("max-age %d outlives the earliest expiresAt %s (in %s) or the JWKS's 3600", sc.maxAge, sc.earliest, left)
+	}
+	// And as any verifier does: the spec's whole procedure, the DID
+	// document listing the published P-256 keys, the artifacts fetched.
+	rep, err := aicatalog.VerifyCatalog(t.Context(), body, aicatalog.Options{Now: a.now, Resolver: didResolver{a}, Fetcher: srvFetcher{srv}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || len(rep.Entries) != len(sc.ids) || rep.Catalog.Signer != aicatalog.DID(catalogDomain) {
+		var why []string
+		for _, e := range rep.Entries {
+			why = append(why, fmt.Sprintf("%s: %v %v", e.Identifier, e.Accepted, e.Reasons))
+		}
+		t.Fatalf("VerifyCatalog: catalog %v %v; entries %s", rep.Catalog.Accepted, rep.Catalog.Reasons, strings.Join(why, "; "))
 	}
 	return sc
 }
@@ -649,4 +666,53 @@ func TestCatalogSignFailsRetried(t *testing.T) {
 	if sc := getCatalog(t, a, srv, activeKID(t, a)); len(sc.ids) != 2 {
 		t.Fatalf("after the key came back: %v", sc.ids)
 	}
+}
+
+// didResolver resolves the one DID the test's catalog names, from the
+// authority's published P-256 keys (as /.well-known/did.json lists them).
+type didResolver struct{ a *Authority }
+
+func (r didResolver) ResolveDID(ctx context.Context, did string) ([]byte, error) {
+	if did != aicatalog.DID(catalogDomain) {
+		return nil, fmt.Errorf("no DID document for %q", did)
+	}
+	views, err := r.a.admin.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var keys []aicatalog.VerificationKey
+	for _, v := range jwks.Published(views) {
+		if v.Alg != jose.ES256 {
+			continue
+		}
+		pub, err := v.Public.PublicKey()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, aicatalog.VerificationKey{Fragment: v.KID, Public: pub})
+	}
+	return aicatalog.DIDDocument(catalogDomain, keys)
+}
+
+// srvFetcher fetches an entry's https://DOMAIN/... URL from the test server.
+type srvFetcher struct{ srv *httptest.Server }
+
+func (f srvFetcher) FetchArtifact(ctx context.Context, url string) ([]byte, error) {
+	path, ok := strings.CutPrefix(url, "https://"+catalogDomain)
+	if !ok {
+		return nil, fmt.Errorf("not on %s: %q", catalogDomain, url)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }
