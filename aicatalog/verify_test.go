@@ -53,13 +53,13 @@ const (
 // world is a set of DIDs with their keys, the artifacts, and a catalog to
 // sign and verify.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	keys     map[string]crypto.Signer // by kid
 	resolver mapResolver
 	fetcher  mapFetcher
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	w := &world{t: t, keys: map[string]crypto.Signer{}, resolver: mapResolver{}, fetcher: mapFetcher{agentURL: []byte(agentCard)}}
 	w.did(pubDomain, "release-key")
 	w.did("registry.example", "catalog-key")

@@ -21,6 +21,7 @@ import (
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency"
 	"github.com/cardsign/cardsign/transparency/tlogclient"
+	"github.com/cardsign/cardsign/webtrust"
 )
 
 func auditCmd() command {
@@ -135,7 +136,7 @@ func (o *auditOptions) openLog(ctx context.Context, in *call) (lc *logCheck, cod
 	hctx, cancel := context.WithTimeout(ctx, in.timeout)
 	defer cancel()
 	hc := &http.Client{Timeout: in.timeout, CheckRedirect: noDowngrade}
-	keys, err := loadLogKeys(hctx, o.logKey, hc)
+	keys, err := webtrust.LoadLogKeys(hctx, o.logKey, hc)
 	if err != nil {
 		return nil, in.usageError("--log-key: %s", escapeText(err.Error())), false
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/transparency"
 	"github.com/cardsign/cardsign/transparency/tlogclient"
+	"github.com/cardsign/cardsign/webtrust"
 )
 
 // exitAlarm is the exit code of log verify and log monitor when the log
@@ -29,10 +29,6 @@ import (
 // checkpoint contradicts): distinct from exitFail, which only says a check
 // could not be made, so that cron and alerting can tell them apart.
 const exitAlarm = 3
-
-// maxLogKeyBytes bounds a file or response of log verifier keys: a few
-// keys of about 100 bytes, with room for comments.
-const maxLogKeyBytes = 64 << 10
 
 // logUsage is log's usage: its subcommands, what they check, and its exit
 // codes.
@@ -111,7 +107,7 @@ func logCmd() command {
 			ctx, cancel := context.WithTimeout(ctx, *timeout)
 			defer cancel()
 			hc := &http.Client{Timeout: min(*timeout, 2*time.Minute), CheckRedirect: noDowngrade}
-			keys, err := loadLogKeys(ctx, *logKey, hc)
+			keys, err := webtrust.LoadLogKeys(ctx, *logKey, hc)
 			if err != nil {
 				return c.usageError(e, "--log-key: %s", escapeText(err.Error()))
 			}
@@ -225,102 +221,6 @@ func logKeyShow(ctx context.Context, e env, origin, path string) int {
 	}
 	fmt.Fprintln(e.stdout, vkey)
 	return exitOK
-}
-
-// loadLogKeys reads the transparency log's verifier keys from spec: a key
-// itself (ORIGIN+HASH+BASE64), an http(s) URL serving keys one per line (as
-// cardsignd does at /.well-known/cardsign-log-key), fetched with ctx through
-// client (http.DefaultClient when nil), or a file of such lines. Either way
-// at most 64 KiB is read. Errors do not repeat the flag's name.
-func loadLogKeys(ctx context.Context, spec string, client *http.Client) ([]transparency.Verifier, error) {
-	spec = strings.TrimSpace(spec)
-	lower := strings.ToLower(spec)
-	switch {
-	case spec == "":
-		return nil, errors.New("empty: give the log's key ORIGIN+HASH+BASE64, a file of such keys, or the URL serving them (cardsignd: https://HOST" + transparency.KeyPath + ")")
-	case strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "https://"):
-		text, err := fetchLogKeys(ctx, spec, client)
-		if err != nil {
-			return nil, err
-		}
-		return transparency.ParseVerifierKeys(text)
-	}
-	if vs, err := transparency.ParseVerifierKeys(spec); err == nil {
-		return vs, nil
-	}
-	st, err := os.Stat(spec)
-	if err != nil {
-		if strings.Contains(spec, "+") {
-			_, perr := transparency.ParseVerifierKeys(spec)
-			return nil, fmt.Errorf("%q is neither a log key nor a file: %v", spec, perr)
-		}
-		return nil, fmt.Errorf("%s: %w", spec, unwrapPath(err))
-	}
-	// A device such as /dev/zero never ends, and a directory is no file
-	// of keys; a pipe (--log-key <(…)) is fine.
-	if m := st.Mode(); !m.IsRegular() && m&os.ModeNamedPipe == 0 {
-		return nil, fmt.Errorf("%s is not a regular file: give a file of log keys, one a line", spec)
-	}
-	f, err := os.Open(spec)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", spec, unwrapPath(err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxLogKeyBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", spec, err)
-	}
-	if len(b) > maxLogKeyBytes {
-		return nil, fmt.Errorf("%s is over %d bytes: not a file of log keys", spec, maxLogKeyBytes)
-	}
-	vs, err := transparency.ParseVerifierKeys(string(b))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", spec, err)
-	}
-	return vs, nil
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-func fetchLogKeys(ctx context.Context, src string, client *http.Client) (string, error) {
-	if client == nil {
-		client = http.DefaultClient
-	}
-	shown := src
-	if u, err := url.Parse(src); err == nil {
-		shown = u.Redacted()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", shown, err)
-	}
-	req.Header.Set("Accept", "text/plain")
-	resp, err := client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", fmt.Errorf("GET %s: %w", shown, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: HTTP status %s", shown, resp.Status)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxLogKeyBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("GET %s: %w", shown, err)
-	}
-	if len(b) > maxLogKeyBytes {
-		return "", fmt.Errorf("GET %s: over %d bytes: not a list of log keys", shown, maxLogKeyBytes)
-	}
-	return string(b), nil
 }
 
 func logCheckpoint(ctx context.Context, e env, lc *tlogclient.Client, asJSON bool, out string) int {

@@ -24,6 +24,7 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/memlog"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/webtrust"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -175,7 +176,7 @@ func TestLoadLogKeys(t *testing.T) {
 	writeFile(t, file, []byte("# the log's keys\n\n"+tl.vkey+"\n"))
 	ctx := t.Context()
 	for _, spec := range []string{tl.vkey, " " + tl.vkey + "\n", file, tl.URL + transparency.KeyPath} {
-		vs, err := loadLogKeys(ctx, spec, nil)
+		vs, err := webtrust.LoadLogKeys(ctx, spec, nil)
 		if err != nil || len(vs) != 1 || vs[0].Name() != logOrigin {
 			t.Errorf("%q: %v %v", spec, vs, err)
 		}
@@ -189,7 +190,7 @@ func TestLoadLogKeys(t *testing.T) {
 		tl.URL + "/nothing":           "404",
 		tl.URL + transparency.PathPrefix + "checkpoint": "log key on line",
 	} {
-		if _, err := loadLogKeys(ctx, spec, nil); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := webtrust.LoadLogKeys(ctx, spec, nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", spec, err, want)
 		}
 	}

@@ -16,18 +16,22 @@ import (
 	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/webtrust"
 )
 
 func verifyCmd() command {
 	c := command{
 		name:    "verify",
-		summary: "Verify a signed card against a trusted JWKS; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
-		usage:   "--jwks FILE|URL [--log-key KEY|FILE|URL] [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-",
+		summary: "Verify a signed card (a file, or https://HOST's card with a trust policy) against trusted keys; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
+		usage: "--jwks FILE|URL [--log-key KEY|FILE|URL] [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-\n" +
+			"       cardsign verify --trust FILE [--ca-file F] [--resolve HOST:PORT:ADDR:TPORT] [--clock-skew D] [--timeout D] [--max-time D] https://HOST",
 		example: "  cardsign jwks --key file:signing-key.pem > jwks.json\n  cardsign verify --jwks jwks.json signed.json\n  signature[0] kid=3kP… alg=ES256: valid (spec profile)\n" +
 			"  verifies in: spec ✔  @a2a-js/sdk ≥1.3 ✔  a2a-python ≥1.2 ✔  a2a-python ≤1.1 ✘ (no signature over python-ascii bytes)  @a2a-js/sdk resolver ✔\n" +
 			"  cardsign verify --jwks jwks.json --allow-jku https://keys.example.com/jwks/ --max-time 10s signed.json\n" +
 			"  cardsign verify --jwks http://127.0.0.1:7701/.well-known/jwks.json --log-key http://127.0.0.1:7701/.well-known/cardsign-log-key signed.json\n" +
-			"  signature[0] kid=3kP… alg=ES256: valid (spec profile), logged: cardsign.localhost/log leaf 41 of 57",
+			"  signature[0] kid=3kP… alg=ES256: valid (spec profile), logged: cardsign.localhost/log leaf 41 of 57\n" +
+			"  cardsign verify --trust trust.yaml https://agents.example.com\n" +
+			"  card https://agents.example.com/.well-known/agent-card.json: trust rule *.example.com (line 2): did did:web:example.com",
 	}
 	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		o := &verifyOptions{}
@@ -42,6 +46,7 @@ func verifyCmd() command {
 		fs.StringVar(&o.revSrc, "revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
 		fs.StringVar(&o.logKey, "log-key", "", "the transparency log's key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+transparency.KeyPath+"); a signature then counts only with an inclusion proof the log key vouches for")
 		o.lim = limitFlags(fs)
+		o.web = addWebFlags(fs)
 		return o.run
 	}
 	return c
@@ -55,10 +60,14 @@ type verifyOptions struct {
 	timeout, maxTime, skew       time.Duration
 	maxSigs                      int
 	lim                          *strictjson.Limits
+	web                          *webFlags
 }
 
 // run checks the flags, reads the card, verifies it and reports.
 func (o *verifyOptions) run(ctx context.Context, in *call) int {
+	if len(in.pos) == 1 && isURL(in.pos[0]) {
+		return o.runURL(ctx, in)
+	}
 	p, code, ok := o.check(in)
 	if !ok {
 		return code
@@ -133,7 +142,7 @@ func (o *verifyOptions) verify(ctx context.Context, in *call, data []byte, p car
 	}
 	var logKeys []transparency.Verifier
 	if o.logKey != "" {
-		if logKeys, err = loadLogKeys(ctx, o.logKey, client); err != nil {
+		if logKeys, err = webtrust.LoadLogKeys(ctx, o.logKey, client); err != nil {
 			return fail(exitUsage, fmt.Errorf("--log-key: %w", err))
 		}
 	}
@@ -231,20 +240,14 @@ func loadRevocations(ctx context.Context, e env, jwksSrc, src string, client *ht
 		}
 		src = beside
 	}
-	// Read with the JWKS rules: size cap, no devices (a revocation
-	// document of /dev/zero must not exhaust memory).
-	data, err := jwksfetch.ReadDocument(ctx, src, client)
+	doc, err := webtrust.ReadRevocations(ctx, src, client, trusted, time.Now(), 0)
 	var se *jwksfetch.StatusError
 	if errors.As(err, &se) && se.Code == http.StatusNotFound {
 		fmt.Fprintf(e.stderr, "note: no revocation document at %s; revoked keys are known only by their absence from the JWKS\n", escapeText(se.URL))
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("revocations: %w", err)
-	}
-	doc, err := jwks.VerifyRevocations(data, trusted, time.Now())
-	if err != nil {
-		return nil, nil, fmt.Errorf("revocation document %s: %w", src, err)
+		return nil, nil, err
 	}
 	return jwks.RevokedKeyLookup(doc.Revoked), jwks.CardLookup(doc.Cards), nil
 }

@@ -1,0 +1,46 @@
+package webtrust
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/cardsign/cardsign/aicatalog"
+	"github.com/cardsign/cardsign/jose"
+	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/strictjson"
+)
+
+// didKeys reads the keys a DID document authorizes for assertions, as a
+// key set a card verifier can use: each assertionMethod P-256 key of did
+// that the did:web Signer Profile accepts (aicatalog's rules: controller
+// did, no private member, alg and use fit), under its fragment as kid,
+// which is how cardsignd's did.json names the JWKS keys it signs cards
+// with. The document is read as plain JSON (its @context is never
+// fetched).
+func didKeys(did string, data []byte, lim strictjson.Limits) (jwks.Set, error) {
+	doc, err := aicatalog.ParseDIDDocument(data, lim)
+	if err != nil {
+		return jwks.Set{}, err
+	}
+	if doc.ID != did {
+		return jwks.Set{}, fmt.Errorf("DID document id %s is not %s", strictjson.QuoteForMessage(doc.ID), did)
+	}
+	keys := doc.AssertionKeys()
+	if len(keys) == 0 {
+		return jwks.Set{}, fmt.Errorf("the DID document of %s authorizes no P-256 key for assertions (assertionMethod)", did)
+	}
+	frags := make([]string, 0, len(keys))
+	for f := range keys {
+		frags = append(frags, f)
+	}
+	sort.Strings(frags)
+	var set jwks.Set
+	for _, f := range frags {
+		k, err := jose.NewJWK(keys[f], f, jose.ES256)
+		if err != nil {
+			return jwks.Set{}, fmt.Errorf("DID document of %s: key %s: %w", did, strictjson.QuoteForMessage(f), err)
+		}
+		set.Keys = append(set.Keys, k)
+	}
+	return set, nil
+}
