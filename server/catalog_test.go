@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -25,12 +27,14 @@ import (
 	"github.com/cardsign/cardsign/aicatalog"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/pgtest"
+	"github.com/cardsign/cardsign/internal/testpki"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/registry/catalog"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/webtrust"
 )
 
 const catalogDomain = "agents.example.com"
@@ -715,4 +719,91 @@ func (f srvFetcher) FetchArtifact(ctx context.Context, url string) ([]byte, erro
 		return nil, fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return io.ReadAll(resp.Body)
+}
+
+// TestCatalogVerifiedFromURL: the catalog verifies from its URL as an A2A
+// client in Go does (webtrust: HTTPS to the organisation's domain, did:web
+// resolved at https://DOMAIN/.well-known/did.json, every artifact fetched,
+// the revocation document under a trust policy). Once a card is revoked,
+// the catalog served no longer lists it, and a copy cached from before is
+// refused for it (entry-revoked): the revocation document lists the
+// canonicalSha256 its manifest states.
+func TestCatalogVerifiedFromURL(t *testing.T) {
+	a, _ := newCatalogAuthority(t, nil)
+	registerAs(t, a, "alpha", store.Public, githubPipeline)
+	registerAs(t, a, "beta", store.Public, nil)
+	runDuties(t, a)
+
+	mux := http.NewServeMux()
+	mux.Handle("/", NewHTTPHandler(a, HTTPOptions{}))
+	// The DID document of the published P-256 keys (what the daemon's own
+	// /.well-known/did.json lists).
+	mux.HandleFunc(aicatalog.DIDPath, func(w http.ResponseWriter, r *http.Request) {
+		doc, err := didResolver{a}.ResolveDID(r.Context(), aicatalog.DID(catalogDomain))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/did+ld+json")
+		w.Write(doc)
+	})
+	ca := testpki.NewCA(t, "catalog test CA")
+	certPEM, keyPEM := ca.Issue(t, testpki.Leaf{CommonName: catalogDomain, DNSNames: []string{catalogDomain}, Server: true})
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(mux)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CertPEM)
+	base := "https://" + catalogDomain
+	policy, err := webtrust.ParsePolicy("trust.yaml", []byte("rules:\n  - host: "+catalogDomain+
+		"\n    did: "+aicatalog.DID(catalogDomain)+"\n    revocations: "+base+jwks.RevocationsPath+
+		"\n    catalog_signer: "+aicatalog.DID(catalogDomain)+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newClient := func() *webtrust.Client {
+		c, err := webtrust.New(webtrust.Options{Policy: policy, RootCAs: roots, Now: a.now,
+			Resolve: []string{catalogDomain + ":443:" + srv.Listener.Addr().String()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	verify := func(c *webtrust.Client, step string) *webtrust.CatalogReport {
+		t.Helper()
+		rep, err := c.VerifyCatalog(t.Context(), base+aicatalog.WellKnownPath)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return rep
+	}
+	first := newClient()
+	rep := verify(first, "two agents")
+	if !rep.OK() || len(rep.Entries) != 2 || rep.Releases[0].AgentID != "alpha" || !rep.Releases[0].HasVersion || rep.Releases[0].Version != 1 {
+		t.Fatalf("two agents: catalog %v %v, entries %+v, releases %+v", rep.Catalog.Accepted, rep.Catalog.Reasons, rep.Entries, rep.Releases)
+	}
+
+	if _, err := a.Agents().RevokeAgentCard(t.Context(), "alpha", 0, "key material in the card", "token:admin"); err != nil {
+		t.Fatal(err)
+	}
+	runDuties(t, a)
+	// The first client holds the catalog from before (cached within its
+	// max-age), but revalidates the revocation document: alpha refused.
+	old := verify(first, "the cached copy")
+	var codes []string
+	for _, r := range old.Entries[0].Reasons {
+		codes = append(codes, r.Code)
+	}
+	if old.Entries[0].Accepted || !slices.Contains(codes, webtrust.ReasonEntryRevoked) || !old.Entries[1].Accepted {
+		t.Fatalf("the cached copy: alpha %v %v, beta %v", old.Entries[0].Accepted, old.Entries[0].Reasons, old.Entries[1].Accepted)
+	}
+	// A client fetching now gets the catalog without it.
+	if rep := verify(newClient(), "alpha revoked"); !rep.OK() || len(rep.Entries) != 1 || rep.Entries[0].Identifier != "urn:air:"+catalogDomain+":a2a:beta" {
+		t.Fatalf("after the revocation: %+v", rep.Entries)
+	}
 }
