@@ -33,7 +33,7 @@ type Record struct {
 	CardVersion     string
 	CanonicalSHA256 []byte // 32 bytes
 	KID, Alg        string
-	Profile         string // "spec" or "sdk"
+	Profile         string // "spec" or "sdk"; "ai-catalog" for an AI Catalog signature (registry/catalog)
 	Signature       string // base64url JWS signature
 	Outcome         string // OutcomeSigned ("" means the same) or OutcomeRefused
 	Reason          string // refused: which rule refused and why; empty when signed

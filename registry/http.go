@@ -96,7 +96,7 @@ func (h *Handler) Card() http.Handler {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "registry unavailable"})
 			return
 		}
-		if cardRevoked(revoked, c) {
+		if CardRevoked(revoked, c) {
 			// Gone, not missing: a sidecar pulling it should alert, not wait.
 			writeJSON(w, http.StatusGone, map[string]any{"error": "this agent's card was revoked; register a new version"})
 			return

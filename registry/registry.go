@@ -542,10 +542,10 @@ func (r *Registry) Revoke(ctx context.Context, id string, version int64, reason,
 	return rev, nil
 }
 
-// cardRevoked reports whether c's content is revoked. A stored card is in
+// CardRevoked reports whether c's content is among revoked. A stored card is in
 // the v1.0 shape, one reading only, whose canonical SHA-256 is c's: the rule
 // Verify applies to every reading of a card, for it.
-func cardRevoked(revoked []store.CardRevocation, c store.AgentCard) bool {
+func CardRevoked(revoked []store.CardRevocation, c store.AgentCard) bool {
 	for _, r := range revoked {
 		if bytes.Equal(r.CanonicalSHA256, c.CanonicalSHA256) {
 			return true

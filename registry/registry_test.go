@@ -176,8 +176,8 @@ func TestRevoke(t *testing.T) {
 	if tr.revoked != 2 {
 		t.Errorf("CardRevoked called %d times, want 2", tr.revoked)
 	}
-	if !cardRevoked(got, pub) || !cardRevoked(got, priv) {
-		t.Error("cardRevoked does not find the revoked cards")
+	if !CardRevoked(got, pub) || !CardRevoked(got, priv) {
+		t.Error("CardRevoked does not find the revoked cards")
 	}
 }
 

@@ -100,7 +100,7 @@ func (r *Registry) Resign(ctx context.Context) error {
 		sem := make(chan struct{}, resignWorkers)
 		for _, c := range page {
 			after = c.ID
-			if cardRevoked(revoked, c) {
+			if CardRevoked(revoked, c) {
 				continue // a revoked card is not signed again: its content is refused
 			}
 			have := slices.Sorted(slices.Values(c.KIDs))

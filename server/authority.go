@@ -120,6 +120,9 @@ type Authority struct {
 	poke         chan struct{} // asks RunDuties for a round now
 
 	registry *registry.Registry
+	// catalog publishes the AI Catalog (its publisher nil when
+	// Config.Catalog is off).
+	catalog catalogDuty
 
 	tlog *transparency.Checkpointer // nil without Config.Log
 }
@@ -169,10 +172,12 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
 		jwksMaxAge: cfg.JWKSMaxAge, revocationTTL: cfg.RevocationTTL, didDomain: cfg.Catalog.Domain}
 	a.registry = newRegistry(a)
+	a.catalog = catalogDuty{pub: newCatalog(a), poke: a.pokeDuties}
 	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
 	a.admin = &KeyAdmin{cfg: cfg, st: st, keys: keys, now: now, log: log, logged: onCommit,
 		changed: func() {
 			a.revocations.Forget()
+			a.catalog.changed()
 			a.pokeDuties()
 		},
 		requestReady: a.readiness.request}

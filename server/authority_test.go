@@ -251,5 +251,5 @@ func TestSignCommitsAuditBeforeReturning(t *testing.T) {
 
 // setClock sets the clock of a and of its parts, for tests that move time.
 func (a *Authority) setClock(now func() time.Time) {
-	a.now, a.readiness.now, a.docs.now, a.admin.now = now, now, now, now // the revocation publisher reads a.now
+	a.now, a.readiness.now, a.docs.now, a.admin.now = now, now, now, now // the revocation and catalog publishers read a.now
 }

@@ -382,7 +382,7 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 		if err := a.revocations.Reread(ctx); err != nil {
 			return fmt.Errorf("revocation document: %w", err)
 		}
-		return nil
+		return a.catalog.publish(ctx)
 	}
 	if _, err := a.revocations.Document(ctx); err != nil {
 		if a.duties.failed(ctx, err) {
@@ -392,11 +392,10 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 	}
 	a.duties.succeeded()
 	// The registry's re-signing failing does not give the lease up: the
-	// key signs (the revocation document just did), a card does not.
-	if err := a.registry.Resign(ctx); err != nil {
-		return err
-	}
-	return nil
+	// key signs (the revocation document just did), a card does not. The
+	// catalog follows the cards re-signed, and is published whatever
+	// happened to the others.
+	return errors.Join(a.registry.Resign(ctx), a.catalog.publish(ctx))
 }
 
 // yieldAfter duty rounds in a row that cannot sign (the key cannot be
@@ -444,10 +443,12 @@ func (a *Authority) changed(topic string) {
 	switch topic {
 	case store.TopicDocuments:
 		a.revocations.Forget()
+		a.catalog.stored()
 		return
 	default: // keys, or "" after a reconnect: anything may have changed
 		a.keys.invalidate()
 		a.revocations.Forget()
+		a.catalog.changed()
 		a.readiness.request()
 	}
 	a.pokeDuties()

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks/jwksserve"
 	"github.com/cardsign/cardsign/registry"
+	"github.com/cardsign/cardsign/registry/catalog"
 	"github.com/cardsign/cardsign/server/httpapi"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/transparency/tlogserve"
@@ -42,6 +44,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 		DID:          http.HandlerFunc(noDID),
 		AgentCard:    agents.Card(),
 		AgentLogSalt: agents.Salt(),
+		AICatalog:    catalog.NewHandler(a.catalog.pub, a.cfg.JWKSMaxAge, func() time.Time { return a.now() }),
 		Ready:        readyHandler(a),
 		DocumentsReady: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			code, body := docs.ready(r.Context(), a)

@@ -64,6 +64,8 @@ type Metrics struct {
 	authFailures       *prometheus.CounterVec
 	registryResigns    *prometheus.CounterVec
 	registryStale      prometheus.Gauge
+	catalogSignatures  *prometheus.CounterVec
+	catalogSigner      prometheus.Gauge
 }
 
 // Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry).
@@ -104,9 +106,14 @@ func NewMetrics() *Metrics {
 			"Registered cards signed again by the registry after a key event, by result (resigned; superseded: registered again or removed meanwhile; failed: retried at the next duty round).", "result"),
 		registryStale: newGauge("cardsign_registry_stale_cards",
 			"Registered cards not carrying signatures by exactly the current signing keys after the last re-signing round (alert when above 0 for long)."),
+		catalogSignatures: newCounterVec("cardsign_catalog_signatures_total",
+			"AI Catalog signatures made by this replica (audited and logged), by kind (manifest: an entry's Trust Manifest; snapshot: the catalog signature).", "kind"),
+		catalogSigner: newGauge("cardsign_catalog_signer",
+			"1 when an ES256 (P-256) key can sign the AI Catalog, 0 when none is active or pending (the catalog route answers 503); set by the duties lease holder."),
 	}
 	m.reg.MustRegister(m.signatures, m.signRequests, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
 		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused, m.authFailures, m.registryResigns, m.registryStale,
+		m.catalogSignatures, m.catalogSigner,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -38,6 +38,7 @@ func newRegistry(a *Authority) *registry.Registry {
 			if a.tlog != nil {
 				a.tlog.Committed([]audit.Record{rec})
 			}
+			a.catalog.changed() // an agent removed or its card revoked
 		},
 		CardRevoked: func() {
 			a.revocations.Forget()

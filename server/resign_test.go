@@ -76,19 +76,25 @@ func onBothStores(t *testing.T, fn func(t *testing.T, a *Authority)) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		a := newAuthorityOn(t, sharedPostgres(t), t.TempDir())
-		// The first key activates at the database's now; this process's
-		// estimate of that clock may trail it by part of a round trip.
-		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			views, err := a.admin.Keys(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := jwks.Active(views); ok || time.Now().After(deadline) {
-				break
-			}
-		}
+		awaitActive(t, a)
 		fn(t, a)
 	})
+}
+
+// awaitActive waits (2 s at most) until a sees its first key active: it
+// activates at the database's now, which this process's estimate of that
+// clock may trail by part of a round trip.
+func awaitActive(t *testing.T, a *Authority) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		views, err := a.admin.Keys(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := jwks.Active(views); ok || time.Now().After(deadline) {
+			return
+		}
+	}
 }
 
 func testResignOnKeyEvents(t *testing.T, a *Authority) {
@@ -600,7 +606,17 @@ func TestKeptSignaturesOfRevokedKeys(t *testing.T) {
 // httpGet fetches url and reads the whole answer.
 func httpGet(t testing.TB, url string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpDo(t, http.DefaultClient, req)
+}
+
+// httpDo sends req with client and reads the whole answer.
+func httpDo(t testing.TB, client *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,6 +141,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 					return nil, &registry.NotRegisteredError{AuditSeq: committed[0].Seq, Err: err}
 				}
 				signed.Agent = &ac
+				a.catalog.changed()
 			}
 			return signed, nil
 		}

@@ -1,5 +1,7 @@
 package catalog
 
+import "github.com/cardsign/cardsign/aicatalog"
+
 // Settings say what the organisation's catalog is (cardsignd's `catalog:`
 // configuration section, defaults applied). The catalog is off when Domain
 // is empty.
@@ -23,3 +25,31 @@ type Settings struct {
 
 // Enabled reports whether a catalog is published.
 func (s Settings) Enabled() bool { return s.Domain != "" }
+
+// DefaultNamespace is the urn:air namespace of the agents when the
+// configuration names none.
+const DefaultNamespace = "a2a"
+
+// WithDefaults fills what the configuration left empty as the daemon's
+// configuration documents it: Namespace DefaultNamespace, DisplayName the
+// domain, PublisherName the DisplayName, BaseURL https://Domain. The
+// publisher applies it too, so an authority configured in code (tests)
+// needs only a Domain.
+func (s Settings) WithDefaults() Settings {
+	if s.Namespace == "" {
+		s.Namespace = DefaultNamespace
+	}
+	if s.DisplayName == "" {
+		s.DisplayName = s.Domain
+	}
+	if s.PublisherName == "" {
+		s.PublisherName = s.DisplayName
+	}
+	if s.BaseURL == "" {
+		s.BaseURL = "https://" + s.Domain
+	}
+	return s
+}
+
+// DID is the did:web DID that signs the catalog and its manifests.
+func (s Settings) DID() string { return aicatalog.DID(s.Domain) }

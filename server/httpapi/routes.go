@@ -34,6 +34,9 @@ type Routes struct {
 	// salt (GET only); they check the caller themselves (a public card
 	// needs none).
 	AgentCard, AgentLogSalt http.Handler
+	// AICatalog serves the organisation's AI Catalog (public; it answers
+	// 404 itself when the catalog is off).
+	AICatalog http.Handler
 	// LogKeys and Log serve the transparency log's verifier keys and its
 	// checkpoint and tiles (Log below the log's path prefix, which NewMux
 	// strips); both nil when the daemon keeps no log.
@@ -68,6 +71,9 @@ func NewMux(routes Routes, opts MuxOptions) *http.ServeMux {
 	mux.Handle(aicatalog.DIDPath, routes.DID)
 	mux.Handle("GET "+registry.AgentCardPath, routes.AgentCard)
 	mux.Handle("GET "+registry.AgentLogSaltPath, routes.AgentLogSalt)
+	if routes.AICatalog != nil {
+		mux.Handle(aicatalog.WellKnownPath, routes.AICatalog)
+	}
 	if routes.LogKeys != nil {
 		// Public like the JWKS: anyone may check what was signed.
 		mux.Handle(transparency.KeyPath, routes.LogKeys)
