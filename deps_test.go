@@ -103,7 +103,7 @@ server, ratelimit, api/cardsign/v1 < server/grpcapi;
 
 # Configuration: schema, defaults, validation. It knows the parts it
 # configures, never the composition root.
-access, backends/file, policy, tlsreload, store/postgres, limits, aicatalog
+access, backends/file, policy, tlsreload, store/postgres, limits, aicatalog, registry/catalog
   < internal/daemonconfig;
 
 # Small parts of the daemon's process.

@@ -31,7 +31,6 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/ratelimit"
-	"github.com/cardsign/cardsign/registry/catalog"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/server/grpcapi"
 	"github.com/cardsign/cardsign/server/httpapi"
@@ -450,7 +449,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		ClockSkew:      cfg.ClockSkew,
 		Log:            tlog.Signer,
 		LogOpenPrivate: cfg.Log.Private == "open",
-		Catalog:        catalogSettings(cfg.Catalog),
+		Catalog:        cfg.Catalog.Settings(),
 	}, st, log)
 	if cfg.ClockSkew != 0 {
 		log.Warn(daemonconfig.ClockSkewEnv+" is set: this process takes its host clock to be off by this much (a test knob)", "clock_skew", cfg.ClockSkew)
@@ -481,13 +480,6 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		return nil, nil, fmt.Errorf("first key: %w", err)
 	}
 	return auth, pol, nil
-}
-
-// catalogSettings are the authority's catalog settings from the catalog
-// section, whose defaults Validate has applied.
-func catalogSettings(c daemonconfig.CatalogConfig) catalog.Settings {
-	return catalog.Settings{Domain: c.Domain, Namespace: c.Namespace, DisplayName: c.DisplayName,
-		PublisherName: c.PublisherName, BaseURL: c.BaseURL, Inline: c.Inline}
 }
 
 // openTLS loads the TLS material when TLS is on (nil when off) and exports

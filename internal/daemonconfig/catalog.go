@@ -11,6 +11,7 @@ import (
 	"github.com/cardsign/cardsign/aicatalog"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
+	"github.com/cardsign/cardsign/registry/catalog"
 )
 
 // CatalogConfig is the organisation's AI Catalog and did:web DID: off unless
@@ -22,7 +23,7 @@ type CatalogConfig struct {
 	// publisher of every urn:air identifier.
 	Domain string `yaml:"domain"`
 	// Namespace is the urn:air namespace of the agents' identifiers
-	// (urn:air:Domain:Namespace:AGENT); default DefaultCatalogNamespace.
+	// (urn:air:Domain:Namespace:AGENT); default catalog.DefaultNamespace.
 	Namespace string `yaml:"namespace"`
 	// DisplayName is the catalog host's displayName (default Domain);
 	// PublisherName each entry's publisher displayName (default
@@ -38,9 +39,6 @@ type CatalogConfig struct {
 
 // Enabled reports whether a catalog is published.
 func (c CatalogConfig) Enabled() bool { return c.Domain != "" }
-
-// DefaultCatalogNamespace is catalog.namespace's default.
-const DefaultCatalogNamespace = "a2a"
 
 // Caps of the catalog's names: a namespace is part of every identifier; a
 // display name is shown to people, not parsed.
@@ -79,27 +77,22 @@ func validateCatalog(c *Config, bad reporter) {
 	}
 }
 
-// withDefaults is cat with its defaults applied (Validate calls it on a
-// valid config).
+// withDefaults is c with the defaults registry/catalog.Settings documents
+// applied (Validate calls it on a valid config), so that what the daemon
+// reports is what it publishes.
 func (c CatalogConfig) withDefaults() CatalogConfig {
 	if !c.Enabled() {
 		return c
 	}
-	if c.Namespace == "" {
-		c.Namespace = DefaultCatalogNamespace
-	}
-	if c.DisplayName == "" {
-		c.DisplayName = c.Domain
-	}
-	if c.PublisherName == "" {
-		c.PublisherName = c.DisplayName
-	}
-	if c.BaseURL == "" {
-		c.BaseURL = "https://" + c.Domain
-	}
-	// Entries' urls are BaseURL + "/agents/…": one slash between.
-	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	s := c.Settings().WithDefaults()
+	c.Namespace, c.DisplayName, c.PublisherName, c.BaseURL = s.Namespace, s.DisplayName, s.PublisherName, s.BaseURL
 	return c
+}
+
+// Settings are the authority's catalog settings of the section.
+func (c CatalogConfig) Settings() catalog.Settings {
+	return catalog.Settings{Domain: c.Domain, Namespace: c.Namespace, DisplayName: c.DisplayName,
+		PublisherName: c.PublisherName, BaseURL: c.BaseURL, Inline: c.Inline}
 }
 
 // CheckNamespace reports whether ns may be the namespace of a urn:air

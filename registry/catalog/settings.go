@@ -1,6 +1,10 @@
 package catalog
 
-import "github.com/cardsign/cardsign/aicatalog"
+import (
+	"strings"
+
+	"github.com/cardsign/cardsign/aicatalog"
+)
 
 // Settings say what the organisation's catalog is (cardsignd's `catalog:`
 // configuration section, defaults applied). The catalog is off when Domain
@@ -32,7 +36,8 @@ const DefaultNamespace = "a2a"
 
 // WithDefaults fills what the configuration left empty as the daemon's
 // configuration documents it: Namespace DefaultNamespace, DisplayName the
-// domain, PublisherName the DisplayName, BaseURL https://Domain. The
+// domain, PublisherName the DisplayName, BaseURL https://Domain (without
+// a trailing slash). The
 // publisher applies it too, so an authority configured in code (tests)
 // needs only a Domain.
 func (s Settings) WithDefaults() Settings {
@@ -48,6 +53,8 @@ func (s Settings) WithDefaults() Settings {
 	if s.BaseURL == "" {
 		s.BaseURL = "https://" + s.Domain
 	}
+	// Entries' urls are BaseURL + "/agents/…": one slash between.
+	s.BaseURL = strings.TrimRight(s.BaseURL, "/")
 	return s
 }
 
