@@ -44,19 +44,9 @@ catalog:
 auth:
   tokens:
     - name: ops
-      sha256: %[3]s
+      sha256: %s
       roles: [admin, auditor]
-  oidc:
-    issuers:
-      - issuer: %[1]s
-        audience: cardsign
-        ca_file: %[2]s
-        claims: {repository_owner: acme}
-    rules:
-      - issuer: %[1]s
-        claims: {repository: "acme/*"}
-        roles: [signer]
-`, is.URL, is.CAFile, sha256Hex(ops)))
+`, sha256Hex(ops))+acmeOIDC(is, "signer"))
 	opsToken := testsupport.WriteFileMode(t, filepath.Join(dir, "ops.token"), ops, 0o600)
 	admin := func(args ...string) result {
 		t.Helper()

@@ -26,17 +26,10 @@ const paymentsCard = `{
   "skills": [{"id": "pay", "name": "Pay", "description": "Takes a payment", "tags": ["payments"]}]
 }`
 
-// TestOIDCPipelineSigns is a release pipeline signing with its own identity:
-// cardsign obtains a GitHub Actions identity token from the (stand-in) token
-// endpoint, cardsignd verifies it against a real HTTPS issuer, its claims
-// decide what it may sign, and the audit record names the run.
-func TestOIDCPipelineSigns(t *testing.T) {
-	is := oidctest.New(t)
-	dir := t.TempDir()
-	d := runDaemon(t, daemonBin, filepath.Join(dir, "data"), fmt.Sprintf(`limits:
-  rate: 0
-auth:
-  oidc:
+// acmeOIDC is cardsignd's auth.oidc section trusting is for the acme
+// organisation's pipelines: repositories acme/* get roles.
+func acmeOIDC(is *oidctest.Issuer, roles string) string {
+	return fmt.Sprintf(`  oidc:
     issuers:
       - issuer: %[1]s
         audience: cardsign
@@ -45,15 +38,28 @@ auth:
     rules:
       - issuer: %[1]s
         claims: {repository: "acme/*"}
-        roles: [signer, auditor]
-policy:
+        roles: [%[3]s]
+`, is.URL, is.CAFile, roles)
+}
+
+// TestOIDCPipelineSigns is a release pipeline signing with its own identity:
+// cardsign obtains a GitHub Actions identity token from the (stand-in) token
+// endpoint, cardsignd verifies it against a real HTTPS issuer, its claims
+// decide what it may sign, and the audit record names the run.
+func TestOIDCPipelineSigns(t *testing.T) {
+	is := oidctest.New(t)
+	dir := t.TempDir()
+	d := runDaemon(t, daemonBin, filepath.Join(dir, "data"), `limits:
+  rate: 0
+auth:
+`+acmeOIDC(is, "signer, auditor")+`policy:
   rules:
     - name: payments-release
       roles: [signer]
       card_names: ["Payments Agent"]
       hosts: [payments.example.com]
       claims: {repository: acme/payments, ref: "refs/tags/v*"}
-`, is.URL, is.CAFile))
+`)
 	grpcAddr, httpAddr := d.grpc, d.http
 	cardFile := filepath.Join(dir, "card.json")
 	writeFile(t, cardFile, []byte(paymentsCard))
