@@ -89,7 +89,7 @@ store/sqlrows, secretfile < store/sqlite, store/postgres;
 
 # Subsystems under the composition root: the registry, the revocation
 # document's publisher, the HTTP plumbing.
-signer, store, limits, jwks/jwksserve < registry;
+signer, store, limits, jwks/jwksserve, aicatalog < registry;
 signer, store < server/revocations;
 aicatalog, registry < registry/catalog;
 access, limits, jwks, transparency, registry, aicatalog < server/httpapi;
@@ -103,7 +103,7 @@ server, ratelimit, api/cardsign/v1 < server/grpcapi;
 
 # Configuration: schema, defaults, validation. It knows the parts it
 # configures, never the composition root.
-access, backends/file, policy, tlsreload, store/postgres, limits
+access, backends/file, policy, tlsreload, store/postgres, limits, aicatalog
   < internal/daemonconfig;
 
 # Small parts of the daemon's process.

@@ -3,182 +3,216 @@ package aicatalog
 import (
 	"crypto/ecdsa"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/strictjson"
 )
 
-// MaxDIDDocumentBytes and MaxDIDDocumentDepth bound a DID document read
-// when the caller gives no limits.
+// Caps on a DID document where the caller's Limits leave a field zero: a
+// root did:web document lists a handful of keys, so 64 KiB, a depth of 8 and
+// 4096 values are generous and keep a hostile one cheap.
 const (
-	MaxDIDDocumentBytes = 256 << 10
-	MaxDIDDocumentDepth = 16
+	didMaxBytes  = 64 << 10
+	didMaxDepth  = 8
+	didMaxValues = 4096
 )
 
-// ParsedDIDDocument is a parsed DID document (read as plain JSON: no JSON-LD
-// context is fetched or processed).
+// ParsedDIDDocument is a DID document read strictly: the document is kept as
+// parsed so that key selection sees exactly what was served.
 type ParsedDIDDocument struct {
+	// ID is the document's id member.
 	ID  string
 	doc strictjson.Value
 }
 
-// ParseDIDDocument reads a DID document strictly (duplicate members, bad
-// UTF-8, size and depth caps refused with the path and rule); lim zero
-// means 256 KiB and depth 16. Its id must be a string.
+// AssertionKey is a key a DID document authorizes for assertions and that
+// passes every did-web-v1 rule.
+type AssertionKey struct {
+	// KID is the method's absolute id (DID#fragment); Fragment the part
+	// after "#".
+	KID, Fragment string
+	Public        *ecdsa.PublicKey
+}
+
+// ParseDIDDocument reads a DID document strictly (strictjson within lim,
+// zero fields taking small defaults): duplicate names, bad UTF-8, a size or
+// depth cap exceeded, or an id that is not a string are errors. A Reason
+// with code CodeDIDDocumentInvalid is the error.
 func ParseDIDDocument(data []byte, lim strictjson.Limits) (*ParsedDIDDocument, error) {
-	if lim == (strictjson.Limits{}) {
-		lim = strictjson.Limits{MaxBytes: MaxDIDDocumentBytes, MaxDepth: MaxDIDDocumentDepth}
+	if lim.MaxBytes == 0 {
+		lim.MaxBytes = didMaxBytes
 	}
-	v, err := strictjson.ParseAs(data, lim, "DID document", "a DID document is a JSON object")
+	if lim.MaxDepth == 0 {
+		lim.MaxDepth = didMaxDepth
+	}
+	if lim.MaxValues == 0 {
+		lim.MaxValues = didMaxValues
+	}
+	doc, err := strictjson.ParseAs(data, lim, "DID document", "a DID document is a JSON object")
 	if err != nil {
-		return nil, fmt.Errorf("DID document: %w", err)
+		return nil, Reason{CodeDIDDocumentInvalid, err.Error()}
 	}
-	id, ok, err := v.GetString("id")
-	if err != nil || !ok {
-		return nil, fmt.Errorf("DID document: $.id: missing or not a string")
+	id, ok, err := doc.GetString("id")
+	if err != nil || !ok || id == "" {
+		return nil, Reason{CodeDIDDocumentInvalid, "DID document: member \"id\" must be a non-empty string"}
 	}
-	return &ParsedDIDDocument{ID: id, doc: v}, nil
+	return &ParsedDIDDocument{ID: id, doc: doc}, nil
 }
 
-// keyError is a key selection refusal with its reason code.
-type keyError struct{ code, detail string }
-
-func (e *keyError) Error() string { return e.code + ": " + e.detail }
-
-// AssertionKey selects the key kid names for signer, as the did:web Signer
-// Profile requires: authorized by assertionMethod (a reference to a
-// verificationMethod, or an embedded method; relative "#frag" references
-// resolved against the document), exactly one method with that id, its
-// controller exactly signer, its publicKeyJwk an on-curve P-256 key with no
-// private member, alg ES256, use sig and key_ops with verify when present.
-// The error's text starts with the reason code.
-func (d *ParsedDIDDocument) AssertionKey(kid, signer string) (*ecdsa.PublicKey, error) {
-	methods, err := d.assertionMethods()
-	if err != nil {
-		return nil, err
+// absolute resolves a DID URL relative to the document ("#frag" becomes
+// ID#frag); anything else is taken as written.
+func (d *ParsedDIDDocument) absolute(ref string) string {
+	if strings.HasPrefix(ref, "#") {
+		return d.ID + ref
 	}
-	var found []strictjson.Value
-	for _, m := range methods {
-		if id, _, _ := m.GetString("id"); d.absolute(id) == kid {
-			found = append(found, m)
-		}
-	}
-	if len(found) != 1 {
-		return nil, &keyError{ReasonKeyNotAuthorized, fmt.Sprintf("%d assertionMethod entries of %s have the id %s", len(found), quote(d.ID), quote(kid))}
-	}
-	m := found[0]
-	if c, _, _ := m.GetString("controller"); c != signer {
-		return nil, &keyError{ReasonControllerMismatch, fmt.Sprintf("method %s has controller %s, not the signer %s", quote(kid), quote(c), quote(signer))}
-	}
-	return methodKey(m, kid)
+	return ref
 }
 
-// AssertionKeys are the P-256 keys the document authorizes for assertions
-// by its own controller, by fragment (a method that fails AssertionKey's
-// rules is left out).
-func (d *ParsedDIDDocument) AssertionKeys() map[string]*ecdsa.PublicKey {
-	methods, err := d.assertionMethods()
-	if err != nil {
-		return nil
-	}
-	out := map[string]*ecdsa.PublicKey{}
-	for _, m := range methods {
-		id, _, _ := m.GetString("id")
-		kid := d.absolute(id)
-		frag, ok := strings.CutPrefix(kid, d.ID+"#")
-		if !ok || frag == "" {
-			continue
-		}
-		if k, err := d.AssertionKey(kid, d.ID); err == nil {
-			out[frag] = k
-		}
-	}
-	return out
-}
-
-// assertionMethods are the methods assertionMethod authorizes, references
-// resolved against verificationMethod.
-func (d *ParsedDIDDocument) assertionMethods() ([]strictjson.Value, error) {
+// assertionMethods returns the methods assertionMethod authorizes, each
+// with its resolved id: embedded objects as they are, string references
+// looked up in verificationMethod (a reference to nothing authorizes
+// nothing), each with its place in the document for messages.
+func (d *ParsedDIDDocument) assertionMethods() ([]didMethod, error) {
 	am, ok := d.doc.Get("assertionMethod")
 	if !ok {
-		return nil, &keyError{ReasonKeyNotAuthorized, quote(d.ID) + " has no assertionMethod"}
+		return nil, nil
 	}
 	if am.Kind != strictjson.Array {
-		return nil, &keyError{ReasonDIDDocumentInvalid, "$.assertionMethod is not an array"}
+		return nil, Reason{CodeDIDDocumentInvalid, fmt.Sprintf("DID document: assertionMethod is %s, not an array", am.Kind)}
 	}
-	vm, _ := d.doc.Get("verificationMethod")
-	var out []strictjson.Value
-	for _, a := range am.Arr {
-		switch a.Kind {
-		case strictjson.Object:
-			out = append(out, a)
+	vms, _ := d.doc.Get("verificationMethod")
+	var out []didMethod
+	for i, item := range am.Arr {
+		switch item.Kind {
 		case strictjson.String:
-			ref := d.absolute(a.Str)
-			if vm.Kind != strictjson.Array {
-				continue
-			}
-			for _, m := range vm.Arr {
-				if id, _, _ := m.GetString("id"); m.Kind == strictjson.Object && d.absolute(id) == ref {
-					out = append(out, m)
+			ref := d.absolute(item.Str)
+			for j, vm := range vms.Arr {
+				if id, _, _ := vm.GetString("id"); vm.Kind == strictjson.Object && d.absolute(id) == ref {
+					out = append(out, didMethod{id: ref, v: vm, path: fmt.Sprintf("verificationMethod[%d]", j)})
 				}
 			}
+		case strictjson.Object:
+			id, _, _ := item.GetString("id")
+			out = append(out, didMethod{id: d.absolute(id), v: item, path: fmt.Sprintf("assertionMethod[%d]", i)})
+		default:
+			return nil, Reason{CodeDIDDocumentInvalid, fmt.Sprintf("DID document: assertionMethod[%d] is %s, not a DID URL or a method", i, item.Kind)}
 		}
 	}
 	return out, nil
 }
 
-// absolute resolves a relative DID URL ("#frag") against the document.
-func (d *ParsedDIDDocument) absolute(id string) string {
-	if strings.HasPrefix(id, "#") {
-		return d.ID + id
-	}
-	return id
+type didMethod struct {
+	id, path string
+	v        strictjson.Value
 }
 
-// methodKey reads the P-256 public key of verification method m.
-func methodKey(m strictjson.Value, kid string) (*ecdsa.PublicKey, error) {
-	j, ok := m.Get("publicKeyJwk")
-	if !ok || j.Kind != strictjson.Object {
-		return nil, &keyError{ReasonJWKNotP256, "method " + quote(kid) + " has no publicKeyJwk object"}
+// SelectKey returns the public key did-web-v1 verifies a signature by
+// signer with protected kid against: exactly one assertionMethod method
+// whose id is kid, controlled by signer, with a public P-256 JWK. The error
+// is a Reason (CodeKeyNotAuthorized, CodeControllerMismatch, CodeJWK*).
+func (d *ParsedDIDDocument) SelectKey(kid, signer string) (*ecdsa.PublicKey, error) {
+	methods, err := d.assertionMethods()
+	if err != nil {
+		return nil, err
 	}
-	var private []string
-	raw := j.Compact()
-	if names, err := jose.PrivateMembers(raw); err == nil {
-		private = names
-	}
-	if len(private) > 0 {
-		return nil, &keyError{ReasonJWKPrivate, fmt.Sprintf("publicKeyJwk of %s carries private members %s", quote(kid), strings.Join(private, ", "))}
-	}
-	kty, _, _ := j.GetString("kty")
-	crv, _, _ := j.GetString("crv")
-	if kty != "EC" || crv != "P-256" {
-		return nil, &keyError{ReasonJWKNotP256, fmt.Sprintf("publicKeyJwk of %s is kty %s crv %s, not EC P-256", quote(kid), quote(kty), quote(crv))}
-	}
-	if alg, ok, _ := j.GetString("alg"); ok && alg != "ES256" {
-		return nil, &keyError{ReasonJWKAlgOrUseMismatch, fmt.Sprintf("publicKeyJwk of %s has alg %s, not ES256", quote(kid), quote(alg))}
-	}
-	if use, ok, _ := j.GetString("use"); ok && use != "sig" {
-		return nil, &keyError{ReasonJWKAlgOrUseMismatch, fmt.Sprintf("publicKeyJwk of %s has use %s, not sig", quote(kid), quote(use))}
-	}
-	if ops, ok := j.Get("key_ops"); ok {
-		if ops.Kind != strictjson.Array || !slices.ContainsFunc(ops.Arr, func(o strictjson.Value) bool { return o.Kind == strictjson.String && o.Str == "verify" }) {
-			return nil, &keyError{ReasonJWKKeyOpsForbid, "publicKeyJwk of " + quote(kid) + " has key_ops without verify"}
+	var found []didMethod
+	for _, m := range methods {
+		if m.id == kid {
+			found = append(found, m)
 		}
 	}
-	x, _, _ := j.GetString("x")
-	y, _, _ := j.GetString("y")
-	pub, err := jose.JWK{Kty: "EC", Crv: "P-256", X: x, Y: y}.PublicKey()
-	if err != nil {
-		return nil, &keyError{ReasonJWKCoordinates, fmt.Sprintf("publicKeyJwk of %s: %v", quote(kid), err)}
+	if len(found) != 1 {
+		return nil, Reason{CodeKeyNotAuthorized, fmt.Sprintf("kid %s: %d assertionMethod entries have that id, want exactly 1", strictjson.QuoteForMessage(kid), len(found))}
 	}
-	k, ok := pub.(*ecdsa.PublicKey)
-	if !ok {
-		return nil, &keyError{ReasonJWKNotP256, "publicKeyJwk of " + quote(kid) + " is not an EC key"}
-	}
-	return k, nil
+	return methodKey(found[0], signer)
 }
 
-// quote prints a string from a document escaped.
-func quote(s string) string { return strictjson.QuoteForMessage(s) }
+// AssertionKeys returns every key the document authorizes for assertions
+// by its own DID (controller == ID) that passes the did-web-v1 key rules;
+// methods that fail a rule are left out. webtrust uses it to check a card
+// signature against a did:web trust anchor.
+func (d *ParsedDIDDocument) AssertionKeys() ([]AssertionKey, error) {
+	methods, err := d.assertionMethods()
+	if err != nil {
+		return nil, err
+	}
+	count := map[string]int{}
+	for _, m := range methods {
+		count[m.id]++
+	}
+	var out []AssertionKey
+	for _, m := range methods {
+		if count[m.id] != 1 {
+			// SelectKey refuses an id listed twice; so does this.
+			continue
+		}
+		frag, ok := strings.CutPrefix(m.id, d.ID+"#")
+		if !ok || frag == "" {
+			continue
+		}
+		pub, err := methodKey(m, d.ID)
+		if err != nil {
+			continue
+		}
+		out = append(out, AssertionKey{KID: m.id, Fragment: frag, Public: pub})
+	}
+	return out, nil
+}
+
+// methodKey applies the did-web-v1 rules to one verification method.
+func methodKey(m didMethod, signer string) (*ecdsa.PublicKey, error) {
+	at := func(code, format string, args ...any) error {
+		return Reason{code, m.path + ": " + fmt.Sprintf(format, args...)}
+	}
+	if c, _, _ := m.v.GetString("controller"); c != signer {
+		return nil, at(CodeControllerMismatch, "controller %s is not the signer %s", strictjson.QuoteForMessage(c), strictjson.QuoteForMessage(signer))
+	}
+	jwk, ok := m.v.Get("publicKeyJwk")
+	if !ok || jwk.Kind != strictjson.Object {
+		return nil, at(CodeJWKNotP256, "no publicKeyJwk object")
+	}
+	kty, _, _ := jwk.GetString("kty")
+	crv, _, _ := jwk.GetString("crv")
+	if kty != "EC" || crv != "P-256" {
+		return nil, at(CodeJWKNotP256, "publicKeyJwk is kty %s crv %s, want EC P-256", strictjson.QuoteForMessage(kty), strictjson.QuoteForMessage(crv))
+	}
+	private, err := jose.PrivateMembers(jwk.Compact())
+	if err != nil {
+		return nil, at(CodeJWKCoordinatesInvalid, "publicKeyJwk: %v", err)
+	}
+	if len(private) > 0 {
+		return nil, at(CodeJWKPrivateMaterial, "publicKeyJwk has private members %q", private)
+	}
+	if alg, ok, err := jwk.GetString("alg"); err != nil || ok && alg != string(jose.ES256) {
+		return nil, at(CodeJWKAlgOrUseMismatch, "publicKeyJwk alg %s is not \"ES256\"", strictjson.QuoteForMessage(alg))
+	}
+	if use, ok, err := jwk.GetString("use"); err != nil || ok && use != "sig" {
+		return nil, at(CodeJWKAlgOrUseMismatch, "publicKeyJwk use %s is not \"sig\"", strictjson.QuoteForMessage(use))
+	}
+	if ops, ok := jwk.Get("key_ops"); ok && !hasString(ops, "verify") {
+		return nil, at(CodeJWKKeyOpsForbidVerify, "publicKeyJwk key_ops does not include \"verify\"")
+	}
+	x, _, errX := jwk.GetString("x")
+	y, _, errY := jwk.GetString("y")
+	if errX != nil || errY != nil {
+		return nil, at(CodeJWKCoordinatesInvalid, "publicKeyJwk x and y must be strings")
+	}
+	pub, err := jose.JWK{Kty: kty, Crv: crv, X: x, Y: y}.PublicKey()
+	if err != nil {
+		return nil, at(CodeJWKCoordinatesInvalid, "publicKeyJwk: %v", err)
+	}
+	return pub.(*ecdsa.PublicKey), nil
+}
+
+func hasString(arr strictjson.Value, s string) bool {
+	if arr.Kind != strictjson.Array {
+		return false
+	}
+	for _, v := range arr.Arr {
+		if v.Kind == strictjson.String && v.Str == s {
+			return true
+		}
+	}
+	return false
+}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/aicatalog"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/internal/daemonconfig"
@@ -30,6 +31,7 @@ import (
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/ratelimit"
+	"github.com/cardsign/cardsign/registry/catalog"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/server/grpcapi"
 	"github.com/cardsign/cardsign/server/httpapi"
@@ -126,6 +128,13 @@ func Serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	setHealth(auth.Ready())
 
 	warnOpen(authn.Enabled(), reloader != nil, pol.Empty(), log)
+	if c := cfg.Catalog; c.Enabled() {
+		// Where this listener serves them; the organisation's web server
+		// routes https://DOMAIN's paths here (README).
+		base := scheme + "://" + hl.Addr().String()
+		log.Info("AI Catalog on", "did", aicatalog.DID(c.Domain), "catalog", base+aicatalog.WellKnownPath,
+			"did_document", base+aicatalog.DIDPath, "public_url", "https://"+c.Domain+aicatalog.WellKnownPath)
+	}
 	log.Info("cardsignd ready",
 		"grpc", gl.Addr().String(), "http", hl.Addr().String(),
 		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
@@ -236,7 +245,8 @@ func StartChecks(ctx context.Context) []func(daemonconfig.Config) error {
 // it, reading only: a PostgreSQL database migrated by a newer cardsignd is
 // refused, and so is one usableCopy refuses; on either store, a key on
 // record that may still sign whose backend this config or build lacks
-// (daemonconfig.CheckKeyBackends). It needs no secrets, so --check-config runs it too.
+// (daemonconfig.CheckKeyBackends); with a catalog, no key that can sign it
+// (daemonconfig.CheckCatalogKeys). It needs no secrets, so --check-config runs it too.
 // SQLite's read-only look refuses a newer schema as its open would.
 func checkStore(ctx context.Context, cfg daemonconfig.Config) error {
 	if !cfg.Store.Postgres() {
@@ -244,7 +254,7 @@ func checkStore(ctx context.Context, cfg daemonconfig.Config) error {
 		if err != nil {
 			return err
 		}
-		return cfg.CheckKeyBackends(c.Keys, notBuilt())
+		return checkKeys(cfg, c.Keys)
 	}
 	database := cfg.Store.Redacted()
 	c, err := postgres.Inspect(ctx, cfg.Store.PostgresConfig(nil), storecopy.Marker)
@@ -257,7 +267,17 @@ func checkStore(ctx context.Context, cfg daemonconfig.Config) error {
 	if err := usableCopy(c, cfg.DataDir, database); err != nil {
 		return err
 	}
-	return cfg.CheckKeyBackends(c.KeyRecords, notBuilt())
+	return checkKeys(cfg, c.KeyRecords)
+}
+
+// checkKeys is what checkStore asks of the keys on record: every key that
+// may still sign has its backend, and a configured catalog has a key that
+// can sign it.
+func checkKeys(cfg daemonconfig.Config, recs []jwks.KeyRecord) error {
+	if err := cfg.CheckKeyBackends(recs, notBuilt()); err != nil {
+		return err
+	}
+	return cfg.CheckCatalogKeys(recs)
 }
 
 // precheckReplica refuses a configured replica name another live process
@@ -430,6 +450,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		ClockSkew:      cfg.ClockSkew,
 		Log:            tlog.Signer,
 		LogOpenPrivate: cfg.Log.Private == "open",
+		Catalog:        catalogSettings(cfg.Catalog),
 	}, st, log)
 	if cfg.ClockSkew != 0 {
 		log.Warn(daemonconfig.ClockSkewEnv+" is set: this process takes its host clock to be off by this much (a test knob)", "clock_skew", cfg.ClockSkew)
@@ -460,6 +481,13 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		return nil, nil, fmt.Errorf("first key: %w", err)
 	}
 	return auth, pol, nil
+}
+
+// catalogSettings are the authority's catalog settings from the catalog
+// section, whose defaults Validate has applied.
+func catalogSettings(c daemonconfig.CatalogConfig) catalog.Settings {
+	return catalog.Settings{Domain: c.Domain, Namespace: c.Namespace, DisplayName: c.DisplayName,
+		PublisherName: c.PublisherName, BaseURL: c.BaseURL, Inline: c.Inline}
 }
 
 // openTLS loads the TLS material when TLS is on (nil when off) and exports

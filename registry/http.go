@@ -50,7 +50,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // Card serves GET /agents/{id}/agent-card.json: a public card to anyone, a
-// private one to a caller with a reader role. A private card answers a
+// private one to a caller with a reader role. The body is the registered
+// bytes, as application/json, or as CardMediaType when Accept asks for it
+// (an AI Catalog entry's url names this path with that type): the same
+// bytes, so the digest a catalog entry carries holds for both. A private card answers a
 // caller without one as if it did not exist (404), so agent ids cannot be
 // probed. The ETag follows the signed bytes (a re-signed card is a new
 // entity); a public card may be cached as long as the JWKS, a private one
@@ -116,18 +119,25 @@ func (h *Handler) Card() http.Handler {
 			return
 		}
 		sum := sha256.Sum256(c.Signed)
-		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		// Two representations, two tags: a cache holding both (Vary:
+		// Accept) must not take one's 304 for the other's.
+		tag, contentType := hex.EncodeToString(sum[:16]), "application/json"
+		if wantsCardType(r.Header["Accept"]) {
+			tag, contentType = tag+".a2a", CardMediaType
+		}
+		etag := `"` + tag + `"`
 		hd := w.Header()
 		hd.Set("ETag", etag)
 		hd.Set("Cache-Control", cacheControl)
+		hd.Set("Vary", "Accept")
 		if c.Visibility != store.Public {
-			hd.Set("Vary", "Authorization")
+			hd.Set("Vary", "Authorization, Accept")
 		}
 		if jwksserve.ETagListMatches(r.Header["If-None-Match"], etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		hd.Set("Content-Type", "application/json")
+		hd.Set("Content-Type", contentType)
 		hd.Set("Content-Length", strconv.Itoa(len(c.Signed)))
 		w.WriteHeader(http.StatusOK)
 		if r.Method != http.MethodHead {

@@ -67,7 +67,7 @@ func TestCardHTTP(t *testing.T) {
 		t.Fatalf("private card to an anonymous caller: %d %q; unknown agent: %d %q; want the same 404", hidden.Code, hidden.Body, unknown.Code, unknown.Body)
 	}
 	w = serve(h, "GET", "/agents/priv/agent-card.json", readerHeader)
-	if w.Code != 200 || w.Header().Get("Cache-Control") != "private, no-cache" || w.Header().Get("Vary") != "Authorization" {
+	if w.Code != 200 || w.Header().Get("Cache-Control") != "private, no-cache" || w.Header().Get("Vary") != "Authorization, Accept" {
 		t.Fatalf("private card to a reader: %d %v", w.Code, w.Header())
 	}
 	if w := serve(h, "GET", "/agents/Bad%2FId/agent-card.json", nil); w.Code != 404 {

@@ -47,26 +47,11 @@ func newAuthorityOn(t testing.TB, st store.Store, dir string) *Authority {
 	return newAuthorityWith(t, st, dir, slog.New(slog.DiscardHandler))
 }
 
-func newAuthorityWith(t testing.TB, st store.Store, dir string, log *slog.Logger) *Authority {
+// newAuthorityWith is newAuthorityOn logging to log, its config changed by
+// each of opts; it makes the store's first key.
+func newAuthorityWith(t testing.TB, st store.Store, dir string, log *slog.Logger, opts ...func(*Config)) *Authority {
 	t.Helper()
-	return newAuthorityConfigured(t, st, dir, log, nil)
-}
-
-// newAuthorityConfigured is newAuthorityWith with its Config changed by
-// configure first (nil: as it is).
-func newAuthorityConfigured(t testing.TB, st store.Store, dir string, log *slog.Logger, configure func(*Config)) *Authority {
-	t.Helper()
-	cfg := Config{
-		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
-		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
-		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
-		Log: testLogSigner(t),
-	}
-	if configure != nil {
-		configure(&cfg)
-	}
-	a := NewAuthority(cfg, st, log)
-	t.Cleanup(func() { a.Close() })
+	a := newAuthorityUnstarted(t, st, dir, log, opts...)
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +61,24 @@ func newAuthorityConfigured(t testing.TB, st store.Store, dir string, log *slog.
 	if created, err := a.Bootstrap(t.Context()); err != nil || created {
 		t.Fatalf("second Bootstrap must do nothing: %v %v", created, err)
 	}
+	return a
+}
+
+// newAuthorityUnstarted is the test authority over st, its config changed
+// by each of opts, closed when the test ends; it makes no key.
+func newAuthorityUnstarted(t testing.TB, st store.Store, dir string, log *slog.Logger, opts ...func(*Config)) *Authority {
+	t.Helper()
+	cfg := Config{
+		KeyBackend: "file", KeyDir: filepath.Join(dir, "keys"), DefaultAlg: jose.ES256,
+		Prepublish: time.Hour, RetireGrace: 24 * time.Hour, Limits: strictjson.Limits{},
+		JWKSMaxAge: time.Hour, RevocationTTL: time.Hour, AuditBatch: 64,
+		Log: testLogSigner(t),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a := NewAuthority(cfg, st, log)
+	t.Cleanup(func() { a.Close() })
 	return a
 }
 

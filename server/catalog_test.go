@@ -44,7 +44,7 @@ const catalogDomain = "agents.example.com"
 func newCatalogAuthority(t *testing.T, configure func(*Config)) (*Authority, string) {
 	t.Helper()
 	dir := t.TempDir()
-	a := newAuthorityConfigured(t, openStore(t, dir), dir, slog.New(slog.DiscardHandler), func(c *Config) {
+	a := newAuthorityWith(t, openStore(t, dir), dir, slog.New(slog.DiscardHandler), func(c *Config) {
 		c.Catalog = catalog.Settings{Domain: catalogDomain, DisplayName: "Example Agents"}
 		if configure != nil {
 			configure(c)
@@ -556,7 +556,7 @@ func TestCatalogReplicas(t *testing.T) {
 }
 
 func testCatalogReplicas(t *testing.T, st store.Store, dir string, pg *pgtest.Cluster) {
-	a := newAuthorityConfigured(t, st, dir, slog.New(slog.DiscardHandler), func(c *Config) {
+	a := newAuthorityWith(t, st, dir, slog.New(slog.DiscardHandler), func(c *Config) {
 		c.Catalog = catalog.Settings{Domain: catalogDomain}
 	})
 	awaitActive(t, a)

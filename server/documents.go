@@ -45,6 +45,9 @@ type documents struct {
 	stale       staleDocuments // documents served from the last read
 
 	jwksMaxAge, revocationTTL time.Duration
+	// didDomain is the catalog's domain, whose DID document is served
+	// (didDocument); empty when the catalog is off.
+	didDomain string
 }
 
 // documentHandlers serve the published documents from pre-rendered bytes
@@ -54,13 +57,26 @@ type documents struct {
 type documentHandlers struct {
 	jwks        *jwksserve.CachedHandler
 	revocations *jwksserve.CachedHandler
+	// did serves the DID document; nil when the catalog is off.
+	did *jwksserve.CachedHandler
 }
 
-// newDocumentHandlers makes the JWKS and revocation document handlers, each
-// counting its requests by status.
+// newDocumentHandlers makes the JWKS, revocation document and (with a
+// catalog) DID document handlers, each counting its requests by status.
 func (d *documents) newDocumentHandlers() documentHandlers {
 	now := func() time.Time { return d.now() } // d.now as it is at each call (tests move it)
+	var did *jwksserve.CachedHandler
+	if d.didDomain != "" {
+		did = jwksserve.NewCachedHandler(jwksserve.CacheOptions{
+			What:    "DID document",
+			Render:  d.renderDID,
+			Version: d.keys.version.Load,
+			Now:     now,
+			Observe: d.countDocumentRequest("did"),
+		})
+	}
 	return documentHandlers{
+		did: did,
 		jwks: jwksserve.NewCachedHandler(jwksserve.CacheOptions{
 			What:    "JWKS",
 			Render:  d.renderJWKS,
@@ -78,35 +94,59 @@ func (d *documents) newDocumentHandlers() documentHandlers {
 	}
 }
 
-// renderJWKS renders the JWKS for serving until the first of: the next
-// scheduled key transition (the set may gain or lose a key then), and the
-// moment the key records it was rendered from are due for their periodic
-// re-read (so another replica's change is seen even without a
-// notification). A change to the records before then (a revocation here,
-// a notification from another replica, any re-read) moves the keyring's
-// version, and the next request renders again.
+// keyDocument is a document made from the published keys alone (the JWKS,
+// the DID document): rendered and cached the same way, and served from the
+// key records last read while the store is unreachable.
+type keyDocument struct {
+	what, contentType string
+	// body renders the document of the keys recs publish at now.
+	body  func(now time.Time, recs []jwks.KeyRecord) ([]byte, error)
+	stale *atomic.Pointer[staleDocument]
+}
+
+// jwksDocument is the JWKS as a keyDocument.
+func (d *documents) jwksDocument() keyDocument {
+	return keyDocument{what: "JWKS", contentType: jwks.MediaType, stale: &d.stale.jwks,
+		body: func(now time.Time, recs []jwks.KeyRecord) ([]byte, error) {
+			doc, err := jwks.Render(now, recs, d.keys.policy, d.jwksMaxAge)
+			return doc.Body, err
+		}}
+}
+
+// renderJWKS renders the JWKS for serving (renderKeys).
+func (d *documents) renderJWKS(ctx context.Context) (jwksserve.Rendition, error) {
+	return d.renderKeys(ctx, d.jwksDocument())
+}
+
+// renderKeys renders a document of the published keys for serving until
+// the first of: the next scheduled key transition (the set may gain or lose
+// a key then), and the moment the key records it was rendered from are due
+// for their periodic re-read (so another replica's change is seen even
+// without a notification). A change to the records before then (a
+// revocation here, a notification from another replica, any re-read) moves
+// the keyring's version, and the next request renders again.
 //
 // Cache-Control's max-age is what is left until the next transition from
 // the end of that period, so however late in it the rendition is served,
 // no cache keeps the set past the transition.
-func (d *documents) renderJWKS(ctx context.Context) (jwksserve.Rendition, error) {
+func (d *documents) renderKeys(ctx context.Context, kd keyDocument) (jwksserve.Rendition, error) {
 	now := d.now()
 	recs, err := d.keys.records(ctx, false)
 	if err != nil {
 		d.readiness.failed(err)
-		if r, ok := d.staleJWKS(now, err); ok {
+		if r, ok := d.staleKeys(now, err, kd); ok {
 			return r, nil
 		}
-		d.log.Error("JWKS not served", "err", err)
+		d.log.Error(kd.what+" not served", "err", err)
 		return jwksserve.Rendition{}, err
 	}
 	readAt := d.keys.readTime()
-	doc, err := jwks.Render(now, recs, d.keys.policy, d.jwksMaxAge)
+	body, err := kd.body(now, recs)
 	if err != nil {
-		d.log.Error("JWKS not served", "err", err)
+		d.log.Error(kd.what+" not served", "err", err)
 		return jwksserve.Rendition{}, err
 	}
-	d.stale.current(d.log, "JWKS", &d.stale.jwks)
+	d.stale.current(d.log, kd.what, kd.stale)
 	until := now.Add(max(d.keys.refresh-time.Since(readAt), 0))
 	maxAge := max(d.jwksMaxAge, 0)
 	if next, ok := jwks.NextTransition(now, recs, d.keys.policy); ok {
@@ -116,7 +156,7 @@ func (d *documents) renderJWKS(ctx context.Context) (jwksserve.Rendition, error)
 		maxAge = min(maxAge, next.Sub(until))
 	}
 	return jwksserve.Rendition{
-		Static: jwksserve.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwksserve.CacheControl(maxAge)),
+		Static: jwksserve.NewStatic(body, "", kd.contentType, jwksserve.CacheControl(maxAge)),
 		Until:  until,
 	}, nil
 }
@@ -150,7 +190,7 @@ const documentStaleRetry = time.Second
 // staleDocuments says which published documents are served from the last
 // read because the store is unreachable, for /readyz and its log lines.
 type staleDocuments struct {
-	jwks, revocations atomic.Pointer[staleDocument]
+	jwks, revocations, did atomic.Pointer[staleDocument]
 }
 
 // staleDocument is a document served from the last read.
@@ -200,18 +240,19 @@ func (d *documents) staleJWKSFor() time.Duration {
 	return time.Hour
 }
 
-// staleJWKS renders the JWKS from the key records last read when the store
-// cannot be read (err): the set as those records make it now, so scheduled
-// transitions still happen. Caches may keep it until the first of the next
-// scheduled transition, the end of the bound (staleJWKSFor past the read)
-// and jwks_max_age; the store is tried again every documentStaleRetry.
-func (d *documents) staleJWKS(now time.Time, err error) (jwksserve.Rendition, bool) {
+// staleKeys renders a document of the published keys from the key records
+// last read when the store cannot be read (err): the set as those records
+// make it now, so scheduled transitions still happen. Caches may keep it
+// until the first of the next scheduled transition, the end of the bound
+// (staleJWKSFor past the read) and jwks_max_age; the store is tried again
+// every documentStaleRetry.
+func (d *documents) staleKeys(now time.Time, err error, kd keyDocument) (jwksserve.Rendition, bool) {
 	recs, readAt, ok := d.keys.lastRead()
 	left := d.staleJWKSFor() - time.Since(readAt)
 	if !ok || !documentsFallBack(err) || left <= 0 {
 		return jwksserve.Rendition{}, false
 	}
-	doc, rerr := jwks.Render(now, recs, d.keys.policy, d.jwksMaxAge)
+	body, rerr := kd.body(now, recs)
 	if rerr != nil {
 		return jwksserve.Rendition{}, false
 	}
@@ -224,9 +265,9 @@ func (d *documents) staleJWKS(now time.Time, err error) (jwksserve.Rendition, bo
 		}
 		maxAge = min(maxAge, next.Sub(until))
 	}
-	d.stale.served(d.log, "JWKS", &d.stale.jwks, readAt, end, err)
+	d.stale.served(d.log, kd.what, kd.stale, readAt, end, err)
 	return jwksserve.Rendition{
-		Static: jwksserve.NewStatic(doc.Body, doc.ETag, jwks.MediaType, jwksserve.CacheControl(maxAge)),
+		Static: jwksserve.NewStatic(body, "", kd.contentType, jwksserve.CacheControl(maxAge)),
 		Until:  until,
 	}, true
 }

@@ -80,15 +80,7 @@ func TestDocumentsServedWhileStoreDown(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		return rec
 	}
-	maxAge := func(rec *httptest.ResponseRecorder) time.Duration {
-		t.Helper()
-		v, ok := strings.CutPrefix(rec.Header().Get("Cache-Control"), "public, max-age=")
-		n, err := strconv.Atoi(v)
-		if !ok || err != nil {
-			t.Fatalf("Cache-Control %q", rec.Header().Get("Cache-Control"))
-		}
-		return time.Duration(n) * time.Second
-	}
+	maxAge := func(rec *httptest.ResponseRecorder) time.Duration { return maxAgeOf(t, rec) }
 	jwksUp, revUp := get(jwks.JWKSPath), get(jwks.RevocationsPath)
 	if jwksUp.Code != http.StatusOK || revUp.Code != http.StatusOK {
 		t.Fatalf("documents with the database up: %d %d", jwksUp.Code, revUp.Code)

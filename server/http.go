@@ -41,6 +41,7 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 		Metrics:      a.metrics.Handler(),
 		JWKS:         docs.jwks,
 		Revocations:  docs.revocations,
+		DID:          http.HandlerFunc(noDID),
 		AgentCard:    agents.Card(),
 		AgentLogSalt: agents.Salt(),
 		AICatalog:    catalog.NewHandler(a.catalog.pub, a.cfg.JWKSMaxAge, func() time.Time { return a.now() }),
@@ -49,6 +50,9 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 			code, body := docs.ready(r.Context(), a)
 			writeJSON(w, code, body)
 		}),
+	}
+	if docs.did != nil {
+		routes.DID = docs.did
 	}
 	if a.tlog != nil {
 		routes.LogKeys = tlogserve.KeysHandler(a.cfg.Log.VerifierKeys(), a.cfg.JWKSMaxAge)
@@ -98,7 +102,7 @@ func serveReady(w http.ResponseWriter, a *Authority) {
 		}
 	}
 	body := map[string]any{"status": "not ready", "reason": reason}
-	if a.docs.stale.jwks.Load() != nil || a.docs.stale.revocations.Load() != nil {
+	if a.docs.stale.jwks.Load() != nil || a.docs.stale.revocations.Load() != nil || a.docs.stale.did.Load() != nil {
 		// Signing stopped, but verifiers still get the keys.
 		body["documents"] = "served from the last read while the store is unavailable: see " + DocumentsReadyPath
 	}
@@ -108,7 +112,8 @@ func serveReady(w http.ResponseWriter, a *Authority) {
 // DocumentsReadyPath is httpapi's: the readiness of the public documents.
 const DocumentsReadyPath = httpapi.DocumentsReadyPath
 
-// ready reports whether both documents can be served now and how; it takes
+// ready reports whether the documents (the DID document too, with a
+// catalog) can be served now and how; it takes
 // what a request would be served (rendered at most once per change, or per
 // documentStaleRetry while the store is unreachable).
 func (d documentHandlers) ready(ctx context.Context, a *Authority) (int, map[string]any) {
@@ -122,7 +127,10 @@ func (d documentHandlers) ready(ctx context.Context, a *Authority) (int, map[str
 		name  string
 		h     *jwksserve.CachedHandler
 		stale *atomic.Pointer[staleDocument]
-	}{{"jwks", d.jwks, &a.docs.stale.jwks}, {"revocations", d.revocations, &a.docs.stale.revocations}} {
+	}{{"jwks", d.jwks, &a.docs.stale.jwks}, {"revocations", d.revocations, &a.docs.stale.revocations}, {"did", d.did, &a.docs.stale.did}} {
+		if doc.h == nil {
+			continue // no catalog, no DID document
+		}
 		if _, err := doc.h.Current(ctx); err != nil {
 			code, body["status"] = http.StatusServiceUnavailable, "not ready"
 			body[doc.name] = map[string]any{"state": "unavailable"}

@@ -87,7 +87,7 @@ func NewMetrics() *Metrics {
 		auditCommit: newHistogram("cardsign_audit_commit_duration_seconds",
 			"Time from handing a request's audit records to the log until they were durable."),
 		jwksRequests: newCounterVec("cardsign_jwks_requests_total",
-			"Requests for the published documents, by document (jwks, revocations) and HTTP status (304 = not modified).", "document", "code"),
+			"Requests for the published documents, by document (jwks, revocations, did) and HTTP status (304 = not modified).", "document", "code"),
 		rateLimited: newCounterVec("cardsign_rate_limited_total",
 			"Calls refused with RESOURCE_EXHAUSTED because the caller was over its rate.", "caller"),
 		rpcs: newCounterVec("cardsign_grpc_requests_total",

@@ -32,8 +32,8 @@ const (
 	// max_revocations_age.
 	ReasonRevocationsInvalid = "revocations-invalid"
 	// ReasonEntryRevoked: the revocation document lists the card an
-	// entry's manifest covers.
-	ReasonEntryRevoked = "entry-revoked"
+	// entry's manifest covers (aicatalog's code).
+	ReasonEntryRevoked = aicatalog.CodeEntryRevoked
 	// ReasonCatalogSigner: the catalog is signed by another DID than the
 	// rule's catalog_signer.
 	ReasonCatalogSigner = "catalog-signer-not-trusted"
@@ -43,13 +43,13 @@ const (
 	ReasonKeyRevoked = "key-revoked"
 	// ReasonUnsigned: the card carries no signature (aicatalog's code for
 	// an unsigned manifest).
-	ReasonUnsigned = aicatalog.ReasonUnsigned
+	ReasonUnsigned = aicatalog.CodeUnsigned
 	// ReasonLogProofMissing: the rule requires a log proof and no
 	// signature with a proof verified.
 	ReasonLogProofMissing = "log-proof-missing"
 	// ReasonSignatureInvalid: no signature verifies with a trusted key
 	// (aicatalog's code for a signature that does not verify).
-	ReasonSignatureInvalid = aicatalog.ReasonSignatureInvalid
+	ReasonSignatureInvalid = aicatalog.CodeSignatureInvalid
 	// ReasonRollback: a release older than one already accepted (State).
 	ReasonRollback = "rollback"
 )

@@ -25,20 +25,19 @@ func didKeys(did string, data []byte, lim strictjson.Limits) (jwks.Set, error) {
 	if doc.ID != did {
 		return jwks.Set{}, fmt.Errorf("DID document id %s is not %s", strictjson.QuoteForMessage(doc.ID), did)
 	}
-	keys := doc.AssertionKeys()
+	keys, err := doc.AssertionKeys()
+	if err != nil {
+		return jwks.Set{}, fmt.Errorf("the DID document of %s: %w", did, err)
+	}
 	if len(keys) == 0 {
 		return jwks.Set{}, fmt.Errorf("the DID document of %s authorizes no P-256 key for assertions (assertionMethod)", did)
 	}
-	frags := make([]string, 0, len(keys))
-	for f := range keys {
-		frags = append(frags, f)
-	}
-	sort.Strings(frags)
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Fragment < keys[j].Fragment })
 	var set jwks.Set
-	for _, f := range frags {
-		k, err := jose.NewJWK(keys[f], f, jose.ES256)
+	for _, key := range keys {
+		k, err := jose.NewJWK(key.Public, key.Fragment, jose.ES256)
 		if err != nil {
-			return jwks.Set{}, fmt.Errorf("DID document of %s: key %s: %w", did, strictjson.QuoteForMessage(f), err)
+			return jwks.Set{}, fmt.Errorf("DID document of %s: key %s: %w", did, strictjson.QuoteForMessage(key.Fragment), err)
 		}
 		set.Keys = append(set.Keys, k)
 	}

@@ -52,6 +52,7 @@ type Config struct {
 	Readiness       ReadinessConfig   `yaml:"readiness"`
 	Store           StoreConfig       `yaml:"store"`
 	Log             LogConfig         `yaml:"log"`
+	Catalog         CatalogConfig     `yaml:"catalog"`
 	// Replica names this process among the replicas sharing a store, in
 	// the logs and the duties lease; empty: host/pid/random.
 	Replica string `yaml:"replica"`
@@ -419,6 +420,7 @@ func (c *Config) Validate() error {
 	}
 	validateStore(c, bad)
 	validateLog(c, bad)
+	validateCatalog(c, bad)
 	if c.Readiness.Interval < 100*time.Millisecond {
 		bad("readiness.interval", "%s is shorter than 100ms", c.Readiness.Interval)
 	}
@@ -557,6 +559,7 @@ func (c *Config) Validate() error {
 	if c.Keys.Dir == "" {
 		c.Keys.Dir = filepath.Join(c.DataDir, "keys")
 	}
+	c.Catalog = c.Catalog.withDefaults()
 	// Key URIs are stored; a relative path would break when the daemon is
 	// started from another directory.
 	var err error

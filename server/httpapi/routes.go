@@ -14,10 +14,10 @@ import (
 	"github.com/cardsign/cardsign/transparency"
 )
 
-// DocumentsReadyPath answers 200 while this replica serves the JWKS and
-// the revocation document, from the store or, while it is unreachable,
-// from the last read (within their validity); 503 when it cannot serve
-// one of them. It is the readiness of the public documents, apart from
+// DocumentsReadyPath answers 200 while this replica serves the JWKS, the
+// revocation document and, with a catalog, the DID document, from the store
+// or, while it is unreachable, from the last read (within their validity);
+// 503 when it cannot serve one of them. It is the readiness of the public documents, apart from
 // /readyz's readiness to sign: a load balancer in front of the documents
 // (the Kubernetes readinessProbe) keeps a replica whose database is down.
 const DocumentsReadyPath = "/readyz/documents"
@@ -41,6 +41,10 @@ type Routes struct {
 	// checkpoint and tiles (Log below the log's path prefix, which NewMux
 	// strips); both nil when the daemon keeps no log.
 	LogKeys, Log http.Handler
+	// DID serves the organisation's DID document (did:web) at
+	// aicatalog.DIDPath, public like the JWKS (a 404 when no catalog is
+	// configured).
+	DID http.Handler
 	// Ready serves /readyz (ready to sign) and DocumentsReady
 	// DocumentsReadyPath (ready to serve the documents).
 	Ready, DocumentsReady http.Handler
@@ -64,6 +68,7 @@ func NewMux(routes Routes, opts MuxOptions) *http.ServeMux {
 	mux.Handle("/metrics", RequireRole(opts.Auth, access.RoleAuditor, opts.AuthFailed, routes.Metrics))
 	mux.Handle(jwks.JWKSPath, routes.JWKS)
 	mux.Handle(jwks.RevocationsPath, routes.Revocations)
+	mux.Handle(aicatalog.DIDPath, routes.DID)
 	mux.Handle("GET "+registry.AgentCardPath, routes.AgentCard)
 	mux.Handle("GET "+registry.AgentLogSaltPath, routes.AgentLogSalt)
 	if routes.AICatalog != nil {
