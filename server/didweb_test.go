@@ -135,11 +135,11 @@ func TestDIDDocument(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := parsed.AssertionKeys(); len(got) != len(methods) {
-			t.Fatalf("the verifier reads %d assertion keys, the document lists %d methods", len(got), len(methods))
+		if got, err := parsed.AssertionKeys(); err != nil || len(got) != len(methods) {
+			t.Fatalf("the verifier reads %d assertion keys (%v), the document lists %d methods", len(got), err, len(methods))
 		}
 		for kid := range methods {
-			if _, err := parsed.AssertionKey(aicatalog.KID("did:web:example.com", kid), "did:web:example.com"); err != nil {
+			if _, err := parsed.SelectKey(aicatalog.KID("did:web:example.com", kid), "did:web:example.com"); err != nil {
 				t.Fatalf("the verifier refuses key %s: %v", kid, err)
 			}
 		}
