@@ -709,8 +709,8 @@ func (f srvFetcher) FetchArtifact(ctx context.Context, url string) ([]byte, erro
 // TestCatalogVerifiedFromURL: the catalog verifies from its URL as an A2A
 // client in Go does (webtrust: HTTPS to the organisation's domain, did:web
 // resolved at the authority's own https://DOMAIN/.well-known/did.json,
-// every artifact fetched,
-// the revocation document under a trust policy). Once a card is revoked,
+// every artifact fetched, the revocation document under a trust policy).
+// Once a card is revoked,
 // the catalog served no longer lists it, and a copy cached from before is
 // refused for it (entry-revoked): the revocation document lists the
 // canonicalSha256 its manifest states.
