@@ -269,7 +269,7 @@ func getCatalog(t *testing.T, a *Authority, srv *httptest.Server, kid string) se
 	}
 	// And as any verifier does: the spec's whole procedure, the DID
 	// document listing the published P-256 keys, the artifacts fetched.
-	rep, err := aicatalog.VerifyCatalog(t.Context(), body, aicatalog.Options{Now: a.now, Resolver: didResolver{a}, Fetcher: srvFetcher{srv}})
+	rep, err := aicatalog.VerifyCatalog(t.Context(), body, aicatalog.Options{Now: a.now, Resolver: didResolver{srv}, Fetcher: srvFetcher{srv}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,30 +672,15 @@ func TestCatalogSignFailsRetried(t *testing.T) {
 	}
 }
 
-// didResolver resolves the one DID the test's catalog names, from the
-// authority's published P-256 keys (as /.well-known/did.json lists them).
-type didResolver struct{ a *Authority }
+// didResolver resolves the catalog's DID from the authority's own
+// /.well-known/did.json (the published P-256 keys).
+type didResolver struct{ srv *httptest.Server }
 
 func (r didResolver) ResolveDID(ctx context.Context, did string) ([]byte, error) {
 	if did != aicatalog.DID(catalogDomain) {
 		return nil, fmt.Errorf("no DID document for %q", did)
 	}
-	views, err := r.a.admin.Keys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var keys []aicatalog.VerificationKey
-	for _, v := range jwks.Published(views) {
-		if v.Alg != jose.ES256 {
-			continue
-		}
-		pub, err := v.Public.PublicKey()
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, aicatalog.VerificationKey{Fragment: v.KID, Public: pub})
-	}
-	return aicatalog.DIDDocument(catalogDomain, keys)
+	return srvFetcher(r).FetchArtifact(ctx, "https://"+catalogDomain+aicatalog.DIDPath)
 }
 
 // srvFetcher fetches an entry's https://DOMAIN/... URL from the test server.
@@ -723,8 +708,9 @@ func (f srvFetcher) FetchArtifact(ctx context.Context, url string) ([]byte, erro
 
 // TestCatalogVerifiedFromURL: the catalog verifies from its URL as an A2A
 // client in Go does (webtrust: HTTPS to the organisation's domain, did:web
-// resolved at https://DOMAIN/.well-known/did.json, every artifact fetched,
-// the revocation document under a trust policy). Once a card is revoked,
+// resolved at the authority's own https://DOMAIN/.well-known/did.json,
+// every artifact fetched, the revocation document under a trust policy).
+// Once a card is revoked,
 // the catalog served no longer lists it, and a copy cached from before is
 // refused for it (entry-revoked): the revocation document lists the
 // canonicalSha256 its manifest states.
@@ -734,26 +720,13 @@ func TestCatalogVerifiedFromURL(t *testing.T) {
 	registerAs(t, a, "beta", store.Public, nil)
 	runDuties(t, a)
 
-	mux := http.NewServeMux()
-	mux.Handle("/", NewHTTPHandler(a, HTTPOptions{}))
-	// The DID document of the published P-256 keys (what the daemon's own
-	// /.well-known/did.json lists).
-	mux.HandleFunc(aicatalog.DIDPath, func(w http.ResponseWriter, r *http.Request) {
-		doc, err := didResolver{a}.ResolveDID(r.Context(), aicatalog.DID(catalogDomain))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", "application/did+ld+json")
-		w.Write(doc)
-	})
 	ca := testpki.NewCA(t, "catalog test CA")
 	certPEM, keyPEM := ca.Issue(t, testpki.Leaf{CommonName: catalogDomain, DNSNames: []string{catalogDomain}, Server: true})
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(mux)
+	srv := httptest.NewUnstartedServer(NewHTTPHandler(a, HTTPOptions{}))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.StartTLS()
 	defer srv.Close()

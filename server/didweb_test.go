@@ -136,7 +136,7 @@ func TestDIDDocument(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, err := parsed.AssertionKeys(); err != nil || len(got) != len(methods) {
-			t.Fatalf("the verifier reads %d assertion keys, the document lists %d methods", len(got), len(methods))
+			t.Fatalf("the verifier reads %d assertion keys (%v), the document lists %d methods", len(got), err, len(methods))
 		}
 		for kid := range methods {
 			if _, err := parsed.SelectKey(aicatalog.KID("did:web:example.com", kid), "did:web:example.com"); err != nil {
