@@ -18,12 +18,21 @@ const (
 	didMaxValues = 4096
 )
 
+// MaxDIDMethods caps the items of a DID document's verificationMethod and
+// of its assertionMethod: a root did:web document lists a handful of keys,
+// and every reference is looked up among the methods, so a hostile
+// document of thousands of each would cost millions of comparisons per
+// signature checked against it.
+const MaxDIDMethods = 64
+
 // ParsedDIDDocument is a DID document read strictly: the document is kept as
 // parsed so that key selection sees exactly what was served.
 type ParsedDIDDocument struct {
 	// ID is the document's id member.
 	ID  string
 	doc strictjson.Value
+	// methods are what assertionMethod authorizes, resolved once at parse.
+	methods []didMethod
 }
 
 // AssertionKey is a key a DID document authorizes for assertions and that
@@ -57,7 +66,16 @@ func ParseDIDDocument(data []byte, lim strictjson.Limits) (*ParsedDIDDocument, e
 	if err != nil || !ok || id == "" {
 		return nil, Reason{CodeDIDDocumentInvalid, "DID document: member \"id\" must be a non-empty string"}
 	}
-	return &ParsedDIDDocument{ID: id, doc: doc}, nil
+	for _, name := range []string{"verificationMethod", "assertionMethod"} {
+		if v, _ := doc.Get(name); len(v.Arr) > MaxDIDMethods {
+			return nil, Reason{CodeDIDDocumentInvalid, fmt.Sprintf("DID document: %s has %d items, more than %d", name, len(v.Arr), MaxDIDMethods)}
+		}
+	}
+	d := &ParsedDIDDocument{ID: id, doc: doc}
+	if d.methods, err = d.assertionMethods(); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // absolute resolves a DID URL relative to the document ("#frag" becomes
@@ -112,12 +130,8 @@ type didMethod struct {
 // whose id is kid, controlled by signer, with a public P-256 JWK. The error
 // is a Reason (CodeKeyNotAuthorized, CodeControllerMismatch, CodeJWK*).
 func (d *ParsedDIDDocument) SelectKey(kid, signer string) (*ecdsa.PublicKey, error) {
-	methods, err := d.assertionMethods()
-	if err != nil {
-		return nil, err
-	}
 	var found []didMethod
-	for _, m := range methods {
+	for _, m := range d.methods {
 		if m.id == kid {
 			found = append(found, m)
 		}
@@ -133,10 +147,7 @@ func (d *ParsedDIDDocument) SelectKey(kid, signer string) (*ecdsa.PublicKey, err
 // methods that fail a rule are left out. webtrust uses it to check a card
 // signature against a did:web trust anchor.
 func (d *ParsedDIDDocument) AssertionKeys() ([]AssertionKey, error) {
-	methods, err := d.assertionMethods()
-	if err != nil {
-		return nil, err
-	}
+	methods := d.methods
 	count := map[string]int{}
 	for _, m := range methods {
 		count[m.id]++

@@ -92,3 +92,29 @@ func TestAssertionKeysSkipsUnfit(t *testing.T) {
 		t.Errorf("AssertionKeys: %v %+v", err, keys)
 	}
 }
+
+// TestParseDIDDocumentMethodCap: a document of thousands of references and
+// methods (small enough for the byte and value caps) is refused at parse,
+// before any key selection compares each reference with each method.
+func TestParseDIDDocumentMethodCap(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		refs, vm int
+		ok       bool
+	}{
+		{"at the cap", MaxDIDMethods, MaxDIDMethods, true},
+		{"references over the cap", MaxDIDMethods + 1, 1, false},
+		{"methods over the cap", 1, MaxDIDMethods + 1, false},
+		{"the review's bomb", 2000, 1000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := `{"id":"did:web:a.example","assertionMethod":[` + strings.TrimSuffix(strings.Repeat(`"#k",`, tc.refs), ",") +
+				`],"verificationMethod":[` + strings.TrimSuffix(strings.Repeat(`{"id":"#k"},`, tc.vm), ",") + `]}`
+			_, err := ParseDIDDocument([]byte(doc), strictjson.Limits{MaxBytes: 1 << 20, MaxValues: 1 << 20})
+			var r Reason
+			if tc.ok != (err == nil) || !tc.ok && (!errors.As(err, &r) || r.Code != CodeDIDDocumentInvalid || !strings.Contains(r.Detail, "more than")) {
+				t.Fatalf("err %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
