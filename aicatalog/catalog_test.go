@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +194,75 @@ func TestInteropSpecVector(t *testing.T) {
 	m = m.With("contributor", str("did:web:publisher.exampld"))
 	if r := VerifyManifest(context.Background(), entry, m, opts); r.Accepted {
 		t.Errorf("changed manifest accepted")
+	}
+}
+
+// countingFetcher counts the artifacts asked for.
+type countingFetcher struct {
+	mapFetcher
+	n int
+}
+
+func (c *countingFetcher) FetchArtifact(ctx context.Context, url string) ([]byte, error) {
+	c.n++
+	return c.mapFetcher.FetchArtifact(ctx, url)
+}
+
+// TestMaxArtifacts: a catalog of more url entries than MaxArtifacts gets
+// that many fetches, and the entries beyond are refused as
+// artifact-unavailable, not fetched.
+func TestMaxArtifacts(t *testing.T) {
+	k := key(t, "did:web:pub.example", "k")
+	fetch := &countingFetcher{mapFetcher: mapFetcher{}}
+	var entries []Entry
+	for i := range 3 {
+		u := fmt.Sprintf("https://pub.example/a%d.json", i)
+		body := []byte(fmt.Sprintf(`{"n":%d}`, i))
+		fetch.mapFetcher[u] = body
+		sum := sha256.Sum256(body)
+		e := Entry{Identifier: fmt.Sprintf("urn:air:pub.example:a2a:a%d", i), Type: A2ACardType, URL: u, Digest: "sha256:" + hex.EncodeToString(sum[:])}
+		m, err := Sign(t.Context(), Manifest{Contributor: k.DID, Subject: Subject{Identifier: e.Identifier, Type: e.Type, Digest: e.Digest, URL: u}}.Value(), TypManifest, k, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.TrustManifests = []strictjson.Value{m.Value}
+		entries = append(entries, e)
+	}
+	doc := Catalog{Host: Host{DisplayName: "x", Identifier: k.DID}, Entries: entries}.Value()
+	res := &mapResolver{docs: map[string][]byte{k.DID: didDocValue(t, "pub.example", k).Compact()}, calls: map[string]int{}}
+	rep, err := VerifyCatalog(t.Context(), doc.Compact(), Options{Resolver: res, Fetcher: fetch, MaxArtifacts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fetch.n != 2 || !rep.Entries[0].Accepted || !rep.Entries[1].Accepted || rep.Entries[2].Accepted ||
+		len(rep.Entries[2].Reasons) == 0 || rep.Entries[2].Reasons[0].Code != CodeArtifactUnavailable {
+		t.Fatalf("fetched %d, entries %+v", fetch.n, rep.Entries)
+	}
+}
+
+// TestNewestPublisherManifest: of two acceptable publisher manifests, the
+// entry's result is the one issued last, wherever it stands.
+func TestNewestPublisherManifest(t *testing.T) {
+	k := key(t, "did:web:pub.example", "k")
+	body := []byte(`{"n":1}`)
+	sum := sha256.Sum256(body)
+	e := Entry{Identifier: "urn:air:pub.example:a2a:a", Type: A2ACardType, URL: "https://pub.example/a.json", Digest: "sha256:" + hex.EncodeToString(sum[:])}
+	now := time.Now().Truncate(time.Second)
+	for _, at := range []time.Time{now.Add(-time.Minute), now.Add(-time.Hour)} {
+		m, err := Sign(t.Context(), Manifest{Contributor: k.DID, Subject: Subject{Identifier: e.Identifier, Type: e.Type, Digest: e.Digest}}.Value(), TypManifest, k, at, now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.TrustManifests = append(e.TrustManifests, m.Value)
+	}
+	e.TrustManifests[0], e.TrustManifests[1] = e.TrustManifests[1], e.TrustManifests[0] // the older first
+	doc := Catalog{Host: Host{DisplayName: "x", Identifier: k.DID}, Entries: []Entry{e}}.Value()
+	res := &mapResolver{docs: map[string][]byte{k.DID: didDocValue(t, "pub.example", k).Compact()}, calls: map[string]int{}}
+	rep, err := VerifyCatalog(t.Context(), doc.Compact(), Options{Resolver: res, Fetcher: mapFetcher{e.URL: body}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Entries[0]; !got.Accepted || got.Manifest != 1 || !got.IssuedAt.Equal(now.Add(-time.Minute)) {
+		t.Fatalf("entry: manifest %d issued %s, want manifest 1 issued %s", got.Manifest, got.IssuedAt, now.Add(-time.Minute))
 	}
 }

@@ -154,10 +154,20 @@ func (vf *verifier) artifact(ctx context.Context, entry strictjson.Value) ([]byt
 		return o.data, o.err
 	}
 	var o artifactOutcome
-	if vf.opts.Fetcher == nil {
+	limit := vf.opts.MaxArtifacts
+	if limit <= 0 {
+		limit = DefaultMaxArtifacts
+	}
+	switch {
+	case vf.opts.Fetcher == nil:
 		o.err = fmt.Errorf("cannot fetch %s: no artifact fetcher", q(u))
-	} else if o.data, o.err = vf.opts.Fetcher.FetchArtifact(ctx, u); o.err != nil {
-		o.err = fmt.Errorf("fetching %s: %w", q(u), o.err)
+	case vf.fetched >= limit:
+		o.err = fmt.Errorf("not fetching %s: this verification has fetched %d artifacts, its cap", q(u), limit)
+	default:
+		vf.fetched++
+		if o.data, o.err = vf.opts.Fetcher.FetchArtifact(ctx, u); o.err != nil {
+			o.err = fmt.Errorf("fetching %s: %w", q(u), o.err)
+		}
 	}
 	vf.artifacts[u] = o
 	return o.data, o.err

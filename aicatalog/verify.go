@@ -42,6 +42,12 @@ type Options struct {
 	// many signers cannot make a verifier fetch without end; the DIDs
 	// beyond it fail with did-resolution-failed.
 	MaxDIDs int
+	// MaxArtifacts caps the artifacts one verification fetches (zero:
+	// DefaultMaxArtifacts): every manifest that verifies has its entry's
+	// url fetched, and a hostile catalog can list thousands of entries;
+	// the fetches beyond it fail with artifact-unavailable. (An artifact's
+	// bytes are kept only while its entry is checked.)
+	MaxArtifacts int
 	// Revoked, when set, is asked about every entry that is otherwise
 	// accepted, with the entry and its artifact bytes (those its digest
 	// covers; nil when they could not be had). revoked true refuses the
@@ -58,6 +64,10 @@ const (
 	MaxCatalogBytes = 4 << 20
 	MaxCatalogDepth = 64
 )
+
+// DefaultMaxArtifacts is Options.MaxArtifacts when zero: an organisation's
+// catalog of a thousand agents verifies whole.
+const DefaultMaxArtifacts = 1024
 
 // DefaultMaxDIDs is Options.MaxDIDs when zero: a catalog names its host
 // and its publishers, and a few assessors; 64 leaves room.
@@ -145,7 +155,8 @@ type verifier struct {
 	opts      Options
 	now       time.Time
 	dids      map[string]didOutcome
-	artifacts map[string]artifactOutcome
+	artifacts map[string]artifactOutcome // this entry's, by url
+	fetched   int                        // artifacts fetched in all
 }
 
 func newVerifier(opts Options) *verifier {
@@ -265,6 +276,9 @@ func (vf *verifier) entry(ctx context.Context, i int, e strictjson.Value, seen m
 	path := fmt.Sprintf("entries[%d]", i)
 	c := &collector{path: path}
 	res := EntryResult{Index: i, Manifest: -1}
+	// One entry's artifact is kept while its manifests are checked, not
+	// every entry's until the end.
+	clear(vf.artifacts)
 	if !vf.entryStructure(e, c, seen, i) {
 		res.Identifier, _, _ = optString(e, "identifier")
 		res.Reasons = c.reasons
@@ -291,7 +305,9 @@ func (vf *verifier) entry(ctx context.Context, i int, e strictjson.Value, seen m
 		mr := ManifestResult{Index: j, Result: r, Publisher: r.Accepted && publisherDID != "" && r.Signer == publisherDID}
 		res.Manifests = append(res.Manifests, mr)
 		manifestReasons = append(manifestReasons, r.Reasons...)
-		if mr.Publisher && !publisher {
+		// Among several acceptable publisher manifests the most recent
+		// authenticated issuedAt wins (the spec's SHOULD), never the first.
+		if mr.Publisher && (!publisher || r.IssuedAt.After(res.IssuedAt)) {
 			res.Manifest, res.IssuedAt, res.ExpiresAt = j, r.IssuedAt, r.ExpiresAt
 		}
 		publisher = publisher || mr.Publisher
