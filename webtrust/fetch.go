@@ -314,7 +314,8 @@ func (f *fetcher) get(ctx context.Context, rawURL string, kind Kind, accept stri
 	if u.User != nil {
 		return nil, "", fmt.Errorf("%s URL %q: refused: credentials in a URL", kind, shown)
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	limit := f.sizes.of(kind)
+	ctx, cancel := context.WithTimeout(withSizeCap(ctx, limit), f.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -338,7 +339,6 @@ func (f *fetcher) get(ctx context.Context, rawURL string, kind Kind, accept stri
 	if resp.StatusCode != http.StatusOK {
 		return nil, "", &StatusError{URL: shown, Status: resp.Status, Code: resp.StatusCode}
 	}
-	limit := f.sizes.of(kind)
 	if resp.ContentLength > limit {
 		return nil, "", fmt.Errorf("GET %s: %s of %d bytes, over the cap of %d", shown, kind, resp.ContentLength, limit)
 	}
