@@ -3,6 +3,7 @@ package webtrust
 import (
 	"bytes"
 	"container/list"
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -157,6 +158,16 @@ func parseCacheControl(values []string) map[string]string {
 	return out
 }
 
+// sizeCapKey is the request context key of the size cap of the document
+// fetched (an int64), set by fetcher.get.
+type sizeCapKey struct{}
+
+// withSizeCap returns ctx carrying the size cap of the document fetched, so
+// the cache reads no more of a body than the caller will accept.
+func withSizeCap(ctx context.Context, limit int64) context.Context {
+	return context.WithValue(ctx, sizeCapKey{}, limit)
+}
+
 // cachingTransport answers GET requests from the cache when it may, and
 // revalidates stale entries.
 type cachingTransport struct {
@@ -206,13 +217,24 @@ func (t *cachingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		t.cache.remove(key)
 		return resp, nil
 	}
-	// Read what the cache may hold; a bigger body passes through uncached.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, t.cache.maxBytes+1))
+	// Read what the cache may hold, and no more than the caller's size cap:
+	// reading up to the cache's bound (32 MiB by default) would let a server
+	// make a verifier read far past a small kind's cap (a DID document's
+	// 256 KiB) before the caller refuses it. A bigger body passes through
+	// uncached, for the caller to refuse after its cap+1 bytes.
+	limit := t.cache.maxBytes
+	if c, ok := req.Context().Value(sizeCapKey{}).(int64); ok && c < limit {
+		limit = c
+	}
+	if resp.ContentLength > limit {
+		return resp, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
-	if int64(len(body)) > t.cache.maxBytes {
+	if int64(len(body)) > limit {
 		resp.Body = struct {
 			io.Reader
 			io.Closer

@@ -122,3 +122,51 @@ func TestCacheBounds(t *testing.T) {
 		t.Errorf("a body over the cache's bytes is stored")
 	}
 }
+
+// A cacheable body over the kind's cap is refused after cap+1 bytes: the
+// cache must not read it up to its own bound (32 MiB) first, nor store it.
+func TestCacheHonoursKindCap(t *testing.T) {
+	p := newPKI(t)
+	const size = 20 << 20
+	written := make(chan int64, 2)
+	chunk := []byte(strings.Repeat("d", 64<<10))
+	s := p.newSite(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		if r.URL.Path == "/etag" {
+			w.Header().Set("Cache-Control", "no-cache")
+			w.Header().Set("ETag", `"v1"`)
+		}
+		var n int64
+		for n < size {
+			k, err := w.Write(chunk)
+			n += int64(k)
+			if err != nil {
+				break
+			}
+		}
+		written <- n
+	}), "catalog.example")
+	for _, path := range []string{"/max-age", "/etag"} {
+		t.Run(path, func(t *testing.T) {
+			cache := NewCache(0, 0, nil)
+			c := p.newTestClient(t, Options{Cache: cache}, s)
+			_, _, err := c.fetch.get(t.Context(), "https://catalog.example"+path, KindDID, "")
+			if err == nil || !strings.Contains(err.Error(), "DID document over the cap of 262144 bytes") {
+				t.Fatalf("got %v; want the DID document refused over its cap", err)
+			}
+			if cache.Len() != 0 {
+				t.Errorf("the cache holds %d documents, want none", cache.Len())
+			}
+			select {
+			case n := <-written:
+				// Socket buffers and HTTP/2 flow control let the server
+				// write a few MiB ahead of the reader; not the whole body.
+				if n >= size {
+					t.Errorf("the server wrote all %d bytes: the body was read past the cap", n)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the server is still writing")
+			}
+		})
+	}
+}

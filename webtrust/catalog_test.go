@@ -195,6 +195,27 @@ func TestVerifyCatalog(t *testing.T) {
 			t.Fatalf("%+v", rep.Entries)
 		}
 	})
+	t.Run("revoked key", func(t *testing.T) {
+		// The revocation document lists the catalog's key k1: the catalog
+		// signature and both manifests (all by k1) are refused.
+		doc := signRevocations(t, f.key, now.Add(-time.Minute), jwks.Revocations{Revoked: []jwks.Revocation{{KID: "k1", RevokedAt: now.Add(-time.Minute), Reason: "keyCompromise"}}})
+		f.revocations.Store(&doc)
+		defer f.setRevocations(t, now, nil)
+		c := p.newTestClient(t, Options{Policy: policy}, f.site)
+		rep, err := c.VerifyCatalog(t.Context(), catURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Catalog.Accepted || !hasReason(rep.Catalog.Reasons, ReasonKeyRevoked, `the catalog is signed with key "k1", revoked`) ||
+			!hasReason(rep.Catalog.Reasons, ReasonKeyRevoked, "keyCompromise") {
+			t.Fatalf("catalog %+v", rep.Catalog)
+		}
+		for i, e := range rep.Entries {
+			if e.Accepted || !hasReason(e.Reasons, ReasonKeyRevoked, `its trust manifest [0] is signed with key "k1", revoked`) {
+				t.Errorf("entry %d: %+v", i, e)
+			}
+		}
+	})
 	t.Run("stale revocations", func(t *testing.T) {
 		c := p.newTestClient(t, Options{Policy: policy, Now: func() time.Time { return now.Add(2 * time.Hour) }}, f.site)
 		rep, err := c.VerifyCatalog(t.Context(), catURL)

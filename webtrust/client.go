@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/aicatalog"
+	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/jwks/jwksfetch"
 	"github.com/cardsign/cardsign/signer"
@@ -39,7 +40,8 @@ const (
 	ReasonCatalogSigner = "catalog-signer-not-trusted"
 	// ReasonCardRevoked: the revocation document lists the card itself.
 	ReasonCardRevoked = "card-revoked"
-	// ReasonKeyRevoked: every signature of the card is by a revoked key.
+	// ReasonKeyRevoked: every signature of the card is by a revoked key;
+	// for a catalog, its signature or an entry's accepted manifest is.
 	ReasonKeyRevoked = "key-revoked"
 	// ReasonUnsigned: the card carries no signature (aicatalog's code for
 	// an unsigned manifest).
@@ -347,6 +349,36 @@ func (c *Client) VerifyCatalogDocument(ctx context.Context, data []byte, host st
 		refuse(&rep.Catalog, why.Code, why.Detail)
 		return out, nil
 	}
+	// A signature by a key the revocation document lists is refused as a
+	// card's is: aicatalog verified it with the DID document's key, which
+	// knows nothing of revocations. cardsign's kid is the DID fragment.
+	revokedKey := jwks.RevokedKeyLookup(a.revocations.Revoked)
+	doc, err := strictjson.Parse(data, catalogLimits(c.opts.Limits))
+	if err != nil {
+		return nil, err // aicatalog read it already: not reached
+	}
+	refuseRevokedKey := func(r *aicatalog.Result, sigOwner strictjson.Value, what string) {
+		kid, ok := signatureKid(sigOwner)
+		if !ok {
+			return
+		}
+		if why, ok := revokedKey(kid); ok {
+			refuse(r, ReasonKeyRevoked, fmt.Sprintf("%s signed with key %s, revoked: %s", what, strictjson.QuoteForMessage(kid), why))
+		}
+	}
+	if rep.Catalog.Accepted {
+		refuseRevokedKey(&rep.Catalog, doc, "the catalog is")
+	}
+	entries, _ := doc.Get("entries")
+	for i, er := range rep.Entries {
+		if !er.Accepted || er.Index < 0 || er.Index >= len(entries.Arr) {
+			continue
+		}
+		ms, _ := entries.Arr[er.Index].Get("trustManifests")
+		if er.Manifest >= 0 && er.Manifest < len(ms.Arr) {
+			refuseRevokedKey(&rep.Entries[i].Result, ms.Arr[er.Manifest], fmt.Sprintf("its trust manifest [%d] is", er.Manifest))
+		}
+	}
 	revoked := jwks.CardLookup(a.revocations.Cards)
 	for i := range rep.Entries {
 		rel := out.Releases[i]
@@ -358,6 +390,35 @@ func (c *Client) VerifyCatalogDocument(ctx context.Context, data []byte, host st
 		}
 	}
 	return out, nil
+}
+
+// signatureKid reads the key ID of v's signature.jws (its protected
+// header's kid) as a revocation document names keys: the fragment after
+// '#' of a DID URL kid, else the kid itself. ok is false when there is
+// none (aicatalog refused such a signature already).
+func signatureKid(v strictjson.Value) (string, bool) {
+	sig, _ := v.Get("signature")
+	jws, ok, _ := sig.GetString("jws")
+	if !ok {
+		return "", false
+	}
+	head, _, _ := strings.Cut(jws, ".")
+	hb, err := jose.DecodeBase64URL(head)
+	if err != nil {
+		return "", false
+	}
+	h, err := strictjson.Parse(hb, strictjson.Limits{MaxBytes: 8 << 10, MaxDepth: 4})
+	if err != nil {
+		return "", false
+	}
+	kid, ok, _ := h.GetString("kid")
+	if !ok || kid == "" {
+		return "", false
+	}
+	if _, frag, found := strings.Cut(kid, "#"); found {
+		kid = frag
+	}
+	return kid, true
 }
 
 func refuse(r *aicatalog.Result, code, detail string) {

@@ -133,9 +133,33 @@ func (e *AddressError) Error() string {
 	return fmt.Sprintf("%s resolves to %s, a %s address: refused (safe fetching reaches public addresses only; map a host to a local address explicitly with --resolve)", e.Host, e.IP, e.Rule)
 }
 
+// Ranges of IPv6 addresses that carry an IPv4 address a gateway forwards
+// to: dialing one reaches that IPv4 address, so its rules apply.
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052
+	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215
+	sixToFour      = netip.MustParsePrefix("2002::/16")      // RFC 3056
+)
+
+// IPv4 ranges refused besides those netip names.
+var refusedIPv4 = []struct {
+	prefix netip.Prefix
+	rule   string
+}{
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared (carrier-grade NAT)"},
+	{netip.MustParsePrefix("0.0.0.0/8"), "this-network"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignment"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"}, // and 255.255.255.255, broadcast
+}
+
 // addressRule names why ip may not be dialed, or "" when it may.
 func addressRule(ip netip.Addr) string {
+	// An IPv4-mapped address (::ffff:a.b.c.d) is its IPv4 address.
 	ip = ip.Unmap()
+	if rule := embeddedRule(ip); rule != "" {
+		return rule
+	}
 	switch {
 	case isMetadata(ip):
 		return "cloud-metadata"
@@ -151,10 +175,42 @@ func addressRule(ip netip.Addr) string {
 		return "unique-local"
 	case ip.IsPrivate():
 		return "private"
-	case ip.Is4() && ip.As4()[0] == 100 && ip.As4()[1]&0xc0 == 64:
-		return "shared (carrier-grade NAT)"
-	case ip.Is4() && ip.As4()[0] == 0:
-		return "this-network"
+	}
+	for _, r := range refusedIPv4 {
+		if r.prefix.Contains(ip) {
+			return r.rule
+		}
+	}
+	return ""
+}
+
+// embeddedRule applies the IPv4 rules to the IPv4 address a NAT64 or 6to4
+// address embeds, and names the rule with the embedding; "" when ip embeds
+// none or a public one.
+func embeddedRule(ip netip.Addr) string {
+	if !ip.Is6() {
+		return ""
+	}
+	b := ip.As16()
+	v4 := func(p ...byte) netip.Addr { return netip.AddrFrom4([4]byte(p)) }
+	var embedded []netip.Addr
+	var via string
+	switch {
+	case nat64WellKnown.Contains(ip):
+		embedded, via = []netip.Addr{v4(b[12:]...)}, "NAT64"
+	case nat64Local.Contains(ip):
+		// The operator picks the prefix length within the /48 (RFC 6052
+		// §2.2 moves the IPv4 address with it); a /96 is the usual one.
+		// Other layouts are not guessed: for a /96-form address they would
+		// read zero bytes as 0.0.0.0 and refuse every address.
+		embedded, via = []netip.Addr{v4(b[12:]...)}, "NAT64"
+	case sixToFour.Contains(ip):
+		embedded, via = []netip.Addr{v4(b[2:6]...)}, "6to4"
+	}
+	for _, a := range embedded {
+		if rule := addressRule(a); rule != "" {
+			return rule + " (embedded in a " + via + " address)"
+		}
 	}
 	return ""
 }
@@ -314,7 +370,8 @@ func (f *fetcher) get(ctx context.Context, rawURL string, kind Kind, accept stri
 	if u.User != nil {
 		return nil, "", fmt.Errorf("%s URL %q: refused: credentials in a URL", kind, shown)
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	limit := f.sizes.of(kind)
+	ctx, cancel := context.WithTimeout(withSizeCap(ctx, limit), f.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -338,7 +395,6 @@ func (f *fetcher) get(ctx context.Context, rawURL string, kind Kind, accept stri
 	if resp.StatusCode != http.StatusOK {
 		return nil, "", &StatusError{URL: shown, Status: resp.Status, Code: resp.StatusCode}
 	}
-	limit := f.sizes.of(kind)
 	if resp.ContentLength > limit {
 		return nil, "", fmt.Errorf("GET %s: %s of %d bytes, over the cap of %d", shown, kind, resp.ContentLength, limit)
 	}

@@ -45,9 +45,7 @@ func readReleases(data []byte, rep *aicatalog.Report, lim strictjson.Limits) (*C
 	if rep == nil {
 		return nil, errNoReport
 	}
-	if lim == (strictjson.Limits{}) {
-		lim = strictjson.Limits{MaxBytes: aicatalog.MaxCatalogBytes, MaxDepth: aicatalog.MaxCatalogDepth}
-	}
+	lim = catalogLimits(lim)
 	out := &CatalogReport{Report: rep, Releases: make([]Release, len(rep.Entries))}
 	doc, err := strictjson.Parse(data, lim)
 	if err != nil {
@@ -103,4 +101,12 @@ func releaseOf(m strictjson.Value) Release {
 		}
 	}
 	return r
+}
+
+// catalogLimits is lim, or aicatalog's limits of a catalog when lim is zero.
+func catalogLimits(lim strictjson.Limits) strictjson.Limits {
+	if lim == (strictjson.Limits{}) {
+		return strictjson.Limits{MaxBytes: aicatalog.MaxCatalogBytes, MaxDepth: aicatalog.MaxCatalogDepth}
+	}
+	return lim
 }
