@@ -12,6 +12,7 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/registry/catalog"
+	"github.com/cardsign/cardsign/strictjson"
 )
 
 // CatalogConfig is the organisation's AI Catalog and did:web DID: off unless
@@ -166,11 +167,14 @@ func checkBaseURL(s string) error {
 }
 
 // CheckCatalogKeys refuses a catalog no key can sign: did-web-v1 signs with
-// ES256 (P-256) only, and the catalog is signed with the active key when it
-// is ES256, else a pending ES256 one. The keys that may sign are those on
-// record (recs) that are not revoked, expired or retired; with no record at
-// all, the first key cardsignd makes, of keys.default_alg. The daemon runs
-// it at start, before it writes, and --check-config too.
+// ES256 (P-256) only, and the catalog is signed with the key
+// registry/catalog.SignerView picks (the active key when it is ES256, else
+// a pending ES256 one scheduled to activate, either with a kid that can be
+// a DID URL fragment). The same predicate decides here, so --check-config
+// and the daemon's start agree with what the duty holder will sign with;
+// with no record at all, the first key cardsignd makes, of
+// keys.default_alg. The daemon runs it at start, before it writes, and
+// --check-config too.
 func (c *Config) CheckCatalogKeys(recs []jwks.KeyRecord) error {
 	if !c.Catalog.Enabled() {
 		return nil
@@ -184,25 +188,26 @@ func (c *Config) CheckCatalogKeys(recs []jwks.KeyRecord) error {
 		}
 		return nil
 	}
+	views := jwks.Derive(time.Now().Add(c.ClockSkew), recs, jwks.Policy{RetireGrace: c.Keys.RetireGrace})
+	if _, ok := catalog.SignerView(views); ok {
+		return nil
+	}
+	// The keys still in play, named for the operator: none of them can
+	// sign the catalog now.
 	var others []string
-	for _, v := range jwks.Derive(time.Now().Add(c.ClockSkew), recs, jwks.Policy{RetireGrace: c.Keys.RetireGrace}) {
+	for _, v := range views {
 		switch v.State {
 		case jwks.StateScheduled, jwks.StatePending, jwks.StateActive:
-		default:
-			continue
+			others = append(others, fmt.Sprintf("%s (%s, %s)", strictjson.QuoteForMessage(v.KID), v.Alg, v.State))
 		}
-		if v.Alg == jose.ES256 {
-			return nil
-		}
-		others = append(others, fmt.Sprintf("%s (%s, %s)", v.KID, v.Alg, v.State))
 	}
 	held := "none"
 	if len(others) > 0 {
 		held = strings.Join(others, ", ")
 	}
-	how := "add a P-256 key with the catalog off (cardsign keys create --alg ES256, or keys rotate --alg ES256), then set catalog.domain"
+	how := "add a P-256 key that signs with the catalog off (cardsign keys rotate --alg ES256, or keys create --alg ES256 then keys activate KID: a created key signs nothing until activated), then set catalog.domain"
 	if jose.Alg(c.Keys.DefaultAlg) != jose.ES256 {
 		how += ", and set keys.default_alg: ES256 so rotations keep making one"
 	}
-	return problem("catalog.domain", "the catalog is signed with ES256 (did-web-v1 takes P-256 keys only) and no key on record that may sign is ES256 (keys that may sign: %s): %s", held, how)
+	return problem("catalog.domain", "the catalog is signed with ES256 (did-web-v1 takes P-256 keys only) by the active key, else by a pending key scheduled to activate, whose kid can be a DID URL fragment (1 to 128 of A-Z a-z 0-9 . _ ~ -), and no key on record is such a key (keys not revoked, expired or retired: %s): %s", held, how)
 }

@@ -79,9 +79,11 @@ func TestCatalogDefaults(t *testing.T) {
 	}
 }
 
-// TestCheckCatalogKeys: a catalog needs a key on record that may sign ES256
-// (scheduled, pending or active), or, on a fresh store, keys.default_alg
-// ES256; the refusal says which key to add.
+// TestCheckCatalogKeys: a catalog needs a key registry/catalog.SignerView
+// would sign it with (an active ES256 key, or a pending one scheduled to
+// activate beside an active key, with a kid that is a DID URL fragment), or,
+// on a fresh store, keys.default_alg ES256; the refusal says which key to
+// add.
 func TestCheckCatalogKeys(t *testing.T) {
 	now := time.Now()
 	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
@@ -95,7 +97,8 @@ func TestCheckCatalogKeys(t *testing.T) {
 	active := func(r *jwks.KeyRecord) { r.ActivateAt = at(-47 * time.Hour) }
 	revoked := func(r *jwks.KeyRecord) { r.ActivateAt = at(-47 * time.Hour); r.RevokedAt = at(-time.Hour) }
 	retired := func(r *jwks.KeyRecord) { r.ActivateAt = at(-47 * time.Hour); r.RetireAt = at(-time.Hour) }
-	scheduled := func(r *jwks.KeyRecord) { r.PublishAt = now.Add(time.Hour) }
+	scheduled := func(r *jwks.KeyRecord) { r.PublishAt = now.Add(time.Hour); r.ActivateAt = at(2 * time.Hour) }
+	rotating := func(r *jwks.KeyRecord) { r.ActivateAt = at(time.Hour) }
 	for _, tc := range []struct {
 		name, yaml string
 		recs       []jwks.KeyRecord
@@ -106,14 +109,24 @@ func TestCheckCatalogKeys(t *testing.T) {
 		{"fresh store, RSA default", "keys:\n  default_alg: RS256\ncatalog:\n  domain: example.com\n", nil,
 			[]string{"c.yaml:2:3: keys.default_alg", "RS256", "keys.default_alg: ES256"}},
 		{"active ES256", "keys:\n  default_alg: RS256\ncatalog:\n  domain: example.com\n", []jwks.KeyRecord{key("e", jose.ES256, active)}, nil},
-		{"pending ES256 beside an active RSA key", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("r", jose.RS256, active), key("e", jose.ES256, nil)}, nil},
-		{"scheduled ES256", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("r", jose.RS256, active), key("e", jose.ES256, scheduled)}, nil},
+		{"pending ES256 rotating in beside an active RSA key", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("r", jose.RS256, active), key("e", jose.ES256, rotating)}, nil},
+		// As SignerView: a pending key not scheduled to activate, a
+		// scheduled (not yet published) key and a kid that is no DID URL
+		// fragment sign nothing.
+		{"pending ES256 not scheduled to activate", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("r", jose.RS256, active), key("e", jose.ES256, nil)},
+			[]string{"catalog.domain", `"e" (ES256, pending)`, "keys activate KID"}},
+		{"scheduled ES256", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("r", jose.RS256, active), key("e", jose.ES256, scheduled)},
+			[]string{"catalog.domain", `"e" (ES256, scheduled)`}},
+		{"active ES256 whose kid is no fragment", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("urn:k", jose.ES256, active)},
+			[]string{"catalog.domain", `"urn:k" (ES256, active)`, "DID URL fragment"}},
+		{"pending ES256 with no active key", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("e", jose.ES256, rotating)},
+			[]string{"catalog.domain", `"e" (ES256, pending)`}},
 		{"only RSA and EdDSA", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("r", jose.RS256, active), key("d", jose.EdDSA, nil)},
-			[]string{"c.yaml:2:3: catalog.domain", "r (RS256, active)", "d (EdDSA, pending)", "keys create --alg ES256"}},
+			[]string{"c.yaml:2:3: catalog.domain", `"r" (RS256, active)`, `"d" (EdDSA, pending)`, "keys create --alg ES256"}},
 		{"ES256 revoked", "keys:\n  default_alg: PS256\ncatalog:\n  domain: example.com\n", []jwks.KeyRecord{key("e", jose.ES256, revoked), key("p", jose.PS256, active)},
-			[]string{"catalog.domain", "p (PS256, active)", "keys.default_alg: ES256"}},
-		{"ES256 retired", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("e", jose.ES256, retired)}, []string{"catalog.domain", "keys that may sign: none"}},
-		{"ES384 is not ES256", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("e", jose.ES384, active)}, []string{"catalog.domain", "e (ES384, active)"}},
+			[]string{"catalog.domain", `"p" (PS256, active)`, "keys.default_alg: ES256"}},
+		{"ES256 retired", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("e", jose.ES256, retired)}, []string{"catalog.domain", "keys not revoked, expired or retired: none"}},
+		{"ES384 is not ES256", "catalog:\n  domain: example.com\n", []jwks.KeyRecord{key("e", jose.ES384, active)}, []string{"catalog.domain", `"e" (ES384, active)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _, err := loadValidated(t, tc.yaml)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,7 +113,9 @@ func (p *Publisher) plan(ctx context.Context, prev *stored, c store.AgentCard, k
 		subject.URL = entry.URL
 	}
 	subject.Digest = entry.Digest
-	st := entryState{Agent: c.ID, Version: c.Version, CanonicalSHA256: hex.EncodeToString(c.CanonicalSHA256)}
+	// CardKIDs: the card URL serves c without a key's signatures once it is
+	// revoked, so the digest listed would no longer match (servable).
+	st := entryState{Agent: c.ID, Version: c.Version, CanonicalSHA256: hex.EncodeToString(c.CanonicalSHA256), CardKIDs: slices.Clone(c.KIDs)}
 	st.Source, st.Commit, st.Workflow, st.Issuer, err = p.pipeline(ctx, prev, c)
 	if err != nil {
 		return plannedEntry{}, err

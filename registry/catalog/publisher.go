@@ -201,6 +201,10 @@ type entryState struct {
 	// CanonicalSHA256 (hex) is the card's: a stored catalog listing a card
 	// revoked since is not served.
 	CanonicalSHA256 string `json:"canonical_sha256"`
+	// CardKIDs are the keys whose signatures the card listed carried: once
+	// one is revoked the registry serves the card without it (other bytes,
+	// another digest), so the stored catalog is not served.
+	CardKIDs []string `json:"card_kids,omitempty"`
 	// Unsigned is the hex SHA-256 of the RFC 8785 form of the manifest
 	// before it was signed: the same manifest built again may reuse the
 	// signed one.
@@ -291,8 +295,11 @@ func fallBack(err error) bool {
 }
 
 // servable reports why s may not be served at now (nil: it may): it
-// expired, a key that signed it was revoked (DESIGN §11: never served, not
-// even until the next duty round), or it lists a card revoked since.
+// expired, the key that signed it is no longer published in did.json
+// (revoked, expired or retired past its grace: verifiers cannot resolve it;
+// DESIGN §11: never served, not even until the next duty round), a card it
+// lists was signed by a key revoked since (the card URL now serves other
+// bytes than the digest listed), or it lists a card revoked since.
 func (p *Publisher) servable(ctx context.Context, s *stored, now time.Time) error {
 	if !now.Before(s.state.Earliest) {
 		return fmt.Errorf("%w (the stored one expired at %s)", ErrNotReady, s.state.Earliest.UTC().Format(time.RFC3339))
@@ -301,9 +308,20 @@ func (p *Publisher) servable(ctx context.Context, s *stored, now time.Time) erro
 	if err != nil {
 		return err
 	}
+	if !didPublished(jwks.Derive(now, recs, p.cfg.Keys.Policy()), s.state.KID) {
+		return fmt.Errorf("%w (the stored one is signed by key %s, which did.json no longer lists)", ErrNotReady, strictjson.QuoteForMessage(s.state.KID))
+	}
+	revokedKID := map[string]bool{}
 	for _, r := range recs {
-		if r.KID == s.state.KID && r.RevokedAt != nil {
-			return fmt.Errorf("%w (the stored one is signed by revoked key %s)", ErrNotReady, r.KID)
+		if r.RevokedAt != nil {
+			revokedKID[r.KID] = true
+		}
+	}
+	for _, e := range s.state.Entries {
+		for _, kid := range e.CardKIDs {
+			if revokedKID[kid] {
+				return fmt.Errorf("%w (the stored one lists agent %s's card signed by revoked key %s)", ErrNotReady, strictjson.QuoteForMessage(e.Agent), strictjson.QuoteForMessage(kid))
+			}
 		}
 	}
 	revoked, err := p.cfg.Registry.RevokedCards(ctx)
@@ -377,6 +395,20 @@ func (p *Publisher) keep(s *stored, start time.Time) {
 	if p.good == nil || p.good.doc.Seq <= s.doc.Seq {
 		p.good = s
 	}
+}
+
+// didPublished reports whether kid is among the keys did.json lists at the
+// views' instant: published (pending, active, retired within its grace),
+// ES256, with a kid that can be a DID URL fragment. A catalog signed by any
+// other key cannot be verified, whatever made it leave (revocation, expiry,
+// retirement).
+func didPublished(views []jwks.View, kid string) bool {
+	for _, v := range jwks.Published(views) {
+		if v.KID == kid && v.Alg == jose.ES256 && aicatalog.CheckFragment(v.KID) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // SignerView picks the key that signs the catalog among views: the
