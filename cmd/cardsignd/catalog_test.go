@@ -38,7 +38,7 @@ func TestCheckConfigCatalogKeys(t *testing.T) {
 		want             []string
 	}{
 		{"RS256 key on record", rsaData, "keys:\n  default_alg: RS256\n" + catalog,
-			[]string{"catalog.domain", rsaKID + " (RS256, active)", "cardsign keys create --alg ES256", "keys.default_alg: ES256"}},
+			[]string{"catalog.domain", rsaKID, "(RS256, active)", "cardsign keys rotate --alg ES256", "keys.default_alg: ES256"}},
 		{"RS256 first key", freshData, "keys:\n  default_alg: RS256\n" + catalog,
 			[]string{"keys.default_alg: is RS256", "cannot sign the catalog", "set keys.default_alg: ES256"}},
 	} {
