@@ -34,8 +34,8 @@ const module = "github.com/cardsign/cardsign"
 // harness: none is on the left of a production package's rule.
 const depsRules = `
 # Leaves: the JSON codec, globs, secret files, PEM keys, rate limits, the
-# defaults of the daemon's limits, the generated API.
-NONE < strictjson, glob, secretfile, pemkey, ratelimit, limits, api/cardsign/v1;
+# defaults of the daemon's limits, the generated API, which build this is.
+NONE < strictjson, glob, secretfile, pemkey, ratelimit, limits, api/cardsign/v1, buildinfo;
 
 # The AgentCard schema and the JOSE primitives, over the JSON codec.
 strictjson < card;
