@@ -270,6 +270,20 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
+// TestReadmeIsShort keeps the README a front door: what cardsign is, the
+// two commands, a walk to a verified card and where to go next. Anything
+// longer belongs in a page under docs/.
+func TestReadmeIsShort(t *testing.T) {
+	const maxLines = 300
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n > maxLines {
+		t.Errorf("README.md has %d lines, more than %d: move the detail to a page under docs/ and link it", n, maxLines)
+	}
+}
+
 // TestDocsNameNoIssues keeps issue numbers out of user documentation.
 func TestDocsNameNoIssues(t *testing.T) {
 	for _, file := range userDocs(t) {
