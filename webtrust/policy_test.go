@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// examplePolicy is the README's example (paths made to exist below).
+// examplePolicy is docs/ai-catalog.md's example (paths made to exist below).
 const examplePolicy = `# trust.yaml
 rules:
   - host: agents.example.com

@@ -18,7 +18,7 @@ import (
 // BenchmarkES256 measures P-256 signatures on SoftHSM2 through the backend
 // (crypto.Signer, and jose.Sign which also verifies) against crypto11 signing
 // with the same key in the same process, at 1 and 8 goroutines. Reported as
-// sig/s; the crypto11 figure is the in-process reference for the README.
+// sig/s; the crypto11 figure is the in-process reference for docs/benchmarks.md.
 //
 //	go test -run '^$' -bench ES256 ./backends/pkcs11/
 func BenchmarkES256(b *testing.B) {

@@ -173,7 +173,7 @@ func TestReplicaServiceConfig(t *testing.T) {
 		t.Errorf("methodConfig %s: a gRPC retry policy beside the retrier would multiply the attempts", sc.MethodConfig)
 	}
 	if retryAttempts < 3 || retryAttempts > 5 || retryInitialBackoff != 250*time.Millisecond || retryMaxBackoff != 2*time.Second {
-		t.Errorf("retry policy: %d attempts, backoff %s to %s; the README says 4 attempts, 0.25-2 s", retryAttempts, retryInitialBackoff, retryMaxBackoff)
+		t.Errorf("retry policy: %d attempts, backoff %s to %s; docs/replicas.md says 4 attempts, 0.25-2 s", retryAttempts, retryInitialBackoff, retryMaxBackoff)
 	}
 	retried := map[string]bool{}
 	for _, m := range retriedMethods {

@@ -66,7 +66,7 @@ func TestCheckConfigStore(t *testing.T) {
 	private := testsupport.WriteFileMode(t, filepath.Join(work, "pw"), pw+"\n", 0o600)
 	readable := testsupport.WriteFileMode(t, filepath.Join(work, "pw-readable"), pw+"\n", 0o644)
 	u, _ := url.Parse(raw)
-	// The README's other forms of the same database: a keyword/value
+	// docs/replicas.md's other forms of the same database: a keyword/value
 	// string, and a URL for PgBouncer without prepared statements.
 	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable", u.Hostname(), u.Port(), u.User.Username(), strings.TrimPrefix(u.Path, "/"))
 	execMode := bare + "&default_query_exec_mode=exec"

@@ -28,7 +28,7 @@ func TestConfigStore(t *testing.T) {
 		{"replica name", "replica: cardsignd-1.example.com/a\n", nil},
 		{"other scheme", "store:\n  url: mysql://cardsign:hunter2@db.example.com/cardsign\n",
 			[]string{`c.yaml:2:3: store.url: scheme "mysql" is not postgres or postgresql`, "leave store.url empty"}},
-		// The README's forms: what the daemon accepts, validation accepts
+		// docs/replicas.md's forms: what the daemon accepts, validation accepts
 		// (one parser, postgres.ParseConfig).
 		{"keyword/value string", "store:\n  url: host=db.example.com dbname=cardsign user=cardsign sslmode=verify-full password=hunter2\n", nil},
 		{"PgBouncer without prepared statements", "store:\n  url: postgres://cardsign@pgbouncer.example.com:6432/cardsign?sslmode=require&default_query_exec_mode=exec\n", nil},
