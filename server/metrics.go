@@ -69,6 +69,7 @@ type Metrics struct {
 	registryStale      prometheus.Gauge
 	catalogSignatures  *prometheus.CounterVec
 	catalogSigner      prometheus.Gauge
+	dutiesHeld         prometheus.Gauge
 }
 
 // Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry),
@@ -140,10 +141,12 @@ func NewMetrics() *Metrics {
 			"AI Catalog signatures made by this replica (audited and logged), by kind (manifest: an entry's Trust Manifest; snapshot: the catalog signature).", "kind"),
 		catalogSigner: newGauge("cardsign_catalog_signer",
 			"1 when an ES256 (P-256) key can sign the AI Catalog, 0 when none is active or pending (the catalog route answers 503); set by the duties lease holder."),
+		dutiesHeld: newGauge("cardsign_duties_lease_held",
+			"1 while this replica holds the duties lease (it re-signs the revocation document, re-signs registered cards, publishes the AI Catalog), else 0; one replica of a cluster should hold it."),
 	}
 	m.reg.MustRegister(m.signatures, m.signRequests, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
 		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused, m.authFailures, m.registryResigns, m.registryStale,
-		m.catalogSignatures, m.catalogSigner,
+		m.catalogSignatures, m.catalogSigner, m.dutiesHeld,
 		newBuildInfo(buildinfo.Read()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.presetSeries()
@@ -315,6 +318,16 @@ func (m *Metrics) RateLimited(principal string, sign bool) {
 	if sign {
 		m.signRequests.WithLabelValues(resultRateLimited, principal).Inc()
 	}
+}
+
+// dutiesLeaseHeld records whether this replica holds the duties lease
+// after a duty round.
+func (m *Metrics) dutiesLeaseHeld(held bool) {
+	v := 0.0
+	if held {
+		v = 1
+	}
+	m.dutiesHeld.Set(v)
 }
 
 // RPC counts a finished gRPC call by method and status code.

@@ -118,3 +118,40 @@ func TestMetricsPresetAtZero(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsDutiesLeaseHeld: cardsign_duties_lease_held is 1 on the
+// replica holding the duties lease and 0 on the others, and follows a
+// handover.
+func TestMetricsDutiesLeaseHeld(t *testing.T) {
+	ctx := t.Context()
+	a, dir := newAuthority(t)
+	b := replicaOf(t, dir, "b", 0)
+	held := func(x *Authority) string {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^cardsign_duties_lease_held (\S+)$`).FindStringSubmatch(scrape(t, x.metrics))
+		if m == nil {
+			t.Fatal("no cardsign_duties_lease_held in the scrape")
+		}
+		return m[1]
+	}
+	if got := held(b); got != "0" {
+		t.Fatalf("before any duty round: %s, want 0", got)
+	}
+	for _, step := range []struct {
+		name         string
+		run          func() error
+		wantA, wantB string
+	}{
+		{"a takes the lease", func() error { return a.dutyRound(ctx) }, "1", "0"},
+		{"b finds it held", func() error { return b.dutyRound(ctx) }, "1", "0"},
+		{"a releases it, b takes it", func() error { a.duties.release(ctx); return b.dutyRound(ctx) }, "1", "1"},
+		{"a finds it held by b", func() error { return a.dutyRound(ctx) }, "0", "1"},
+	} {
+		if err := step.run(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if ga, gb := held(a), held(b); ga != step.wantA || gb != step.wantB {
+			t.Errorf("%s: a %s, b %s; want a %s, b %s", step.name, ga, gb, step.wantA, step.wantB)
+		}
+	}
+}
