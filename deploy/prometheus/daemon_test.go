@@ -258,6 +258,19 @@ func TestAgainstCardsignd(t *testing.T) {
 			}
 		}
 	})
+	t.Run("promtool test series name exported metrics", func(t *testing.T) {
+		p := newParser()
+		for _, s := range unitTestSeries(t) {
+			lbls, _, err := p.ParseSeriesDesc(s)
+			if err != nil {
+				t.Errorf("%s: series %q: %v", unitTestsFile, s, err)
+				continue
+			}
+			if name := lbls.Get(model.MetricNameLabel); !names[name] {
+				t.Errorf("%s: series %q: %s is not a series cardsignd exports", unitTestsFile, s, name)
+			}
+		}
+	})
 	t.Run("docs/monitoring.md", func(t *testing.T) {
 		checkMonitoringDoc(t, families, rules)
 	})

@@ -14,12 +14,14 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	"go.yaml.in/yaml/v3"
 )
 
 // Files under test, relative to this directory.
 const (
 	rulesFile     = "cardsignd-alerts.yaml"
 	dashboardFile = "../grafana/cardsignd.json"
+	unitTestsFile = "cardsignd-alerts.test.yaml"
 )
 
 // expression is one PromQL expression and where it stands, for messages.
@@ -224,4 +226,33 @@ func TestExpressionsParse(t *testing.T) {
 			t.Errorf("%s: %q: %v", e.where, e.expr, err)
 		}
 	}
+}
+
+// unitTestSeries are the input series of the rules' promtool unit tests.
+func unitTestSeries(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(unitTestsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Tests []struct {
+			InputSeries []struct {
+				Series string `yaml:"series"`
+			} `yaml:"input_series"`
+		} `yaml:"tests"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatalf("%s: %v", unitTestsFile, err)
+	}
+	var out []string
+	for _, tc := range f.Tests {
+		for _, s := range tc.InputSeries {
+			out = append(out, s.Series)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no input series", unitTestsFile)
+	}
+	return out
 }
