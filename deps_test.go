@@ -97,7 +97,7 @@ access, limits, jwks, transparency, registry, aicatalog < server/httpapi;
 # The composition root: the authority over the rooms above; its gRPC
 # services sit on top of it.
 registry, registry/catalog, server/revocations, server/httpapi, backends/file, policy,
-  transparency/tlogserve
+  transparency/tlogserve, buildinfo
   < server;
 server, ratelimit, api/cardsign/v1 < server/grpcapi;
 

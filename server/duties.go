@@ -346,6 +346,7 @@ func (a *Authority) RunDuties(ctx context.Context) {
 			// a try so another replica takes over at once.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			a.duties.release(rctx)
+			a.metrics.dutiesLeaseHeld(false)
 			a.duties.releaseName(rctx)
 			cancel()
 			return
@@ -358,6 +359,8 @@ func (a *Authority) RunDuties(ctx context.Context) {
 // dutyRound syncs the clock, renews or takes the lease, and, as its holder,
 // brings the revocation document up to date.
 func (a *Authority) dutyRound(ctx context.Context) error {
+	var leader bool
+	defer func() { a.metrics.dutiesLeaseHeld(leader) }() // false too when the round failed before the lease
 	if err := a.clock.sync(ctx); err != nil {
 		return fmt.Errorf("store clock: %w", err)
 	}
@@ -371,7 +374,7 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 		return err
 	}
 	a.readiness.nameLost(nil)
-	_, leader, err := a.duties.acquire(ctx)
+	_, leader, err = a.duties.acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("duties lease: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/buildinfo"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/server/httpapi"
 	"github.com/cardsign/cardsign/signer"
@@ -66,10 +69,38 @@ type Metrics struct {
 	registryStale      prometheus.Gauge
 	catalogSignatures  *prometheus.CounterVec
 	catalogSigner      prometheus.Gauge
+	dutiesHeld         prometheus.Gauge
 }
 
-// Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry).
-var latencyBuckets = prometheus.ExponentialBucketsRange(0.0001, 10, 16)
+// Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry),
+// 1-2.5-5 per decade. Literal values, not a generator's: computed buckets
+// print as le="0.0025000000000000005", which dashboards and recording rules
+// then have to match exactly.
+var latencyBuckets = []float64{
+	0.0001, 0.00025, 0.0005,
+	0.001, 0.0025, 0.005,
+	0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5,
+	1, 2.5, 5, 10,
+}
+
+// preset lists the label values of the counters and histograms that alert
+// rules read, exported at 0 from the start: rate() and increase() see no
+// change in a series that appears with its first event, so the first
+// signing error after a restart would otherwise go unnoticed.
+var preset = struct {
+	signResults, readiness, resigns, catalogKinds, authMethods []string
+}{
+	// signDuration's results: rate_limited calls are refused before
+	// SignCard runs, so they are counted in sign_requests only.
+	signResults:  []string{resultSigned, resultRefused, resultInvalid, resultError},
+	readiness:    []string{"ok", "failed"},
+	resigns:      []string{"resigned", "superseded", "failed"},
+	catalogKinds: []string{"manifest", "snapshot"},
+	// Credentials other than identity tokens are refused for one reason,
+	// "unknown"; identity tokens' reasons are the verifier's, not listed.
+	authMethods: []string{"token", "cert", "none"},
+}
 
 // NewMetrics registers the daemon's metrics, the Go runtime's and the
 // process's (goroutines, memory, file descriptors).
@@ -110,12 +141,55 @@ func NewMetrics() *Metrics {
 			"AI Catalog signatures made by this replica (audited and logged), by kind (manifest: an entry's Trust Manifest; snapshot: the catalog signature).", "kind"),
 		catalogSigner: newGauge("cardsign_catalog_signer",
 			"1 when an ES256 (P-256) key can sign the AI Catalog, 0 when none is active or pending (the catalog route answers 503); set by the duties lease holder."),
+		dutiesHeld: newGauge("cardsign_duties_lease_held",
+			"1 while this replica holds the duties lease (it re-signs the revocation document, re-signs registered cards, publishes the AI Catalog), else 0; one replica of a cluster should hold it."),
 	}
 	m.reg.MustRegister(m.signatures, m.signRequests, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
 		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused, m.authFailures, m.registryResigns, m.registryStale,
-		m.catalogSignatures, m.catalogSigner,
+		m.catalogSignatures, m.catalogSigner, m.dutiesHeld,
+		newBuildInfo(buildinfo.Read()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.presetSeries()
 	return m
+}
+
+// presetSeries creates the series of preset at 0.
+func (m *Metrics) presetSeries() {
+	for _, r := range preset.signResults {
+		m.signDuration.WithLabelValues(r)
+	}
+	for _, r := range preset.readiness {
+		m.canaryRuns.WithLabelValues(r)
+	}
+	for _, r := range preset.resigns {
+		m.registryResigns.WithLabelValues(r)
+	}
+	for _, k := range preset.catalogKinds {
+		m.catalogSignatures.WithLabelValues(k)
+	}
+	for _, method := range preset.authMethods {
+		m.authFailures.WithLabelValues(method, "unknown")
+	}
+}
+
+// newBuildInfo is the cardsign_build_info gauge: always 1, its labels say
+// which build is running, so a dashboard can show versions across replicas
+// and a query can join them to other series.
+func newBuildInfo(in buildinfo.Info) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "cardsign_build_info",
+		Help: "Always 1; the labels name the running build: module version, VCS revision (empty without VCS stamping; modified: the tree had changes), Go version, platform and build tags.",
+		ConstLabels: prometheus.Labels{
+			"version":   in.Version,
+			"revision":  in.Revision,
+			"modified":  strconv.FormatBool(in.Modified),
+			"goversion": in.GoVersion,
+			"platform":  in.Platform,
+			"tags":      strings.Join(in.Tags, ","),
+		},
+	})
+	g.Set(1)
+	return g
 }
 
 // newCounterVec, newGauge, newGaugeVec, newHistogram and newHistogramVec
@@ -244,6 +318,16 @@ func (m *Metrics) RateLimited(principal string, sign bool) {
 	if sign {
 		m.signRequests.WithLabelValues(resultRateLimited, principal).Inc()
 	}
+}
+
+// dutiesLeaseHeld records whether this replica holds the duties lease
+// after a duty round.
+func (m *Metrics) dutiesLeaseHeld(held bool) {
+	v := 0.0
+	if held {
+		v = 1
+	}
+	m.dutiesHeld.Set(v)
 }
 
 // RPC counts a finished gRPC call by method and status code.
