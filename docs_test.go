@@ -28,7 +28,6 @@ var pendingDocs = []string{
 	"docs/reference/config.md",
 	"docs/reference/cli.md",
 	"docs/reference/api.md",
-	"docs/monitoring.md",
 	"docs/github-action.md",
 	"deploy/helm/cardsignd/README.md",
 }
