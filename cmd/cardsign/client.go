@@ -71,7 +71,7 @@ func addConnFlags(fs *flag.FlagSet) *connFlags {
 	fs.StringVar(&cf.server, "server", "", "cardsignd address HOST:PORT, or the addresses of several replicas separated by commas "+
 		"(e.g. cs1.internal:7700,cs2.internal:7700,cs3.internal:7700), balanced over those ready and failed over; "+
 		"a name that resolves to several addresses is balanced the same way (default $"+serverEnv+")")
-	fs.StringVar(&cf.caFile, "ca-file", "", "PEM CA certificates to verify cardsignd's certificate with; turns TLS on (default $"+caFileEnv+")")
+	fs.StringVar(&cf.caFile, "ca-file", "", "PEM CA certificates to verify cardsignd's certificate with (audit verify's https fetches trust them too, besides the system roots); turns TLS on (default $"+caFileEnv+")")
 	fs.Var(&cf.tls, "tls", "connect with TLS; without --ca-file, cardsignd's certificate is verified against the system roots (default on when $"+tlsEnv+" is 1 or true)")
 	fs.StringVar(&cf.certFile, "cert-file", "", "PEM client certificate for mutual TLS, with --key-file; turns TLS on (default $"+certFileEnv+")")
 	fs.StringVar(&cf.keyFile, "key-file", "", "PEM private key of --cert-file (default $"+keyFileEnv+")")
