@@ -72,12 +72,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if *checkConfig != "" {
+		// Which build checks, first: another version may answer otherwise
+		// (a field it does not know yet).
+		fmt.Fprintf(stderr, "cardsignd %s\n", buildinfo.Read())
 		// The start's own checks too (except binding the listeners: the
 		// check runs beside a daemon already serving on them, before a
 		// restart), bounded like the connection check.
-		// Which build checks first: the answer may differ from another
-		// version's (a field it does not know yet).
-		fmt.Fprintf(stderr, "cardsignd %s\n", buildinfo.Read())
 		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 		defer cancel()
 		if err := daemonconfig.Check(*checkConfig, stderr, cardsignd.StartChecks(ctx)...); err != nil {
