@@ -99,7 +99,7 @@ access, limits, jwks, transparency, registry, aicatalog < server/httpapi;
 registry, registry/catalog, server/revocations, server/httpapi, backends/file, policy,
   transparency/tlogserve, buildinfo
   < server;
-server, ratelimit, api/cardsign/v1 < server/grpcapi;
+server, ratelimit, api/cardsign/v1, buildinfo < server/grpcapi;
 
 # Configuration: schema, defaults, validation. It knows the parts it
 # configures, never the composition root.

@@ -38,15 +38,47 @@ type Info struct {
 	// CGO whether cgo was enabled.
 	Tags []string
 	CGO  bool
+	// Backends are the key backends compiled into the binary (file,
+	// pkcs11, gcpkms, awskms): build tags and cgo leave some out. The
+	// binary fills them in, since only it imports the backends (this
+	// package stays a leaf).
+	Backends []string
 }
+
+// version and revision are stamped by the linker into builds that have no
+// VCS data to read: the container build, whose context holds no .git
+// (deploy/container/Containerfile passes its VERSION and REVISION build
+// arguments):
+//
+//	go build -ldflags "-X github.com/cardsign/cardsign/buildinfo.version=v1.2.3 -X github.com/cardsign/cardsign/buildinfo.revision=0123abc…" ./cmd/...
+//
+// Only the linker sets them; no code assigns them. Read prefers what the
+// toolchain stamped from VCS, which cannot disagree with the source.
+var (
+	version  string
+	revision string
+)
 
 // Read returns the running binary's Info.
 func Read() Info {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return Info{Version: "(unknown)", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+		in := Info{Version: "(unknown)", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+		return in.stamped(version, revision)
 	}
-	return fromBuildInfo(bi)
+	return fromBuildInfo(bi).stamped(version, revision)
+}
+
+// stamped fills in the version and revision the linker was given (-X) when
+// the toolchain had none from VCS.
+func (in Info) stamped(version, revision string) Info {
+	if version != "" && (in.Version == "" || in.Version == "(devel)" || in.Version == "(unknown)") {
+		in.Version = version
+	}
+	if revision != "" && in.Revision == "" {
+		in.Revision = revision
+	}
+	return in
 }
 
 // fromBuildInfo reads an Info out of the toolchain's record.

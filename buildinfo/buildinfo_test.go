@@ -44,3 +44,26 @@ func TestReadInTest(t *testing.T) {
 		t.Errorf("Read() = %+v: empty fields", in)
 	}
 }
+
+func TestStamped(t *testing.T) {
+	vcs := Info{Version: "v1.2.3", Revision: "0123456789abcdef"}
+	tests := []struct {
+		name              string
+		in                Info
+		version, revision string
+		want              Info
+	}{
+		{"no stamp", Info{Version: "(devel)"}, "", "", Info{Version: "(devel)"}},
+		{"container build", Info{Version: "(devel)"}, "v1.2.3", "fedcba9876543210", Info{Version: "v1.2.3", Revision: "fedcba9876543210"}},
+		{"no build info", Info{Version: "(unknown)"}, "v1.2.3", "", Info{Version: "v1.2.3"}},
+		{"VCS wins", vcs, "v9.9.9", "ffff", vcs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.in.stamped(tt.version, tt.revision)
+			if got.Version != tt.want.Version || got.Revision != tt.want.Revision {
+				t.Errorf("stamped(%q, %q) = %q/%q, want %q/%q", tt.version, tt.revision, got.Version, got.Revision, tt.want.Version, tt.want.Revision)
+			}
+		})
+	}
+}

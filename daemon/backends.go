@@ -5,8 +5,10 @@ import (
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/awskms"
+	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/backends/gcpkms"
 	"github.com/cardsign/cardsign/backends/pkcs11"
+	"github.com/cardsign/cardsign/buildinfo"
 	"github.com/cardsign/cardsign/internal/daemonconfig"
 )
 
@@ -45,6 +47,20 @@ func addAWSKMS(reg *backends.Registry, c daemonconfig.AWSKMSConfig, log *slog.Lo
 	}
 	return reg.AddBuilt(binaryName, awskms.Scheme, awskms.Constructor, awskms.NotBuilt, backends.Config{Settings: awskms.Config{
 		Endpoint: c.Endpoint, Region: c.Region, KeySpec: c.KeySpec, Alias: c.Alias, RateLimit: c.RateLimit, Logger: log}})
+}
+
+// Build is this binary's build (buildinfo.Read) with the key backends it
+// compiled in: file always, the others unless a build tag or cgo left them
+// out (notBuilt).
+func Build() buildinfo.Info {
+	in := buildinfo.Read()
+	missing := notBuilt()
+	for _, scheme := range []string{file.Scheme, pkcs11.Scheme, gcpkms.Scheme, awskms.Scheme} {
+		if _, out := missing[scheme]; !out {
+			in.Backends = append(in.Backends, scheme)
+		}
+	}
+	return in
 }
 
 // binaryName is how this binary's messages name it ("rebuild cardsignd …").

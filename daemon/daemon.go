@@ -25,6 +25,7 @@ import (
 	"github.com/cardsign/cardsign/aicatalog"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/buildinfo"
 	"github.com/cardsign/cardsign/internal/daemonconfig"
 	"github.com/cardsign/cardsign/internal/sdnotify"
 	"github.com/cardsign/cardsign/jose"
@@ -117,7 +118,8 @@ func Serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 	defer bg.stop()
 	cfg.WarnPrepublish(log)
 	httpSrv := newHTTPServer(cfg.Limits, auth, server.HTTPOptions{Stats: stats, Auth: authn}, log)
-	gs, hs := newGRPCServer(cfg, auth, authn, reloader, log)
+	build := Build()
+	gs, hs := newGRPCServer(cfg, auth, authn, reloader, build, log)
 	hl, scheme := httpTLS(httpSrv, hl, cfg.TLS, reloader)
 	setHealth := startReadiness(ctx, bg, auth, hs, cfg.Readiness, log)
 
@@ -139,7 +141,8 @@ func Serve(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger) error
 		"jwks", scheme+"://"+hl.Addr().String()+jwks.JWKSPath,
 		"tls", reloader != nil, "authentication", authn.Enabled(),
 		"data_dir", cfg.DataDir, "database", database, "key_dir", cfg.Keys.Dir, "key_backend", cfg.Keys.Backend,
-		"backends", strings.Join(reg.Schemes(), ","), "replica", auth.Replica())
+		"backends", strings.Join(reg.Schemes(), ","), "replica", auth.Replica(),
+		"version", build.Version, "revision", build.ShortRevision(), "go", build.GoVersion)
 	sd.Ready(log, fmt.Sprintf("serving gRPC on %s, HTTP on %s", gl.Addr(), hl.Addr()))
 
 	serveErr := waitForStop(ctx, errc, log)
@@ -588,7 +591,8 @@ func newHTTPServer(l daemonconfig.LimitsConfig, auth *server.Authority, opts ser
 
 // newGRPCServer builds the gRPC services with their callers, rate and
 // connection limits, and TLS when it is on.
-func newGRPCServer(cfg daemonconfig.Config, auth *server.Authority, authn *access.Authenticator, reloader *tlsreload.Reloader, log *slog.Logger) (*grpc.Server, *health.Server) {
+func newGRPCServer(cfg daemonconfig.Config, auth *server.Authority, authn *access.Authenticator, reloader *tlsreload.Reloader, build buildinfo.Info,
+	log *slog.Logger) (*grpc.Server, *health.Server) {
 	l := cfg.Limits
 	gopts := grpcapi.Options{
 		Auth:            authn,
@@ -605,6 +609,8 @@ func newGRPCServer(cfg daemonconfig.Config, auth *server.Authority, authn *acces
 
 		MaxUnauthenticatedStreams:      l.MaxUnauthenticatedStreams,
 		MaxUnauthenticatedStreamsPerIP: l.MaxUnauthenticatedStreamsPerIP,
+
+		Build: build,
 	}
 	if reloader != nil {
 		grpcAuth, _ := cfg.TLS.ClientCertModes()

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"net/http"
 	"strings"
 	"time"
 
@@ -108,8 +107,12 @@ func (o *auditOptions) run(ctx context.Context, in *call) int {
 // loadHead reads the published head to check against; noHead says why
 // there is none.
 func (o *auditOptions) loadHead(ctx context.Context, in *call) (published *publishedHead, noHead string, code int, ok bool) {
+	hc, err := fetchClient(in.conn.caFile, in.timeout, noDowngrade)
+	if err != nil {
+		return nil, "", in.usageError("%s", escapeText(err.Error())), false
+	}
 	hctx, cancel := context.WithTimeout(ctx, in.timeout)
-	published, err := o.hs.load(hctx, &http.Client{Timeout: in.timeout, CheckRedirect: noDowngrade}, time.Now())
+	published, err = o.hs.load(hctx, hc, time.Now())
 	cancel()
 	var up *usageProblem
 	switch {
@@ -133,9 +136,12 @@ func (o *auditOptions) openLog(ctx context.Context, in *call) (lc *logCheck, cod
 	if o.logURL == "" {
 		return nil, 0, true
 	}
+	hc, err := fetchClient(in.conn.caFile, in.timeout, noDowngrade)
+	if err != nil {
+		return nil, in.usageError("%s", escapeText(err.Error())), false
+	}
 	hctx, cancel := context.WithTimeout(ctx, in.timeout)
 	defer cancel()
-	hc := &http.Client{Timeout: in.timeout, CheckRedirect: noDowngrade}
 	keys, err := webtrust.LoadLogKeys(hctx, o.logKey, hc)
 	if err != nil {
 		return nil, in.usageError("--log-key: %s", escapeText(err.Error())), false

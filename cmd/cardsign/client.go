@@ -71,7 +71,7 @@ func addConnFlags(fs *flag.FlagSet) *connFlags {
 	fs.StringVar(&cf.server, "server", "", "cardsignd address HOST:PORT, or the addresses of several replicas separated by commas "+
 		"(e.g. cs1.internal:7700,cs2.internal:7700,cs3.internal:7700), balanced over those ready and failed over; "+
 		"a name that resolves to several addresses is balanced the same way (default $"+serverEnv+")")
-	fs.StringVar(&cf.caFile, "ca-file", "", "PEM CA certificates to verify cardsignd's certificate with; turns TLS on (default $"+caFileEnv+")")
+	fs.StringVar(&cf.caFile, "ca-file", "", "PEM CA certificates to verify cardsignd's certificate with (audit verify's https fetches trust them too, besides the system roots); turns TLS on (default $"+caFileEnv+")")
 	fs.Var(&cf.tls, "tls", "connect with TLS; without --ca-file, cardsignd's certificate is verified against the system roots (default on when $"+tlsEnv+" is 1 or true)")
 	fs.StringVar(&cf.certFile, "cert-file", "", "PEM client certificate for mutual TLS, with --key-file; turns TLS on (default $"+certFileEnv+")")
 	fs.StringVar(&cf.keyFile, "key-file", "", "PEM private key of --cert-file (default $"+keyFileEnv+")")
@@ -186,7 +186,8 @@ func (cf *connFlags) tlsWanted() (bool, error) {
 // transport returns TLS credentials, or plaintext ones for loopback
 // servers when no TLS flag is set.
 func (cf *connFlags) transport(list servers) (credentials.TransportCredentials, error) {
-	caFile, certFile, keyFile := orEnv(cf.caFile, caFileEnv), orEnv(cf.certFile, certFileEnv), orEnv(cf.keyFile, keyFileEnv)
+	caFile, caSource := caFileOf(cf.caFile)
+	certFile, keyFile := orEnv(cf.certFile, certFileEnv), orEnv(cf.keyFile, keyFileEnv)
 	on, err := cf.tlsWanted()
 	if err != nil {
 		return nil, err
@@ -209,7 +210,7 @@ func (cf *connFlags) transport(list servers) (credentials.TransportCredentials, 
 	if name == "" && len(list) == 1 {
 		name = list[0].host
 	}
-	cfg, err := tlsConfig(caFile, certFile, keyFile, name)
+	cfg, err := tlsConfig(caFile, caSource, certFile, keyFile, name)
 	if err != nil {
 		return nil, err
 	}
@@ -217,12 +218,13 @@ func (cf *connFlags) transport(list servers) (credentials.TransportCredentials, 
 }
 
 // tlsConfig builds the client's TLS configuration: the system roots unless
-// caFile is given, and a client certificate when certFile and keyFile are.
-func tlsConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
+// caFile is given (named caSource in errors), and a client certificate when
+// certFile and keyFile are.
+func tlsConfig(caFile, caSource, certFile, keyFile, serverName string) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if caFile != "" {
-		pool, err := loadRoots(caFile)
-		if err != nil {
+		pool := x509.NewCertPool()
+		if err := addCAFile(pool, caFile, caSource); err != nil {
 			return nil, err
 		}
 		cfg.RootCAs = pool
@@ -238,18 +240,6 @@ func tlsConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	return cfg, nil
-}
-
-func loadRoots(caFile string) (*x509.CertPool, error) {
-	data, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("--ca-file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", caFile)
-	}
-	return pool, nil
 }
 
 // token returns the credential sent as the bearer on every call: the token of

@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,9 +32,9 @@ const exitAlarm = 3
 // logUsage is log's usage: its subcommands, what they check, and its exit
 // codes.
 const logUsage = "key create --origin ORIGIN FILE | key show --origin ORIGIN FILE |\n" +
-	"       checkpoint --url URL --log-key KEY [--json] [--out FILE] |\n" +
-	"       verify --url URL --log-key KEY OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE] |\n" +
-	"       monitor --url URL --log-key KEY --state FILE [--watch NAME|HOST ...] [--json]\n\n" +
+	"       checkpoint --url URL --log-key KEY [--ca-file F] [--json] [--out FILE] |\n" +
+	"       verify --url URL --log-key KEY [--ca-file F] OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE] |\n" +
+	"       monitor --url URL --log-key KEY [--ca-file F] --state FILE [--watch NAME|HOST ...] [--json]\n\n" +
 	"--url is the log's prefix (cardsignd serves it at " + transparency.PathPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
 	"a file of such keys (one a line), or an http(s) URL serving them (cardsignd: " + transparency.KeyPath + "); take it from\n" +
 	"a source you trust, not only from the log's own server.\n\n" +
@@ -76,6 +75,7 @@ func logCmd() command {
 		var salts stringsFlag
 		fs.Var(&salts, "salt", "monitor: a private agent's log salt (hex, from GET /agents/ID/log-salt with a reader token; repeatable): its sealed entries match a --watch NAME or HOST exactly")
 		timeout := fs.Duration("timeout", 10*time.Minute, "checkpoint, verify, monitor: deadline of the whole command, walk included")
+		caFile := fs.String("ca-file", "", "checkpoint, verify, monitor: PEM certificates trusted as roots in addition to the system's, for the log's https URLs (--url, a --log-key URL) (default $"+caFileEnv+")")
 		return func(ctx context.Context, in *call) int {
 			e, pos := in.env, in.pos
 			if code, ok := logFlagsOf(fs, in); !ok {
@@ -106,7 +106,10 @@ func logCmd() command {
 			}
 			ctx, cancel := context.WithTimeout(ctx, *timeout)
 			defer cancel()
-			hc := &http.Client{Timeout: min(*timeout, 2*time.Minute), CheckRedirect: noDowngrade}
+			hc, err := fetchClient(*caFile, min(*timeout, 2*time.Minute), noDowngrade)
+			if err != nil {
+				return c.usageError(e, "%s", escapeText(err.Error()))
+			}
 			keys, err := webtrust.LoadLogKeys(ctx, *logKey, hc)
 			if err != nil {
 				return c.usageError(e, "--log-key: %s", escapeText(err.Error()))
@@ -132,9 +135,9 @@ func logFlagsOf(fs *flag.FlagSet, in *call) (code int, ok bool) {
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	allowed := map[string][]string{
 		"key create": {"origin"}, "key show": {"origin"},
-		"checkpoint": {"url", "log-key", "json", "out", "timeout"},
-		"verify":     {"url", "log-key", "timeout"},
-		"monitor":    {"url", "log-key", "json", "state", "watch", "salt", "timeout"},
+		"checkpoint": {"url", "log-key", "json", "out", "timeout", "ca-file"},
+		"verify":     {"url", "log-key", "timeout", "ca-file"},
+		"monitor":    {"url", "log-key", "json", "state", "watch", "salt", "timeout", "ca-file"},
 	}
 	flags, known := allowed[in.sub]
 	if !known {

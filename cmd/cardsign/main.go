@@ -179,7 +179,7 @@ func (in *call) noArgs() (code int, ok bool) {
 
 func commands() []command {
 	return []command{
-		canonicalizeCmd(), lintCmd(), upgradeCmd(), signCmd(), verifyCmd(), catalogCmd(), keygenCmd(), jwksCmd(), keysCmd(), agentsCmd(), auditCmd(), logCmd(), benchCmd(), tokenCmd(),
+		canonicalizeCmd(), lintCmd(), upgradeCmd(), signCmd(), verifyCmd(), catalogCmd(), keygenCmd(), jwksCmd(), keysCmd(), agentsCmd(), auditCmd(), logCmd(), benchCmd(), tokenCmd(), versionCmd(),
 	}
 }
 

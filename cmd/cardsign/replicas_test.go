@@ -85,7 +85,7 @@ func TestServerListRefusedByEveryCommand(t *testing.T) {
 	clearConnEnv(t)
 	card := filepath.Join(t.TempDir(), "card.json")
 	writeFile(t, card, []byte(benchCard))
-	for _, args := range [][]string{{"sign", card}, {"keys", "list"}, {"audit", "list"}, {"bench"}} {
+	for _, args := range [][]string{{"sign", card}, {"keys", "list"}, {"audit", "list"}, {"bench"}, {"version"}} {
 		start := time.Now()
 		r := runCLI(t, append(args, "--server", "127.0.0.1:1,,127.0.0.1:2")...)
 		if r.Code != exitUsage || !strings.Contains(r.Stderr, `--server "127.0.0.1:1,,127.0.0.1:2": entry 2 is empty: want HOST:PORT`) {
@@ -185,6 +185,7 @@ func TestReplicaServiceConfig(t *testing.T) {
 		"/cardsign.v1.SigningService/LintCard":       true,
 		"/cardsign.v1.KeyService/ListKeys":           true,
 		"/cardsign.v1.AuditService/ListAuditRecords": true,
+		"/cardsign.v1.ServerService/GetServerInfo":   true,
 		"/cardsign.v1.KeyService/CreateKey":          false, // state changes: a retry could do them twice
 		"/cardsign.v1.KeyService/ImportKey":          false,
 		"/cardsign.v1.KeyService/RotateKey":          false,
@@ -192,7 +193,7 @@ func TestReplicaServiceConfig(t *testing.T) {
 		"/cardsign.v1.KeyService/RetireKey":          false,
 		"/cardsign.v1.KeyService/RevokeKey":          false,
 	}
-	for _, sd := range []grpc.ServiceDesc{pb.SigningService_ServiceDesc, pb.KeyService_ServiceDesc, pb.AuditService_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{pb.SigningService_ServiceDesc, pb.KeyService_ServiceDesc, pb.AuditService_ServiceDesc, pb.ServerService_ServiceDesc} {
 		if len(sd.Streams) > 0 {
 			t.Errorf("%s has streams: classify them", sd.ServiceName)
 		}

@@ -54,6 +54,7 @@ var retriedMethods = []string{
 	pb.SigningService_LintCard_FullMethodName,
 	pb.KeyService_ListKeys_FullMethodName,
 	pb.AuditService_ListAuditRecords_FullMethodName,
+	pb.ServerService_GetServerInfo_FullMethodName,
 }
 
 // Retry policy of retriedMethods: at most retryAttempts calls in all, the

@@ -23,7 +23,7 @@ func verifyCmd() command {
 	c := command{
 		name:    "verify",
 		summary: "Verify a signed card (a file, or https://HOST's card with a trust policy) against trusted keys; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
-		usage: "--jwks FILE|URL [--log-key KEY|FILE|URL] [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-\n" +
+		usage: "--jwks FILE|URL [--log-key KEY|FILE|URL] [--ca-file F] [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-\n" +
 			"       cardsign verify --trust FILE [--ca-file F] [--resolve HOST:PORT:ADDR:TPORT] [--clock-skew D] [--timeout D] [--max-time D] https://HOST",
 		example: "  cardsign jwks --key file:signing-key.pem > jwks.json\n  cardsign verify --jwks jwks.json signed.json\n  signature[0] kid=3kP… alg=ES256: valid (spec profile)\n" +
 			"  verifies in: spec ✔  @a2a-js/sdk ≥1.3 ✔  a2a-python ≥1.2 ✔  a2a-python ≤1.1 ✘ (no signature over python-ascii bytes)  @a2a-js/sdk resolver ✔\n" +
@@ -128,10 +128,16 @@ func (o *verifyOptions) verify(ctx context.Context, in *call, data []byte, p car
 	// https to plain http off this machine; a jku is a hint from the
 	// card, so it is fetched from exactly the allowed URL, no redirects
 	// (a 3xx could otherwise lead outside the allow-list).
-	client := &http.Client{Timeout: o.timeout, CheckRedirect: noDowngrade}
-	jkuClient := &http.Client{Timeout: o.timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+	client, err := fetchClient(o.web.caFile, o.timeout, noDowngrade)
+	if err != nil {
+		return fail(exitUsage, err)
+	}
+	jkuClient, err := fetchClient(o.web.caFile, o.timeout, func(*http.Request, []*http.Request) error {
 		return errors.New("a jku URL must answer itself; redirects are not followed")
-	}}
+	})
+	if err != nil {
+		return fail(exitUsage, err)
+	}
 	trusted, err := jwksfetch.Load(ctx, o.src, client)
 	if err != nil {
 		return fail(exitUsage, err)

@@ -23,7 +23,7 @@ type webFlags struct {
 
 func addWebFlags(fs *flag.FlagSet) *webFlags {
 	w := &webFlags{}
-	fs.StringVar(&w.caFile, "ca-file", "", "PEM certificates trusted as roots in addition to the system's, for every https fetch")
+	fs.StringVar(&w.caFile, "ca-file", "", "PEM certificates trusted as roots in addition to the system's, for every https fetch (default $"+caFileEnv+")")
 	fs.Var(&w.resolve, "resolve", "HOST:PORT:ADDR:TPORT: connect to ADDR:TPORT for HOST:PORT (TLS still checks HOST's certificate); the operator's explicit choice, so ADDR may be a loopback or private address, which safe fetching otherwise refuses (repeatable)")
 	fs.StringVar(&w.trust, "trust", "", "trust policy file (YAML): per host pattern, which JWKS or did:web to trust, the revocation document and its freshness, the log key")
 	return w
@@ -31,7 +31,11 @@ func addWebFlags(fs *flag.FlagSet) *webFlags {
 
 // client makes the webtrust client of the flags.
 func (w *webFlags) client(timeout, skew time.Duration) (*webtrust.Client, error) {
-	opts := webtrust.Options{CAFile: w.caFile, Resolve: w.resolve, Timeout: timeout, ClockSkew: skew, Now: w.now}
+	roots, err := httpsRoots(w.caFile)
+	if err != nil {
+		return nil, err
+	}
+	opts := webtrust.Options{RootCAs: roots, Resolve: w.resolve, Timeout: timeout, ClockSkew: skew, Now: w.now}
 	if w.trust != "" {
 		p, err := webtrust.LoadPolicy(w.trust)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cardsign/cardsign/buildinfo"
 	cardsignd "github.com/cardsign/cardsign/daemon"
 	"github.com/cardsign/cardsign/internal/daemonconfig"
 )
@@ -54,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http-addr", "", "HTTP listen address for the JWKS, revocations and health (overrides http_addr; default 127.0.0.1:7701)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides log_level)")
 	prepublish := fs.String("prepublish", "", "how long a rotated key is published before it signs, e.g. 1h or 0s (overrides keys.prepublish)")
+	version := fs.Bool("version", false, "print the version (module version, VCS revision and time, Go version, platform) and the key backends built in, and exit")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, topUsage)
 		fmt.Fprintf(stderr, "\nFlags:\n")
@@ -65,7 +67,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if *version {
+		printVersion(stdout)
+		return 0
+	}
 	if *checkConfig != "" {
+		// Which build checks, first: another version may answer otherwise
+		// (a field it does not know yet).
+		fmt.Fprintf(stderr, "cardsignd %s\n", buildinfo.Read())
 		// The start's own checks too (except binding the listeners: the
 		// check runs beside a daemon already serving on them, before a
 		// restart), bounded like the connection check.
@@ -109,6 +118,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// printVersion prints the build, as --version does: the one-line version,
+// then the key backends this binary has (a build tag or cgo can leave some
+// out, which decides whether a config's key URIs can open).
+func printVersion(w io.Writer) {
+	b := cardsignd.Build()
+	fmt.Fprintf(w, "cardsignd %s\nbackends: %s\n", b, strings.Join(b.Backends, ", "))
 }
 
 // checkTimeout bounds the start-up checks of --check-config that reach the

@@ -21,6 +21,7 @@ import (
 // topUsage is cardsignd's usage, listing its commands.
 const topUsage = `Usage: cardsignd [flags]
        cardsignd store copy --from PATH --to URL [--password-file FILE] [--allow-non-empty]
+       cardsignd --version
        cardsignd help
 
 With no flags, keeps everything in ./cardsignd-data, creates and activates an ES256 key on first start,

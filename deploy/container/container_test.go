@@ -760,6 +760,10 @@ type stageFS struct {
 	parent  *stageFS
 	workdir string
 	env     []string // from ENV, inherited
+	// args are the ARGs this stage declares (not inherited, as in an
+	// engine), with the replay's build arguments (replayBuildArgs) or
+	// their defaults.
+	args map[string]string
 }
 
 // host returns where container path p is written in this stage.
@@ -871,7 +875,7 @@ func doReplay(dir string) (*replay, error) {
 		if parent == nil && c.stage(s.base) == nil && !goImageRe.MatchString(s.base) {
 			continue // a runtime stage: checked, not replayed
 		}
-		fs := &stageFS{name: s.name, root: filepath.Join(dir, "stages", s.name), parent: parent, workdir: "/"}
+		fs := &stageFS{name: s.name, root: filepath.Join(dir, "stages", s.name), parent: parent, workdir: "/", args: map[string]string{}}
 		if parent != nil {
 			fs.workdir, fs.env = parent.workdir, slices.Clone(parent.env)
 		} else {
@@ -905,7 +909,15 @@ func (r *replay) step(s *stageFS, in instruction, ctxDir string) error {
 			s.env = append(s.env, kv)
 		}
 		return nil
-	case "ARG", "LABEL":
+	case "ARG":
+		name, def, _ := strings.Cut(in.rest, "=")
+		name = strings.TrimSpace(name)
+		if v, given := replayBuildArgs()[name]; given {
+			def = v
+		}
+		s.args[name] = strings.TrimSpace(def)
+		return nil
+	case "LABEL":
 		return nil
 	case "COPY":
 		if _, ok := in.flag("from"); ok || len(in.flags) > 0 {
@@ -940,7 +952,14 @@ func (r *replay) step(s *stageFS, in instruction, ctxDir string) error {
 		if in.exec != nil {
 			return fmt.Errorf("%s: RUN in exec form is not understood by this test", in)
 		}
-		cmds, err := shellCommands(in.rest)
+		// The stage's ARGs are in the RUN line's environment; the test
+		// expands them (an ARG the stage did not declare is an error: an
+		// engine would expand it to nothing) and refuses any other $.
+		line, err := expand(in.rest, s.args)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		cmds, err := shellCommands(line)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in, err)
 		}
@@ -1395,13 +1414,27 @@ func runTool(t *testing.T, tool string, args ...string) string {
 	return string(out)
 }
 
-// checkRuns: each binary answers help; cardsignd accepts the lab example.
+// replayBuildArgs are the --build-arg values the replay builds with, as a
+// release build passes them.
+func replayBuildArgs() map[string]string {
+	return map[string]string{"VERSION": "v0.0.0-containertest", "REVISION": "0123456789abcdef0123456789abcdef01234567"}
+}
+
+// checkRuns: each binary answers help and reports the version and revision
+// the build arguments stamped; cardsignd accepts the lab example.
 func checkRuns(t *testing.T, name, bin string) {
 	t.Helper()
 	dir := t.TempDir()
 	res := testbin.Run(t, bin, dir, nil, "help")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "Usage:") {
 		t.Errorf("%s help: exit %d\nstdout: %s\nstderr: %s", name, res.Code, res.Stdout, res.Stderr)
+	}
+	versionArgs, want := []string{"version"}, "cardsign v0.0.0-containertest\n    revision  0123456789abcdef0123456789abcdef01234567\n"
+	if name == "cardsignd" {
+		versionArgs, want = []string{"--version"}, "cardsignd v0.0.0-containertest (0123456789ab, "
+	}
+	if res := testbin.Run(t, bin, dir, nil, versionArgs...); res.Code != 0 || !strings.HasPrefix(res.Stdout, want) {
+		t.Errorf("%s %s: exit %d, want the stamped version %q first\nstdout: %s\nstderr: %s", name, versionArgs[0], res.Code, want, res.Stdout, res.Stderr)
 	}
 	if name != "cardsignd" {
 		return

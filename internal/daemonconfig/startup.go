@@ -10,15 +10,16 @@ import (
 // the warnings about settings that are valid but risky.
 
 // Logger is the daemon's logger writing to w, at log_level, as text or
-// JSON (log_format).
+// JSON (log_format). Both formats print durations and URLs alike
+// (plainValues) and every key once per line (uniqueHandler).
 func (c *Config) Logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(strings.ToUpper(c.LogLevel)))
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: plainValues}
 	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(newUniqueHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(newUniqueHandler(slog.NewTextHandler(w, opts)))
 }
 
 // WarnPrepublish warns when keys.prepublish is shorter than jwks.max_age:

@@ -11,7 +11,9 @@ import (
 
 // readyLine is the line cardsignd logs once it listens, with the addresses
 // it bound (the tests ask for port 0, so only this line tells them).
-var readyLine = regexp.MustCompile(`^.*msg="cardsignd ready" grpc=(\S+) http=(\S+).*$`)
+// Both log formats: text, and JSON (log_format: json), whose attributes
+// come in the same order.
+var readyLine = regexp.MustCompile(`^.*(?:msg="cardsignd ready" grpc=(\S+) http=(\S+)|"msg":"cardsignd ready","grpc":"([^"]+)","http":"([^"]+)").*$`)
 
 // Daemon is a cardsignd process a test started and saw ready. The end-to-end
 // tests of cmd/cardsignd, cmd/cardsign and deploy start it the same way and
@@ -68,7 +70,7 @@ func StartDaemon(t testing.TB, cmd *exec.Cmd, wait time.Duration) *Daemon {
 	}()
 	select {
 	case m := <-ready:
-		d.Ready, d.GRPC, d.HTTP = m[0], m[1], m[2]
+		d.Ready, d.GRPC, d.HTTP = m[0], m[1]+m[3], m[2]+m[4]
 	case <-d.exited:
 		t.Fatalf("%s exited before it was ready: %v\n%s", cmd.Path, d.err, d.Log.String())
 	case <-time.After(wait):

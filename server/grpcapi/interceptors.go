@@ -23,6 +23,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/buildinfo"
 	"github.com/cardsign/cardsign/limits"
 	"github.com/cardsign/cardsign/ratelimit"
 	"github.com/cardsign/cardsign/server"
@@ -73,6 +74,9 @@ var methodRoles = map[string][]access.Role{
 	pb.AgentService_AgentHistory_FullMethodName:     {access.RoleReader, access.RoleAuditor, access.RoleAdmin},
 	pb.AgentService_RemoveAgent_FullMethodName:      {access.RoleAdmin},
 	pb.AgentService_RevokeAgentCard_FullMethodName:  {access.RoleAdmin},
+	// Which build answers: nothing secret, and every role's operator may
+	// need it (an auditor checking the release, a pipeline's signer).
+	pb.ServerService_GetServerInfo_FullMethodName: {access.RoleSigner, access.RoleAdmin, access.RoleAuditor, access.RoleReader},
 }
 
 // Options are the gRPC listener's security and limits.
@@ -114,6 +118,9 @@ type Options struct {
 	// then one summary line. Zero is the default.
 	RefusalLogBurst    int
 	RefusalLogInterval time.Duration
+	// Build is what GetServerInfo says of the binary (buildinfo.Read, with
+	// the key backends the binary compiled in).
+	Build buildinfo.Info
 }
 
 // gate runs before every call: request id, caller identity, authorization,

@@ -28,7 +28,7 @@ import (
 // skills is refused before lint, by the parser's item cap, naming the array.
 func TestLintErrorFitsClientHeaders(t *testing.T) {
 	a, _ := servertest.New(t)
-	client := pb.NewSigningServiceClient(serveGRPC(t, a))
+	client := pb.NewSigningServiceClient(serveGRPC(t, a, Options{MaxMessageBytes: 1 << 20}))
 	ctx := t.Context()
 
 	good := testsupport.Card(t, "spec-sample.json")
@@ -70,11 +70,11 @@ func TestLintErrorFitsClientHeaders(t *testing.T) {
 	}
 }
 
-// serveGRPC serves a's gRPC services on a loopback port, without TLS or
-// auth, to a client that accepts 8 KiB of headers (grpc-java's default).
-func serveGRPC(t *testing.T, a *server.Authority) *grpc.ClientConn {
+// serveGRPC serves a's gRPC services with opts on a loopback port, without
+// TLS, to a client that accepts 8 KiB of headers (grpc-java's default).
+func serveGRPC(t *testing.T, a *server.Authority, opts Options) *grpc.ClientConn {
 	t.Helper()
-	srv, _ := NewServer(a, slog.New(slog.DiscardHandler), Options{MaxMessageBytes: 1 << 20})
+	srv, _ := NewServer(a, slog.New(slog.DiscardHandler), opts)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

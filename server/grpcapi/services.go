@@ -70,6 +70,7 @@ func NewServer(a *server.Authority, log *slog.Logger, opts Options) (*grpc.Serve
 	pb.RegisterAgentServiceServer(s, agentService{services: svc})
 	pb.RegisterKeyServiceServer(s, keyService{services: svc})
 	pb.RegisterAuditServiceServer(s, auditService{services: svc})
+	pb.RegisterServerServiceServer(s, serverService{build: opts.Build, replica: a.Replica()})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(s, hs)
 	reflection.Register(s)

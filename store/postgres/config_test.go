@@ -42,6 +42,9 @@ func TestRedact(t *testing.T) {
 		{"postgres://u@h/db", "postgres://u@h/db"},
 		{"postgresql://h/db?password=s3cret&sslmode=disable", "postgresql://h/db?password=xxxxx&sslmode=disable"},
 		{"postgres://h/db?sslpassword=s3cret", "postgres://h/db?sslpassword=xxxxx"},
+		// The rest of the query as written: not sorted, not percent-encoded.
+		{"postgres://u@/db?sslmode=disable&host=/var/run/postgresql&Password=s3cret", "postgres://u@/db?sslmode=disable&host=/var/run/postgresql&Password=xxxxx"},
+		{"postgres://u@h/db?application_name=card sign&sslmode=require", "postgres://u@h/db?application_name=card sign&sslmode=require"},
 		{"postgres://u:s3cret@h1:5432,h2:5433/db", "postgres://u:xxxxx@h1:5432,h2:5433/db"},
 		{"host=h user=u password=s3cret dbname=db", "host=h user=u password=xxxxx dbname=db"},
 		{"host=h password='s3 cret' dbname=db", "host=h password=xxxxx dbname=db"},

@@ -275,15 +275,18 @@ func Redact(s string) string {
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
-	q := u.Query()
-	for k := range q {
-		if strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword") {
-			q.Set(k, "xxxxx")
+	// The query is rewritten parameter by parameter, as written: encoding
+	// it again (url.Values.Encode) would sort it and percent-encode what
+	// the operator wrote plainly (host=/var/run/postgresql), and the log
+	// would show a URL that is not the configured one.
+	params := strings.Split(u.RawQuery, "&")
+	for i, p := range params {
+		k, _, _ := strings.Cut(p, "=")
+		if name, err := url.QueryUnescape(k); err == nil && (strings.EqualFold(name, "password") || strings.EqualFold(name, "sslpassword")) {
+			params[i] = k + "=xxxxx"
 		}
 	}
-	if len(q) > 0 {
-		u.RawQuery = q.Encode()
-	}
+	u.RawQuery = strings.Join(params, "&")
 	return u.String()
 }
 

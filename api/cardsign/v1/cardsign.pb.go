@@ -2648,6 +2648,155 @@ func (x *RevokeAgentCardResponse) GetReason() string {
 	return ""
 }
 
+type GetServerInfoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetServerInfoRequest) Reset() {
+	*x = GetServerInfoRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetServerInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetServerInfoRequest) ProtoMessage() {}
+
+func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
+func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{39}
+}
+
+type GetServerInfoResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The module version: a release tag (v1.2.3), a pseudo-version for a build
+	// between tags (v0.0.0-20261128134500-0123456789ab, "+dirty" when the tree
+	// had changes), or "(devel)" when the build knew nothing better.
+	Version string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// The VCS commit the binary was built from (full hex), and its time;
+	// empty and unset for a build without VCS data.
+	Revision     string                 `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	RevisionTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=revision_time,json=revisionTime,proto3" json:"revision_time,omitempty"`
+	// The working tree had uncommitted changes.
+	Modified bool `protobuf:"varint,4,opt,name=modified,proto3" json:"modified,omitempty"`
+	// The Go toolchain that built the binary (go1.26.8).
+	GoVersion string `protobuf:"bytes,5,opt,name=go_version,json=goVersion,proto3" json:"go_version,omitempty"`
+	// GOOS/GOARCH (linux/amd64).
+	Platform string `protobuf:"bytes,6,opt,name=platform,proto3" json:"platform,omitempty"`
+	// The key backends compiled in (file, pkcs11, gcpkms, awskms): build tags
+	// and cgo leave some out.
+	Backends []string `protobuf:"bytes,7,rep,name=backends,proto3" json:"backends,omitempty"`
+	// The replica that answered: its replica setting, or the name it took
+	// without one (host, process id and a random part), so that a caller of
+	// several replicas can tell which one this was.
+	Replica       string `protobuf:"bytes,8,opt,name=replica,proto3" json:"replica,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetServerInfoResponse) Reset() {
+	*x = GetServerInfoResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetServerInfoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetServerInfoResponse) ProtoMessage() {}
+
+func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
+func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *GetServerInfoResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *GetServerInfoResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *GetServerInfoResponse) GetRevisionTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevisionTime
+	}
+	return nil
+}
+
+func (x *GetServerInfoResponse) GetModified() bool {
+	if x != nil {
+		return x.Modified
+	}
+	return false
+}
+
+func (x *GetServerInfoResponse) GetGoVersion() string {
+	if x != nil {
+		return x.GoVersion
+	}
+	return ""
+}
+
+func (x *GetServerInfoResponse) GetPlatform() string {
+	if x != nil {
+		return x.Platform
+	}
+	return ""
+}
+
+func (x *GetServerInfoResponse) GetBackends() []string {
+	if x != nil {
+		return x.Backends
+	}
+	return nil
+}
+
+func (x *GetServerInfoResponse) GetReplica() string {
+	if x != nil {
+		return x.Replica
+	}
+	return ""
+}
+
 var File_cardsign_v1_cardsign_proto protoreflect.FileDescriptor
 
 const file_cardsign_v1_cardsign_proto_rawDesc = "" +
@@ -2858,7 +3007,18 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x10canonical_sha256\x18\x03 \x01(\fR\x0fcanonicalSha256\x129\n" +
 	"\n" +
 	"revoked_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason*q\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\x16\n" +
+	"\x14GetServerInfoRequest\"\x9b\x02\n" +
+	"\x15GetServerInfoResponse\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\x12?\n" +
+	"\rrevision_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\frevisionTime\x12\x1a\n" +
+	"\bmodified\x18\x04 \x01(\bR\bmodified\x12\x1d\n" +
+	"\n" +
+	"go_version\x18\x05 \x01(\tR\tgoVersion\x12\x1a\n" +
+	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x1a\n" +
+	"\bbackends\x18\a \x03(\tR\bbackends\x12\x18\n" +
+	"\areplica\x18\b \x01(\tR\areplica*q\n" +
 	"\aProfile\x12\x17\n" +
 	"\x13PROFILE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROFILE_SPEC\x10\x01\x12\x0f\n" +
@@ -2887,7 +3047,9 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"ListAgents\x12\x1e.cardsign.v1.ListAgentsRequest\x1a\x1f.cardsign.v1.ListAgentsResponse\x12S\n" +
 	"\fAgentHistory\x12 .cardsign.v1.AgentHistoryRequest\x1a!.cardsign.v1.AgentHistoryResponse\x12P\n" +
 	"\vRemoveAgent\x12\x1f.cardsign.v1.RemoveAgentRequest\x1a .cardsign.v1.RemoveAgentResponse\x12\\\n" +
-	"\x0fRevokeAgentCard\x12#.cardsign.v1.RevokeAgentCardRequest\x1a$.cardsign.v1.RevokeAgentCardResponseB9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
+	"\x0fRevokeAgentCard\x12#.cardsign.v1.RevokeAgentCardRequest\x1a$.cardsign.v1.RevokeAgentCardResponse2g\n" +
+	"\rServerService\x12V\n" +
+	"\rGetServerInfo\x12!.cardsign.v1.GetServerInfoRequest\x1a\".cardsign.v1.GetServerInfoResponseB9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
 
 var (
 	file_cardsign_v1_cardsign_proto_rawDescOnce sync.Once
@@ -2902,7 +3064,7 @@ func file_cardsign_v1_cardsign_proto_rawDescGZIP() []byte {
 }
 
 var file_cardsign_v1_cardsign_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(Profile)(0),                     // 0: cardsign.v1.Profile
 	(*SignCardRequest)(nil),          // 1: cardsign.v1.SignCardRequest
@@ -2944,25 +3106,27 @@ var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(*RemoveAgentResponse)(nil),      // 37: cardsign.v1.RemoveAgentResponse
 	(*RevokeAgentCardRequest)(nil),   // 38: cardsign.v1.RevokeAgentCardRequest
 	(*RevokeAgentCardResponse)(nil),  // 39: cardsign.v1.RevokeAgentCardResponse
-	nil,                              // 40: cardsign.v1.SignCardResponse.ProvenanceEntry
-	nil,                              // 41: cardsign.v1.AuditRecord.ProvenanceEntry
-	(*timestamppb.Timestamp)(nil),    // 42: google.protobuf.Timestamp
+	(*GetServerInfoRequest)(nil),     // 40: cardsign.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),    // 41: cardsign.v1.GetServerInfoResponse
+	nil,                              // 42: cardsign.v1.SignCardResponse.ProvenanceEntry
+	nil,                              // 43: cardsign.v1.AuditRecord.ProvenanceEntry
+	(*timestamppb.Timestamp)(nil),    // 44: google.protobuf.Timestamp
 }
 var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	0,  // 0: cardsign.v1.SignCardRequest.profile:type_name -> cardsign.v1.Profile
 	4,  // 1: cardsign.v1.SignCardResponse.signatures:type_name -> cardsign.v1.Signature
 	10, // 2: cardsign.v1.SignCardResponse.warnings:type_name -> cardsign.v1.Finding
 	3,  // 3: cardsign.v1.SignCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
-	40, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
+	42, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
 	7,  // 5: cardsign.v1.VerifyCardResponse.checks:type_name -> cardsign.v1.SignatureCheck
 	3,  // 6: cardsign.v1.VerifyCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
 	10, // 7: cardsign.v1.LintCardResponse.findings:type_name -> cardsign.v1.Finding
-	42, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
-	42, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
-	42, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
-	42, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
-	42, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
-	42, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
+	44, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
+	44, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
+	44, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
+	44, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
+	44, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
+	44, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
 	11, // 14: cardsign.v1.ListKeysResponse.keys:type_name -> cardsign.v1.Key
 	11, // 15: cardsign.v1.CreateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 16: cardsign.v1.ImportKeyResponse.key:type_name -> cardsign.v1.Key
@@ -2970,52 +3134,55 @@ var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	11, // 18: cardsign.v1.ActivateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 19: cardsign.v1.RetireKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 20: cardsign.v1.RevokeKeyResponse.key:type_name -> cardsign.v1.Key
-	42, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
-	41, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
+	44, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	43, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
 	26, // 23: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
-	42, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
-	42, // 25: cardsign.v1.AgentCard.revoked_at:type_name -> google.protobuf.Timestamp
+	44, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
+	44, // 25: cardsign.v1.AgentCard.revoked_at:type_name -> google.protobuf.Timestamp
 	29, // 26: cardsign.v1.ListAgentsResponse.agents:type_name -> cardsign.v1.AgentCard
 	29, // 27: cardsign.v1.GetAgentCardResponse.card:type_name -> cardsign.v1.AgentCard
 	29, // 28: cardsign.v1.AgentHistoryResponse.versions:type_name -> cardsign.v1.AgentCard
-	42, // 29: cardsign.v1.RevokeAgentCardResponse.revoked_at:type_name -> google.protobuf.Timestamp
-	1,  // 30: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
-	5,  // 31: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
-	8,  // 32: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
-	12, // 33: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
-	14, // 34: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
-	16, // 35: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
-	18, // 36: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
-	20, // 37: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
-	22, // 38: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
-	24, // 39: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
-	27, // 40: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
-	30, // 41: cardsign.v1.AgentService.GetAgentCard:input_type -> cardsign.v1.GetAgentCardRequest
-	31, // 42: cardsign.v1.AgentService.ListAgents:input_type -> cardsign.v1.ListAgentsRequest
-	34, // 43: cardsign.v1.AgentService.AgentHistory:input_type -> cardsign.v1.AgentHistoryRequest
-	36, // 44: cardsign.v1.AgentService.RemoveAgent:input_type -> cardsign.v1.RemoveAgentRequest
-	38, // 45: cardsign.v1.AgentService.RevokeAgentCard:input_type -> cardsign.v1.RevokeAgentCardRequest
-	2,  // 46: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
-	6,  // 47: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
-	9,  // 48: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
-	13, // 49: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
-	15, // 50: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
-	17, // 51: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
-	19, // 52: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
-	21, // 53: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
-	23, // 54: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
-	25, // 55: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
-	28, // 56: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
-	33, // 57: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
-	32, // 58: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
-	35, // 59: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
-	37, // 60: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
-	39, // 61: cardsign.v1.AgentService.RevokeAgentCard:output_type -> cardsign.v1.RevokeAgentCardResponse
-	46, // [46:62] is the sub-list for method output_type
-	30, // [30:46] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	44, // 29: cardsign.v1.RevokeAgentCardResponse.revoked_at:type_name -> google.protobuf.Timestamp
+	44, // 30: cardsign.v1.GetServerInfoResponse.revision_time:type_name -> google.protobuf.Timestamp
+	1,  // 31: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
+	5,  // 32: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
+	8,  // 33: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
+	12, // 34: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
+	14, // 35: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
+	16, // 36: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
+	18, // 37: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
+	20, // 38: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
+	22, // 39: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
+	24, // 40: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
+	27, // 41: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
+	30, // 42: cardsign.v1.AgentService.GetAgentCard:input_type -> cardsign.v1.GetAgentCardRequest
+	31, // 43: cardsign.v1.AgentService.ListAgents:input_type -> cardsign.v1.ListAgentsRequest
+	34, // 44: cardsign.v1.AgentService.AgentHistory:input_type -> cardsign.v1.AgentHistoryRequest
+	36, // 45: cardsign.v1.AgentService.RemoveAgent:input_type -> cardsign.v1.RemoveAgentRequest
+	38, // 46: cardsign.v1.AgentService.RevokeAgentCard:input_type -> cardsign.v1.RevokeAgentCardRequest
+	40, // 47: cardsign.v1.ServerService.GetServerInfo:input_type -> cardsign.v1.GetServerInfoRequest
+	2,  // 48: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
+	6,  // 49: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
+	9,  // 50: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
+	13, // 51: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
+	15, // 52: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
+	17, // 53: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
+	19, // 54: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
+	21, // 55: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
+	23, // 56: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
+	25, // 57: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
+	28, // 58: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
+	33, // 59: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
+	32, // 60: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
+	35, // 61: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
+	37, // 62: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
+	39, // 63: cardsign.v1.AgentService.RevokeAgentCard:output_type -> cardsign.v1.RevokeAgentCardResponse
+	41, // 64: cardsign.v1.ServerService.GetServerInfo:output_type -> cardsign.v1.GetServerInfoResponse
+	48, // [48:65] is the sub-list for method output_type
+	31, // [31:48] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_cardsign_v1_cardsign_proto_init() }
@@ -3030,9 +3197,9 @@ func file_cardsign_v1_cardsign_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cardsign_v1_cardsign_proto_rawDesc), len(file_cardsign_v1_cardsign_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
-			NumServices:   4,
+			NumServices:   5,
 		},
 		GoTypes:           file_cardsign_v1_cardsign_proto_goTypes,
 		DependencyIndexes: file_cardsign_v1_cardsign_proto_depIdxs,

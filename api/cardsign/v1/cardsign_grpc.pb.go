@@ -939,3 +939,119 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "cardsign/v1/cardsign.proto",
 }
+
+const (
+	ServerService_GetServerInfo_FullMethodName = "/cardsign.v1.ServerService/GetServerInfo"
+)
+
+// ServerServiceClient is the client API for ServerService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ServerService describes the daemon itself.
+type ServerServiceClient interface {
+	// GetServerInfo says which build of cardsignd answers: its version, VCS
+	// revision and time, Go version, platform and the key backends compiled
+	// in (what cardsign version --server prints). Any authenticated caller may
+	// call it, whatever its role; without authentication configured, anyone
+	// who may connect.
+	GetServerInfo(ctx context.Context, in *GetServerInfoRequest, opts ...grpc.CallOption) (*GetServerInfoResponse, error)
+}
+
+type serverServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewServerServiceClient(cc grpc.ClientConnInterface) ServerServiceClient {
+	return &serverServiceClient{cc}
+}
+
+func (c *serverServiceClient) GetServerInfo(ctx context.Context, in *GetServerInfoRequest, opts ...grpc.CallOption) (*GetServerInfoResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetServerInfoResponse)
+	err := c.cc.Invoke(ctx, ServerService_GetServerInfo_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ServerServiceServer is the server API for ServerService service.
+// All implementations must embed UnimplementedServerServiceServer
+// for forward compatibility.
+//
+// ServerService describes the daemon itself.
+type ServerServiceServer interface {
+	// GetServerInfo says which build of cardsignd answers: its version, VCS
+	// revision and time, Go version, platform and the key backends compiled
+	// in (what cardsign version --server prints). Any authenticated caller may
+	// call it, whatever its role; without authentication configured, anyone
+	// who may connect.
+	GetServerInfo(context.Context, *GetServerInfoRequest) (*GetServerInfoResponse, error)
+	mustEmbedUnimplementedServerServiceServer()
+}
+
+// UnimplementedServerServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedServerServiceServer struct{}
+
+func (UnimplementedServerServiceServer) GetServerInfo(context.Context, *GetServerInfoRequest) (*GetServerInfoResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetServerInfo not implemented")
+}
+func (UnimplementedServerServiceServer) mustEmbedUnimplementedServerServiceServer() {}
+func (UnimplementedServerServiceServer) testEmbeddedByValue()                       {}
+
+// UnsafeServerServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ServerServiceServer will
+// result in compilation errors.
+type UnsafeServerServiceServer interface {
+	mustEmbedUnimplementedServerServiceServer()
+}
+
+func RegisterServerServiceServer(s grpc.ServiceRegistrar, srv ServerServiceServer) {
+	// If the following call panics, it indicates UnimplementedServerServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ServerService_ServiceDesc, srv)
+}
+
+func _ServerService_GetServerInfo_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetServerInfoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServerServiceServer).GetServerInfo(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServerService_GetServerInfo_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServerServiceServer).GetServerInfo(ctx, req.(*GetServerInfoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ServerService_ServiceDesc is the grpc.ServiceDesc for ServerService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ServerService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "cardsign.v1.ServerService",
+	HandlerType: (*ServerServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "GetServerInfo",
+			Handler:    _ServerService_GetServerInfo_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "cardsign/v1/cardsign.proto",
+}
