@@ -206,6 +206,19 @@ func renderAndDecode(t *testing.T, valuesFile string) (*manifests, string) {
 	return m, notes
 }
 
+// appVersion is Chart.yaml's appVersion.
+func appVersion(t *testing.T) string {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Metadata.AppVersion == "" {
+		t.Fatal("Chart.yaml: no appVersion")
+	}
+	return ch.Metadata.AppVersion
+}
+
 // renderWorkload is renderAndDecode and the cardsignd workload it holds.
 func renderWorkload(t *testing.T, valuesFile string) (*manifests, *workload, string) {
 	t.Helper()
@@ -249,6 +262,9 @@ func TestChart(t *testing.T) {
 			p = append(p, m.chartProblems(w)...)
 			for _, s := range p {
 				t.Errorf("%s: %s", k.dir, s)
+			}
+			if want := "ghcr.io/cardsign/cardsignd:" + appVersion(t); w.container.Image != want {
+				t.Errorf("image %q, want %q: the tag defaults to the chart's appVersion", w.container.Image, want)
 			}
 			if !strings.Contains(notes, "cardsignd-grpc-headless.cardsign.svc:7700") {
 				t.Errorf("NOTES.txt does not name the gRPC address:\n%s", notes)
