@@ -255,8 +255,10 @@ func TestChartLint(t *testing.T) {
 // kustomize base's checks on what it makes, and the chart's own on the
 // objects only it has.
 func TestChart(t *testing.T) {
-	for _, k := range chartExamples {
-		t.Run(filepath.Base(k.dir), func(t *testing.T) {
+	// The defaults alone (no -f) render one replica on the embedded store.
+	defaults := kustomization{dir: "", backend: "file", chart: true}
+	for _, k := range append([]kustomization{defaults}, chartExamples...) {
+		t.Run(cmpOr(k.dir, "defaults"), func(t *testing.T) {
 			m, w, notes := renderWorkload(t, k.dir)
 			p := m.problems(k, w)
 			p = append(p, m.chartProblems(w)...)
@@ -582,4 +584,54 @@ func deepCopyMap(t *testing.T, m map[string]any) map[string]any {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestChartChecksFail: each of the chart's own checks finds what it is
+// there to find, in a rendering broken in one place.
+func TestChartChecksFail(t *testing.T) {
+	for _, c := range []struct {
+		name, values string
+		mutate       func(m *manifests)
+		want         string
+	}{
+		{"embedded store rolled", "examples/embedded-default.yaml", func(m *manifests) {
+			m.deployments[0].Spec.Strategy.Type = "RollingUpdate"
+		}, "want Recreate"},
+		{"claim deleted at uninstall", "examples/embedded-default.yaml", func(m *manifests) {
+			delete(m.pvcs[0].Annotations, "helm.sh/resource-policy")
+		}, "helm.sh/resource-policy: keep"},
+		{"claim with PostgreSQL", "examples/aws-kms.yaml", func(m *manifests) {
+			m.pvcs = append(m.pvcs, nil)
+		}, "PostgreSQL store with a claim"},
+		{"Certificate for another Secret", "examples/cert-manager-monitoring.yaml", func(m *manifests) {
+			m.crds.certificates[0].Spec.SecretName = "other"
+		}, `secretName "other"`},
+		{"Certificate without a Service's name", "examples/cert-manager-monitoring.yaml", func(m *manifests) {
+			m.crds.certificates[0].Spec.DNSNames = m.crds.certificates[0].Spec.DNSNames[1:]
+		}, "dnsNames lack cardsignd-grpc.cardsign.svc"},
+		{"ServiceMonitor over every Service", "examples/cert-manager-monitoring.yaml", func(m *manifests) {
+			delete(m.crds.serviceMonitors[0].Spec.Selector.MatchLabels, "app.kubernetes.io/component")
+		}, "selects Service cardsignd-grpc: true"},
+		{"ServiceMonitor without verifying", "examples/cert-manager-monitoring.yaml", func(m *manifests) {
+			m.crds.serviceMonitors[0].Spec.Endpoints[0].TLSConfig.InsecureSkipVerify = true
+		}, "verify the certificate"},
+		{"ServiceMonitor without a token", "examples/cert-manager-monitoring.yaml", func(m *manifests) {
+			m.crds.serviceMonitors[0].Spec.Endpoints[0].Authorization.Credentials.Name = ""
+		}, "bearer token of the auditor role"},
+		{"rules not the file's", "examples/cert-manager-monitoring.yaml", func(m *manifests) {
+			m.crds.prometheusRules[0].Spec.Groups[0].Name = "other"
+		}, "groups differ from"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, w, _ := renderWorkload(t, c.values)
+			if p := m.chartProblems(w); len(p) > 0 {
+				t.Fatalf("the unbroken rendering has problems: %q", p)
+			}
+			c.mutate(m)
+			p := m.chartProblems(w)
+			if !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, c.want) }) {
+				t.Errorf("want a problem containing %q, got %q", c.want, p)
+			}
+		})
+	}
 }
