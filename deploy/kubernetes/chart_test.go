@@ -110,6 +110,7 @@ type serviceMonitor struct {
 	Kind       string  `json:"kind"`
 	Metadata   crdMeta `json:"metadata"`
 	Spec       struct {
+		JobLabel          string               `json:"jobLabel"`
 		Selector          metav1.LabelSelector `json:"selector"`
 		NamespaceSelector struct {
 			MatchNames []string `json:"matchNames"`
@@ -417,6 +418,9 @@ func (m *manifests) checkServiceMonitor(w *workload) []string {
 			if got := selects(&sm.Spec.Selector, s.Labels); got != (s.Name == jwks) {
 				p = append(p, fmt.Sprintf("ServiceMonitor: selects Service %s: %v, want %v (only the JWKS Service)", s.Name, got, s.Name == jwks))
 			}
+		}
+		if job := jwksLabels[sm.Spec.JobLabel]; job != "cardsignd" {
+			p = append(p, fmt.Sprintf("ServiceMonitor: jobLabel %q gives job %q, want cardsignd (the job the alert rules name)", sm.Spec.JobLabel, job))
 		}
 		if len(sm.Spec.Endpoints) != 1 {
 			p = append(p, fmt.Sprintf("ServiceMonitor: %d endpoints, want 1", len(sm.Spec.Endpoints)))
