@@ -178,14 +178,22 @@ func objects[T metav1.Object](objs []T) []metav1.Object {
 // its workload identity, the image.
 func (m *manifests) checkObjects(k kustomization) []string {
 	var p []string
-	if len(m.namespaces) != 1 || m.namespaces[0].Name != namespace {
+	switch {
+	case k.chart:
+		// Helm installs into the operator's namespace (NOTES.txt asks them
+		// to enforce the restricted standard there).
+		if len(m.namespaces) > 0 {
+			p = append(p, "the chart makes a Namespace: Helm's release namespace is the operator's")
+		}
+	case len(m.namespaces) != 1 || m.namespaces[0].Name != namespace:
 		p = append(p, fmt.Sprintf("want one Namespace, %s", namespace))
-	} else if m.namespaces[0].Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+	case m.namespaces[0].Labels["pod-security.kubernetes.io/enforce"] != "restricted":
 		p = append(p, "Namespace: the pod meets the restricted Pod Security Standard; enforce it (pod-security.kubernetes.io/enforce: restricted)")
 	}
 	metas := slices.Concat(
 		objects(slices.Collect(maps.Values(m.serviceAccounts))), objects(slices.Collect(maps.Values(m.configMaps))),
-		objects(m.services), objects(m.deployments), objects(m.pdbs), objects(m.netpols))
+		objects(m.services), objects(m.deployments), objects(m.pdbs), objects(m.netpols),
+		objects(m.pvcs), objects(m.ingresses))
 	for _, o := range metas {
 		if o.GetNamespace() != namespace {
 			p = append(p, fmt.Sprintf("%s is in namespace %q, not %s", o.GetName(), o.GetNamespace(), namespace))
@@ -544,8 +552,16 @@ func (m *manifests) checkServices(w *workload) []string {
 }
 
 // checkDisruption: one PodDisruptionBudget over the pod that lets a drain
-// proceed one replica at a time.
+// proceed one replica at a time; none over a single replica, where a budget
+// either blocks every drain or allows everything.
 func (m *manifests) checkDisruption(w *workload) []string {
+	n := replicas(w.deployment)
+	if n == 1 {
+		if len(m.pdbs) > 0 {
+			return []string{"PodDisruptionBudget over a single replica: it would block every drain, or allow all"}
+		}
+		return nil
+	}
 	if len(m.pdbs) != 1 {
 		return []string{fmt.Sprintf("%d PodDisruptionBudgets, want 1", len(m.pdbs))}
 	}
@@ -554,7 +570,6 @@ func (m *manifests) checkDisruption(w *workload) []string {
 	if !selects(pdb.Spec.Selector, w.deployment.Spec.Template.Labels) {
 		p = append(p, "PodDisruptionBudget: its selector does not select the pod")
 	}
-	n := replicas(w.deployment)
 	switch {
 	case pdb.Spec.MaxUnavailable != nil && pdb.Spec.MinAvailable != nil:
 		p = append(p, "PodDisruptionBudget: minAvailable and maxUnavailable are exclusive")

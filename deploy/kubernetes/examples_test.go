@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	networkingv1 "k8s.io/api/networking/v1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -15,13 +14,10 @@ import (
 // certificate is the part of cert-manager's Certificate (cert-manager.io/v1)
 // that examples/certificate.yaml uses; any other field fails the decoding.
 type certificate struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Spec struct {
+	APIVersion string  `json:"apiVersion"`
+	Kind       string  `json:"kind"`
+	Metadata   crdMeta `json:"metadata"`
+	Spec       struct {
 		SecretName  string `json:"secretName"`
 		Duration    string `json:"duration"`
 		RenewBefore string `json:"renewBefore"`
@@ -41,10 +37,18 @@ type certificate struct {
 	} `json:"spec"`
 }
 
-// decodeCertificate decodes strictly: unknown or duplicate fields, and
-// names in the wrong case, are errors.
-func decodeCertificate(b []byte) (certificate, error) {
-	var c certificate
+// crdMeta is the metadata a custom resource of these manifests may carry.
+type crdMeta struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// decodeLocal decodes a custom resource strictly into a local type: unknown
+// or duplicate fields, and names in the wrong case, are errors.
+func decodeLocal[T any](b []byte) (T, error) {
+	var c T
 	j, err := yaml.YAMLToJSONStrict(b)
 	if err != nil {
 		return c, err
@@ -55,6 +59,9 @@ func decodeCertificate(b []byte) (certificate, error) {
 	}
 	return c, err
 }
+
+// decodeCertificate is decodeLocal of a cert-manager Certificate.
+func decodeCertificate(b []byte) (certificate, error) { return decodeLocal[certificate](b) }
 
 // TestCertificateExample: the cert-manager Certificate decodes strictly
 // into the fields this example uses, makes the Secret the Deployment mounts
@@ -102,61 +109,5 @@ func TestCertificateExample(t *testing.T) {
 				t.Errorf("%s: Service %s: dnsNames lack %s", k.dir, s.Name, name)
 			}
 		}
-	}
-}
-
-// TestIngressExample: the Ingress decodes strictly into its k8s.io/api type
-// and publishes exactly the two public documents, from the JWKS Service's
-// HTTPS port, in HTTPS.
-func TestIngressExample(t *testing.T) {
-	b, err := os.ReadFile("examples/ingress.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, gvk, err := strictDecoder.Decode(b, nil, nil)
-	if err != nil {
-		t.Fatalf("examples/ingress.yaml: %v", err)
-	}
-	ing, ok := obj.(*networkingv1.Ingress)
-	if !ok {
-		t.Fatalf("examples/ingress.yaml is a %s, not an Ingress", gvk)
-	}
-	if ing.Namespace != namespace {
-		t.Errorf("namespace %q", ing.Namespace)
-	}
-	if ing.Annotations["nginx.ingress.kubernetes.io/backend-protocol"] != "HTTPS" {
-		t.Error("the backend speaks HTTPS only: nginx.ingress.kubernetes.io/backend-protocol: HTTPS")
-	}
-	m, w := buildWorkload(t, "base")
-	var jwksPort string
-	for _, s := range m.services {
-		if s.Name == "cardsignd-jwks" {
-			jwksPort = s.Spec.Ports[0].Name
-		}
-	}
-	var paths []string
-	for _, r := range ing.Spec.Rules {
-		if r.HTTP == nil {
-			continue
-		}
-		if !slices.ContainsFunc(ing.Spec.TLS, func(tls networkingv1.IngressTLS) bool { return slices.Contains(tls.Hosts, r.Host) }) {
-			t.Errorf("host %q: no TLS", r.Host)
-		}
-		for _, p := range r.HTTP.Paths {
-			paths = append(paths, p.Path)
-			if p.PathType == nil || *p.PathType != networkingv1.PathTypeExact {
-				t.Errorf("%s: pathType Exact, so nothing else of the listener (/metrics) is published", p.Path)
-			}
-			if s := p.Backend.Service; s == nil || s.Name != "cardsignd-jwks" || s.Port.Name != jwksPort {
-				t.Errorf("%s: backend %+v, want Service cardsignd-jwks port %s", p.Path, p.Backend, jwksPort)
-			}
-		}
-	}
-	slices.Sort(paths)
-	if want := []string{"/.well-known/cardsign-revocations.json", "/.well-known/jwks.json"}; !slices.Equal(paths, want) {
-		t.Errorf("paths %q, want %q", paths, want)
-	}
-	if !w.cfg.tls {
-		t.Error("the base's config has no tls, but the Ingress talks HTTPS to it")
 	}
 }

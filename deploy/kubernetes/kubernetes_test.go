@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,11 +26,15 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// kustomization is a directory kustomize builds, and the key backend its
-// config must name.
+// kustomization is a directory kustomize builds (or, with chart, an example
+// values file the chart is rendered with), and the key backend its config
+// must name.
 type kustomization struct {
 	dir     string
 	backend string
+	// chart: dir is a values file of the Helm chart, rendered into the
+	// release namespace, which the chart does not make.
+	chart bool
 	// saAnnotation is the ServiceAccount annotation the cloud's workload
 	// identity needs ("" for the base).
 	saAnnotation string
@@ -57,6 +62,17 @@ var allowedKinds = map[schema.GroupVersionKind]bool{
 	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):   true,
 }
 
+// chartKinds are the kinds the Helm chart may render besides its CRDs
+// (decoded by decodeChart): no Namespace (Helm's release namespace is the
+// operator's), a claim for the embedded store, an Ingress. Still no Secret.
+var chartKinds = func() map[schema.GroupVersionKind]bool {
+	k := maps.Clone(allowedKinds)
+	delete(k, corev1.SchemeGroupVersion.WithKind("Namespace"))
+	k[corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")] = true
+	k[networkingv1.SchemeGroupVersion.WithKind("Ingress")] = true
+	return k
+}()
+
 var strictDecoder = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(scheme))
@@ -68,13 +84,20 @@ var strictDecoder = func() runtime.Decoder {
 	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 }()
 
-// decodeStrict decodes one YAML document into its k8s.io/api type.
+// decodeStrict decodes one YAML document of a kustomize build into its
+// k8s.io/api type.
 func decodeStrict(doc []byte) (runtime.Object, error) {
+	return decodeStrictKinds(doc, allowedKinds)
+}
+
+// decodeStrictKinds decodes one YAML document into its k8s.io/api type,
+// one of the allowed kinds.
+func decodeStrictKinds(doc []byte, allowed map[schema.GroupVersionKind]bool) (runtime.Object, error) {
 	obj, gvk, err := strictDecoder.Decode(doc, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	if !allowedKinds[*gvk] {
+	if !allowed[*gvk] {
 		return nil, fmt.Errorf("%s is not a kind these manifests may hold", gvk)
 	}
 	return obj, nil
@@ -90,6 +113,9 @@ type manifests struct {
 	deployments     []*appsv1.Deployment
 	pdbs            []*policyv1.PodDisruptionBudget
 	netpols         []*networkingv1.NetworkPolicy
+	pvcs            []*corev1.PersistentVolumeClaim // the chart's embedded store
+	ingresses       []*networkingv1.Ingress         // the chart's
+	crds            chartCRDs                       // the chart's
 }
 
 // build runs kustomize (its Go module, as `kustomize build` does) on dir and
@@ -111,12 +137,29 @@ func build(dir string) ([][]byte, error) {
 	return docs, nil
 }
 
-// decodeAll decodes every document strictly and sorts the objects by kind.
+// decodeAll decodes every document of a kustomize build strictly and sorts
+// the objects by kind.
 func decodeAll(dir string, docs [][]byte) (*manifests, error) {
+	return decodeKinds(dir, docs, allowedKinds, nil)
+}
+
+// decodeKinds decodes every document strictly into one of the allowed kinds,
+// or, when other is set and takes it, into a local type, and sorts the
+// objects by kind.
+func decodeKinds(dir string, docs [][]byte, allowed map[schema.GroupVersionKind]bool, other func(m *manifests, doc []byte) (bool, error)) (*manifests, error) {
 	m := &manifests{dir: dir, serviceAccounts: map[string]*corev1.ServiceAccount{}, configMaps: map[string]*corev1.ConfigMap{}}
 	var errs []string
 	for _, doc := range docs {
-		obj, err := decodeStrict(doc)
+		if other != nil {
+			took, err := other(m, doc)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%v\n%s", err, doc))
+			}
+			if took {
+				continue
+			}
+		}
+		obj, err := decodeStrictKinds(doc, allowed)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%v\n%s", err, doc))
 			continue
@@ -136,6 +179,10 @@ func decodeAll(dir string, docs [][]byte) (*manifests, error) {
 			m.pdbs = append(m.pdbs, o)
 		case *networkingv1.NetworkPolicy:
 			m.netpols = append(m.netpols, o)
+		case *corev1.PersistentVolumeClaim:
+			m.pvcs = append(m.pvcs, o)
+		case *networkingv1.Ingress:
+			m.ingresses = append(m.ingresses, o)
 		default:
 			errs = append(errs, fmt.Sprintf("%T has no place in these manifests", obj))
 		}

@@ -164,10 +164,10 @@ func TestChecksFail(t *testing.T) {
 		}, "tls.key_file /etc/cardsignd/tls/tls.key: user 65532 (groups 65532 []) cannot read it: kubelet leaves it root's, group 0, mode 0400"},
 		{"data directory at the emptyDir's mount point", func(t *testing.T, v *manifests) {
 			ctr(v).Args = []string{"--config", "/etc/cardsignd/cardsignd.yaml", "--data-dir", "/var/lib/cardsignd"}
-		}, "data_dir /var/lib/cardsignd: is the emptyDir's mount point, which kubelet makes 0777"},
+		}, "data_dir /var/lib/cardsignd: is the mount point of an emptyDir or claim, which kubelet makes group- or world-writable"},
 		{"data directory on the read-only root", func(t *testing.T, v *manifests) {
 			ctr(v).Args = []string{"--config", "/etc/cardsignd/cardsignd.yaml", "--data-dir", "/data"}
-		}, "data_dir /data: not in an emptyDir: the root filesystem is read-only"},
+		}, "data_dir /data: not in an emptyDir or a claim: the root filesystem is read-only"},
 		{"no /tmp", func(t *testing.T, v *manifests) {
 			ctr(v).VolumeMounts = slices.DeleteFunc(ctr(v).VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == "/tmp" })
 		}, "/tmp: mount an emptyDir there"},

@@ -40,6 +40,10 @@ import (
 //     becomes 0440 (kubernetes/kubernetes#57923). Without fsGroup the file
 //     stays root's: a non-root user reads it only through the "other" bits.
 //   - emptyDir: a directory of mode 0777 (emptyDir's setupDir).
+//   - persistentVolumeClaim: with fsGroup, SetVolumeOwnership makes its root
+//     group fsGroup and group-writable (2770), which cardsignd refuses for a
+//     data_dir as it refuses 0777; it is modelled as an emptyDir (writable,
+//     its mount point unfit as data_dir).
 //   - subPath: the one file of the volume at that path, at mountPath.
 
 // fileSource says where a file in the pod comes from.
@@ -59,7 +63,7 @@ type podFile struct {
 
 type podFS struct {
 	files     map[string]podFile // by path in the container
-	emptyDirs []string           // mount paths
+	emptyDirs []string           // mount paths of emptyDirs and claims
 	uid       int64              // the container's user (-1: unknown)
 	gid       int64              // its primary group (-1: unknown)
 	groups    []int64            // its supplementary groups (fsGroup, supplementalGroups)
@@ -118,6 +122,12 @@ func newPodFS(spec *corev1.PodSpec, c *corev1.Container, configMaps map[string]*
 			}
 			fs.emptyDirs = append(fs.emptyDirs, path.Clean(vm.MountPath))
 			continue
+		case v.PersistentVolumeClaim != nil:
+			if vm.SubPath != "" || vm.ReadOnly {
+				fs.problems = append(fs.problems, fmt.Sprintf("volumeMount %s: a claim mounted read-only or by subPath is not modelled", vm.Name))
+			}
+			fs.emptyDirs = append(fs.emptyDirs, path.Clean(vm.MountPath))
+			continue
 		case v.ConfigMap != nil:
 			src.kind, src.name, defaultMode = "configMap", v.ConfigMap.Name, v.ConfigMap.DefaultMode
 			cm, ok := configMaps[v.ConfigMap.Name]
@@ -144,7 +154,7 @@ func newPodFS(spec *corev1.PodSpec, c *corev1.Container, configMaps map[string]*
 				continue
 			}
 		default:
-			fs.problems = append(fs.problems, fmt.Sprintf("volume %s: only emptyDir, configMap and secret volumes are modelled", v.Name))
+			fs.problems = append(fs.problems, fmt.Sprintf("volume %s: only emptyDir, persistentVolumeClaim, configMap and secret volumes are modelled", v.Name))
 			continue
 		}
 		found := false
@@ -314,9 +324,9 @@ func checkFiles(w *workload) []string {
 			mount, at := w.fs.below(r.path)
 			switch {
 			case mount == "":
-				p = append(p, fmt.Sprintf("%s %s: not in an emptyDir: the root filesystem is read-only", r.field, r.path))
+				p = append(p, fmt.Sprintf("%s %s: not in an emptyDir or a claim: the root filesystem is read-only", r.field, r.path))
 			case at:
-				p = append(p, fmt.Sprintf("%s %s: is the emptyDir's mount point, which kubelet makes 0777; cardsignd refuses a group- or world-writable %s: use a directory below it (cardsignd makes it 0700)", r.field, r.path, r.field))
+				p = append(p, fmt.Sprintf("%s %s: is the mount point of an emptyDir or claim, which kubelet makes group- or world-writable; cardsignd refuses a group- or world-writable %s: use a directory below it (cardsignd makes it 0700)", r.field, r.path, r.field))
 			}
 			continue
 		}
