@@ -29,7 +29,6 @@ var pendingDocs = []string{
 	"docs/reference/cli.md",
 	"docs/reference/api.md",
 	"docs/github-action.md",
-	"deploy/helm/cardsignd/README.md",
 }
 
 var (
