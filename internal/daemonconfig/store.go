@@ -20,14 +20,21 @@ import (
 // data_dir (URL empty, the default) or a PostgreSQL database that several
 // replicas share.
 type StoreConfig struct {
-	// URL is a postgres:// or postgresql:// URL; sslmode and the other
-	// libpq parameters pass through. Empty: SQLite in data_dir.
+	// The PostgreSQL database several replicas share: a postgres:// or
+	// postgresql:// URL, or a keyword/value string (host=… dbname=…);
+	// sslmode, sslrootcert, the other libpq parameters and pgx's
+	// default_query_exec_mode pass through (--check-config reads it with
+	// the daemon's own parser and connects). A password in it works but is
+	// warned about at start (it sits in the config file); it is never
+	// logged (log lines and messages show it as xxxxx).
 	URL string `yaml:"url"`
-	// PasswordFile holds the database password (one trailing newline is
-	// trimmed); it must not be readable by group or others. Without it,
-	// a password in URL, PGPASSWORD or PGPASSFILE (~/.pgpass) is used.
+	// A file holding the database password (one trailing newline is
+	// trimmed); refused when group or others can read it (chmod 600).
+	// Without it: the URL's password, PGPASSWORD, or PGPASSFILE (default
+	// ~/.pgpass), as with libpq.
 	PasswordFile string `yaml:"password_file"`
-	// MaxConns bounds the connection pool.
+	// Connections in the pool (1 to 1000); one more is used for change
+	// notifications.
 	MaxConns int `yaml:"max_conns"`
 }
 

@@ -1,0 +1,70 @@
+package refdoc
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ConfigPage renders a configuration reference: intro (Markdown), then one
+// "## KEY" section per top-level key holding fields, the top-level scalars
+// first under "## Top-level fields". Each section has a table of its fields
+// and then each field with its doc; every field has an anchor equal to its
+// dotted path.
+func ConfigPage(title, intro string, fields []Field) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n%s\n\n", title, strings.TrimSpace(intro))
+	var top []Field
+	var sections [][]Field
+	for _, f := range fields {
+		switch {
+		case f.Depth == 0 && f.Section:
+			sections = append(sections, []Field{f})
+		case f.Depth == 0:
+			top = append(top, f)
+		default:
+			sections[len(sections)-1] = append(sections[len(sections)-1], f)
+		}
+	}
+	links := []string{"[Top-level fields](#top-level-fields)"}
+	for _, s := range sections {
+		links = append(links, fmt.Sprintf("[`%s`](#%s)", s[0].Path, s[0].Path))
+	}
+	fmt.Fprintf(&b, "Sections: %s.\n", strings.Join(links, " · "))
+	if len(top) > 0 {
+		b.WriteString("\n## Top-level fields\n\n")
+		writeFields(&b, top)
+	}
+	for _, s := range sections {
+		fmt.Fprintf(&b, "\n%s\n## %s\n\n", Anchor(s[0].Path), s[0].Path)
+		if doc := Markdown(s[0].Doc, "yaml"); doc != "" {
+			fmt.Fprintf(&b, "%s\n\n", doc)
+		}
+		writeFields(&b, s[1:])
+	}
+	return b.String()
+}
+
+// writeFields writes a table of fields, then each field with its doc.
+func writeFields(b *strings.Builder, fields []Field) {
+	b.WriteString("| Field | Type | Default |\n|---|---|---|\n")
+	for _, f := range fields {
+		fmt.Fprintf(b, "| [`%s`](#%s) | %s | %s |\n", f.Name, f.Path, Cell(f.Type), Cell(orNone(f.Default)))
+	}
+	for _, f := range fields {
+		fmt.Fprintf(b, "\n%s**`%s`** · %s", Anchor(f.Path), f.Name, f.Type)
+		if f.Default != "" {
+			fmt.Fprintf(b, " · default: %s", strings.Join(strings.Fields(f.Default), " "))
+		}
+		b.WriteString("\n")
+		if doc := Markdown(f.Doc, "yaml"); doc != "" {
+			fmt.Fprintf(b, "\n%s\n", doc)
+		}
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
