@@ -29,6 +29,14 @@ func agentsCmd() command {
 			"  cardsign agents revoke payments --version 2 --reason \"leaked with a staging URL\"   # verifiers refuse that card; its key stays good",
 	}
 	c.subcommands = true
+	c.subs = []subcommand{
+		{"list", "every registered agent's newest version: id, version, visibility, kids, when, by whom, audit record"},
+		{"show", "a version's signed card, as served (a revoked one with a note on standard error)"},
+		{"history", "every kept version of an agent, newest first"},
+		{"remove", "delete an agent and its history (admin)"},
+		{"pull", "write the newest signed card to --out through a temporary file and a rename, only when it changed; a revoked card is not written (exit 1) unless --allow-revoked"},
+		{"revoke", "revoke one version of a card with --reason (admin): verifiers that read the revocation document refuse it; its key stays good"},
+	}
 	c.daemon = &daemonFlags{timeout: 30 * time.Second, timeoutUsage: "deadline of each call"}
 	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		o := &agentsOptions{}

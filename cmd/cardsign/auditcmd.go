@@ -39,6 +39,10 @@ func auditCmd() command {
 			"  transparency log consistent with the audit records: 7 leaves, root 36nc…",
 	}
 	c.subcommands = true
+	c.subs = []subcommand{
+		{"list", "print one record per line with every field, its outcome and an identity token's provenance"},
+		{"verify", "walk the whole hash chain, check it against a published head (--jwks, --revocations or --head) and the key records, and with --log the transparency log"},
+	}
 	c.daemon = &daemonFlags{timeout: 60 * time.Second, timeoutUsage: "deadline of each call"}
 	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		o := &auditOptions{}

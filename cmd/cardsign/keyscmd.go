@@ -25,6 +25,15 @@ func keysCmd() command {
 			"  cardsign keys list --server cardsign.internal:7700 --ca-file ca.pem --cert-file admin.pem --key-file admin-key.pem\n  cardsign keys revoke 3kP… --reason \"key-compromise: laptop stolen\"",
 	}
 	c.subcommands = true
+	c.subs = []subcommand{
+		{"list", "every key: kid, alg, state, publish/activate/retire/expire/revoke times, URI (secrets redacted)"},
+		{"create", "a new pending key in the daemon's backend (keys.backend), with --alg"},
+		{"import", "record an existing key URI (e.g. file:/etc/cardsign/k.pem) as pending; the URI must name one key for good (no AWS alias) and carry no secret (no pin-value)"},
+		{"rotate", "a new key, published now, that activates after --prepublish (default keys.prepublish); the active one then retires"},
+		{"activate", "make a pending key active now (skipping the wait that lets cached JWKS learn it)"},
+		{"retire", "stop a key signing; it stays published for keys.retire_grace (the active key only with --force)"},
+		{"revoke", "unpublish a key now and list it in the revocation document with --reason (the active key only with --force)"},
+	}
 	c.daemon = &daemonFlags{timeout: 30 * time.Second, timeoutUsage: "call deadline"}
 	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		alg := fs.String("alg", "", "JOSE algorithm of the new key (default: the daemon's keys.default_alg)")

@@ -36,6 +36,10 @@ func tokenCmd() command {
 			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json",
 	}
 	c.subcommands = true
+	c.subs = []subcommand{
+		{"new", "make a random bearer token, write it to --out or standard output, and print the config entry (its SHA-256, never the token) on standard error"},
+		{"hash", "print the SHA-256 (hex) of a token made elsewhere, for the sha256 field of auth.tokens"},
+	}
 	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		switch sub {
 		case "new":
