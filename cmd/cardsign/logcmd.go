@@ -49,6 +49,17 @@ const logUsage = "key create --origin ORIGIN FILE | key show --origin ORIGIN FIL
 	"made (network, an unreadable state file, a bad answer); 2 usage; 3 ALARM: the log FORKED (two trees that do\n" +
 	"not extend one another), ROLLED BACK, changed ORIGIN, or served data its own signed checkpoint contradicts."
 
+// logSubcommands are log's subcommands, for help and the CLI reference.
+func logSubcommands() []subcommand {
+	return []subcommand{
+		{"key create", "a new Ed25519 log key (PEM PKCS#8, mode 0600, never overwriting); prints its verifier key ORIGIN+HASH+BASE64"},
+		{"key show", "the verifier key of a log key file"},
+		{"checkpoint", "fetch and verify the log's current checkpoint; --out keeps it for a later log verify"},
+		{"verify", "prove that checkpoint NEW (default: the log's current one) extends OLD, from the log's tiles"},
+		{"monitor", "from cron: prove the log consistent with the checkpoint saved in --state, and report every new entry for a watched card name or host"},
+	}
+}
+
 func logCmd() command {
 	c := command{
 		name:    "log",
@@ -63,13 +74,7 @@ func logCmd() command {
 			"  */10 * * * * cardsign log monitor --url https://cardsign.example.com/log/ --log-key log-keys.txt --state /var/lib/cardsign-monitor/state.json --watch payments-agent --watch '*.payments.example.com' --json >> /var/log/cardsign-monitor.jsonl",
 	}
 	c.subcommands = true
-	c.subs = []subcommand{
-		{"key create", "a new Ed25519 log key (PEM PKCS#8, mode 0600, never overwriting); prints its verifier key ORIGIN+HASH+BASE64"},
-		{"key show", "the verifier key of a log key file"},
-		{"checkpoint", "fetch and verify the log's current checkpoint; --out keeps it for a later log verify"},
-		{"verify", "prove that checkpoint NEW (default: the log's current one) extends OLD, from the log's tiles"},
-		{"monitor", "from cron: prove the log consistent with the checkpoint saved in --state, and report every new entry for a watched card name or host"},
-	}
+	c.subs = logSubcommands()
 	c.groups = map[string]string{"key": "key create or key show"}
 	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		origin := fs.String("origin", "", "key create, key show: the log's origin, a schema-less URL such as cardsign.example.com/log (cardsignd's log origin)")
