@@ -19,6 +19,7 @@ import (
 func agentsCmd() command {
 	c := command{
 		name:    "agents",
+		long:    agentsLong,
 		summary: "List, show and remove the agents in cardsignd's card registry, or pull an agent's current signed card into a file.",
 		usage:   "list [--json] | show ID [--version V] | history ID | remove ID | pull ID --out FILE [--allow-revoked] | revoke ID [--version V] --reason TEXT   (all take --server ADDR)",
 		example: "  cardsign sign --server 127.0.0.1:7700 --register --agent payments agent-card.json > /dev/null\n" +

@@ -27,6 +27,7 @@ import (
 func auditCmd() command {
 	c := command{
 		name:    "audit",
+		long:    auditLong,
 		summary: "List cardsignd's audit records, or verify the hash chain that links them against a published head.",
 		usage:   "list [--after SEQ] [--limit N] [--json] | verify [--jwks FILE|URL [--revocations FILE|URL] | --head SEQ:HASH] [--log URL --log-key KEY]   (both take --server ADDR)",
 		example: "  cardsign audit list --after 100 --limit 20 --server 127.0.0.1:7700\n" +

@@ -17,6 +17,7 @@ import (
 func keysCmd() command {
 	c := command{
 		name:    "keys",
+		long:    keysLong,
 		summary: "Administer cardsignd's signing keys: list, create, import, rotate, activate, retire, revoke.",
 		usage: "list | create [--alg ALG] | import URI [--alg ALG] [--kid KID] | rotate [--alg ALG] [--prepublish D] |\n" +
 			"       activate KID | retire KID [--force] | revoke KID [--reason CODE[: NOTE]] [--force]\n" +

@@ -30,13 +30,15 @@ import (
 // could not be made, so that cron and alerting can tell them apart.
 const exitAlarm = 3
 
-// logUsage is log's usage: its subcommands, what they check, and its exit
-// codes.
+// logUsage is log's usage: its subcommands and their arguments.
 const logUsage = "key create --origin ORIGIN FILE | key show --origin ORIGIN FILE |\n" +
 	"       checkpoint --url URL --log-key KEY [--json] [--out FILE] |\n" +
 	"       verify --url URL --log-key KEY OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE] |\n" +
-	"       monitor --url URL --log-key KEY --state FILE [--watch NAME|HOST ...] [--json]\n\n" +
-	"--url is the log's prefix (cardsignd serves it at " + transparency.PathPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
+	"       monitor --url URL --log-key KEY --state FILE [--watch NAME|HOST ...] [--json]"
+
+// logLong is log's long help: what its subcommands check, and its exit
+// codes.
+const logLong = "--url is the log's prefix (cardsignd serves it at " + transparency.PathPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
 	"a file of such keys (one a line), or an http(s) URL serving them (cardsignd: " + transparency.KeyPath + "); take it from\n" +
 	"a source you trust, not only from the log's own server.\n\n" +
 	"verify proves that NEW (default: the log's current checkpoint) extends OLD. monitor does the same from the\n" +
@@ -63,6 +65,7 @@ func logSubcommands() []subcommand {
 func logCmd() command {
 	c := command{
 		name:    "log",
+		long:    logLong,
 		summary: "The transparency log: make its key, fetch and verify its checkpoint, prove two checkpoints consistent, monitor it for cards signed in your name.",
 		usage:   logUsage,
 		example: "  cardsign log key create --origin cardsign.example.com/log /etc/cardsign/log-key.pem\n" +

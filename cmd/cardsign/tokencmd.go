@@ -28,6 +28,7 @@ var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 func tokenCmd() command {
 	c := command{
 		name:    "token",
+		long:    tokenLong,
 		summary: "Make a bearer token for cardsignd and print the config entry that grants it roles, or hash an existing token.",
 		usage:   "new --name NAME --roles ROLE[,ROLE...] [--out FILE] | hash [FILE|-]   (roles: signer, admin, auditor, reader)",
 		example: "  cardsign token new --name release-pipeline --roles signer --out release.token\n" +

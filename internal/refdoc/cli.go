@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -29,7 +30,11 @@ func FlagTable(fs *flag.FlagSet, skip func(name string) bool) string {
 		// A usage that states its default (a sentinel value meaning "the
 		// daemon's setting") is left to say it.
 		if !zeroDefault(f.DefValue) && !strings.Contains(usage, "(default") {
-			def = CodeCell(f.DefValue)
+			def = f.DefValue
+			if d, err := time.ParseDuration(def); err == nil && strings.HasSuffix(def, "s") {
+				def = Duration(d) // 1m rather than 1m0s
+			}
+			def = CodeCell(def)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", CodeCell(name), def, Cell(usage))
 	})
