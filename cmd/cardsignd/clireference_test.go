@@ -22,6 +22,10 @@ func cliPage(daemon, storeCopy *flag.FlagSet) string {
 	fmt.Fprintf(&b, "%s\n## cardsignd\n\nThe signing authority. Its configuration is one YAML file: see the "+
 		"[configuration reference](config.md); the flags below override the fields they name.\n\n%s\nFlags:\n\n%s",
 		refdoc.Anchor("cardsignd"), refdoc.CodeBlock(topUsage, "text"), refdoc.FlagTable(daemon, nil))
+	fmt.Fprintf(&b, "\nMemory: cardsignd runs Go's garbage collector at `GOGC=%d` unless `GOGC` is set in its environment "+
+		"(its live heap is small and nearly all garbage is per request, so Go's default of 100 costs CPU under load); "+
+		"`GOGC=100` restores Go's default, and `GOMEMLIMIT` (e.g. `256MiB`) caps the heap whatever `GOGC` says. "+
+		"The variables the configuration reads are listed under [Environment](config.md#environment).\n", defaultGCPercent)
 	usage, _ := strings.CutSuffix(storeCopyUsage, "Flags:\n")
 	fmt.Fprintf(&b, "\n%s\n### cardsignd store copy\n\n%s\nFlags:\n\n%s",
 		refdoc.Anchor("cardsignd-store-copy"), refdoc.CodeBlock(usage, "text"), refdoc.FlagTable(storeCopy, nil))

@@ -33,7 +33,42 @@ line. The flags of [cardsignd](cli.md#cardsignd) override the fields they name.
 
 Durations are written as Go durations: ` + "`30s`, `10m`, `1h`, `720h`" + `. This page is generated from the code
 (the schema, its defaults and the doc comments of its fields): a default shown is the one the
-daemon applies.`
+daemon applies.
+
+A configuration for one machine, with a key in a file and the JWKS behind a proxy:
+
+` + "```yaml" + `
+# cardsignd.yaml
+data_dir: /var/lib/cardsignd
+grpc_addr: 127.0.0.1:7700
+http_addr: 127.0.0.1:7701
+log_format: json
+keys:
+  default_alg: ES256
+  prepublish: 2h
+  retire_grace: 720h
+signing:
+  jku: https://keys.example.com/.well-known/jwks.json
+jwks:
+  max_age: 15m
+` + "```" + ``
+
+// configEnvironment ends the page: what cardsignd reads from its
+// environment rather than from the file.
+func configEnvironment() string {
+	return fmt.Sprintf(`
+<a id="environment"></a>
+## Environment
+
+| Variable | Meaning |
+|---|---|
+| `+"`%s`"+` | the PKCS#11 user PIN, when pkcs11.pin_file is not set: the PIN is never read from the config file |
+| `+"`GOOGLE_APPLICATION_CREDENTIALS`"+`, the metadata server | Google Cloud credentials of the gcpkms backend (Google's standard chain) |
+| `+"`AWS_*`"+`, shared config, an instance role | AWS credentials of the awskms backend (AWS's standard chain) |
+| `+"`PGPASSWORD`, `PGPASSFILE`"+` | the database password when neither store.password_file nor store.url holds one, as with libpq |
+| `+"`%s`"+` | a test knob (a Go duration, e.g. 30s): the process takes its host clock to be off by that much, to show that lease, activation and audit times come from the database's clock. Leave it unset |
+`, PINEnv, ClockSkewEnv)
+}
 
 // laterDefaults are the defaults Defaults() leaves at zero because they are
 // applied later (Validate, the part configured) or derived at start; each
@@ -107,7 +142,7 @@ func configPage(t *testing.T, docs *refdoc.Docs) string {
 			t.Errorf("laterDefaults names %s, which is not a config field", p)
 		}
 	}
-	return refdoc.ConfigPage("Configuration reference", configIntro, fields)
+	return refdoc.ConfigPage("Configuration reference", configIntro, fields) + configEnvironment()
 }
 
 // TestConfigReference checks docs/reference/config.md against the schema,
