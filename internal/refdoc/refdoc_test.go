@@ -111,3 +111,19 @@ func TestYAMLType(t *testing.T) {
 		}
 	}
 }
+
+func TestFieldLinker(t *testing.T) {
+	link := fieldLinker([]Field{{Path: "keys"}, {Path: "keys.dir"}, {Path: "keys.retire_grace"}, {Path: "data_dir"}, {Path: "auth.oidc"}, {Path: "auth.oidc.issuers"}})
+	for _, tc := range []struct{ in, want string }{
+		{`see keys.dir.`, "see [`keys.dir`](#keys.dir)."},
+		{`keys.retire\_grace, keys.dir and data\_dir`, "[`keys.retire_grace`](#keys.retire_grace), [`keys.dir`](#keys.dir) and [`data_dir`](#data_dir)"},
+		{`auth.oidc.issuers then auth.oidc`, "[`auth.oidc.issuers`](#auth.oidc.issuers) then [`auth.oidc`](#auth.oidc)"},
+		{`the keys and --keys.dir or /etc/keys.dir`, `the keys and --keys.dir or /etc/keys.dir`},
+		{"```yaml\nkeys.dir: x\n```", "```yaml\nkeys.dir: x\n```"},
+		{"[`keys.dir`](#keys.dir)", "[`keys.dir`](#keys.dir)"},
+	} {
+		if got := link(tc.in); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
