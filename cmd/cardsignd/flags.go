@@ -11,12 +11,12 @@ type daemonFlags struct {
 // (docs/reference/cli.md) is generated from the flags it registers.
 func defineFlags(fs *flag.FlagSet) daemonFlags {
 	return daemonFlags{
-		configPath:  fs.String("config", "", "YAML config file (every field optional; see docs/reference/config.md)"),
-		checkConfig: fs.String("check-config", "", "validate this config file, report every problem, and exit"),
+		configPath:  fs.String("config", "", "YAML config `FILE` (every field optional; see docs/reference/config.md)"),
+		checkConfig: fs.String("check-config", "", "validate this config `FILE`, report every problem, and exit"),
 		dataDir:     fs.String("data-dir", "", "data directory (overrides data_dir; default ./cardsignd-data)"),
 		grpcAddr:    fs.String("grpc-addr", "", "gRPC listen address (overrides grpc_addr; default 127.0.0.1:7700)"),
 		httpAddr:    fs.String("http-addr", "", "HTTP listen address for the JWKS, revocations and health (overrides http_addr; default 127.0.0.1:7701)"),
 		logLevel:    fs.String("log-level", "", "debug, info, warn or error (overrides log_level)"),
-		prepublish:  fs.String("prepublish", "", "how long a rotated key is published before it signs, e.g. 1h or 0s (overrides keys.prepublish)"),
+		prepublish:  fs.String("prepublish", "", "how long a rotated key is published before it signs, a duration `D` such as 1h or 0s (overrides keys.prepublish)"),
 	}
 }

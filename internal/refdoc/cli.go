@@ -22,6 +22,7 @@ func FlagTable(fs *flag.FlagSet, skip func(name string) bool) string {
 			b.WriteString("| Flag | Default | Meaning |\n|---|---|---|\n")
 		}
 		value, usage := flag.UnquoteUsage(f)
+		value = placeholder(f.Name, value)
 		name := "--" + f.Name
 		if value != "" {
 			name += " " + value
@@ -39,6 +40,23 @@ func FlagTable(fs *flag.FlagSet, skip func(name string) bool) string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", CodeCell(name), def, Cell(usage))
 	})
 	return b.String()
+}
+
+// placeholder names a flag's value as usage lines do (--timeout D, --out
+// FILE): the name its usage gives in backquotes, else N for a number, D for
+// a duration, and the last word of the flag's name in capitals for the
+// rest (--id-token-env ENV), where flag.UnquoteUsage says only its type.
+func placeholder(flagName, value string) string {
+	switch value {
+	case "int", "uint", "float":
+		return "N"
+	case "duration":
+		return "D"
+	case "string", "value":
+		words := strings.Split(flagName, "-")
+		return strings.ToUpper(words[len(words)-1])
+	}
+	return value
 }
 
 // zeroDefault reports whether a flag's default is its type's zero value,

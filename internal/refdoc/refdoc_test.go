@@ -22,6 +22,11 @@ func TestCellAndCode(t *testing.T) {
 		{"duration hours", Duration(720 * time.Hour), "720h"},
 		{"duration minutes", Duration(2 * time.Minute), "2m"},
 		{"duration mixed", Duration(90 * time.Second), "1m30s"},
+		{"placeholder number", placeholder("max-bytes", "int"), "N"},
+		{"placeholder duration", placeholder("timeout", "duration"), "D"},
+		{"placeholder string", placeholder("id-token-env", "string"), "ENV"},
+		{"placeholder named", placeholder("key", "URI"), "URI"},
+		{"placeholder bool", placeholder("tls", ""), ""},
 		{"markdown code", Markdown("Text.\n\n\tkey: value\n", "yaml"), "Text.\n\n```yaml\nkey: value\n```"},
 	} {
 		if tc.got != tc.want {
