@@ -57,7 +57,7 @@ func tokenCmd() command {
 // config entry (the token's hash, never the token) to stderr.
 func (c command) tokenNew(fs *flag.FlagSet) runFunc {
 	name := fs.String("name", "", "name of the token in cardsignd's config and audit records: 1-64 of A-Z a-z 0-9 . _ - (required)")
-	rolesFlag := fs.String("roles", "", "comma-separated roles the token grants: signer, admin, auditor (required)")
+	rolesFlag := fs.String("roles", "", "comma-separated roles the token grants: signer, admin, auditor, reader (required)")
 	out := fs.String("out", "", "file to write the token to, created with mode 0600; it must not exist (default: standard output)")
 	return func(_ context.Context, in *call) int {
 		e, pos := in.env, in.pos
