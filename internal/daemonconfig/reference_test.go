@@ -81,6 +81,7 @@ func laterDefaults() map[string]string {
 		"signing.refresh_at":             code(fmt.Sprint(registry.DefaultRefreshAt)),
 		"revocations.audit_head":         code("true"),
 		"policy.require_https":           code("true"),
+		"policy.rules.require_https":     "policy.require_https",
 		"registry.keep":                  code(fmt.Sprint(limits.DefaultRegistryKeep)),
 		"registry.max_agents":            code(fmt.Sprint(limits.DefaultRegistryMaxAgents)),
 		"registry.max_agents_per_caller": code(fmt.Sprint(limits.DefaultRegistryMaxAgentsPerCaller)),

@@ -132,3 +132,19 @@ func TestFieldLinker(t *testing.T) {
 		}
 	}
 }
+
+func TestValue(t *testing.T) {
+	yes := true
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{false, "false"}, {true, "true"}, {"", ""}, {"x", "x"}, {0, ""}, {64, "64"}, {0.5, "0.5"},
+		{time.Duration(0), ""}, {30 * 24 * time.Hour, "720h"}, {(*bool)(nil), ""}, {&yes, "true"},
+		{[]string(nil), ""}, {[]string{"a", "b"}, "[a b]"},
+	} {
+		if got := value(reflect.ValueOf(tc.v)); got != tc.want {
+			t.Errorf("%#v: got %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}

@@ -128,9 +128,13 @@ func yamlType(t reflect.Type) string {
 
 func plural(s string) string { return s + "s" }
 
-// value renders a default: "" for the zero value (no default), durations
-// as written in the file (1h, 720h, 30s).
+// value renders a default: "" for the zero value (no default) but false
+// for a boolean (which has no "unset"), durations as written in the file
+// (1h, 720h, 30s).
 func value(v reflect.Value) string {
+	if v.Kind() == reflect.Bool {
+		return strconv.FormatBool(v.Bool())
+	}
 	if v.IsZero() {
 		return ""
 	}
