@@ -563,7 +563,12 @@ type RegistryConfig struct {
 	// registry's own re-signatures are never refused.
 	MaxAgents int `yaml:"max_agents"`
 	// Agents one caller (as the audit log names it) may have registered (1
-	// to 1000000); RESOURCE_EXHAUSTED naming this field beyond it.
+	// to 1000000); RESOURCE_EXHAUSTED naming this field beyond it. An
+	// agent counts for the caller of its newest kept version not re-signed
+	// by the registry (an anonymous caller on loopback is named by its
+	// address). The counts are read before signing, so registrations racing
+	// each other can pass a quota together, by at most the number in
+	// flight.
 	MaxAgentsPerCaller int `yaml:"max_agents_per_caller"`
 }
 
