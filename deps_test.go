@@ -129,6 +129,12 @@ api/cardsign/v1 < internal/loadgen;
 internal/loadgen < internal/loadgen/cmd/loadgen;
 store < store/storetest;
 server, store/sqlite < server/servertest;
+
+# The generated references of docs/reference: Markdown, drift checks, the
+# config schema's walk (called by tests), and the gRPC API's renderer
+# (run by scripts/gen).
+NONE < internal/refdoc;
+internal/refdoc < internal/refdoc/cmd/apidoc;
 `
 
 // httpFree are the packages whose dependencies (all of them, standard
@@ -153,7 +159,7 @@ var ownedImports = []struct{ path, owner string }{
 var harnesses = []string{
 	"internal/testbin", "internal/testpki", "internal/testsupport", "internal/pgtest", "internal/oidctest",
 	"internal/memlog", "internal/loadgen", "internal/loadgen/cmd/loadgen", "internal/sdnotify/sdnotifytest",
-	"store/storetest", "server/servertest",
+	"store/storetest", "server/servertest", "internal/refdoc", "internal/refdoc/cmd/apidoc",
 }
 
 // maxMethods is the most methods one type declares: more means two types.

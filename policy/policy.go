@@ -82,29 +82,43 @@ func knownRole(s string) bool {
 
 // Config is the `policy:` section of cardsignd's YAML.
 type Config struct {
-	RequireHTTPS *bool  `yaml:"require_https"` // default true: every supportedInterfaces[].url must be https
-	Rules        []Rule `yaml:"rules"`
+	// Every supportedInterfaces[].url of a card must be https://, unless a
+	// rule that allows the card says otherwise.
+	RequireHTTPS *bool `yaml:"require_https"`
+	// The rules: which cards whom may sign. With none, any caller with the
+	// signer role may sign any card.
+	Rules []Rule `yaml:"rules"`
 }
 
 // Rule lets the callers it applies to sign cards with the given names and
 // interface hosts.
 type Rule struct {
-	Name         string   `yaml:"name"`          // required, unique; named in refusals
-	Identities   []string `yaml:"identities"`    // glob patterns over the caller identity
-	Roles        []string `yaml:"roles"`         // the rule applies to callers holding any of these roles
-	CardNames    []string `yaml:"card_names"`    // glob patterns over the card's name; required ("*" for any)
-	Hosts        []string `yaml:"hosts"`         // host patterns for every supportedInterfaces[].url; required ("*" for any)
-	RequireHTTPS *bool    `yaml:"require_https"` // overrides the policy-wide default for this rule
-	// Claims are glob patterns over the caller's OIDC token claims (flattened:
-	// "repository", "ref", "kubernetes.io.namespace"): every one must match,
-	// or the rule refuses, naming the claim. A caller without claims (a
-	// static token or certificate) fails every claim.
+	// The rule's name (required, unique), named in refusals.
+	Name string `yaml:"name"`
+	// Glob patterns over the caller identity (token:NAME, cert:IDENTITY,
+	// oidc:ISSUER#SUBJECT): the rule applies to callers matching one.
+	Identities []string `yaml:"identities"`
+	// The rule applies to callers holding any of these roles.
+	Roles []string `yaml:"roles"`
+	// Glob patterns over the card's name (required; "*" for any).
+	CardNames []string `yaml:"card_names"`
+	// Host patterns that the host of every supportedInterfaces[].url must
+	// match one of (required; "*" for any). A URL with user@ before the
+	// host is refused, and so is a gRPC host:port URL when https is
+	// required.
+	Hosts []string `yaml:"hosts"`
+	// Overrides policy.require_https for the cards this rule allows.
+	RequireHTTPS *bool `yaml:"require_https"`
+	// Glob patterns over the caller's OIDC token claims (flattened:
+	// repository, ref, kubernetes.io.namespace): every one must match, or
+	// the rule refuses, naming the claim. A caller without claims (a
+	// static token or a certificate) fails every claim.
 	Claims map[string]string `yaml:"claims"`
-	// AgentIDs are glob patterns over the registry agent ids the rule's
-	// callers may register cards under by name (cardsign sign --register
-	// --agent ID). Without them a caller registers only under the id derived
-	// from the card's first interface URL, whose host the rule already
-	// checks: one team cannot overwrite another's registry entry.
+	// Glob patterns over the registry agent ids the rule's callers may
+	// register cards under by name (cardsign sign --register --agent ID).
+	// Without them a caller registers only under the id derived from the
+	// card's first interface URL, whose host the rule already checks: one
+	// team cannot overwrite another's registry entry.
 	AgentIDs []string `yaml:"agent_ids"`
 }
 

@@ -19,6 +19,7 @@ import (
 func agentsCmd() command {
 	c := command{
 		name:    "agents",
+		long:    agentsLong,
 		summary: "List, show and remove the agents in cardsignd's card registry, or pull an agent's current signed card into a file.",
 		usage:   "list [--json] | show ID [--version V] | history ID | remove ID | pull ID --out FILE [--allow-revoked] | revoke ID [--version V] --reason TEXT   (all take --server ADDR)",
 		example: "  cardsign sign --server 127.0.0.1:7700 --register --agent payments agent-card.json > /dev/null\n" +
@@ -29,6 +30,14 @@ func agentsCmd() command {
 			"  cardsign agents revoke payments --version 2 --reason \"leaked with a staging URL\"   # verifiers refuse that card; its key stays good",
 	}
 	c.subcommands = true
+	c.subs = []subcommand{
+		{"list", "every registered agent's newest version: id, version, visibility, kids, when, by whom, audit record"},
+		{"show", "a version's signed card, as served (a revoked one with a note on standard error)"},
+		{"history", "every kept version of an agent, newest first"},
+		{"remove", "delete an agent and its history (admin)"},
+		{"pull", "write the newest signed card to --out through a temporary file and a rename, only when it changed; a revoked card is not written (exit 1) unless --allow-revoked"},
+		{"revoke", "revoke one version of a card with --reason (admin): verifiers that read the revocation document refuse it; its key stays good"},
+	}
 	c.daemon = &daemonFlags{timeout: 30 * time.Second, timeoutUsage: "deadline of each call"}
 	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		o := &agentsOptions{}

@@ -26,6 +26,7 @@ import (
 func auditCmd() command {
 	c := command{
 		name:    "audit",
+		long:    auditLong,
 		summary: "List cardsignd's audit records, or verify the hash chain that links them against a published head.",
 		usage:   "list [--after SEQ] [--limit N] [--json] | verify [--jwks FILE|URL [--revocations FILE|URL] | --head SEQ:HASH] [--log URL --log-key KEY]   (both take --server ADDR)",
 		example: "  cardsign audit list --after 100 --limit 20 --server 127.0.0.1:7700\n" +
@@ -38,6 +39,10 @@ func auditCmd() command {
 			"  transparency log consistent with the audit records: 7 leaves, root 36nc…",
 	}
 	c.subcommands = true
+	c.subs = []subcommand{
+		{"list", "print one record per line with every field, its outcome and an identity token's provenance"},
+		{"verify", "walk the whole hash chain, check it against a published head (--jwks, --revocations or --head) and the key records, and with --log the transparency log"},
+	}
 	c.daemon = &daemonFlags{timeout: 60 * time.Second, timeoutUsage: "deadline of each call"}
 	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
 		o := &auditOptions{}

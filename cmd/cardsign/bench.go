@@ -21,6 +21,7 @@ import (
 func benchCmd() command {
 	c := command{
 		name:    "bench",
+		long:    benchLong,
 		summary: "Load-test cardsignd's SignCard and compare with in-process ES256 signing of the same card.",
 		usage:   "[--concurrency N] [--duration D] [--card FILE] [--compare-key URI] " + connUsage,
 		example: "  cardsign bench --server 127.0.0.1:7700 --concurrency 32 --duration 20s\n" +

@@ -50,6 +50,7 @@ func printNotes(e env, name string, l *card.Loaded) {
 func canonicalizeCmd() command {
 	c := command{
 		name:    "canonicalize",
+		long:    canonicalizeLong,
 		summary: "Print the canonical bytes a signature covers (A2A §8.4.1, RFC 8785), without a trailing newline.",
 		usage:   "[--profile spec|sdk|python-ascii] FILE|-",
 		example: "  cardsign canonicalize agent-card.json | sha256sum\n  cardsign canonicalize --profile sdk - < agent-card.json",
@@ -81,6 +82,7 @@ func canonicalizeCmd() command {
 func lintCmd() command {
 	c := command{
 		name:    "lint",
+		long:    lintLong,
 		summary: "Check a card against the A2A v1.0 schema and the rules that make its signature verify everywhere; exit 1 on any error.",
 		usage:   "[--strip-unknown] FILE|-",
 		example: "  cardsign lint agent-card.json\n  error skills[0].tags: REQUIRED field of AgentSkill is missing [required]; fix: add tags",
@@ -132,6 +134,7 @@ func lintCmd() command {
 func upgradeCmd() command {
 	c := command{
 		name:    "upgrade",
+		long:    upgradeLong,
 		summary: "Print a v0.3 card mapped to the A2A v1.0 shape (a v1.0 card is printed unchanged).",
 		usage:   "FILE|-",
 		example: "  cardsign upgrade old-card.json > agent-card.json",

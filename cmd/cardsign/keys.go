@@ -15,6 +15,7 @@ import (
 func keygenCmd() command {
 	c := command{
 		name:    "keygen",
+		long:    keygenLong,
 		summary: "Create a signing key file (mode 0600) and print its public JWK.",
 		usage:   "--alg ES256|ES384|ES512|RS256|PS256|EdDSA --out FILE",
 		example: "  cardsign keygen --alg EdDSA --out signing-key.pem",
@@ -77,6 +78,7 @@ func createKeyFile(ctx context.Context, alg jose.Alg, name string) (signer.Key, 
 func jwksCmd() command {
 	c := command{
 		name:    "jwks",
+		long:    jwksLong,
 		summary: "Print the public JWKS of one or more keys (public members only), for verifiers.",
 		usage:   "--key URI [--key URI...] [--kid KID] [--alg ALG]",
 		example: "  cardsign jwks --key file:signing-key.pem --key file:next-key.pem > jwks.json",

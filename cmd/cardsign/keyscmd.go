@@ -17,6 +17,7 @@ import (
 func keysCmd() command {
 	c := command{
 		name:    "keys",
+		long:    keysLong,
 		summary: "Administer cardsignd's signing keys: list, create, import, rotate, activate, retire, revoke.",
 		usage: "list | create [--alg ALG] | import URI [--alg ALG] [--kid KID] | rotate [--alg ALG] [--prepublish D] |\n" +
 			"       activate KID | retire KID [--force] | revoke KID [--reason CODE[: NOTE]] [--force]\n" +
@@ -25,6 +26,15 @@ func keysCmd() command {
 			"  cardsign keys list --server cardsign.internal:7700 --ca-file ca.pem --cert-file admin.pem --key-file admin-key.pem\n  cardsign keys revoke 3kP… --reason \"key-compromise: laptop stolen\"",
 	}
 	c.subcommands = true
+	c.subs = []subcommand{
+		{"list", "every key: kid, alg, state, publish/activate/retire/expire/revoke times, URI (secrets redacted)"},
+		{"create", "a new pending key in the daemon's backend (keys.backend), with --alg"},
+		{"import", "record an existing key URI (e.g. file:/etc/cardsign/k.pem) as pending; the URI must name one key for good (no AWS alias) and carry no secret (no pin-value)"},
+		{"rotate", "a new key, published now, that activates after --prepublish (default keys.prepublish); the active one then retires"},
+		{"activate", "make a pending key active now (skipping the wait that lets cached JWKS learn it)"},
+		{"retire", "stop a key signing; it stays published for keys.retire_grace (the active key only with --force)"},
+		{"revoke", "unpublish a key now and list it in the revocation document with --reason (the active key only with --force)"},
+	}
 	c.daemon = &daemonFlags{timeout: 30 * time.Second, timeoutUsage: "call deadline"}
 	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		alg := fs.String("alg", "", "JOSE algorithm of the new key (default: the daemon's keys.default_alg)")

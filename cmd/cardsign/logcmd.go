@@ -29,13 +29,15 @@ import (
 // could not be made, so that cron and alerting can tell them apart.
 const exitAlarm = 3
 
-// logUsage is log's usage: its subcommands, what they check, and its exit
-// codes.
+// logUsage is log's usage: its subcommands and their arguments.
 const logUsage = "key create --origin ORIGIN FILE | key show --origin ORIGIN FILE |\n" +
 	"       checkpoint --url URL --log-key KEY [--ca-file F] [--json] [--out FILE] |\n" +
 	"       verify --url URL --log-key KEY [--ca-file F] OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE] |\n" +
-	"       monitor --url URL --log-key KEY [--ca-file F] --state FILE [--watch NAME|HOST ...] [--json]\n\n" +
-	"--url is the log's prefix (cardsignd serves it at " + transparency.PathPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
+	"       monitor --url URL --log-key KEY [--ca-file F] --state FILE [--watch NAME|HOST ...] [--json]"
+
+// logLong is log's long help: what its subcommands check, and its exit
+// codes.
+const logLong = "--url is the log's prefix (cardsignd serves it at " + transparency.PathPrefix + "). --log-key is the log's verifier key ORIGIN+HASH+BASE64,\n" +
 	"a file of such keys (one a line), or an http(s) URL serving them (cardsignd: " + transparency.KeyPath + "); take it from\n" +
 	"a source you trust, not only from the log's own server.\n\n" +
 	"verify proves that NEW (default: the log's current checkpoint) extends OLD. monitor does the same from the\n" +
@@ -48,9 +50,21 @@ const logUsage = "key create --origin ORIGIN FILE | key show --origin ORIGIN FIL
 	"made (network, an unreadable state file, a bad answer); 2 usage; 3 ALARM: the log FORKED (two trees that do\n" +
 	"not extend one another), ROLLED BACK, changed ORIGIN, or served data its own signed checkpoint contradicts."
 
+// logSubcommands are log's subcommands, for help and the CLI reference.
+func logSubcommands() []subcommand {
+	return []subcommand{
+		{"key create", "a new Ed25519 log key (PEM PKCS#8, mode 0600, never overwriting); prints its verifier key ORIGIN+HASH+BASE64"},
+		{"key show", "the verifier key of a log key file"},
+		{"checkpoint", "fetch and verify the log's current checkpoint; --out keeps it for a later log verify"},
+		{"verify", "prove that checkpoint NEW (default: the log's current one) extends OLD, from the log's tiles"},
+		{"monitor", "from cron: prove the log consistent with the checkpoint saved in --state, and report every new entry for a watched card name or host"},
+	}
+}
+
 func logCmd() command {
 	c := command{
 		name:    "log",
+		long:    logLong,
 		summary: "The transparency log: make its key, fetch and verify its checkpoint, prove two checkpoints consistent, monitor it for cards signed in your name.",
 		usage:   logUsage,
 		example: "  cardsign log key create --origin cardsign.example.com/log /etc/cardsign/log-key.pem\n" +
@@ -62,6 +76,7 @@ func logCmd() command {
 			"  */10 * * * * cardsign log monitor --url https://cardsign.example.com/log/ --log-key log-keys.txt --state /var/lib/cardsign-monitor/state.json --watch payments-agent --watch '*.payments.example.com' --json >> /var/log/cardsign-monitor.jsonl",
 	}
 	c.subcommands = true
+	c.subs = logSubcommands()
 	c.groups = map[string]string{"key": "key create or key show"}
 	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		origin := fs.String("origin", "", "key create, key show: the log's origin, a schema-less URL such as cardsign.example.com/log (cardsignd's log origin)")

@@ -42,6 +42,13 @@ type command struct {
 	summary string
 	usage   string // after "cardsign NAME "
 	example string
+	// long is what a user needs beyond the summary, usage and flags: what
+	// the command checks and prints, its exit codes, its caveats. help
+	// prints it, and so does the CLI reference (docs/reference/cli.md).
+	long string
+	// subs names the subcommands, each with its summary, in the order help
+	// lists them; a group's are two words (log key create).
+	subs []subcommand
 	// subcommands: the first argument names a subcommand; without one, or
 	// with -h, the command prints its help.
 	subcommands bool
@@ -57,6 +64,9 @@ type command struct {
 	// unknown subcommand.
 	flags func(fs *flag.FlagSet, sub string) runFunc
 }
+
+// subcommand is one entry of a command's subs.
+type subcommand struct{ name, summary string }
 
 // runFunc runs a command once its flags are parsed.
 type runFunc func(ctx context.Context, in *call) int
@@ -104,12 +114,30 @@ func (c command) invoke(ctx context.Context, e env, args []string) int {
 // invokeSub parses the flags of the command's subcommand sub ("" for
 // none) and runs it.
 func (c command) invokeSub(ctx context.Context, e env, sub string, args []string) int {
+	fs, in, run := c.flagSet(sub)
+	if run == nil {
+		return c.usageError(e, "unknown subcommand %q", sub)
+	}
+	in.env = e
+	pos, code, done := c.parse(e, fs, args)
+	if done {
+		return code
+	}
+	in.pos = pos
+	return run(ctx, in)
+}
+
+// flagSet registers every flag of the command's subcommand sub ("" for
+// none), the connection flags of a command that talks to cardsignd
+// included, on a new FlagSet; run is nil for an unknown subcommand. The
+// CLI reference reads the flags from here too.
+func (c command) flagSet(sub string) (fs *flag.FlagSet, in *call, run runFunc) {
 	name := c.name
 	if sub != "" {
 		name += " " + sub
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	in := &call{env: e, c: c, sub: sub}
+	fs = flag.NewFlagSet(name, flag.ContinueOnError)
+	in = &call{c: c, sub: sub}
 	if d := c.daemon; d != nil {
 		in.conn = addConnFlags(fs)
 		in.timeout = d.timeout
@@ -117,16 +145,7 @@ func (c command) invokeSub(ctx context.Context, e env, sub string, args []string
 			fs.DurationVar(&in.timeout, "timeout", d.timeout, d.timeoutUsage)
 		}
 	}
-	run := c.flags(fs, sub)
-	if run == nil {
-		return c.usageError(e, "unknown subcommand %q", sub)
-	}
-	pos, code, done := c.parse(e, fs, args)
-	if done {
-		return code
-	}
-	in.pos = pos
-	return run(ctx, in)
+	return fs, in, c.flags(fs, sub)
 }
 
 // dial connects to cardsignd with the call's connection flags; when it
@@ -235,6 +254,15 @@ func topUsage(w io.Writer) {
 func (c command) help(fs *flag.FlagSet) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\nUsage: cardsign %s %s\n", c.summary, c.name, c.usage)
+	if len(c.subs) > 0 {
+		b.WriteString("\nSubcommands:\n")
+		for _, s := range c.subs {
+			fmt.Fprintf(&b, "  %-15s %s\n", s.name, s.summary)
+		}
+	}
+	if c.long != "" {
+		fmt.Fprintf(&b, "\n%s\n", c.long)
+	}
 	if fs != nil {
 		var flags strings.Builder
 		fs.SetOutput(&flags)

@@ -69,6 +69,7 @@ func (k *keyFlags) open(ctx context.Context) ([]signer.Key, error) {
 func signCmd() command {
 	c := command{
 		name:    "sign",
+		long:    signLong,
 		summary: "Sign a card, offline with your keys (--key) or through cardsignd (--server), and print the signed card.",
 		usage: "(--key URI [--kid KID] [--jku URL] | --server ADDR[,ADDR...] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE])\n" +
 			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] [--register [--agent ID] [--visibility public|private]] FILE|-",

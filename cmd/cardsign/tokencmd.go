@@ -28,6 +28,7 @@ var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 func tokenCmd() command {
 	c := command{
 		name:    "token",
+		long:    tokenLong,
 		summary: "Make a bearer token for cardsignd and print the config entry that grants it roles, or hash an existing token.",
 		usage:   "new --name NAME --roles ROLE[,ROLE...] [--out FILE] | hash [FILE|-]   (roles: signer, admin, auditor, reader)",
 		example: "  cardsign token new --name release-pipeline --roles signer --out release.token\n" +
@@ -36,6 +37,10 @@ func tokenCmd() command {
 			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json",
 	}
 	c.subcommands = true
+	c.subs = []subcommand{
+		{"new", "make a random bearer token, write it to --out or standard output, and print the config entry (its SHA-256, never the token) on standard error"},
+		{"hash", "print the SHA-256 (hex) of a token made elsewhere, for the sha256 field of auth.tokens"},
+	}
 	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		switch sub {
 		case "new":
@@ -52,7 +57,7 @@ func tokenCmd() command {
 // config entry (the token's hash, never the token) to stderr.
 func (c command) tokenNew(fs *flag.FlagSet) runFunc {
 	name := fs.String("name", "", "name of the token in cardsignd's config and audit records: 1-64 of A-Z a-z 0-9 . _ - (required)")
-	rolesFlag := fs.String("roles", "", "comma-separated roles the token grants: signer, admin, auditor (required)")
+	rolesFlag := fs.String("roles", "", "comma-separated roles the token grants: signer, admin, auditor, reader (required)")
 	out := fs.String("out", "", "file to write the token to, created with mode 0600; it must not exist (default: standard output)")
 	return func(_ context.Context, in *call) int {
 		e, pos := in.env, in.pos

@@ -22,6 +22,7 @@ import (
 func verifyCmd() command {
 	c := command{
 		name:    "verify",
+		long:    verifyLong,
 		summary: "Verify a signed card (a file, or https://HOST's card with a trust policy) against trusted keys; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
 		usage: "--jwks FILE|URL [--log-key KEY|FILE|URL] [--ca-file F] [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-\n" +
 			"       cardsign verify --trust FILE [--ca-file F] [--resolve HOST:PORT:ADDR:TPORT] [--clock-skew D] [--timeout D] [--max-time D] https://HOST",

@@ -58,6 +58,9 @@ func catalogCmd() command {
 			"  cardsign catalog verify --state ~/.cardsign/catalog-state.json --trust trust.yaml https://example.com/.well-known/ai-catalog.json",
 	}
 	c.subcommands = true
+	c.subs = []subcommand{
+		{"verify", "verify an AI Catalog from its URL or a file: the catalog signature and every entry's Trust Manifest"},
+	}
 	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		if sub != "verify" {
 			return nil

@@ -48,14 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("cardsignd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML config file (every field optional; see README)")
-	checkConfig := fs.String("check-config", "", "validate this config file, report every problem, and exit")
-	dataDir := fs.String("data-dir", "", "data directory (overrides data_dir; default ./cardsignd-data)")
-	grpcAddr := fs.String("grpc-addr", "", "gRPC listen address (overrides grpc_addr; default 127.0.0.1:7700)")
-	httpAddr := fs.String("http-addr", "", "HTTP listen address for the JWKS, revocations and health (overrides http_addr; default 127.0.0.1:7701)")
-	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides log_level)")
-	prepublish := fs.String("prepublish", "", "how long a rotated key is published before it signs, e.g. 1h or 0s (overrides keys.prepublish)")
-	version := fs.Bool("version", false, "print the version (module version, VCS revision and time, Go version, platform) and the key backends built in, and exit")
+	f := defineFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, topUsage)
 		fmt.Fprintf(stderr, "\nFlags:\n")
@@ -67,11 +60,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if *version {
+	if *f.version {
 		printVersion(stdout)
 		return 0
 	}
-	if *checkConfig != "" {
+	if *f.checkConfig != "" {
 		// Which build checks, first: another version may answer otherwise
 		// (a field it does not know yet).
 		fmt.Fprintf(stderr, "cardsignd %s\n", buildinfo.Read())
@@ -80,21 +73,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// restart), bounded like the connection check.
 		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 		defer cancel()
-		if err := daemonconfig.Check(*checkConfig, stderr, cardsignd.StartChecks(ctx)...); err != nil {
+		if err := daemonconfig.Check(*f.checkConfig, stderr, cardsignd.StartChecks(ctx)...); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "%s: ok\n", *checkConfig)
+		fmt.Fprintf(stderr, "%s: ok\n", *f.checkConfig)
 		return 0
 	}
-	cfg, err := daemonconfig.Load(*configPath)
+	cfg, err := daemonconfig.Load(*f.configPath)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	over := daemonconfig.Overrides{DataDir: *dataDir, GRPCAddr: *grpcAddr, HTTPAddr: *httpAddr, LogLevel: *logLevel}
-	if *prepublish != "" {
-		d, err := time.ParseDuration(*prepublish)
+	over := daemonconfig.Overrides{DataDir: *f.dataDir, GRPCAddr: *f.grpcAddr, HTTPAddr: *f.httpAddr, LogLevel: *f.logLevel}
+	if *f.prepublish != "" {
+		d, err := time.ParseDuration(*f.prepublish)
 		if err != nil {
 			fmt.Fprintf(stderr, "--prepublish: %v\n", err)
 			return 2

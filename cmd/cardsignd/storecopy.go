@@ -70,15 +70,22 @@ Example:
 Flags:
 `
 
+// storeCopyFlags registers the flags of cardsignd store copy on fs; the
+// CLI reference is generated from them.
+func storeCopyFlags(fs *flag.FlagSet) (from, to, passwordFile *string, allowNonEmpty *bool, batch *int) {
+	from = fs.String("from", "", "the SQLite database to copy: its file (cardsign.db) or the data directory holding it")
+	to = fs.String("to", "", "the PostgreSQL database to copy to: a postgres:// URL (a password in it shows in ps: prefer --password-file or PGPASSFILE)")
+	passwordFile = fs.String("password-file", "", "file holding the destination's password (mode 0600), as store.password_file")
+	allowNonEmpty = fs.Bool("allow-non-empty", false, "resume an interrupted copy: the destination's keys and audit log must be a part of the source's")
+	batch = fs.Int("batch", storecopy.DefaultBatch, "audit records per transaction")
+	return from, to, passwordFile, allowNonEmpty, batch
+}
+
 // runStoreCopy is `cardsignd store copy`.
 func runStoreCopy(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cardsignd store copy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	from := fs.String("from", "", "the SQLite database to copy: its file (cardsign.db) or the data directory holding it")
-	to := fs.String("to", "", "the PostgreSQL database to copy to: a postgres:// URL (a password in it shows in ps: prefer --password-file or PGPASSFILE)")
-	passwordFile := fs.String("password-file", "", "file holding the destination's password (mode 0600), as store.password_file")
-	allowNonEmpty := fs.Bool("allow-non-empty", false, "resume an interrupted copy: the destination's keys and audit log must be a part of the source's")
-	batch := fs.Int("batch", storecopy.DefaultBatch, "audit records per transaction")
+	from, to, passwordFile, allowNonEmpty, batch := storeCopyFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, storeCopyUsage)
 		fs.PrintDefaults()

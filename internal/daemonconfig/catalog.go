@@ -19,22 +19,31 @@ import (
 // Domain is set. Validate applies the defaults (the daemon hands the result
 // to the authority as registry/catalog.Settings).
 type CatalogConfig struct {
-	// Domain is the organisation's root domain: the DID did:web:Domain
-	// that signs, served at https://Domain/.well-known/did.json, and the
-	// publisher of every urn:air identifier.
+	// The organisation's root domain: the AI Catalog's signer
+	// did:web:DOMAIN, whose DID document is served at
+	// /.well-known/did.json, and the publisher of every entry's
+	// urn:air:DOMAIN:… identifier. Lowercase ASCII labels (IDNA A-labels
+	// for other scripts), at least two, no scheme, port, path, IP address
+	// or trailing dot. Setting it turns the catalog on; --check-config and
+	// the start refuse it when no key can sign ES256.
 	Domain string `yaml:"domain"`
-	// Namespace is the urn:air namespace of the agents' identifiers
-	// (urn:air:Domain:Namespace:AGENT); default catalog.DefaultNamespace.
+	// The urn:air namespace of the agents' identifiers
+	// (urn:air:DOMAIN:NAMESPACE:AGENT_ID): 1–64 bytes of segments of
+	// lowercase ASCII letters, digits and hyphens (not at a segment's start
+	// or end), separated by single colons, e.g. finance:agents.
 	Namespace string `yaml:"namespace"`
-	// DisplayName is the catalog host's displayName (default Domain);
-	// PublisherName each entry's publisher displayName (default
-	// DisplayName).
-	DisplayName   string `yaml:"display_name"`
+	// The catalog's host.displayName: at most 200 characters, no control
+	// or format characters, no white space at either end.
+	DisplayName string `yaml:"display_name"`
+	// Each entry's publisher.displayName (the rule of
+	// catalog.display_name).
 	PublisherName string `yaml:"publisher_name"`
-	// BaseURL is where consumers reach the registry's card URLs: an https
-	// URL without query or fragment (default https://Domain).
+	// Where consumers reach the registry's card URLs: an entry's url is
+	// BASE_URL/agents/{id}/agent-card.json. An https URL with a host, no
+	// user information, query or fragment; a path is kept
+	// (https://example.com/cardsign), a trailing slash dropped.
 	BaseURL string `yaml:"base_url"`
-	// Inline puts each card in its entry as data instead of a url.
+	// true: entries carry each card as data instead of a url.
 	Inline bool `yaml:"inline"`
 }
 

@@ -20,14 +20,31 @@ import (
 // data_dir (URL empty, the default) or a PostgreSQL database that several
 // replicas share.
 type StoreConfig struct {
-	// URL is a postgres:// or postgresql:// URL; sslmode and the other
-	// libpq parameters pass through. Empty: SQLite in data_dir.
+	// The PostgreSQL database several replicas share: a postgres:// or
+	// postgresql:// URL, or a keyword/value string (host=… dbname=…);
+	// sslmode, sslrootcert, the other libpq parameters and pgx's
+	// default_query_exec_mode pass through (--check-config reads it with
+	// the daemon's own parser and connects). A password in it works but is
+	// warned about at start (it sits in the config file); it is never
+	// logged (log lines and messages show it as xxxxx). Every libpq
+	// parameter pgx supports works, several hosts included
+	// (postgres://h1,h2/cardsign?target_session_attrs=read-write). sslmode
+	// is honoured as libpq does: the default, prefer, does not check the
+	// server, so use verify-full with sslrootcert across a network. Set,
+	// every replica shares one database: one key set, one audit log, one
+	// revocation document; cardsignd creates and upgrades its tables at
+	// start.
 	URL string `yaml:"url"`
-	// PasswordFile holds the database password (one trailing newline is
-	// trimmed); it must not be readable by group or others. Without it,
-	// a password in URL, PGPASSWORD or PGPASSFILE (~/.pgpass) is used.
+	// A file holding the database password (one trailing newline is
+	// trimmed), read once at start; refused when group or others can read
+	// it (chmod 600).
+	// Without it: the URL's password, PGPASSWORD, or PGPASSFILE (default
+	// ~/.pgpass), as with libpq.
 	PasswordFile string `yaml:"password_file"`
-	// MaxConns bounds the connection pool.
+	// Connections in each replica's pool (1 to 1000). Each replica also
+	// holds one connection for change notifications (LISTEN), and briefly
+	// up to 3 more while it applies migrations at start: size the server's
+	// max_connections for replicas × (max_conns + 4).
 	MaxConns int `yaml:"max_conns"`
 }
 

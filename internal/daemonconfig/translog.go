@@ -16,15 +16,36 @@ import (
 // publish it (it is served at /.well-known/cardsign-log-key) and let
 // verifiers learn it, then drop the old one.
 type LogConfig struct {
-	Origin string   `yaml:"origin"`
-	Keys   []string `yaml:"keys"`
-	// RetiredKeys are verifier keys (ORIGIN+HASH+BASE64) of log keys that
-	// no longer sign: still published and verified with, so cards whose
-	// proofs they signed keep verifying after a rotation.
+	// The log's name: the first line of every checkpoint and the name of
+	// its keys. A URL without scheme (no ://, no space, no +); name a log
+	// others rely on for where it is served, e.g. cardsign.example.com/log.
+	// Changing it is accepted with a warning: it starts a new log (the way
+	// out of a lost key), and monitors of the old one report the change.
+	Origin string `yaml:"origin"`
+	// Ed25519 key URIs (file:, pkcs11:, gcpkms: EC_SIGN_ED25519, awskms:
+	// ECC_NIST_EDWARDS25519) that sign the log's checkpoints; every key
+	// listed signs every checkpoint (to rotate: add the new one, wait for
+	// verifiers to learn it, drop the old). With store.url, set it
+	// (cardsignd warns otherwise): replicas share one log, so they must
+	// share its key (cardsign log key create, or one KMS key). A replica
+	// whose keys share none with those the log was signed with before,
+	// under the same origin, refuses to start and says so. The first key
+	// also derives the private agents' salts (log.private): keep it first
+	// through a rotation until it is retired. Losing the keys means
+	// starting a new log under a new key: back them up like the database.
+	Keys []string `yaml:"keys"`
+	// Verifier keys (ORIGIN+HASH+BASE64, as cardsign log key show prints
+	// them) of log keys that no longer sign: still served at
+	// /.well-known/cardsign-log-key and used by VerifyCard, so the proofs in
+	// cards made before a rotation keep verifying. Named for log.origin.
 	RetiredKeys []string `yaml:"retired_keys"`
-	// Private says what a private agent's entries show of its caller, card
-	// name and hosts: "sealed" (the default: salted commitments its owner
-	// can check) or "open" (the values themselves).
+	// What a private agent's log entries show of its caller, card name and
+	// hosts: sealed (salted commitments its owner checks with the agent's
+	// salt from GET /agents/{id}/log-salt) or open (the values). What stays
+	// public of a sealed entry: that it exists, its time, outcome, card
+	// version, canonical SHA-256, kid, alg, profile and signature, and how
+	// many hosts the card names. Its owner finds its entries with cardsign
+	// log monitor --watch NAME|HOST --salt HEX.
 	Private string `yaml:"private"`
 }
 
