@@ -61,19 +61,23 @@ func logSubcommands() []subcommand {
 	}
 }
 
+// logExample is log's example: make a key, keep a checkpoint, prove the log
+// extends it, and monitor from cron.
+const logExample = "  cardsign log key create --origin cardsign.example.com/log /etc/cardsign/log-key.pem\n" +
+	"  cardsign.example.com/log+1a2b3c4d+AbCd…\n" +
+	"  cardsign log checkpoint --url https://cardsign.example.com/log/ --log-key cardsign.example.com/log+1a2b3c4d+AbCd… --out cp-monday\n" +
+	"  cardsign log verify --url https://cardsign.example.com/log/ --log-key log-keys.txt cp-monday\n" +
+	"  consistent: the log's checkpoint of 1207 leaves extends cp-monday (1042 leaves)\n" +
+	"  # crontab: alert on exit 3, read the matches\n" +
+	"  */10 * * * * cardsign log monitor --url https://cardsign.example.com/log/ --log-key log-keys.txt --state /var/lib/cardsign-monitor/state.json --watch payments-agent --watch '*.payments.example.com' --json >> /var/log/cardsign-monitor.jsonl"
+
 func logCmd() command {
 	c := command{
 		name:    "log",
 		long:    logLong,
 		summary: "The transparency log: make its key, fetch and verify its checkpoint, prove two checkpoints consistent, monitor it for cards signed in your name.",
 		usage:   logUsage,
-		example: "  cardsign log key create --origin cardsign.example.com/log /etc/cardsign/log-key.pem\n" +
-			"  cardsign.example.com/log+1a2b3c4d+AbCd…\n" +
-			"  cardsign log checkpoint --url https://cardsign.example.com/log/ --log-key cardsign.example.com/log+1a2b3c4d+AbCd… --out cp-monday\n" +
-			"  cardsign log verify --url https://cardsign.example.com/log/ --log-key log-keys.txt cp-monday\n" +
-			"  consistent: the log's checkpoint of 1207 leaves extends cp-monday (1042 leaves)\n" +
-			"  # crontab: alert on exit 3, read the matches\n" +
-			"  */10 * * * * cardsign log monitor --url https://cardsign.example.com/log/ --log-key log-keys.txt --state /var/lib/cardsign-monitor/state.json --watch payments-agent --watch '*.payments.example.com' --json >> /var/log/cardsign-monitor.jsonl",
+		example: logExample,
 	}
 	c.subcommands = true
 	c.subs = logSubcommands()
