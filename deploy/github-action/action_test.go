@@ -106,7 +106,7 @@ type job struct {
 func (f *fixture) newJob(t *testing.T, idToken bool) *job {
 	t.Helper()
 	j := &job{workspace: t.TempDir(), toolCache: t.TempDir(), env: f.baseEnv(t)}
-	testsupport.WriteFileMode(t, filepath.Join(j.workspace, "agent-card.json"), paymentsCard, 0o644)
+	testsupport.WriteFileMode(t, filepath.Join(j.workspace, "agent-card.json"), string(testsupport.Card(t, cardFile)), 0o644)
 	arch := map[string]string{"amd64": "X64", "arm64": "ARM64"}[runtime.GOARCH]
 	for k, v := range map[string]string{"RUNNER_OS": "Linux", "RUNNER_ARCH": arch, "RUNNER_TOOL_CACHE": j.toolCache,
 		"GITHUB_WORKSPACE": j.workspace, "GITHUB_ACTIONS": "true"} {

@@ -87,7 +87,7 @@ func TestGitLabExample(t *testing.T) {
 	gitlabToken := func(aud string) string { return f.gitlab.Mint(oidctest.GitLabClaims(aud)) }
 
 	dir := t.TempDir()
-	testsupport.WriteFileMode(t, filepath.Join(dir, "agent-card.json"), paymentsCard, 0o644)
+	testsupport.WriteFileMode(t, filepath.Join(dir, "agent-card.json"), string(testsupport.Card(t, cardFile)), 0o644)
 	log, err := runGitLabJob(t, job, env, project(pinned), gitlabToken, dir)
 	if err != nil {
 		t.Fatalf("the job failed: %v\n%s", err, log)
@@ -123,7 +123,7 @@ func TestGitLabExample(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			testsupport.WriteFileMode(t, filepath.Join(dir, "agent-card.json"), paymentsCard, 0o644)
+			testsupport.WriteFileMode(t, filepath.Join(dir, "agent-card.json"), string(testsupport.Card(t, cardFile)), 0o644)
 			log, err := runGitLabJob(t, job, env, project(tc.sha), tc.token, dir)
 			if err == nil || !strings.Contains(log, tc.want) {
 				t.Fatalf("err %v; want a failure saying %q:\n%s", err, tc.want, log)

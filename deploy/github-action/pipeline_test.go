@@ -38,17 +38,9 @@ const audience = "https://cardsign.example.com"
 // testVersion is the release scripts/release builds for the tests.
 const testVersion = "v0.0.1-test"
 
-// paymentsCard is the card acme/payments' pipeline releases.
-const paymentsCard = `{
-  "name": "Payments Agent",
-  "description": "Takes payments",
-  "supportedInterfaces": [{"url": "https://payments.example.com/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-  "version": "1.2.0",
-  "capabilities": {},
-  "defaultInputModes": ["text/plain"],
-  "defaultOutputModes": ["text/plain"],
-  "skills": [{"id": "pay", "name": "Pay", "description": "Takes a payment", "tags": ["payments"]}]
-}`
+// cardFile is the sample card the pipelines sign (a unicode name and
+// description: the bytes must survive the whole way).
+const cardFile = "unicode.json"
 
 // fixture is what a release pipeline talks to, all real and on loopback: a
 // cardsignd with TLS that trusts two OIDC issuers (a stand-in for GitHub
