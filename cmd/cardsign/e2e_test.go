@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cardsign/cardsign/internal/testbin"
+	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
 // These tests run the real cardsign binary, built once in TestMain, the way
@@ -137,6 +139,33 @@ func TestCLISignRefusesLintFailure(t *testing.T) {
 	r := cardsign(t, dir, nil, "sign", "--key", "file:k.pem", filepath.Join(repoRoot, "testdata/cards/spec-sample.json"))
 	if r.Code != exitFail || !strings.Contains(r.Stderr, "refusing to sign") || r.Stdout != "" {
 		t.Fatalf("sign of a card with unknown keys: exit %d\nstdout %s\nstderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestCLISignResultFile: --result-file holds each signature's kid, alg and
+// profile as the signed card has them; a result file that cannot be
+// written fails the command before it prints a card.
+func TestCLISignResultFile(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "keygen", "--alg", "ES256", "--out", "k.pem")
+	card := filepath.Join(repoRoot, "testdata/cards/unicode.json")
+	r := mustRun(t, dir, "sign", "--key", "file:k.pem", "--kid", "release-1", "--result-file", "result.json", card)
+	var got signResult
+	if err := json.Unmarshal([]byte(testsupport.ReadFile(t, filepath.Join(dir, "result.json"))), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Signatures) == 0 {
+		t.Fatal("result file lists no signature")
+	}
+	for _, s := range got.Signatures {
+		if s.KID != "release-1" || s.Alg != "ES256" || s.Profile == "" || s.AuditSequence != 0 ||
+			!strings.Contains(r.Stderr, "signed with kid release-1 (ES256, "+s.Profile+" profile)") {
+			t.Errorf("result %+v does not match what sign reported:\n%s", s, r.Stderr)
+		}
+	}
+	bad := cardsign(t, dir, nil, "sign", "--key", "file:k.pem", "--result-file", filepath.Join(dir, "missing", "result.json"), card)
+	if bad.Code != exitFail || bad.Stdout != "" || !strings.Contains(bad.Stderr, "--result-file") {
+		t.Errorf("unwritable result file: exit %d, stdout %d bytes, stderr %s", bad.Code, len(bad.Stdout), bad.Stderr)
 	}
 }
 

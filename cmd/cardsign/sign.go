@@ -7,12 +7,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/cardsign/cardsign/backends"
@@ -72,7 +74,7 @@ func signCmd() command {
 		long:    signLong,
 		summary: "Sign a card, offline with your keys (--key) or through cardsignd (--server), and print the signed card.",
 		usage: "(--key URI [--kid KID] [--jku URL] | --server ADDR[,ADDR...] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE])\n" +
-			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] [--register [--agent ID] [--visibility public|private]] FILE|-",
+			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] [--register [--agent ID] [--visibility public|private]] [--result-file FILE] FILE|-",
 		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json\n  cardsign sign --server 127.0.0.1:7700 agent-card.json > signed.json   # or set CARDSIGN_SERVER\n" +
 			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json\n" +
 			"  cardsign sign --server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json   # three replicas: balanced, failed over\n" +
@@ -90,6 +92,7 @@ func signCmd() command {
 		register := fs.Bool("register", false, "keep the signed card in cardsignd's registry as its agent's newest version (--server only)")
 		agent := fs.String("agent", "", "with --register: the agent's id (1-128 of a-z 0-9 . - _; default: derived by cardsignd from the card's first interface URL)")
 		visibility := fs.String("visibility", "", "with --register: public (served to anyone) or private (readers only); default: private for a new agent, unchanged for a known one")
+		resultFile := fs.String("result-file", "", "also write what was signed as JSON to this file: each signature's kid, alg, profile and (--server) audit_sequence, and the registered agent_id and agent_version (for pipelines: the GitHub Action's outputs)")
 		fs.Lookup("server").Usage = "sign through cardsignd at this address HOST:PORT, or through several replicas: HOST:PORT,HOST:PORT,... (balanced over the ready ones, failed over; default $" + serverEnv + " when no --key is given)"
 		lim := limitFlags(fs)
 		return func(ctx context.Context, in *call) int {
@@ -119,7 +122,7 @@ func signCmd() command {
 				if !*register && (*agent != "" || *visibility != "") {
 					return c.usageError(e, "--agent and --visibility go with --register")
 				}
-				return remote(ctx, in, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep,
+				return remote(ctx, in, *resultFile, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep,
 					Register: *register, AgentId: *agent, Visibility: *visibility})
 			}
 			if *register || *agent != "" || *visibility != "" {
@@ -140,7 +143,7 @@ func signCmd() command {
 			if err != nil {
 				return reportSignError(e, c.name, err)
 			}
-			return printSigned(e, c.name, res)
+			return printSigned(e, c.name, res, *resultFile)
 		}
 	}
 	return c
@@ -155,8 +158,8 @@ func jkuUsable(jku string) bool {
 }
 
 // printSigned reports an offline signature's notes, warnings and keys on
-// stderr and prints the signed card.
-func printSigned(e env, name string, res *signer.Result) int {
+// stderr, writes resultFile (if any) and prints the signed card.
+func printSigned(e env, name string, res *signer.Result, resultFile string) int {
 	printNotes(e, name, res.Loaded)
 	for _, w := range res.Warnings {
 		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", name, escapeText(w.String()))
@@ -173,6 +176,14 @@ func printSigned(e env, name string, res *signer.Result) int {
 		fmt.Fprintf(e.stderr, "cardsign %s: signed with kid %s (%s, %s profile)\n", name, escapeValue(s.KID), s.Alg, s.Profile)
 	}
 	fmt.Fprintf(e.stderr, "cardsign %s: %s\n", name, signer.FormatPortability("verifies in: ", res.Portability))
+	var sr signResult
+	for _, s := range res.Signatures {
+		sr.Signatures = append(sr.Signatures, signedWith{KID: s.KID, Alg: string(s.Alg), Profile: string(s.Profile)})
+	}
+	if err := sr.write(resultFile); err != nil {
+		fmt.Fprintf(e.stderr, "cardsign %s: %v\n", name, err)
+		return exitFail
+	}
 	e.stdout.Write(res.Card)
 	return exitOK
 }
@@ -192,8 +203,42 @@ func profileOf(m signer.Mode) pb.Profile {
 	return pb.Profile_PROFILE_UNSPECIFIED
 }
 
-// remote signs through cardsignd.
-func remote(ctx context.Context, in *call, req *pb.SignCardRequest) int {
+// signResult is what --result-file holds: what a pipeline reads back
+// without parsing the human-readable lines on standard error.
+type signResult struct {
+	Signatures   []signedWith `json:"signatures"`
+	AgentID      string       `json:"agent_id,omitempty"`
+	AgentVersion int64        `json:"agent_version,omitempty"`
+}
+
+// signedWith is one signature of a signResult.
+type signedWith struct {
+	KID           string `json:"kid"`
+	Alg           string `json:"alg"`
+	Profile       string `json:"profile"`
+	AuditSequence int64  `json:"audit_sequence,omitempty"` // the daemon's audit record; offline signatures have none
+}
+
+// write writes r as JSON to name; an empty name writes nothing. It is
+// written before the signed card is printed, so that a pipeline that has
+// the card also has its result.
+func (r signResult) write(name string) error {
+	if name == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("--result-file: %w", err)
+	}
+	if err := os.WriteFile(name, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--result-file: %w", err)
+	}
+	return nil
+}
+
+// remote signs through cardsignd; resultFile (if any) receives the
+// signatures' kids and audit records.
+func remote(ctx context.Context, in *call, resultFile string, req *pb.SignCardRequest) int {
 	e, c := in.env, in.c
 	cl, code, ok := in.session(ctx)
 	if !ok {
@@ -231,6 +276,16 @@ func remote(ctx context.Context, in *call, req *pb.SignCardRequest) int {
 	}
 	if id := res.GetAgentId(); id != "" {
 		fmt.Fprintf(e.stderr, "cardsign %s: registered as agent %s, version %d\n", c.name, escapeValue(id), res.GetAgentVersion())
+	}
+	sr := signResult{AgentID: res.GetAgentId(), AgentVersion: res.GetAgentVersion()}
+	for _, s := range res.GetSignatures() {
+		sr.Signatures = append(sr.Signatures, signedWith{KID: s.GetKid(), Alg: s.GetAlg(), Profile: s.GetProfile(), AuditSequence: s.GetAuditSequence()})
+	}
+	if err := sr.write(resultFile); err != nil {
+		// Signed and recorded, but the pipeline cannot learn it: fail
+		// rather than let it go on without its outputs.
+		fmt.Fprintf(e.stderr, "cardsign %s: %v\n", c.name, err)
+		return exitFail
 	}
 	e.stdout.Write(res.GetSignedCard())
 	return exitOK
