@@ -2,8 +2,9 @@
 # Step 3 of the Action: with INPUT_VERIFY true, verify the signed card
 # against the JWKS cardsignd publishes (INPUT_JWKS_URL), as a client of the
 # card would. When cardsignd's certificate comes from a private CA (input ca
-# or ca-file), that CA is added to the system roots for the fetch, so a JWKS
-# served behind a public certificate verifies too.
+# or ca-file), cardsign verify --ca-file trusts that CA in addition to the
+# system roots for the fetch, so a JWKS served behind a public certificate
+# verifies too.
 #
 # Environment: INPUT_VERIFY, INPUT_JWKS_URL, INPUT_CA_FILE or INPUT_CA,
 # INPUT_INSTALL_ONLY, SIGNED_CARD and CARDSIGN_PATH (outputs of steps 1 and
@@ -26,14 +27,9 @@ signed=${SIGNED_CARD:-}
 [ -f "$signed" ] || fail "no signed card to verify ($(q "$signed"))"
 
 ca=$(ca_file)
-if [ -n "$ca" ]; then
-  # SSL_CERT_FILE replaces the system roots for Go programs: give it both.
-  roots=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
-  bundle="$RUNNER_TEMP/cardsign-roots-$$.pem"
-  { [ ! -f "$roots" ] || cat "$roots"; cat "$ca"; } >"$bundle"
-  export SSL_CERT_FILE="$bundle"
-fi
+ca_args=()
+[ -z "$ca" ] || ca_args=(--ca-file "$ca")
 echo "verifying $(q "$signed") against $(q "$jwks")"
-"${CARDSIGN_PATH:-cardsign}" verify --jwks "$jwks" -- "$signed" >/dev/null ||
+"${CARDSIGN_PATH:-cardsign}" verify --jwks "$jwks" "${ca_args[@]}" -- "$signed" >/dev/null ||
   fail "the signed card $(q "$signed") does not verify against $(q "$jwks"): see cardsign's message above"
 set_output verified true
