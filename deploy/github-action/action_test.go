@@ -220,6 +220,37 @@ func TestActionSignsAndVerifies(t *testing.T) {
 		signedKIDs(t, filepath.Join(j2.workspace, "signed.json"))
 	})
 
+	// version source: the Action builds cardsign from its own checkout (here
+	// the repository itself, as the runner checks it out for uses: …@SHA)
+	// with the runner's Go, and signs with it.
+	t.Run("version source builds from the checkout", func(t *testing.T) {
+		js := f.newJob(t, true)
+		for _, k := range []string{"GOCACHE", "GOMODCACHE"} { // setup-go's caches, as a runner would have them
+			js.env[k] = goEnv(t, k)
+		}
+		for _, k := range []string{"GOFLAGS", "GOPROXY", "GOTOOLCHAIN"} {
+			if v, ok := os.LookupEnv(k); ok {
+				js.env[k] = v
+			}
+		}
+		ws := map[string]string{"card": "agent-card.json", "server": f.daemon.GRPC, "audience": audience, "ca": caPEM, "version": "source"}
+		out, log, err := runAction(t, testbin.RepoRoot(), ws, js.env)
+		if err != nil {
+			t.Fatalf("the action failed: %v\n%s", err, log)
+		}
+		if !strings.Contains(log, "building cardsign from the Action's checkout") || !strings.Contains(out["cardsign-path"], "cardsign-source") {
+			t.Errorf("cardsign-path %q, log:\n%s", out["cardsign-path"], log)
+		}
+		signedKIDs(t, filepath.Join(js.workspace, "agent-card.signed.json"))
+		// Without Go on PATH the step says what to add: a PATH with only
+		// what the step runs before it looks for go.
+		jn := f.newJob(t, true)
+		jn.env["PATH"] = pathOf(t, "bash", "dirname")
+		if _, log, err := runAction(t, testbin.RepoRoot(), ws, jn.env); err == nil || !strings.Contains(log, "actions/setup-go") {
+			t.Errorf("without go on PATH: err %v, log:\n%s", err, log)
+		}
+	})
+
 	t.Run("install-only", func(t *testing.T) {
 		j3 := f.newJob(t, false)
 		out, log, err := runAction(t, action, map[string]string{"install-only": "true", "version": testVersion, "release-base-url": f.baseURL}, j3.env)
@@ -284,6 +315,32 @@ func TestActionSignsAndVerifies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pathOf is a PATH directory holding only the named commands.
+func pathOf(t *testing.T, cmds ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, c := range cmds {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(dir, c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// goEnv is the value of one of go env's variables.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // runIn runs bin with args in dir with exactly the environment env.

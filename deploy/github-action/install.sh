@@ -7,6 +7,10 @@
 # refused before the archive is unpacked. The binary is kept in the runner's
 # tool cache, so later jobs on the same runner skip the download.
 #
+# With INPUT_VERSION source, cardsign is built from the Action's own
+# checkout instead (Go on the runner): what works before a release's
+# checksums are pinned here.
+#
 # Environment: INPUT_VERSION, INPUT_RELEASE_BASE_URL (a mirror; default
 # GitHub's releases of cardsign/cardsign), and the runner's RUNNER_TEMP,
 # RUNNER_TOOL_CACHE, RUNNER_OS, RUNNER_ARCH, GITHUB_OUTPUT, GITHUB_PATH.
@@ -17,8 +21,28 @@ here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/lib.sh"
 
 version=${INPUT_VERSION:-}
+if [ "$version" = source ]; then
+  # Built from the Action's own checkout: the runner fetched it at the
+  # commit the workflow pins (uses: cardsign/cardsign@SHA), so that SHA pins
+  # the source, and Go's checksum database (go.sum) the dependencies.
+  root=$(cd "$here/../.." && pwd)
+  [ -f "$root/go.mod" ] && [ -d "$root/cmd/cardsign" ] ||
+    fail "input version source builds cardsign from the Action's checkout, but $(q "$root") holds no cardsign source"
+  command -v go >/dev/null 2>&1 ||
+    fail "input version source builds cardsign with Go, and this runner has no go on PATH: add actions/setup-go before this step, or use a release version"
+  out="${RUNNER_TEMP:-/tmp}/cardsign-source/bin"
+  mkdir -p "$out"
+  rev=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
+  echo "building cardsign from the Action's checkout${rev:+ at $rev}"
+  (cd "$root" && CGO_ENABLED=0 go build -trimpath -tags nopkcs11 \
+    -ldflags "-X github.com/cardsign/cardsign/buildinfo.revision=$rev" -o "$out/cardsign" ./cmd/cardsign) ||
+    fail "building cardsign from $(q "$root") failed: see go's message above"
+  echo "$out" >>"$GITHUB_PATH"
+  set_output cardsign-path "$out/cardsign"
+  exit 0
+fi
 [[ $version =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
-  fail "input version must be a release tag like v0.1.0, got $(q "$version")"
+  fail "input version must be a release tag like v0.1.0, or source, got $(q "$version")"
 
 os=${RUNNER_OS:-$(uname -s)}
 case $os in
