@@ -552,6 +552,8 @@ func TestChartRefuses(t *testing.T) {
 		{"tls file in config", base, "config: {tls: {key_file: /k.pem}}", []string{"config.tls.key_file: set by the chart"}},
 		{"store.url in config", base, "config: {store: {url: 'postgres://x@db/x'}}", []string{"config.store.url: set by the chart from postgres.url"}},
 		{"password in the URL", pg, "postgres: {url: 'postgres://cardsign:secret@db:5432/cardsign'}", []string{"postgres.url: carries a password"}},
+		{"password as a query parameter", pg, "postgres: {url: 'postgres://cardsign@db:5432/cardsign?sslmode=verify-full&password=secret'}", []string{"postgres.url: carries a password"}},
+		{"sslpassword as a query parameter", pg, "postgres: {url: 'postgres://cardsign@db:5432/cardsign?SSLPassword=secret'}", []string{"postgres.url: carries a password"}},
 		{"not a PostgreSQL URL", pg, "postgres: {url: 'mysql://db/x'}", []string{"/postgres/url", "mysql://db/x"}},
 		{"PostgreSQL without its Secret", pg, "postgres: {existingSecret: ''}", []string{"postgres.existingSecret: the Secret holding the PostgreSQL role's password"}},
 		{"Ingress without a host", base, "ingress: {enabled: true}", []string{"ingress.host: the public host name"}},

@@ -97,7 +97,7 @@ that could not share a store and keys.
 {{- if not (regexMatch "^postgres(ql)?://" $url) -}}
 {{- fail (printf "postgres.url: %q is not a postgres:// or postgresql:// URL" $url) -}}
 {{- end -}}
-{{- if regexMatch "^postgres(ql)?://[^/@]*:[^/@]*@" $url -}}
+{{- if or (regexMatch "^postgres(ql)?://[^/@]*:[^/@]*@" $url) (regexMatch "(?i)[?&](ssl)?password=" $url) -}}
 {{- fail "postgres.url: carries a password, which would sit in a ConfigMap: put it in the Secret postgres.existingSecret (key postgres.passwordKey)" -}}
 {{- end -}}
 {{- $_ := set $store "url" $url -}}
