@@ -295,6 +295,13 @@ func (d *duties) acquire(ctx context.Context) (store.Lease, bool, error) {
 	return l, true, nil
 }
 
+// holding reports whether this process holds the lease, as far as it knows.
+func (d *duties) holding() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.have
+}
+
 // release gives the lease up, so another replica takes over at once rather
 // than after leaseTTL.
 func (d *duties) release(ctx context.Context) {
@@ -359,8 +366,9 @@ func (a *Authority) RunDuties(ctx context.Context) {
 // dutyRound syncs the clock, renews or takes the lease, and, as its holder,
 // brings the revocation document up to date.
 func (a *Authority) dutyRound(ctx context.Context) error {
-	var leader bool
-	defer func() { a.metrics.dutiesLeaseHeld(leader) }() // false too when the round failed before the lease
+	// Whether the lease is held once the round ends: false too when the
+	// round failed before the lease, or gave it up (failed).
+	defer func() { a.metrics.dutiesLeaseHeld(a.duties.holding()) }()
 	if err := a.clock.sync(ctx); err != nil {
 		return fmt.Errorf("store clock: %w", err)
 	}
@@ -374,7 +382,7 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 		return err
 	}
 	a.readiness.nameLost(nil)
-	_, leader, err = a.duties.acquire(ctx)
+	_, leader, err := a.duties.acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("duties lease: %w", err)
 	}

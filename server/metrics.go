@@ -75,31 +75,39 @@ type Metrics struct {
 // Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry),
 // 1-2.5-5 per decade. Literal values, not a generator's: computed buckets
 // print as le="0.0025000000000000005", which dashboards and recording rules
-// then have to match exactly.
-var latencyBuckets = []float64{
-	0.0001, 0.00025, 0.0005,
-	0.001, 0.0025, 0.005,
-	0.01, 0.025, 0.05,
-	0.1, 0.25, 0.5,
-	1, 2.5, 5, 10,
+// then have to match exactly. A function, so no caller can change them.
+func latencyBuckets() []float64 {
+	return []float64{
+		0.0001, 0.00025, 0.0005,
+		0.001, 0.0025, 0.005,
+		0.01, 0.025, 0.05,
+		0.1, 0.25, 0.5,
+		1, 2.5, 5, 10,
+	}
 }
 
 // preset lists the label values of the counters and histograms that alert
 // rules read, exported at 0 from the start: rate() and increase() see no
 // change in a series that appears with its first event, so the first
 // signing error after a restart would otherwise go unnoticed.
-var preset = struct {
+type presetLabels struct {
 	signResults, readiness, resigns, catalogKinds, authMethods []string
-}{
-	// signDuration's results: rate_limited calls are refused before
-	// SignCard runs, so they are counted in sign_requests only.
-	signResults:  []string{resultSigned, resultRefused, resultInvalid, resultError},
-	readiness:    []string{"ok", "failed"},
-	resigns:      []string{"resigned", "superseded", "failed"},
-	catalogKinds: []string{"manifest", "snapshot"},
-	// Credentials other than identity tokens are refused for one reason,
-	// "unknown"; identity tokens' reasons are the verifier's, not listed.
-	authMethods: []string{"token", "cert", "none"},
+}
+
+// preset returns the label values exported at 0 (a function: no
+// package-level state).
+func preset() presetLabels {
+	return presetLabels{
+		// signDuration's results: rate_limited calls are refused before
+		// SignCard runs, so they are counted in sign_requests only.
+		signResults:  []string{resultSigned, resultRefused, resultInvalid, resultError},
+		readiness:    []string{"ok", "failed"},
+		resigns:      []string{"resigned", "superseded", "failed"},
+		catalogKinds: []string{"manifest", "snapshot"},
+		// Credentials other than identity tokens are refused for one reason,
+		// "unknown"; identity tokens' reasons are the verifier's, not listed.
+		authMethods: []string{"token", "cert", "none"},
+	}
 }
 
 // NewMetrics registers the daemon's metrics, the Go runtime's and the
@@ -155,6 +163,7 @@ func NewMetrics() *Metrics {
 
 // presetSeries creates the series of preset at 0.
 func (m *Metrics) presetSeries() {
+	preset := preset()
 	for _, r := range preset.signResults {
 		m.signDuration.WithLabelValues(r)
 	}
@@ -208,11 +217,11 @@ func newGaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
 }
 
 func newHistogram(name, help string) prometheus.Histogram {
-	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets})
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets()})
 }
 
 func newHistogramVec(name, help string, labels ...string) *prometheus.HistogramVec {
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, labels)
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets()}, labels)
 }
 
 // Register adds collectors owned by other parts of the daemon (TLS reloads).

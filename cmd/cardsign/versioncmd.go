@@ -49,7 +49,7 @@ func versionCmd() command {
 				}
 				v.Server = serverBuild(info)
 			}
-			return v.print(in.stdout, *asJSON)
+			return v.print(in.env, *asJSON)
 		}
 	}
 	return c
@@ -108,10 +108,12 @@ func serverBuild(info *pb.GetServerInfoResponse) *build {
 	return &b
 }
 
-func (v versions) print(w io.Writer, asJSON bool) int {
+func (v versions) print(e env, asJSON bool) int {
+	w := e.stdout
 	if asJSON {
 		out, err := json.Marshal(v)
 		if err != nil {
+			fmt.Fprintf(e.stderr, "cardsign version: %v\n", err)
 			return exitFail
 		}
 		w.Write(append(escapeJSON(out), '\n'))
