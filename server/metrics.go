@@ -163,20 +163,20 @@ func NewMetrics() *Metrics {
 
 // presetSeries creates the series of preset at 0.
 func (m *Metrics) presetSeries() {
-	preset := preset()
-	for _, r := range preset.signResults {
+	p := preset()
+	for _, r := range p.signResults {
 		m.signDuration.WithLabelValues(r)
 	}
-	for _, r := range preset.readiness {
+	for _, r := range p.readiness {
 		m.canaryRuns.WithLabelValues(r)
 	}
-	for _, r := range preset.resigns {
+	for _, r := range p.resigns {
 		m.registryResigns.WithLabelValues(r)
 	}
-	for _, k := range preset.catalogKinds {
+	for _, k := range p.catalogKinds {
 		m.catalogSignatures.WithLabelValues(k)
 	}
-	for _, method := range preset.authMethods {
+	for _, method := range p.authMethods {
 		m.authFailures.WithLabelValues(method, "unknown")
 	}
 }

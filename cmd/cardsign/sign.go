@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io/fs"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -11,11 +12,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"io"
 	"net/url"
 	"os"
 	"strings"
+
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/card"
@@ -68,6 +70,13 @@ func (k *keyFlags) open(ctx context.Context) ([]signer.Key, error) {
 	return keys, nil
 }
 
+// signExample is sign's example: offline with a key file, through one
+// cardsignd or several replicas, and into the registry.
+const signExample = "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json\n  cardsign sign --server 127.0.0.1:7700 agent-card.json > signed.json   # or set CARDSIGN_SERVER\n" +
+	"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json\n" +
+	"  cardsign sign --server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json   # three replicas: balanced, failed over\n" +
+	"  cardsign sign --server cardsign.internal:7700 --tls --register --agent payments --visibility public agent-card.json > signed.json   # kept in the registry"
+
 func signCmd() command {
 	c := command{
 		name:    "sign",
@@ -75,10 +84,7 @@ func signCmd() command {
 		summary: "Sign a card, offline with your keys (--key) or through cardsignd (--server), and print the signed card.",
 		usage: "(--key URI [--kid KID] [--jku URL] | --server ADDR[,ADDR...] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE])\n" +
 			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] [--register [--agent ID] [--visibility public|private]] [--result-file FILE] FILE|-",
-		example: "  cardsign keygen --alg ES256 --out signing-key.pem\n  cardsign sign --key file:signing-key.pem --jku https://keys.example.com/jwks.json agent-card.json > signed.json\n  cardsign sign --server 127.0.0.1:7700 agent-card.json > signed.json   # or set CARDSIGN_SERVER\n" +
-			"  cardsign sign --server cardsign.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json\n" +
-			"  cardsign sign --server cs1.internal:7700,cs2.internal:7700,cs3.internal:7700 --ca-file ca.pem --token-file release.token agent-card.json > signed.json   # three replicas: balanced, failed over\n" +
-			"  cardsign sign --server cardsign.internal:7700 --tls --register --agent payments --visibility public agent-card.json > signed.json   # kept in the registry",
+		example: signExample,
 	}
 	c.daemon = &daemonFlags{timeout: 30 * time.Second, timeoutUsage: "deadline of the signing call to cardsignd"}
 	c.flags = func(fs *flag.FlagSet, _ string) runFunc {
@@ -110,6 +116,8 @@ func signCmd() command {
 			data, code, ok := c.oneInput(e, pos, lim)
 			if !ok {
 				return code
+			} else if err := prepareResultFile(*resultFile); err != nil {
+				return c.usageError(e, "%v", err)
 			}
 			given := connFlagsGiven(fs)
 			if len(given) > 0 && len(kf.uris) > 0 {
@@ -217,6 +225,27 @@ type signedWith struct {
 	Alg           string `json:"alg"`
 	Profile       string `json:"profile"`
 	AuditSequence int64  `json:"audit_sequence,omitempty"` // the daemon's audit record; offline signatures have none
+}
+
+// prepareResultFile checks that the result file name, if any, can be
+// written, before anything is signed: a path that cannot be written is
+// refused up front, rather than after cardsignd signed and audited a card
+// the command could then not hand over. It leaves nothing behind: a file
+// it had to create is removed again, an existing one is not changed.
+func prepareResultFile(name string) error {
+	if name == "" {
+		return nil
+	}
+	_, statErr := os.Lstat(name)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("--result-file: %w", err)
+	}
+	f.Close()
+	if errors.Is(statErr, fs.ErrNotExist) {
+		os.Remove(name)
+	}
+	return nil
 }
 
 // write writes r as JSON to name; an empty name writes nothing. It is

@@ -190,10 +190,7 @@ func TestActionSignsAndVerifies(t *testing.T) {
 		t.Errorf("cardsign-path %q, want %q", out["cardsign-path"], installed)
 	}
 	caFile := testsupport.WriteFileMode(t, filepath.Join(j.workspace, "ca.pem"), caPEM, 0o644)
-	// cardsign verify fetches with the system roots: give it cardsignd's CA.
-	verifyEnv := f.baseEnv(t)
-	verifyEnv["SSL_CERT_FILE"] = caFile
-	if r := runIn(t, verifyEnv, j.workspace, installed, "verify", "--jwks", f.jwksURL, signed); r.Code != 0 {
+	if r := runIn(t, f.baseEnv(t), j.workspace, installed, "verify", "--jwks", f.jwksURL, "--ca-file", caFile, signed); r.Code != 0 {
 		t.Errorf("cardsign verify of the action's signed card: %s", r.Stderr)
 	}
 
