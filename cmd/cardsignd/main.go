@@ -104,6 +104,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := cfg.Logger(stderr)
+	stopProfile, err := startCPUProfile(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	defer stopProfile()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := cardsignd.Serve(ctx, cfg, log); err != nil {
