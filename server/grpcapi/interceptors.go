@@ -39,7 +39,7 @@ const RequestIDHeader = "x-request-id"
 // trailers-only: gRPC clients retry a call (on another replica) only when
 // the server sent no headers, which would commit the call to this replica.
 func echoUnaryRequestID(ctx context.Context, failed bool) {
-	md := metadata.Pairs(RequestIDHeader, requestID(ctx))
+	md := metadata.MD{RequestIDHeader: {requestID(ctx)}}
 	if failed {
 		_ = grpc.SetTrailer(ctx, md)
 	} else {
@@ -149,21 +149,21 @@ var (
 
 // admit authenticates and authorizes a call and returns its context.
 func (g *gate) admit(ctx context.Context, method string) (context.Context, string, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
+	// The two keys read here, not the whole metadata: FromIncomingContext
+	// copies every key and value of the call.
 	id := ""
-	if v := md.Get(RequestIDHeader); len(v) > 0 && validRequestID(v[0]) {
+	if v := metadata.ValueFromIncomingContext(ctx, RequestIDHeader); len(v) > 0 && validRequestID(v[0]) {
 		id = v[0]
 	}
 	if id == "" {
 		id = newRequestID()
 	}
-	ctx = server.WithCall(ctx, server.Call{RequestID: id})
 	if isHealth(method) {
 		// Load balancers and orchestrators probe without credentials.
-		return ctx, "health-probe", nil
+		return server.WithCall(ctx, server.Call{RequestID: id}), "health-probe", nil
 	}
 
-	creds, p := presented(ctx, md)
+	creds, p := presented(ctx)
 	who := access.Identity{}
 	auth := g.opts.Auth
 	if auth == nil {
@@ -171,6 +171,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 	} else {
 		var err error
 		if who, err = auth.Authenticate(ctx, creds); err != nil {
+			ctx = server.WithCall(ctx, server.Call{RequestID: id})
 			g.metrics.AuthFailed(creds, err)
 			if e, ok := errors.AsType[*access.IDTokenError](err); ok {
 				// The verifier's detail (never the token or a claim value)
@@ -214,9 +215,9 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, strin
 
 // presented is what a call presents to authenticate with: its bearer and
 // its connection's verified client certificate.
-func presented(ctx context.Context, md metadata.MD) (access.Credentials, *peer.Peer) {
+func presented(ctx context.Context) (access.Credentials, *peer.Peer) {
 	creds := access.Credentials{}
-	if v := md.Get("authorization"); len(v) == 1 {
+	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) == 1 {
 		creds.Authorization = v[0]
 	} else if len(v) > 1 {
 		creds.Authorization = "invalid" // two tokens: refuse rather than pick one
@@ -269,8 +270,7 @@ func (g *gate) authenticatedStream(ctx context.Context, method string) bool {
 	if !isHealth(method) || g.opts.Auth == nil || !g.opts.Auth.Enabled() {
 		return false
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	creds, _ := presented(ctx, md)
+	creds, _ := presented(ctx)
 	if creds == (access.Credentials{}) {
 		return false
 	}
@@ -335,6 +335,11 @@ func (g *gate) finish(ctx context.Context, method, id, who string, refused bool,
 			"code", code.String(), "error", status.Convert(*err).Message(), "duration", time.Since(start))
 		return
 	}
+	if !g.log.Enabled(ctx, lvl) {
+		// The line's attributes are not built for a level that is off
+		// (DEBUG for every successful call, by default).
+		return
+	}
 	if code != codes.OK {
 		p, _ := peer.FromContext(ctx)
 		g.log.Log(ctx, lvl, "rpc", "method", method, "request_id", id, "caller", who, "peer", peerAddr(p), "code", code.String(), "duration", time.Since(start))
@@ -356,7 +361,7 @@ func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 	if err != nil {
 		return nil, err
 	}
-	if g.opts.RequestTimeout > 0 {
+	if g.opts.RequestTimeout > 0 && !deadlineWithin(ctx, g.opts.RequestTimeout) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, g.opts.RequestTimeout)
 		defer cancel()
@@ -382,6 +387,14 @@ func (g *gate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo
 	}
 	defer release()
 	return handler(srv, &streamWithContext{ServerStream: ss, ctx: ctx})
+}
+
+// deadlineWithin reports whether ctx ends within d from now already (a
+// client's deadline shorter than the cap): capping it would change nothing
+// and cost a context and a timer per call.
+func deadlineWithin(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) <= d
 }
 
 type streamWithContext struct {

@@ -24,6 +24,7 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/internal/oidctest"
 	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/server/servertest"
 )
 
@@ -329,5 +330,82 @@ func TestRefusalsInTheLog(t *testing.T) {
 		if strings.Contains(l, `msg="identity token refused"`) && !strings.Contains(l, "peer=127.0.0.1:") {
 			t.Errorf("identity token refusal without the peer address: %s", l)
 		}
+	}
+}
+
+// TestRequestTimeoutCapsDeadline: limits.request_timeout caps every call's
+// deadline; a client's shorter deadline is kept as it is (the gate makes no
+// context of its own for it).
+func TestRequestTimeoutCapsDeadline(t *testing.T) {
+	const limit = time.Minute
+	g := &gate{log: slog.New(slog.DiscardHandler), opts: Options{RequestTimeout: limit}, metrics: server.NewMetrics()}
+	info := &grpc.UnaryServerInfo{FullMethod: pb.SigningService_LintCard_FullMethodName}
+	for _, tc := range []struct {
+		name   string
+		client time.Duration // 0: no deadline
+		want   time.Duration
+	}{
+		{"no client deadline", 0, limit},
+		{"client deadline longer", time.Hour, limit},
+		{"client deadline shorter", time.Second, time.Second},
+		{"client deadline equal", limit, limit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			if tc.client > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.client)
+				defer cancel()
+			}
+			var got time.Duration
+			_, err := g.unary(ctx, nil, info, func(ctx context.Context, _ any) (any, error) {
+				dl, ok := ctx.Deadline()
+				if !ok {
+					t.Fatal("the handler's context has no deadline")
+				}
+				got = time.Until(dl)
+				return nil, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got > tc.want || got < tc.want-5*time.Second {
+				t.Errorf("handler's deadline in %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFinishLogLevels: a finished call is logged at DEBUG when it succeeded
+// and at INFO when it failed; with the level above, nothing is written.
+func TestFinishLogLevels(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		level slog.Level
+		err   error
+		want  string // the log line's level; "" for no line
+	}{
+		{"ok at debug", slog.LevelDebug, nil, "DEBUG"},
+		{"ok at info", slog.LevelInfo, nil, ""},
+		{"error at info", slog.LevelInfo, status.Error(codes.NotFound, "no such agent"), "INFO"},
+		{"error at warn", slog.LevelWarn, status.Error(codes.NotFound, "no such agent"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf strings.Builder
+			log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level}))
+			g := &gate{log: log, metrics: server.NewMetrics()}
+			err := tc.err
+			g.finish(t.Context(), pb.SigningService_SignCard_FullMethodName, "req-1", "anonymous", false, time.Now(), &err)
+			out := buf.String()
+			if tc.want == "" {
+				if out != "" {
+					t.Fatalf("logged %q, want nothing", out)
+				}
+				return
+			}
+			if !strings.Contains(out, "level="+tc.want) || !strings.Contains(out, "request_id=req-1") || !strings.Contains(out, "msg=rpc") {
+				t.Fatalf("logged %q, want an rpc line at %s", out, tc.want)
+			}
+		})
 	}
 }
