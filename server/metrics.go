@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,6 +71,41 @@ type Metrics struct {
 	catalogSignatures  *prometheus.CounterVec
 	catalogSigner      prometheus.Gauge
 	dutiesHeld         prometheus.Gauge
+
+	// The series observed on every call, resolved once per label values:
+	// WithLabelValues hashes the values and locks the vector each time.
+	rpcSeries       seriesCache[[2]string, prometheus.Counter] // method, code
+	requestSeries   seriesCache[[2]string, prometheus.Counter] // result, caller
+	signatureSeries seriesCache[[4]string, prometheus.Counter] // result, alg, backend, caller
+	durationSeries  seriesCache[string, prometheus.Observer]   // result
+}
+
+// seriesCache holds the series of a vector already resolved, by label
+// values. The vectors' series are never deleted, so a cached series stays
+// the one exported; the label values are bounded as the vector's are
+// (methods and codes, results, configured callers, keys' algorithms and
+// backends).
+type seriesCache[K comparable, V any] struct {
+	mu     sync.RWMutex
+	series map[K]V
+}
+
+// get returns the series of k, resolving it with resolve the first time.
+func (c *seriesCache[K, V]) get(k K, resolve func(K) V) V {
+	c.mu.RLock()
+	v, ok := c.series[k]
+	c.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = resolve(k)
+	c.mu.Lock()
+	if c.series == nil {
+		c.series = map[K]V{}
+	}
+	c.series[k] = v
+	c.mu.Unlock()
+	return v
 }
 
 // Latency buckets from 100 µs (a file key) to 10 s (a KMS under retry),
@@ -325,8 +361,22 @@ func (m *Metrics) authFailed(creds access.Credentials, err error) {
 func (m *Metrics) RateLimited(principal string, sign bool) {
 	m.rateLimited.WithLabelValues(principal).Inc()
 	if sign {
-		m.signRequests.WithLabelValues(resultRateLimited, principal).Inc()
+		m.signRequest(resultRateLimited, principal)
 	}
+}
+
+// signRequest counts a signing request by result and caller.
+func (m *Metrics) signRequest(result, principal string) {
+	m.requestSeries.get([2]string{result, principal}, func(k [2]string) prometheus.Counter {
+		return m.signRequests.WithLabelValues(k[0], k[1])
+	}).Inc()
+}
+
+// signed times a signing request by result.
+func (m *Metrics) signed(result string, d time.Duration) {
+	m.durationSeries.get(result, func(r string) prometheus.Observer {
+		return m.signDuration.WithLabelValues(r)
+	}).Observe(d.Seconds())
 }
 
 // dutiesLeaseHeld records whether this replica holds the duties lease
@@ -340,7 +390,11 @@ func (m *Metrics) dutiesLeaseHeld(held bool) {
 }
 
 // RPC counts a finished gRPC call by method and status code.
-func (m *Metrics) RPC(method, code string) { m.rpcs.WithLabelValues(method, code).Inc() }
+func (m *Metrics) RPC(method, code string) {
+	m.rpcSeries.get([2]string{method, code}, func(k [2]string) prometheus.Counter {
+		return m.rpcs.WithLabelValues(k[0], k[1])
+	}).Inc()
+}
 
 // ListenerCounters are a listener's connection counters (httpapi.LimitListener).
 func (m *Metrics) ListenerCounters(listener string) (open httpapi.Gauge, refusedTotal, refusedPerIP httpapi.Counter) {
@@ -356,6 +410,8 @@ func (m *Metrics) countSignatures(outcome string, res *signer.Result, principal 
 		return
 	}
 	for _, s := range res.Signatures {
-		m.signatures.WithLabelValues(outcome, string(s.Alg), backendOf(s.KID), principal).Inc()
+		m.signatureSeries.get([4]string{outcome, string(s.Alg), backendOf(s.KID), principal}, func(k [4]string) prometheus.Counter {
+			return m.signatures.WithLabelValues(k[0], k[1], k[2], k[3])
+		}).Inc()
 	}
 }

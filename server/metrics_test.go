@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cardsign/cardsign/buildinfo"
 )
@@ -155,6 +156,35 @@ func TestMetricsDutiesLeaseHeld(t *testing.T) {
 		}
 		if ga, gb := held(a), held(b); ga != step.wantA || gb != step.wantB {
 			t.Errorf("%s: a %s, b %s; want a %s, b %s", step.name, ga, gb, step.wantA, step.wantB)
+		}
+	}
+}
+
+// TestMetricsCachedSeries: the series resolved once per label values count
+// in the exported series of their labels, each its own.
+func TestMetricsCachedSeries(t *testing.T) {
+	m := NewMetrics()
+	for range 3 {
+		m.RPC("/cardsign.v1.SigningService/SignCard", "OK")
+		m.signRequest(resultSigned, "token:ci")
+	}
+	m.RPC("/cardsign.v1.SigningService/SignCard", "InvalidArgument")
+	m.signRequest(resultInvalid, "token:ci")
+	m.signRequest(resultSigned, "token:other")
+	m.signed(resultSigned, 300*time.Microsecond)
+	m.signed(resultSigned, 2*time.Second)
+	page := scrape(t, m)
+	for _, want := range []string{
+		`cardsign_grpc_requests_total{code="OK",method="/cardsign.v1.SigningService/SignCard"} 3`,
+		`cardsign_grpc_requests_total{code="InvalidArgument",method="/cardsign.v1.SigningService/SignCard"} 1`,
+		`cardsign_sign_requests_total{caller="token:ci",result="signed"} 3`,
+		`cardsign_sign_requests_total{caller="token:ci",result="invalid"} 1`,
+		`cardsign_sign_requests_total{caller="token:other",result="signed"} 1`,
+		`cardsign_sign_duration_seconds_count{result="signed"} 2`,
+		`cardsign_sign_duration_seconds_bucket{result="signed",le="0.0005"} 1`,
+	} {
+		if !strings.Contains(page, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 }

@@ -61,8 +61,8 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 	defer func() {
 		a.readiness.failed(err) // the store unreachable: not ready at once
 		result := resultOf(err)
-		a.metrics.signDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
-		a.metrics.signRequests.WithLabelValues(result, principal).Inc()
+		a.metrics.signed(result, time.Since(start))
+		a.metrics.signRequest(result, principal)
 		if signed != nil {
 			a.metrics.countSignatures("signed", signed.Result, principal, a.keys.backendOf)
 		}
@@ -288,19 +288,20 @@ func (a *Authority) auditRefusal(ctx context.Context, rec audit.Record, refusal 
 	return &RefusedError{Refusal: pr, Seq: committed[0].Seq}
 }
 
-// resultOf names a signing request's outcome for metrics.
+// resultOf names a signing request's outcome for metrics. errors.AsType,
+// not errors.As: a target variable whose address is taken would be
+// allocated on every request, successes included.
 func resultOf(err error) string {
-	var (
-		cardErr *strictjson.Error
-		lintErr *card.LintError
-		refused *RefusedError
-	)
-	switch {
-	case err == nil:
+	if err == nil {
 		return resultSigned
-	case errors.As(err, &refused):
+	}
+	if _, ok := errors.AsType[*RefusedError](err); ok {
 		return resultRefused
-	case errors.As(err, &cardErr), errors.As(err, &lintErr):
+	}
+	if _, ok := errors.AsType[*strictjson.Error](err); ok {
+		return resultInvalid
+	}
+	if _, ok := errors.AsType[*card.LintError](err); ok {
 		return resultInvalid
 	}
 	return resultError
