@@ -148,17 +148,25 @@ func modeOf(p pb.Profile) (signer.Mode, error) {
 }
 
 func portability(rows []signer.Support) []*pb.VerifierSupport {
-	out := make([]*pb.VerifierSupport, len(rows))
-	for i, r := range rows {
-		out[i] = &pb.VerifierSupport{Verifier: r.Verifier, Profile: string(r.Profile), Covered: r.Covered, CoveredBy: string(r.By), Reason: r.Reason}
-	}
-	return out
+	return messages(rows, func(_ int, r signer.Support, m *pb.VerifierSupport) {
+		m.Verifier, m.Profile, m.Covered, m.CoveredBy, m.Reason = r.Verifier, string(r.Profile), r.Covered, string(r.By), r.Reason
+	})
 }
 
 func findings(fs []card.Finding) []*pb.Finding {
-	out := make([]*pb.Finding, len(fs))
-	for i, f := range fs {
-		out[i] = &pb.Finding{Severity: f.Severity.String(), Path: f.Path, Rule: f.Rule, Message: f.Message, Fix: f.Fix}
+	return messages(fs, func(_ int, f card.Finding, m *pb.Finding) {
+		m.Severity, m.Path, m.Rule, m.Message, m.Fix = f.Severity.String(), f.Path, f.Rule, f.Message, f.Fix
+	})
+}
+
+// messages converts rows to response messages made in one allocation, not
+// one per row: a signed card's response has a dozen of them.
+func messages[R, M any](rows []R, set func(int, R, *M)) []*M {
+	block := make([]M, len(rows))
+	out := make([]*M, len(rows))
+	for i, r := range rows {
+		set(i, r, &block[i])
+		out[i] = &block[i]
 	}
 	return out
 }
@@ -211,9 +219,9 @@ func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (
 	if res.Agent != nil {
 		out.AgentId, out.AgentVersion = res.Agent.ID, res.Agent.Version
 	}
-	for i, sig := range res.Signatures {
-		out.Signatures = append(out.Signatures, &pb.Signature{Kid: sig.KID, Alg: string(sig.Alg), Profile: string(sig.Profile), AuditSequence: res.Audit[i].Seq})
-	}
+	out.Signatures = messages(res.Signatures, func(i int, sig signer.Signature, m *pb.Signature) {
+		m.Kid, m.Alg, m.Profile, m.AuditSequence = sig.KID, string(sig.Alg), string(sig.Profile), res.Audit[i].Seq
+	})
 	return out, nil
 }
 
