@@ -60,6 +60,12 @@ func NewServer(a *server.Authority, log *slog.Logger, opts Options) (*grpc.Serve
 		// Stop (after the shutdown timeout) still waits for running
 		// handlers, so the audit log and backends close after them.
 		grpc.WaitForHandlers(true),
+		// Calls run on goroutines kept from call to call, not one new
+		// goroutine each: a new one grows its stack again through the
+		// signer's parse and lint (≈ 3 % of the daemon's CPU per card under
+		// load, runtime.newstack; none with the workers). Calls beyond
+		// streamWorkers in flight start a goroutine each, as without them.
+		grpc.NumStreamWorkers(streamWorkers),
 	}
 	if opts.Creds != nil {
 		so = append(so, grpc.Creds(opts.Creds))
@@ -76,6 +82,12 @@ func NewServer(a *server.Authority, log *slog.Logger, opts Options) (*grpc.Serve
 	reflection.Register(s)
 	return s, hs
 }
+
+// streamWorkers is how many goroutines run calls (grpc.NumStreamWorkers):
+// the calls a loaded daemon has in flight (32 from scripts/bench's load
+// generator; a few per pipeline) with room to spare, for a few MiB of
+// stacks at most.
+const streamWorkers = 64
 
 // Signing signs and verifies cards: the authority.
 type Signing interface {
