@@ -1,12 +1,17 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/internal/testsupport"
 )
 
@@ -30,6 +35,70 @@ func BenchmarkAuthoritySign(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAuthoritySignLog is the daemon's sign path without transport
+// as cardsignd runs it (audit.batch_size 512, the spec's §8.5 sample card
+// with unknown keys stripped, as scripts/bench sends it, 32 callers at once
+// like its load generator), without the transparency log (log=off:
+// Config.Log nil) and with it (log=on), everything else equal. With -count
+// N the two alternate, which pairs them; -cpu 1 is the daemon on one core.
+// It reports the audit records per durable commit (records/commit): under
+// load the batcher should put many in each.
+// Run: go test -run '^$' -bench AuthoritySignLog -benchtime 2000x -count 6 -cpu 1 ./server
+func BenchmarkAuthoritySignLog(b *testing.B) {
+	card := testsupport.Card(b, "spec-sample.json")
+	for _, log := range []bool{false, true} {
+		name := "log=off"
+		if log {
+			name = "log=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			st := &commitCounter{Store: openStore(b, dir)}
+			a := newAuthorityWith(b, st, dir, slog.New(slog.DiscardHandler), func(c *Config) {
+				c.AuditBatch = 512 // the daemon's default (audit.batch_size)
+				if !log {
+					c.Log = nil
+				}
+			})
+			req := SignRequest{Card: card, StripUnknown: true, Caller: "bench", Identity: access.Identity{Name: "bench"}, RequestID: "r"}
+			b.SetParallelism(32)
+			b.ReportAllocs()
+			st.reset()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := a.Sign(b.Context(), req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			if commits := st.commits.Load(); commits > 0 {
+				b.ReportMetric(float64(st.records.Load())/float64(commits), "records/commit")
+			}
+		})
+	}
+}
+
+// commitCounter counts the audit transactions and records appended through
+// it, for BenchmarkAuthoritySignLog's records/commit.
+type commitCounter struct {
+	*sqlite.Store
+	commits, records atomic.Int64
+}
+
+func (s *commitCounter) AppendAudit(ctx context.Context, recs []audit.Record) ([]audit.Record, error) {
+	out, err := s.Store.AppendAudit(ctx, recs)
+	if err == nil {
+		s.commits.Add(1)
+		s.records.Add(int64(len(out)))
+	}
+	return out, err
+}
+
+func (s *commitCounter) reset() { s.commits.Store(0); s.records.Store(0) }
 
 // BenchmarkResign1000 times the registry's re-signing of 1,000 registered
 // cards after a rotation (each then carries the active and the pending key's
