@@ -11,8 +11,8 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
-	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/store/sqlite"
 )
 
 // BenchmarkAuthoritySign is the daemon's sign path without transport:
