@@ -27,15 +27,26 @@ func TestHashCache(t *testing.T) {
 	if _, _ = c.Read(t.Context(), []int64{7}, load); loads != 1 {
 		t.Fatal("a hash read once was read again")
 	}
-	// Full: it starts over rather than grow.
+	// Full: the older generation goes rather than the cache grow; a hash
+	// read meanwhile (7) is kept, one not read since (1) is not.
 	c.Add([]StoredHash{{Index: 3}, {Index: 4}})
-	if len(c.m) > 4 {
-		t.Fatalf("%d hashes cached, bound 4", len(c.m))
+	if _, _ = c.Read(t.Context(), []int64{7}, load); loads != 1 {
+		t.Fatal("a hash read once was read again")
+	}
+	c.Add([]StoredHash{{Index: 5}, {Index: 6}})
+	if n := len(c.cur) + len(c.old); n > 4 {
+		t.Fatalf("%d hashes cached, bound 4", n)
+	}
+	if _, _ = c.Read(t.Context(), []int64{7}, load); loads != 1 {
+		t.Fatal("a hash read in every generation was dropped")
+	}
+	if _, _ = c.Read(t.Context(), []int64{1}, load); loads != 2 {
+		t.Fatal("a hash not read for two generations is still cached: the cache grows")
 	}
 	// The store went back: nothing cached survives.
 	c.Add([]StoredHash{{Index: 5, Hash: tlog.Hash{5}}})
 	c.Appending(2)
-	if len(c.m) != 0 {
+	if len(c.cur)+len(c.old) != 0 {
 		t.Fatal("hashes survived the store going back")
 	}
 }
