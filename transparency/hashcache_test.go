@@ -50,3 +50,63 @@ func TestHashCache(t *testing.T) {
 		t.Fatal("hashes survived the store going back")
 	}
 }
+
+// memRows is a store's log rows in memory (Rows).
+type memRows struct{ hashes map[int64]tlog.Hash }
+
+func (m *memRows) ReadHashes(_ context.Context, indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for k, i := range indexes {
+		h, ok := m.hashes[i]
+		if !ok {
+			return nil, errNotStored(i)
+		}
+		out[k] = h
+	}
+	return out, nil
+}
+
+func (m *memRows) WriteLeaves(_ context.Context, _ int64, _ [][]byte, hashes []StoredHash) error {
+	for _, h := range hashes {
+		m.hashes[h.Index] = h.Hash
+	}
+	return nil
+}
+
+// TestTailProofsNeverQuery: a process that appends batch after batch and
+// proves each new leaf, as the signing path does, finds every hash its
+// proofs read in its Tail, however many appends overflow the cache: the
+// store is never asked (it used to be, each time the full cache started
+// over).
+func TestTailProofsNeverQuery(t *testing.T) {
+	ctx := t.Context()
+	rows := &memRows{hashes: map[int64]tlog.Hash{}}
+	tail := NewTail(256)
+	loads := 0
+	reader := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		return tail.ReadHashes(ctx, idx, func(ctx context.Context, missing []int64) ([]tlog.Hash, error) {
+			loads++
+			return rows.ReadHashes(ctx, missing)
+		})
+	})
+	const batch = 27 // records per commit under load (BenchmarkAuthoritySignLog)
+	var size int64
+	for range 200 { // about 10,000 hashes: 40 times the cache
+		recs := logRecords(size, batch)
+		tail.Appending(size)
+		app, err := tail.Extend(ctx, rows, size, recs, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail.Committed(app)
+		size += batch
+		for i := size - batch; i < size; i++ {
+			if _, err := tlog.ProveRecord(size, i, reader); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if loads != 0 {
+		t.Fatalf("the proofs of new leaves queried the store %d times", loads)
+	}
+}
