@@ -51,19 +51,11 @@ func TestHashCache(t *testing.T) {
 	}
 }
 
-// memRows is a store's log rows in memory (Rows).
-type memRows struct{ hashes map[int64]tlog.Hash }
+// memRows is a store's log rows in memory (Rows): a testTree's hashes.
+type memRows struct{ testTree }
 
 func (m *memRows) ReadHashes(_ context.Context, indexes []int64) ([]tlog.Hash, error) {
-	out := make([]tlog.Hash, len(indexes))
-	for k, i := range indexes {
-		h, ok := m.hashes[i]
-		if !ok {
-			return nil, errNotStored(i)
-		}
-		out[k] = h
-	}
-	return out, nil
+	return m.testTree.ReadHashes(indexes)
 }
 
 func (m *memRows) WriteLeaves(_ context.Context, _ int64, _ [][]byte, hashes []StoredHash) error {
@@ -80,7 +72,7 @@ func (m *memRows) WriteLeaves(_ context.Context, _ int64, _ [][]byte, hashes []S
 // over).
 func TestTailProofsNeverQuery(t *testing.T) {
 	ctx := t.Context()
-	rows := &memRows{hashes: map[int64]tlog.Hash{}}
+	rows := &memRows{testTree{hashes: map[int64]tlog.Hash{}}}
 	tail := NewTail(256)
 	loads := 0
 	reader := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
