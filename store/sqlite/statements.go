@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The SQL of the audit append path, the store's hot path.
@@ -23,6 +24,23 @@ const (
 	insertLogHash   = `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`
 )
 
+// logRowsPerInsert is how many log rows one multi-row INSERT writes: a
+// transaction of N records writes N entries and about 2N tree hashes, a
+// statement per row cost more CPU in database/sql and the driver than
+// in SQLite; the rows that do not fill a statement go one at a time.
+const logRowsPerInsert = 16
+
+// insertLogEntries and insertLogHashes insert logRowsPerInsert rows.
+var (
+	insertLogEntries = multiRowInsert(`INSERT INTO log_entries (idx, entry) VALUES `, logRowsPerInsert)
+	insertLogHashes  = multiRowInsert(`INSERT INTO log_hashes (idx, hash) VALUES `, logRowsPerInsert)
+)
+
+// multiRowInsert is insert followed by n rows of two parameters.
+func multiRowInsert(insert string, n int) string {
+	return insert + strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ")
+}
+
 // statements are the append path's statements, prepared once and kept on each
 // pooled connection (database/sql prepares a Stmt lazily per connection and a
 // transaction reuses the one of its connection). The driver compiles SQL,
@@ -31,6 +49,7 @@ const (
 type statements struct {
 	head, revokedAt, insert               *sql.Stmt
 	logSize, logHashes, logEntry, logHash *sql.Stmt
+	logEntries, logHashRows               *sql.Stmt // logRowsPerInsert rows each
 }
 
 // prepare prepares the statements unless they are; the caller holds
@@ -50,6 +69,8 @@ func (s *core) prepare(ctx context.Context) error {
 		{&s.stmts.logHashes, selectLogHashes},
 		{&s.stmts.logEntry, insertLogEntry},
 		{&s.stmts.logHash, insertLogHash},
+		{&s.stmts.logEntries, insertLogEntries},
+		{&s.stmts.logHashRows, insertLogHashes},
 	} {
 		stmt, err := s.db.PrepareContext(ctx, st.sql)
 		if err != nil {
@@ -65,7 +86,7 @@ func (s *core) prepare(ctx context.Context) error {
 // close closes the statements that were prepared.
 func (st *statements) close() error {
 	var errs []error
-	for _, stmt := range []*sql.Stmt{st.head, st.revokedAt, st.insert, st.logSize, st.logHashes, st.logEntry, st.logHash} {
+	for _, stmt := range []*sql.Stmt{st.head, st.revokedAt, st.insert, st.logSize, st.logHashes, st.logEntry, st.logHash, st.logEntries, st.logHashRows} {
 		if stmt != nil {
 			errs = append(errs, stmt.Close())
 		}
