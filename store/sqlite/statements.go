@@ -24,21 +24,31 @@ const (
 	insertLogHash   = `INSERT INTO log_hashes (idx, hash) VALUES (?, ?)`
 )
 
-// logRowsPerInsert is how many log rows one multi-row INSERT writes: a
-// transaction of N records writes N entries and about 2N tree hashes, a
-// statement per row cost more CPU in database/sql and the driver than
-// in SQLite; the rows that do not fill a statement go one at a time.
-const logRowsPerInsert = 16
-
-// insertLogEntries and insertLogHashes insert logRowsPerInsert rows.
-var (
-	insertLogEntries = multiRowInsert(`INSERT INTO log_entries (idx, entry) VALUES `, logRowsPerInsert)
-	insertLogHashes  = multiRowInsert(`INSERT INTO log_hashes (idx, hash) VALUES `, logRowsPerInsert)
+// logRowsPerInsert and auditRowsPerInsert are how many rows one
+// multi-row INSERT writes: a transaction of N records writes N audit rows,
+// N entries and about 2N tree hashes, and a statement per row cost more CPU
+// in database/sql and the driver than in SQLite. The rows that do not fill
+// a statement go one at a time. (The audit table's triggers run for each
+// row, in order, as with one statement per row.)
+const (
+	logRowsPerInsert   = 16
+	auditRowsPerInsert = 8
 )
 
-// multiRowInsert is insert followed by n rows of two parameters.
-func multiRowInsert(insert string, n int) string {
-	return insert + strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ")
+// auditParams is the number of columns insertAudit sets.
+const auditParams = 17
+
+// The multi-row INSERTs.
+var (
+	insertAudits     = multiRowInsert(`INSERT INTO audit (`+auditAllColumns+`) VALUES `, auditParams, auditRowsPerInsert)
+	insertLogEntries = multiRowInsert(`INSERT INTO log_entries (idx, entry) VALUES `, 2, logRowsPerInsert)
+	insertLogHashes  = multiRowInsert(`INSERT INTO log_hashes (idx, hash) VALUES `, 2, logRowsPerInsert)
+)
+
+// multiRowInsert is insert followed by n rows of params parameters.
+func multiRowInsert(insert string, params, n int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", params), ", ") + ")"
+	return insert + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
 
 // statements are the append path's statements, prepared once and kept on each
@@ -50,6 +60,7 @@ type statements struct {
 	head, revokedAt, insert               *sql.Stmt
 	logSize, logHashes, logEntry, logHash *sql.Stmt
 	logEntries, logHashRows               *sql.Stmt // logRowsPerInsert rows each
+	inserts                               *sql.Stmt // auditRowsPerInsert rows
 }
 
 // prepare prepares the statements unless they are; the caller holds
@@ -71,6 +82,7 @@ func (s *core) prepare(ctx context.Context) error {
 		{&s.stmts.logHash, insertLogHash},
 		{&s.stmts.logEntries, insertLogEntries},
 		{&s.stmts.logHashRows, insertLogHashes},
+		{&s.stmts.inserts, insertAudits},
 	} {
 		stmt, err := s.db.PrepareContext(ctx, st.sql)
 		if err != nil {
@@ -86,7 +98,7 @@ func (s *core) prepare(ctx context.Context) error {
 // close closes the statements that were prepared.
 func (st *statements) close() error {
 	var errs []error
-	for _, stmt := range []*sql.Stmt{st.head, st.revokedAt, st.insert, st.logSize, st.logHashes, st.logEntry, st.logHash, st.logEntries, st.logHashRows} {
+	for _, stmt := range []*sql.Stmt{st.head, st.revokedAt, st.insert, st.logSize, st.logHashes, st.logEntry, st.logHash, st.logEntries, st.logHashRows, st.inserts} {
 		if stmt != nil {
 			errs = append(errs, stmt.Close())
 		}
