@@ -136,8 +136,7 @@ func (t *Checkpointer) Proofs(ctx context.Context, recs []audit.Record) ([]Proof
 	}
 	out := make([]Proof, len(recs))
 	for i, r := range recs {
-		entry := NewEntry(r, r.Hosts).Marshal()
-		p, err := Prove(entry, r.Seq-1, cp.size, cp.note, t.reader(ctx))
+		p, err := prove(NewEntry(r, r.Hosts).Marshal(), r.Seq-1, cp.size, cp.note, t.reader(ctx))
 		if err != nil {
 			return nil, err
 		}

@@ -84,3 +84,30 @@ func TestCheckpointer(t *testing.T) {
 		t.Fatalf("a store gone back: %v", err)
 	}
 }
+
+// BenchmarkProofs is the proof a signature gets on the signing path
+// (Checkpointer.Proofs for one committed record, then the proof encoded
+// as the signature's header carries it), in a tree of 10,000 leaves whose
+// checkpoint is signed already.
+// Run: go test -run '^$' -bench Proofs -benchmem ./transparency
+func BenchmarkProofs(b *testing.B) {
+	const n = 10000
+	l, _ := memlog.NewTest(b, n)
+	cp := transparency.NewCheckpointer(l.Signer(), &memTree{Log: l, head: -1})
+	recs := loggedRecords(0, n)
+	if _, _, err := cp.Checkpoint(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ps, err := cp.Proofs(b.Context(), recs[i:i+1])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(ps[0].Marshal()) == 0 {
+			b.Fatal("empty proof")
+		}
+		i = (i + 7919) % n
+	}
+}

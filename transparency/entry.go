@@ -147,7 +147,10 @@ func appendMember(b []byte, name, value string, optional bool) []byte {
 // appendString appends s as a JSON string (invalid UTF-8, which no audit
 // record holds, as U+FFFD: an entry is always valid JSON).
 func appendString(b []byte, s string) []byte {
-	return strictjson.AppendString(b, strings.ToValidUTF8(s, "\uFFFD"))
+	if !utf8.ValidString(s) { // utf8.ValidString is the fast check: entries are written on the signing path
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strictjson.AppendString(b, s)
 }
 
 // LeafHash is the RFC 6962 leaf hash of an encoded entry.

@@ -20,13 +20,19 @@ const DefaultHashCacheSize = 1 << 12
 // those it read. A stored hash never changes, so a cached one is never
 // stale, whoever appends next. The inclusion proofs of new leaves read
 // hashes their own append just wrote and the tree's right edge, again and
-// again: served from here, a proof costs no query. When full, the cache
-// starts over.
+// again: served from here, a proof costs no query.
+//
+// It keeps two generations of at most half its size each: when the newer
+// one is full, the older is dropped and the newer takes its place. A hash
+// read from the older generation moves to the newer, so the hashes every
+// proof reads (the complete subtrees on the tree's left, written long ago)
+// stay cached however many appends come after them, and a full cache does
+// not make the next proofs query the store all at once.
 type HashCache struct {
-	mu   sync.Mutex
-	max  int
-	m    map[int64]tlog.Hash
-	size int64 // the largest tree size an append of this process saw
+	mu       sync.Mutex
+	max      int                 // per generation
+	cur, old map[int64]tlog.Hash // newer and older generation
+	size     int64               // the largest tree size an append of this process saw
 }
 
 // Appending tells the cache the tree's size as an append found it. A size
@@ -37,30 +43,39 @@ func (c *HashCache) Appending(size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if size < c.size {
-		clear(c.m)
+		clear(c.cur)
+		clear(c.old)
 	}
 	c.size = size
 }
 
-// NewHashCache returns a cache of at most max hashes (<= 0:
+// NewHashCache returns a cache of at most size hashes (<= 0:
 // DefaultHashCacheSize).
-func NewHashCache(max int) *HashCache {
-	if max <= 0 {
-		max = DefaultHashCacheSize
+func NewHashCache(size int) *HashCache {
+	if size <= 0 {
+		size = DefaultHashCacheSize
 	}
-	return &HashCache{max: max, m: make(map[int64]tlog.Hash)}
+	gen := max(size/2, 1)
+	return &HashCache{max: gen, cur: make(map[int64]tlog.Hash, gen), old: make(map[int64]tlog.Hash, gen)}
 }
 
 // Add caches hashes of a committed append.
 func (c *HashCache) Add(hs []StoredHash) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m)+len(hs) > c.max {
-		clear(c.m)
-	}
 	for _, h := range hs {
-		c.m[h.Index] = h.Hash
+		c.put(h.Index, h.Hash)
 	}
+}
+
+// put caches one hash in the newer generation, turning the generations
+// over when it is full; c.mu is held.
+func (c *HashCache) put(idx int64, h tlog.Hash) {
+	if _, ok := c.cur[idx]; !ok && len(c.cur) >= c.max {
+		c.old, c.cur = c.cur, c.old
+		clear(c.cur)
+	}
+	c.cur[idx] = h
 }
 
 // Read returns the hashes at indexes, reading those not cached with load
@@ -71,8 +86,11 @@ func (c *HashCache) Read(ctx context.Context, indexes []int64, load func(context
 	var at []int
 	c.mu.Lock()
 	for i, idx := range indexes {
-		if h, ok := c.m[idx]; ok {
+		if h, ok := c.cur[idx]; ok {
 			out[i] = h
+		} else if h, ok := c.old[idx]; ok {
+			out[i] = h
+			c.put(idx, h)
 		} else {
 			missing = append(missing, idx)
 			at = append(at, i)
@@ -89,11 +107,11 @@ func (c *HashCache) Read(ctx context.Context, indexes []int64, load func(context
 	if len(hs) != len(missing) {
 		return nil, errors.New("transparency log: the store returned the wrong number of tree hashes")
 	}
-	read := make([]StoredHash, len(hs))
+	c.mu.Lock()
 	for k, h := range hs {
 		out[at[k]] = h
-		read[k] = StoredHash{Index: missing[k], Hash: h}
+		c.put(missing[k], h)
 	}
-	c.Add(read)
+	c.mu.Unlock()
 	return out, nil
 }

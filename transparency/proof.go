@@ -39,24 +39,37 @@ type Proof struct {
 	Checkpoint []byte      // the signed checkpoint the proof leads to
 }
 
-// Marshal encodes p as a C2SP tlog-proof.
+// Marshal encodes p as a C2SP tlog-proof. It runs once per signature on
+// the signing path: the proof is written into one buffer of its exact
+// size, which becomes the string without a copy.
 func (p Proof) Marshal() string {
 	enc := base64.StdEncoding
-	n := len(proofMagic) + 1 + len("extra ") + enc.EncodedLen(len(p.Entry)) + 1 + len("index ") + 20 + 1 +
+	var idx [20]byte
+	index := strconv.AppendInt(idx[:0], p.Index, 10)
+	n := len(proofMagic) + len("\nextra ") + enc.EncodedLen(len(p.Entry)) + len("\nindex ") + len(index) + 1 +
 		len(p.Hashes)*(enc.EncodedLen(tlog.HashSize)+1) + 1 + len(p.Checkpoint)
-	b := make([]byte, 0, n)
-	b = append(b, proofMagic+"\nextra "...)
-	b = enc.AppendEncode(b, p.Entry)
-	b = append(b, "\nindex "...)
-	b = strconv.AppendInt(b, p.Index, 10)
-	b = append(b, '\n')
-	for _, h := range p.Hashes {
-		b = enc.AppendEncode(b, h[:])
-		b = append(b, '\n')
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(proofMagic + "\nextra ")
+	var chunk [3 * 256]byte // a multiple of 3 bytes: the pieces encode without padding
+	var out [4 * 256]byte
+	for e := p.Entry; len(e) > 0; {
+		k := copy(chunk[:], e)
+		e = e[k:]
+		enc.Encode(out[:], chunk[:k])
+		b.Write(out[:enc.EncodedLen(k)])
 	}
-	b = append(b, '\n')
-	b = append(b, p.Checkpoint...)
-	return string(b)
+	b.WriteString("\nindex ")
+	b.Write(index)
+	b.WriteByte('\n')
+	for _, h := range p.Hashes {
+		enc.Encode(out[:], h[:])
+		b.Write(out[:enc.EncodedLen(tlog.HashSize)])
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	b.Write(p.Checkpoint)
+	return b.String()
 }
 
 // ParseProof decodes a C2SP tlog-proof that carries an entry as its extra
@@ -155,9 +168,14 @@ func (e Entry) Covers(kid, sig string, canonicalSHA256 [32]byte) error {
 // Prove returns the inclusion proof of leaf index in the tree of the signed
 // checkpoint cp (of size leaves), reading hashes from r.
 func Prove(entry []byte, index, size int64, cp []byte, r tlog.HashReader) (Proof, error) {
+	return prove(bytes.Clone(entry), index, size, cp, r)
+}
+
+// prove is Prove keeping entry, which the caller no longer changes.
+func prove(entry []byte, index, size int64, cp []byte, r tlog.HashReader) (Proof, error) {
 	hashes, err := tlog.ProveRecord(size, index, r)
 	if err != nil {
 		return Proof{}, fmt.Errorf("transparency: prove leaf %d in tree %d: %w", index, size, err)
 	}
-	return Proof{Entry: bytes.Clone(entry), Index: index, Hashes: hashes, Checkpoint: cp}, nil
+	return Proof{Entry: entry, Index: index, Hashes: hashes, Checkpoint: cp}, nil
 }

@@ -1,9 +1,11 @@
 package transparency
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +264,33 @@ func TestRetiredKeysStillVerify(t *testing.T) {
 	other, _ := NewSigner("other.example/log", old)
 	if err := s.Retire(other.VerifierKeys()[0]); err == nil {
 		t.Fatal("a key of another origin was retired into this log")
+	}
+}
+
+// TestProofMarshalForm: Marshal writes the C2SP tlog-proof form exactly,
+// whatever the entry's length (it encodes the entry in pieces), and
+// ParseProof reads back what it wrote.
+func TestProofMarshalForm(t *testing.T) {
+	hashes := []tlog.Hash{sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b"))}
+	for _, n := range []int{0, 1, 2, 3, 767, 768, 769, 2000} {
+		entry := make([]byte, n)
+		for i := range entry {
+			entry[i] = byte(i*7 + n)
+		}
+		p := Proof{Entry: entry, Index: int64(n) * 1000003, Hashes: hashes, Checkpoint: []byte("origin\n1\nroot\n\n— sig\n")}
+		enc := base64.StdEncoding
+		want := "c2sp.org/tlog-proof@v1\nextra " + enc.EncodeToString(entry) + "\nindex " + strconv.FormatInt(p.Index, 10) + "\n" +
+			enc.EncodeToString(hashes[0][:]) + "\n" + enc.EncodeToString(hashes[1][:]) + "\n\n" + string(p.Checkpoint)
+		got := p.Marshal()
+		if got != want {
+			t.Fatalf("entry of %d bytes: Marshal =\n%q\nwant\n%q", n, got, want)
+		}
+		if n == 0 {
+			continue // no entry is empty: the form is what matters here
+		}
+		back, err := ParseProof(got)
+		if err != nil || !bytes.Equal(back.Entry, entry) || back.Index != p.Index || len(back.Hashes) != 2 {
+			t.Fatalf("entry of %d bytes: ParseProof = %+v, %v", n, back, err)
+		}
 	}
 }

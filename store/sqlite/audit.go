@@ -77,22 +77,57 @@ func (s *core) appendTx(ctx context.Context, tx *sql.Tx, out []audit.Record, tim
 	if err := transparency.CheckSize(size, seq); err != nil {
 		return err
 	}
-	stmt := tx.StmtContext(ctx, s.stmts.insert)
-	defer stmt.Close()
 	for i := range out {
 		r := &out[i]
 		r.Seq = seq + int64(i) + 1
 		r.PrevHash = prev
 		r.Hash = r.ComputeHash(prev)
-		if _, err := stmt.ExecContext(ctx, r.Seq, times[i], r.Caller, r.RequestID, r.CardName, r.CardVersion,
-			r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance, r.Detail); err != nil {
-			return fmt.Errorf("seq %d: %w", r.Seq, err)
-		}
 		prev = r.Hash
+	}
+	if err := s.insertAudit(ctx, tx, out, times); err != nil {
+		return err
 	}
 	app, err := s.tail.Extend(ctx, txLog{s, tx}, seq, out, caughtUp)
 	s.appended = app
 	return err
+}
+
+// insertAudit inserts out (chained: Seq, PrevHash and Hash set), their
+// times in nanoseconds, inside tx: auditRowsPerInsert rows per statement
+// while they fill one, then one at a time.
+func (s *core) insertAudit(ctx context.Context, tx *sql.Tx, out []audit.Record, times []int64) error {
+	args := make([]any, 0, auditParams*min(len(out), auditRowsPerInsert))
+	row := func(dst []any, i int) []any {
+		r := &out[i]
+		return append(dst, r.Seq, times[i], r.Caller, r.RequestID, r.CardName, r.CardVersion,
+			r.CanonicalSHA256, r.KID, r.Alg, r.Profile, r.Signature, r.PrevHash, r.Hash, r.Outcome, r.Reason, r.Provenance, r.Detail)
+	}
+	i := 0
+	if len(out) >= auditRowsPerInsert {
+		stmt := tx.StmtContext(ctx, s.stmts.inserts)
+		defer stmt.Close()
+		for ; i+auditRowsPerInsert <= len(out); i += auditRowsPerInsert {
+			args = args[:0]
+			for k := i; k < i+auditRowsPerInsert; k++ {
+				args = row(args, k)
+			}
+			if _, err := stmt.ExecContext(ctx, args...); err != nil {
+				return fmt.Errorf("seq %d to %d: %w", out[i].Seq, out[i+auditRowsPerInsert-1].Seq, err)
+			}
+		}
+	}
+	if i == len(out) {
+		return nil
+	}
+	stmt := tx.StmtContext(ctx, s.stmts.insert)
+	defer stmt.Close()
+	for ; i < len(out); i++ {
+		args = row(args[:0], i)
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("seq %d: %w", out[i].Seq, err)
+		}
+	}
+	return nil
 }
 
 // AuditHead returns the Seq and Hash of the last audit record ever appended

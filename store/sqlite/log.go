@@ -40,21 +40,53 @@ func (t txLog) ReadHashes(ctx context.Context, indexes []int64) ([]transparency.
 }
 
 // WriteLeaves inserts leaves first, first+1, ... and the tree hashes they
-// add inside tx. A statement per row: one statement for all (json_each
-// over the rows) cost more, with this driver, for one leaf and for 64.
+// add inside tx, logRowsPerInsert rows per statement and the rest one at a
+// time. (One statement for all, json_each over the rows, cost more with
+// this driver, for one leaf and for 64.)
 func (t txLog) WriteLeaves(ctx context.Context, first int64, entries [][]byte, hashes []transparency.StoredHash) error {
-	entry := t.tx.StmtContext(ctx, t.s.stmts.logEntry)
-	defer entry.Close()
-	for i, e := range entries {
-		if _, err := entry.ExecContext(ctx, first+int64(i), e); err != nil {
-			return fmt.Errorf("transparency log: leaf %d: %w", first+int64(i), err)
+	err := insertRows(ctx, t.tx, t.s.stmts.logEntries, t.s.stmts.logEntry, len(entries), func(i int) (int64, []byte) {
+		return first + int64(i), entries[i]
+	})
+	if err != nil {
+		return fmt.Errorf("transparency log: leaves from %d: %w", first, err)
+	}
+	err = insertRows(ctx, t.tx, t.s.stmts.logHashRows, t.s.stmts.logHash, len(hashes), func(i int) (int64, []byte) {
+		return hashes[i].Index, hashes[i].Hash[:]
+	})
+	if err != nil {
+		return fmt.Errorf("transparency log: tree hashes: %w", err)
+	}
+	return nil
+}
+
+// insertRows inserts n rows of (idx, blob), row(i) giving row i, with
+// many (logRowsPerInsert rows) while they fill it and then one (a row).
+func insertRows(ctx context.Context, tx *sql.Tx, many, one *sql.Stmt, n int, row func(i int) (int64, []byte)) error {
+	args := make([]any, 0, 2*logRowsPerInsert)
+	i := 0
+	if n >= logRowsPerInsert {
+		stmt := tx.StmtContext(ctx, many)
+		defer stmt.Close()
+		for ; i+logRowsPerInsert <= n; i += logRowsPerInsert {
+			args = args[:0]
+			for k := i; k < i+logRowsPerInsert; k++ {
+				idx, b := row(k)
+				args = append(args, idx, b)
+			}
+			if _, err := stmt.ExecContext(ctx, args...); err != nil {
+				return fmt.Errorf("rows %d to %d: %w", args[0], args[len(args)-2], err)
+			}
 		}
 	}
-	hash := t.tx.StmtContext(ctx, t.s.stmts.logHash)
-	defer hash.Close()
-	for _, h := range hashes {
-		if _, err := hash.ExecContext(ctx, h.Index, h.Hash[:]); err != nil {
-			return fmt.Errorf("transparency log: tree hash %d: %w", h.Index, err)
+	if i == n {
+		return nil
+	}
+	stmt := tx.StmtContext(ctx, one)
+	defer stmt.Close()
+	for ; i < n; i++ {
+		idx, b := row(i)
+		if _, err := stmt.ExecContext(ctx, idx, b); err != nil {
+			return fmt.Errorf("row %d: %w", idx, err)
 		}
 	}
 	return nil
