@@ -108,7 +108,7 @@ func (e *LintError) Error() string {
 // It reports at most MaxFindings findings; when there are more, a last
 // finding with RuleTooManyFindings counts them, as an error if any of them is.
 func Lint(v strictjson.Value) []Finding {
-	l := linter{}
+	l := linter{path: make(strictjson.PathStack, 0, 8)}
 	if v.Kind != strictjson.Object {
 		l.add(SeverityError, strictjson.RuleNotObject, "an Agent Card is a JSON object, not "+v.Kind.String(), "")
 		return l.findings
@@ -445,7 +445,7 @@ func IsLoopbackHost(host string) bool {
 // Only the objects and arrays on the way to a removed key are copied: the
 // rest of the result shares v's values, and v itself is left as it was.
 func StripUnknown(v strictjson.Value) (strictjson.Value, []string) {
-	s := stripper{}
+	s := stripper{path: make(strictjson.PathStack, 0, 8)}
 	out, _ := s.strip(v, cardSchema)
 	return out, s.removed
 }
