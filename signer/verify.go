@@ -503,7 +503,7 @@ type header struct {
 	jku      string
 	profile  card.Profile
 	members  []strictjson.Member // the header as parsed, for has
-	iat, exp *time.Time // a signature lifetime, when the header has one
+	iat, exp *time.Time          // a signature lifetime, when the header has one
 }
 
 // parseHeader decodes and checks a protected header. It goes through the
