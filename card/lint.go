@@ -390,6 +390,9 @@ func (l *linter) url(s string, rule urlRule, binding string) {
 	if rule == interfaceURL && binding == "GRPC" && IsHostPort(s) {
 		return
 	}
+	if plainHTTPS(s) {
+		return // what url.Parse would accept without a finding, unparsed
+	}
 	fix := "use an absolute https:// URL"
 	if rule == interfaceURL && binding == "GRPC" {
 		fix = "use an absolute https:// URL or host:port"
@@ -417,6 +420,39 @@ func (l *linter) url(s string, rule urlRule, binding string) {
 	}
 }
 
+// plainHTTPS reports whether s is an https URL that the checks of
+// linter.url pass for sure, without parsing it: "https://", then a host of
+// lower-case letters, digits, dots and hyphens starting with a letter or
+// digit, an optional port of digits, and, after a '/', '?' or '#', only
+// printable ASCII without '%' (so no escape url.Parse could refuse and no
+// userinfo: an '@' ends the host with a character the host may not hold).
+// Any other URL, most real ones included, takes the general path.
+func plainHTTPS(s string) bool {
+	rest, ok := strings.CutPrefix(s, "https://")
+	if !ok || rest == "" || !isLowerAlnum(rest[0]) {
+		return false
+	}
+	i := 0
+	for i < len(rest) && (isLowerAlnum(rest[i]) || rest[i] == '.' || rest[i] == '-') {
+		i++
+	}
+	if i < len(rest) && rest[i] == ':' {
+		for i++; i < len(rest) && rest[i] >= '0' && rest[i] <= '9'; i++ {
+		}
+	}
+	if i < len(rest) && rest[i] != '/' && rest[i] != '?' && rest[i] != '#' {
+		return false
+	}
+	for ; i < len(rest); i++ {
+		if c := rest[i]; c <= ' ' || c >= 0x7f || c == '%' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
 // IsHostPort reports whether s is a bare host:port with a port in 1..65535,
 // the form a gRPC interface url takes instead of a URL (grpc-go dials
 // "host:port"). The linter accepts it for GRPC interfaces, and the signing
@@ -425,6 +461,9 @@ func IsHostPort(s string) bool {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil || host == "" || strings.ContainsAny(host, "/?#@ ") {
 		return false
+	}
+	if port == "" || len(port) > 5 || strings.ContainsFunc(port, func(r rune) bool { return r < '0' || r > '9' }) {
+		return false // and no error to allocate: a URL's "//host/path" is no port
 	}
 	n, err := strconv.Atoi(port)
 	return err == nil && n > 0 && n < 65536
