@@ -1,14 +1,10 @@
 package webtrust
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/cardsign/cardsign/card"
-	"github.com/cardsign/cardsign/internal/testpki"
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
@@ -43,7 +39,8 @@ func BenchmarkVerifyCardES256(b *testing.B) {
 		b.Fatal(err)
 	}
 	docs := map[string][]byte{AgentCardPath: signed.Card, "/jwks.json": set}
-	site, roots := benchSite(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p := newPKI(b)
+	site := p.newSite(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		doc, ok := docs[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
@@ -57,10 +54,7 @@ func BenchmarkVerifyCardES256(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := New(Options{Policy: policy, RootCAs: roots, Resolve: []string{host + ":443:" + site.Listener.Addr().String()}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := p.newTestClient(b, Options{Policy: policy}, site)
 	verify := func() {
 		res, err := c.VerifyCard(b.Context(), "https://"+host)
 		if err != nil || !res.Accepted() {
@@ -73,22 +67,4 @@ func BenchmarkVerifyCardES256(b *testing.B) {
 	for b.Loop() {
 		verify()
 	}
-}
-
-// benchSite serves h over TLS for name with a certificate from a fresh
-// test CA, and returns the server and the roots that trust it.
-func benchSite(b *testing.B, h http.Handler, name string) (*httptest.Server, *x509.CertPool) {
-	ca := testpki.NewCA(b, "webtrust bench CA")
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.CertPEM)
-	certPEM, keyPEM := ca.Issue(b, testpki.Leaf{CommonName: name, DNSNames: []string{name}, Server: true})
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := httptest.NewUnstartedServer(h)
-	s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	s.StartTLS()
-	b.Cleanup(s.Close)
-	return s, roots
 }
