@@ -124,11 +124,7 @@ func withoutTopMember(canon []byte, name string) []byte {
 			if depth == 1 && start < 0 && (canon[i-1] == '{' || canon[i-1] == ',') && bytes.HasPrefix(canon[i:], []byte(name)) {
 				start = i
 			}
-			for i++; i < len(canon) && canon[i] != '"'; i++ {
-				if canon[i] == '\\' {
-					i++
-				}
-			}
+			i = stringEnd(canon, i)
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -150,6 +146,28 @@ func withoutTopMember(canon []byte, name string) []byte {
 		return out
 	}
 	return canon
+}
+
+// stringEnd returns the index of the quote that closes the string opened
+// at canon[open], or len(canon): the next quote not escaped, found with
+// bytes.IndexByte rather than byte by byte (descriptions make up most of a
+// card). A quote is escaped when an odd run of backslashes precedes it.
+func stringEnd(canon []byte, open int) int {
+	for i := open + 1; ; {
+		j := bytes.IndexByte(canon[i:], '"')
+		if j < 0 {
+			return len(canon)
+		}
+		i += j
+		n := 0
+		for k := i - 1; k > open && canon[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return i
+		}
+		i++
+	}
 }
 
 func canonicalForms(v strictjson.Value) (*Forms, error) {

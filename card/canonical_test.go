@@ -241,3 +241,22 @@ func mustRead(tb testing.TB, name string) []byte {
 	}
 	return data
 }
+
+// TestWithoutTopMember cuts a top-level member out of canonical text, past
+// strings holding escaped quotes and backslashes and nested members of the
+// same name.
+func TestWithoutTopMember(t *testing.T) {
+	const name = `"securitySchemes":`
+	for _, tt := range []struct{ in, want string }{
+		{`{"a":"x\"securitySchemes\":1","securitySchemes":{"k":[1]},"z":2}`, `{"a":"x\"securitySchemes\":1","z":2}`},
+		{`{"a":"x\\","securitySchemes":{},"z":"\\\""}`, `{"a":"x\\","z":"\\\""}`},
+		{`{"a":{"securitySchemes":{}},"b":1}`, `{"a":{"securitySchemes":{}},"b":1}`},
+		{`{"a":1,"securitySchemes":{"s":"}"}}`, `{"a":1}`},
+		{`{"securitySchemes":{}}`, `{}`},
+		{`{"a":"\\\\"}`, `{"a":"\\\\"}`},
+	} {
+		if got := string(withoutTopMember([]byte(tt.in), name)); got != tt.want {
+			t.Errorf("withoutTopMember(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package card
 
 import (
 	"fmt"
+	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -251,4 +252,53 @@ func TestLintRefusesNULInAuditedFields(t *testing.T) {
 			t.Fatalf("%s with U+0000: findings %+v, want one %s error at %s", field, got, RuleNUL, field)
 		}
 	}
+}
+
+// TestPlainHTTPS: the URLs the linter passes without parsing are ones
+// url.Parse reads as https with a host and no user, and the others go to
+// the general path.
+func TestPlainHTTPS(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{
+		{"https://weather.example.com/a2a", true},
+		{"https://a.example:8443/x?y=1#z", true},
+		{"https://a.example", true},
+		{"https://a/@x", true},
+		{"https://:443/docs", false},
+		{"https://user:pw@docs.example.com/", false},
+		{"https://A.example/", false},
+		{"https://a.example/%zz", false},
+		{"https://a.example/a b", false},
+		{"https://[::1]/", false},
+		{"http://a.example/", false},
+		{"https://a.example:x/", false},
+		{"https://", false},
+	} {
+		if got := plainHTTPS(tt.in); got != tt.want {
+			t.Errorf("plainHTTPS(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+		checkPlainHTTPS(t, tt.in)
+	}
+}
+
+// checkPlainHTTPS fails when plainHTTPS passes s but the general path of
+// linter.url would report something.
+func checkPlainHTTPS(t *testing.T, s string) {
+	t.Helper()
+	if !plainHTTPS(s) {
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil {
+		t.Errorf("plainHTTPS(%q) passes what url.Parse reads as %+v, %v", s, u, err)
+	}
+}
+
+func FuzzPlainHTTPS(f *testing.F) {
+	for _, s := range []string{"https://a.example/x", "https://a:1/?#", "https://a/@b", "https://a.b-c:443/p;q"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkPlainHTTPS)
 }

@@ -52,24 +52,6 @@ func (m *message) field(name string) *field {
 	return nil
 }
 
-// oneofGroups returns the oneof group names of m in declaration order.
-func (m *message) oneofGroups() []string {
-	var groups []string
-	for _, f := range m.fields {
-		if f.oneof == "" {
-			continue
-		}
-		seen := false
-		for _, g := range groups {
-			seen = seen || g == f.oneof
-		}
-		if !seen {
-			groups = append(groups, f.oneof)
-		}
-	}
-	return groups
-}
-
 // cardSchema is the AgentCard message. It is built once and never changed.
 var cardSchema = buildSchema()
 

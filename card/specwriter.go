@@ -16,7 +16,9 @@ func canonicalSpec(v strictjson.Value) (out []byte, clean, ok bool) {
 	if v.Kind != strictjson.Object {
 		return nil, false, false
 	}
-	w := specWriter{strictjson.NewJCSWriter(2048)}
+	// Room for a typical card of a few KiB: a buffer that grows copies
+	// what it holds.
+	w := specWriter{strictjson.NewJCSWriter(4096)}
 	w.message(v, cardSchema, true)
 	return w.Result()
 }

@@ -52,3 +52,43 @@ func TestECDSAToRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestRawToDER checks the hand-written DER against encoding/asn1's for the
+// widths and edge values a raw signature can hold, and that derToRaw reads
+// it back.
+func TestRawToDER(t *testing.T) {
+	half := func(size int, lead ...byte) []byte {
+		b := make([]byte, size)
+		copy(b, lead)
+		b[size-1] |= 1
+		return b
+	}
+	tests := []struct {
+		name string
+		r, s []byte
+	}{
+		{"P-256 top bit set", half(32, 0x80), half(32, 0xff)},
+		{"P-256 top bit clear", half(32, 0x7f), half(32, 0x01)},
+		{"P-256 leading zeros", half(32, 0, 0, 0x80), half(32, 0, 0x12)},
+		{"P-256 small", half(32), half(32)},
+		{"P-384", half(48, 0x80), half(48, 0x40)},
+		{"P-521 long length", half(66, 0x01, 0xff), half(66, 0x01, 0x80)},
+		{"zero r", make([]byte, 32), half(32, 0x80)},
+	}
+	for _, tt := range tests {
+		raw := append(append([]byte(nil), tt.r...), tt.s...)
+		want, err := asn1Marshal(new(big.Int).SetBytes(tt.r), new(big.Int).SetBytes(tt.s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rawToDER(nil, raw)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: rawToDER = %x, want %x", tt.name, got, want)
+		}
+		back, ok := derToRaw(got, len(tt.r))
+		zero := new(big.Int).SetBytes(tt.r).Sign() == 0
+		if ok == zero || (ok && !bytes.Equal(back, raw)) {
+			t.Errorf("%s: derToRaw = %x, %v; want %x, %v", tt.name, back, ok, raw, !zero)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -25,9 +26,16 @@ func signerOpts(alg Alg, signingInput []byte) ([]byte, crypto.SignerOpts) {
 	if alg == EdDSA {
 		return signingInput, crypto.Hash(0)
 	}
-	h := alg.Hash().New()
-	h.Write(signingInput)
-	digest := h.Sum(nil)
+	var digest []byte
+	if alg.Hash() == crypto.SHA256 {
+		// The common case without a hash.Hash on the heap.
+		sum := sha256.Sum256(signingInput)
+		digest = sum[:]
+	} else {
+		h := alg.Hash().New()
+		h.Write(signingInput)
+		digest = h.Sum(nil)
+	}
 	if alg == PS256 {
 		// RFC 7518 §3.5: salt length equals the hash length. PSSSaltLengthAuto
 		// (Go's default for signing) would use the maximum, which verifiers

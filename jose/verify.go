@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"fmt"
-	"math/big"
 )
 
 // Verify checks a JWS signature over signingInput with pub. It returns an
@@ -44,9 +43,10 @@ func verifyMessage(alg Alg, pub crypto.PublicKey, msg, sig []byte) error {
 		if len(sig) != 2*size {
 			return fmt.Errorf("%w: %s signature is %d bytes, want %d", ErrSignatureInvalid, alg, len(sig), 2*size)
 		}
-		r := new(big.Int).SetBytes(sig[:size])
-		s := new(big.Int).SetBytes(sig[size:])
-		if !ecdsa.Verify(pub.(*ecdsa.PublicKey), digest, r, s) {
+		// The DER that ecdsa.Verify would build from big.Ints, written
+		// into a buffer on the stack.
+		var der [2 + 2*(2+1+66) + 1]byte
+		if !ecdsa.VerifyASN1(pub.(*ecdsa.PublicKey), digest, rawToDER(der[:0], sig)) {
 			return ErrSignatureInvalid
 		}
 	case RS256:

@@ -218,18 +218,26 @@ func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification
 	// A v0.3 card is read the way each shipped SDK maps it, as well as
 	// cardsign's way: a signature made by either covers its own reading.
 	// The first reading (cardsign's) is the card's identity.
-	var readings []reading
-	formsBy := map[card.Mapping]*card.Forms{}
-	for _, r := range loaded.Readings() {
+	// Each reading is canonicalized once, for every signature.
+	rs := loaded.Readings()
+	readings := make([]reading, len(rs))
+	for i, r := range rs {
 		f, err := card.CanonicalForms(r.Value)
 		if err != nil {
 			return nil, err
 		}
-		formsBy[r.Mapping] = f
-		readings = append(readings, reading{r.Mapping, map[card.Profile][]byte{card.ProfileSpec: f.Spec, card.ProfileSDK: f.SDK, card.ProfilePythonASCII: f.Python}, sha256.Sum256(f.Spec)})
+		readings[i] = reading{r.Mapping, f, sha256.Sum256(f.Spec)}
 	}
-	forms := formsBy[readings[0].mapping]
-	formsOf := func(m card.Mapping) *card.Forms { return formsBy[loaded.Reading(m).Mapping] }
+	forms := readings[0].forms
+	formsOf := func(m card.Mapping) *card.Forms {
+		want := loaded.Reading(m).Mapping
+		for _, r := range readings {
+			if r.mapping == want {
+				return r.forms
+			}
+		}
+		return forms
+	}
 	sum := readings[0].sum
 	// A revoked card is revoked under every reading: a signature verifies
 	// over any of them, so a revoked v1.0 card rewritten as v0.3 (whose
@@ -303,8 +311,8 @@ type fetchResult struct {
 
 // reading is the canonical bytes of one reading of the card, per profile.
 type reading struct {
-	mapping  card.Mapping
-	payloads map[card.Profile][]byte
+	mapping card.Mapping
+	forms   *card.Forms // its bytes per profile (formBytes)
 	// sum is the SHA-256 of the reading's spec-profile canonical bytes: the
 	// card's identity as this reading has it (revocations, log entries).
 	sum [32]byte
@@ -339,7 +347,7 @@ func (v *verifier) verifyOne(ctx context.Context, s strictjson.Value, readings [
 			return errors.New("header must be an object")
 		}
 		for _, m := range unprot.Obj {
-			if h.names[m.Key] {
+			if h.has(m.Key) {
 				return fmt.Errorf("header parameter %q is both protected and unprotected (RFC 7515 §7.2.1)", m.Key)
 			}
 		}
@@ -371,7 +379,8 @@ func (v *verifier) verifyOne(ctx context.Context, s strictjson.Value, readings [
 	}
 	// A signature that names its profile covers those bytes only; an
 	// unmarked one (plain A2A, from any signer) may cover either.
-	order := card.Profiles()
+	all := [...]card.Profile{card.ProfileSpec, card.ProfileSDK, card.ProfilePythonASCII}
+	order := all[:]
 	if h.profile != "" {
 		order = []card.Profile{h.profile}
 	}
@@ -390,10 +399,11 @@ func (v *verifier) verifyOne(ctx context.Context, s strictjson.Value, readings [
 		bytes   []byte
 		sum     [32]byte // the reading's
 	}
-	var cands []candidate
+	var room [3]candidate // a v1.0 card: one reading, up to three profiles
+	cands := room[:0]
 	for _, r := range readings {
 		for _, p := range order {
-			b := r.payloads[p]
+			b := formBytes(r.forms, p)
 			if !slices.ContainsFunc(cands, func(c candidate) bool { return bytes.Equal(c.bytes, b) }) {
 				cands = append(cands, candidate{r.mapping, p, b, r.sum})
 			}
@@ -492,8 +502,8 @@ type header struct {
 	kid      string
 	jku      string
 	profile  card.Profile
-	names    map[string]bool
-	iat, exp *time.Time // a signature lifetime, when the header has one
+	members  []strictjson.Member // the header as parsed, for has
+	iat, exp *time.Time          // a signature lifetime, when the header has one
 }
 
 // parseHeader decodes and checks a protected header. It goes through the
@@ -508,9 +518,8 @@ func parseHeader(protected string) (header, error) {
 	if err != nil {
 		return header{}, fmt.Errorf("protected header: %v", err)
 	}
-	h := header{names: map[string]bool{}}
+	h := header{members: v.Obj}
 	for _, m := range v.Obj {
-		h.names[m.Key] = true
 		str := func() (string, error) {
 			if m.Val.Kind != strictjson.String {
 				return "", fmt.Errorf("protected header %q must be a string", m.Key)
@@ -576,6 +585,16 @@ func parseHeader(protected string) (header, error) {
 		return header{}, err
 	}
 	return h, nil
+}
+
+// has reports whether the protected header has a member named name.
+func (h header) has(name string) bool {
+	for _, m := range h.members {
+		if m.Key == name {
+			return true
+		}
+	}
+	return false
 }
 
 // checkLifetime refuses a signature past its exp, or issued (iat) in the

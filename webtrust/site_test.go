@@ -19,7 +19,7 @@ type pki struct {
 	roots *x509.CertPool
 }
 
-func newPKI(t *testing.T) *pki {
+func newPKI(t testing.TB) *pki {
 	ca := testpki.NewCA(t, "webtrust test CA")
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.CertPEM)
@@ -35,7 +35,7 @@ type site struct {
 }
 
 // newSite serves h over TLS for names; every request is counted.
-func (p *pki) newSite(t *testing.T, h http.Handler, names ...string) *site {
+func (p *pki) newSite(t testing.TB, h http.Handler, names ...string) *site {
 	certPEM, keyPEM := p.ca.Issue(t, testpki.Leaf{CommonName: names[0], DNSNames: names, Server: true})
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
@@ -68,7 +68,7 @@ func (c *clock) now() time.Time          { return time.Unix(0, c.t.Load()) }
 func (c *clock) advance(d time.Duration) { c.t.Add(int64(d)) }
 
 // newTestClient is a client that trusts the test CA and reaches sites.
-func (p *pki) newTestClient(t *testing.T, opts Options, sites ...*site) *Client {
+func (p *pki) newTestClient(t testing.TB, opts Options, sites ...*site) *Client {
 	t.Helper()
 	opts.RootCAs = p.roots
 	for _, s := range sites {
