@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cardsign/cardsign/jwks"
@@ -31,14 +32,85 @@ type Handler struct {
 	// mayRead reports whether a request's credentials hold a reader role.
 	mayRead func(r *http.Request) bool
 	maxAge  time.Duration
+	// cache holds the public cards served, ready to write; nil: every
+	// request reads the store (NewHandler without CacheCards).
+	cache *cardCache
+	// hPublicCache is a public card's Cache-Control value, made once.
+	hPublicCache []string
 }
 
 // NewHandler serves reg's cards over HTTP. mayRead reports whether a
 // request may read private cards (a reader role); maxAge is how long a
 // public card may be cached (as long as the JWKS).
 func NewHandler(reg *Registry, mayRead func(r *http.Request) bool, maxAge time.Duration) *Handler {
-	return &Handler{reg: reg, mayRead: mayRead, maxAge: maxAge}
+	return &Handler{reg: reg, mayRead: mayRead, maxAge: maxAge,
+		hPublicCache: []string{"public, max-age=" + strconv.Itoa(int(maxAge.Seconds()))}}
 }
+
+// CacheCards makes h serve public cards from memory, as rendered (bytes,
+// entity tags and header values) at the last read, instead of reading the
+// store on every request: a card is read again once version has moved
+// since it was read (version must move at every change this process makes
+// or hears of that a served card depends on: a registration, a re-signing,
+// a removal, a card or key revocation) and at most fresh after the read
+// (what another replica changed without telling this one). It returns h.
+func (h *Handler) CacheCards(version func() uint64, fresh time.Duration, now func() time.Time) *Handler {
+	h.cache = &cardCache{version: version, fresh: fresh, now: now}
+	return h
+}
+
+// cardCache holds the public cards last served, by agent id. Only cards
+// found and served 200 are held: an unknown, private, revoked or
+// re-signing id is read every time (a cache of misses would grow with
+// every probe).
+type cardCache struct {
+	version func() uint64
+	fresh   time.Duration
+	now     func() time.Time
+	cards   sync.Map // agent id → *cachedCard
+}
+
+// cachedCard is a public card as served: its two representations, valid
+// while the version is the one it was read at and until until.
+type cachedCard struct {
+	version   uint64
+	until     time.Time
+	json, a2a servedCard
+}
+
+// servedCard is one representation of a card with its header values made
+// once, each a slice of one set into the response's header map as it is
+// (net/http only reads them; Header.Set replaces a slice, never writes
+// into it).
+type servedCard struct {
+	body                         []byte
+	etag                         string
+	hETag, hType, hContentLength []string
+}
+
+func newServedCard(body []byte, tag, contentType string) servedCard {
+	etag := `"` + tag + `"`
+	return servedCard{body: body, etag: etag, hETag: []string{etag}, hType: []string{contentType},
+		hContentLength: []string{strconv.Itoa(len(body))}}
+}
+
+// get returns id's cached card when it is still valid.
+func (c *cardCache) get(id string) *cachedCard {
+	v, ok := c.cards.Load(id)
+	if !ok {
+		return nil
+	}
+	e := v.(*cachedCard)
+	if e.version != c.version() || !c.now().Before(e.until) {
+		return nil
+	}
+	return e
+}
+
+// Header values every public card shares.
+var (
+	hVaryAccept = []string{"Accept"}
+)
 
 // writeJSON answers with v and an uncacheable status.
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -74,6 +146,18 @@ func (h *Handler) Card() http.Handler {
 		// agent no more than an unknown one: both answers, and the work
 		// behind them, are the same (TestAgentCardProbeSameWork).
 		reader := h.mayRead(r)
+		var version uint64
+		if h.cache != nil {
+			// A public card is the same answer to a reader and to anyone
+			// else (an unknown or private id is never held).
+			if e := h.cache.get(id); e != nil {
+				h.servePublic(w, r, e)
+				return
+			}
+			// Read before the store: a change meanwhile makes what is
+			// read now stale.
+			version = h.cache.version()
+		}
 		var c store.AgentCard
 		var err error
 		if reader {
@@ -119,6 +203,15 @@ func (h *Handler) Card() http.Handler {
 			return
 		}
 		sum := sha256.Sum256(c.Signed)
+		if h.cache != nil && c.Visibility == store.Public {
+			tag := hex.EncodeToString(sum[:16])
+			e := &cachedCard{version: version, until: h.cache.now().Add(h.cache.fresh),
+				json: newServedCard(c.Signed, tag, "application/json"),
+				a2a:  newServedCard(c.Signed, tag+".a2a", CardMediaType)}
+			h.cache.cards.Store(id, e)
+			h.servePublic(w, r, e)
+			return
+		}
 		// Two representations, two tags: a cache holding both (Vary:
 		// Accept) must not take one's 304 for the other's.
 		tag, contentType := hex.EncodeToString(sum[:16]), "application/json"
@@ -144,6 +237,29 @@ func (h *Handler) Card() http.Handler {
 			_, _ = w.Write(c.Signed)
 		}
 	})
+}
+
+// servePublic writes a cached public card as Card writes one it read:
+// the same headers, values and statuses, without allocating.
+func (h *Handler) servePublic(w http.ResponseWriter, r *http.Request, e *cachedCard) {
+	rep := &e.json
+	if wantsCardType(r.Header["Accept"]) {
+		rep = &e.a2a
+	}
+	hd := w.Header()
+	hd["Etag"] = rep.hETag
+	hd["Cache-Control"] = h.hPublicCache
+	hd["Vary"] = hVaryAccept
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 && jwksserve.ETagListMatches(inm, rep.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	hd["Content-Type"] = rep.hType
+	hd["Content-Length"] = rep.hContentLength
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(rep.body)
+	}
 }
 
 // ErrResigning: a registered card carries signatures by revoked keys

@@ -172,7 +172,7 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
 		jwksMaxAge: cfg.JWKSMaxAge, revocationTTL: cfg.RevocationTTL, didDomain: cfg.Catalog.Domain}
 	a.registry = newRegistry(a)
-	a.catalog = catalogDuty{pub: newCatalog(a), poke: a.pokeDuties}
+	a.catalog = newCatalogDuty(a)
 	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
 	a.admin = &KeyAdmin{cfg: cfg, st: st, keys: keys, now: now, log: log, logged: onCommit,
 		changed: func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -50,12 +51,24 @@ func newCatalog(a *Authority) *catalog.Publisher {
 type catalogDuty struct {
 	pub  *catalog.Publisher // nil: the catalog is off
 	poke func()             // asks the duties for a round now
+	// registry moves at every change of the registry or the keys this
+	// process makes or hears of (changed), catalog or not: the served
+	// public cards (registry.Handler.CacheCards) are read again after it.
+	registry *atomic.Uint64
+}
+
+// newCatalogDuty makes a's catalog duty (its publisher nil when the
+// catalog is off).
+func newCatalogDuty(a *Authority) catalogDuty {
+	return catalogDuty{pub: newCatalog(a), poke: a.pokeDuties, registry: new(atomic.Uint64)}
 }
 
 // changed tells the catalog's publisher that what it is made from changed
 // (an agent registered, re-signed, removed, its card revoked; a key), and
 // asks the duties for a round: the holder signs the new catalog at once.
+// The registry's served cards are read again either way.
 func (c catalogDuty) changed() {
+	c.registry.Add(1)
 	if c.pub == nil {
 		return
 	}
@@ -85,4 +98,17 @@ func (c catalogDuty) publish(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("AI Catalog: %w", err)
+}
+
+// servedCardsFresh bounds how long a public card is served from memory
+// without reading the store: what another replica registers, re-signs or
+// removes reaches no store notification, so it is served here within this;
+// what this replica changes, or hears of (a key), is served at once.
+const servedCardsFresh = time.Second
+
+// servedCardsVersion moves whenever a served public card may have changed
+// here: the registry (catalogDuty.changed) or the key records (a revoked
+// key's signatures are dropped from what is served).
+func (a *Authority) servedCardsVersion() uint64 {
+	return a.catalog.registry.Load() + a.keys.version.Load()
 }

@@ -36,7 +36,8 @@ type HTTPOptions struct {
 func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	a.metrics.Register(backendCollector{sources: opts.Stats})
 	docs := a.docs.newDocumentHandlers()
-	agents := registry.NewHandler(a.registry, func(r *http.Request) bool { return mayRead(r, opts.Auth, a.metrics) }, a.cfg.JWKSMaxAge)
+	agents := registry.NewHandler(a.registry, func(r *http.Request) bool { return mayRead(r, opts.Auth, a.metrics) }, a.cfg.JWKSMaxAge).
+		CacheCards(a.servedCardsVersion, servedCardsFresh, time.Now)
 	routes := httpapi.Routes{
 		Metrics:      a.metrics.Handler(),
 		JWKS:         docs.jwks,

@@ -173,6 +173,18 @@ type Document struct {
 	ETag         string
 	CacheControl string
 	ContentType  string
+	// Header holds the other response headers a bare handler repeats
+	// (Vary, Access-Control-*, X-Content-Type-Options, ...): everything but
+	// those above, Content-Length (the body's), Date (the server's own) and
+	// the connection's.
+	Header http.Header
+}
+
+// unmirrored are the response headers a mirror does not repeat from
+// Header: set from the Document's fields, by net/http, or per connection.
+var unmirrored = map[string]bool{
+	"Etag": true, "Cache-Control": true, "Content-Type": true, "Content-Length": true,
+	"Date": true, "Connection": true, "Keep-Alive": true, "Transfer-Encoding": true,
 }
 
 // Fetch GETs url once (net/http, no load) and returns its body and headers.
@@ -190,7 +202,13 @@ func Fetch(url string) (*Document, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return &Document{Body: body, ETag: resp.Header.Get("ETag"), CacheControl: resp.Header.Get("Cache-Control"), ContentType: resp.Header.Get("Content-Type")}, nil
+	d := &Document{Body: body, ETag: resp.Header.Get("ETag"), CacheControl: resp.Header.Get("Cache-Control"), ContentType: resp.Header.Get("Content-Type"), Header: http.Header{}}
+	for k, vs := range resp.Header {
+		if !unmirrored[k] {
+			d.Header[k] = vs
+		}
+	}
+	return d, nil
 }
 
 // Status GETs url once with If-None-Match (when not empty) and returns the
@@ -212,12 +230,18 @@ func Status(url, ifNoneMatch string) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// BareHandler is the reference the daemon's JWKS endpoint is compared
-// with: a plain net/http handler that writes d's bytes and headers, and
-// answers 304 when If-None-Match is d's ETag.
+// BareHandler is the reference the daemon's documents are compared with:
+// a plain net/http handler that writes d's bytes and headers, and answers
+// 304 when If-None-Match is d's ETag (with the headers but the body's
+// Content-Type and X-Content-Type-Options, as the daemon does).
 func BareHandler(d *Document) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		for k, vs := range d.Header {
+			if k != "X-Content-Type-Options" {
+				h[k] = vs
+			}
+		}
 		if d.ETag != "" {
 			h.Set("ETag", d.ETag)
 		}
@@ -227,6 +251,9 @@ func BareHandler(d *Document) http.Handler {
 		if d.ETag != "" && r.Header.Get("If-None-Match") == d.ETag {
 			w.WriteHeader(http.StatusNotModified)
 			return
+		}
+		if vs, ok := d.Header["X-Content-Type-Options"]; ok {
+			h["X-Content-Type-Options"] = vs
 		}
 		if d.ContentType != "" {
 			h.Set("Content-Type", d.ContentType)

@@ -17,6 +17,7 @@ var doc = &Document{
 	ETag:         `"etag-1"`,
 	CacheControl: "public, max-age=3600",
 	ContentType:  "application/jwk-set+json",
+	Header:       http.Header{"Vary": {"Accept"}, "X-Content-Type-Options": {"nosniff"}},
 }
 
 // The HTTP load generator against a real net/http server on loopback: every
@@ -109,6 +110,10 @@ func TestFetchAndBareHandler(t *testing.T) {
 	}
 	if !bytes.Equal(got.Body, doc.Body) || got.ETag != doc.ETag || got.CacheControl != doc.CacheControl || got.ContentType != doc.ContentType {
 		t.Errorf("Fetch = %+v", got)
+	}
+	// The other headers are mirrored; Date and Content-Length are not.
+	if len(got.Header) != 2 || got.Header.Get("Vary") != "Accept" || got.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("Fetch headers = %v", got.Header)
 	}
 	if st, err := Status(srv.URL, doc.ETag); err != nil || st != http.StatusNotModified {
 		t.Errorf("Status with ETag = %d, %v", st, err)

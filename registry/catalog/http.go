@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/cardsign/cardsign/aicatalog"
@@ -16,6 +17,41 @@ type Handler struct {
 	pub    *Publisher // nil: the catalog is off
 	maxAge time.Duration
 	now    func() time.Time
+	// last holds the header values of the catalog last served: they are
+	// made again only when the catalog or its max-age (whole seconds)
+	// changes, not per request.
+	last atomic.Pointer[servedHeaders]
+}
+
+// servedHeaders are a catalog's response header values, each a slice of
+// one set into the response's header map as it is (net/http only reads
+// them; Header.Set replaces a slice, never writes into it).
+type servedHeaders struct {
+	etag                                 string
+	bodyLen                              int
+	maxAge                               int64
+	hETag, hCacheControl, hContentLength []string
+}
+
+// Header values every catalog response shares.
+var (
+	hAnyOrigin  = []string{"*"}
+	hExposeETag = []string{"ETag"}
+	hNoSniff    = []string{"nosniff"}
+	hMediaType  = []string{aicatalog.MediaType}
+)
+
+// headers returns the header values of doc served with maxAge seconds.
+func (h *Handler) headers(doc Served, maxAge int64) *servedHeaders {
+	if s := h.last.Load(); s != nil && s.etag == doc.ETag && s.bodyLen == len(doc.Body) && s.maxAge == maxAge {
+		return s
+	}
+	s := &servedHeaders{etag: doc.ETag, bodyLen: len(doc.Body), maxAge: maxAge,
+		hETag:          []string{doc.ETag},
+		hCacheControl:  []string{"public, max-age=" + strconv.FormatInt(maxAge, 10)},
+		hContentLength: []string{strconv.Itoa(len(doc.Body))}}
+	h.last.Store(s)
+	return s
 }
 
 // NewHandler serves pub's catalog (nil: the catalog is off, 404); maxAge
@@ -62,18 +98,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, msg)
 		return
 	}
+	s := h.headers(doc, MaxAge(h.now(), doc.ExpiresAt, h.maxAge))
 	hd := w.Header()
-	hd.Set("Access-Control-Allow-Origin", "*")
-	hd.Set("Access-Control-Expose-Headers", "ETag")
-	hd.Set("ETag", doc.ETag)
-	hd.Set("Cache-Control", "public, max-age="+strconv.FormatInt(MaxAge(h.now(), doc.ExpiresAt, h.maxAge), 10))
+	hd["Access-Control-Allow-Origin"] = hAnyOrigin
+	hd["Access-Control-Expose-Headers"] = hExposeETag
+	hd["Etag"] = s.hETag
+	hd["Cache-Control"] = s.hCacheControl
 	if inm := r.Header["If-None-Match"]; len(inm) > 0 && jwksserve.ETagListMatches(inm, doc.ETag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	hd.Set("Content-Type", aicatalog.MediaType)
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Content-Length", strconv.Itoa(len(doc.Body)))
+	hd["Content-Type"] = hMediaType
+	hd["X-Content-Type-Options"] = hNoSniff
+	hd["Content-Length"] = s.hContentLength
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(doc.Body)

@@ -4,13 +4,17 @@
 package tlogserve
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -65,6 +69,75 @@ func NewHandler(src Source, log *slog.Logger) http.Handler {
 type handler struct {
 	src Source
 	log *slog.Logger
+	// last is the checkpoint last served, ready to write again: the
+	// checkpoint changes only when the tree grows, far less often than a
+	// monitor polls it.
+	last atomic.Pointer[servedCheckpoint]
+}
+
+// servedCheckpoint is a signed checkpoint with its response header values
+// made once, each a slice of one set into the response's header map as it
+// is (net/http only reads them; Header.Set replaces a slice, never writes
+// into it).
+type servedCheckpoint struct {
+	note                  []byte
+	etag                  string
+	hETag, hContentLength []string
+}
+
+// Header values every checkpoint response shares.
+var (
+	hCheckpointType  = []string{"text/plain; charset=utf-8"}
+	hCheckpointCache = []string{checkpointCache}
+	hNoSniff         = []string{"nosniff"}
+)
+
+// checkpoint returns signed ready to serve: the last one when it holds the
+// same bytes, else made now (an entity tag from the bytes, so a monitor
+// polling through a cache revalidates with If-None-Match and gets a 304
+// until the tree grows).
+func (h *handler) checkpoint(signed []byte) *servedCheckpoint {
+	if c := h.last.Load(); c != nil && bytes.Equal(c.note, signed) {
+		return c
+	}
+	sum := sha256.Sum256(signed)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	c := &servedCheckpoint{note: bytes.Clone(signed), etag: etag, hETag: []string{etag},
+		hContentLength: []string{strconv.Itoa(len(signed))}}
+	h.last.Store(c)
+	return c
+}
+
+// serve writes the checkpoint, or 304 when If-None-Match names its tag,
+// without allocating.
+func (c *servedCheckpoint) serve(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd["X-Content-Type-Options"] = hNoSniff
+	hd["Etag"] = c.hETag
+	hd["Cache-Control"] = hCheckpointCache
+	if etagListed(r.Header["If-None-Match"], c.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	hd["Content-Type"] = hCheckpointType
+	hd["Content-Length"] = c.hContentLength
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(c.note) // a HEAD response discards it
+}
+
+// etagListed reports whether If-None-Match fields name etag (or "*"),
+// with the weak comparison RFC 9110 prescribes for it (W/"x" names "x").
+// Our tags hold no comma, so splitting each field on commas finds them.
+func etagListed(fields []string, etag string) bool {
+	for _, f := range fields {
+		for t := range strings.SplitSeq(f, ",") {
+			t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+			if t == etag || t == "*" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -84,7 +157,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.internal(w, r, "read checkpoint", err)
 			return
 		}
-		h.write(w, "text/plain; charset=utf-8", checkpointCache, signed)
+		h.checkpoint(signed).serve(w, r)
 		return
 	}
 	if !strings.HasPrefix(path, "tile/") {

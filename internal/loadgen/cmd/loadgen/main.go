@@ -4,7 +4,7 @@
 //
 //	loadgen grpc   --addr HOST:PORT --card FILE [--strip-unknown] [--pid PID] ...  SignCard load; the daemon's CPU and RSS from /proc
 //	loadgen http   --url URL [--if-none-match ETAG] [--expect 200] ...          keep-alive GET load
-//	loadgen serve  --mirror URL [--addr 127.0.0.1:0]                              a bare net/http handler serving URL's bytes; prints ADDR=
+//	loadgen serve  --mirror URL [--mirror URL...] [--addr 127.0.0.1:0]            a bare net/http handler serving each URL's bytes at its path; prints ADDR=
 //	loadgen doc    URL                                                            URL's body size (BYTES=) and ETag (ETAG=, raw)
 //	loadgen status URL [ETAG]                                                     one GET's status code
 //	loadgen freeport                                                              a free loopback TCP port
@@ -17,9 +17,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -187,22 +189,38 @@ func httpCmd(args []string) error {
 
 func serveCmd(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	mirror := fs.String("mirror", "", "URL whose body, ETag, Cache-Control and Content-Type are served")
+	var mirrors []string
+	fs.Func("mirror", "URL whose body and headers are served at its path (repeatable)", func(s string) error {
+		mirrors = append(mirrors, s)
+		return nil
+	})
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
-	path := fs.String("path", "/.well-known/jwks.json", "path served")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	d, err := loadgen.Fetch(*mirror)
-	if err != nil {
-		return err
+	if len(mirrors) == 0 {
+		return errors.New("no --mirror URL")
+	}
+	mux := http.NewServeMux()
+	for _, m := range mirrors {
+		u, err := url.Parse(m)
+		if err != nil {
+			return err
+		}
+		d, err := loadgen.Fetch(m)
+		if err != nil {
+			return err
+		}
+		path := u.Path
+		if strings.HasSuffix(path, "/") {
+			path += "{$}" // the path alone, not its subtree
+		}
+		mux.Handle(path, loadgen.BareHandler(d))
 	}
 	l, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle(*path, loadgen.BareHandler(d))
 	fmt.Printf("ADDR=%s\n", l.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
