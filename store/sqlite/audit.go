@@ -134,11 +134,33 @@ func (s *core) insertAudit(ctx context.Context, tx *sql.Tx, out []audit.Record, 
 // (the high-water mark, kept even if records are deleted behind the store's
 // back), or 0 and audit.Genesis() when none was.
 func (s *auditTrail) AuditHead(ctx context.Context) (int64, []byte, error) {
-	seq, hash, err := auditHead(ctx, s.db)
+	stmt, err := s.headStatement(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: audit head: %w", err)
+	}
+	seq, hash, err := scanHead(stmt.QueryRowContext(ctx))
 	if err != nil {
 		return 0, nil, fmt.Errorf("store: audit head: %w", err)
 	}
 	return seq, hash, nil
+}
+
+// headStatement returns the prepared audit-head read, preparing it at the
+// first call (two concurrent first calls keep one statement and close the
+// other).
+func (s *core) headStatement(ctx context.Context) (*sql.Stmt, error) {
+	if st := s.headStmt.Load(); st != nil {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, selectHead)
+	if err != nil {
+		return nil, err
+	}
+	if !s.headStmt.CompareAndSwap(nil, st) {
+		st.Close()
+		return s.headStmt.Load(), nil
+	}
+	return st, nil
 }
 
 // rowQuerier is what several reads need of *sql.DB and *sql.Tx.
@@ -146,14 +168,9 @@ type rowQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// auditHead reads the high-water mark of migration 3, not the audit table's
-// last row: after records were deleted from the end of the log, appends must
-// go on from the last seq ever used, never reuse it, so the gap shows.
-func auditHead(ctx context.Context, db *sql.DB) (int64, []byte, error) {
-	return scanHead(db.QueryRowContext(ctx, selectHead))
-}
-
-// scanHead reads the row of selectHead.
+// scanHead reads the row of selectHead: the high-water mark of migration 3,
+// not the audit table's last row (after records were deleted from the end
+// of the log, appends go on from the last seq ever used, so the gap shows).
 func scanHead(row *sql.Row) (int64, []byte, error) {
 	var seq int64
 	var hash []byte

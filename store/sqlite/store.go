@@ -94,6 +94,11 @@ type core struct {
 	// and do not start before the WAL reaches 1000 pages, which a small
 	// volume never holds).
 	full atomic.Bool
+	// headStmt reads the audit head outside write transactions, prepared
+	// at the first read: the log's checkpoint is served from a head read
+	// on every request (replicas agree on it), and preparing the query
+	// each time cost most of such a request.
+	headStmt atomic.Pointer[sql.Stmt]
 }
 
 var (
@@ -221,6 +226,9 @@ func (s *Store) Close() error {
 	stmtsErr := s.stmts.close()
 	s.stmts = statements{}
 	<-s.writeSlot
+	if st := s.headStmt.Swap(nil); st != nil {
+		stmtsErr = errors.Join(stmtsErr, st.Close())
+	}
 	if err := errors.Join(stmtsErr, s.db.Close()); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
