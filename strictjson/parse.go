@@ -429,6 +429,38 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
+// skipPlain returns the index of the first byte at or after i in s that is
+// not plainByte, or len(s): eight bytes at a time while none of them is.
+func skipPlain(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(s) {
+		x := load64(s, i)
+		quote, backslash := x^(ones*'"'), x^(ones*'\\')
+		// A high bit in any of these marks a byte below 0x20, a '"', a
+		// '\\' (a zero byte of quote or backslash), or one of 0x80 and
+		// above (Hacker's Delight, 6-1: exact as to whether any byte is).
+		below := (x - ones*0x20) &^ x
+		isQuote := (quote - ones) &^ quote
+		isBackslash := (backslash - ones) &^ backslash
+		if (below|isQuote|isBackslash|x)&highs != 0 {
+			break
+		}
+		i += 8
+	}
+	for i < len(s) && plainByte[s[i]] {
+		i++
+	}
+	return i
+}
+
+// load64 reads the eight bytes of s from i as one little-endian word (the
+// compiler makes one load of it).
+func load64(s string, i int) uint64 {
+	w := s[i : i+8]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+}
+
 // str reads a string literal starting at the opening quote. A string without
 // escapes is a substring of the input, with no copy.
 func (p *parser) str() (string, error) {
@@ -437,9 +469,7 @@ func (p *parser) str() (string, error) {
 	i := start
 	ascii := true
 	for {
-		for i < len(s) && plainByte[s[i]] {
-			i++
-		}
+		i = skipPlain(s, i)
 		if i >= len(s) {
 			p.pos = i
 			return "", p.fail(RuleSyntax, "unterminated string")
