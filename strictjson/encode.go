@@ -121,11 +121,18 @@ const hexDigits = "0123456789abcdef"
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
+	for i := 0; ; i++ {
+		// Skip words with nothing to escape, then bytes.
+		for i+8 <= len(s) && !needsLook(load64(s, i), false) {
+			i += 8
 		}
+		for i < len(s) && !mustEscape[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		c := s[i]
 		b = append(b, s[start:i]...)
 		switch c {
 		case '"', '\\':
@@ -148,6 +155,16 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// mustEscape marks the bytes a JSON string cannot hold as they stand: the
+// controls, '"' and '\\'.
+var mustEscape = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // QuoteForMessage renders s for an error message: quoted, escaped as JSON,
 // and cut to about 50 characters so that a hostile value cannot flood a

@@ -179,13 +179,22 @@ func (w *JCSWriter) WriteName(k string) {
 // str writes a string; text outside printable ASCII is written as is (RFC
 // 8785) but is not plain: an ASCII-escaping writer differs.
 func (w *JCSWriter) str(s string) {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x7f {
-			w.plain = false
-			if !utf8.ValidString(s[i:]) {
-				w.bad = true
-			}
+	// Find the first byte outside printable ASCII: a word at a time while
+	// none has its high bit set or is 0x7f, then byte by byte.
+	i := 0
+	for i+8 <= len(s) {
+		if x := load64(s, i); (x|hasByte(x, 0x7f))&highs != 0 {
 			break
+		}
+		i += 8
+	}
+	for i < len(s) && s[i] < 0x7f {
+		i++
+	}
+	if i < len(s) {
+		w.plain = false
+		if !utf8.ValidString(s[i:]) {
+			w.bad = true
 		}
 	}
 	w.buf = AppendString(w.buf, s)

@@ -432,25 +432,37 @@ var plainByte = func() (t [256]bool) {
 // skipPlain returns the index of the first byte at or after i in s that is
 // not plainByte, or len(s): eight bytes at a time while none of them is.
 func skipPlain(s string, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for i+8 <= len(s) {
-		x := load64(s, i)
-		quote, backslash := x^(ones*'"'), x^(ones*'\\')
-		// A high bit in any of these marks a byte below 0x20, a '"', a
-		// '\\' (a zero byte of quote or backslash), or one of 0x80 and
-		// above (Hacker's Delight, 6-1: exact as to whether any byte is).
-		below := (x - ones*0x20) &^ x
-		isQuote := (quote - ones) &^ quote
-		isBackslash := (backslash - ones) &^ backslash
-		if (below|isQuote|isBackslash|x)&highs != 0 {
-			break
-		}
+	for i+8 <= len(s) && !needsLook(load64(s, i), true) {
 		i += 8
 	}
 	for i < len(s) && plainByte[s[i]] {
 		i++
 	}
 	return i
+}
+
+// Bytes repeated in every byte of a word, for needsLook and hasByte.
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// needsLook reports whether any byte of the word x is below 0x20, a '"' or a
+// '\\', or, when nonASCII is set, 0x80 or above: a byte a string reader or
+// writer must look at one by one.
+func needsLook(x uint64, nonASCII bool) bool {
+	// A high bit in any of these marks such a byte (Hacker's Delight,
+	// 6-1: exact as to whether any byte is; bytes above 0x7f can set the
+	// high bit of "below" and are masked out by ^x).
+	below := (x - ones*0x20) &^ x
+	m := below | hasByte(x, '"') | hasByte(x, '\\')
+	if nonASCII {
+		m |= x
+	}
+	return m&highs != 0
+}
+
+// hasByte has a high bit set in some byte when a byte of x is c.
+func hasByte(x uint64, c byte) uint64 {
+	y := x ^ (ones * uint64(c))
+	return (y - ones) &^ y & highs
 }
 
 // load64 reads the eight bytes of s from i as one little-endian word (the
