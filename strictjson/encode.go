@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -122,13 +123,7 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; ; i++ {
-		// Skip words with nothing to escape, then bytes.
-		for i+8 <= len(s) && !needsLook(load64(s, i), false) {
-			i += 8
-		}
-		for i < len(s) && !mustEscape[s[i]] {
-			i++
-		}
+		i = skipUnescaped(s, i)
 		if i >= len(s) {
 			break
 		}
@@ -154,6 +149,21 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// skipUnescaped returns the index of the first byte at or after i in s that
+// AppendString escapes, or len(s): eight bytes at a time.
+func skipUnescaped(s string, i int) int {
+	for i+8 <= len(s) {
+		if m := lookMask(load64(s, i), false); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for i < len(s) && !mustEscape[s[i]] {
+		i++
+	}
+	return i
 }
 
 // mustEscape marks the bytes a JSON string cannot hold as they stand: the

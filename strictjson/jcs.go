@@ -182,11 +182,10 @@ func (w *JCSWriter) str(s string) {
 	// Find the first byte outside printable ASCII: a word at a time while
 	// none has its high bit set or is 0x7f, then byte by byte.
 	i := 0
-	for i+8 <= len(s) {
+	for ; i+8 <= len(s); i += 8 {
 		if x := load64(s, i); (x|hasByte(x, 0x7f))&highs != 0 {
 			break
 		}
-		i += 8
 	}
 	for i < len(s) && s[i] < 0x7f {
 		i++

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,14 +222,11 @@ func (p *parser) in(seg segment, err error) error {
 }
 
 func (p *parser) skipSpace() {
-	for p.pos < len(p.src) {
-		switch p.src[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
+	s, i := p.src, p.pos
+	for i < len(s) && s[i] <= ' ' && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r') {
+		i++
 	}
+	p.pos = i
 }
 
 func (p *parser) value() (Value, error) {
@@ -430,9 +428,12 @@ var plainByte = func() (t [256]bool) {
 }()
 
 // skipPlain returns the index of the first byte at or after i in s that is
-// not plainByte, or len(s): eight bytes at a time while none of them is.
+// not plainByte, or len(s): eight bytes at a time.
 func skipPlain(s string, i int) int {
-	for i+8 <= len(s) && !needsLook(load64(s, i), true) {
+	for i+8 <= len(s) {
+		if m := lookMask(load64(s, i), true); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
 		i += 8
 	}
 	for i < len(s) && plainByte[s[i]] {
@@ -441,22 +442,23 @@ func skipPlain(s string, i int) int {
 	return i
 }
 
-// Bytes repeated in every byte of a word, for needsLook and hasByte.
+// Bytes repeated in every byte of a word, for lookMask and hasByte.
 const ones, highs = 0x0101010101010101, 0x8080808080808080
 
-// needsLook reports whether any byte of the word x is below 0x20, a '"' or a
-// '\\', or, when nonASCII is set, 0x80 or above: a byte a string reader or
-// writer must look at one by one.
-func needsLook(x uint64, nonASCII bool) bool {
-	// A high bit in any of these marks such a byte (Hacker's Delight,
-	// 6-1: exact as to whether any byte is; bytes above 0x7f can set the
-	// high bit of "below" and are masked out by ^x).
-	below := (x - ones*0x20) &^ x
-	m := below | hasByte(x, '"') | hasByte(x, '\\')
+// lookMask sets the high bit of the first byte of the word x (read little
+// endian) that is below 0x20, a '"' or a '\\', or, when nonASCII is set,
+// 0x80 or above: a byte a string reader or writer must look at. It is zero
+// when x holds none. Bits above the first may be set too (a borrow carries
+// upwards), never below it: the lowest set bit is exact (Hacker's Delight,
+// 6-1).
+func lookMask(x uint64, nonASCII bool) uint64 {
+	// (x - 0x20 in each byte) sets the high bit of a byte below 0x20 and
+	// of bytes from 0xa0, which ^x clears.
+	m := (x-ones*0x20)&^x | hasByte(x, '"') | hasByte(x, '\\')
 	if nonASCII {
 		m |= x
 	}
-	return m&highs != 0
+	return m & highs
 }
 
 // hasByte has a high bit set in some byte when a byte of x is c.
