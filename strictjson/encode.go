@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -121,11 +122,12 @@ const hexDigits = "0123456789abcdef"
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
+	for i := 0; ; i++ {
+		i = skipUnescaped(s, i)
+		if i >= len(s) {
+			break
 		}
+		c := s[i]
 		b = append(b, s[start:i]...)
 		switch c {
 		case '"', '\\':
@@ -148,6 +150,31 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// skipUnescaped returns the index of the first byte at or after i in s that
+// AppendString escapes, or len(s): eight bytes at a time.
+func skipUnescaped(s string, i int) int {
+	for i+8 <= len(s) {
+		if m := lookMask(load64(s, i), false); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for i < len(s) && !mustEscape[s[i]] {
+		i++
+	}
+	return i
+}
+
+// mustEscape marks the bytes a JSON string cannot hold as they stand: the
+// controls, '"' and '\\'.
+var mustEscape = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // QuoteForMessage renders s for an error message: quoted, escaped as JSON,
 // and cut to about 50 characters so that a hostile value cannot flood a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -65,6 +66,29 @@ func FuzzParse(f *testing.F) {
 		}
 		if !bytes.Equal(w.Compact(), c) {
 			t.Fatalf("round trip changed the value:\n%q\n%q", c, w.Compact())
+		}
+	})
+}
+
+// FuzzParseDifferential: the parser accepts exactly what the parser of
+// commit e159769 (oldparse_test.go) accepted, yields the same tree (empty
+// containers as empty, not nil, slices) and refuses the rest with the same
+// path, rule, reason and offset, under small caps so that every cap is hit.
+func FuzzParseDifferential(f *testing.F) {
+	addDocumentSeeds(f)
+	for _, s := range []string{`{"a":"\u00e9\ud83d\ude00x","b":[1,-0.5e3,1e-400,{}]}`, "{\"k\":\"caf\xe9\"}", `{"a":1,"a":2}`, `{"a":[[[[1]]]]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, lim := range []Limits{{}, {MaxBytes: 1 << 12, MaxDepth: 3, MaxValues: 40, MaxItems: 5}} {
+			want, wantErr := oldParseAs(data, lim, "doc", "want an object")
+			got, err := ParseAs(data, lim, "doc", "want an object")
+			if !reflect.DeepEqual(err, wantErr) {
+				t.Fatalf("ParseAs(%q, %+v):\n got error %#v\nwant error %#v", data, lim, err, wantErr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("ParseAs(%q, %+v):\n got %s\nwant %s", data, lim, got.Compact(), want.Compact())
+			}
 		}
 	})
 }

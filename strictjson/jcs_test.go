@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -184,4 +185,31 @@ func FuzzJCSDifferential(f *testing.F) {
 			t.Fatalf("JCS differs from jcs.Transform:\n got %q\nwant %q", got, want)
 		}
 	})
+}
+
+// TestStringWritersPerByte: the writers that skip a word at a time escape,
+// and flag as not plain, exactly the bytes a byte-by-byte writer does, at
+// every offset of a word.
+func TestStringWritersPerByte(t *testing.T) {
+	for _, c := range []string{"\x00", "\x1f", "\"", "\\", "\x7f", "é", "\u2028", " ", "~"} {
+		for at := range 20 {
+			s := strings.Repeat("a", at) + c + strings.Repeat("b", 9)
+			want, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// encoding/json escapes <, >, & and U+2028/9 as well; these
+			// cases hold none but U+2028, which JSON leaves literal.
+			want = bytes.ReplaceAll(want, []byte(`\u2028`), []byte("\u2028"))
+			if got := AppendString(nil, s); !bytes.Equal(got, want) {
+				t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+			}
+			w := NewJCSWriter(0)
+			w.WriteValue(StringValue(s))
+			_, plain, ok := w.Result()
+			if wantPlain := c[0] < 0x7f; plain != wantPlain || !ok {
+				t.Errorf("JCS of %q: plain %v ok %v, want plain %v", s, plain, ok, wantPlain)
+			}
+		}
+	}
 }

@@ -195,3 +195,25 @@ func TestCompactAndIndent(t *testing.T) {
 		t.Errorf("Indent:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestSkipPlain: the eight-bytes-at-a-time scan stops where a byte-by-byte
+// one does, for every byte that ends a run at every offset of a word.
+func TestSkipPlain(t *testing.T) {
+	for _, stop := range []byte{0x00, 0x1f, '"', '\\', 0x7f, 0x80, 0xc3, 0xff} {
+		for at := range 20 {
+			s := strings.Repeat("a", at) + string([]byte{stop}) + strings.Repeat("b", 9)
+			want := at
+			if plainByte[stop] {
+				want = len(s)
+			}
+			if got := skipPlain(s, 0); got != want {
+				t.Errorf("skipPlain(%q) = %d, want %d", s, got, want)
+			}
+		}
+	}
+	for _, s := range []string{"", "abc", strings.Repeat("x", 17), " !#[]~"} {
+		if got := skipPlain(s, 0); got != len(s) {
+			t.Errorf("skipPlain(%q) = %d, want %d", s, got, len(s))
+		}
+	}
+}
