@@ -107,6 +107,17 @@ type Config struct {
 	// Wake asks for a round of the duties now: a served card lost
 	// signatures by revoked keys and is to be signed again.
 	Wake func()
+	// ResignRate bounds the signatures per second re-signing and pipeline
+	// signs take together (Pace: pipeline signs first), for a backend
+	// quota such as AWS KMS's; 0: none. ResignConcurrency bounds the
+	// re-signatures in flight (0: DefaultResignConcurrency). Throttles
+	// returns how many requests the signing keys' backends have had
+	// throttled so far (nil: none report it): re-signing slows down when
+	// it grows.
+	ResignRate        float64
+	ResignConcurrency int
+	Throttles         func() uint64
+
 	// Resigned counts re-signatures by outcome (resigned, failed,
 	// superseded); Stale is how many live cards the last pass left with
 	// signatures other than the signing keys'.
@@ -125,8 +136,7 @@ type Registry struct {
 	revokedList []store.CardRevocation // nil: not read yet, or invalidated
 	revokedAt   time.Time
 
-	resignMu sync.Mutex
-	resignSt resignState
+	resign *resigner
 }
 
 // New returns a registry over cfg.
@@ -150,8 +160,14 @@ func New(cfg Config) *Registry {
 	if cfg.Stale == nil {
 		cfg.Stale = func(int) {}
 	}
-	return &Registry{cfg: cfg}
+	r := &Registry{cfg: cfg}
+	r.resign = &resigner{r: r, pace: newPace(cfg.ResignRate, cfg.ResignConcurrency, cfg.Throttles, time.Now)}
+	return r
 }
+
+// Pace is the pace of the registry's re-signing, which pipeline signs
+// take their share of first (Pace.Pipeline).
+func (r *Registry) Pace() *Pace { return r.resign.pace }
 
 // QuotaError is a new agent the registry's quotas leave no room for: the
 // card is refused before it is signed. Limit names the configuration field.
