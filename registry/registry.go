@@ -137,6 +137,7 @@ type Registry struct {
 	revokedAt   time.Time
 
 	resign *resigner
+	puts   *putBatcher // nil: the store writes one card per commit
 }
 
 // New returns a registry over cfg.
@@ -161,8 +162,19 @@ func New(cfg Config) *Registry {
 		cfg.Stale = func(int) {}
 	}
 	r := &Registry{cfg: cfg}
+	if bp, ok := cfg.Agents.(batchPutter); ok {
+		r.puts = &putBatcher{store: bp, keep: r.keep()}
+	}
 	r.resign = &resigner{r: r, pace: newPace(cfg.ResignRate, cfg.ResignConcurrency, cfg.Throttles, time.Now)}
 	return r
+}
+
+// keep is how many versions of each agent's card are kept.
+func (r *Registry) keep() int {
+	if r.cfg.Keep <= 0 {
+		return limits.DefaultRegistryKeep
+	}
+	return r.cfg.Keep
 }
 
 // Pace is the pace of the registry's re-signing, which pipeline signs
@@ -395,18 +407,18 @@ func (r *Registry) Register(ctx context.Context, reg *Registration, res *signer.
 			kids = append(kids, s.KID)
 		}
 	}
-	keep := r.cfg.Keep
-	if keep <= 0 {
-		keep = limits.DefaultRegistryKeep
-	}
 	// The card as signed, in its v1.0 shape (a v0.3 card mapped, unknown
 	// keys stripped when asked): its canonical forms follow from it, byte
 	// for byte, and re-signing starts from it.
-	return r.cfg.Agents.PutAgentCard(ctx, store.AgentCard{
+	c := store.AgentCard{
 		ID: reg.AgentID, Visibility: reg.Visibility, Input: res.Loaded.Value.Compact(), Options: optsJSON, Signed: res.Card,
 		CanonicalSHA256: res.CanonicalSHA256[:], KIDs: kids, Caller: caller, AuditSeq: auditSeq,
 		Replaces: reg.replaces,
-	}, keep)
+	}
+	if reg.resign && r.puts != nil {
+		return r.puts.put(ctx, c) // re-signed cards share commits
+	}
+	return r.cfg.Agents.PutAgentCard(ctx, c, r.keep())
 }
 
 // Card returns version v of agent id's card (0: the newest).
