@@ -9,11 +9,12 @@ import (
 )
 
 // DefaultResignConcurrency is how many re-signatures are in flight at most
-// when Config.ResignConcurrency is 0: enough to keep a cloud KMS answering
-// in 20–50 ms at a few hundred signatures per second (rate × latency),
-// few enough that pipeline signs queued behind them at a backend's slots
-// wait little.
-const DefaultResignConcurrency = 32
+// when Config.ResignConcurrency is 0: a card holds its place for the whole
+// of its signing (the KMS's 20–50 ms, its audit commit, its registry
+// write), so at a few hundred cards per second some 30–50 are in flight;
+// fewer than the daemon's default slots per backend (64), so that pipeline
+// signs always find one.
+const DefaultResignConcurrency = 48
 
 // resignCutSpacing is how long after one cut of the window the next
 // throttling may cut it again: the requests in flight when the provider

@@ -583,9 +583,10 @@ type RegistryConfig struct {
 	// halves its concurrency when the backend answers with throttling and
 	// grows it again after signatures that pass.
 	ResignRate float64 `yaml:"resign_rate"`
-	// Re-signatures in flight at most (1 to 1024): enough
-	// to cover a cloud KMS's latency at its quota (rate × latency: 300/s ×
-	// 50 ms is 15).
+	// Re-signatures in flight at most (1 to 1024): enough to cover a card's
+	// whole signing (the KMS's answer, the audit commit, the registry write)
+	// at the backend's quota, e.g. 300/s × 100 ms is 30; keep it below
+	// limits.backend_concurrency so that pipeline signs always find a slot.
 	ResignConcurrency int `yaml:"resign_concurrency"`
 }
 
