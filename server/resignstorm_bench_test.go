@@ -13,7 +13,8 @@
 // resignStormQuota per second; registry.resign_rate set to it) and file
 // (file keys, no quota). Metrics: cards, quota/s, s-to-new-key, bound-s
 // (1.1 × N / quota, the target), cards/s, sign-p99-ms (the pipeline
-// signs made during the storm), signs (how many).
+// signs made during the storm), signs (how many); awskms also reports
+// throttled, the Sign requests the quota refused (each retried).
 package server
 
 import (
@@ -74,6 +75,7 @@ func BenchmarkResignStorm(b *testing.B) {
 			fake.SetSignQuota(resignStormQuota, resignStormBurst)
 			b.StartTimer()
 			runStorm(b, a, n)
+			b.ReportMetric(float64(fake.Throttled()), "throttled")
 			b.StartTimer()
 		}
 		b.ReportMetric(resignStormQuota, "quota/s")
