@@ -440,6 +440,8 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 
 		RegistryMaxAgents:          cfg.Registry.MaxAgents,
 		RegistryMaxAgentsPerCaller: cfg.Registry.MaxAgentsPerCaller,
+		RegistryResignRate:         cfg.Registry.ResignRate,
+		RegistryResignConcurrency:  cfg.Registry.ResignConcurrency,
 
 		DisableOnRevoke:    cfg.Keys.OnRevoke == "disable",
 		Policy:             pol,

@@ -133,17 +133,32 @@ type fakeSigner struct {
 	mu   sync.Mutex
 	done []Resignature
 	fail map[string]error
+	// before, when set, is called with the number of re-signatures asked
+	// so far (this one included), before this one signs.
+	before func(n int)
+	// signedBy are the kids each agent's re-signatures were signed by.
+	signedBy map[string][][]string
 }
 
 func (s *fakeSigner) SignAgain(ctx context.Context, rs Resignature) error {
 	s.mu.Lock()
 	s.done = append(s.done, rs)
 	err := s.fail[rs.Registration.AgentID]
+	n := len(s.done)
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	if s.before != nil {
+		s.before(n)
+	}
 	kids, _ := s.keys.SigningKIDs(ctx, time.Now())
+	s.mu.Lock()
+	if s.signedBy == nil {
+		s.signedBy = map[string][][]string{}
+	}
+	s.signedBy[rs.Registration.AgentID] = append(s.signedBy[rs.Registration.AgentID], kids)
+	s.mu.Unlock()
 	res := s.sign.sign(s.t, rs.Card, kids...)
 	reg, _, err := s.reg.Prepare(ctx, rs.Registration, res.Loaded.Value, ResignCaller)
 	if err != nil {

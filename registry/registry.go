@@ -107,6 +107,17 @@ type Config struct {
 	// Wake asks for a round of the duties now: a served card lost
 	// signatures by revoked keys and is to be signed again.
 	Wake func()
+	// ResignRate bounds the signatures per second re-signing and pipeline
+	// signs take together (Pace: pipeline signs first), for a backend
+	// quota such as AWS KMS's; 0: none. ResignConcurrency bounds the
+	// re-signatures in flight (0: DefaultResignConcurrency). Throttles
+	// returns how many requests the signing keys' backends have had
+	// throttled so far (nil: none report it): re-signing slows down when
+	// it grows.
+	ResignRate        float64
+	ResignConcurrency int
+	Throttles         func() uint64
+
 	// Resigned counts re-signatures by outcome (resigned, failed,
 	// superseded); Stale is how many live cards the last pass left with
 	// signatures other than the signing keys'.
@@ -125,8 +136,8 @@ type Registry struct {
 	revokedList []store.CardRevocation // nil: not read yet, or invalidated
 	revokedAt   time.Time
 
-	resignMu sync.Mutex
-	resignSt resignState
+	resign *resigner
+	puts   *putBatcher // nil: the store writes one card per commit
 }
 
 // New returns a registry over cfg.
@@ -150,8 +161,25 @@ func New(cfg Config) *Registry {
 	if cfg.Stale == nil {
 		cfg.Stale = func(int) {}
 	}
-	return &Registry{cfg: cfg}
+	r := &Registry{cfg: cfg}
+	if bp, ok := cfg.Agents.(batchPutter); ok {
+		r.puts = &putBatcher{store: bp, keep: r.keep()}
+	}
+	r.resign = &resigner{r: r, pace: newPace(cfg.ResignRate, cfg.ResignConcurrency, cfg.Throttles, time.Now)}
+	return r
 }
+
+// keep is how many versions of each agent's card are kept.
+func (r *Registry) keep() int {
+	if r.cfg.Keep <= 0 {
+		return limits.DefaultRegistryKeep
+	}
+	return r.cfg.Keep
+}
+
+// Pace is the pace of the registry's re-signing, which pipeline signs
+// take their share of first (Pace.Pipeline).
+func (r *Registry) Pace() *Pace { return r.resign.pace }
 
 // QuotaError is a new agent the registry's quotas leave no room for: the
 // card is refused before it is signed. Limit names the configuration field.
@@ -379,18 +407,18 @@ func (r *Registry) Register(ctx context.Context, reg *Registration, res *signer.
 			kids = append(kids, s.KID)
 		}
 	}
-	keep := r.cfg.Keep
-	if keep <= 0 {
-		keep = limits.DefaultRegistryKeep
-	}
 	// The card as signed, in its v1.0 shape (a v0.3 card mapped, unknown
 	// keys stripped when asked): its canonical forms follow from it, byte
 	// for byte, and re-signing starts from it.
-	return r.cfg.Agents.PutAgentCard(ctx, store.AgentCard{
+	c := store.AgentCard{
 		ID: reg.AgentID, Visibility: reg.Visibility, Input: res.Loaded.Value.Compact(), Options: optsJSON, Signed: res.Card,
 		CanonicalSHA256: res.CanonicalSHA256[:], KIDs: kids, Caller: caller, AuditSeq: auditSeq,
 		Replaces: reg.replaces,
-	}, keep)
+	}
+	if reg.resign && r.puts != nil {
+		return r.puts.put(ctx, c) // re-signed cards share commits
+	}
+	return r.cfg.Agents.PutAgentCard(ctx, c, r.keep())
 }
 
 // Card returns version v of agent id's card (0: the newest).

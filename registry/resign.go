@@ -23,7 +23,8 @@ const DefaultRefreshAt = 0.5
 
 // refreshAfter is how long after it was signed a registered card is signed
 // again to stay fresh; 0 without a lifetime.
-func (r *Registry) refreshAfter() time.Duration {
+func (rs *resigner) refreshAfter() time.Duration {
+	r := rs.r
 	if r.cfg.Lifetime <= 0 {
 		return 0
 	}
@@ -39,18 +40,28 @@ func (r *Registry) refreshAfter() time.Duration {
 // replica that had not yet seen a key change carries the old keys.
 const resignFullPass = time.Minute
 
-// resignPage is how many registered cards the duty reads at a time, and
-// resignWorkers how many it signs at once.
-const (
-	resignPage    = 200
-	resignWorkers = 16
-)
+// resignPage is how many registered cards the duty reads at a time.
+const resignPage = 200
+
+// maxResignPasses bounds the passes of one Resign that start over because
+// the signing keys changed while they ran.
+const maxResignPasses = 4
 
 // resignState is the re-signing duty's memory between rounds (the duty
 // holder's only; a new holder starts with a full pass).
 type resignState struct {
 	kids     string    // the signing keys of the last pass that left nothing to do
 	passedAt time.Time // when that pass ended
+}
+
+// resigner is the registry's re-signing duty: its pace and its memory
+// between rounds.
+type resigner struct {
+	r    *Registry
+	pace *Pace
+
+	mu sync.Mutex
+	st resignState
 }
 
 // Resign is the registry's cluster duty: every live registered card
@@ -66,103 +77,174 @@ type resignState struct {
 // pass cut short leaves the rest for the next round; a card whose audit
 // records are committed is registered whatever happens to the pass's
 // context, so only a process killed between the two signs a card (at most
-// resignWorkers cards) twice.
-func (r *Registry) Resign(ctx context.Context) error {
-	now := r.cfg.Now()
-	want, err := r.cfg.Keys.SigningKIDs(ctx, now)
+// the pace's window of cards) twice.
+//
+// It signs at the backend's pace (Pace): many cards in flight, concurrent
+// ones sharing their audit commits (the authority's batcher), fewer when
+// the backend throttles, after the pipeline signs' share of the rate. The
+// keys are read again before each card, so a change during a pass (a
+// rotation then the revocation of the old key) retargets the rest of it:
+// those cards are signed once, for the keys as they are now; the cards
+// signed before the change are signed again by a pass that follows at
+// once, until a pass sees no change.
+func (r *Registry) Resign(ctx context.Context) error { return r.resign.run(ctx) }
+
+// run is Resign.
+func (rs *resigner) run(ctx context.Context) error {
+	r := rs.r
+	want, err := rs.signingKIDs(ctx)
 	if err != nil {
 		return err
 	}
-	want = slices.Sorted(slices.Values(want))
 	wantText := strings.Join(want, ",")
-	r.resignMu.Lock()
-	st := r.resignSt
-	r.resignMu.Unlock()
+	rs.mu.Lock()
+	st := rs.st
+	rs.mu.Unlock()
 	if st.kids == wantText && time.Since(st.passedAt) < resignFullPass {
 		return nil
 	}
-	revoked, err := r.RevokedCards(ctx)
-	if err != nil {
-		return fmt.Errorf("registry: %w", err)
-	}
-	var failed []error
-	staleCards, resigned := 0, 0
-	carried := map[string]bool{} // kids still carried by cards not re-signed
-	for after := ""; ; {
-		page, err := r.cfg.Agents.ListAgents(ctx, after, resignPage)
+	for passes := 1; ; passes++ {
+		p, err := rs.pass(ctx, want)
 		if err != nil {
 			return fmt.Errorf("registry: %w", err)
 		}
-		// The cards of a page are signed concurrently: each waits for its
-		// audit record to be durable, and concurrent ones share commits.
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, resignWorkers)
+		now, err := rs.signingKIDs(ctx)
+		if err != nil {
+			return err
+		}
+		if len(p.failed) == 0 && !slices.Equal(now, want) && passes < maxResignPasses && ctx.Err() == nil {
+			// The keys changed during the pass: the cards signed
+			// before the change carry the old ones.
+			r.cfg.Log.Info("registry: the signing keys changed during a re-signing pass; passing again", "cards", p.resigned, "kids", strings.Join(now, ","))
+			want = now
+			continue
+		}
+		return rs.end(ctx, p, strings.Join(p.want, ","))
+	}
+}
+
+// signingKIDs returns the kids of the keys that sign now, sorted.
+func (rs *resigner) signingKIDs(ctx context.Context) ([]string, error) {
+	r := rs.r
+	want, err := r.cfg.Keys.SigningKIDs(ctx, r.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(want)
+	return want, nil
+}
+
+// passResult is what one pass over the registered cards did.
+type passResult struct {
+	want            []string // the signing keys as the pass last read them
+	stale, resigned int
+	failed          []error
+	carried         map[string]bool // kids still carried by cards not re-signed
+	mu              sync.Mutex
+	wg              sync.WaitGroup
+}
+
+// pass reads every registered card, a page at a time, and signs
+// again, at the pace's rate, each live one that does not carry exactly the
+// signing keys (read again before each card), or whose signatures are due
+// a refresh.
+func (rs *resigner) pass(ctx context.Context, want []string) (*passResult, error) {
+	r := rs.r
+	revoked, err := r.RevokedCards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &passResult{want: want, carried: map[string]bool{}}
+	defer p.wg.Wait()
+	refresh := rs.refreshAfter()
+	for after := ""; ctx.Err() == nil; {
+		page, err := r.cfg.Agents.ListAgents(ctx, after, resignPage)
+		if err != nil {
+			return nil, err
+		}
 		for _, c := range page {
 			after = c.ID
 			if CardRevoked(revoked, c) {
 				continue // a revoked card is not signed again: its content is refused
 			}
-			have := slices.Sorted(slices.Values(c.KIDs))
-			refresh := r.refreshAfter()
-			stale := refresh > 0 && !c.StoredAt.Add(refresh).After(now)
-			if slices.Equal(have, want) && !stale {
+			if p.want, err = rs.signingKIDs(ctx); err != nil {
+				return nil, err
+			}
+			stale := refresh > 0 && !c.StoredAt.Add(refresh).After(r.cfg.Now())
+			if slices.Equal(slices.Sorted(slices.Values(c.KIDs)), p.want) && !stale {
 				continue
 			}
-			staleCards++
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				err := r.resignCard(ctx, c, want)
-				mu.Lock()
-				defer mu.Unlock()
-				if errors.Is(err, store.ErrSuperseded) {
-					// Registered again or removed meanwhile: the newer state
-					// wins (its own signatures are judged next round).
-					r.cfg.Resigned("superseded")
-					return
-				}
-				if err != nil {
-					failed = append(failed, fmt.Errorf("agent %s: %w", c.ID, err))
-					r.cfg.Resigned("failed")
-					for _, k := range c.KIDs {
-						carried[k] = true
-					}
-					return
-				}
-				resigned++
-				r.cfg.Resigned("resigned")
-			}()
+			if err := rs.pace.Acquire(ctx, len(p.want)); err != nil {
+				break // ctx ended: the rest is the next round's
+			}
+			p.stale++
+			p.wg.Add(1)
+			go func(want []string) {
+				defer p.wg.Done()
+				err := rs.card(ctx, c, want)
+				rs.pace.Done()
+				p.record(r, c, err)
+			}(p.want)
 		}
-		wg.Wait()
 		if len(page) < resignPage {
 			break
 		}
 	}
-	r.cfg.Stale(staleCards - resigned)
-	if resigned > 0 {
-		r.cfg.Log.Info("registry: re-signed cards for the current signing keys", "cards", resigned, "kids", wantText)
+	return p, nil
+}
+
+// record counts the outcome of one card's re-signature.
+func (p *passResult) record(r *Registry, c store.AgentCard, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case errors.Is(err, store.ErrSuperseded):
+		// Registered again or removed meanwhile: the newer state wins
+		// (its own signatures are judged next round).
+		r.cfg.Resigned("superseded")
+	case err != nil:
+		p.failed = append(p.failed, fmt.Errorf("agent %s: %w", c.ID, err))
+		r.cfg.Resigned("failed")
+		for _, k := range c.KIDs {
+			p.carried[k] = true
+		}
+	default:
+		p.resigned++
+		r.cfg.Resigned("resigned")
 	}
-	if err := r.cfg.Keys.HoldRetired(ctx, carried); err != nil {
+}
+
+// end reports the last pass of a Resign, holds the retired keys its
+// failed cards still carry, and remembers a pass that left nothing to do.
+func (rs *resigner) end(ctx context.Context, p *passResult, wantText string) error {
+	r := rs.r
+	r.cfg.Stale(p.stale - p.resigned)
+	if p.resigned > 0 {
+		r.cfg.Log.Info("registry: re-signed cards for the current signing keys", "cards", p.resigned, "kids", wantText)
+	}
+	failed := p.failed
+	if err := r.cfg.Keys.HoldRetired(ctx, p.carried); err != nil {
 		failed = append(failed, err)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("registry: %d of %d cards not re-signed (retried every round): %w", len(failed), staleCards, errors.Join(failed...))
+		return fmt.Errorf("registry: %d of %d cards not re-signed (retried every round): %w", len(p.failed), p.stale, errors.Join(failed...))
 	}
-	r.resignMu.Lock()
-	r.resignSt = resignState{kids: wantText, passedAt: time.Now()}
-	r.resignMu.Unlock()
+	if ctx.Err() != nil {
+		return ctx.Err() // cut short: the rest is the next round's
+	}
+	rs.mu.Lock()
+	rs.st = resignState{kids: wantText, passedAt: time.Now()}
+	rs.mu.Unlock()
 	return nil
 }
 
-// resignCard signs one registered card again, as its agent's next version.
-func (r *Registry) resignCard(ctx context.Context, c store.AgentCard, want []string) error {
-	rs, err := NewResignature(c, want)
+// card signs one registered card again, as its agent's next version.
+func (rs *resigner) card(ctx context.Context, c store.AgentCard, want []string) error {
+	sig, err := NewResignature(c, want)
 	if err != nil {
 		return err
 	}
-	return r.cfg.Signer.SignAgain(ctx, rs)
+	return rs.r.cfg.Signer.SignAgain(ctx, sig)
 }
 
 // NewResignature is the re-signature of registered card c for the signing

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +65,87 @@ func TestResign(t *testing.T) {
 	}
 }
 
+// TestResignCoalesces: a rotation (k2 pending) followed, in the middle of
+// the pass it started, by the activation of k2 and the revocation of k1:
+// the pass retargets, and one Resign ends with every card carrying k2 alone
+// (counted in the store), each card signed for k2 alone exactly once, and
+// none signed by k1 after its revocation.
+func TestResignCoalesces(t *testing.T) {
+	tests := []struct {
+		name     string
+		switchAt int // the re-signature before which k1 is revoked; 0: before the pass
+	}{
+		{"revoked before the pass", 0},
+		{"revoked mid-pass", 25},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTestRegistry(t, func(c *Config) { c.ResignConcurrency = 4 })
+			ctx := t.Context()
+			const cards = 60
+			var ids []string
+			for i := range cards {
+				id := fmt.Sprintf("agent-%02d", i)
+				ids = append(ids, id)
+				if _, err := tr.register(t, id, store.Public, "token:a", "k1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			revoke := func() {
+				tr.keys.mu.Lock()
+				tr.keys.signing, tr.keys.revoked = []string{"k2"}, []string{"k1"}
+				tr.keys.mu.Unlock()
+			}
+			tr.keys.signing = []string{"k1", "k2"} // the rotation
+			if tt.switchAt == 0 {
+				revoke()
+			} else {
+				tr.signer.before = func(n int) {
+					if n == tt.switchAt {
+						revoke()
+					}
+				}
+			}
+			if err := tr.Resign(ctx); err != nil {
+				t.Fatal(err)
+			}
+			onlyK2 := 0
+			for after := ""; ; {
+				page, err := tr.List(ctx, after, 50)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range page {
+					after = c.ID
+					if slices.Equal(c.KIDs, []string{"k2"}) {
+						onlyK2++
+					}
+				}
+				if len(page) < 50 {
+					break
+				}
+			}
+			if onlyK2 != cards {
+				t.Fatalf("%d of %d cards carry k2 alone after one Resign", onlyK2, cards)
+			}
+			for _, id := range ids {
+				var forK2 int
+				for _, kids := range tr.signer.signedBy[id] {
+					if slices.Equal(kids, []string{"k2"}) {
+						forK2++
+					}
+				}
+				if forK2 != 1 {
+					t.Errorf("agent %s signed for k2 alone %d times (%v), want once", id, forK2, tr.signer.signedBy[id])
+				}
+			}
+			if tt.switchAt == 0 && len(tr.signer.done) != cards {
+				t.Errorf("%d re-signatures for %d cards, the keys settled before the pass", len(tr.signer.done), cards)
+			}
+		})
+	}
+}
+
 // TestResignRefreshes: with a lifetime, a card is signed again once
 // RefreshAt of it has passed, with the same keys.
 func TestResignRefreshes(t *testing.T) {
@@ -76,7 +158,7 @@ func TestResignRefreshes(t *testing.T) {
 		t.Fatalf("a fresh card: %v, %d signed", err, len(tr.signer.done))
 	}
 	tr.later(31 * time.Minute)
-	tr.resignSt = resignState{} // as after a minute: a full pass
+	tr.resign.st = resignState{} // as after a minute: a full pass
 	if err := tr.Resign(ctx); err != nil || len(tr.signer.done) != 1 || tr.signer.done[0].RequestID != "resign.alpha.v1.refresh" {
 		t.Fatalf("a card past half its lifetime: %v, %+v", err, tr.signer.done)
 	}

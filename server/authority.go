@@ -52,6 +52,10 @@ type Config struct {
 	// limits.DefaultRegistryMaxAgents, limits.DefaultRegistryMaxAgentsPerCaller.
 	RegistryMaxAgents          int
 	RegistryMaxAgentsPerCaller int
+	// RegistryResignRate and RegistryResignConcurrency pace the registry's
+	// re-signing (registry.Config.ResignRate, ResignConcurrency).
+	RegistryResignRate        float64
+	RegistryResignConcurrency int
 	// LogOpenPrivate shows a private agent's caller, card name and hosts
 	// in its log entries; by default they are sealed (SealRecord).
 	LogOpenPrivate bool

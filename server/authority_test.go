@@ -101,12 +101,12 @@ func runDuties(t *testing.T, a *Authority) {
 	}
 }
 
-func activeKID(t *testing.T, a *Authority) string {
+func activeKID(t testing.TB, a *Authority) string {
 	t.Helper()
 	return activeView(t, a).KID
 }
 
-func activeView(t *testing.T, a *Authority) jwks.View {
+func activeView(t testing.TB, a *Authority) jwks.View {
 	t.Helper()
 	views, err := a.admin.Keys(t.Context())
 	if err != nil {

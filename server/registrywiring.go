@@ -9,6 +9,7 @@ import (
 
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
+	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/signer"
@@ -44,9 +45,11 @@ func newRegistry(a *Authority) *registry.Registry {
 			a.revocations.Forget()
 			a.pokeDuties()
 		},
-		Wake:     a.pokeDuties,
-		Resigned: func(outcome string) { a.metrics.registryResigns.WithLabelValues(outcome).Inc() },
-		Stale:    func(n int) { a.metrics.registryStale.Set(float64(n)) },
+		ResignRate: cfg.RegistryResignRate, ResignConcurrency: cfg.RegistryResignConcurrency,
+		Throttles: registryPort{a}.throttles,
+		Wake:      a.pokeDuties,
+		Resigned:  func(outcome string) { a.metrics.registryResigns.WithLabelValues(outcome).Inc() },
+		Stale:     func(n int) { a.metrics.registryStale.Set(float64(n)) },
 	}
 	if cfg.Log != nil {
 		rc.SealSecret = func() ([]byte, error) {
@@ -77,6 +80,35 @@ func (p registryPort) SignAgain(ctx context.Context, r registry.Resignature) err
 		resign:       true,
 	})
 	return err
+}
+
+// throttles returns how many requests the backends of the signing keys
+// have had throttled so far (the KMS backends count them): the registry's
+// re-signing slows down when it grows. The keys are opened already (the
+// registry signs with them), so no backend is built here.
+func (p registryPort) throttles() uint64 {
+	a := p.a
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	keys, err := a.keys.signing(ctx, a.now())
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	seen := map[string]bool{}
+	for _, k := range keys {
+		scheme := a.keys.backendOf(k.KID)
+		if seen[scheme] {
+			continue
+		}
+		seen[scheme] = true
+		if b, err := a.cfg.Backends.Backend(ctx, scheme); err == nil {
+			if sr, ok := b.(backends.StatsReporter); ok {
+				n += sr.Stats().Throttled
+			}
+		}
+	}
+	return n
 }
 
 // Records returns the cached key records.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,7 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/backends/awskms"
+	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
+	"github.com/cardsign/cardsign/backends/file"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
@@ -204,14 +212,7 @@ func TestResignHoldsRetiredKey(t *testing.T) {
 	if _, err := st.PutAgentCard(ctx, c, 0); err != nil {
 		t.Fatal(err)
 	}
-	hour := time.Hour
-	k2, err := a.admin.RotateKey(ctx, "", &hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.admin.ActivateKey(ctx, k2.KID); err != nil {
-		t.Fatal(err)
-	}
+	rotateActivate(t, a)
 	// Three graces pass in rounds of a fifth of one, on the authority's
 	// clock: without the hold, k1 would expire after the first grace.
 	advance := manualClock(a)
@@ -626,4 +627,141 @@ func httpDo(t testing.TB, client *http.Client, req *http.Request) (*http.Respons
 		t.Fatal(err)
 	}
 	return resp, body
+}
+
+// newAWSAuthority is the test authority with its keys in the AWS KMS fake at
+// url, through the real SDK client (static credentials, no client-side
+// rate limit: the registry paces), its config changed by each of opts.
+func newAWSAuthority(tb testing.TB, url string, opts ...func(*Config)) *Authority {
+	tb.Helper()
+	reg := backends.NewRegistry()
+	if err := reg.Add(file.Scheme, file.Constructor, backends.Config{}); err != nil {
+		tb.Fatal(err)
+	}
+	err := reg.Add(awskms.Scheme, awskms.Constructor, backends.Config{Settings: awskms.Config{
+		Endpoint: url, RateLimit: math.Inf(1), Logger: slog.New(slog.DiscardHandler),
+		AWSConfig: &aws.Config{Region: awskmsfake.DefaultRegion, Credentials: credentials.NewStaticCredentialsProvider("AKIARESIGNTEST", "resign-test-secret", "")},
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = reg.Close() })
+	dir := tb.TempDir()
+	return newAuthorityWith(tb, openStore(tb, dir), dir, slog.New(slog.DiscardHandler), append([]func(*Config){func(c *Config) {
+		c.Backends, c.KeyBackend = reg, awskms.Scheme
+	}}, opts...)...)
+}
+
+// stormKeys rotates the active key, activates the new one and revokes the
+// old one (a storm: every registered card is to be signed again by the new
+// key alone); it returns the new key's kid.
+func stormKeys(t testing.TB, a *Authority) string {
+	t.Helper()
+	old := activeKID(t, a)
+	k2 := rotateActivate(t, a)
+	if _, err := a.admin.RevokeKey(t.Context(), old, "a re-signing storm", false); err != nil {
+		t.Fatal(err)
+	}
+	return k2
+}
+
+// rotateActivate rotates the active key and activates the new one at once;
+// it returns the new key's kid.
+func rotateActivate(t testing.TB, a *Authority) string {
+	t.Helper()
+	hour := time.Hour
+	k2, err := a.admin.RotateKey(t.Context(), "", &hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.admin.ActivateKey(t.Context(), k2.KID); err != nil {
+		t.Fatal(err)
+	}
+	return k2.KID
+}
+
+// TestResignThrottledByKMS: re-signing against the AWS KMS fake's sign
+// quota, through the real SDK client: the quota's ThrottlingExceptions
+// become backoff inside the backend, not failures; the registry sees them
+// (the backends' throttling count) and narrows its window; every card ends
+// with the new key alone, each re-signature audited.
+func TestResignThrottledByKMS(t *testing.T) {
+	fake, err := awskmsfake.Start(awskmsfake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	a := newAWSAuthority(t, fake.URL(), func(c *Config) { c.RegistryResignConcurrency = 16 })
+	const cards = 40
+	registerStorm(t, a, cards)
+	k2 := stormKeys(t, a)
+	fake.SetLatency(5 * time.Millisecond)
+	fake.SetSignQuota(40, 2) // 16 in flight at 5 ms ask for far more
+	runDuties(t, a)
+	if got := cardsCarryingOnly(t, a, k2); got != cards {
+		t.Fatalf("%d of %d cards carry %s alone", got, cards, k2)
+	}
+	throttled := uint64(fake.Throttled())
+	if throttled == 0 {
+		t.Fatal("the quota throttled nothing: the test does not test throttling")
+	}
+	if seen := (registryPort{a}).throttles(); seen != throttled {
+		t.Errorf("the registry saw %d throttled requests, the fake answered %d", seen, throttled)
+	}
+	if w := a.registry.Pace().Window(); w >= 16 {
+		t.Errorf("re-signing window %d after throttling, want it narrowed below 16", w)
+	}
+	recs, err := a.store.ListAudit(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resigned := 0
+	for _, r := range recs {
+		if r.Caller == registry.ResignCaller && r.KID == k2 {
+			resigned++
+		}
+	}
+	if resigned != cards {
+		t.Errorf("%d audited re-signatures by %s, want %d", resigned, k2, cards)
+	}
+}
+
+// TestResignLeavesPipelineSigns: while a pass runs against a slow KMS (100
+// ms answers, re-signing at 10 signatures a second), pipeline signs are
+// neither queued behind it nor kept waiting for its rate: each completes
+// within a few KMS answers, before the pass ends.
+func TestResignLeavesPipelineSigns(t *testing.T) {
+	fake, err := awskmsfake.Start(awskmsfake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	a := newAWSAuthority(t, fake.URL(), func(c *Config) { c.RegistryResignRate, c.RegistryResignConcurrency = 10, 4 })
+	const cards = 20
+	registerStorm(t, a, cards)
+	k2 := stormKeys(t, a)
+	fake.SetLatency(100 * time.Millisecond)
+	passed := make(chan error, 1)
+	go func() { passed <- a.dutyRound(context.WithoutCancel(t.Context())) }()
+	time.Sleep(300 * time.Millisecond) // the pass is under way
+	for i := range 5 {
+		start := time.Now()
+		if _, err := a.Sign(t.Context(), SignRequest{Card: registryCard(t), Caller: "token:ci", Identity: access.Identity{Name: "token:ci"}, RequestID: "pipeline"}); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("pipeline sign %d took %v during the pass", i, took)
+		}
+	}
+	select {
+	case err := <-passed:
+		t.Fatalf("the pass ended (%v) before the pipeline signs: the test does not test them during one", err)
+	default:
+	}
+	if err := <-passed; err != nil {
+		t.Fatal(err)
+	}
+	if got := cardsCarryingOnly(t, a, k2); got != cards {
+		t.Fatalf("%d of %d cards carry %s alone", got, cards, k2)
+	}
 }

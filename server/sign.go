@@ -112,6 +112,9 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		if err != nil {
 			return nil, err
 		}
+		if !req.resign {
+			a.registry.Pace().Pipeline(len(keys)) // pipeline signs go first (registry.Pace)
+		}
 		res, err := prepared.SignWith(ctx, keys, signer.SignOptions{JKU: a.cfg.JKU, Lifetime: a.cfg.Lifetime, Now: a.now(), DeferCard: a.tlog != nil})
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/limits"
 	"github.com/cardsign/cardsign/policy"
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/secretfile"
 	"github.com/cardsign/cardsign/strictjson"
 )
@@ -570,6 +572,22 @@ type RegistryConfig struct {
 	// each other can pass a quota together, by at most the number in
 	// flight.
 	MaxAgentsPerCaller int `yaml:"max_agents_per_caller"`
+	// Signatures per second that re-signing the registered cards after a
+	// key change, together with the pipeline signs made meanwhile, may ask
+	// of the key backend: set it to the KMS quota left for cardsign (AWS
+	// KMS asymmetric Sign: a few hundred per second per account and Region).
+	// Pipeline signs take their share first and never wait for it;
+	// re-signing gets the rest. 0 or unset: no rate, only
+	// registry.resign_concurrency and the backend's own limit
+	// (awskms.rate_limit, gcpkms.rate_limit). Whatever it is, re-signing
+	// halves its concurrency when the backend answers with throttling and
+	// grows it again after signatures that pass.
+	ResignRate float64 `yaml:"resign_rate"`
+	// Re-signatures in flight at most (1 to 1024): enough to cover a card's
+	// whole signing (the KMS's answer, the audit commit, the registry write)
+	// at the backend's quota, e.g. 300/s × 100 ms is 30; keep it below
+	// limits.backend_concurrency so that pipeline signs always find a slot.
+	ResignConcurrency int `yaml:"resign_concurrency"`
 }
 
 // maxRegistryAgents caps the registry quotas: each agent keeps up to
@@ -721,6 +739,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Registry.MaxAgents < 0 || c.Registry.MaxAgents > maxRegistryAgents {
 		bad("registry.max_agents", "%d must be between 1 and %d (0 or unset: %d)", c.Registry.MaxAgents, maxRegistryAgents, limits.DefaultRegistryMaxAgents)
+	}
+	if math.IsNaN(c.Registry.ResignRate) || math.IsInf(c.Registry.ResignRate, 0) || c.Registry.ResignRate < 0 {
+		bad("registry.resign_rate", "%v must be a positive number of signatures per second (0 or unset: none)", c.Registry.ResignRate)
+	}
+	if c.Registry.ResignConcurrency < 0 || c.Registry.ResignConcurrency > 1024 {
+		bad("registry.resign_concurrency", "%d must be between 1 and 1024 (0 or unset: %d)", c.Registry.ResignConcurrency, registry.DefaultResignConcurrency)
 	}
 	if c.Registry.MaxAgentsPerCaller < 0 || c.Registry.MaxAgentsPerCaller > maxRegistryAgents {
 		bad("registry.max_agents_per_caller", "%d must be between 1 and %d (0 or unset: %d)", c.Registry.MaxAgentsPerCaller, maxRegistryAgents, limits.DefaultRegistryMaxAgentsPerCaller)

@@ -93,6 +93,9 @@ func TestConfigValidation(t *testing.T) {
 		{"registry quotas", "registry:\n  max_agents: 500\n  max_agents_per_caller: 50\n", nil},
 		{"registry quotas out of range", "registry:\n  max_agents: -1\n  max_agents_per_caller: 2000000\n",
 			[]string{"c.yaml:2:3: registry.max_agents", "-1 must be between 1 and 1000000", "c.yaml:3:3: registry.max_agents_per_caller", "(0 or unset: 1000)"}},
+		{"registry re-signing pace", "registry:\n  resign_rate: 280\n  resign_concurrency: 16\n", nil},
+		{"registry re-signing pace out of range", "registry:\n  resign_rate: -1\n  resign_concurrency: 2000\n",
+			[]string{"c.yaml:2:3: registry.resign_rate", "c.yaml:3:3: registry.resign_concurrency", "(0 or unset: 48)"}},
 	}
 	ca := testpki.NewCA(t, "config test CA")
 	c, k := ca.Issue(t, testpki.ServerLeaf())

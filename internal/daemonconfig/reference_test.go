@@ -85,6 +85,7 @@ func laterDefaults() map[string]string {
 		"registry.keep":                  code(fmt.Sprint(limits.DefaultRegistryKeep)),
 		"registry.max_agents":            code(fmt.Sprint(limits.DefaultRegistryMaxAgents)),
 		"registry.max_agents_per_caller": code(fmt.Sprint(limits.DefaultRegistryMaxAgentsPerCaller)),
+		"registry.resign_concurrency":    code(fmt.Sprint(registry.DefaultResignConcurrency)),
 		"limits.max_connections": fmt.Sprintf("derived: (open file limit − %d) / 2, between 16 and %d (%d when the limit is unknown)",
 			fdReserve, derivedMaxConnections, derivedMaxConnections),
 		"limits.max_connections_per_ip":   fmt.Sprintf("derived: %d, or limits.max_connections when lower", derivedMaxPerIP),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -22,48 +23,79 @@ func (s *agents) PutAgentCard(ctx context.Context, c store.AgentCard, keep int) 
 	if err := store.CheckAgentCard(c); err != nil {
 		return store.AgentCard{}, fmt.Errorf("store: put agent card: %w", err)
 	}
-	kids, err := json.Marshal(nonNilStrings(c.KIDs))
-	if err != nil {
-		return store.AgentCard{}, fmt.Errorf("store: put agent card %s: %w", c.ID, err)
-	}
-	err = s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
-		var last int64
-		err := tx.QueryRowContext(ctx, `SELECT last_version FROM agents WHERE id = ?`, c.ID).Scan(&last)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if c.Replaces != 0 {
-			var live int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM agent_cards WHERE id = ? AND version = ?`, c.ID, c.Replaces).Scan(&live); err != nil {
-				return err
-			}
-			if last != c.Replaces || live == 0 {
-				return fmt.Errorf("%w: version %d is no longer agent %s's newest", store.ErrSuperseded, c.Replaces, c.ID)
-			}
-		}
-		c.Version = last + 1
-		now := time.Now()
-		c.StoredAt = store.FromNanos(now.UnixNano())
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agents (id, last_version) VALUES (?, ?)
-			ON CONFLICT (id) DO UPDATE SET last_version = excluded.last_version`, c.ID, c.Version); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agent_cards (id, version, visibility, input, options, signed, canonical_sha256, kids, caller, audit_seq, stored_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Version, string(c.Visibility), nonNil(c.Input), nonNil(c.Options), nonNil(c.Signed), nonNil(c.CanonicalSHA256),
-			string(kids), c.Caller, c.AuditSeq, now.UnixNano()); err != nil {
-			return err
-		}
-		if keep > 0 {
-			_, err := tx.ExecContext(ctx, `DELETE FROM agent_cards WHERE id = ? AND version <= ?`, c.ID, c.Version-int64(keep))
-			return err
-		}
-		return nil
-	})
+	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error { return putAgentCard(ctx, tx, &c, keep) })
 	if err != nil {
 		return store.AgentCard{}, fmt.Errorf("store: put agent card %s: %w", c.ID, err)
 	}
 	return c, nil
+}
+
+// PutAgentCards is PutAgentCard for several cards in one transaction, one
+// durable commit: the registry's re-signing writes the cards signed
+// together at once. errs[i] is cards[i]'s own refusal (invalid, or
+// store.ErrSuperseded: it is not written, the others are); err fails them
+// all.
+func (s *agents) PutAgentCards(ctx context.Context, cards []store.AgentCard, keep int) (out []store.AgentCard, errs []error, err error) {
+	err = s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
+		out, errs = slices.Clone(cards), make([]error, len(cards)) // afresh when the write is retried
+		for i := range out {
+			if errs[i] = store.CheckAgentCard(out[i]); errs[i] != nil {
+				continue
+			}
+			if err := putAgentCard(ctx, tx, &out[i], keep); errors.Is(err, store.ErrSuperseded) {
+				errs[i] = err // checked before anything of it is written
+			} else if err != nil {
+				return fmt.Errorf("agent card %s: %w", out[i].ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: put %d agent cards: %w", len(cards), err)
+	}
+	return out, errs, nil
+}
+
+// putAgentCard stores c as its agent's next version in tx (numbered and
+// timed there), keeping keep versions; store.ErrSuperseded, before any
+// write, when c replaces a version that is no longer the newest.
+func putAgentCard(ctx context.Context, tx *sql.Tx, c *store.AgentCard, keep int) error {
+	kids, err := json.Marshal(nonNilStrings(c.KIDs))
+	if err != nil {
+		return err
+	}
+	var last int64
+	err = tx.QueryRowContext(ctx, `SELECT last_version FROM agents WHERE id = ?`, c.ID).Scan(&last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if c.Replaces != 0 {
+		var live int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM agent_cards WHERE id = ? AND version = ?`, c.ID, c.Replaces).Scan(&live); err != nil {
+			return err
+		}
+		if last != c.Replaces || live == 0 {
+			return fmt.Errorf("%w: version %d is no longer agent %s's newest", store.ErrSuperseded, c.Replaces, c.ID)
+		}
+	}
+	c.Version = last + 1
+	now := time.Now()
+	c.StoredAt = store.FromNanos(now.UnixNano())
+	if _, err := tx.ExecContext(ctx, `INSERT INTO agents (id, last_version) VALUES (?, ?)
+		ON CONFLICT (id) DO UPDATE SET last_version = excluded.last_version`, c.ID, c.Version); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO agent_cards (id, version, visibility, input, options, signed, canonical_sha256, kids, caller, audit_seq, stored_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Version, string(c.Visibility), nonNil(c.Input), nonNil(c.Options), nonNil(c.Signed), nonNil(c.CanonicalSHA256),
+		string(kids), c.Caller, c.AuditSeq, now.UnixNano()); err != nil {
+		return err
+	}
+	if keep > 0 {
+		_, err := tx.ExecContext(ctx, `DELETE FROM agent_cards WHERE id = ? AND version <= ?`, c.ID, c.Version-int64(keep))
+		return err
+	}
+	return nil
 }
 
 // AgentCard returns version v of agent id, its newest when v is 0.

@@ -24,7 +24,9 @@
 // not verified. Header values are never echoed in responses.
 //
 // Faults can be injected at any time: a latency before every answer
-// (SetLatency), a fraction of requests throttled (SetThrottleRate), the next
+// (SetLatency), a fraction of requests throttled (SetThrottleRate), a
+// request quota on Sign answered with ThrottlingException as AWS answers
+// one (SetSignQuota, counted by Throttled), the next
 // N requests failing with HTTP 503 KMSInternalException (SetUnavailable),
 // and Sign and GetPublicKey answering with another key's ID
 // (SetWrongKeyID). Disabled reports what DisableKey did, and Calls counts

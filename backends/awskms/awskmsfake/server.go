@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Defaults of Options.
@@ -37,6 +39,9 @@ type Options struct {
 	ThrottleRate float64
 	Unavailable  int
 	WrongKeyID   bool
+	// SignQuota and SignBurst: see SetSignQuota.
+	SignQuota float64
+	SignBurst int
 }
 
 // Server is a running fake KMS: the HTTP front of the KMS operations, the
@@ -54,6 +59,8 @@ type Server struct {
 	throttleRate float64
 	unavailable  int
 	wrongKeyID   bool
+	quota        *rate.Limiter // Sign requests; nil: no quota
+	quotaHits    int           // Sign requests the quota throttled
 }
 
 // Start listens on opts.Addr and serves until Close.
@@ -70,6 +77,9 @@ func Start(opts Options) (*Server, error) {
 	}
 	if opts.ThrottleRate < 0 || opts.ThrottleRate > 1 {
 		return nil, fmt.Errorf("awskmsfake: throttle rate %v is not in [0, 1]", opts.ThrottleRate)
+	}
+	if opts.SignQuota < 0 || opts.SignBurst < 0 {
+		return nil, fmt.Errorf("awskmsfake: sign quota %v/s, burst %d: neither may be negative", opts.SignQuota, opts.SignBurst)
 	}
 	if opts.Region == "" {
 		opts.Region = DefaultRegion
@@ -89,6 +99,7 @@ func Start(opts Options) (*Server, error) {
 		throttleRate: opts.ThrottleRate,
 		unavailable:  opts.Unavailable,
 		wrongKeyID:   opts.WrongKeyID,
+		quota:        newQuota(opts.SignQuota, opts.SignBurst),
 	}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }() // returns http.ErrServerClosed on Close
@@ -120,6 +131,34 @@ func (s *Server) SetUnavailable(n int) { setLocked(s, &s.unavailable, n) }
 // SetWrongKeyID makes Sign and GetPublicKey answer with another key's ARN
 // (the signature itself is still made with the right key).
 func (s *Server) SetWrongKeyID(on bool) { setLocked(s, &s.wrongKeyID, on) }
+
+// SetSignQuota limits Sign requests to perSecond (a token bucket holding
+// burst requests, at least 1), as AWS KMS's request quota for asymmetric
+// cryptographic operations does: a request beyond it is answered at once
+// (after the latency) with HTTP 400 ThrottlingException, without signing.
+// perSecond 0 removes the quota. The bucket starts full. Other operations
+// have quotas of their own at AWS and none here.
+func (s *Server) SetSignQuota(perSecond float64, burst int) {
+	setLocked(s, &s.quota, newQuota(perSecond, burst))
+}
+
+// newQuota is the token bucket of a sign quota; nil for none.
+func newQuota(perSecond float64, burst int) *rate.Limiter {
+	if perSecond <= 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))
+}
+
+// Throttled returns how many Sign requests the sign quota refused.
+func (s *Server) Throttled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quotaHits
+}
+
+// throttleMessage is the message AWS KMS sends with a ThrottlingException.
+const throttleMessage = "You have exceeded the rate at which you may call KMS. Reduce the frequency of your calls."
 
 // setLocked sets one of s's fault settings under s.mu, which every request
 // holds while it reads them.
@@ -223,6 +262,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.unavailable--
 	}
 	throttle := !unavailable && s.throttleRate > 0 && rand.Float64() < s.throttleRate
+	if !unavailable && !throttle && op == "Sign" && s.quota != nil && !s.quota.Allow() {
+		throttle = true
+		s.quotaHits++
+	}
 	wrongKeyID := s.wrongKeyID
 	s.mu.Unlock()
 
@@ -236,7 +279,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "KMSInternalException", msg: "injected: service unavailable"})
 		return
 	case throttle:
-		writeError(w, errorf("ThrottlingException", "Rate exceeded"))
+		writeError(w, errorf("ThrottlingException", throttleMessage))
 		return
 	}
 

@@ -118,6 +118,8 @@ func TestStartOptions(t *testing.T) {
 		{Options{Addr: "nonsense"}, "listen address"},
 		{Options{ThrottleRate: 1.5}, "throttle rate"},
 		{Options{ThrottleRate: -0.1}, "throttle rate"},
+		{Options{SignQuota: -1}, "sign quota"},
+		{Options{SignQuota: 10, SignBurst: -1}, "sign quota"},
 	}
 	for _, tt := range tests {
 		s, err := Start(tt.opts)
@@ -401,6 +403,67 @@ func TestFaults(t *testing.T) {
 	s.SetLatency(0)
 	if got := s.Calls("Sign"); got != 2+1+1+200+1+1 {
 		t.Errorf("Calls(Sign) = %d", got)
+	}
+}
+
+// TestSignQuota: the sign quota is a token bucket on Sign alone, answered
+// beyond it as AWS answers (HTTP 400, ThrottlingException and its message),
+// refilled at its rate, and removable.
+func TestSignQuota(t *testing.T) {
+	tests := []struct {
+		name         string
+		rate         float64
+		burst, calls int
+		wantOK       int
+	}{
+		{"burst then throttled", 1, 3, 5, 3},
+		{"burst at least one", 1, 0, 3, 1},
+		{"no quota", 0, 0, 5, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start(t, Options{SignQuota: tt.rate, SignBurst: tt.burst})
+			keyARN := mustKey(t, s, "ECC_NIST_P256")
+			digest := sha256.Sum256([]byte("x"))
+			signBody := jsonBody(map[string]string{"KeyId": keyARN, "Message": b64(digest[:]), "MessageType": "DIGEST", "SigningAlgorithm": "ECDSA_SHA_256"})
+			ok := 0
+			for range tt.calls {
+				switch r := do(t, s, request{target: "Sign", body: signBody}); {
+				case r.status == 200:
+					ok++
+				case r.status != 400 || r.typ != "ThrottlingException" || r.body["message"] != throttleMessage:
+					t.Fatalf("beyond the quota: %d %s", r.status, r.raw)
+				}
+			}
+			if ok != tt.wantOK || s.Throttled() != tt.calls-tt.wantOK {
+				t.Fatalf("%d of %d signed, %d throttled; want %d signed", ok, tt.calls, s.Throttled(), tt.wantOK)
+			}
+			// Other operations have quotas of their own.
+			if r := do(t, s, request{target: "GetPublicKey", body: jsonBody(map[string]string{"KeyId": keyARN})}); r.status != 200 {
+				t.Fatalf("GetPublicKey under the sign quota: %s", r.raw)
+			}
+		})
+	}
+	s := start(t, Options{})
+	keyARN := mustKey(t, s, "ECC_NIST_P256")
+	digest := sha256.Sum256([]byte("x"))
+	signBody := jsonBody(map[string]string{"KeyId": keyARN, "Message": b64(digest[:]), "MessageType": "DIGEST", "SigningAlgorithm": "ECDSA_SHA_256"})
+	s.SetSignQuota(20, 1) // one token every 50 ms
+	if r := do(t, s, request{target: "Sign", body: signBody}); r.status != 200 {
+		t.Fatalf("first sign: %s", r.raw)
+	}
+	if r := do(t, s, request{target: "Sign", body: signBody}); r.typ != "ThrottlingException" {
+		t.Fatalf("second sign at once: %s", r.raw)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if r := do(t, s, request{target: "Sign", body: signBody}); r.status != 200 {
+		t.Fatalf("after the bucket refilled: %s", r.raw)
+	}
+	s.SetSignQuota(0, 0)
+	for range 5 {
+		if r := do(t, s, request{target: "Sign", body: signBody}); r.status != 200 {
+			t.Fatalf("quota removed: %s", r.raw)
+		}
 	}
 }
 

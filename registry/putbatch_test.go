@@ -1,0 +1,101 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/cardsign/cardsign/store"
+)
+
+// gatedPutter is a batchPutter whose first commit waits for a signal, so
+// that the puts made meanwhile queue; it records each commit's cards.
+type gatedPutter struct {
+	gate    chan struct{}
+	mu      sync.Mutex
+	commits [][]string
+	refuse  map[string]error
+}
+
+func (g *gatedPutter) PutAgentCards(_ context.Context, cards []store.AgentCard, keep int) ([]store.AgentCard, []error, error) {
+	g.mu.Lock()
+	first := len(g.commits) == 0
+	var ids []string
+	for _, c := range cards {
+		ids = append(ids, c.ID)
+	}
+	g.commits = append(g.commits, ids)
+	g.mu.Unlock()
+	if first {
+		<-g.gate
+	}
+	out, errs := make([]store.AgentCard, len(cards)), make([]error, len(cards))
+	for i, c := range cards {
+		c.Version = int64(keep)
+		out[i], errs[i] = c, g.refuse[c.ID]
+	}
+	return out, errs, nil
+}
+
+// TestPutBatcher: the cards put while a commit is under way share the next
+// commit; each put learns its own card's outcome (a refusal of one card
+// leaves the others written), and the keep is the registry's.
+func TestPutBatcher(t *testing.T) {
+	g := &gatedPutter{gate: make(chan struct{}), refuse: map[string]error{"c3": store.ErrSuperseded}}
+	b := &putBatcher{store: g, keep: 7}
+	ctx := t.Context()
+	first := make(chan error)
+	go func() {
+		_, err := b.put(ctx, store.AgentCard{ID: "c0"})
+		first <- err
+	}()
+	for { // the first commit is under way
+		g.mu.Lock()
+		n := len(g.commits)
+		g.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 5)
+	for i := 1; i <= 5; i++ {
+		wg.Go(func() {
+			c, err := b.put(ctx, store.AgentCard{ID: fmt.Sprintf("c%d", i)})
+			if err == nil && (c.ID != fmt.Sprintf("c%d", i) || c.Version != 7) {
+				err = fmt.Errorf("put c%d returned %s v%d", i, c.ID, c.Version)
+			}
+			errs[i-1] = err
+		})
+	}
+	for { // all five queued behind the first commit
+		b.mu.Lock()
+		n := len(b.queue)
+		b.mu.Unlock()
+		if n == 5 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(g.gate)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		want := error(nil)
+		if i+1 == 3 {
+			want = store.ErrSuperseded
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("put c%d: %v, want %v", i+1, err, want)
+		}
+	}
+	if len(g.commits) != 2 || len(g.commits[1]) != 5 {
+		t.Fatalf("commits %v, want c0 alone then the five together", g.commits)
+	}
+}
