@@ -59,6 +59,37 @@ func BenchmarkBaselineCanonicalizeECDSA(b *testing.B) {
 	}
 }
 
+// BenchmarkCryptoES256 is the crypto floor of BenchmarkSignES256 and
+// BenchmarkVerifyES256: the SHA-256 of the sample card's signing input,
+// one ecdsa.SignASN1 and one ecdsa.VerifyASN1 against the public key, as
+// Sign does for every signature (/op: one sign and one verify).
+// BenchmarkSignES256 minus this is what the card costs outside
+// crypto/ecdsa: parse, lint, canonical forms, header and output
+// (scripts/bench reports that difference, time and allocations).
+func BenchmarkCryptoES256(b *testing.B) {
+	priv := testsupport.Key(b, jose.ES256).(*ecdsa.PrivateKey)
+	l, err := card.Load(testsupport.Card(b, "spec-sample.json"), cardOptionsStrip)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := card.Canonical(l.Value, card.ProfileSpec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	input := signingInput("eyJhbGciOiJFUzI1NiIsImtpZCI6ImJlbmNoIiwidHlwIjoiSk9TRSJ9", c)
+	b.ReportAllocs()
+	for b.Loop() {
+		digest := sha256.Sum256(input)
+		sig, err := ecdsa.SignASN1(rand.Reader, priv, digest[:])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !ecdsa.VerifyASN1(&priv.PublicKey, digest[:], sig) {
+			b.Fatal("does not verify")
+		}
+	}
+}
+
 func BenchmarkVerifyES256(b *testing.B) {
 	k := newKey(b, jose.ES256)
 	res, err := Sign(b.Context(), testsupport.Card(b, "spec-sample.json"), Options{Keys: []Key{k.Key}, Card: cardOptionsStrip})
