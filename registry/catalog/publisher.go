@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cardsign/cardsign/aicatalog"
 	"github.com/cardsign/cardsign/audit"
@@ -133,7 +134,32 @@ type Publisher struct {
 	builtHead  int64     // the audit head read before it
 	noSigner   bool      // the last build found no ES256 key (logged once)
 	forgotAtNs atomic.Int64
+	// passed is the last servable check that passed; Document serves
+	// without checking again while nothing it read has changed.
+	passed atomic.Pointer[servableMemo]
 }
+
+// servableMemo is a servable check that passed: of catalog s, against the
+// key records and revoked cards it read (the keyring's and the registry's
+// cached slices, replaced by new ones whenever either is read again, at a
+// revocation at once), until until. The check is a function of those and
+// of the time (a key's state follows its schedule), so a memo is kept for
+// a moment only: serving the catalog then costs what serving the JWKS
+// does.
+type servableMemo struct {
+	s       *stored
+	recs    *jwks.KeyRecord
+	nRecs   int
+	revoked *store.CardRevocation
+	nRev    int
+	until   time.Time
+}
+
+// servableMemoFor is how long a passed check is reused: far below
+// keys.refresh (how long another replica's revocation may take to be
+// seen here), and a key's scheduled activation or expiry is noticed this
+// much later at most.
+const servableMemoFor = 100 * time.Millisecond
 
 // New returns a publisher for cfg (Settings with their defaults).
 func New(cfg Config) *Publisher {
@@ -308,6 +334,26 @@ func (p *Publisher) servable(ctx context.Context, s *stored, now time.Time) erro
 	if err != nil {
 		return err
 	}
+	revoked, err := p.cfg.Registry.RevokedCards(ctx)
+	if err != nil {
+		return p.cfg.Unavailable("revoked cards", err)
+	}
+	memo := &servableMemo{s: s, recs: unsafe.SliceData(recs), nRecs: len(recs), revoked: unsafe.SliceData(revoked), nRev: len(revoked)}
+	if m := p.passed.Load(); m != nil && now.Before(m.until) && m.s == memo.s && m.recs == memo.recs && m.nRecs == memo.nRecs &&
+		m.revoked == memo.revoked && m.nRev == memo.nRev {
+		return nil
+	}
+	if err := p.check(s, now, recs, revoked); err != nil {
+		return err
+	}
+	memo.until = now.Add(servableMemoFor)
+	p.passed.Store(memo)
+	return nil
+}
+
+// check is servable's check of s against the key records and revoked
+// cards, at now.
+func (p *Publisher) check(s *stored, now time.Time, recs []jwks.KeyRecord, revoked []store.CardRevocation) error {
 	if !didPublished(jwks.Derive(now, recs, p.cfg.Keys.Policy()), s.state.KID) {
 		return fmt.Errorf("%w (the stored one is signed by key %s, which did.json no longer lists)", ErrNotReady, strictjson.QuoteForMessage(s.state.KID))
 	}
@@ -323,10 +369,6 @@ func (p *Publisher) servable(ctx context.Context, s *stored, now time.Time) erro
 				return fmt.Errorf("%w (the stored one lists agent %s's card signed by revoked key %s)", ErrNotReady, strictjson.QuoteForMessage(e.Agent), strictjson.QuoteForMessage(kid))
 			}
 		}
-	}
-	revoked, err := p.cfg.Registry.RevokedCards(ctx)
-	if err != nil {
-		return p.cfg.Unavailable("revoked cards", err)
 	}
 	for _, r := range revoked {
 		if agent, ok := s.cards[string(r.CanonicalSHA256)]; ok {
