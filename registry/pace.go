@@ -46,6 +46,7 @@ type Pace struct {
 	inflight int
 	ok       int       // signatures since the window last grew or was cut
 	seen     uint64    // throttles() when last read
+	primed   bool      // seen was read once (not at construction: it opens the signing keys)
 	cutAt    time.Time // when the window was last cut
 	freed    chan struct{}
 }
@@ -63,9 +64,6 @@ func newPace(perSecond float64, concurrency int, throttles func() uint64, now fu
 		// admits bursts of its own, and re-signing must not spend them.
 		p.limit = rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/20)))
 	}
-	if throttles != nil {
-		p.seen = throttles()
-	}
 	return p
 }
 
@@ -76,12 +74,25 @@ func (p *Pace) Pipeline(n int) {
 	if p == nil || p.limit == nil || n <= 0 {
 		return
 	}
-	p.limit.ReserveN(p.now(), min(n, p.limit.Burst()))
+	now := p.now()
+	r := p.limit.ReserveN(now, min(n, p.limit.Burst()))
+	if r.OK() && r.DelayFrom(now) > pipelineDebt {
+		// Pipelines signing faster than the rate would otherwise run up
+		// a debt that makes the next re-signing pass (a revocation's)
+		// wait for as long as they signed: beyond pipelineDebt their
+		// signatures take no more of the rate.
+		r.CancelAt(now)
+	}
 }
+
+// pipelineDebt is how far ahead pipeline signs may take the rate's tokens:
+// re-signing waits at most this long for them.
+const pipelineDebt = time.Second
 
 // Acquire waits for room in the window and for n signatures' tokens, or
 // until ctx ends. Every Acquire that returns nil is followed by one Done.
 func (p *Pace) Acquire(ctx context.Context, n int) error {
+	p.prime()
 	for {
 		p.mu.Lock()
 		if p.inflight < p.window {
@@ -107,6 +118,27 @@ func (p *Pace) Acquire(ctx context.Context, n int) error {
 	return nil
 }
 
+// prime reads the backends' throttle count once, as the base later counts
+// are compared with: at the first re-signature, not when the registry is
+// made (reading it opens the signing keys).
+func (p *Pace) prime() {
+	if p.throttl == nil {
+		return
+	}
+	p.mu.Lock()
+	primed := p.primed
+	p.mu.Unlock()
+	if primed {
+		return
+	}
+	t := p.throttl()
+	p.mu.Lock()
+	if !p.primed {
+		p.seen, p.primed = t, true
+	}
+	p.mu.Unlock()
+}
+
 // Done ends a re-signature Acquire admitted, and adapts the window to
 // whether the backend throttled meanwhile.
 func (p *Pace) Done() {
@@ -119,6 +151,10 @@ func (p *Pace) Done() {
 	defer p.mu.Unlock()
 	p.inflight--
 	switch {
+	case throttles < p.seen:
+		// The signing keys moved to other backends, whose counts are
+		// their own: a new base, not news.
+		p.seen = throttles
 	case throttles > p.seen:
 		p.seen = throttles
 		if now.Sub(p.cutAt) >= resignCutSpacing {

@@ -31,6 +31,9 @@ func TestPaceWindow(t *testing.T) {
 			{1, 0, 4}, {1, 0, 4}, {1, 0, 4}, {1, 0, 4}, {1, 0, 4}, // never beyond the max
 		}},
 		{"no throttling, no cut", 3, []step{{0, 0, 3}, {0, time.Second, 3}}},
+		// The keys moved to a backend with a smaller count: a new base;
+		// throttling counted from it cuts again.
+		{"a count that falls is a new base", 8, []step{{5, 0, 4}, {2, time.Second, 4}, {3, 2 * time.Second, 2}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,4 +120,20 @@ func TestPacePipelineFirst(t *testing.T) {
 	var none *Pace
 	none.Pipeline(1)
 	newPace(0, 1, nil, time.Now).Pipeline(1)
+}
+
+// TestPacePipelineDebt: pipeline signs faster than the rate take its
+// tokens ahead by at most pipelineDebt, so a re-signature after them waits
+// no longer than that (not as long as the pipelines signed).
+func TestPacePipelineDebt(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	p := newPace(10, 4, nil, func() time.Time { return now })
+	for range 1000 { // 100 s of the rate, taken at once
+		p.Pipeline(1)
+	}
+	r := p.limit.ReserveN(now, 1)
+	defer r.CancelAt(now)
+	if d := r.DelayFrom(now); d > pipelineDebt+time.Second/10 {
+		t.Fatalf("a re-signature after 1000 pipeline signs at 10/s waits %s, want at most %s", d, pipelineDebt)
+	}
 }

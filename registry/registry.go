@@ -8,6 +8,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,6 +118,8 @@ type Config struct {
 	ResignRate        float64
 	ResignConcurrency int
 	Throttles         func() uint64
+	// ResignSlice is how long one Resign admits cards (0: ResignSlice).
+	ResignSlice time.Duration
 
 	// Resigned counts re-signatures by outcome (resigned, failed,
 	// superseded); Stale is how many live cards the last pass left with
@@ -165,7 +168,7 @@ func New(cfg Config) *Registry {
 	if bp, ok := cfg.Agents.(batchPutter); ok {
 		r.puts = &putBatcher{store: bp, keep: r.keep()}
 	}
-	r.resign = &resigner{r: r, pace: newPace(cfg.ResignRate, cfg.ResignConcurrency, cfg.Throttles, time.Now)}
+	r.resign = &resigner{r: r, pace: newPace(cfg.ResignRate, cfg.ResignConcurrency, cfg.Throttles, time.Now), slice: cmp.Or(cfg.ResignSlice, ResignSlice)}
 	return r
 }
 

@@ -40,6 +40,19 @@ func (rs *resigner) refreshAfter() time.Duration {
 // replica that had not yet seen a key change carries the old keys.
 const resignFullPass = time.Minute
 
+// ResignSlice is how long one Resign call admits cards by default to be signed again:
+// a pass over a large registry at a KMS's quota takes longer than the
+// duties lease lasts between renewals, so Resign stops admitting cards
+// after ResignSlice (those in flight finish) and returns
+// ErrResignUnfinished; its caller renews the lease (and does its other
+// duties) and calls again at once. Below the lease's spare time
+// (leaseTTL − leaseRenew in server).
+const ResignSlice = 8 * time.Second
+
+// ErrResignUnfinished: Resign stopped admitting cards after ResignSlice
+// with cards left to judge; call it again (at once: they wait).
+var ErrResignUnfinished = errors.New("registry: re-signing pass unfinished after its time slice; the rest follows at once")
+
 // resignPage is how many registered cards the duty reads at a time.
 const resignPage = 200
 
@@ -57,8 +70,9 @@ type resignState struct {
 // resigner is the registry's re-signing duty: its pace and its memory
 // between rounds.
 type resigner struct {
-	r    *Registry
-	pace *Pace
+	r     *Registry
+	pace  *Pace
+	slice time.Duration // how long one run admits cards
 
 	mu sync.Mutex
 	st resignState
@@ -103,10 +117,21 @@ func (rs *resigner) run(ctx context.Context) error {
 	if st.kids == wantText && time.Since(st.passedAt) < resignFullPass {
 		return nil
 	}
+	until := time.Now().Add(rs.slice)
 	for passes := 1; ; passes++ {
-		p, err := rs.pass(ctx, want)
+		p, err := rs.pass(ctx, want, until)
 		if err != nil {
 			return fmt.Errorf("registry: %w", err)
+		}
+		if p.cut && ctx.Err() == nil {
+			// Not a whole pass: nothing to remember, the next call goes
+			// on (the cards signed meanwhile carry the keys now and are
+			// skipped).
+			r.cfg.Stale(p.stale - p.resigned)
+			if len(p.failed) > 0 {
+				return fmt.Errorf("registry: %d of %d cards not re-signed (retried every round): %w", len(p.failed), p.stale, errors.Join(p.failed...))
+			}
+			return ErrResignUnfinished
 		}
 		now, err := rs.signingKIDs(ctx)
 		if err != nil {
@@ -140,6 +165,7 @@ type passResult struct {
 	stale, resigned int
 	failed          []error
 	carried         map[string]bool // kids still carried by cards not re-signed
+	cut             bool            // stopped admitting cards at the slice's end, cards left
 	mu              sync.Mutex
 	wg              sync.WaitGroup
 }
@@ -148,7 +174,7 @@ type passResult struct {
 // again, at the pace's rate, each live one that does not carry exactly the
 // signing keys (read again before each card), or whose signatures are due
 // a refresh.
-func (rs *resigner) pass(ctx context.Context, want []string) (*passResult, error) {
+func (rs *resigner) pass(ctx context.Context, want []string, until time.Time) (*passResult, error) {
 	r := rs.r
 	revoked, err := r.RevokedCards(ctx)
 	if err != nil {
@@ -157,7 +183,11 @@ func (rs *resigner) pass(ctx context.Context, want []string) (*passResult, error
 	p := &passResult{want: want, carried: map[string]bool{}}
 	defer p.wg.Wait()
 	refresh := rs.refreshAfter()
-	for after := ""; ctx.Err() == nil; {
+	// Cards are admitted until the slice ends; a card admitted is signed
+	// under ctx, so it completes (or fails) whatever the slice.
+	admit, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	for after := ""; ctx.Err() == nil && !p.cut; {
 		page, err := r.cfg.Agents.ListAgents(ctx, after, resignPage)
 		if err != nil {
 			return nil, err
@@ -174,8 +204,15 @@ func (rs *resigner) pass(ctx context.Context, want []string) (*passResult, error
 			if slices.Equal(slices.Sorted(slices.Values(c.KIDs)), p.want) && !stale {
 				continue
 			}
-			if err := rs.pace.Acquire(ctx, len(p.want)); err != nil {
-				break // ctx ended: the rest is the next round's
+			actx := admit
+			if p.stale == 0 {
+				actx = ctx // one card at least per call: a slice always makes progress
+			}
+			if err := rs.pace.Acquire(actx, len(p.want)); err != nil {
+				// ctx ended, or the slice did: the rest is the next
+				// call's.
+				p.cut = true
+				break
 			}
 			p.stale++
 			p.wg.Add(1)

@@ -189,3 +189,43 @@ func TestResignature(t *testing.T) {
 		t.Fatalf("long request id %q, %v", rs.RequestID, err)
 	}
 }
+
+// TestResignSlices: a pass longer than its slice stops admitting cards when
+// the slice ends (at least one card per call, so every call makes
+// progress), answers ErrResignUnfinished, and the next call goes on where
+// it stopped: every card is signed once, and the call that finishes the
+// pass answers nil.
+func TestResignSlices(t *testing.T) {
+	tr := newTestRegistry(t, func(c *Config) { c.ResignSlice, c.ResignConcurrency = time.Nanosecond, 1 })
+	ctx := t.Context()
+	ids := []string{"alpha", "beta", "delta", "epsilon", "gamma"}
+	for _, id := range ids {
+		if _, err := tr.register(t, id, store.Public, "token:a", "k1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.keys.signing = []string{"k2"}
+	calls := 0
+	for {
+		calls++
+		before := len(tr.signer.done)
+		err := tr.Resign(ctx)
+		if got := len(tr.signer.done) - before; got != 1 {
+			t.Fatalf("call %d signed %d cards, want 1 (one per slice of 1ns)", calls, got)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrResignUnfinished) || calls >= len(ids) {
+			t.Fatalf("call %d: %v", calls, err)
+		}
+	}
+	if calls != len(ids) {
+		t.Fatalf("%d calls, want %d", calls, len(ids))
+	}
+	for _, id := range ids {
+		if c, _ := tr.Card(ctx, id, 0); !slices.Equal(c.KIDs, []string{"k2"}) || c.Version != 2 {
+			t.Errorf("%s: v%d %v, want v2 signed by k2 alone", id, c.Version, c.KIDs)
+		}
+	}
+}

@@ -152,7 +152,7 @@ func BenchmarkResign1000(b *testing.B) {
 		}
 		start := time.Now()
 		b.StartTimer()
-		if err := a.registry.Resign(ctx); err != nil {
+		if err := resignAll(ctx, a); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

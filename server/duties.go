@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/store"
 )
 
@@ -406,7 +407,15 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 	// key signs (the revocation document just did), a card does not. The
 	// catalog follows the cards re-signed, and is published whatever
 	// happened to the others.
-	return errors.Join(a.registry.Resign(ctx), a.catalog.publish(ctx))
+	err = a.registry.Resign(ctx)
+	if errors.Is(err, registry.ErrResignUnfinished) {
+		// A long pass (a large registry at a KMS's quota) goes on in
+		// the next round, at once: this one ends so that the leases are
+		// renewed and the revocation document kept fresh meanwhile.
+		a.pokeDuties()
+		err = nil
+	}
+	return errors.Join(err, a.catalog.publish(ctx))
 }
 
 // yieldAfter duty rounds in a row that cannot sign (the key cannot be
