@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cardsign/cardsign/jwks"
@@ -68,6 +69,26 @@ type cardCache struct {
 	fresh   time.Duration
 	now     func() time.Time
 	cards   sync.Map // agent id → *cachedCard
+	// bytes is the size of the cards held; past maxCachedBytes the cache
+	// starts over, so that the cards of agents removed, made private or
+	// never asked for again do not accumulate.
+	bytes atomic.Int64
+}
+
+// maxCachedBytes bounds the cards a cardCache holds (a card is at most
+// signing.max_card_bytes, 256 KiB by default).
+const maxCachedBytes = 32 << 20
+
+// put holds e for id.
+func (c *cardCache) put(id string, e *cachedCard) {
+	n := int64(len(e.json.body))
+	if old, loaded := c.cards.Swap(id, e); loaded {
+		n -= int64(len(old.(*cachedCard).json.body))
+	}
+	if c.bytes.Add(n) > maxCachedBytes {
+		c.cards.Clear()
+		c.bytes.Store(0)
+	}
 }
 
 // cachedCard is a public card as served: its two representations, valid
@@ -102,6 +123,9 @@ func (c *cardCache) get(id string) *cachedCard {
 	}
 	e := v.(*cachedCard)
 	if e.version != c.version() || !c.now().Before(e.until) {
+		if c.cards.CompareAndDelete(id, v) {
+			c.bytes.Add(-int64(len(e.json.body)))
+		}
 		return nil
 	}
 	return e
@@ -208,7 +232,7 @@ func (h *Handler) Card() http.Handler {
 			e := &cachedCard{version: version, until: h.cache.now().Add(h.cache.fresh),
 				json: newServedCard(c.Signed, tag, "application/json"),
 				a2a:  newServedCard(c.Signed, tag+".a2a", CardMediaType)}
-			h.cache.cards.Store(id, e)
+			h.cache.put(id, e)
 			h.servePublic(w, r, e)
 			return
 		}

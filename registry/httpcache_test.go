@@ -1,9 +1,11 @@
 package registry
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,5 +94,31 @@ func TestCardHTTPCached(t *testing.T) {
 	version++
 	if w := serve(cached, "GET", path, nil); w.Code != http.StatusGone {
 		t.Errorf("revoked card: %d, want 410 at the next request", w.Code)
+	}
+}
+
+// TestCardCacheBounded: the cards held stay under maxCachedBytes (the
+// cache starts over past it), and a stale card is dropped when it is
+// found stale.
+func TestCardCacheBounded(t *testing.T) {
+	var version atomic.Uint64
+	c := &cardCache{version: version.Load, fresh: time.Hour, now: time.Now}
+	body := make([]byte, 1<<20)
+	for i := range 40 {
+		c.put(fmt.Sprint(i), &cachedCard{until: time.Now().Add(time.Hour), json: servedCard{body: body}})
+		if b := c.bytes.Load(); b > maxCachedBytes {
+			t.Fatalf("after %d cards of 1 MiB: %d bytes held", i+1, b)
+		}
+	}
+	if c.get("39") == nil {
+		t.Fatal("the card put last is not held")
+	}
+	held := c.bytes.Load()
+	version.Add(1)
+	if c.get("39") != nil {
+		t.Fatal("a card read before a change is served after it")
+	}
+	if got := c.bytes.Load(); got != held-int64(len(body)) {
+		t.Fatalf("after dropping a stale card: %d bytes held, want %d", got, held-int64(len(body)))
 	}
 }

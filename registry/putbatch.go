@@ -46,14 +46,12 @@ func (b *putBatcher) put(ctx context.Context, c store.AgentCard) (store.AgentCar
 	b.queue = append(b.queue, req)
 	if b.writing {
 		b.mu.Unlock()
-		select {
-		case <-req.done:
-			return req.out, req.err
-		case <-ctx.Done():
-			// The writer still writes it: its audit records are
-			// committed, and the registry is to match them.
-			return store.AgentCard{}, ctx.Err()
-		}
+		// Not cut short by ctx: the writer writes the card whatever
+		// happens to this caller (its audit records are committed, and
+		// the registry is to match them), and the caller must learn
+		// that it was written (the served card and the catalog follow).
+		<-req.done
+		return req.out, req.err
 	}
 	b.writing = true
 	for len(b.queue) > 0 {
@@ -76,6 +74,15 @@ func (b *putBatcher) write(ctx context.Context, batch []*putRequest) {
 		cards[i] = r.card
 	}
 	out, errs, err := b.store.PutAgentCards(ctx, cards, b.keep)
+	if err != nil && len(batch) > 1 {
+		// The commit failed as a whole (one card's write, or the
+		// store): each card again on its own, so that only what fails
+		// fails.
+		for _, r := range batch {
+			b.write(ctx, []*putRequest{r})
+		}
+		return
+	}
 	for i, r := range batch {
 		if err != nil {
 			r.err = err

@@ -17,7 +17,8 @@ type gatedPutter struct {
 	gate    chan struct{}
 	mu      sync.Mutex
 	commits [][]string
-	refuse  map[string]error
+	refuse  map[string]error // one card's own refusal
+	fail    map[string]error // a card whose write fails the whole commit
 }
 
 func (g *gatedPutter) PutAgentCards(_ context.Context, cards []store.AgentCard, keep int) ([]store.AgentCard, []error, error) {
@@ -31,6 +32,11 @@ func (g *gatedPutter) PutAgentCards(_ context.Context, cards []store.AgentCard, 
 	g.mu.Unlock()
 	if first {
 		<-g.gate
+	}
+	for _, c := range cards {
+		if err := g.fail[c.ID]; err != nil {
+			return nil, nil, err
+		}
 	}
 	out, errs := make([]store.AgentCard, len(cards)), make([]error, len(cards))
 	for i, c := range cards {
@@ -97,5 +103,59 @@ func TestPutBatcher(t *testing.T) {
 	}
 	if len(g.commits) != 2 || len(g.commits[1]) != 5 {
 		t.Fatalf("commits %v, want c0 alone then the five together", g.commits)
+	}
+}
+
+// TestPutBatcherCommitFails: a commit that fails as a whole (one card's
+// write failed) fails only that card: the others are written on their own.
+func TestPutBatcherCommitFails(t *testing.T) {
+	broken := errors.New("disk I/O error")
+	g := &gatedPutter{gate: make(chan struct{}), fail: map[string]error{"c2": broken}}
+	b := &putBatcher{store: g, keep: 1}
+	ctx := t.Context()
+	first := make(chan error)
+	go func() {
+		_, err := b.put(ctx, store.AgentCard{ID: "c0"})
+		first <- err
+	}()
+	for {
+		g.mu.Lock()
+		n := len(g.commits)
+		g.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := 1; i <= 3; i++ {
+		wg.Go(func() { _, errs[i-1] = b.put(ctx, store.AgentCard{ID: fmt.Sprintf("c%d", i)}) })
+	}
+	for {
+		b.mu.Lock()
+		n := len(b.queue)
+		b.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(g.gate)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		want := error(nil)
+		if i+1 == 2 {
+			want = broken
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("put c%d: %v, want %v", i+1, err, want)
+		}
+	}
+	if len(g.commits) != 5 || len(g.commits[1]) != 3 {
+		t.Fatalf("commits %v, want c0, the three together, then each alone", g.commits)
 	}
 }
