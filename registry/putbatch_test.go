@@ -46,12 +46,10 @@ func (g *gatedPutter) PutAgentCards(_ context.Context, cards []store.AgentCard, 
 	return out, errs, nil
 }
 
-// TestPutBatcher: the cards put while a commit is under way share the next
-// commit; each put learns its own card's outcome (a refusal of one card
-// leaves the others written), and the keep is the registry's.
-func TestPutBatcher(t *testing.T) {
-	g := &gatedPutter{gate: make(chan struct{}), refuse: map[string]error{"c3": store.ErrSuperseded}}
-	b := &putBatcher{store: g, keep: 7}
+// putQueued puts c0, holds its commit at g's gate until c1..cN are
+// queued behind it, opens the gate and returns each of c1..cN's result.
+func putQueued(t *testing.T, g *gatedPutter, b *putBatcher, n int) ([]store.AgentCard, []error) {
+	t.Helper()
 	ctx := t.Context()
 	first := make(chan error)
 	go func() {
@@ -60,29 +58,23 @@ func TestPutBatcher(t *testing.T) {
 	}()
 	for { // the first commit is under way
 		g.mu.Lock()
-		n := len(g.commits)
+		started := len(g.commits)
 		g.mu.Unlock()
-		if n == 1 {
+		if started == 1 {
 			break
 		}
 		runtime.Gosched()
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, 5)
-	for i := 1; i <= 5; i++ {
-		wg.Go(func() {
-			c, err := b.put(ctx, store.AgentCard{ID: fmt.Sprintf("c%d", i)})
-			if err == nil && (c.ID != fmt.Sprintf("c%d", i) || c.Version != 7) {
-				err = fmt.Errorf("put c%d returned %s v%d", i, c.ID, c.Version)
-			}
-			errs[i-1] = err
-		})
+	cards, errs := make([]store.AgentCard, n), make([]error, n)
+	for i := range n {
+		wg.Go(func() { cards[i], errs[i] = b.put(ctx, store.AgentCard{ID: fmt.Sprintf("c%d", i+1)}) })
 	}
-	for { // all five queued behind the first commit
+	for { // all queued behind the first commit
 		b.mu.Lock()
-		n := len(b.queue)
+		queued := len(b.queue)
 		b.mu.Unlock()
-		if n == 5 {
+		if queued == n {
 			break
 		}
 		runtime.Gosched()
@@ -92,6 +84,16 @@ func TestPutBatcher(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
+	return cards, errs
+}
+
+// TestPutBatcher: the cards put while a commit is under way share the next
+// commit; each put learns its own card's outcome (a refusal of one card
+// leaves the others written), and the keep is the registry's.
+func TestPutBatcher(t *testing.T) {
+	g := &gatedPutter{gate: make(chan struct{}), refuse: map[string]error{"c3": store.ErrSuperseded}}
+	b := &putBatcher{store: g, keep: 7}
+	cards, errs := putQueued(t, g, b, 5)
 	for i, err := range errs {
 		want := error(nil)
 		if i+1 == 3 {
@@ -99,6 +101,9 @@ func TestPutBatcher(t *testing.T) {
 		}
 		if !errors.Is(err, want) {
 			t.Errorf("put c%d: %v, want %v", i+1, err, want)
+		}
+		if err == nil && (cards[i].ID != fmt.Sprintf("c%d", i+1) || cards[i].Version != 7) {
+			t.Errorf("put c%d returned %s v%d", i+1, cards[i].ID, cards[i].Version)
 		}
 	}
 	if len(g.commits) != 2 || len(g.commits[1]) != 5 {
@@ -111,41 +116,7 @@ func TestPutBatcher(t *testing.T) {
 func TestPutBatcherCommitFails(t *testing.T) {
 	broken := errors.New("disk I/O error")
 	g := &gatedPutter{gate: make(chan struct{}), fail: map[string]error{"c2": broken}}
-	b := &putBatcher{store: g, keep: 1}
-	ctx := t.Context()
-	first := make(chan error)
-	go func() {
-		_, err := b.put(ctx, store.AgentCard{ID: "c0"})
-		first <- err
-	}()
-	for {
-		g.mu.Lock()
-		n := len(g.commits)
-		g.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		runtime.Gosched()
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	for i := 1; i <= 3; i++ {
-		wg.Go(func() { _, errs[i-1] = b.put(ctx, store.AgentCard{ID: fmt.Sprintf("c%d", i)}) })
-	}
-	for {
-		b.mu.Lock()
-		n := len(b.queue)
-		b.mu.Unlock()
-		if n == 3 {
-			break
-		}
-		runtime.Gosched()
-	}
-	close(g.gate)
-	wg.Wait()
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
+	_, errs := putQueued(t, g, &putBatcher{store: g, keep: 1}, 3)
 	for i, err := range errs {
 		want := error(nil)
 		if i+1 == 2 {
