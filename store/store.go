@@ -253,3 +253,24 @@ type Log interface {
 	// ErrNotFound.
 	LogEntries(ctx context.Context, from, to int64) ([][]byte, error)
 }
+
+// Cosignatures is where the witnesses' cosignatures of the log's checkpoints
+// are kept (transparency.Cosignature), one set for every replica sharing the
+// store. One replica at a time asks the witnesses (under the duties lease);
+// every replica reads what they answered, to serve the cosigned checkpoint
+// and to put it in the proofs it returns.
+type Cosignatures interface {
+	// PutCosignatures stores cs: one row per (Size, Witness), a later
+	// cosignature of the same size by the same witness replacing the
+	// earlier (a witness asked again signs again, with a new timestamp).
+	PutCosignatures(ctx context.Context, cs []transparency.Cosignature) error
+	// Cosignatures returns the stored cosignatures of sizes from and up,
+	// largest size first (then by witness name), at most limit of them.
+	Cosignatures(ctx context.Context, from int64, limit int) ([]transparency.Cosignature, error)
+	// WitnessSizes returns, for each witness with a stored cosignature, the
+	// largest size it cosigned: the size it was last seen at.
+	WitnessSizes(ctx context.Context) (map[string]int64, error)
+	// PruneCosignatures deletes the cosignatures of sizes below below,
+	// keeping each witness's largest (WitnessSizes reads it).
+	PruneCosignatures(ctx context.Context, below int64) error
+}

@@ -171,3 +171,56 @@ func (t *Checkpointer) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.
 func (t *Checkpointer) Entries(ctx context.Context, from, to int64) ([][]byte, error) {
 	return t.store.LogEntries(ctx, from, to)
 }
+
+// CheckpointAt returns the log's signed checkpoint of the tree's first size
+// leaves, all committed: the same bytes every replica signs for that size
+// (Ed25519 is deterministic), so a witness's cosignature of it stays valid
+// on any replica's copy.
+func (t *Checkpointer) CheckpointAt(ctx context.Context, size int64) ([]byte, error) {
+	t.mu.Lock()
+	if t.latest.note != nil && t.latest.size == size {
+		defer t.mu.Unlock()
+		return t.latest.note, nil
+	}
+	t.mu.Unlock()
+	root, err := TreeRoot(ctx, t.store, size)
+	if err != nil {
+		return nil, fmt.Errorf("transparency log: root of %d leaves: %w", size, err)
+	}
+	return t.signer.Sign(size, root)
+}
+
+// ConsistencyProof proves that the tree of new leaves extends the tree of
+// old leaves (RFC 6962 §2.1.2), as C2SP tlog-witness's add-checkpoint
+// carries it. old 0 and old == new need no hashes.
+func (t *Checkpointer) ConsistencyProof(ctx context.Context, old, new int64) ([]Hash, error) {
+	if old < 0 || old > new {
+		return nil, fmt.Errorf("transparency log: no consistency proof from %d to %d leaves", old, new)
+	}
+	if old == 0 || old == new {
+		return nil, nil
+	}
+	p, err := tlog.ProveTree(new, old, t.reader(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("transparency log: consistency proof from %d to %d leaves: %w", old, new, err)
+	}
+	return p, nil
+}
+
+// ProofsAt returns the inclusion proof of each committed record in the
+// checkpoint cp of size leaves (CheckpointAt's, with the cosignatures it
+// gathered): every record must be a leaf of that tree.
+func (t *Checkpointer) ProofsAt(ctx context.Context, recs []audit.Record, size int64, cp []byte) ([]Proof, error) {
+	out := make([]Proof, len(recs))
+	for i, r := range recs {
+		if r.Seq > size {
+			return nil, fmt.Errorf("transparency log: record %d is not in the checkpoint of %d leaves", r.Seq, size)
+		}
+		p, err := prove(NewEntry(r, r.Hosts).Marshal(), r.Seq-1, size, cp, t.reader(ctx))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
