@@ -47,6 +47,8 @@ strictjson, pemkey < jose;
 strictjson < audit;
 audit, glob < transparency;
 transparency < transparency/tlogclient, transparency/tlogserve;
+# The collector of witness cosignatures speaks HTTP to the witnesses.
+transparency < transparency/witness;
 
 # Key sets and revocation documents as documents; fetching and serving them
 # apart, so the signing library stays free of transport.
@@ -97,7 +99,7 @@ access, limits, jwks, transparency, registry, aicatalog < server/httpapi;
 # The composition root: the authority over the rooms above; its gRPC
 # services sit on top of it.
 registry, registry/catalog, server/revocations, server/httpapi, backends/file, policy,
-  transparency/tlogserve, buildinfo
+  transparency/tlogserve, transparency/witness, buildinfo
   < server;
 server, ratelimit, api/cardsign/v1, buildinfo < server/grpcapi;
 
