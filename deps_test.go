@@ -123,7 +123,7 @@ daemon, jwks/jwksfetch, transparency/tlogclient, webtrust
   < cmd/cardsignd, cmd/cardsign;
 
 # Test harnesses: imported by tests only.
-NONE < internal/testbin, internal/testpki, internal/pgtest, internal/sdnotify/sdnotifytest;
+NONE < internal/testbin, internal/testpki, internal/pgtest, internal/sdnotify/sdnotifytest, internal/witnesstest;
 card, jose, internal/testbin < internal/testsupport;
 internal/testpki < internal/oidctest;
 transparency/tlogserve < internal/memlog;
@@ -162,6 +162,7 @@ var harnesses = []string{
 	"internal/testbin", "internal/testpki", "internal/testsupport", "internal/pgtest", "internal/oidctest",
 	"internal/memlog", "internal/loadgen", "internal/loadgen/cmd/loadgen", "internal/sdnotify/sdnotifytest",
 	"store/storetest", "server/servertest", "internal/refdoc", "internal/refdoc/cmd/apidoc",
+	"internal/witnesstest",
 }
 
 // maxMethods is the most methods one type declares: more means two types.
