@@ -282,6 +282,19 @@ func (w *Witness) Restart() {
 	w.start()
 }
 
+// Wipe kills the witness, deletes its database and starts it again: a
+// witness that lost its state (logs must be added again).
+func (w *Witness) Wipe() {
+	w.t.Helper()
+	w.Kill()
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(w.db + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			w.t.Fatal(err)
+		}
+	}
+	w.start()
+}
+
 func (w *Witness) stop() {
 	w.Kill()
 }

@@ -24,7 +24,7 @@ import (
 // not cosign: a refusal (400, 403, 404), a 409 naming the size it knows
 // (the collector asks again from there), or an answer that is not a valid
 // cosignature.
-var ErrRefused = errors.New("witness: refused")
+var ErrRefused = errors.New("no cosignature")
 
 // maxResponse bounds what is read from a witness: a few cosignature lines,
 // or a size, or an error message.
@@ -95,7 +95,6 @@ func defaultClient(timeout time.Duration) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
 	t.TLSHandshakeTimeout = timeout
-	t.ResponseHeaderTimeout = timeout
 	t.MaxResponseHeaderBytes = maxResponse
 	return &http.Client{
 		Transport:     t,
@@ -113,7 +112,13 @@ func (w *chaser) setKnown(n int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.known = n
-	w.st.Size = max(w.st.Size, n)
+}
+
+// cosignedSize is the largest size whose cosignature by w is stored.
+func (w *chaser) cosignedSize() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.st.Size
 }
 
 // raise raises the size w should cosign, waking its chase.
@@ -149,10 +154,10 @@ func (c *Collector) advance(ctx context.Context, w *chaser, size int64) error {
 	w.requests.Lock()
 	defer w.requests.Unlock()
 	for range maxCatchUp {
-		old := w.knownSize()
-		if old >= size && w.status().Size >= size {
+		if w.cosignedSize() >= size {
 			return nil // cosigned already (by an overlapping Round)
 		}
+		old := w.knownSize()
 		if old > size {
 			// The witness is ahead of our snapshot: the log may have grown.
 			n, err := c.log.Size(ctx)

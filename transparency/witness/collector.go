@@ -186,7 +186,7 @@ func (c *Collector) chase(ctx context.Context, w *chaser) {
 	backoff := time.Duration(0)
 	for {
 		size := w.want()
-		if size > w.knownSize() {
+		if size > w.cosignedSize() {
 			if err := c.advance(ctx, w, size); err != nil && ctx.Err() == nil {
 				backoff = min(max(2*backoff, minBackoff), maxBackoff)
 				wait := backoff/2 + rand.N(backoff/2+1)
@@ -220,7 +220,9 @@ func (c *Collector) load(ctx context.Context) error {
 	}
 	for _, w := range c.ws {
 		if n, ok := sizes[w.ep.Name]; ok {
-			w.setKnown(n)
+			w.mu.Lock()
+			w.known, w.st.Size = n, n
+			w.mu.Unlock()
 			c.cosigned[n] = append(c.cosigned[n], w.ep.Name)
 		}
 	}
