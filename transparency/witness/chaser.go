@@ -189,6 +189,22 @@ func (c *Collector) advance(ctx context.Context, w *chaser, size int64) error {
 		case a.err != nil:
 			c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), a.err)
 			return c.failed(ctx, w, size, a.err)
+		case a.known > size:
+			// The witness knows a larger tree: ours if the log grew since
+			// size was read, else one we never had.
+			n, err := c.log.Size(ctx)
+			if err != nil {
+				c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), err)
+				return c.failed(ctx, w, size, fmt.Errorf("reading the log's size: %w", err))
+			}
+			if a.known > n {
+				conflict := &ConflictError{Witness: w.ep.Name, Size: n, Known: a.known,
+					Detail: fmt.Sprintf("the witness knows size %d, larger than the log's %d", a.known, n)}
+				c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), conflict)
+				return c.conflict(ctx, w, conflict)
+			}
+			size = n
+			fallthrough
 		case a.known >= 0:
 			err := fmt.Errorf("%w: witness %q knows size %d, not %d", ErrRefused, w.ep.Name, a.known, old)
 			c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), err)

@@ -49,7 +49,7 @@ type Collector struct {
 
 	mu        sync.Mutex
 	loaded    bool               // the witnesses' sizes were read from the store
-	cosigned  map[int64][]string // size → the witnesses whose cosignatures of it were stored, above pruned
+	cosigned  map[int64]map[string]bool // size → the witnesses whose cosignatures of it were stored, above pruned
 	pruned    int64              // cosignatures below it were pruned
 	lastPrune time.Time
 }
@@ -80,7 +80,7 @@ func NewCollector(l Log, st Store, ws []Endpoint, p transparency.WitnessPolicy, 
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
-	c := &Collector{log: l, store: st, policy: p, opts: o, wake: make(chan struct{}, 1), cosigned: map[int64][]string{}}
+	c := &Collector{log: l, store: st, policy: p, opts: o, wake: make(chan struct{}, 1), cosigned: map[int64]map[string]bool{}}
 	seen := map[string]bool{}
 	for i, ep := range ws {
 		ch, err := newChaser(ep, o)
@@ -223,7 +223,7 @@ func (c *Collector) load(ctx context.Context) error {
 			w.mu.Lock()
 			w.known, w.st.Size = n, n
 			w.mu.Unlock()
-			c.cosigned[n] = append(c.cosigned[n], w.ep.Name)
+			c.addCosigned(n, w.ep.Name)
 		}
 	}
 	c.loaded = true
@@ -244,11 +244,19 @@ func (c *Collector) Status() []WitnessStatus {
 func (c *Collector) stored(ctx context.Context, w string, size int64) {
 	c.mu.Lock()
 	if size >= c.pruned {
-		c.cosigned[size] = append(c.cosigned[size], w)
+		c.addCosigned(size, w)
 	}
 	c.mu.Unlock()
 	c.opts.Observer.Stored(size)
 	c.prune(ctx, false)
+}
+
+// addCosigned notes w's stored cosignature of size; c.mu is held.
+func (c *Collector) addCosigned(size int64, w string) {
+	if c.cosigned[size] == nil {
+		c.cosigned[size] = map[string]bool{}
+	}
+	c.cosigned[size][w] = true
 }
 
 // prune deletes the cosignatures below the newest size with the quorum:
