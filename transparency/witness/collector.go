@@ -48,9 +48,9 @@ type Collector struct {
 	wake   chan struct{}
 
 	mu        sync.Mutex
-	loaded    bool               // the witnesses' sizes were read from the store
+	loaded    bool                      // the witnesses' sizes were read from the store
 	cosigned  map[int64]map[string]bool // size → the witnesses whose cosignatures of it were stored, above pruned
-	pruned    int64              // cosignatures below it were pruned
+	pruned    int64                     // cosignatures below it were pruned
 	lastPrune time.Time
 }
 
