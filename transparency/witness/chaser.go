@@ -159,14 +159,9 @@ func (c *Collector) advance(ctx context.Context, w *chaser, size int64) error {
 		}
 		old := w.knownSize()
 		if old > size {
-			// The witness is ahead of our snapshot: the log may have grown.
-			n, err := c.log.Size(ctx)
+			n, err := c.beyond(ctx, w, old)
 			if err != nil {
-				return c.failed(ctx, w, size, fmt.Errorf("reading the log's size: %w", err))
-			}
-			if old > n {
-				return c.conflict(ctx, w, &ConflictError{Witness: w.ep.Name, Size: n, Known: old,
-					Detail: fmt.Sprintf("the witness knows size %d, larger than the log's %d", old, n)})
+				return err
 			}
 			size = n
 		}
@@ -190,18 +185,10 @@ func (c *Collector) advance(ctx context.Context, w *chaser, size int64) error {
 			c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), a.err)
 			return c.failed(ctx, w, size, a.err)
 		case a.known > size:
-			// The witness knows a larger tree: ours if the log grew since
-			// size was read, else one we never had.
-			n, err := c.log.Size(ctx)
+			n, err := c.beyond(ctx, w, a.known)
+			c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), err)
 			if err != nil {
-				c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), err)
-				return c.failed(ctx, w, size, fmt.Errorf("reading the log's size: %w", err))
-			}
-			if a.known > n {
-				conflict := &ConflictError{Witness: w.ep.Name, Size: n, Known: a.known,
-					Detail: fmt.Sprintf("the witness knows size %d, larger than the log's %d", a.known, n)}
-				c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), conflict)
-				return c.conflict(ctx, w, conflict)
+				return err
 			}
 			size = n
 			fallthrough
@@ -230,6 +217,22 @@ func (c *Collector) advance(ctx context.Context, w *chaser, size int64) error {
 	return c.failed(ctx, w, size, fmt.Errorf("%w: witness %q kept moving after %d answers of the size it knows", ErrRefused, w.ep.Name, maxCatchUp))
 }
 
+// beyond is the log's size when w knows a tree of known leaves, larger
+// than the size it was sent: ours if the log grew since, and then the
+// log's new size; else one this log never had, a conflict (reported).
+func (c *Collector) beyond(ctx context.Context, w *chaser, known int64) (int64, error) {
+	n, err := c.log.Size(ctx)
+	if err != nil {
+		return 0, c.failed(ctx, w, known, fmt.Errorf("reading the log's size: %w", err))
+	}
+	if known > n {
+		return 0, c.conflict(ctx, w, &ConflictError{Witness: w.ep.Name, Size: n, Known: known,
+			Detail: fmt.Sprintf("the witness knows size %d, larger than the log's %d", known, n)})
+	}
+	return n, nil
+}
+
+// failed notes and logs a failure of w's; it returns err.
 func (c *Collector) failed(ctx context.Context, w *chaser, size int64, err error) error {
 	if ctx.Err() != nil {
 		return err
@@ -241,6 +244,7 @@ func (c *Collector) failed(ctx context.Context, w *chaser, size int64, err error
 	return err
 }
 
+// conflict notes, logs and reports a split-view alarm; it returns e.
 func (c *Collector) conflict(ctx context.Context, w *chaser, e *ConflictError) error {
 	w.mu.Lock()
 	w.st.LastError, w.st.Conflict = e.Error(), e

@@ -47,7 +47,12 @@ type Store interface {
 // collector's own goroutines.
 type Observer interface {
 	// Answered is each add-checkpoint request's outcome: err nil when the
-	// witness cosigned size.
+	// witness cosigned size (its cosignatures verified); wrapping
+	// ErrConflict for a split-view answer; wrapping ErrRefused when the
+	// witness answered without a valid cosignature (a 409 naming the size
+	// it knows, which the collector follows at once, a 400/403/404, a bad
+	// or forged cosignature); else a failure (a timeout, a connection
+	// error, a 5xx), retried with backoff.
 	Answered(witness string, size int64, latency time.Duration, err error)
 	// Conflict is a split-view alarm.
 	Conflict(c *ConflictError)
