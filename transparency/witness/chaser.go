@@ -3,6 +3,7 @@ package witness
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -69,7 +70,7 @@ func newChaser(ep Endpoint, o Options) (*chaser, error) {
 	ep.Witness = w
 	client := ep.Client
 	if client == nil {
-		client = defaultClient(o.RequestTimeout)
+		client = NewClient(o.RequestTimeout, nil)
 	}
 	return &chaser{
 		ep: ep, client: client, url: u,
@@ -88,14 +89,19 @@ func addCheckpointURL(u string) (string, error) {
 	return strings.TrimRight(u, "/") + "/add-checkpoint", nil
 }
 
-// defaultClient bounds every phase of a request; the collector's
-// per-request context bounds the whole. Redirects are not followed: a
-// witness's endpoint is configured, not discovered.
-func defaultClient(timeout time.Duration) *http.Client {
+// NewClient is an HTTP client for witnesses: every phase of a request
+// bounded by timeout (the collector's per-request context bounds the
+// whole), response headers bounded in size, redirects not followed (a
+// witness's endpoint is configured, not discovered). tlsConfig (nil: the
+// system's roots) is for an https witness with its own CA.
+func NewClient(timeout time.Duration, tlsConfig *tls.Config) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
 	t.TLSHandshakeTimeout = timeout
 	t.MaxResponseHeaderBytes = maxResponse
+	if tlsConfig != nil {
+		t.TLSClientConfig = tlsConfig
+	}
 	return &http.Client{
 		Transport:     t,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

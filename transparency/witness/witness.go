@@ -22,7 +22,7 @@ import (
 type Endpoint struct {
 	transparency.Witness
 	URL    string       // prefix: add-checkpoint is POSTed to URL + "/add-checkpoint"
-	Client *http.Client // nil: a default client with timeouts
+	Client *http.Client // nil: NewClient(Options.RequestTimeout, nil)
 }
 
 // Log is the transparency log the witnesses are kept up to date with.
