@@ -42,18 +42,17 @@ type Witness struct {
 	VKey string // its cosignature/v1 verifier key, as it printed it
 	URL  string // http://127.0.0.1:PORT, the prefix of its add-checkpoint endpoint
 
-	t       testing.TB
-	bin     string
-	dir     string
-	db      string
-	agent   string // ssh-agent socket
-	keyFP   string // SHA256:… fingerprint of its key
-	addr    string // 127.0.0.1:PORT, kept across restarts
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	logs    *logBuffer
-	stopped bool
+	t      testing.TB
+	bin    string
+	dir    string
+	db     string
+	agent  string // ssh-agent socket
+	keyFP  string // SHA256:… fingerprint of its key
+	addr   string // 127.0.0.1:PORT, kept across restarts
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	logs   *logBuffer
 }
 
 // Start runs a litewitness named name for the test, on a free loopback
@@ -210,7 +209,7 @@ func (w *Witness) start() {
 		close(exited)
 	}()
 	w.mu.Lock()
-	w.cmd, w.exited, w.stopped = cmd, exited, false
+	w.cmd, w.exited = cmd, exited
 	w.mu.Unlock()
 
 	deadline := time.After(startTimeout)
@@ -265,7 +264,6 @@ func (w *Witness) Kill() {
 	w.t.Helper()
 	w.mu.Lock()
 	cmd, exited := w.cmd, w.exited
-	w.stopped = true
 	w.mu.Unlock()
 	if cmd == nil {
 		return

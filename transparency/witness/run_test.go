@@ -3,9 +3,16 @@ package witness
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cardsign/cardsign/internal/witnesstest"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // waitFor waits until cond holds, waking on each stored size; it fails the
@@ -64,5 +71,48 @@ func TestRun(t *testing.T) {
 		if s.Size != 12 {
 			t.Fatalf("witness %d's status: %+v", i+1, s)
 		}
+	}
+}
+
+// A witness that hangs holds nobody back: the others follow the log
+// through several sizes while its one request is still waiting.
+func TestRunSlowWitness(t *testing.T) {
+	l := newLog(t, logKey(t), "")
+	_, real, _ := witnesses(t, l, 2, 2)
+	slow := witnesstest.NewKey(t, "witness.example/slow")
+	var requests atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "gave up", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	eps := append(slices.Clone(real), endpoint(t, slow.VKey, srv.URL))
+	p, err := transparency.NewWitnessPolicy([]string{real[0].Key, real[1].Key, slow.VKey}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, obs := newMemStore(), newObserver()
+	c := collector(t, l, st, eps, p, Options{Observer: obs, RequestTimeout: time.Minute, PollInterval: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for size := int64(3); size <= 12; size += 3 {
+		l.grow(t, 3)
+		c.Wake()
+		waitFor(t, obs, fmt.Sprint("w1 and w2 at ", size), func() bool {
+			return slices.Equal(st.of(size), []string{"witness.example/w1", "witness.example/w2"})
+		})
+	}
+	checkWitnessed(t, l, st, p, 12)
+	waitFor(t, obs, "the slow witness's request", func() bool { return requests.Load() > 0 })
+	if n := requests.Load(); n != 1 {
+		t.Fatalf("the slow witness got %d requests, want its first still waiting", n)
 	}
 }
