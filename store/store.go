@@ -29,6 +29,7 @@ type Store interface {
 	Documents
 	Agents
 	Log
+	Cosignatures
 
 	Close() error
 }

@@ -56,12 +56,13 @@ type Store struct {
 	documents
 	agents
 	logRows
+	cosignatures
 }
 
 // newStore composes a Store of its parts over c.
 func newStore(c *core) *Store {
 	return &Store{core: c, keys: keys{c}, auditTrail: auditTrail{c}, clock: clock{c}, leases: leases{c},
-		documents: documents{c}, agents: agents{c}, logRows: logRows{c}}
+		documents: documents{c}, agents: agents{c}, logRows: logRows{c}, cosignatures: cosignatures{c}}
 }
 
 // core is what the Store's parts share: the database handle and this

@@ -33,6 +33,8 @@ func RunLog(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"RefusedAppendAddsNoLeaf", testLogRefusedAppend},
 		{"NotFound", testLogNotFound},
 		{"ConcurrentAppends", testLogConcurrent},
+		{"Cosignatures", testCosignatures},
+		{"CosignaturesRefused", testCosignaturesRefused},
 	})
 }
 
