@@ -421,6 +421,10 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 	}
 	alg, _ := jose.ParseAlg(cfg.Keys.DefaultAlg)
 	pol, _ := policy.Compile(cfg.Policy) // validate checked it
+	witnesses, witnessPolicy, witnessWait, err := witnessSettings(cfg.Log)
+	if err != nil {
+		return nil, nil, err
+	}
 	auth := server.NewAuthority(server.Config{
 		Backends:      reg,
 		KeyBackend:    cfg.Keys.Backend,
@@ -454,6 +458,10 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		ClockSkew:      cfg.ClockSkew,
 		Log:            tlog.Signer,
 		LogOpenPrivate: cfg.Log.Private == "open",
+		Witnesses:      witnesses,
+		WitnessPolicy:  witnessPolicy,
+		WitnessWait:    witnessWait,
+		WitnessTimeout: cfg.Log.WitnessTimeout,
 		Catalog:        cfg.Catalog.Settings(),
 	}, st, log)
 	if cfg.ClockSkew != 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/witness"
 )
 
 // Config is what the authority needs to know beyond its store.
@@ -95,6 +96,18 @@ type Config struct {
 	// over HTTP; nil (tests) returns cards without proofs (the store keeps
 	// the tree either way).
 	Log *transparency.Signer
+	// Witnesses are the log's witnesses (C2SP tlog-witness): the replica
+	// holding the duties lease asks them to cosign each new checkpoint, and
+	// the proofs returned carry the cosigned checkpoint as WitnessWait says.
+	// Empty: checkpoints are signed by the log alone.
+	Witnesses []witness.Endpoint
+	// WitnessPolicy is the quorum of Witnesses a checkpoint needs.
+	WitnessPolicy transparency.WitnessPolicy
+	// WitnessWait is what signing does until its checkpoint is witnessed.
+	WitnessWait WitnessWait
+	// WitnessTimeout bounds one add-checkpoint request (0: the collector's
+	// default).
+	WitnessTimeout time.Duration
 	// Catalog is the organisation's AI Catalog and did:web DID (off when
 	// its Domain is empty).
 	Catalog catalog.Settings
@@ -129,6 +142,14 @@ type Authority struct {
 	catalog catalogDuty
 
 	tlog *transparency.Checkpointer // nil without Config.Log
+	// witnesses: the log's witnesses (nil without Config.Witnesses).
+	witnesses *witnessing
+	// startErr is a configuration NewAuthority could not wire; Bootstrap
+	// returns it.
+	startErr error
+	// logCommitted learns of audit records committed outside the batcher
+	// (nil without Config.Log).
+	logCommitted func([]audit.Record)
 }
 
 // NewAuthority wires an authority over st. Close it to flush the audit log.
@@ -171,7 +192,20 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	if cfg.Log != nil {
 		a.tlog = transparency.NewCheckpointer(cfg.Log, st)
 		onCommit = a.tlog.Committed
+		if len(cfg.Witnesses) > 0 {
+			w, err := newWitnessing(cfg, a.tlog, st, st, cfg.Metrics, log)
+			if err != nil {
+				a.startErr = err
+			} else {
+				a.witnesses = w
+				onCommit = func(recs []audit.Record) {
+					a.tlog.Committed(recs)
+					w.committed(recs)
+				}
+			}
+		}
 	}
+	a.logCommitted = onCommit
 	a.revocations = newPublisher(a, cfg.OmitAuditHead)
 	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
 		jwksMaxAge: cfg.JWKSMaxAge, revocationTTL: cfg.RevocationTTL, didDomain: cfg.Catalog.Domain}
@@ -219,6 +253,9 @@ func (a *Authority) Close() error { return a.batcher.Close() }
 // store with keys, it brings keys made before key administration was
 // audited into the audit trail (baselineKeys).
 func (a *Authority) Bootstrap(ctx context.Context) (created bool, err error) {
+	if a.startErr != nil {
+		return false, a.startErr
+	}
 	if err := a.clock.sync(ctx); err != nil {
 		return false, &UnavailableError{What: "store clock", Err: err}
 	}

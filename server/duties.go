@@ -387,6 +387,9 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("duties lease: %w", err)
 	}
+	if a.witnesses != nil {
+		a.witnesses.lead(ctx, leader)
+	}
 	if !leader {
 		// Read the stored revocation document now and then, though no
 		// verifier asked this replica for it yet: it is what this replica

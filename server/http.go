@@ -57,7 +57,11 @@ func NewHTTPHandler(a *Authority, opts HTTPOptions) http.Handler {
 	}
 	if a.tlog != nil {
 		routes.LogKeys = tlogserve.KeysHandler(a.cfg.Log.VerifierKeys(), a.cfg.JWKSMaxAge)
-		routes.Log = tlogserve.NewHandler(a.tlog, a.log)
+		var src tlogserve.Source = a.tlog
+		if a.witnesses != nil {
+			src = a.witnesses.view // the cosigned checkpoint
+		}
+		routes.Log = tlogserve.NewHandler(src, a.log)
 	}
 	return httpapi.NewMux(routes, httpapi.MuxOptions{Auth: opts.Auth, AuthFailed: a.metrics.authFailed})
 }
@@ -70,8 +74,19 @@ func readyHandler(a *Authority) http.HandlerFunc {
 
 func serveReady(w http.ResponseWriter, a *Authority) {
 	err := a.Ready()
+	var alarm string
+	if a.witnesses != nil {
+		// Signing goes on through a split-view alarm (it is evidence
+		// about the log's key, not this replica's health), but the
+		// details say it.
+		alarm = a.witnesses.alarm()
+	}
 	if err == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+		body := map[string]any{"status": "ready"}
+		if alarm != "" {
+			body["log_witness_alarm"] = alarm
+		}
+		writeJSON(w, http.StatusOK, body)
 		return
 	}
 	// The reason is generic: this endpoint is public; the log has the
@@ -103,6 +118,9 @@ func serveReady(w http.ResponseWriter, a *Authority) {
 		}
 	}
 	body := map[string]any{"status": "not ready", "reason": reason}
+	if alarm != "" {
+		body["log_witness_alarm"] = alarm
+	}
 	if a.docs.stale.jwks.Load() != nil || a.docs.stale.revocations.Load() != nil || a.docs.stale.did.Load() != nil {
 		// Signing stopped, but verifiers still get the keys.
 		body["documents"] = "served from the last read while the store is unavailable: see " + DocumentsReadyPath

@@ -37,7 +37,7 @@ func newRegistry(a *Authority) *registry.Registry {
 		// (RemoveAgent, RevokeCard): the log hears of it here.
 		Committed: func(rec audit.Record) {
 			if a.tlog != nil {
-				a.tlog.Committed([]audit.Record{rec})
+				a.logCommitted([]audit.Record{rec})
 			}
 			a.catalog.changed() // an agent removed or its card revoked
 		},

@@ -121,7 +121,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		}
 		committed, err := a.commit(ctx, expected, auditRecords(a.now(), req, res, hosts))
 		if err == nil && a.tlog != nil {
-			if err := attachProofs(ctx, a.tlog, res, committed); err != nil {
+			if err := a.attachProofs(ctx, res, committed); err != nil {
 				discarded = res
 				return nil, err
 			}
@@ -224,10 +224,19 @@ func recordFor(now time.Time, req SignRequest, p *signer.Prepared, hosts []strin
 // logged already; a proof that cannot be made (the store cannot be read)
 // fails the request, which the caller retries: a card is never returned
 // without its proofs.
-func attachProofs(ctx context.Context, cp *transparency.Checkpointer, res *signer.Result, committed []audit.Record) error {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proofTimeout)
+func (a *Authority) attachProofs(ctx context.Context, res *signer.Result, committed []audit.Record) error {
+	timeout := proofTimeout
+	prove := a.tlog.Proofs
+	if a.witnesses != nil {
+		timeout += a.witnesses.wait.Timeout
+		prove = a.witnesses.proofs
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	if err := setProofs(pctx, cp, res, committed); err != nil {
+	if err := setProofs(pctx, prove, res, committed); err != nil {
+		if wq := (*WitnessQuorumError)(nil); errors.As(err, &wq) {
+			return err
+		}
 		return &UnavailableError{What: "transparency log proof", Err: fmt.Errorf("audit record %d is committed: %w", committed[0].Seq, err)}
 	}
 	return nil
@@ -235,11 +244,11 @@ func attachProofs(ctx context.Context, cp *transparency.Checkpointer, res *signe
 
 // setProofs puts each signature's inclusion proof in its unprotected
 // header; committed are the signatures' audit records, in order.
-func setProofs(ctx context.Context, cp *transparency.Checkpointer, res *signer.Result, committed []audit.Record) error {
+func setProofs(ctx context.Context, prove func(context.Context, []audit.Record) ([]transparency.Proof, error), res *signer.Result, committed []audit.Record) error {
 	if len(committed) != len(res.Signatures) {
 		return fmt.Errorf("transparency log: %d audit records for %d signatures", len(committed), len(res.Signatures))
 	}
-	proofs, err := cp.Proofs(ctx, committed)
+	proofs, err := prove(ctx, committed)
 	if err != nil {
 		return err
 	}

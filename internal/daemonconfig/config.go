@@ -636,7 +636,8 @@ func Defaults() Config {
 		},
 		Readiness: ReadinessConfig{Interval: 10 * time.Second, Timeout: 5 * time.Second},
 		Store:     StoreConfig{MaxConns: DefaultStoreMaxConns},
-		Log:       LogConfig{Origin: DefaultLogOrigin},
+		Log: LogConfig{Origin: DefaultLogOrigin, WitnessTimeout: DefaultWitnessTimeout,
+			WitnessWait: WitnessWaitConfig{Mode: "wait", Timeout: DefaultWitnessWait}},
 	}
 }
 

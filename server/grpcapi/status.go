@@ -56,7 +56,11 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		revFull *registry.RevocationsFullError
 	)
 	var quota *registry.QuotaError
+	var witnessed *server.WitnessQuorumError
 	switch {
+	case errors.As(err, &witnessed):
+		log.Warn("signature not returned: the log's witnesses did not cosign in time", "request_id", requestID, "audit_seq", witnessed.Seq)
+		return status.Error(codes.Unavailable, witnessed.Error())
 	case errors.As(err, &quota):
 		return status.Error(codes.ResourceExhausted, quota.Error())
 	case errors.As(err, &regErr):

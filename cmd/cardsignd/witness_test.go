@@ -1,0 +1,231 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/internal/witnesstest"
+	"github.com/cardsign/cardsign/transparency"
+)
+
+// The witness scenarios of issue 29, with real litewitness processes
+// (internal/witnesstest) and real cardsignd processes: a witness killed
+// under load, a witness that starts late, a forked log, replicas on
+// PostgreSQL sharing one set of cosignatures.
+
+const witnessOrigin = "cardsign.test/witnessed-log"
+
+// witnessedLog is a log key made with the CLI, and witnesses that know it.
+type witnessedLog struct {
+	keyFile string
+	vkey    string
+	keys    []transparency.Verifier
+	ws      []*witnesstest.Witness
+}
+
+// newWitnessedLog makes a log key in dir and starts n litewitnesses that
+// know the log (registered at size 0).
+func newWitnessedLog(t *testing.T, dir string, n int) *witnessedLog {
+	t.Helper()
+	l := &witnessedLog{keyFile: filepath.Join(dir, "log-key.pem")}
+	l.vkey = strings.TrimSpace(mustCLI(t, dir, "log", "key", "create", "--origin", witnessOrigin, l.keyFile).Stdout)
+	keys, err := transparency.ParseVerifierKeys(l.vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.keys = keys
+	for i := range n {
+		w := witnesstest.Start(t, fmt.Sprintf("w%d.witness.test", i+1))
+		w.AddLog(witnessOrigin, l.vkey)
+		l.ws = append(l.ws, w)
+	}
+	return l
+}
+
+// config is the log section naming the witnesses, with quorum and wait.
+func (l *witnessedLog) config(quorum int, mode, timeout string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "log:\n  origin: %s\n  keys: [%q]\n  witnesses:\n", witnessOrigin, "file:"+l.keyFile)
+	for _, w := range l.ws {
+		fmt.Fprintf(&b, "    - url: %s\n      key: %s\n", w.URL, w.VKey)
+	}
+	fmt.Fprintf(&b, "  witness_policy:\n    quorum: %d\n  witness_wait:\n    mode: %s\n    timeout: %s\n", quorum, mode, timeout)
+	return b.String()
+}
+
+// policy is quorum of l's witnesses.
+func (l *witnessedLog) policy(t *testing.T, quorum int) transparency.WitnessPolicy {
+	t.Helper()
+	var keys []string
+	for _, w := range l.ws {
+		keys = append(keys, w.VKey)
+	}
+	p, err := transparency.NewWitnessPolicy(keys, quorum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cardVouches returns, for each signature of the signed card, the witnesses
+// whose valid cosignatures its proof's checkpoint carries, after checking
+// the proof against the log keys.
+func (l *witnessedLog) cardVouches(t *testing.T, p transparency.WitnessPolicy, signed []byte) [][]string {
+	t.Helper()
+	var card struct {
+		Signatures []struct {
+			Header map[string]string `json:"header"`
+		} `json:"signatures"`
+	}
+	if err := json.Unmarshal(signed, &card); err != nil {
+		t.Fatal(err)
+	}
+	var out [][]string
+	for i, s := range card.Signatures {
+		proof, err := transparency.ParseProof(s.Header[transparency.HeaderMember])
+		if err != nil {
+			t.Fatalf("signature %d: %v", i, err)
+		}
+		if _, _, err := proof.Verify(l.keys); err != nil {
+			t.Fatalf("signature %d: proof: %v", i, err)
+		}
+		var names []string
+		for _, v := range p.Vouches(proof.Checkpoint) {
+			names = append(names, v.Witness)
+		}
+		out = append(out, names)
+	}
+	return out
+}
+
+// signCards signs n cards through addr from workers goroutines, returning
+// each signed card; fails on any error unless tolerate.
+func signCards(t *testing.T, c pb.SigningServiceClient, n, workers int) [][]byte {
+	t.Helper()
+	out := make([][]byte, n)
+	errs := make(chan error, n)
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				res, err := c.SignCard(t.Context(), &pb.SignCardRequest{Card: logCard(fmt.Sprint("agent-", i), fmt.Sprintf("a%d.example.com", i))})
+				if err != nil {
+					errs <- fmt.Errorf("card %d: %w", i, err)
+					continue
+				}
+				out[i] = res.GetSignedCard()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// requireWitnessed fails unless every signature of every card carries a
+// proof whose checkpoint meets p; it returns how often each witness
+// vouched.
+func (l *witnessedLog) requireWitnessed(t *testing.T, p transparency.WitnessPolicy, cards [][]byte) map[string]int {
+	t.Helper()
+	count := map[string]int{}
+	for i, c := range cards {
+		for j, vs := range l.cardVouches(t, p, c) {
+			if len(vs) < p.Quorum {
+				t.Fatalf("card %d signature %d: its checkpoint carries cosignatures from %v, fewer than the quorum %d", i, j, vs, p.Quorum)
+			}
+			for _, v := range vs {
+				count[v]++
+			}
+		}
+	}
+	return count
+}
+
+// waitFor polls cond until it holds or within passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWitnessesQuorumOneKilledUnderLoad: three real witnesses, quorum 2,
+// mode require: cards signed under load all carry a checkpoint two or more
+// witnesses cosigned, also after one witness is killed mid-load; the killed
+// witness catches up once it is back; the cosigned cards verify with the CLI
+// (--witness, --witness-quorum) and with @a2a-js/sdk; /log/checkpoint is
+// cosigned.
+func TestWitnessesQuorumOneKilledUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	l := newWitnessedLog(t, dir, 3)
+	cfg := filepath.Join(dir, "cardsignd.yaml")
+	writeFile(t, cfg, "limits: {rate: 0}\n"+l.config(2, "require", "10s"))
+	d := startDaemon(t, filepath.Join(dir, "data"), "--config", cfg)
+	c := dialDaemon(t, d.grpc)
+	p := l.policy(t, 2)
+
+	first := signCards(t, c, 40, 8)
+	l.ws[2].Kill()
+	second := signCards(t, c, 40, 8)
+	cards := append(first, second...)
+	count := l.requireWitnessed(t, p, cards)
+	if count["w1.witness.test"] == 0 || count["w2.witness.test"] == 0 {
+		t.Errorf("vouches per witness %v: the two live witnesses should vouch for the cards signed after the kill", count)
+	}
+	// Every card's proof verifies with the CLI against the witnesses'
+	// keys; one proof whose checkpoint lacks w3 fails a quorum of 3.
+	jwksFile := filepath.Join(dir, "jwks.json")
+	_, body := httpGet(t, d.jwksURL())
+	writeFile(t, jwksFile, string(body))
+	logKeyFile := filepath.Join(dir, "log-key.txt")
+	writeFile(t, logKeyFile, l.vkey+"\n")
+	last := filepath.Join(dir, "last.json")
+	writeFile(t, last, string(second[len(second)-1]))
+	args := []string{"verify", "--jwks", jwksFile, "--log-key", logKeyFile}
+	for _, w := range l.ws {
+		args = append(args, "--witness", w.VKey)
+	}
+	r := cli(t, dir, nil, append(append(args, "--witness-quorum", "2"), last)...)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "witnessed") {
+		t.Fatalf("verify --witness-quorum 2: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if vs := l.cardVouches(t, p, second[len(second)-1]); len(vs[0]) < 3 {
+		if r := cli(t, dir, nil, append(append(args, "--witness-quorum", "3"), last)...); r.Code == 0 {
+			t.Fatalf("verify --witness-quorum 3 accepted a card vouched for by %v only:\n%s", vs[0], r.Stdout)
+		}
+	}
+	verifyJS(t, jwksFile, last)
+
+	// The killed witness comes back and catches up with the log.
+	l.ws[2].Restart()
+	more := signCards(t, c, 4, 2)
+	waitFor(t, 20*time.Second, "the restarted witness catches up with the log", func() bool {
+		_, cp := httpGet(t, "http://"+d.http+"/log/checkpoint")
+		return len(p.Vouches(cp)) == 3 && l.ws[2].Size(witnessOrigin) > 80
+	})
+	l.requireWitnessed(t, p, more)
+	_, metrics := httpGet(t, "http://"+d.http+"/metrics")
+	for _, want := range []string{`cardsign_witness_requests_total{outcome="cosigned",witness="w3.witness.test"}`, `cardsign_witness_requests_total{outcome="failed",witness="w3.witness.test"}`, "cardsign_log_witnessed_size"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

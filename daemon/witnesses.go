@@ -1,0 +1,47 @@
+package daemon
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cardsign/cardsign/internal/daemonconfig"
+	"github.com/cardsign/cardsign/server"
+	"github.com/cardsign/cardsign/transparency"
+	"github.com/cardsign/cardsign/transparency/witness"
+)
+
+// maxCAFileBytes bounds a witness's ca_file.
+const maxCAFileBytes = 1 << 20
+
+// witnessSettings turns log.witnesses (validated) into the authority's
+// witness endpoints, quorum policy and wait.
+func witnessSettings(l daemonconfig.LogConfig) ([]witness.Endpoint, transparency.WitnessPolicy, server.WitnessWait, error) {
+	wait := server.WitnessWait{Mode: l.WitnessWait.Mode, Timeout: l.WitnessWait.Timeout}
+	if len(l.Witnesses) == 0 {
+		return nil, transparency.WitnessPolicy{}, wait, nil
+	}
+	p, err := l.WitnessPolicyOf()
+	if err != nil {
+		return nil, transparency.WitnessPolicy{}, wait, fmt.Errorf("log.witnesses: %w", err)
+	}
+	eps := make([]witness.Endpoint, len(l.Witnesses))
+	for i, w := range l.Witnesses {
+		var tc *tls.Config
+		if w.CAFile != "" {
+			pem, err := os.ReadFile(w.CAFile)
+			if err != nil || len(pem) > maxCAFileBytes {
+				return nil, p, wait, fmt.Errorf("log.witnesses[%d].ca_file: %v (want a PEM file of at most %d bytes)", i, err, maxCAFileBytes)
+			}
+			roots := x509.NewCertPool()
+			if !roots.AppendCertsFromPEM(pem) {
+				return nil, p, wait, fmt.Errorf("log.witnesses[%d].ca_file: %s holds no PEM certificate", i, w.CAFile)
+			}
+			tc = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		}
+		eps[i] = witness.Endpoint{Witness: p.Witnesses[i], URL: strings.TrimSuffix(w.URL, "/"), Client: witness.NewClient(l.WitnessTimeout, tc)}
+	}
+	return eps, p, wait, nil
+}
