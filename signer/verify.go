@@ -61,6 +61,12 @@ type VerifyOptions struct {
 	// proof.
 	LogKeys    []transparency.Verifier
 	RequireLog bool
+	// Witnesses, when it names witnesses (with LogKeys), also requires the
+	// checkpoint of a signature's inclusion proof to carry valid
+	// cosignatures from Witnesses.Quorum of them (C2SP tlog-cosignature):
+	// a signature whose proof is not witnessed so does not count. It
+	// implies RequireLog.
+	Witnesses transparency.WitnessPolicy
 }
 
 // DefaultClockSkew is the leeway for a signature's exp and iat when
@@ -109,6 +115,9 @@ type Logged struct {
 	Index  int64
 	Size   int64
 	Time   string // when the log recorded the signature (its entry's time)
+	// Witnessed are the witnesses of VerifyOptions.Witnesses whose
+	// cosignatures the proof's checkpoint carries (at least the quorum).
+	Witnessed []transparency.Vouch
 }
 
 // Verification is the outcome for a card.
@@ -206,6 +215,12 @@ func (v *Verification) Valid(all bool) bool {
 // (and allowed jku sets). It returns an error only when the card itself
 // cannot be read; a signature that fails is reported in its Check.
 func Verify(ctx context.Context, data []byte, opts VerifyOptions) (*Verification, error) {
+	if opts.Witnesses.Enabled() {
+		if len(opts.LogKeys) == 0 {
+			return nil, errors.New("signer: verify: witnesses vouch for the log's checkpoints: give the log's keys (LogKeys) with them")
+		}
+		opts.RequireLog = true
+	}
 	if opts.Profile != "" {
 		if _, err := card.ParseProfile(string(opts.Profile)); err != nil {
 			return nil, fmt.Errorf("signer: verify: %w", err)
@@ -646,6 +661,14 @@ func (v *verifier) checkProof(s strictjson.Value, kid, sig string, sum [32]byte,
 	if err := e.Covers(kid, sig, sum); err != nil {
 		return fmt.Errorf("inclusion proof: %v", err)
 	}
-	c.Logged = &Logged{Origin: cp.Origin, Index: p.Index, Size: cp.Size, Time: e.Time}
+	logged := &Logged{Origin: cp.Origin, Index: p.Index, Size: cp.Size, Time: e.Time}
+	if v.opts.Witnesses.Enabled() {
+		vs, err := v.opts.Witnesses.Check(p.Checkpoint)
+		if err != nil {
+			return fmt.Errorf("inclusion proof: checkpoint %d of %s is not witnessed: %v", cp.Size, cp.Origin, err)
+		}
+		logged.Witnessed = vs
+	}
+	c.Logged = logged
 	return nil
 }

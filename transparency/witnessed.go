@@ -39,6 +39,7 @@ type Witnessed struct {
 type witnessedCheckpoint struct {
 	size int64
 	note []byte
+	n    int // the cosignatures read for it
 }
 
 // WitnessedPoll is how often a waiting signer's process reads the store
@@ -76,16 +77,15 @@ func (w *Witnessed) look(ctx context.Context, maxAge time.Duration) (witnessedCh
 		return best, ch, nil
 	}
 	w.reading = true
-	from := w.best.size + 1
 	w.mu.Unlock()
 
-	found, err := w.read(ctx, from)
+	found, err := w.read(ctx, w.best)
 
 	w.mu.Lock()
 	w.reading = false
 	w.readAt = time.Now() // after a failure too: waiters do not hammer a store that fails
 
-	if found.size > w.best.size {
+	if found.size > w.best.size || (found.size == w.best.size && found.n > w.best.n) {
 		w.best = found
 	}
 	best, ch := w.best, w.changed
@@ -104,10 +104,13 @@ func (w *Witnessed) changedChan() <-chan struct{} {
 // maxCosignatureRows bounds one read of the store: the newest sizes only.
 const maxCosignatureRows = 256
 
-// read finds the newest size from from and up whose stored cosignatures
+// read finds the newest size from known's up whose stored cosignatures
 // meet the quorum, and its cosigned checkpoint; the zero value when none.
-func (w *Witnessed) read(ctx context.Context, from int64) (witnessedCheckpoint, error) {
-	cs, err := w.st.Cosignatures(ctx, from, maxCosignatureRows)
+// It reads from known's size, not after it, so that a witness that cosigns
+// it late (one back from an outage) adds its line to the served
+// checkpoint; known is returned as it is when nothing was added.
+func (w *Witnessed) read(ctx context.Context, known witnessedCheckpoint) (witnessedCheckpoint, error) {
+	cs, err := w.st.Cosignatures(ctx, known.size, maxCosignatureRows)
 	if err != nil {
 		return witnessedCheckpoint{}, fmt.Errorf("transparency log: witnesses' cosignatures: %w", err)
 	}
@@ -122,6 +125,9 @@ func (w *Witnessed) read(ctx context.Context, from int64) (witnessedCheckpoint, 
 		if countNamed(w.policy, of) < w.policy.Quorum {
 			continue
 		}
+		if size == known.size && len(of) == known.n {
+			return known, nil
+		}
 		note, err := w.cosigned(ctx, size, of)
 		if err != nil {
 			return witnessedCheckpoint{}, err
@@ -131,7 +137,7 @@ func (w *Witnessed) read(ctx context.Context, from int64) (witnessedCheckpoint, 
 			// configuration, a key changed): an older size may do.
 			continue
 		}
-		return witnessedCheckpoint{size: size, note: note}, nil
+		return witnessedCheckpoint{size: size, note: note, n: len(of)}, nil
 	}
 	return witnessedCheckpoint{}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,51 +50,93 @@ func ReadRevocations(ctx context.Context, src string, client *http.Client, trust
 // client (http.DefaultClient when nil), or a file of such lines. Either way
 // at most 64 KiB is read. Errors do not repeat the flag's name.
 func LoadLogKeys(ctx context.Context, spec string, client *http.Client) ([]transparency.Verifier, error) {
-	spec = strings.TrimSpace(spec)
-	lower := strings.ToLower(spec)
-	switch {
-	case spec == "":
+	if strings.TrimSpace(spec) == "" {
 		return nil, errors.New("empty: give the log's key ORIGIN+HASH+BASE64, a file of such keys, or the URL serving them (cardsignd: https://HOST" + transparency.KeyPath + ")")
-	case strings.HasPrefix(lower, "http://"), strings.HasPrefix(lower, "https://"):
-		text, err := fetchLogKeys(ctx, spec, client)
-		if err != nil {
-			return nil, err
-		}
-		return transparency.ParseVerifierKeys(text)
 	}
-	if vs, err := transparency.ParseVerifierKeys(spec); err == nil {
-		return vs, nil
+	text, err := readKeys(ctx, spec, client, func(s string) error {
+		_, err := transparency.ParseVerifierKeys(s)
+		return err
+	}, "log key")
+	if err != nil {
+		return nil, err
+	}
+	vs, err := transparency.ParseVerifierKeys(text)
+	if err != nil && !isURL(spec) && text != spec {
+		return nil, fmt.Errorf("%s: %w", spec, err)
+	}
+	return vs, err
+}
+
+// LoadWitnessPolicy reads the witnesses' verifier keys from specs (each a
+// key NAME+HASH+BASE64, a file of such keys one a line, or an http(s) URL
+// serving them, as LoadLogKeys reads log keys) and requires quorum of them
+// (0: all of them).
+func LoadWitnessPolicy(ctx context.Context, specs []string, quorum int, client *http.Client) (transparency.WitnessPolicy, error) {
+	var keys []string
+	for _, spec := range specs {
+		if strings.TrimSpace(spec) == "" {
+			return transparency.WitnessPolicy{}, errors.New("empty: give a witness's verifier key NAME+HASH+BASE64, a file of such keys, or a URL serving them")
+		}
+		text, err := readKeys(ctx, spec, client, func(s string) error {
+			_, err := transparency.ParseWitnessKey(s)
+			return err
+		}, "witness key")
+		if err != nil {
+			return transparency.WitnessPolicy{}, err
+		}
+		for _, line := range strings.Split(text, "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") && !slices.Contains(keys, line) {
+				keys = append(keys, line)
+			}
+		}
+	}
+	if quorum == 0 {
+		quorum = len(keys)
+	}
+	return transparency.NewWitnessPolicy(keys, quorum)
+}
+
+func isURL(spec string) bool {
+	lower := strings.ToLower(strings.TrimSpace(spec))
+	return strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://")
+}
+
+// readKeys returns the text of keys spec names: fetched from an http(s)
+// URL, spec itself when isKey accepts it, or a file's contents; at most
+// MaxLogKeyBytes. what names the keys in errors.
+func readKeys(ctx context.Context, spec string, client *http.Client, isKey func(string) error, what string) (string, error) {
+	spec = strings.TrimSpace(spec)
+	if isURL(spec) {
+		return fetchLogKeys(ctx, spec, client)
+	}
+	if isKey(spec) == nil {
+		return spec, nil
 	}
 	st, err := os.Stat(spec)
 	if err != nil {
 		if strings.Contains(spec, "+") {
-			_, perr := transparency.ParseVerifierKeys(spec)
-			return nil, fmt.Errorf("%q is neither a log key nor a file: %v", spec, perr)
+			return "", fmt.Errorf("%q is neither a %s nor a file: %v", spec, what, isKey(spec))
 		}
-		return nil, fmt.Errorf("%s: %w", spec, unwrapPath(err))
+		return "", fmt.Errorf("%s: %w", spec, unwrapPath(err))
 	}
 	// A device such as /dev/zero never ends, and a directory is no file
 	// of keys; a pipe (--log-key <(…)) is fine.
 	if m := st.Mode(); !m.IsRegular() && m&os.ModeNamedPipe == 0 {
-		return nil, fmt.Errorf("%s is not a regular file: give a file of log keys, one a line", spec)
+		return "", fmt.Errorf("%s is not a regular file: give a file of %ss, one a line", spec, what)
 	}
 	f, err := os.Open(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", spec, unwrapPath(err))
+		return "", fmt.Errorf("%s: %w", spec, unwrapPath(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, MaxLogKeyBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", spec, err)
+		return "", fmt.Errorf("%s: %w", spec, err)
 	}
 	if len(b) > MaxLogKeyBytes {
-		return nil, fmt.Errorf("%s is over %d bytes: not a file of log keys", spec, MaxLogKeyBytes)
+		return "", fmt.Errorf("%s is over %d bytes: not a file of %ss", spec, MaxLogKeyBytes, what)
 	}
-	vs, err := transparency.ParseVerifierKeys(string(b))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", spec, err)
-	}
-	return vs, nil
+	return string(b), nil
 }
 
 func unwrapPath(err error) error {

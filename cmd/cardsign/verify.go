@@ -24,13 +24,15 @@ func verifyCmd() command {
 		name:    "verify",
 		long:    verifyLong,
 		summary: "Verify a signed card (a file, or https://HOST's card with a trust policy) against trusted keys; exit 0 when a signature (with --all: every one) verifies, 1 when not, 2 on bad input.",
-		usage: "--jwks FILE|URL [--log-key KEY|FILE|URL] [--ca-file F] [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-\n" +
+		usage: "--jwks FILE|URL [--log-key KEY|FILE|URL [--witness KEY|FILE|URL ... [--witness-quorum K]]] [--ca-file F] [--all] [--profile spec|sdk|python-ascii] [--allow-jku PREFIX] [--max-signatures N] [--clock-skew D] [--timeout D] [--max-time D] FILE|-\n" +
 			"       cardsign verify --trust FILE [--ca-file F] [--resolve HOST:PORT:ADDR:TPORT] [--clock-skew D] [--timeout D] [--max-time D] https://HOST",
 		example: "  cardsign jwks --key file:signing-key.pem > jwks.json\n  cardsign verify --jwks jwks.json signed.json\n  signature[0] kid=3kP… alg=ES256: valid (spec profile)\n" +
 			"  verifies in: spec ✔  @a2a-js/sdk ≥1.3 ✔  a2a-python ≥1.2 ✔  a2a-python ≤1.1 ✘ (no signature over python-ascii bytes)  @a2a-js/sdk resolver ✔\n" +
 			"  cardsign verify --jwks jwks.json --allow-jku https://keys.example.com/jwks/ --max-time 10s signed.json\n" +
 			"  cardsign verify --jwks http://127.0.0.1:7701/.well-known/jwks.json --log-key http://127.0.0.1:7701/.well-known/cardsign-log-key signed.json\n" +
 			"  signature[0] kid=3kP… alg=ES256: valid (spec profile), logged: cardsign.localhost/log leaf 41 of 57\n" +
+			"  cardsign verify --jwks jwks.json --log-key log-key.txt --witness witnesses.txt --witness-quorum 2 signed.json\n" +
+			"  signature[0] kid=3kP… alg=ES256: valid (spec profile), logged: cardsign.example.com/log leaf 41 of 57, witnessed by w1.example.net, w2.example.org\n" +
 			"  cardsign verify --trust trust.yaml https://agents.example.com\n" +
 			"  card https://agents.example.com/.well-known/agent-card.json: trust rule *.example.com (line 2): did did:web:example.com",
 	}
@@ -45,6 +47,8 @@ func verifyCmd() command {
 		fs.IntVar(&o.maxSigs, "max-signatures", signer.DefaultMaxSignatures, "refuse a card with more signatures than this")
 		fs.DurationVar(&o.skew, "clock-skew", signer.DefaultClockSkew, "leeway for a signature's exp and iat (a signature past exp + this is refused)")
 		fs.StringVar(&o.revSrc, "revocations", "", "signed revocation document (file or URL); default: "+jwks.RevocationsPath+" on the --jwks URL's host, none for a --jwks file; \"none\" to skip")
+		fs.Var(&o.witnesses, "witness", "with --log-key: a witness's verifier key NAME+HASH+BASE64, a file of such keys, or an http(s) URL serving them (repeatable); a signature then counts only when its proof's checkpoint carries cosignatures from --witness-quorum of them")
+		fs.IntVar(&o.quorum, "witness-quorum", 0, "with --witness: how many of the witnesses must have cosigned (default: all named)")
 		fs.StringVar(&o.logKey, "log-key", "", "the transparency log's key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+transparency.KeyPath+"); a signature then counts only with an inclusion proof the log key vouches for")
 		o.lim = limitFlags(fs)
 		o.web = addWebFlags(fs)
@@ -58,6 +62,8 @@ type verifyOptions struct {
 	src, profile, revSrc, logKey string
 	all                          bool
 	allow                        stringsFlag
+	witnesses                    stringsFlag
+	quorum                       int
 	timeout, maxTime, skew       time.Duration
 	maxSigs                      int
 	lim                          *strictjson.Limits
@@ -153,6 +159,17 @@ func (o *verifyOptions) verify(ctx context.Context, in *call, data []byte, p car
 			return fail(exitUsage, fmt.Errorf("--log-key: %w", err))
 		}
 	}
+	var witnesses transparency.WitnessPolicy
+	switch {
+	case len(o.witnesses) > 0 && o.logKey == "":
+		return fail(exitUsage, errors.New("--witness needs --log-key: witnesses vouch for the log's checkpoints, which the log key signs"))
+	case len(o.witnesses) == 0 && o.quorum != 0:
+		return fail(exitUsage, errors.New("--witness-quorum needs --witness: name the witnesses whose cosignatures count"))
+	case len(o.witnesses) > 0:
+		if witnesses, err = webtrust.LoadWitnessPolicy(ctx, o.witnesses, o.quorum, client); err != nil {
+			return fail(exitUsage, fmt.Errorf("--witness: %w", err))
+		}
+	}
 	res, err := signer.Verify(ctx, data, signer.VerifyOptions{
 		Revoked:  revoked,
 		Trusted:  trusted,
@@ -167,6 +184,7 @@ func (o *verifyOptions) verify(ctx context.Context, in *call, data []byte, p car
 		RevokedCard:   revokedCard,
 		LogKeys:       logKeys,
 		RequireLog:    len(logKeys) > 0,
+		Witnesses:     witnesses,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -192,6 +210,13 @@ func (o *verifyOptions) report(e env, res *signer.Verification) int {
 			switch {
 			case ch.Logged != nil:
 				logged = fmt.Sprintf(", logged: %s leaf %d of %d", escapeText(ch.Logged.Origin), ch.Logged.Index, ch.Logged.Size)
+				if w := ch.Logged.Witnessed; len(w) > 0 {
+					names := make([]string, len(w))
+					for i, v := range w {
+						names[i] = v.Witness
+					}
+					logged += fmt.Sprintf(", witnessed by %s", escapeText(strings.Join(names, ", ")))
+				}
 			case ch.HasProof:
 				logged = ", carries a log inclusion proof (not checked: give --log-key)"
 			}

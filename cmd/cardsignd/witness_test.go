@@ -156,12 +156,12 @@ func (l *witnessedLog) requireWitnessed(t *testing.T, p transparency.WitnessPoli
 }
 
 // waitFor polls cond until it holds or within passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool, state func() string) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
+			t.Fatalf("not within %s: %s; %s", within, what, state())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -220,6 +220,9 @@ func TestWitnessesQuorumOneKilledUnderLoad(t *testing.T) {
 	waitFor(t, 20*time.Second, "the restarted witness catches up with the log", func() bool {
 		_, cp := httpGet(t, "http://"+d.http+"/log/checkpoint")
 		return len(p.Vouches(cp)) == 3 && l.ws[2].Size(witnessOrigin) > 80
+	}, func() string {
+		_, cp := httpGet(t, "http://"+d.http+"/log/checkpoint")
+		return fmt.Sprintf("w3 at %d; served checkpoint %q; daemon log:\n%s", l.ws[2].Size(witnessOrigin), cp, d.log.String())
 	})
 	l.requireWitnessed(t, p, more)
 	_, metrics := httpGet(t, "http://"+d.http+"/metrics")
