@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/internal/witnesstest"
 	"github.com/cardsign/cardsign/transparency"
@@ -231,4 +234,144 @@ func TestWitnessesQuorumOneKilledUnderLoad(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// TestWitnessesDownAndLate: with every witness down, mode wait returns
+// cards after the timeout without the quorum and counts them, mode require
+// refuses with UNAVAILABLE (the signature logged, not returned); a witness
+// that starts late catches up with the whole log and cosigns it.
+func TestWitnessesDownAndLate(t *testing.T) {
+	for _, tc := range []struct{ mode string }{{"wait"}, {"require"}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			// A log of its own: two daemons under one log key over two
+			// databases are a fork, which the witnesses refuse.
+			dir := t.TempDir()
+			l := newWitnessedLog(t, dir, 2)
+			for _, w := range l.ws {
+				w.Kill()
+			}
+			p := l.policy(t, 1)
+			cfg := filepath.Join(dir, tc.mode+".yaml")
+			writeFile(t, cfg, "limits: {rate: 0}\n"+l.config(1, tc.mode, "300ms"))
+			d := startDaemon(t, filepath.Join(dir, "data-"+tc.mode), "--config", cfg)
+			c := dialDaemon(t, d.grpc)
+			start := time.Now()
+			res, err := c.SignCard(t.Context(), &pb.SignCardRequest{Card: logCard("down", "down.example.com")})
+			took := time.Since(start)
+			switch tc.mode {
+			case "wait":
+				if err != nil {
+					t.Fatalf("mode wait with the witnesses down: %v", err)
+				}
+				if vs := l.cardVouches(t, p, res.GetSignedCard()); len(vs[0]) != 0 {
+					t.Errorf("vouched by %v with every witness down", vs[0])
+				}
+				if took < 300*time.Millisecond {
+					t.Errorf("returned after %s, before log.witness_wait.timeout", took)
+				}
+				_, metrics := httpGet(t, "http://"+d.http+"/metrics")
+				if !strings.Contains(string(metrics), `cardsign_log_unwitnessed_proofs_total{mode="wait"} 1`) {
+					t.Errorf("the un-witnessed proof is not counted:\n%s", grepLines(string(metrics), "unwitnessed"))
+				}
+			case "require":
+				if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "not returned") || !strings.Contains(err.Error(), "audit record") {
+					t.Fatalf("mode require with the witnesses down: %v, want UNAVAILABLE naming the audit record", err)
+				}
+			}
+			// A witness that starts late (after its backoff, within
+			// seconds) catches up with the whole log and cosigns it; the
+			// next card is witnessed at once.
+			l.ws[0].Restart()
+			defer l.ws[0].Kill()
+			size := d.logSize(t)
+			waitFor(t, 20*time.Second, "the late witness knows the whole log", func() bool { return l.ws[0].Size(witnessOrigin) >= size },
+				func() string { return fmt.Sprintf("witness at %d, log at %d\n%s", l.ws[0].Size(witnessOrigin), size, d.log.String()) })
+			res, err = c.SignCard(t.Context(), &pb.SignCardRequest{Card: logCard("late", "late.example.com")})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, d.log.String())
+			}
+			if vs := l.cardVouches(t, p, res.GetSignedCard()); len(vs[0]) != 1 || vs[0][0] != "w1.witness.test" {
+				t.Errorf("after the late witness came: vouched by %v", vs[0])
+			}
+		})
+	}
+}
+
+// logSize is the size of d's log: as many leaves as audit records.
+func (d *daemon) logSize(t *testing.T) int64 {
+	t.Helper()
+	var n int64
+	for _, line := range strings.Split(mustCLI(t, t.TempDir(), "audit", "list", "--json", "--server", d.grpc).Stdout, "\n") {
+		if strings.TrimSpace(line) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func grepLines(s, word string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestWitnessesRefuseAForkedLog: two cardsignd under the same log origin
+// and key, over two databases, sign two histories. The witnesses saw the
+// first: they refuse the second's checkpoints (a split-view alarm on its
+// /readyz, in its metrics and its log), so its cards fail --witness-quorum
+// while the first's pass.
+func TestWitnessesRefuseAForkedLog(t *testing.T) {
+	dir := t.TempDir()
+	l := newWitnessedLog(t, dir, 3)
+	p := l.policy(t, 2)
+	cfgA := filepath.Join(dir, "a.yaml")
+	writeFile(t, cfgA, "limits: {rate: 0}\n"+l.config(2, "wait", "2s"))
+	a := startDaemon(t, filepath.Join(dir, "data-a"), "--config", cfgA)
+	honest := signCards(t, dialDaemon(t, a.grpc), 5, 2)
+	l.requireWitnessed(t, p, honest)
+
+	cfgB := filepath.Join(dir, "b.yaml")
+	writeFile(t, cfgB, "limits: {rate: 0}\n"+l.config(2, "wait", "1s"))
+	b := startDaemon(t, filepath.Join(dir, "data-b"), "--config", cfgB)
+	forked := signCards(t, dialDaemon(t, b.grpc), 3, 1)
+	for i, c := range forked {
+		if vs := l.cardVouches(t, p, c); len(vs[0]) != 0 {
+			t.Errorf("forked card %d: vouched by %v", i, vs[0])
+		}
+	}
+	// The CLI refuses a forked card with a quorum, and names why.
+	jwksFile := filepath.Join(dir, "jwks-b.json")
+	_, body := httpGet(t, b.jwksURL())
+	writeFile(t, jwksFile, string(body))
+	card := filepath.Join(dir, "forked.json")
+	writeFile(t, card, string(forked[0]))
+	args := []string{"verify", "--jwks", jwksFile, "--log-key", l.vkey}
+	if r := cli(t, dir, nil, append(args, card)...); r.Code != 0 {
+		t.Fatalf("the forked card's proof should verify against the log key alone (that is the attack): %s%s", r.Stdout, r.Stderr)
+	}
+	for _, w := range l.ws {
+		args = append(args, "--witness", w.VKey)
+	}
+	r := cli(t, dir, nil, append(args, "--witness-quorum", "2", card)...)
+	if r.Code != 1 || !strings.Contains(r.Stdout, "not witnessed") {
+		t.Fatalf("verify --witness-quorum 2 of a forked card: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	waitFor(t, 10*time.Second, "the forked daemon reports the split view", func() bool {
+		_, ready := httpGet(t, "http://"+b.http+"/readyz")
+		return strings.Contains(string(ready), "log_witness_alarm")
+	}, func() string { _, ready := httpGet(t, "http://"+b.http+"/readyz"); return string(ready) + "\n" + b.log.String() })
+	_, metrics := httpGet(t, "http://"+b.http+"/metrics")
+	if !strings.Contains(string(metrics), `cardsign_witness_conflicts_total{witness="w1.witness.test"}`) ||
+		strings.Contains(string(metrics), `cardsign_witness_conflicts_total{witness="w1.witness.test"} 0`) {
+		t.Errorf("no conflict counted:\n%s", grepLines(string(metrics), "conflicts"))
+	}
+	if !strings.Contains(b.log.String(), "SPLIT VIEW ALARM") {
+		t.Errorf("the forked daemon did not log the alarm")
+	}
+	// The honest daemon goes on being witnessed.
+	l.requireWitnessed(t, p, signCards(t, dialDaemon(t, a.grpc), 2, 1))
 }
