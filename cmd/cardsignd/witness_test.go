@@ -285,7 +285,9 @@ func TestWitnessesDownAndLate(t *testing.T) {
 			defer l.ws[0].Kill()
 			size := d.logSize(t)
 			waitFor(t, 20*time.Second, "the late witness knows the whole log", func() bool { return l.ws[0].Size(witnessOrigin) >= size },
-				func() string { return fmt.Sprintf("witness at %d, log at %d\n%s", l.ws[0].Size(witnessOrigin), size, d.log.String()) })
+				func() string {
+					return fmt.Sprintf("witness at %d, log at %d\n%s", l.ws[0].Size(witnessOrigin), size, d.log.String())
+				})
 			res, err = c.SignCard(t.Context(), &pb.SignCardRequest{Card: logCard("late", "late.example.com")})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, d.log.String())
@@ -363,7 +365,10 @@ func TestWitnessesRefuseAForkedLog(t *testing.T) {
 	waitFor(t, 10*time.Second, "the forked daemon reports the split view", func() bool {
 		_, ready := httpGet(t, "http://"+b.http+"/readyz")
 		return strings.Contains(string(ready), "log_witness_alarm")
-	}, func() string { _, ready := httpGet(t, "http://"+b.http+"/readyz"); return string(ready) + "\n" + b.log.String() })
+	}, func() string {
+		_, ready := httpGet(t, "http://"+b.http+"/readyz")
+		return string(ready) + "\n" + b.log.String()
+	})
 	_, metrics := httpGet(t, "http://"+b.http+"/metrics")
 	if !strings.Contains(string(metrics), `cardsign_witness_conflicts_total{witness="w1.witness.test"}`) ||
 		strings.Contains(string(metrics), `cardsign_witness_conflicts_total{witness="w1.witness.test"} 0`) {
@@ -374,4 +379,45 @@ func TestWitnessesRefuseAForkedLog(t *testing.T) {
 	}
 	// The honest daemon goes on being witnessed.
 	l.requireWitnessed(t, p, signCards(t, dialDaemon(t, a.grpc), 2, 1))
+}
+
+// TestWitnessesReplicasOnPostgreSQL: two replicas on one PostgreSQL
+// database share one log and one set of cosignatures: one replica (the
+// duties lease holder) asks the witnesses, and the cards both return carry
+// cosigned checkpoints.
+func TestWitnessesReplicasOnPostgreSQL(t *testing.T) {
+	url := newPGDatabase(t)
+	dir := t.TempDir()
+	l := newWitnessedLog(t, dir, 3)
+	p := l.policy(t, 2)
+	rs := startReplicas(t, url, 2, replicaOptions{config: l.config(2, "require", "10s")})
+	var all [][]byte
+	for _, d := range rs.ds {
+		cards := signCards(t, dialDaemon(t, d.grpc), 20, 4)
+		l.requireWitnessed(t, p, cards)
+		all = append(all, cards...)
+	}
+	asked := 0
+	for _, d := range rs.ds {
+		_, metrics := httpGet(t, "http://"+d.http+"/metrics")
+		for _, line := range strings.Split(string(metrics), "\n") {
+			if strings.HasPrefix(line, `cardsign_witness_requests_total{outcome="cosigned"`) && !strings.HasSuffix(line, " 0") {
+				asked++
+				break
+			}
+		}
+	}
+	if asked != 1 {
+		t.Errorf("%d replicas asked the witnesses, want exactly 1 (the duties lease holder)", asked)
+	}
+	// Both serve the same witnessed view.
+	waitFor(t, 10*time.Second, "both replicas serve a checkpoint with the quorum", func() bool {
+		for _, d := range rs.ds {
+			_, cp := httpGet(t, "http://"+d.http+"/log/checkpoint")
+			if len(p.Vouches(cp)) < 2 {
+				return false
+			}
+		}
+		return true
+	}, func() string { return "" })
 }
