@@ -131,6 +131,12 @@ awskms:
 limits:
   rate: 0.001
   burst: 1
+# A log witness exports its series (cardsign_witness_*) from the start;
+# nothing answers at this address, so its requests fail.
+log:
+  witnesses:
+    - url: http://127.0.0.1:9
+      key: witness.example.net+ec9e6f45+BLC6mPvVsfByaKa3MC9/YJ6Q3TRfnXdW5kDTwu/+W7H+
 `, data, certFile, keyFile, hash(scrapeToken), hash(signToken))
 	configFile := filepath.Join(dir, "cardsignd.yaml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
