@@ -33,7 +33,9 @@ const exitAlarm = 3
 const logUsage = "key create --origin ORIGIN FILE | key show --origin ORIGIN FILE |\n" +
 	"       checkpoint --url URL --log-key KEY [--ca-file F] [--json] [--out FILE] |\n" +
 	"       verify --url URL --log-key KEY [--ca-file F] OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE] |\n" +
-	"       monitor --url URL --log-key KEY [--ca-file F] --state FILE [--watch NAME|HOST ...] [--json]"
+	"       monitor --url URL --log-key KEY [--ca-file F] --state FILE [--watch NAME|HOST ...] [--json] |\n" +
+	"       proof refresh --url URL --log-key KEY [--ca-file F] [--out FILE] CARD|-\n" +
+	"       (checkpoint, verify, monitor and proof refresh take --witness KEY|FILE|URL ... [--witness-quorum K])"
 
 // logLong is log's long help: what its subcommands check, and its exit
 // codes.
@@ -46,9 +48,15 @@ const logLong = "--url is the log's prefix (cardsignd serves it at " + transpare
 	"it as a pattern with * and ?) or whose card points at a --watch HOST (\"*.example.com\" matches subdomains);\n" +
 	"with --json, one object per line: {\"event\":\"entry\"|\"alarm\"|\"checkpoint\",...}. The state file advances only\n" +
 	"when the run succeeds, so an alarm is raised again on every run until someone looks.\n\n" +
+	"--witness names a witness whose cosignatures count (C2SP tlog-cosignature; repeatable, a key, a file of keys or a\n" +
+	"URL): checkpoint, verify and monitor then say which witnesses vouched for the checkpoint and require\n" +
+	"--witness-quorum of them (default: all named). proof refresh gives each signature of a signed card an inclusion\n" +
+	"proof in the log's current (witnessed) checkpoint, after proving it consistent with the proof's own; nothing\n" +
+	"signed changes.\n\n" +
 	"Exit codes: 0 consistent (monitor: matching entries are reported, not failures); 1 the check could not be\n" +
 	"made (network, an unreadable state file, a bad answer); 2 usage; 3 ALARM: the log FORKED (two trees that do\n" +
-	"not extend one another), ROLLED BACK, changed ORIGIN, or served data its own signed checkpoint contradicts."
+	"not extend one another), ROLLED BACK, changed ORIGIN, or served data its own signed checkpoint contradicts;\n" +
+	"4 NOT WITNESSED: consistent, but the checkpoint lacks the --witness-quorum of cosignatures."
 
 // logSubcommands are log's subcommands, for help and the CLI reference.
 func logSubcommands() []subcommand {
@@ -58,6 +66,7 @@ func logSubcommands() []subcommand {
 		{"checkpoint", "fetch and verify the log's current checkpoint; --out keeps it for a later log verify"},
 		{"verify", "prove that checkpoint NEW (default: the log's current one) extends OLD, from the log's tiles"},
 		{"monitor", "from cron: prove the log consistent with the checkpoint saved in --state, and report every new entry for a watched card name or host"},
+		{"proof refresh", "give each signature of a signed card an inclusion proof in the log's current checkpoint (with the witnesses' cosignatures it carries), without signing again"},
 	}
 }
 
@@ -81,19 +90,22 @@ func logCmd() command {
 	}
 	c.subcommands = true
 	c.subs = logSubcommands()
-	c.groups = map[string]string{"key": "key create or key show"}
+	c.groups = map[string]string{"key": "key create or key show", "proof": "proof refresh"}
 	c.flags = func(fs *flag.FlagSet, sub string) runFunc {
 		origin := fs.String("origin", "", "key create, key show: the log's origin, a schema-less URL such as cardsign.example.com/log (cardsignd's log origin)")
 		logURL := fs.String("url", "", "checkpoint, verify, monitor: the log's URL prefix, e.g. https://cardsign.example.com"+transparency.PathPrefix)
 		logKey := fs.String("log-key", "", "checkpoint, verify, monitor: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them")
 		asJSON := fs.Bool("json", false, "checkpoint: print a JSON object; monitor: one JSON object per event and line")
-		out := fs.String("out", "", "checkpoint: also write the signed checkpoint to this file, for a later log verify")
+		out := fs.String("out", "", "checkpoint: also write the signed checkpoint to this file, for a later log verify; proof refresh: write the card there (default: standard output)")
 		state := fs.String("state", "", "monitor: the state file (JSON, mode 0600): the last checkpoint proved consistent (required)")
 		var watch stringsFlag
 		fs.Var(&watch, "watch", "monitor: a card name or host to report entries for (repeatable; * and ? are wildcards)")
 		var salts stringsFlag
 		fs.Var(&salts, "salt", "monitor: a private agent's log salt (hex, from GET /agents/ID/log-salt with a reader token; repeatable): its sealed entries match a --watch NAME or HOST exactly")
 		timeout := fs.Duration("timeout", 10*time.Minute, "checkpoint, verify, monitor: deadline of the whole command, walk included")
+		var witnesses stringsFlag
+		fs.Var(&witnesses, "witness", "checkpoint, verify, monitor, proof refresh: a witness's verifier key NAME+HASH+BASE64, a file of such keys, or an http(s) URL serving them (repeatable): report its cosignatures and require --witness-quorum of them")
+		quorum := fs.Int("witness-quorum", 0, "with --witness: how many of the witnesses must have cosigned (default: all named)")
 		caFile := fs.String("ca-file", "", "checkpoint, verify, monitor: PEM certificates trusted as roots in addition to the system's, for the log's https URLs (--url, a --log-key URL) (default $"+caFileEnv+")")
 		return func(ctx context.Context, in *call) int {
 			e, pos := in.env, in.pos
@@ -118,6 +130,10 @@ func logCmd() command {
 				return c.usageError(e, "unexpected argument %q", pos[0])
 			case sub == "monitor" && *state == "":
 				return c.usageError(e, "monitor needs --state FILE: where it keeps the last checkpoint it proved")
+			case sub == "proof refresh" && len(pos) != 1:
+				return c.usageError(e, "proof refresh wants one signed card (a file, or - for standard input), got %d arguments", len(pos))
+			case *quorum != 0 && len(witnesses) == 0:
+				return c.usageError(e, "--witness-quorum needs --witness: name the witnesses whose cosignatures count")
 			}
 			saltBytes, code, ok := parseSalts(in, salts)
 			if !ok {
@@ -134,13 +150,21 @@ func logCmd() command {
 				return c.usageError(e, "--log-key: %s", escapeText(err.Error()))
 			}
 			lc := &tlogclient.Client{URL: *logURL, HTTP: hc, Keys: keys}
+			var wp transparency.WitnessPolicy
+			if len(witnesses) > 0 {
+				if wp, err = webtrust.LoadWitnessPolicy(ctx, witnesses, *quorum, hc); err != nil {
+					return c.usageError(e, "--witness: %s", escapeText(err.Error()))
+				}
+			}
 			switch sub {
 			case "checkpoint":
-				return logCheckpoint(ctx, e, lc, *asJSON, *out)
+				return logCheckpoint(ctx, e, lc, wp, *asJSON, *out)
 			case "verify":
-				return logVerify(ctx, e, lc, pos)
+				return logVerify(ctx, e, lc, wp, pos)
+			case "proof refresh":
+				return proofRefresh(ctx, in, lc, wp, *out)
 			default:
-				return logMonitor(ctx, e, lc, *state, watch, saltBytes, *asJSON)
+				return logMonitor(ctx, e, lc, wp, *state, watch, saltBytes, *asJSON)
 			}
 		}
 	}
@@ -154,9 +178,10 @@ func logFlagsOf(fs *flag.FlagSet, in *call) (code int, ok bool) {
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	allowed := map[string][]string{
 		"key create": {"origin"}, "key show": {"origin"},
-		"checkpoint": {"url", "log-key", "json", "out", "timeout", "ca-file"},
-		"verify":     {"url", "log-key", "timeout", "ca-file"},
-		"monitor":    {"url", "log-key", "json", "state", "watch", "salt", "timeout", "ca-file"},
+		"checkpoint":    {"url", "log-key", "json", "out", "timeout", "ca-file", "witness", "witness-quorum"},
+		"verify":        {"url", "log-key", "timeout", "ca-file", "witness", "witness-quorum"},
+		"monitor":       {"url", "log-key", "json", "state", "watch", "salt", "timeout", "ca-file", "witness", "witness-quorum"},
+		"proof refresh": {"url", "log-key", "out", "timeout", "ca-file", "witness", "witness-quorum"},
 	}
 	flags, known := allowed[in.sub]
 	if !known {
@@ -245,7 +270,7 @@ func logKeyShow(ctx context.Context, e env, origin, path string) int {
 	return exitOK
 }
 
-func logCheckpoint(ctx context.Context, e env, lc *tlogclient.Client, asJSON bool, out string) int {
+func logCheckpoint(ctx context.Context, e env, lc *tlogclient.Client, wp transparency.WitnessPolicy, asJSON bool, out string) int {
 	cp, err := lc.Checkpoint(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign log checkpoint: %s\n", escapeText(err.Error()))
@@ -257,16 +282,28 @@ func logCheckpoint(ctx context.Context, e env, lc *tlogclient.Client, asJSON boo
 			return exitFail
 		}
 	}
+	vouched, werr := witnessCheck(wp, cp.Note)
+	code := exitOK
+	if werr != nil {
+		code = exitNotWitnessed
+	}
 	if asJSON {
-		b, _ := json.Marshal(map[string]any{"origin": cp.Origin, "size": cp.Size, "root": cp.Root.String(), "checkpoint": string(cp.Note)})
-		fmt.Fprintf(e.stdout, "%s\n", b)
-		return exitOK
+		m := map[string]any{"origin": cp.Origin, "size": cp.Size, "root": cp.Root.String(), "checkpoint": string(cp.Note)}
+		if wp.Enabled() {
+			m["witnessed_by"], m["witness_quorum"], m["witnessed"] = vouched, wp.Quorum, werr == nil
+		}
+		b, _ := json.Marshal(m)
+		fmt.Fprintf(e.stdout, "%s\n", escapeJSON(b))
+		return code
 	}
 	fmt.Fprintf(e.stdout, "origin %s\nsize   %d\nroot   %s\n", escapeText(cp.Origin), cp.Size, cp.Root)
+	if wp.Enabled() {
+		fmt.Fprintln(e.stdout, witnessLine(wp, vouched, werr))
+	}
 	if out != "" {
 		fmt.Fprintf(e.stderr, "cardsign log checkpoint: wrote the signed checkpoint to %s; later: cardsign log verify --url %s --log-key KEY %s\n", out, lc.URL, out)
 	}
-	return exitOK
+	return code
 }
 
 // readCheckpointFile reads and verifies a saved signed checkpoint.
@@ -287,7 +324,7 @@ func readCheckpointFile(path string, keys []transparency.Verifier) (transparency
 	return cp, nil
 }
 
-func logVerify(ctx context.Context, e env, lc *tlogclient.Client, pos []string) int {
+func logVerify(ctx context.Context, e env, lc *tlogclient.Client, wp transparency.WitnessPolicy, pos []string) int {
 	old, err := readCheckpointFile(pos[0], lc.Keys)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign log verify: %s\n", escapeText(err.Error()))
@@ -317,6 +354,13 @@ func logVerify(ctx context.Context, e env, lc *tlogclient.Client, pos []string) 
 		return exitFail
 	}
 	fmt.Fprintf(e.stdout, "consistent: %s of %d leaves (root %s) extends %s (%d leaves, root %s)\n", newName, cur.Size, cur.Root, pos[0], old.Size, old.Root)
+	if wp.Enabled() {
+		vouched, werr := witnessCheck(wp, cur.Note)
+		fmt.Fprintln(e.stdout, witnessLine(wp, vouched, werr))
+		if werr != nil {
+			return exitNotWitnessed
+		}
+	}
 	return exitOK
 }
 
@@ -359,9 +403,23 @@ func indent(b []byte) string {
 	return s.String()
 }
 
-func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, state string, watch []string, salts [][]byte, asJSON bool) int {
+func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, wp transparency.WitnessPolicy, state string, watch []string, salts [][]byte, asJSON bool) int {
+	var notWitnessed error
 	m := &tlogclient.Monitor{Client: lc, StatePath: state, Watch: watch, Salts: salts, Progress: prefixed{e.stderr, "cardsign log monitor: "},
 		Emit: func(ev tlogclient.Event) error {
+			if ev.Kind == tlogclient.EventCheckpoint && wp.Enabled() {
+				vouched, werr := witnessCheck(wp, ev.Checkpoint.Note)
+				notWitnessed = werr
+				if asJSON {
+					b, _ := json.Marshal(map[string]any{"event": "witnesses", "origin": ev.Checkpoint.Origin, "size": ev.Checkpoint.Size,
+						"witnessed_by": vouched, "witness_quorum": wp.Quorum, "witnessed": werr == nil})
+					if _, err := fmt.Fprintf(e.stdout, "%s\n", escapeJSON(b)); err != nil {
+						return err
+					}
+				} else if _, err := fmt.Fprintln(e.stdout, witnessLine(wp, vouched, werr)); err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				b, err := json.Marshal(ev)
 				if err != nil {
@@ -382,6 +440,9 @@ func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, state string,
 	case err != nil:
 		fmt.Fprintf(e.stderr, "cardsign log monitor: %s\n", escapeText(err.Error()))
 		return exitFail
+	case notWitnessed != nil:
+		fmt.Fprintf(e.stderr, "cardsign log monitor: NOT WITNESSED: the log is consistent, but its checkpoint lacks the witnesses' quorum: %s\n", escapeText(notWitnessed.Error()))
+		return exitNotWitnessed
 	}
 	return exitOK
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/internal/witnesstest"
+	"github.com/cardsign/cardsign/signer"
+	"github.com/cardsign/cardsign/strictjson"
 	"github.com/cardsign/cardsign/transparency"
 )
 
@@ -420,4 +423,94 @@ func TestWitnessesReplicasOnPostgreSQL(t *testing.T) {
 		}
 		return true
 	}, func() string { return "" })
+}
+
+// TestWitnessesProofRefresh: a card returned without the quorum (witnesses
+// down, mode wait) fails --witness-quorum; once the witnesses are back,
+// cardsign log proof refresh gives it a proof in the witnessed checkpoint,
+// changing nothing else, and it verifies. log checkpoint and log monitor
+// report which witnesses vouched, and exit 4 while the quorum is missing.
+func TestWitnessesProofRefresh(t *testing.T) {
+	dir := t.TempDir()
+	l := newWitnessedLog(t, dir, 2)
+	for _, w := range l.ws {
+		w.Kill()
+	}
+	cfg := filepath.Join(dir, "cardsignd.yaml")
+	writeFile(t, cfg, "limits: {rate: 0}\n"+l.config(2, "wait", "200ms"))
+	d := startDaemon(t, filepath.Join(dir, "data"), "--config", cfg)
+	res, err := dialDaemon(t, d.grpc).SignCard(t.Context(), &pb.SignCardRequest{Card: logCard("refresh", "refresh.example.com")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := filepath.Join(dir, "card.json")
+	writeFile(t, card, string(res.GetSignedCard()))
+	jwksFile := filepath.Join(dir, "jwks.json")
+	_, body := httpGet(t, d.jwksURL())
+	writeFile(t, jwksFile, string(body))
+	logURL := "http://" + d.http + "/log/"
+	var wflags []string
+	for _, w := range l.ws {
+		wflags = append(wflags, "--witness", w.VKey)
+	}
+	verify := func(file string) result {
+		return cli(t, dir, nil, append(append([]string{"verify", "--jwks", jwksFile, "--log-key", l.vkey}, wflags...), file)...)
+	}
+	if r := verify(card); r.Code != 1 || !strings.Contains(r.Stdout, "not witnessed") {
+		t.Fatalf("an un-witnessed card: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	logArgs := func(sub ...string) []string {
+		return append(append(append([]string{"log"}, sub...), "--url", logURL, "--log-key", l.vkey), wflags...)
+	}
+	if r := cli(t, dir, nil, logArgs("checkpoint")...); r.Code != 4 || !strings.Contains(r.Stdout, "NOT WITNESSED") {
+		t.Fatalf("log checkpoint with the witnesses down: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := cli(t, dir, nil, append(logArgs("proof", "refresh"), card)...); r.Code != 4 {
+		t.Fatalf("proof refresh with the witnesses down: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	for _, w := range l.ws {
+		w.Restart()
+	}
+	p := l.policy(t, 2)
+	waitFor(t, 30*time.Second, "the witnesses come back and cosign", func() bool {
+		_, cp := httpGet(t, logURL+"checkpoint")
+		return len(p.Vouches(cp)) == 2
+	}, func() string { return d.log.String() })
+	r := cli(t, dir, nil, logArgs("checkpoint")...)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "witnessed by w1.witness.test, w2.witness.test") {
+		t.Fatalf("log checkpoint: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	state := filepath.Join(dir, "monitor-state.json")
+	if r := cli(t, dir, nil, append(logArgs("monitor"), "--state", state, "--json")...); r.Code != 0 || !strings.Contains(r.Stdout, `"event":"witnesses"`) || !strings.Contains(r.Stdout, `"witnessed":true`) {
+		t.Fatalf("log monitor: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	refreshed := filepath.Join(dir, "refreshed.json")
+	if r := cli(t, dir, nil, append(logArgs("proof", "refresh"), "--out", refreshed, card)...); r.Code != 0 {
+		t.Fatalf("proof refresh: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := verify(refreshed); r.Code != 0 || !strings.Contains(r.Stdout, "witnessed by") {
+		t.Fatalf("the refreshed card: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	// Nothing but the proofs changed: putting the old proofs back gives
+	// the card as it was, byte for byte.
+	before, after := readFile(t, card), readFile(t, refreshed)
+	oldProofs, err := signer.Proofs(before, strictjson.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := signer.ReplaceProofs(after, strictjson.Limits{}, oldProofs)
+	if err != nil || string(back) != string(before) {
+		t.Fatalf("the refreshed card differs in more than its proofs (%v):\nbefore %s\nafter  %s", err, before, after)
+	}
+	verifyJS(t, jwksFile, refreshed)
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
