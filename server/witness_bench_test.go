@@ -67,7 +67,7 @@ func BenchmarkSignWitnessed(b *testing.B) {
 			var mu sync.Mutex
 			lat := make([]time.Duration, 0, b.N)
 			sample := make([]*Signed, 0, 64) // checked after the timer: verifying is the client's cost
-			b.SetParallelism(8) // 16 callers on 2 cores
+			b.SetParallelism(8)              // 16 callers on 2 cores
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := processCPU(b)
