@@ -18,7 +18,7 @@ func TestRoundCosigns(t *testing.T) {
 	ctx := context.Background()
 	l := newLog(t, logKey(t), "")
 	lws, eps, p := witnesses(t, l, 3, 2)
-	st, obs := newMemStore(), newObserver()
+	st, obs := newCosigStore(t), newObserver()
 	c := collector(t, l, st, eps, p, Options{Observer: obs})
 	all := []string{"witness.example/w1", "witness.example/w2", "witness.example/w3"}
 	for round, grow := range []int{5, 3, 1, 20} {
@@ -65,7 +65,7 @@ func TestKilledWitnessCatchesUp(t *testing.T) {
 	ctx := context.Background()
 	l := newLog(t, logKey(t), "")
 	lws, eps, p := witnesses(t, l, 3, 2)
-	st, obs := newMemStore(), newObserver()
+	st, obs := newCosigStore(t), newObserver()
 	c := collector(t, l, st, eps, p, Options{Observer: obs, RequestTimeout: 2 * time.Second})
 	l.grow(t, 5)
 	if err := c.Round(ctx); err != nil {
@@ -100,7 +100,7 @@ func TestKilledWitnessCatchesUp(t *testing.T) {
 	// Another replica takes the lease with no cosignature stored: every
 	// witness answers 409 with its size, and is asked again from there.
 	l.grow(t, 2)
-	st2, obs2 := newMemStore(), newObserver()
+	st2, obs2 := newCosigStore(t), newObserver()
 	c2 := collector(t, l, st2, eps, p, Options{Observer: obs2})
 	if err := c2.Round(ctx); err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestLateWitnessCatchesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newMemStore()
+	st := newCosigStore(t)
 	c := collector(t, l, st, eps, p, Options{})
 	l.grow(t, 30)
 	if err := c.Round(ctx); err == nil || !strings.Contains(err.Error(), "register the log") {

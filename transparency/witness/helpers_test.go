@@ -107,111 +107,40 @@ func endpoint(t *testing.T, vkey, url string) Endpoint {
 	return Endpoint{Witness: w, URL: url}
 }
 
-// memStore keeps cosignatures as store.Cosignatures documents it. The SQL
-// stores implement that role on the store branch; the collector's tests
-// are about the witnesses, so a map stands in until it is merged.
-type memStore struct {
-	mu   sync.Mutex
-	rows map[int64]map[string]transparency.Cosignature
-	puts int
-}
+// cosigStore is where the tests' collectors keep cosignatures: a real
+// SQLite store of its own (store.Cosignatures), as cardsignd's.
+type cosigStore struct{ *sqlite.Store }
 
-func newMemStore() *memStore {
-	return &memStore{rows: map[int64]map[string]transparency.Cosignature{}}
-}
-
-func (m *memStore) PutCosignatures(_ context.Context, cs []transparency.Cosignature) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.puts++
-	for _, c := range cs {
-		if m.rows[c.Size] == nil {
-			m.rows[c.Size] = map[string]transparency.Cosignature{}
-		}
-		m.rows[c.Size][c.Witness] = c
+func newCosigStore(t *testing.T) *cosigStore {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cosignatures.db"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
-}
-
-func (m *memStore) Cosignatures(_ context.Context, from int64, limit int) ([]transparency.Cosignature, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []transparency.Cosignature
-	for size, ws := range m.rows {
-		if size < from {
-			continue
-		}
-		for _, c := range ws {
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, func(a, b transparency.Cosignature) int {
-		if a.Size != b.Size {
-			return int(b.Size - a.Size)
-		}
-		return cmpString(a.Witness, b.Witness)
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (m *memStore) WitnessSizes(context.Context) (map[string]int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]int64{}
-	for size, ws := range m.rows {
-		for w := range ws {
-			out[w] = max(out[w], size)
-		}
-	}
-	return out, nil
-}
-
-func (m *memStore) PruneCosignatures(ctx context.Context, below int64) error {
-	largest, _ := m.WitnessSizes(ctx)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for size, ws := range m.rows {
-		for w := range ws {
-			if size < below && largest[w] != size {
-				delete(ws, w)
-			}
-		}
-		if len(ws) == 0 {
-			delete(m.rows, size)
-		}
-	}
-	return nil
+	t.Cleanup(func() { st.Close() })
+	return &cosigStore{st}
 }
 
 // of returns the witnesses with a stored cosignature of size, sorted.
-func (m *memStore) of(size int64) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (m *cosigStore) of(size int64) []string {
+	cs, err := m.Cosignatures(context.Background(), size, 1<<16)
+	if err != nil {
+		panic(err)
+	}
 	var out []string
-	for w := range m.rows[size] {
-		out = append(out, w)
+	for _, c := range cs {
+		if c.Size == size {
+			out = append(out, c.Witness)
+		}
 	}
 	slices.Sort(out)
 	return out
 }
 
 // all is every stored cosignature.
-func (m *memStore) all(t *testing.T) []transparency.Cosignature {
+func (m *cosigStore) all(t *testing.T) []transparency.Cosignature {
 	t.Helper()
-	cs, err := m.Cosignatures(context.Background(), 0, 0)
+	cs, err := m.Cosignatures(context.Background(), 0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +213,7 @@ func collector(t *testing.T, l *testLog, st Store, eps []Endpoint, p transparenc
 
 // checkWitnessed checks that the cosignatures st holds of size make l's
 // checkpoint of size pass p: they verify, and a quorum of them.
-func checkWitnessed(t *testing.T, l *testLog, st *memStore, p transparency.WitnessPolicy, size int64) {
+func checkWitnessed(t *testing.T, l *testLog, st *cosigStore, p transparency.WitnessPolicy, size int64) {
 	t.Helper()
 	cp, err := l.CheckpointAt(context.Background(), size)
 	if err != nil {

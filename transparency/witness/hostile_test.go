@@ -25,7 +25,7 @@ func TestForkIsAConflict(t *testing.T) {
 	l := newLog(t, key, "")
 	_, eps, p := witnesses(t, l, 3, 2)
 	l.grow(t, 10)
-	if err := collector(t, l, newMemStore(), eps, p, Options{}).Round(ctx); err != nil {
+	if err := collector(t, l, newCosigStore(t), eps, p, Options{}).Round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -40,7 +40,7 @@ func TestForkIsAConflict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fork := newLog(t, key, "-fork")
 			fork.grow(t, tc.size)
-			st, obs := newMemStore(), newObserver()
+			st, obs := newCosigStore(t), newObserver()
 			c := collector(t, fork, st, eps, p, Options{Observer: obs})
 			err := c.Round(ctx)
 			if !errors.Is(err, ErrConflict) {
@@ -66,7 +66,7 @@ func TestForkIsAConflict(t *testing.T) {
 	}
 	// The first log goes on being witnessed.
 	l.grow(t, 5)
-	st := newMemStore()
+	st := newCosigStore(t)
 	if err := collector(t, l, st, eps, p, Options{}).Round(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestHostileWitness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, obs := newMemStore(), newObserver()
+			st, obs := newCosigStore(t), newObserver()
 			c := collector(t, l, st, eps, p, Options{Observer: obs, RequestTimeout: 300 * time.Millisecond})
 			err = c.Round(ctx)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `"witness.example/evil"`) {

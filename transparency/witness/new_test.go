@@ -40,13 +40,13 @@ func TestNewCollectorRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := p
 			p.Quorum = tc.q
-			_, err := NewCollector(l, newMemStore(), tc.eps, p, Options{})
+			_, err := NewCollector(l, newCosigStore(t), tc.eps, p, Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want one with %q", err, tc.want)
 			}
 		})
 	}
-	c, err := NewCollector(l, newMemStore(), []Endpoint{ep1, ep2}, p, Options{})
+	c, err := NewCollector(l, newCosigStore(t), []Endpoint{ep1, ep2}, p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func waitFor(t *testing.T, obs *observer, what string, cond func() bool) {
 func TestRun(t *testing.T) {
 	l := newLog(t, logKey(t), "")
 	lws, eps, p := witnesses(t, l, 3, 2)
-	st, obs := newMemStore(), newObserver()
+	st, obs := newCosigStore(t), newObserver()
 	c := collector(t, l, st, eps, p, Options{Observer: obs, RequestTimeout: time.Second, PollInterval: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -97,7 +97,7 @@ func TestRunSlowWitness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, obs := newMemStore(), newObserver()
+	st, obs := newCosigStore(t), newObserver()
 	c := collector(t, l, st, eps, p, Options{Observer: obs, RequestTimeout: time.Minute, PollInterval: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
