@@ -28,7 +28,7 @@ func auditCmd() command {
 		name:    "audit",
 		long:    auditLong,
 		summary: "List cardsignd's audit records, or verify the hash chain that links them against a published head.",
-		usage:   "list [--after SEQ] [--limit N] [--json] | verify [--jwks FILE|URL [--revocations FILE|URL] | --head SEQ:HASH] [--log URL --log-key KEY]   (both take --server ADDR)",
+		usage:   "list [--after SEQ] [--limit N] [--json] | verify [--jwks FILE|URL [--revocations FILE|URL] | --head SEQ:HASH] [--log URL --log-key KEY [--witness KEY ... [--witness-quorum K]]]   (both take --server ADDR)",
 		example: "  cardsign audit list --after 100 --limit 20 --server 127.0.0.1:7700\n" +
 			"  cardsign audit verify --jwks http://127.0.0.1:7701/.well-known/jwks.json\n" +
 			"  audit chain intact: 7 records, head 5be1…\n" +
@@ -53,6 +53,8 @@ func auditCmd() command {
 		fs.StringVar(&o.hs.revocations, "revocations", "", "verify: the signed revocation document (file or URL), a fresh one or a copy kept from before; default: "+jwks.RevocationsPath+" on the --jwks URL's host")
 		fs.StringVar(&o.hs.head, "head", "", "verify: a head to check against, SEQ:HASH (hash in hex), instead of a revocation document")
 		fs.StringVar(&o.logURL, "log", "", "verify: the transparency log's URL prefix (cardsignd: "+transparency.PathPrefix+"); every record is then checked against its log entry, and the tree rebuilt from the entries against the log's signed checkpoint")
+		fs.Var(&o.witnesses, "witness", "verify, with --log: a witness's verifier key NAME+HASH+BASE64, a file of such keys, or an http(s) URL serving them (repeatable): the log's checkpoint must carry --witness-quorum of their cosignatures, and the report names them")
+		fs.IntVar(&o.quorum, "witness-quorum", 0, "verify, with --witness: how many of the witnesses must have cosigned (default: all named)")
 		fs.StringVar(&o.logKey, "log-key", "", "verify, with --log: the log's verifier key(s): ORIGIN+HASH+BASE64, a file of such keys, or an http(s) URL serving them ("+transparency.KeyPath+")")
 		return o.run
 	}
@@ -66,6 +68,8 @@ type auditOptions struct {
 	asJSON         bool
 	hs             headSource
 	logURL, logKey string
+	witnesses      stringsFlag
+	quorum         int
 }
 
 // run checks the arguments and runs audit list or audit verify.
@@ -82,6 +86,9 @@ func (o *auditOptions) run(ctx context.Context, in *call) int {
 	}
 	if (o.logURL == "") != (o.logKey == "") {
 		return in.usageError("--log and --log-key go together: the log is checked only against keys you name")
+	}
+	if (len(o.witnesses) > 0 || o.quorum != 0) && (o.logURL == "" || len(o.witnesses) == 0) {
+		return in.usageError("--witness goes with --log and --log-key (and --witness-quorum with --witness): witnesses vouch for the log's checkpoints")
 	}
 	if sub == "verify" {
 		return o.verify(ctx, in)
@@ -156,6 +163,17 @@ func (o *auditOptions) openLog(ctx context.Context, in *call) (lc *logCheck, cod
 	if err != nil {
 		fmt.Fprintf(in.stderr, "cardsign audit verify: transparency log: %s\n", escapeText(err.Error()))
 		return nil, exitFail, false
+	}
+	if len(o.witnesses) > 0 {
+		wp, err := webtrust.LoadWitnessPolicy(hctx, o.witnesses, o.quorum, hc)
+		if err != nil {
+			return nil, in.usageError("--witness: %s", escapeText(err.Error())), false
+		}
+		vouched, werr := witnessCheck(wp, cp.Note)
+		fmt.Fprintf(in.stdout, "transparency log checkpoint of %d leaves: %s\n", cp.Size, witnessLine(wp, vouched, werr))
+		if werr != nil {
+			return nil, exitNotWitnessed, false
+		}
 	}
 	return &logCheck{AuditChecker: transparency.NewAuditChecker(tc, cp, in.timeout), url: o.logURL}, 0, true
 }

@@ -481,6 +481,9 @@ func TestWitnessesProofRefresh(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, "witnessed by w1.witness.test, w2.witness.test") {
 		t.Fatalf("log checkpoint: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
+	if r := cli(t, dir, nil, append(append([]string{"audit", "verify", "--server", d.grpc, "--log", logURL, "--log-key", l.vkey}, wflags...))...); r.Code != 0 || !strings.Contains(r.Stdout, "witnessed by w1.witness.test, w2.witness.test") {
+		t.Fatalf("audit verify --log --witness: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
 	state := filepath.Join(dir, "monitor-state.json")
 	if r := cli(t, dir, nil, append(logArgs("monitor"), "--state", state, "--json")...); r.Code != 0 || !strings.Contains(r.Stdout, `"event":"witnesses"`) || !strings.Contains(r.Stdout, `"witnessed":true`) {
 		t.Fatalf("log monitor: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
