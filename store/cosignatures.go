@@ -49,3 +49,38 @@ func SortCosignatures(cs []transparency.Cosignature) {
 		return strings.Compare(a.Witness, b.Witness)
 	})
 }
+
+// ScanCosignatures reads rows of (size, witness, signature), for both SQL
+// stores' Cosignatures. The caller closes rows.
+func ScanCosignatures(rows LogRows) ([]transparency.Cosignature, error) {
+	var out []transparency.Cosignature
+	for rows.Next() {
+		var c transparency.Cosignature
+		if err := rows.Scan(&c.Size, &c.Witness, &c.Signature); err != nil {
+			return nil, fmt.Errorf("store: cosignatures: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: cosignatures: %w", err)
+	}
+	return out, nil
+}
+
+// ScanWitnessSizes reads rows of (witness, size), for both SQL stores'
+// WitnessSizes. The caller closes rows.
+func ScanWitnessSizes(rows LogRows) (map[string]int64, error) {
+	out := map[string]int64{}
+	for rows.Next() {
+		var w string
+		var n int64
+		if err := rows.Scan(&w, &n); err != nil {
+			return nil, fmt.Errorf("store: witness sizes: %w", err)
+		}
+		out[w] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: witness sizes: %w", err)
+	}
+	return out, nil
+}

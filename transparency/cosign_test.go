@@ -1,37 +1,23 @@
 package transparency
 
 import (
-	"crypto/rand"
 	"errors"
 	"strings"
 	"testing"
 
-	fnote "github.com/transparency-dev/formats/note"
-	"golang.org/x/mod/sumdb/note"
+	"github.com/cardsign/cardsign/internal/witnesstest"
 )
 
-// testWitness is a witness made in process: its cosignature signer and its
-// cosignature/v1 verifier key.
+// testWitness is a witness made in process (witnesstest.NewKey).
 type testWitness struct {
-	signer *fnote.Signer
-	vkey   string
+	witnesstest.Key
+	vkey string
 }
 
 func newTestWitness(t *testing.T, name string) testWitness {
 	t.Helper()
-	skey, vkey, err := note.GenerateKey(rand.Reader, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := fnote.NewSignerForCosignatureV1(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := fnote.VKeyToCosignatureV1(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testWitness{signer: s, vkey: cv}
+	k := witnesstest.NewKey(t, name)
+	return testWitness{Key: k, vkey: k.VKey}
 }
 
 // cosign returns w's cosignature of the signed checkpoint msg of size leaves.
@@ -41,14 +27,9 @@ func (w testWitness) cosign(t *testing.T, msg []byte, size int64) Cosignature {
 	if !ok {
 		t.Fatalf("not a signed note: %q", msg)
 	}
-	signed, err := note.Sign(&note.Note{Text: string(text)}, w.signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sigs, _ := strings.Cut(string(signed), "\n\n")
-	cs, err := ParseCosignatures(size, w.signer.Name(), []byte(sigs))
+	cs, err := ParseCosignatures(size, w.Name, w.Cosign(t, string(text)))
 	if err != nil || len(cs) != 1 {
-		t.Fatalf("parse cosignature %q: %v", sigs, err)
+		t.Fatalf("parse cosignature: %v", err)
 	}
 	return cs[0]
 }

@@ -115,25 +115,8 @@ func logCmd() command {
 			if strings.HasPrefix(sub, "key ") {
 				return logKeyCmd(ctx, in, *origin)
 			}
-			switch {
-			case *logURL == "":
-				return c.usageError(e, "--url is required: the log's prefix, e.g. https://cardsign.example.com%s", transparency.PathPrefix)
-			case *logKey == "":
-				return c.usageError(e, "--log-key is required: the log is checked only against keys you name")
-			case *timeout <= 0:
-				return c.usageError(e, "--timeout must be positive")
-			case sub == "checkpoint" && len(pos) > 0:
-				return c.usageError(e, "unexpected argument %q", pos[0])
-			case sub == "verify" && (len(pos) < 1 || len(pos) > 2):
-				return c.usageError(e, "verify wants OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE], got %d arguments", len(pos))
-			case sub == "monitor" && len(pos) > 0:
-				return c.usageError(e, "unexpected argument %q", pos[0])
-			case sub == "monitor" && *state == "":
-				return c.usageError(e, "monitor needs --state FILE: where it keeps the last checkpoint it proved")
-			case sub == "proof refresh" && len(pos) != 1:
-				return c.usageError(e, "proof refresh wants one signed card (a file, or - for standard input), got %d arguments", len(pos))
-			case *quorum != 0 && len(witnesses) == 0:
-				return c.usageError(e, "--witness-quorum needs --witness: name the witnesses whose cosignatures count")
+			if msg := logArgsProblem(sub, pos, *logURL, *logKey, *state, *timeout, *quorum, len(witnesses)); msg != "" {
+				return c.usageError(e, "%s", msg)
 			}
 			saltBytes, code, ok := parseSalts(in, salts)
 			if !ok {
@@ -169,6 +152,30 @@ func logCmd() command {
 		}
 	}
 	return c
+}
+
+// logArgsProblem is what is wrong with the arguments of log SUB (not key
+// create or key show), or "".
+func logArgsProblem(sub string, pos []string, logURL, logKey, state string, timeout time.Duration, quorum, witnesses int) string {
+	switch {
+	case logURL == "":
+		return "--url is required: the log's prefix, e.g. https://cardsign.example.com" + transparency.PathPrefix
+	case logKey == "":
+		return "--log-key is required: the log is checked only against keys you name"
+	case timeout <= 0:
+		return "--timeout must be positive"
+	case (sub == "checkpoint" || sub == "monitor") && len(pos) > 0:
+		return fmt.Sprintf("unexpected argument %q", pos[0])
+	case sub == "verify" && (len(pos) < 1 || len(pos) > 2):
+		return fmt.Sprintf("verify wants OLD_CHECKPOINT_FILE [NEW_CHECKPOINT_FILE], got %d arguments", len(pos))
+	case sub == "monitor" && state == "":
+		return "monitor needs --state FILE: where it keeps the last checkpoint it proved"
+	case sub == "proof refresh" && len(pos) != 1:
+		return fmt.Sprintf("proof refresh wants one signed card (a file, or - for standard input), got %d arguments", len(pos))
+	case quorum != 0 && witnesses == 0:
+		return "--witness-quorum needs --witness: name the witnesses whose cosignatures count"
+	}
+	return ""
 }
 
 // logFlagsOf refuses an unknown subcommand and the flags of another

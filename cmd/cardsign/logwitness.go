@@ -88,33 +88,14 @@ func proofRefresh(ctx context.Context, in *call, lc *tlogclient.Client, wp trans
 		if s == "" {
 			continue
 		}
-		old, err := transparency.ParseProof(s)
-		if err != nil {
-			return fail(exitFail, "signature %d: %v", i, err)
-		}
-		entry, oldCP, err := old.Verify(lc.Keys)
-		if err != nil {
-			return fail(exitFail, "signature %d: its proof does not verify against --log-key: %v", i, err)
-		}
-		if old.Index >= cur.Size {
-			return fail(exitFail, "signature %d: leaf %d is beyond the log's current checkpoint of %d leaves", i, old.Index, cur.Size)
-		}
-		err = transparency.Consistent(ctx, lc, oldCP, cur)
-		var a *transparency.AlarmError
+		p, alarm, err := refreshProof(ctx, lc, cur, s)
 		switch {
-		case errors.As(err, &a):
-			fmt.Fprintf(e.stdout, "%s: %s\n", alarmLabel(a.Kind), alarmText(a))
-			fmt.Fprintf(e.stdout, "keep both signed checkpoints as evidence: the proof's (signature %d):\n%sand the log's now:\n%s", i, indent(oldCP.Note), indent(cur.Note))
+		case alarm != nil:
+			fmt.Fprintf(e.stdout, "%s: %s\n", alarmLabel(alarm.Kind), alarmText(alarm))
+			fmt.Fprintf(e.stdout, "keep both signed checkpoints as evidence: the proof's (signature %d):\n%sand the log's now:\n%s", i, indent(alarm.Old.Note), indent(cur.Note))
 			return exitAlarm
 		case err != nil:
 			return fail(exitFail, "signature %d: %v", i, err)
-		}
-		p, err := transparency.Prove(old.Entry, old.Index, cur.Size, cur.Note, lc.HashReader(ctx, cur.Tree()))
-		if err != nil {
-			return fail(exitFail, "signature %d: %v", i, err)
-		}
-		if e2, _, err := p.Verify(lc.Keys); err != nil || e2.Seq != entry.Seq {
-			return fail(exitFail, "signature %d: the new proof does not verify: %v", i, err)
 		}
 		news[i] = p.Marshal()
 		refreshed++
@@ -135,6 +116,40 @@ func proofRefresh(ctx context.Context, in *call, lc *tlogclient.Client, wp trans
 	}
 	fmt.Fprintf(e.stderr, "cardsign log proof refresh: %d proofs now lead to the checkpoint of %d leaves%s\n", refreshed, cur.Size, witnessedSuffix(wp, cur.Note))
 	return exitOK
+}
+
+// refreshProof is the proof s (a C2SP tlog-proof) moved to the checkpoint
+// cur, after checking cur extends the proof's own checkpoint (a fork or a
+// rollback is an alarm) and that the leaf's entry verifies in it.
+func refreshProof(ctx context.Context, lc *tlogclient.Client, cur transparency.Checkpoint, s string) (transparency.Proof, *transparency.AlarmError, error) {
+	old, err := transparency.ParseProof(s)
+	if err != nil {
+		return transparency.Proof{}, nil, err
+	}
+	entry, oldCP, err := old.Verify(lc.Keys)
+	if err != nil {
+		return transparency.Proof{}, nil, fmt.Errorf("its proof does not verify against --log-key: %v", err)
+	}
+	if old.Index >= cur.Size {
+		return transparency.Proof{}, nil, fmt.Errorf("leaf %d is beyond the log's current checkpoint of %d leaves", old.Index, cur.Size)
+	}
+	err = transparency.Consistent(ctx, lc, oldCP, cur)
+	var a *transparency.AlarmError
+	switch {
+	case errors.As(err, &a):
+		a.Old = oldCP
+		return transparency.Proof{}, a, nil
+	case err != nil:
+		return transparency.Proof{}, nil, err
+	}
+	p, err := transparency.Prove(old.Entry, old.Index, cur.Size, cur.Note, lc.HashReader(ctx, cur.Tree()))
+	if err != nil {
+		return transparency.Proof{}, nil, err
+	}
+	if e2, _, err := p.Verify(lc.Keys); err != nil || e2.Seq != entry.Seq {
+		return transparency.Proof{}, nil, fmt.Errorf("the new proof does not verify: %v", err)
+	}
+	return p, nil, nil
 }
 
 func witnessedSuffix(wp transparency.WitnessPolicy, note []byte) string {

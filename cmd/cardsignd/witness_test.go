@@ -394,11 +394,8 @@ func TestWitnessesReplicasOnPostgreSQL(t *testing.T) {
 	l := newWitnessedLog(t, dir, 3)
 	p := l.policy(t, 2)
 	rs := startReplicas(t, url, 2, replicaOptions{config: l.config(2, "require", "10s")})
-	var all [][]byte
 	for _, d := range rs.ds {
-		cards := signCards(t, dialDaemon(t, d.grpc), 20, 4)
-		l.requireWitnessed(t, p, cards)
-		all = append(all, cards...)
+		l.requireWitnessed(t, p, signCards(t, dialDaemon(t, d.grpc), 20, 4))
 	}
 	asked := 0
 	for _, d := range rs.ds {
@@ -481,7 +478,7 @@ func TestWitnessesProofRefresh(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, "witnessed by w1.witness.test, w2.witness.test") {
 		t.Fatalf("log checkpoint: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if r := cli(t, dir, nil, append(append([]string{"audit", "verify", "--server", d.grpc, "--log", logURL, "--log-key", l.vkey}, wflags...))...); r.Code != 0 || !strings.Contains(r.Stdout, "witnessed by w1.witness.test, w2.witness.test") {
+	if r := cli(t, dir, nil, append([]string{"audit", "verify", "--server", d.grpc, "--log", logURL, "--log-key", l.vkey}, wflags...)...); r.Code != 0 || !strings.Contains(r.Stdout, "witnessed by w1.witness.test, w2.witness.test") {
 		t.Fatalf("audit verify --log --witness: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	state := filepath.Join(dir, "monitor-state.json")

@@ -61,18 +61,7 @@ func (s *cosignatures) Cosignatures(ctx context.Context, from int64, limit int) 
 		return nil, fmt.Errorf("store: cosignatures from %d: %w", from, err)
 	}
 	defer rows.Close()
-	var out []transparency.Cosignature
-	for rows.Next() {
-		var c transparency.Cosignature
-		if err := rows.Scan(&c.Size, &c.Witness, &c.Signature); err != nil {
-			return nil, fmt.Errorf("store: cosignatures: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: cosignatures: %w", err)
-	}
-	return out, nil
+	return store.ScanCosignatures(rows)
 }
 
 // WitnessSizes returns the largest size each witness cosigned.
@@ -82,19 +71,7 @@ func (s *cosignatures) WitnessSizes(ctx context.Context) (map[string]int64, erro
 		return nil, fmt.Errorf("store: witness sizes: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var w string
-		var n int64
-		if err := rows.Scan(&w, &n); err != nil {
-			return nil, fmt.Errorf("store: witness sizes: %w", err)
-		}
-		out[w] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: witness sizes: %w", err)
-	}
-	return out, nil
+	return store.ScanWitnessSizes(rows)
 }
 
 // PruneCosignatures deletes the cosignatures of sizes below below, keeping
