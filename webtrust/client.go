@@ -150,6 +150,7 @@ type anchor struct {
 	keys        jwks.Set
 	revocations *jwks.Revocations
 	logKeys     []transparency.Verifier
+	witnesses   transparency.WitnessPolicy
 }
 
 // anchorOf reads the rule's keys, revocation document and log keys. The
@@ -191,6 +192,14 @@ func (c *Client) anchorOf(ctx context.Context, r *Rule) (*anchor, *aicatalog.Rea
 		cancel()
 		if err != nil {
 			return fail(ReasonTrustUnavailable, fmt.Errorf("log_key: %w", err))
+		}
+	}
+	if r.Witnesses != "" {
+		fctx, cancel := context.WithTimeout(ctx, c.fetch.timeout)
+		a.witnesses, err = LoadWitnessPolicy(fctx, []string{r.Witnesses}, r.WitnessQuorum, c.fetch.client)
+		cancel()
+		if err != nil {
+			return fail(ReasonTrustUnavailable, fmt.Errorf("witnesses: %w", err))
 		}
 	}
 	return a, nil
@@ -248,6 +257,7 @@ func (c *Client) VerifyCard(ctx context.Context, hostURL string) (*CardResult, e
 		ClockSkew:  c.opts.ClockSkew,
 		LogKeys:    a.logKeys,
 		RequireLog: res.Rule.RequireLogProof,
+		Witnesses:  a.witnesses,
 	}
 	if a.revocations != nil {
 		opts.Revoked = jwks.RevokedKeyLookup(a.revocations.Revoked)

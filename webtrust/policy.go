@@ -47,6 +47,13 @@ type Rule struct {
 	// counts only with an inclusion proof the key vouches for.
 	LogKey          string
 	RequireLogProof bool
+	// Witnesses are the witnesses whose cosignatures the log's checkpoints
+	// need (a witness key NAME+HASH+BASE64, a file of such keys or an
+	// https URL); with them a signature counts only with an inclusion
+	// proof whose checkpoint carries WitnessQuorum of their cosignatures
+	// (0: all of them). They need LogKey.
+	Witnesses     string
+	WitnessQuorum int
 	// CatalogSigner, when set, is the did:web DID a catalog from these
 	// hosts must be signed by.
 	CatalogSigner string
@@ -165,11 +172,21 @@ func (p *policyParser) rule(n *yaml.Node, path string) (Rule, error) {
 			r.LogKey, err = p.source(v.Value, true)
 		case "require_log_proof":
 			err = v.Decode(&r.RequireLogProof)
+		case "witnesses":
+			r.Witnesses = v.Value
+			if _, kerr := transparency.ParseWitnessKey(v.Value); kerr != nil {
+				r.Witnesses, err = p.source(v.Value, false)
+			}
+		case "witness_quorum":
+			err = v.Decode(&r.WitnessQuorum)
+			if err == nil && r.WitnessQuorum < 1 {
+				err = errors.New("must be at least 1")
+			}
 		case "catalog_signer":
 			r.CatalogSigner = v.Value
 			_, err = aicatalog.DomainOf(v.Value)
 		default:
-			return r, p.errorf(k, field, "unknown field (a rule has host, jwks, did, revocations, max_revocations_age, log_key, require_log_proof, catalog_signer)")
+			return r, p.errorf(k, field, "unknown field (a rule has host, jwks, did, revocations, max_revocations_age, log_key, require_log_proof, witnesses, witness_quorum, catalog_signer)")
 		}
 		if err != nil {
 			return r, p.errorf(v, field, "%q: %v", v.Value, err)
@@ -184,6 +201,10 @@ func (p *policyParser) rule(n *yaml.Node, path string) (Rule, error) {
 		return r, p.errorf(n, path+".max_revocations_age", "set without revocations:")
 	case r.RequireLogProof && r.LogKey == "":
 		return r, p.errorf(n, path+".require_log_proof", "needs log_key: a proof is checked against the log's key")
+	case r.Witnesses != "" && r.LogKey == "":
+		return r, p.errorf(n, path+".witnesses", "needs log_key: witnesses vouch for the log's checkpoints, which its key signs")
+	case r.WitnessQuorum != 0 && r.Witnesses == "":
+		return r, p.errorf(n, path+".witness_quorum", "set without witnesses:")
 	}
 	return r, nil
 }

@@ -17,6 +17,8 @@ rules:
     max_revocations_age: 24h
     log_key: https://example.com/.well-known/cardsign-log-key
     require_log_proof: true
+    witnesses: https://example.com/witnesses.txt
+    witness_quorum: 2
     catalog_signer: did:web:example.com
   - host: "*.partner.example"
     jwks: partner-jwks.json
@@ -36,7 +38,8 @@ func TestParsePolicy(t *testing.T) {
 	}
 	r := p.Rules[0]
 	if len(p.Rules) != 3 || r.Host != "agents.example.com" || r.DID != "did:web:example.com" || r.MaxRevocationsAge != 24*time.Hour ||
-		!r.RequireLogProof || r.CatalogSigner != "did:web:example.com" || r.Line != 3 {
+		!r.RequireLogProof || r.CatalogSigner != "did:web:example.com" || r.Line != 3 ||
+		r.Witnesses != "https://example.com/witnesses.txt" || r.WitnessQuorum != 2 {
 		t.Errorf("rule 0: %+v", r)
 	}
 	if got := p.Rules[1].JWKS; got != filepath.Join(dir, "partner-jwks.json") {
@@ -62,6 +65,10 @@ func TestParsePolicy(t *testing.T) {
 		{"age without revocations", "rules:\n  - host: a.example\n    did: did:web:a.example\n    max_revocations_age: 1h\n", "set without revocations"},
 		{"proof without log key", "rules:\n  - host: a.example\n    did: did:web:a.example\n    require_log_proof: true\n", "needs log_key"},
 		{"not a bool", "rules:\n  - host: a.example\n    did: did:web:a.example\n    require_log_proof: maybe\n", "rules[0].require_log_proof"},
+		{"witnesses without log key", "rules:\n  - host: a.example\n    did: did:web:a.example\n    witnesses: https://a.example/witnesses.txt\n", "rules[0].witnesses: needs log_key"},
+		{"quorum without witnesses", "rules:\n  - host: a.example\n    did: did:web:a.example\n    log_key: https://a.example/k\n    witness_quorum: 2\n", "set without witnesses"},
+		{"quorum zero", "rules:\n  - host: a.example\n    did: did:web:a.example\n    log_key: https://a.example/k\n    witnesses: https://a.example/w\n    witness_quorum: 0\n", "at least 1"},
+		{"witnesses file missing", "rules:\n  - host: a.example\n    did: did:web:a.example\n    log_key: https://a.example/k\n    witnesses: nowhere.txt\n", "rules[0].witnesses"},
 		{"field twice", "rules:\n  - host: a.example\n    host: b.example\n    did: did:web:a.example\n", "host"},
 		{"a list where a value goes", "rules:\n  - host: [a.example]\n    did: did:web:a.example\n", "rules[0].host: want a single value"},
 		{"no rules", "rules: []\n", "no rules"},
