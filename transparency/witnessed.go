@@ -254,8 +254,9 @@ func (w *Witnessed) Entries(ctx context.Context, from, to int64) ([][]byte, erro
 // Proofs returns the inclusion proof of each committed record in the
 // newest checkpoint that a quorum of witnesses cosigned and that includes
 // them all, waiting until deadline for one (a zero deadline: not waiting).
-// witnessed is false when none came in time: the proofs are then in the
-// log's newest checkpoint, with whatever cosignatures it has.
+// witnessed is false when none came in time (or the stored cosignatures
+// could not be read): the proofs are then in the log's newest checkpoint,
+// without cosignatures.
 func (w *Witnessed) Proofs(ctx context.Context, recs []audit.Record, deadline time.Time) (proofs []Proof, witnessed bool, err error) {
 	var top int64
 	for _, r := range recs {
@@ -264,7 +265,10 @@ func (w *Witnessed) Proofs(ctx context.Context, recs []audit.Record, deadline ti
 	for {
 		best, changed, err := w.look(ctx, w.pollEvery)
 		if err != nil {
-			return nil, false, err
+			// The cosignatures cannot be read now: the signature is
+			// committed, so it gets the log's own checkpoint rather than
+			// an error (the caller's wait mode decides what that means).
+			break
 		}
 		if best.size >= top {
 			ps, err := w.cp.ProofsAt(ctx, recs, best.size, best.note)

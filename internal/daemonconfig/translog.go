@@ -101,9 +101,9 @@ type WitnessPolicyConfig struct {
 // WitnessWaitConfig is what signing does until its checkpoint is witnessed.
 type WitnessWaitConfig struct {
 	// none: return at once, with the newest witnessed checkpoint if it
-	// already includes the signatures, else the newest checkpoint with the
-	// cosignatures it has (usually none; cardsign log proof refresh
-	// replaces such a proof later). wait (the default): wait up to timeout
+	// already includes the signatures, else the newest checkpoint without
+	// cosignatures (cardsign log proof refresh replaces such a proof
+	// later). wait (the default): wait up to timeout
 	// for the quorum, then return without it (counted in
 	// cardsign_log_unwitnessed_proofs_total and logged). require: wait up to
 	// timeout, then refuse the request with UNAVAILABLE; the signature was
