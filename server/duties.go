@@ -353,6 +353,9 @@ func (a *Authority) RunDuties(ctx context.Context) {
 			// A short, fresh context: ctx is done, and the release is worth
 			// a try so another replica takes over at once.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			if a.witnesses != nil {
+				a.witnesses.halt() // before the lease goes: nothing asks the witnesses after
+			}
 			a.duties.release(rctx)
 			a.metrics.dutiesLeaseHeld(false)
 			a.duties.releaseName(rctx)
@@ -369,7 +372,16 @@ func (a *Authority) RunDuties(ctx context.Context) {
 func (a *Authority) dutyRound(ctx context.Context) error {
 	// Whether the lease is held once the round ends: false too when the
 	// round failed before the lease, or gave it up (failed).
-	defer func() { a.metrics.dutiesLeaseHeld(a.duties.holding()) }()
+	defer func() {
+		held := a.duties.holding()
+		a.metrics.dutiesLeaseHeld(held)
+		if a.witnesses != nil {
+			// Stopped whenever this replica may no longer hold the lease
+			// (a round that failed before renewing it too), so that two
+			// replicas do not ask the witnesses at once for long.
+			a.witnesses.lead(ctx, held)
+		}
+	}()
 	if err := a.clock.sync(ctx); err != nil {
 		return fmt.Errorf("store clock: %w", err)
 	}
@@ -387,9 +399,7 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("duties lease: %w", err)
 	}
-	if a.witnesses != nil {
-		a.witnesses.lead(ctx, leader)
-	}
+
 	if !leader {
 		// Read the stored revocation document now and then, though no
 		// verifier asked this replica for it yet: it is what this replica

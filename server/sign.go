@@ -121,7 +121,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		}
 		committed, err := a.commit(ctx, expected, auditRecords(a.now(), req, res, hosts))
 		if err == nil && a.tlog != nil {
-			if err := attachProofs(ctx, a.tlog, a.witnesses, res, committed); err != nil {
+			if err := attachProofs(ctx, a.tlog, a.witnesses, req.resign, res, committed); err != nil {
 				discarded = res
 				return nil, err
 			}
@@ -224,10 +224,13 @@ func recordFor(now time.Time, req SignRequest, p *signer.Prepared, hosts []strin
 // logged already; a proof that cannot be made (the store cannot be read)
 // fails the request, which the caller retries: a card is never returned
 // without its proofs.
-func attachProofs(ctx context.Context, cp *transparency.Checkpointer, w *witnessing, res *signer.Result, committed []audit.Record) error {
+func attachProofs(ctx context.Context, cp *transparency.Checkpointer, w *witnessing, resign bool, res *signer.Result, committed []audit.Record) error {
 	timeout := proofTimeout
 	prove := cp.Proofs
-	if w != nil {
+	switch {
+	case w != nil && resign:
+		prove = w.resignProofs
+	case w != nil:
 		// Witnessed as log.witness_wait says.
 		timeout += w.wait.Timeout
 		prove = w.proofs

@@ -102,10 +102,29 @@ func (w *witnessing) lead(ctx context.Context, leader bool) {
 		}()
 		w.log.Info("log witnesses: this replica asks the witnesses to cosign the log's checkpoints (it holds the duties lease)")
 	case !leader && w.stop != nil:
-		w.stop()
-		w.stop = nil
-		w.log.Info("log witnesses: another replica asks the witnesses now")
+		w.stopLocked()
+		w.log.Info("log witnesses: this replica no longer asks the witnesses (it does not hold the duties lease)")
 	}
+}
+
+// stopLocked stops the collector's run and waits until it has returned
+// (its requests in flight end within the request timeout), so that a new
+// run never overlaps it and nothing writes after the authority stops; w.mu
+// is held.
+func (w *witnessing) stopLocked() {
+	if w.stop == nil {
+		return
+	}
+	w.stop()
+	<-w.done
+	w.stop, w.done = nil, nil
+}
+
+// halt stops the collector, at the end of the duties.
+func (w *witnessing) halt() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopLocked()
 }
 
 // committed tells the collector the log grew here.
@@ -114,15 +133,26 @@ func (w *witnessing) committed([]audit.Record) { w.collector.Wake() }
 // proofs returns the proofs of committed records, witnessed as the wait
 // mode asks.
 func (w *witnessing) proofs(ctx context.Context, committed []audit.Record) ([]transparency.Proof, error) {
+	return w.proofsIn(ctx, committed, w.wait.Mode)
+}
+
+// resignProofs are the proofs of the registry's re-signatures: never
+// waited for (mode none), so that a re-signing pass after a key event is
+// not held back a witness round per card, nor refused after its commit.
+func (w *witnessing) resignProofs(ctx context.Context, committed []audit.Record) ([]transparency.Proof, error) {
+	return w.proofsIn(ctx, committed, WitnessWaitNone)
+}
+
+func (w *witnessing) proofsIn(ctx context.Context, committed []audit.Record, mode string) ([]transparency.Proof, error) {
 	var deadline time.Time
-	if w.wait.Mode != WitnessWaitNone {
+	if mode != WitnessWaitNone {
 		deadline = time.Now().Add(w.wait.Timeout)
 	}
 	ps, witnessed, err := w.view.Proofs(ctx, committed, deadline)
 	if err != nil || witnessed {
 		return ps, err
 	}
-	w.metrics.unwitnessed.WithLabelValues(w.wait.Mode).Inc()
+	w.metrics.unwitnessed.WithLabelValues(mode).Inc()
 	p := w.view.Policy()
 	var vouched []string
 	if len(ps) > 0 {
@@ -131,7 +161,7 @@ func (w *witnessing) proofs(ctx context.Context, committed []audit.Record) ([]tr
 		}
 	}
 	first := committed[0].Seq
-	switch w.wait.Mode {
+	switch mode {
 	case WitnessWaitRequire:
 		return nil, &WitnessQuorumError{Quorum: p.Quorum, Witnesses: p.Names(), Vouched: vouched, Waited: w.wait.Timeout, Seq: first}
 	case WitnessWaitWait:

@@ -34,8 +34,9 @@ func Proofs(signed []byte, lim strictjson.Limits) ([]string, error) {
 // ReplaceProofs returns the signed card with the inclusion proof of each
 // signature i for which proofs[i] is not "" replaced by proofs[i]. Nothing
 // signed changes (the unprotected header is outside the signature); the
-// card is rendered again as Sign renders it, so a card cardsign signed
-// differs only in the proofs.
+// card is rendered again as Sign renders it, so a card as cardsign signed
+// it differs only in the proofs, and one laid out otherwise (compacted by
+// a registry, say) also in its whitespace.
 func ReplaceProofs(signed []byte, lim strictjson.Limits, proofs []string) ([]byte, error) {
 	v, err := card.Parse(signed, signedLimits(lim, len(signed)))
 	if err != nil {

@@ -2,6 +2,7 @@ package transparency
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -132,14 +133,19 @@ func (w *Witnessed) read(ctx context.Context, known witnessedCheckpoint) (witnes
 		if size == known.size && len(of) == known.n {
 			return known, nil
 		}
-		note, err := w.cosigned(ctx, size, of)
+		plain, err := w.cp.CheckpointAt(ctx, size)
 		if err != nil {
 			return witnessedCheckpoint{}, err
 		}
-		if !w.valid(note, of) {
+		good := w.valid(plain, of)
+		if countNamed(w.policy, good) < w.policy.Quorum {
 			// Stored but not valid for this policy (another replica's
 			// configuration, a key changed): an older size may do.
 			continue
+		}
+		note, err := w.cosigned(plain, size, good)
+		if err != nil {
+			return witnessedCheckpoint{}, err
 		}
 		return witnessedCheckpoint{size: size, note: note, n: len(of)}, nil
 	}
@@ -149,18 +155,14 @@ func (w *Witnessed) read(ctx context.Context, known witnessedCheckpoint) (witnes
 // maxVerified bounds the verified cache: a few rounds of every witness.
 const maxVerified = 4096
 
-// valid reports whether the cosigned checkpoint note carries the quorum,
-// verifying only the cosignatures of cs not verified before. It runs under
-// the read (one at a time).
-func (w *Witnessed) valid(note []byte, cs []Cosignature) bool {
+// valid returns the cosignatures of cs that verify on the log's checkpoint
+// plain, verifying only those not verified before. It runs under the read
+// (one at a time).
+func (w *Witnessed) valid(plain []byte, cs []Cosignature) []Cosignature {
 	if w.verified == nil || len(w.verified) > maxVerified {
 		w.verified = map[Cosignature]bool{}
 	}
-	plain, err := StripCosignatures(note)
-	if err != nil {
-		return false
-	}
-	good := 0
+	var good []Cosignature
 	for _, c := range cs {
 		ok, seen := w.verified[c]
 		if !seen {
@@ -169,10 +171,10 @@ func (w *Witnessed) valid(note []byte, cs []Cosignature) bool {
 			w.verified[c] = ok
 		}
 		if ok {
-			good++
+			good = append(good, c)
 		}
 	}
-	return good >= w.policy.Quorum
+	return good
 }
 
 // countNamed counts the witnesses of p among cs.
@@ -189,13 +191,9 @@ func countNamed(p WitnessPolicy, cs []Cosignature) int {
 	return n
 }
 
-// cosigned is the log's checkpoint of size leaves with the cosignatures
-// of cs by the policy's witnesses, in policy order.
-func (w *Witnessed) cosigned(ctx context.Context, size int64, cs []Cosignature) ([]byte, error) {
-	note, err := w.cp.CheckpointAt(ctx, size)
-	if err != nil {
-		return nil, err
-	}
+// cosigned is the log's checkpoint note of size leaves with the
+// cosignatures of cs by the policy's witnesses, in policy order.
+func (w *Witnessed) cosigned(note []byte, size int64, cs []Cosignature) ([]byte, error) {
 	var ordered []Cosignature
 	for _, wt := range w.policy.Witnesses {
 		for _, c := range cs {
@@ -207,35 +205,30 @@ func (w *Witnessed) cosigned(ctx context.Context, size int64, cs []Cosignature) 
 	return AddCosignatures(note, ordered)
 }
 
+// ErrNotWitnessed: no checkpoint of the log carries the witnesses' quorum
+// yet (a log whose witnesses have not answered since they were configured).
+var ErrNotWitnessed = errors.New("no checkpoint of the log carries the witnesses' quorum yet: the witnesses have not cosigned one (see the daemon's log and /readyz); try again later")
+
 // Checkpoint is what /log/checkpoint serves: the newest checkpoint a quorum
-// of witnesses cosigned, and until there is one the newest checkpoint with
-// the cosignatures it has (Source). It can lag the tree by a witness round:
-// a client holding a newer checkpoint (from a proof) still reads its tiles,
-// which are served for the whole tree.
+// of witnesses cosigned, read from the store at every request, so that
+// replicas behind one load balancer serve the same one and it never goes
+// back (the store keeps the newest quorum size; pruning only drops older
+// ones). It can lag the tree by a witness round: a client holding a newer
+// checkpoint (from a proof) still reads its tiles, which are served for
+// the whole tree. Before the first quorum it fails with ErrNotWitnessed
+// rather than serve an unwitnessed checkpoint the first witnessed one
+// would then seem to roll back.
 func (w *Witnessed) Checkpoint(ctx context.Context) (int64, []byte, error) {
-	best, _, err := w.look(ctx, w.pollEvery)
-	if err != nil {
-		return 0, nil, err
-	}
+	best, _, err := w.look(ctx, 0)
 	if best.size > 0 {
+		// After a failed read too: the last one read is still the newest
+		// this process knows.
 		return best.size, best.note, nil
 	}
-	size, note, err := w.cp.Checkpoint(ctx)
-	if err != nil || size == 0 {
-		return size, note, err
-	}
-	cs, err := w.st.Cosignatures(ctx, size, maxCosignatureRows)
-	if err != nil {
-		return 0, nil, fmt.Errorf("transparency log: witnesses' cosignatures: %w", err)
-	}
-	if len(cs) == 0 || cs[len(cs)-1].Size != size {
-		return size, note, nil
-	}
-	with, err := w.cosigned(ctx, size, cs)
 	if err != nil {
 		return 0, nil, err
 	}
-	return size, with, nil
+	return 0, nil, ErrNotWitnessed
 }
 
 // Size, ReadHashes and Entries are the tree's (Source).

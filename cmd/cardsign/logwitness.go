@@ -94,6 +94,8 @@ func proofRefresh(ctx context.Context, in *call, lc *tlogclient.Client, wp trans
 			fmt.Fprintf(e.stdout, "%s: %s\n", alarmLabel(alarm.Kind), alarmText(alarm))
 			fmt.Fprintf(e.stdout, "keep both signed checkpoints as evidence: the proof's (signature %d):\n%sand the log's now:\n%s", i, indent(alarm.Old.Note), indent(cur.Note))
 			return exitAlarm
+		case errors.As(err, new(*behindError)):
+			return fail(exitNotWitnessed, "signature %d: %v", i, err)
 		case err != nil:
 			return fail(exitFail, "signature %d: %v", i, err)
 		}
@@ -130,8 +132,19 @@ func refreshProof(ctx context.Context, lc *tlogclient.Client, cur transparency.C
 	if err != nil {
 		return transparency.Proof{}, nil, fmt.Errorf("its proof does not verify against --log-key: %v", err)
 	}
-	if old.Index >= cur.Size {
-		return transparency.Proof{}, nil, fmt.Errorf("leaf %d is beyond the log's current checkpoint of %d leaves", old.Index, cur.Size)
+	if cur.Size < oldCP.Size {
+		// The served (witnessed) checkpoint lags the proof's: not a
+		// rollback if the proof's tree extends it.
+		err = transparency.Consistent(ctx, lc, cur, oldCP)
+		var a *transparency.AlarmError
+		switch {
+		case errors.As(err, &a):
+			a.Old, a.New = oldCP, cur
+			return transparency.Proof{}, a, nil
+		case err != nil:
+			return transparency.Proof{}, nil, err
+		}
+		return transparency.Proof{}, nil, &behindError{proof: oldCP.Size, served: cur.Size}
 	}
 	err = transparency.Consistent(ctx, lc, oldCP, cur)
 	var a *transparency.AlarmError
@@ -146,10 +159,22 @@ func refreshProof(ctx context.Context, lc *tlogclient.Client, cur transparency.C
 	if err != nil {
 		return transparency.Proof{}, nil, err
 	}
-	if e2, _, err := p.Verify(lc.Keys); err != nil || e2.Seq != entry.Seq {
+	e2, _, err := p.Verify(lc.Keys)
+	switch {
+	case err != nil:
 		return transparency.Proof{}, nil, fmt.Errorf("the new proof does not verify: %v", err)
+	case e2.Seq != entry.Seq:
+		return transparency.Proof{}, nil, fmt.Errorf("the new proof is of audit record %d, the old of %d", e2.Seq, entry.Seq)
 	}
 	return p, nil, nil
+}
+
+// behindError: the log's served checkpoint is older than the proof's own
+// (the witnesses have not cosigned that far yet): nothing to refresh to.
+type behindError struct{ proof, served int64 }
+
+func (e *behindError) Error() string {
+	return fmt.Sprintf("the log's served checkpoint (%d leaves) is older than the proof's own (%d leaves): the witnesses have not cosigned that far yet; try again later", e.served, e.proof)
 }
 
 func witnessedSuffix(wp transparency.WitnessPolicy, note []byte) string {

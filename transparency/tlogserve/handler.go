@@ -153,6 +153,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if path == transparency.CheckpointPath {
 		_, signed, err := h.src.Checkpoint(ctx)
+		if errors.Is(err, transparency.ErrNotWitnessed) {
+			w.Header().Set("Retry-After", "5")
+			h.fail(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
 		if err != nil {
 			h.internal(w, r, "read checkpoint", err)
 			return

@@ -192,8 +192,10 @@ func (c *Collector) advance(ctx context.Context, w *chaser, size int64) error {
 			return c.failed(ctx, w, size, a.err)
 		case a.known > size:
 			n, err := c.beyond(ctx, w, a.known)
-			c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), err)
 			if err != nil {
+				// A 409 followed is counted below as the refusal it is;
+				// only a conflict is answered here.
+				c.opts.Observer.Answered(w.ep.Name, size, time.Since(start), err)
 				return err
 			}
 			size = n

@@ -142,6 +142,11 @@ func (c *Collector) Round(ctx context.Context) error {
 // too), and chases each witness on its own goroutine, so that a slow or
 // failing witness never holds the others back. It returns ctx's error.
 func (c *Collector) Run(ctx context.Context) error {
+	// A new run (this replica leads again) reads the witnesses' sizes
+	// again: another replica asked them meanwhile.
+	c.mu.Lock()
+	c.loaded = false
+	c.mu.Unlock()
 	for {
 		err := c.load(ctx)
 		if err == nil {

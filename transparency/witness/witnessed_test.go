@@ -2,6 +2,7 @@ package witness
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -66,12 +67,13 @@ func TestWitnessedView(t *testing.T) {
 		return all
 	}
 
-	// No quorum yet: the newest checkpoint, with what it has.
+	// No quorum yet: no checkpoint is served.
 	cosign(6, w1)
-	if size, names := served(); size != 6 || strings.Join(names, ",") != "w1.example" {
-		t.Fatalf("served %d vouched by %v, want 6 by w1 alone", size, names)
+	if _, _, err := view.Checkpoint(ctx); !errors.Is(err, transparency.ErrNotWitnessed) {
+		t.Fatalf("served before the quorum: %v", err)
 	}
-	// A forged line under w2's name does not make the quorum.
+	// A forged line under w2's name does not make the quorum, nor is it
+	// ever served.
 	if err := st.PutCosignatures(ctx, []transparency.Cosignature{{Size: 6, Witness: "w2.example", Signature: strings.Repeat("A", 104)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +85,9 @@ func TestWitnessedView(t *testing.T) {
 	cosign(6, w2)
 	if size, names := served(); size != 6 || strings.Join(names, ",") != "w1.example,w2.example" {
 		t.Fatalf("served %d vouched by %v, want 6 by w1, w2", size, names)
+	}
+	if _, note, _ := view.Checkpoint(ctx); strings.Count(string(note), "— w2.example") != 1 {
+		t.Fatalf("the served checkpoint carries the forged line:\n%s", note)
 	}
 	ps, ok, err := view.Proofs(ctx, recs(2, 6), time.Time{})
 	if err != nil || !ok {
