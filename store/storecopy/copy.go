@@ -1,6 +1,7 @@
 // Package storecopy copies one store into another through the store
 // interfaces only (every key record as it is, the whole audit log in order,
-// the stored documents and their counters, the card registry) and verifies
+// the stored documents and their counters, the card registry, the
+// witnesses' cosignatures of the log's checkpoints) and verifies
 // the copy: the destination's audit chain and head against the source's,
 // both transparency logs' roots, and the key records against the source's
 // and the audit trail. It is how a deployment moves from the embedded
@@ -188,6 +189,9 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool, stopAfter int64) e
 	if err := c.copyAgents(ctx); err != nil {
 		return err
 	}
+	if err := c.copyCosignatures(ctx); err != nil {
+		return err
+	}
 	took := time.Since(c.start)
 	fmt.Fprintf(c.out, "store copy: copied %s and %s from %s to %s in %s (%s)\n",
 		count(int64(c.keysCopied), "key record"), count(c.recordsCopied, "audit record"), c.srcName, c.dstName, took.Round(time.Millisecond), rate(c.recordsCopied, took))
@@ -195,6 +199,56 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool, stopAfter int64) e
 		return err
 	}
 	return c.mark(ctx, Complete)
+}
+
+// maxCopiedCosignatures bounds the cosignatures a copy reads at once: the
+// witness collector prunes them to the sizes still served (a few per
+// witness), so a source beyond this was never pruned and its oldest are
+// not worth the memory.
+const maxCopiedCosignatures = 100000
+
+// copyCosignatures copies the witnesses' cosignatures, so the destination
+// serves the same witnessed checkpoint at once instead of waiting for the
+// witnesses to be asked again (and, in witness_wait mode require, refusing
+// to sign meanwhile). They are copied as they are: the witnessed view
+// verifies each against the configured witness keys when it reads it.
+func (c *copier) copyCosignatures(ctx context.Context) error {
+	cs, err := c.src.Cosignatures(ctx, 0, maxCopiedCosignatures+1)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	if len(cs) > maxCopiedCosignatures {
+		cs = cs[:maxCopiedCosignatures]
+		fmt.Fprintf(c.out, "store copy: note: the source holds more than %d witness cosignatures; copying the newest %d (sizes %d and up): "+
+			"the older ones are of checkpoints no longer served\n", maxCopiedCosignatures, maxCopiedCosignatures, cs[len(cs)-1].Size)
+	}
+	if err := c.dst.PutCosignatures(ctx, cs); err != nil {
+		return fmt.Errorf("destination: %w", err)
+	}
+	got, err := c.dst.Cosignatures(ctx, cs[len(cs)-1].Size, maxCopiedCosignatures+1)
+	if err != nil {
+		return fmt.Errorf("destination: %w", err)
+	}
+	have := make(map[transparency.Cosignature]bool, len(got))
+	for _, g := range got {
+		have[g] = true
+	}
+	witnesses := map[string]bool{}
+	for _, want := range cs {
+		if !have[want] {
+			return fmt.Errorf("destination: the cosignature of size %d by witness %q differs from the source's", want.Size, want.Witness)
+		}
+		witnesses[want.Witness] = true
+	}
+	by := "1 witness"
+	if len(witnesses) != 1 {
+		by = fmt.Sprintf("%d witnesses", len(witnesses))
+	}
+	fmt.Fprintf(c.out, "store copy: copied %s by %s (newest size %d)\n", count(int64(len(cs)), "witness cosignature"), by, cs[0].Size)
+	return nil
 }
 
 // copyAgents copies the card registry: every kept version of every agent,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/cardsign/cardsign/store/sqlite"
 	"github.com/cardsign/cardsign/store/storecopy"
 	"github.com/cardsign/cardsign/store/storetest"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // cluster is the package's PostgreSQL server, started once by TestMain.
@@ -61,8 +63,9 @@ func openPostgres(t *testing.T) store.Store {
 
 // fill gives s what a daemon leaves: a revoked key and the one signing now
 // (both from before key administration was audited), records audit
-// records signed by the second, a revocation counter and an agent with two
-// card versions.
+// records signed by the second, a revocation counter, an agent with two
+// card versions and two witnesses' cosignatures (copied as they are:
+// opaque to the copy).
 func fill(t *testing.T, s store.Store, records int) {
 	t.Helper()
 	ctx := t.Context()
@@ -90,6 +93,19 @@ func fill(t *testing.T, s store.Store, records int) {
 		if _, err := s.PutAgentCard(ctx, storetest.AgentCard("payments", n+1), 0); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := s.PutCosignatures(ctx, fillCosignatures(int64(records))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fillCosignatures are fill's cosignatures of a log of size leaves: w1 at
+// 2 and size, w2 at size.
+func fillCosignatures(size int64) []transparency.Cosignature {
+	return []transparency.Cosignature{
+		{Size: 2, Witness: "w1.example", Signature: "AAAAAQID"},
+		{Size: size, Witness: "w1.example", Signature: "AAAAAQIE"},
+		{Size: size, Witness: "w2.example", Signature: "AAAAAgIE"},
 	}
 }
 
@@ -124,6 +140,13 @@ func checkSame(t *testing.T, src, dst store.Store) {
 	if v, err := dst.NextSequence(ctx, "revocations"); err != nil || v != 4 {
 		t.Errorf("the destination's next revocation sequence: %d, %v; want 4", v, err)
 	}
+	want, err := src.Cosignatures(ctx, 0, 100)
+	if err != nil || len(want) != 3 {
+		t.Fatalf("the source's cosignatures: %v, %v", want, err)
+	}
+	if got, err := dst.Cosignatures(ctx, 0, 100); err != nil || !slices.Equal(got, want) {
+		t.Errorf("the destination's cosignatures: %v, %v; want the source's %v", got, err, want)
+	}
 }
 
 // TestCopy copies SQLite to PostgreSQL (the way up from the embedded
@@ -145,7 +168,8 @@ func TestCopy(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Copy: %v\n%s", err, out.String())
 			}
-			if rep.Keys != 2 || rep.AuditRecords != 7 || !strings.Contains(out.String(), "verified dst: audit chain intact (7 records") {
+			if rep.Keys != 2 || rep.AuditRecords != 7 || !strings.Contains(out.String(), "verified dst: audit chain intact (7 records") ||
+				!strings.Contains(out.String(), "copied 3 witness cosignatures by 2 witnesses (newest size 7)") {
 				t.Errorf("Copy: %+v\n%s", rep, out.String())
 			}
 			checkSame(t, src, dst)
