@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,9 +111,15 @@ func (l *witnessedLog) cardVouches(t *testing.T, p transparency.WitnessPolicy, s
 	return out
 }
 
-// signCards signs n cards through addr from workers goroutines, returning
-// each signed card; fails on any error unless tolerate.
+// signCards signs n cards through c from workers goroutines, returning
+// each signed card; fails on any error.
 func signCards(t *testing.T, c pb.SigningServiceClient, n, workers int) [][]byte {
+	return signCardsThen(t, c, n, workers, 0, nil)
+}
+
+// signCardsThen is signCards calling then once, from the worker that
+// completes the at-th card, while the other workers go on signing.
+func signCardsThen(t *testing.T, c pb.SigningServiceClient, n, workers, at int, then func()) [][]byte {
 	t.Helper()
 	out := make([][]byte, n)
 	errs := make(chan error, n)
@@ -122,6 +129,7 @@ func signCards(t *testing.T, c pb.SigningServiceClient, n, workers int) [][]byte
 	}
 	close(next)
 	var wg sync.WaitGroup
+	var done atomic.Int64
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
@@ -131,6 +139,9 @@ func signCards(t *testing.T, c pb.SigningServiceClient, n, workers int) [][]byte
 					continue
 				}
 				out[i] = res.GetSignedCard()
+				if done.Add(1) == int64(at) && then != nil {
+					then()
+				}
 			}
 		})
 	}
@@ -188,10 +199,10 @@ func TestWitnessesQuorumOneKilledUnderLoad(t *testing.T) {
 	c := dialDaemon(t, d.grpc)
 	p := l.policy(t, 2)
 
-	first := signCards(t, c, 40, 8)
-	l.ws[2].Kill()
-	second := signCards(t, c, 40, 8)
-	cards := append(first, second...)
+	// w3 is killed (SIGKILL) when 40 of the 100 cards are signed, the
+	// other workers signing on.
+	cards := signCardsThen(t, c, 100, 8, 40, func() { l.ws[2].Kill() })
+	second := cards[60:]
 	count := l.requireWitnessed(t, p, cards)
 	if count["w1.witness.test"] == 0 || count["w2.witness.test"] == 0 {
 		t.Errorf("vouches per witness %v: the two live witnesses should vouch for the cards signed after the kill", count)
@@ -225,7 +236,7 @@ func TestWitnessesQuorumOneKilledUnderLoad(t *testing.T) {
 	more := signCards(t, c, 4, 2)
 	waitFor(t, 20*time.Second, "the restarted witness catches up with the log", func() bool {
 		_, cp := httpGet(t, "http://"+d.http+"/log/checkpoint")
-		return len(p.Vouches(cp)) == 3 && l.ws[2].Size(witnessOrigin) > 80
+		return len(p.Vouches(cp)) == 3 && l.ws[2].Size(witnessOrigin) > 100
 	}, func() string {
 		_, cp := httpGet(t, "http://"+d.http+"/log/checkpoint")
 		return fmt.Sprintf("w3 at %d; served checkpoint %q; daemon log:\n%s", l.ws[2].Size(witnessOrigin), cp, d.log.String())
