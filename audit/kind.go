@@ -45,13 +45,23 @@ const (
 	// and Reason the caller's reason, if any.
 	KindAgentRemove Kind = "agent.remove" // every version of an agent deleted
 	KindCardRevoke  Kind = "card.revoke"  // one registered card revoked
+
+	// Approvals (signing policy rules whose outcome is require_approval).
+	// CanonicalSHA256, CardName and CardVersion are the card's, Caller is
+	// the requester (approval.request) or the approver, Detail the request
+	// after the step (EncodeApprovalDetail) and Reason the caller's
+	// reason, if any. The log entry of each says who approved which digest.
+	KindApprovalRequest Kind = "approval.request" // a signature held for approval
+	KindApprovalApprove Kind = "approval.approve" // one approver's approval
+	KindApprovalDeny    Kind = "approval.deny"    // an approver's denial, which closes the request
 )
 
 // Kinds returns every kind, in the order above.
 func Kinds() []Kind {
 	return []Kind{KindSigned, KindRefused,
 		KindKeyCreate, KindKeyImport, KindKeyRotate, KindKeyActivate, KindKeyRetire, KindKeyRevoke, KindKeyHold,
-		KindKeyBaseline, KindAgentRemove, KindCardRevoke}
+		KindKeyBaseline, KindAgentRemove, KindCardRevoke,
+		KindApprovalRequest, KindApprovalApprove, KindApprovalDeny}
 }
 
 // IsKey reports whether k is a key administration kind.
@@ -66,9 +76,14 @@ func (k Kind) IsKey() bool {
 // IsRegistry reports whether k is a registry administration kind.
 func (k Kind) IsRegistry() bool { return k == KindAgentRemove || k == KindCardRevoke }
 
+// IsApproval reports whether k records a step of an approval request.
+func (k Kind) IsApproval() bool {
+	return k == KindApprovalRequest || k == KindApprovalApprove || k == KindApprovalDeny
+}
+
 // IsAdmin reports whether k records an administrative action rather than a
 // signing request.
-func (k Kind) IsAdmin() bool { return k.IsKey() || k.IsRegistry() }
+func (k Kind) IsAdmin() bool { return k.IsKey() || k.IsRegistry() || k.IsApproval() }
 
 // Kind returns the kind of r: its Outcome, with "" read as KindSigned.
 func (r Record) Kind() Kind {
@@ -229,6 +244,55 @@ func (r Record) detailProblem(k Kind) string {
 		if _, err := DecodeAgentDetail(r.Detail); err != nil {
 			return fmt.Sprintf("a %s record's detail: %v", k, err)
 		}
+	case k.IsApproval():
+		if r.KID != "" || r.Alg != "" {
+			return fmt.Sprintf("a %s record has a kid or alg", k)
+		}
+		if _, err := DecodeApprovalDetail(r.Detail); err != nil {
+			return fmt.Sprintf("a %s record's detail: %v", k, err)
+		}
 	}
 	return ""
+}
+
+// ApprovalDetail is what an approval record states about the request after
+// its step: its id, the rule that asked for it, the agent the card is
+// registered under ("" when it is not), how many approvals it holds and
+// needs, and when it expires.
+type ApprovalDetail struct {
+	ID        string `json:"id"`
+	Rule      string `json:"rule"`
+	Agent     string `json:"agent,omitempty"`
+	Approvals int    `json:"approvals"`
+	Required  int    `json:"required"`
+	Expires   string `json:"expires"` // timeLayout, UTC
+}
+
+// EncodeApprovalDetail renders d as a record's Detail (compact JSON, fixed
+// member order, no HTML escaping).
+func EncodeApprovalDetail(d ApprovalDetail) string { return encodeDetail(d) }
+
+// ApprovalExpiry formats an approval's expiry for ApprovalDetail.Expires.
+func ApprovalExpiry(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// DecodeApprovalDetail is the inverse of EncodeApprovalDetail; text it would
+// not have written is refused.
+func DecodeApprovalDetail(s string) (ApprovalDetail, error) {
+	var d ApprovalDetail
+	if err := decodeDetail(s, &d); err != nil {
+		return ApprovalDetail{}, fmt.Errorf("audit: approval detail: %w", err)
+	}
+	switch {
+	case d.ID == "" || d.Rule == "":
+		return ApprovalDetail{}, errors.New("audit: approval detail: no id or rule")
+	case d.Required < 1 || d.Approvals < 0 || d.Approvals > d.Required:
+		return ApprovalDetail{}, fmt.Errorf("audit: approval detail: %d of %d approvals: want 0 <= approvals <= required and required >= 1", d.Approvals, d.Required)
+	}
+	if _, err := time.Parse(timeLayout, d.Expires); err != nil {
+		return ApprovalDetail{}, fmt.Errorf("audit: approval detail: expires: %w", err)
+	}
+	if EncodeApprovalDetail(d) != s {
+		return ApprovalDetail{}, errors.New("audit: approval detail is not in the encoding of audit.EncodeApprovalDetail")
+	}
+	return d, nil
 }
