@@ -68,7 +68,8 @@ card, jwks, transparency < signer;
 aicatalog, signer, jwks/jwksfetch < webtrust;
 
 # Callers, signing policy, TLS material.
-card, glob < policy;
+card, strictjson < carddiff;
+card, glob, carddiff < policy;
 glob, secretfile, strictjson < access/oidc;
 access/oidc < access;
 access, pemkey, secretfile < tlsreload;

@@ -32,17 +32,20 @@ const (
 	RoleAdmin   Role = "admin"   // key operations
 	RoleAuditor Role = "auditor" // audit listing, key listing, /metrics
 	RoleReader  Role = "reader"  // reading private cards of the registry
+	// RoleApprover approves or denies signatures a signing policy rule
+	// held for approval (cardsign approvals).
+	RoleApprover Role = "approver"
 )
 
 // Roles lists every role, for validation and documentation.
-var roles = []Role{RoleSigner, RoleAdmin, RoleAuditor, RoleReader}
+var roles = []Role{RoleSigner, RoleAdmin, RoleAuditor, RoleReader, RoleApprover}
 
 // ParseRole accepts one of the role names.
 func ParseRole(s string) (Role, error) {
 	if slices.Contains(roles, Role(s)) {
 		return Role(s), nil
 	}
-	return "", fmt.Errorf("unknown role %q (signer, admin, auditor or reader)", s)
+	return "", fmt.Errorf("unknown role %q (signer, admin, auditor, reader or approver)", s)
 }
 
 // Method says how an identity was proven.

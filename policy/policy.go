@@ -58,6 +58,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -74,7 +75,7 @@ const RequireHTTPSRule = "require_https"
 // naming a misspelt role is a configuration error rather than dead.
 func knownRole(s string) bool {
 	switch s {
-	case "signer", "admin", "auditor", "reader":
+	case "signer", "admin", "auditor", "reader", "approver":
 		return true
 	}
 	return false
@@ -85,9 +86,46 @@ type Config struct {
 	// Every supportedInterfaces[].url of a card must be https://, unless a
 	// rule that allows the card says otherwise.
 	RequireHTTPS *bool `yaml:"require_https"`
-	// The rules: which cards whom may sign. With none, any caller with the
-	// signer role may sign any card.
+	// The rules: which cards whom may sign (permission rules), and what a
+	// card may change (condition rules, with when). With none, any caller
+	// with the signer role may sign any card.
 	Rules []Rule `yaml:"rules"`
+	// Approver groups a require_approval rule may name: identity globs
+	// (token:NAME, cert:IDENTITY, oidc:ISSUER#SUBJECT). A member must also
+	// hold the approver role.
+	Groups map[string][]string `yaml:"groups"`
+	// How long a request held for approval waits for its approvers (and
+	// may then be signed) before it expires. Default 24h; 1s to 30 days.
+	ApprovalTTL time.Duration `yaml:"approval_ttl"`
+}
+
+// DefaultApprovalTTL is Config.ApprovalTTL's default.
+const DefaultApprovalTTL = 24 * time.Hour
+
+// MaxApprovalTTL bounds Config.ApprovalTTL.
+const MaxApprovalTTL = 30 * 24 * time.Hour
+
+// Outcome is what a condition rule decides when its when holds.
+type Outcome string
+
+// The outcomes.
+const (
+	OutcomeAllow           Outcome = "allow"            // sign, and skip the condition rules after this one
+	OutcomeDeny            Outcome = "deny"             // refuse, with the rule's message
+	OutcomeRequireApproval Outcome = "require_approval" // hold until approvers approve this exact card
+)
+
+// ApprovalRule is how many approvers a require_approval rule needs.
+type ApprovalRule struct {
+	// Approvals needed (default 1, at most 16), each from a different
+	// caller holding the approver role, never the requester.
+	Count int `yaml:"count"`
+	// A group of policy.groups the approvers must belong to; empty: any
+	// approver.
+	Group string `yaml:"group"`
+	// How long a request this rule holds waits for approvers; default
+	// policy.approval_ttl.
+	TTL time.Duration `yaml:"ttl"`
 }
 
 // Rule lets the callers it applies to sign cards with the given names and
@@ -120,6 +158,20 @@ type Rule struct {
 	// card's first interface URL, whose host the rule already checks: one
 	// team cannot overwrite another's registry entry.
 	AgentIDs []string `yaml:"agent_ids"`
+
+	// When makes the rule a condition rule: a CEL expression over card,
+	// previous, diff, caller and request (README "Signing policy rules in
+	// CEL"). When it is true for a card the rule decides Outcome. A
+	// condition rule takes no card_names, hosts, claims, agent_ids or
+	// require_https; its identities and roles, when given, limit the
+	// callers it applies to (default: every caller).
+	When string `yaml:"when"`
+	// Outcome is allow, deny or require_approval (a condition rule only).
+	Outcome Outcome `yaml:"outcome"`
+	// Message is what a deny or require_approval tells the caller.
+	Message string `yaml:"message"`
+	// Approvals configures require_approval.
+	Approvals *ApprovalRule `yaml:"approvals"`
 }
 
 // Problem is one configuration error. Path is relative to the policy
@@ -132,7 +184,10 @@ func (p Problem) String() string { return p.Path + ": " + p.Message }
 // *Policy is the default policy: no rules, https required.
 type Policy struct {
 	requireHTTPS bool
-	rules        []rule
+	rules        []rule      // permission rules, in configuration order
+	conds        []condition // condition rules, in configuration order
+	groups       map[string][]string
+	approvalTTL  time.Duration
 }
 
 type rule struct {
@@ -158,7 +213,33 @@ func Compile(cfg Config) (*Policy, []Problem) {
 	add := func(path, format string, args ...any) {
 		probs = append(probs, Problem{path, fmt.Sprintf(format, args...)})
 	}
-	p := &Policy{requireHTTPS: cfg.RequireHTTPS == nil || *cfg.RequireHTTPS}
+	p := &Policy{requireHTTPS: cfg.RequireHTTPS == nil || *cfg.RequireHTTPS, groups: map[string][]string{}, approvalTTL: cfg.ApprovalTTL}
+	switch {
+	case cfg.ApprovalTTL == 0:
+		p.approvalTTL = DefaultApprovalTTL
+	case cfg.ApprovalTTL < time.Second || cfg.ApprovalTTL > MaxApprovalTTL:
+		add("approval_ttl", "%s: want 1s to %s (unset: %s)", cfg.ApprovalTTL, MaxApprovalTTL, DefaultApprovalTTL)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Groups)) {
+		if msg := checkName(name); msg != "" {
+			add("groups", "group name %s", msg)
+		}
+		if len(cfg.Groups[name]) == 0 {
+			add("groups."+name, "group has no members; list identity patterns such as oidc:https://issuer#alice")
+		}
+		for j, s := range cfg.Groups[name] {
+			if msg := checkGlob(s); msg != "" {
+				add(fmt.Sprintf("groups.%s[%d]", name, j), "identity pattern %s", msg)
+			}
+		}
+		p.groups[name] = slices.Clone(cfg.Groups[name])
+	}
+	env, err := newEnv()
+	if err != nil {
+		// The environment is fixed; it fails only on a programming error.
+		add("rules", "CEL environment: %v", err)
+		return nil, probs
+	}
 	seen := make(map[string]int)
 	for i, r := range cfg.Rules {
 		at := fmt.Sprintf("rules[%d]", i)
@@ -172,6 +253,12 @@ func Compile(cfg Config) (*Policy, []Problem) {
 		default:
 			seen[r.Name] = i
 		}
+		if r.When != "" || r.Outcome != "" || r.Message != "" || r.Approvals != nil {
+			if c, ok := compileCondition(env, at, r, cfg.Groups, add); ok {
+				p.conds = append(p.conds, c)
+			}
+			continue
+		}
 		if len(r.Identities) == 0 && len(r.Roles) == 0 {
 			add(at, "rule has neither identities nor roles, so it applies to no caller")
 		}
@@ -182,7 +269,7 @@ func Compile(cfg Config) (*Policy, []Problem) {
 		}
 		for j, s := range r.Roles {
 			if !knownRole(s) {
-				add(fmt.Sprintf("%s.roles[%d]", at, j), "unknown role %q (roles are signer, admin, auditor, reader)", s)
+				add(fmt.Sprintf("%s.roles[%d]", at, j), "unknown role %q (roles are signer, admin, auditor, reader, approver)", s)
 			}
 		}
 		if len(r.CardNames) == 0 {
@@ -269,6 +356,12 @@ type Caller struct {
 	Roles    []string // roles the caller holds
 	// Claims are an OIDC caller's token claims, flattened; nil for others.
 	Claims map[string]string
+	// Method is how the caller proved who it is: "token", "cert", "oidc"
+	// or "none".
+	Method string
+	// Provenance is what an OIDC caller's token says about its pipeline
+	// run (repository, ref, sha, run id, ...); nil for others.
+	Provenance map[string]string
 }
 
 // Refusal is a card the policy does not let the caller sign.

@@ -67,6 +67,7 @@ type Metrics struct {
 	connectionsRefused *prometheus.CounterVec
 	authFailures       *prometheus.CounterVec
 	registryResigns    *prometheus.CounterVec
+	approvals          *prometheus.CounterVec
 	registryStale      prometheus.Gauge
 	catalogSignatures  *prometheus.CounterVec
 	catalogSigner      prometheus.Gauge
@@ -185,12 +186,14 @@ func NewMetrics() *Metrics {
 			"AI Catalog signatures made by this replica (audited and logged), by kind (manifest: an entry's Trust Manifest; snapshot: the catalog signature).", "kind"),
 		catalogSigner: newGauge("cardsign_catalog_signer",
 			"1 when an ES256 (P-256) key can sign the AI Catalog, 0 when none is active or pending (the catalog route answers 503); set by the duties lease holder."),
+		approvals: newCounterVec("cardsign_approvals_total",
+			"Steps of signatures held for approval by a signing policy rule, on this replica, by step (requested: a card held; approved, denied: an approver's vote; refused: a vote refused, by role, group, requester or a closed request).", "step"),
 		dutiesHeld: newGauge("cardsign_duties_lease_held",
 			"1 while this replica holds the duties lease (it re-signs the revocation document, re-signs registered cards, publishes the AI Catalog), else 0; one replica of a cluster should hold it."),
 	}
 	m.reg.MustRegister(m.signatures, m.signRequests, m.signDuration, m.backendSign, m.auditCommit, m.jwksRequests,
 		m.rateLimited, m.rpcs, m.canaryRuns, m.ready, m.connections, m.connectionsRefused, m.authFailures, m.registryResigns, m.registryStale,
-		m.catalogSignatures, m.catalogSigner, m.dutiesHeld,
+		m.catalogSignatures, m.catalogSigner, m.dutiesHeld, m.approvals,
 		newBuildInfo(buildinfo.Read()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.presetSeries()
@@ -208,6 +211,9 @@ func (m *Metrics) presetSeries() {
 	}
 	for _, r := range p.resigns {
 		m.registryResigns.WithLabelValues(r)
+	}
+	for _, step := range []string{"requested", "approved", "denied", "refused"} {
+		m.approvals.WithLabelValues(step)
 	}
 	for _, k := range p.catalogKinds {
 		m.catalogSignatures.WithLabelValues(k)

@@ -33,6 +33,9 @@ type SignRequest struct {
 	// Registration, when set, keeps the signed card in the registry as its
 	// agent's newest version.
 	Registration *Registration
+	// ApprovalID names the approval the card is signed under, when a
+	// signing policy rule requires one (ApprovalRequiredError).
+	ApprovalID string
 	// resign marks the registry's own re-signature of a registered card:
 	// the card was allowed when its caller registered it, and the signing
 	// policy, which names callers, does not apply to the registry.
@@ -107,6 +110,9 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		rec.Outcome, rec.Reason = audit.OutcomeRefused, err.Error()
 		return nil, a.auditRefusal(ctx, rec, err)
 	}
+	if err := (ApprovalsAPI{a}).gate(ctx, req, prepared, id, hosts); err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
 		keys, err := a.keys.signing(ctx, a.now())
 		if err != nil {
@@ -177,7 +183,7 @@ func checkPolicy(pol *policy.Policy, req SignRequest, p *signer.Prepared, id str
 	if pol == nil || req.resign {
 		return nil
 	}
-	caller := policy.Caller{Identity: req.Identity.Name, Roles: req.Identity.RoleNames(), Claims: req.Identity.Claims}
+	caller := policyCaller(req.Identity)
 	err := pol.Check(caller, p.Loaded.Value)
 	if err == nil && id != "" {
 		derived, _ := registry.DeriveAgentID(p.Loaded.Value)

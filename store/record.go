@@ -54,8 +54,8 @@ func KeyJWK(rec jwks.KeyRecord) ([]byte, error) {
 }
 
 // PrepareRegistryAudit is PrepareAudit for the one audit record of a
-// registry administration (Agents.RemoveAgent, Agents.RevokeCard), which
-// must be of kind.
+// registry administration (Agents.RemoveAgent, Agents.RevokeCard) or an
+// approval step (Approvals), which must be of kind.
 func PrepareRegistryAudit(rec audit.Record, kind audit.Kind) ([]audit.Record, []int64, error) {
 	if rec.Kind() != kind {
 		return nil, nil, fmt.Errorf("store: the audit record of a %s is a %s record", kind, rec.Kind())

@@ -30,6 +30,7 @@ type Store interface {
 	Agents
 	Log
 	Cosignatures
+	Approvals
 
 	Close() error
 }

@@ -48,7 +48,7 @@ var asymmetricAlgorithms = []string{
 
 // The roles a RoleRule may grant. They mirror package access's roles, which
 // this package must not import (access uses this package).
-var knownRoles = []string{"signer", "admin", "auditor", "reader"}
+var knownRoles = []string{"signer", "admin", "auditor", "reader", "approver"}
 
 // IssuerConfig is one trusted issuer.
 type IssuerConfig struct {
@@ -163,11 +163,11 @@ func (c Config) Validate() []string {
 		}
 		probs = append(probs, checkClaims(p+".claims", r.Claims)...)
 		if len(r.Roles) == 0 {
-			add(p+".roles", "required (signer, admin, auditor or reader)")
+			add(p+".roles", "required (signer, admin, auditor, reader or approver)")
 		}
 		for j, role := range r.Roles {
 			if !slices.Contains(knownRoles, role) {
-				add(fmt.Sprintf("%s.roles[%d]", p, j), "unknown role %q (signer, admin, auditor or reader)", role)
+				add(fmt.Sprintf("%s.roles[%d]", p, j), "unknown role %q (signer, admin, auditor, reader or approver)", role)
 			}
 		}
 	}

@@ -97,3 +97,12 @@ func flatten(claims map[string]any) (map[string]string, map[string]bool, error) 
 	}
 	return flat, strs, nil
 }
+
+// Flatten turns a token's claims (decoded with json.Decoder.UseNumber) into
+// Token.Claims as signing policy rules see them: nested objects as dotted
+// names, arrays and null left out. cardsign policy test reads claims files
+// with it.
+func Flatten(claims map[string]any) (map[string]string, error) {
+	flat, _, err := flatten(claims)
+	return flat, err
+}

@@ -48,7 +48,9 @@ type client struct {
 	keys    pb.KeyServiceClient
 	audit   pb.AuditServiceClient
 	agents  pb.AgentServiceClient
-	timeout time.Duration
+	// approvals: the approvals desk (approvals, sign --wait).
+	approvals pb.ApprovalServiceClient
+	timeout   time.Duration
 }
 
 // connFlags are the flags of every command that talks to cardsignd. Empty
@@ -165,7 +167,8 @@ func dial(e env, cf *connFlags, timeout time.Duration) (*client, error) {
 		return nil, fmt.Errorf("connect to %s: %w", list, err)
 	}
 	return &client{conn: conn, signing: pb.NewSigningServiceClient(conn), keys: pb.NewKeyServiceClient(conn),
-		audit: pb.NewAuditServiceClient(conn), agents: pb.NewAgentServiceClient(conn), timeout: timeout}, nil
+		audit: pb.NewAuditServiceClient(conn), agents: pb.NewAgentServiceClient(conn),
+		approvals: pb.NewApprovalServiceClient(conn), timeout: timeout}, nil
 }
 
 // tlsWanted reports whether a TLS flag or variable is set.
@@ -379,7 +382,10 @@ func hint(st *status.Status) string {
 			return "cardsignd verified the identity token, but no auth.oidc.rules entry grants it a role: " +
 				"ask its operator for a rule whose claims match this pipeline (repository, project, namespace, ...)"
 		}
-		return "your identity lacks the role this command needs: signer for sign and bench, admin for keys (auditor may list them), auditor for audit"
+		if strings.HasPrefix(st.Message(), "approval apr_") {
+			return "" // a vote refused by the approval's rules, which the message names
+		}
+		return "your identity lacks the role this command needs: signer for sign and bench, admin for keys (auditor may list them), auditor for audit, approver for approvals approve and deny"
 	case codes.Unavailable:
 		return connHint(st.Message())
 	}

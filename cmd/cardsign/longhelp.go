@@ -136,3 +136,16 @@ the log's signed checkpoint.
 const benchLong = `Sends SignCard from N goroutines for D (at most 10m), prints signs/s, p50 and p99, then signs the same
 card in-process for comparison (with a fresh ES256 key, or --compare-key URI, e.g. the daemon's own
 pkcs11: key) and prints the ratio.`
+
+const approvalsLong = `A signing policy rule with outcome require_approval holds a card until approvers approve its exact
+canonical bytes (README "Approvals"). sign answers with the approval's id (exit 4), or waits with --wait.
+
+Approvers hold the approver role, are never the requester, and belong to the rule's group when it names
+one. show prints what the card changes against the agent's previous registered card and the card
+itself; approve --sha256 HEX pins the bytes you reviewed. Each approval, denial and request is an
+audit record and a transparency-log leaf naming the approver and the card's SHA-256.
+
+list shows everyone's approvals to approvers, auditors and admins, and a signer its own. An approval
+expires after policy.approval_ttl (default 24h): it can then be neither approved nor used.
+
+Exit codes: 0 done; 1 refused or failed (not found, not an approver, closed, expired); 2 usage.`

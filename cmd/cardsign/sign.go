@@ -83,7 +83,7 @@ func signCmd() command {
 		long:    signLong,
 		summary: "Sign a card, offline with your keys (--key) or through cardsignd (--server), and print the signed card.",
 		usage: "(--key URI [--kid KID] [--jku URL] | --server ADDR[,ADDR...] [--ca-file FILE | --tls] [--cert-file FILE --key-file FILE] [--server-name NAME] [--token-file FILE])\n" +
-			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] [--register [--agent ID] [--visibility public|private]] [--result-file FILE] FILE|-",
+			"       [--profile spec|sdk|python-ascii|both] [--strip-unknown] [--keep-signatures] [--register [--agent ID] [--visibility public|private]] [--approval ID | --wait [--wait-timeout D]] [--result-file FILE] FILE|-",
 		example: signExample,
 	}
 	c.daemon = &daemonFlags{timeout: 30 * time.Second, timeoutUsage: "deadline of the signing call to cardsignd"}
@@ -98,6 +98,8 @@ func signCmd() command {
 		register := fs.Bool("register", false, "keep the signed card in cardsignd's registry as its agent's newest version (--server only)")
 		agent := fs.String("agent", "", "with --register: the agent's id (1-128 of a-z 0-9 . - _; default: derived by cardsignd from the card's first interface URL)")
 		visibility := fs.String("visibility", "", "with --register: public (served to anyone) or private (readers only); default: private for a new agent, unchanged for a known one")
+		var w waitOptions
+		w.register(fs)
 		resultFile := fs.String("result-file", "", "also write what was signed as JSON to this file: each signature's kid, alg, profile and (--server) audit_sequence, and the registered agent_id and agent_version (for pipelines: the GitHub Action's outputs)")
 		fs.Lookup("server").Usage = "sign through cardsignd at this address HOST:PORT, or through several replicas: HOST:PORT,HOST:PORT,... (balanced over the ready ones, failed over; default $" + serverEnv + " when no --key is given)"
 		lim := limitFlags(fs)
@@ -124,17 +126,14 @@ func signCmd() command {
 				return c.usageError(e, "--%s and --key exclude each other: the daemon signs with its own keys", given[0])
 			}
 			if (len(given) > 0 || serverAddr(in.conn.server) != "") && len(kf.uris) == 0 {
-				if *jku != "" || kf.kid != "" || kf.alg != "" || *lifetime != 0 {
-					return c.usageError(e, "--jku, --kid, --alg and --lifetime are the daemon's configuration when signing through --server")
+				if msg := remoteFlagsProblem(*jku != "" || kf.kid != "" || kf.alg != "" || *lifetime != 0, *register, *agent != "" || *visibility != "", w); msg != "" {
+					return c.usageError(e, "%s", msg)
 				}
-				if !*register && (*agent != "" || *visibility != "") {
-					return c.usageError(e, "--agent and --visibility go with --register")
-				}
-				return remote(ctx, in, *resultFile, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep,
-					Register: *register, AgentId: *agent, Visibility: *visibility})
+				return remote(ctx, in, *resultFile, w, &pb.SignCardRequest{Card: data, StripUnknown: *strip, Profile: profileOf(mode), KeepSignatures: *keep,
+					Register: *register, AgentId: *agent, Visibility: *visibility, ApprovalId: w.approval})
 			}
-			if *register || *agent != "" || *visibility != "" {
-				return c.usageError(e, "--register, --agent and --visibility need --server: the registry is cardsignd's")
+			if *register || *agent != "" || *visibility != "" || w.approval != "" || w.wait {
+				return c.usageError(e, "--register, --agent, --visibility, --approval and --wait need --server: the registry and approvals are cardsignd's")
 			}
 			keys, err := kf.open(ctx)
 			if err != nil {
@@ -265,17 +264,59 @@ func (r signResult) write(name string) error {
 	return nil
 }
 
+// waitOptions are sign's flags for cards held for approval.
+type waitOptions struct {
+	approval string
+	wait     bool
+	limit    time.Duration
+}
+
+func (w *waitOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&w.approval, "approval", "", "sign under this approval (the id cardsignd answered when a signing policy rule held the card; --server only): the same card, once approved")
+	fs.BoolVar(&w.wait, "wait", false, "when a signing policy rule holds the card for approval, wait until approvers approve it, then sign (--server only); without it, sign exits 4 with the approval's id")
+	fs.DurationVar(&w.limit, "wait-timeout", 24*time.Hour, "with --wait: give up after this long (the approval itself expires after policy.approval_ttl)")
+}
+
+// remoteFlagsProblem says which flags of sign --server do not go together,
+// or "": daemonConfig (--jku, --kid, --alg, --lifetime) is the daemon's,
+// --agent and --visibility need --register, --approval and --wait exclude
+// each other.
+func remoteFlagsProblem(daemonConfig, register, agentOrVisibility bool, w waitOptions) string {
+	switch {
+	case daemonConfig:
+		return "--jku, --kid, --alg and --lifetime are the daemon's configuration when signing through --server"
+	case !register && agentOrVisibility:
+		return "--agent and --visibility go with --register"
+	case w.approval != "" && w.wait:
+		return "--approval and --wait exclude each other: --wait asks for the approval itself"
+	}
+	return ""
+}
+
 // remote signs through cardsignd; resultFile (if any) receives the
-// signatures' kids and audit records.
-func remote(ctx context.Context, in *call, resultFile string, req *pb.SignCardRequest) int {
+// signatures' kids and audit records. A card held for approval is waited
+// for (w.wait) and signed again under its approval.
+func remote(ctx context.Context, in *call, resultFile string, w waitOptions, req *pb.SignCardRequest) int {
 	e, c := in.env, in.c
 	cl, code, ok := in.session(ctx)
 	if !ok {
 		return code
 	}
 	defer cl.close()
-	cctx := cl.ctx
-	res, err := cl.signing.SignCard(cctx, req)
+	res, err := cl.signing.SignCard(cl.ctx, req)
+	if id := heldApproval(err); id != "" {
+		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, describe(err))
+		if !w.wait {
+			return exitHeld
+		}
+		if !awaitApproval(ctx, in, cl.client, id, w.limit) {
+			return exitFail
+		}
+		req.ApprovalId = id
+		cctx, cancel := cl.client.ctx(ctx)
+		defer cancel()
+		res, err = cl.signing.SignCard(cctx, req)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, describe(err))
 		if status.Code(err) == codes.Unavailable {

@@ -30,7 +30,7 @@ func tokenCmd() command {
 		name:    "token",
 		long:    tokenLong,
 		summary: "Make a bearer token for cardsignd and print the config entry that grants it roles, or hash an existing token.",
-		usage:   "new --name NAME --roles ROLE[,ROLE...] [--out FILE] | hash [FILE|-]   (roles: signer, admin, auditor, reader)",
+		usage:   "new --name NAME --roles ROLE[,ROLE...] [--out FILE] | hash [FILE|-]   (roles: signer, admin, auditor, reader, approver)",
 		example: "  cardsign token new --name release-pipeline --roles signer --out release.token\n" +
 			"  cardsign token new --name ops --roles admin,auditor > ops.token\n" +
 			"  cardsign token hash release.token\n" +
@@ -57,7 +57,7 @@ func tokenCmd() command {
 // config entry (the token's hash, never the token) to stderr.
 func (c command) tokenNew(fs *flag.FlagSet) runFunc {
 	name := fs.String("name", "", "name of the token in cardsignd's config and audit records: 1-64 of A-Z a-z 0-9 . _ - (required)")
-	rolesFlag := fs.String("roles", "", "comma-separated roles the token grants: signer, admin, auditor, reader (required)")
+	rolesFlag := fs.String("roles", "", "comma-separated roles the token grants: signer, admin, auditor, reader, approver (required)")
 	out := fs.String("out", "", "file to write the token to, created with mode 0600; it must not exist (default: standard output)")
 	return func(_ context.Context, in *call) int {
 		e, pos := in.env, in.pos

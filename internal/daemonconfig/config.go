@@ -311,7 +311,7 @@ type OIDCRuleConfig struct {
 	// kubernetes.io.namespace): at least one, not all "*"; every one must
 	// match.
 	Claims map[string]string `yaml:"claims"`
-	// The roles granted: signer, admin, auditor, reader.
+	// The roles granted: signer, admin, auditor, reader, approver.
 	Roles []string `yaml:"roles"`
 }
 
@@ -322,7 +322,7 @@ type TokenConfig struct {
 	// The hex SHA-256 of the token; never the token itself (cardsign token
 	// hash prints it).
 	SHA256 string `yaml:"sha256"`
-	// The roles the token holds: signer, admin, auditor, reader.
+	// The roles the token holds: signer, admin, auditor, reader, approver.
 	Roles []string `yaml:"roles"`
 }
 
@@ -332,7 +332,7 @@ type ClientConfig struct {
 	// A glob over the certificate's identity: its first URI SAN (such as a
 	// SPIFFE ID), else its first DNS SAN, else its subject CN.
 	Identity string `yaml:"identity"`
-	// The roles its callers hold: signer, admin, auditor, reader.
+	// The roles its callers hold: signer, admin, auditor, reader, approver.
 	Roles []string `yaml:"roles"`
 }
 

@@ -18,7 +18,7 @@ func TestLocatedMessages(t *testing.T) {
 		{"exposure", "grpc_addr: 0.0.0.0:7700\n",
 			"{f}:1:1: grpc_addr: 0.0.0.0:7700 is not a loopback address: listening beyond this machine requires TLS (tls.cert_file and tls.key_file) and authentication (auth.tokens, or tls.client_ca_file with auth.clients); configure them, or listen on 127.0.0.1 or ::1"},
 		{"nested", "auth:\n  tokens:\n    - name: ci\n      sha256: nothex\n      roles: [signer, root]\n",
-			"{f}:4:7: auth.tokens[0].sha256: must be the 64 hex digits of the token's SHA-256 (cardsign token hash)\n  {f}:5:23: auth.tokens[0].roles[1]: unknown role \"root\" (signer, admin, auditor or reader)"},
+			"{f}:4:7: auth.tokens[0].sha256: must be the 64 hex digits of the token's SHA-256 (cardsign token hash)\n  {f}:5:23: auth.tokens[0].roles[1]: unknown role \"root\" (signer, admin, auditor, reader or approver)"},
 		{"limits", "limits:\n  max_connections: -1\n  max_streams_per_connection: 0\n  rate: -1\n  backend_concurrency: {vault: 3}\n",
 			"{f}:4:3: limits.rate: must not be negative (0 means unlimited)\n" +
 				"  {f}:5:25: limits.backend_concurrency.vault: \"vault\" is not a backend (default, file, pkcs11, gcpkms, awskms)\n" +

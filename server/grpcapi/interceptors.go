@@ -74,6 +74,11 @@ var methodRoles = map[string][]access.Role{
 	pb.AgentService_AgentHistory_FullMethodName:     {access.RoleReader, access.RoleAuditor, access.RoleAdmin},
 	pb.AgentService_RemoveAgent_FullMethodName:      {access.RoleAdmin},
 	pb.AgentService_RevokeAgentCard_FullMethodName:  {access.RoleAdmin},
+	// A signer reads its own approvals (sign --wait); the desk checks whose.
+	pb.ApprovalService_ListApprovals_FullMethodName: {access.RoleSigner, access.RoleApprover, access.RoleAuditor, access.RoleAdmin},
+	pb.ApprovalService_GetApproval_FullMethodName:   {access.RoleSigner, access.RoleApprover, access.RoleAuditor, access.RoleAdmin},
+	pb.ApprovalService_Approve_FullMethodName:       {access.RoleApprover},
+	pb.ApprovalService_Deny_FullMethodName:          {access.RoleApprover},
 	// Which build answers: nothing secret, and every role's operator may
 	// need it (an auditor checking the release, a pipeline's signer).
 	pb.ServerService_GetServerInfo_FullMethodName: {access.RoleSigner, access.RoleAdmin, access.RoleAuditor, access.RoleReader},

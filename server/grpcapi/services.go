@@ -77,6 +77,7 @@ func NewServer(a *server.Authority, log *slog.Logger, opts Options) (*grpc.Serve
 	pb.RegisterKeyServiceServer(s, keyService{services: svc})
 	pb.RegisterAuditServiceServer(s, auditService{services: svc})
 	pb.RegisterServerServiceServer(s, serverService{build: opts.Build, replica: a.Replica()})
+	pb.RegisterApprovalServiceServer(s, approvalService{services: svc, desk: server.NewApprovalsAPI(a)})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(s, hs)
 	reflection.Register(s)
@@ -201,7 +202,7 @@ func (s signingService) SignCard(ctx context.Context, req *pb.SignCardRequest) (
 	}
 	sreq := server.SignRequest{
 		Card: req.GetCard(), StripUnknown: req.GetStripUnknown(), Mode: mode, KeepSignatures: req.GetKeepSignatures(),
-		Caller: caller(ctx), Identity: identity(ctx), RequestID: requestID(ctx),
+		Caller: caller(ctx), Identity: identity(ctx), RequestID: requestID(ctx), ApprovalID: req.GetApprovalId(),
 	}
 	if req.GetRegister() || req.GetAgentId() != "" || req.GetVisibility() != "" {
 		reg := &registry.Registration{AgentID: req.GetAgentId()}

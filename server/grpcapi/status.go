@@ -57,7 +57,13 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 	)
 	var quota *registry.QuotaError
 	var witnessed *server.WitnessQuorumError
+	var held *server.ApprovalRequiredError
+	var forbidden *server.ForbiddenError
 	switch {
+	case errors.As(err, &held):
+		return approvalRequired(held)
+	case errors.As(err, &forbidden):
+		return status.Error(codes.PermissionDenied, forbidden.Error())
 	case errors.As(err, &witnessed):
 		log.Warn("signature not returned: the log's witnesses did not cosign in time", "request_id", requestID, "audit_seq", witnessed.Seq)
 		return status.Error(codes.Unavailable, witnessed.Error())

@@ -85,12 +85,14 @@ type Store struct {
 	agents
 	logRows
 	cosignatures
+	approvals
 }
 
 // newStore composes a Store of its parts over c.
 func newStore(c *core) *Store {
 	return &Store{core: c, watcher: watcher{c}, keys: keys{c}, auditTrail: auditTrail{c}, clock: clock{c}, leases: leases{c},
-		documents: documents{c}, agents: agents{c}, logRows: logRows{c}, cosignatures: cosignatures{c}}
+		documents: documents{c}, agents: agents{c}, logRows: logRows{c}, cosignatures: cosignatures{c},
+		approvals: approvals{c}}
 }
 
 // core is what the Store's parts share: the connection pool and this

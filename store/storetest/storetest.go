@@ -67,6 +67,9 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"LeaseRaceOneHolder", testLeaseRace},
 		{"Documents", testDocuments},
 		{"Counters", testCounters},
+		{"Approvals", testApprovals},
+		{"ApprovalExpiry", testApprovalExpiry},
+		{"ApprovalVotesRace", testApprovalVotesRace},
 	})
 }
 

@@ -103,7 +103,14 @@ type SignCardRequest struct {
 	Register bool   `protobuf:"varint,6,opt,name=register,proto3" json:"register,omitempty"`
 	// "public" (served to anyone) or "private" (callers with the reader
 	// role); empty: private for a new agent, unchanged for a known one.
-	Visibility    string `protobuf:"bytes,7,opt,name=visibility,proto3" json:"visibility,omitempty"`
+	Visibility string `protobuf:"bytes,7,opt,name=visibility,proto3" json:"visibility,omitempty"`
+	// The approval this request is signed under: the id of an approval that
+	// a signing policy rule asked for (SignCard answered FAILED_PRECONDITION
+	// with an ErrorInfo of reason APPROVAL_REQUIRED and metadata
+	// approval_id). The caller must be its requester, the card must have the
+	// approved canonical SHA-256, and the approval must be approved and
+	// unexpired. Empty: no approval.
+	ApprovalId    string `protobuf:"bytes,8,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -183,6 +190,13 @@ func (x *SignCardRequest) GetRegister() bool {
 func (x *SignCardRequest) GetVisibility() string {
 	if x != nil {
 		return x.Visibility
+	}
+	return ""
+}
+
+func (x *SignCardRequest) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
 	}
 	return ""
 }
@@ -2797,11 +2811,713 @@ func (x *GetServerInfoResponse) GetReplica() string {
 	return ""
 }
 
+// Approval is one signing request held for approval.
+type Approval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "pending", "approved", "denied" or "expired".
+	State     string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Requester string `protobuf:"bytes,3,opt,name=requester,proto3" json:"requester,omitempty"`
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The signing policy rule that asked for approval, and the approver
+	// group it names ("" for any approver).
+	Rule      string          `protobuf:"bytes,5,opt,name=rule,proto3" json:"rule,omitempty"`
+	Group     string          `protobuf:"bytes,6,opt,name=group,proto3" json:"group,omitempty"`
+	Required  int32           `protobuf:"varint,7,opt,name=required,proto3" json:"required,omitempty"`
+	Approvals int32           `protobuf:"varint,8,opt,name=approvals,proto3" json:"approvals,omitempty"`
+	Votes     []*ApprovalVote `protobuf:"bytes,9,rep,name=votes,proto3" json:"votes,omitempty"`
+	// The card: SHA-256 of its spec-profile canonical bytes (what is
+	// approved), name, version, and the agent it is registered under.
+	CanonicalSha256 []byte                 `protobuf:"bytes,10,opt,name=canonical_sha256,json=canonicalSha256,proto3" json:"canonical_sha256,omitempty"`
+	CardName        string                 `protobuf:"bytes,11,opt,name=card_name,json=cardName,proto3" json:"card_name,omitempty"`
+	CardVersion     string                 `protobuf:"bytes,12,opt,name=card_version,json=cardVersion,proto3" json:"card_version,omitempty"`
+	AgentId         string                 `protobuf:"bytes,13,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	CreatedAt       *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	ExpiresAt       *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// What the card changes against the agent's previous registered card,
+	// one fact per line ("+ host api.example.com").
+	Diff []string `protobuf:"bytes,16,rep,name=diff,proto3" json:"diff,omitempty"`
+	// The same facts as JSON (the members a rule's diff variable has).
+	DiffJson string `protobuf:"bytes,17,opt,name=diff_json,json=diffJson,proto3" json:"diff_json,omitempty"`
+	// The audit sequence number of the approval.request record.
+	AuditSeq int64 `protobuf:"varint,18,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
+	// The card as the requester sent it (GetApproval only).
+	Card          []byte `protobuf:"bytes,19,opt,name=card,proto3" json:"card,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Approval) Reset() {
+	*x = Approval{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Approval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Approval) ProtoMessage() {}
+
+func (x *Approval) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Approval.ProtoReflect.Descriptor instead.
+func (*Approval) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *Approval) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Approval) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Approval) GetRequester() string {
+	if x != nil {
+		return x.Requester
+	}
+	return ""
+}
+
+func (x *Approval) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *Approval) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *Approval) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *Approval) GetRequired() int32 {
+	if x != nil {
+		return x.Required
+	}
+	return 0
+}
+
+func (x *Approval) GetApprovals() int32 {
+	if x != nil {
+		return x.Approvals
+	}
+	return 0
+}
+
+func (x *Approval) GetVotes() []*ApprovalVote {
+	if x != nil {
+		return x.Votes
+	}
+	return nil
+}
+
+func (x *Approval) GetCanonicalSha256() []byte {
+	if x != nil {
+		return x.CanonicalSha256
+	}
+	return nil
+}
+
+func (x *Approval) GetCardName() string {
+	if x != nil {
+		return x.CardName
+	}
+	return ""
+}
+
+func (x *Approval) GetCardVersion() string {
+	if x != nil {
+		return x.CardVersion
+	}
+	return ""
+}
+
+func (x *Approval) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *Approval) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Approval) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Approval) GetDiff() []string {
+	if x != nil {
+		return x.Diff
+	}
+	return nil
+}
+
+func (x *Approval) GetDiffJson() string {
+	if x != nil {
+		return x.DiffJson
+	}
+	return ""
+}
+
+func (x *Approval) GetAuditSeq() int64 {
+	if x != nil {
+		return x.AuditSeq
+	}
+	return 0
+}
+
+func (x *Approval) GetCard() []byte {
+	if x != nil {
+		return x.Card
+	}
+	return nil
+}
+
+type ApprovalVote struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Approver      string                 `protobuf:"bytes,1,opt,name=approver,proto3" json:"approver,omitempty"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	Approve       bool                   `protobuf:"varint,3,opt,name=approve,proto3" json:"approve,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	AuditSeq      int64                  `protobuf:"varint,5,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalVote) Reset() {
+	*x = ApprovalVote{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalVote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalVote) ProtoMessage() {}
+
+func (x *ApprovalVote) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalVote.ProtoReflect.Descriptor instead.
+func (*ApprovalVote) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ApprovalVote) GetApprover() string {
+	if x != nil {
+		return x.Approver
+	}
+	return ""
+}
+
+func (x *ApprovalVote) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ApprovalVote) GetApprove() bool {
+	if x != nil {
+		return x.Approve
+	}
+	return false
+}
+
+func (x *ApprovalVote) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ApprovalVote) GetAuditSeq() int64 {
+	if x != nil {
+		return x.AuditSeq
+	}
+	return 0
+}
+
+type ListApprovalsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "pending", "approved", "denied", "expired"; empty for all.
+	State string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	// Only this requester's; empty for all.
+	Requester string `protobuf:"bytes,2,opt,name=requester,proto3" json:"requester,omitempty"`
+	// At most this many (default 100, at most 1000), newest first.
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Only approvals older than the one with this id (paging).
+	Before        string `protobuf:"bytes,4,opt,name=before,proto3" json:"before,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsRequest) Reset() {
+	*x = ListApprovalsRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsRequest) ProtoMessage() {}
+
+func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
+func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ListApprovalsRequest) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ListApprovalsRequest) GetRequester() string {
+	if x != nil {
+		return x.Requester
+	}
+	return ""
+}
+
+func (x *ListApprovalsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListApprovalsRequest) GetBefore() string {
+	if x != nil {
+		return x.Before
+	}
+	return ""
+}
+
+type ListApprovalsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Approvals     []*Approval            `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApprovalsResponse) Reset() {
+	*x = ListApprovalsResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApprovalsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApprovalsResponse) ProtoMessage() {}
+
+func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
+func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListApprovalsResponse) GetApprovals() []*Approval {
+	if x != nil {
+		return x.Approvals
+	}
+	return nil
+}
+
+type GetApprovalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetApprovalRequest) Reset() {
+	*x = GetApprovalRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetApprovalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetApprovalRequest) ProtoMessage() {}
+
+func (x *GetApprovalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetApprovalRequest.ProtoReflect.Descriptor instead.
+func (*GetApprovalRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *GetApprovalRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetApprovalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Approval      *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetApprovalResponse) Reset() {
+	*x = GetApprovalResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetApprovalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetApprovalResponse) ProtoMessage() {}
+
+func (x *GetApprovalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetApprovalResponse.ProtoReflect.Descriptor instead.
+func (*GetApprovalResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *GetApprovalResponse) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+type ApproveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Why, recorded in the audit log (at most 1024 bytes).
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The canonical SHA-256 the approver reviewed: when set, the vote is
+	// refused unless it is the request's (an approver approves the bytes
+	// they looked at, not whatever the request holds).
+	CanonicalSha256 []byte `protobuf:"bytes,3,opt,name=canonical_sha256,json=canonicalSha256,proto3" json:"canonical_sha256,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ApproveRequest) Reset() {
+	*x = ApproveRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveRequest) ProtoMessage() {}
+
+func (x *ApproveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveRequest.ProtoReflect.Descriptor instead.
+func (*ApproveRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ApproveRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ApproveRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ApproveRequest) GetCanonicalSha256() []byte {
+	if x != nil {
+		return x.CanonicalSha256
+	}
+	return nil
+}
+
+type ApproveResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Approval *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	// The audit sequence number of the vote's record.
+	AuditSeq      int64 `protobuf:"varint,2,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveResponse) Reset() {
+	*x = ApproveResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveResponse) ProtoMessage() {}
+
+func (x *ApproveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveResponse.ProtoReflect.Descriptor instead.
+func (*ApproveResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ApproveResponse) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+func (x *ApproveResponse) GetAuditSeq() int64 {
+	if x != nil {
+		return x.AuditSeq
+	}
+	return 0
+}
+
+type DenyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Why, recorded in the audit log (at most 1024 bytes).
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyRequest) Reset() {
+	*x = DenyRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyRequest) ProtoMessage() {}
+
+func (x *DenyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyRequest.ProtoReflect.Descriptor instead.
+func (*DenyRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *DenyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DenyRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type DenyResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Approval *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	// The audit sequence number of the vote's record.
+	AuditSeq      int64 `protobuf:"varint,2,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenyResponse) Reset() {
+	*x = DenyResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenyResponse) ProtoMessage() {}
+
+func (x *DenyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenyResponse.ProtoReflect.Descriptor instead.
+func (*DenyResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *DenyResponse) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+func (x *DenyResponse) GetAuditSeq() int64 {
+	if x != nil {
+		return x.AuditSeq
+	}
+	return 0
+}
+
 var File_cardsign_v1_cardsign_proto protoreflect.FileDescriptor
 
 const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\n" +
-	"\x1acardsign/v1/cardsign.proto\x12\vcardsign.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfa\x01\n" +
+	"\x1acardsign/v1/cardsign.proto\x12\vcardsign.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\x02\n" +
 	"\x0fSignCardRequest\x12\x12\n" +
 	"\x04card\x18\x01 \x01(\fR\x04card\x12#\n" +
 	"\rstrip_unknown\x18\x02 \x01(\bR\fstripUnknown\x12.\n" +
@@ -2811,7 +3527,9 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\bregister\x18\x06 \x01(\bR\bregister\x12\x1e\n" +
 	"\n" +
 	"visibility\x18\a \x01(\tR\n" +
-	"visibility\"\xbd\x04\n" +
+	"visibility\x12\x1f\n" +
+	"\vapproval_id\x18\b \x01(\tR\n" +
+	"approvalId\"\xbd\x04\n" +
 	"\x10SignCardResponse\x12\x1f\n" +
 	"\vsigned_card\x18\x01 \x01(\fR\n" +
 	"signedCard\x126\n" +
@@ -3018,7 +3736,61 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"go_version\x18\x05 \x01(\tR\tgoVersion\x12\x1a\n" +
 	"\bplatform\x18\x06 \x01(\tR\bplatform\x12\x1a\n" +
 	"\bbackends\x18\a \x03(\tR\bbackends\x12\x18\n" +
-	"\areplica\x18\b \x01(\tR\areplica*q\n" +
+	"\areplica\x18\b \x01(\tR\areplica\"\xe0\x04\n" +
+	"\bApproval\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1c\n" +
+	"\trequester\x18\x03 \x01(\tR\trequester\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04rule\x18\x05 \x01(\tR\x04rule\x12\x14\n" +
+	"\x05group\x18\x06 \x01(\tR\x05group\x12\x1a\n" +
+	"\brequired\x18\a \x01(\x05R\brequired\x12\x1c\n" +
+	"\tapprovals\x18\b \x01(\x05R\tapprovals\x12/\n" +
+	"\x05votes\x18\t \x03(\v2\x19.cardsign.v1.ApprovalVoteR\x05votes\x12)\n" +
+	"\x10canonical_sha256\x18\n" +
+	" \x01(\fR\x0fcanonicalSha256\x12\x1b\n" +
+	"\tcard_name\x18\v \x01(\tR\bcardName\x12!\n" +
+	"\fcard_version\x18\f \x01(\tR\vcardVersion\x12\x19\n" +
+	"\bagent_id\x18\r \x01(\tR\aagentId\x129\n" +
+	"\n" +
+	"created_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x12\n" +
+	"\x04diff\x18\x10 \x03(\tR\x04diff\x12\x1b\n" +
+	"\tdiff_json\x18\x11 \x01(\tR\bdiffJson\x12\x1b\n" +
+	"\taudit_seq\x18\x12 \x01(\x03R\bauditSeq\x12\x12\n" +
+	"\x04card\x18\x13 \x01(\fR\x04card\"\xa9\x01\n" +
+	"\fApprovalVote\x12\x1a\n" +
+	"\bapprover\x18\x01 \x01(\tR\bapprover\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x18\n" +
+	"\aapprove\x18\x03 \x01(\bR\aapprove\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1b\n" +
+	"\taudit_seq\x18\x05 \x01(\x03R\bauditSeq\"x\n" +
+	"\x14ListApprovalsRequest\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12\x1c\n" +
+	"\trequester\x18\x02 \x01(\tR\trequester\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06before\x18\x04 \x01(\tR\x06before\"L\n" +
+	"\x15ListApprovalsResponse\x123\n" +
+	"\tapprovals\x18\x01 \x03(\v2\x15.cardsign.v1.ApprovalR\tapprovals\"$\n" +
+	"\x12GetApprovalRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"H\n" +
+	"\x13GetApprovalResponse\x121\n" +
+	"\bapproval\x18\x01 \x01(\v2\x15.cardsign.v1.ApprovalR\bapproval\"c\n" +
+	"\x0eApproveRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12)\n" +
+	"\x10canonical_sha256\x18\x03 \x01(\fR\x0fcanonicalSha256\"a\n" +
+	"\x0fApproveResponse\x121\n" +
+	"\bapproval\x18\x01 \x01(\v2\x15.cardsign.v1.ApprovalR\bapproval\x12\x1b\n" +
+	"\taudit_seq\x18\x02 \x01(\x03R\bauditSeq\"5\n" +
+	"\vDenyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"^\n" +
+	"\fDenyResponse\x121\n" +
+	"\bapproval\x18\x01 \x01(\v2\x15.cardsign.v1.ApprovalR\bapproval\x12\x1b\n" +
+	"\taudit_seq\x18\x02 \x01(\x03R\bauditSeq*q\n" +
 	"\aProfile\x12\x17\n" +
 	"\x13PROFILE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROFILE_SPEC\x10\x01\x12\x0f\n" +
@@ -3049,7 +3821,12 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\vRemoveAgent\x12\x1f.cardsign.v1.RemoveAgentRequest\x1a .cardsign.v1.RemoveAgentResponse\x12\\\n" +
 	"\x0fRevokeAgentCard\x12#.cardsign.v1.RevokeAgentCardRequest\x1a$.cardsign.v1.RevokeAgentCardResponse2g\n" +
 	"\rServerService\x12V\n" +
-	"\rGetServerInfo\x12!.cardsign.v1.GetServerInfoRequest\x1a\".cardsign.v1.GetServerInfoResponseB9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
+	"\rGetServerInfo\x12!.cardsign.v1.GetServerInfoRequest\x1a\".cardsign.v1.GetServerInfoResponse2\xbe\x02\n" +
+	"\x0fApprovalService\x12V\n" +
+	"\rListApprovals\x12!.cardsign.v1.ListApprovalsRequest\x1a\".cardsign.v1.ListApprovalsResponse\x12P\n" +
+	"\vGetApproval\x12\x1f.cardsign.v1.GetApprovalRequest\x1a .cardsign.v1.GetApprovalResponse\x12D\n" +
+	"\aApprove\x12\x1b.cardsign.v1.ApproveRequest\x1a\x1c.cardsign.v1.ApproveResponse\x12;\n" +
+	"\x04Deny\x12\x18.cardsign.v1.DenyRequest\x1a\x19.cardsign.v1.DenyResponseB9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
 
 var (
 	file_cardsign_v1_cardsign_proto_rawDescOnce sync.Once
@@ -3064,7 +3841,7 @@ func file_cardsign_v1_cardsign_proto_rawDescGZIP() []byte {
 }
 
 var file_cardsign_v1_cardsign_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(Profile)(0),                     // 0: cardsign.v1.Profile
 	(*SignCardRequest)(nil),          // 1: cardsign.v1.SignCardRequest
@@ -3108,25 +3885,35 @@ var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(*RevokeAgentCardResponse)(nil),  // 39: cardsign.v1.RevokeAgentCardResponse
 	(*GetServerInfoRequest)(nil),     // 40: cardsign.v1.GetServerInfoRequest
 	(*GetServerInfoResponse)(nil),    // 41: cardsign.v1.GetServerInfoResponse
-	nil,                              // 42: cardsign.v1.SignCardResponse.ProvenanceEntry
-	nil,                              // 43: cardsign.v1.AuditRecord.ProvenanceEntry
-	(*timestamppb.Timestamp)(nil),    // 44: google.protobuf.Timestamp
+	(*Approval)(nil),                 // 42: cardsign.v1.Approval
+	(*ApprovalVote)(nil),             // 43: cardsign.v1.ApprovalVote
+	(*ListApprovalsRequest)(nil),     // 44: cardsign.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),    // 45: cardsign.v1.ListApprovalsResponse
+	(*GetApprovalRequest)(nil),       // 46: cardsign.v1.GetApprovalRequest
+	(*GetApprovalResponse)(nil),      // 47: cardsign.v1.GetApprovalResponse
+	(*ApproveRequest)(nil),           // 48: cardsign.v1.ApproveRequest
+	(*ApproveResponse)(nil),          // 49: cardsign.v1.ApproveResponse
+	(*DenyRequest)(nil),              // 50: cardsign.v1.DenyRequest
+	(*DenyResponse)(nil),             // 51: cardsign.v1.DenyResponse
+	nil,                              // 52: cardsign.v1.SignCardResponse.ProvenanceEntry
+	nil,                              // 53: cardsign.v1.AuditRecord.ProvenanceEntry
+	(*timestamppb.Timestamp)(nil),    // 54: google.protobuf.Timestamp
 }
 var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	0,  // 0: cardsign.v1.SignCardRequest.profile:type_name -> cardsign.v1.Profile
 	4,  // 1: cardsign.v1.SignCardResponse.signatures:type_name -> cardsign.v1.Signature
 	10, // 2: cardsign.v1.SignCardResponse.warnings:type_name -> cardsign.v1.Finding
 	3,  // 3: cardsign.v1.SignCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
-	42, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
+	52, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
 	7,  // 5: cardsign.v1.VerifyCardResponse.checks:type_name -> cardsign.v1.SignatureCheck
 	3,  // 6: cardsign.v1.VerifyCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
 	10, // 7: cardsign.v1.LintCardResponse.findings:type_name -> cardsign.v1.Finding
-	44, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
-	44, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
-	44, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
-	44, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
-	44, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
-	44, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
+	54, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
+	54, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
+	54, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
+	54, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
+	54, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
+	54, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
 	11, // 14: cardsign.v1.ListKeysResponse.keys:type_name -> cardsign.v1.Key
 	11, // 15: cardsign.v1.CreateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 16: cardsign.v1.ImportKeyResponse.key:type_name -> cardsign.v1.Key
@@ -3134,55 +3921,71 @@ var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	11, // 18: cardsign.v1.ActivateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 19: cardsign.v1.RetireKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 20: cardsign.v1.RevokeKeyResponse.key:type_name -> cardsign.v1.Key
-	44, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
-	43, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
+	54, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	53, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
 	26, // 23: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
-	44, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
-	44, // 25: cardsign.v1.AgentCard.revoked_at:type_name -> google.protobuf.Timestamp
+	54, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
+	54, // 25: cardsign.v1.AgentCard.revoked_at:type_name -> google.protobuf.Timestamp
 	29, // 26: cardsign.v1.ListAgentsResponse.agents:type_name -> cardsign.v1.AgentCard
 	29, // 27: cardsign.v1.GetAgentCardResponse.card:type_name -> cardsign.v1.AgentCard
 	29, // 28: cardsign.v1.AgentHistoryResponse.versions:type_name -> cardsign.v1.AgentCard
-	44, // 29: cardsign.v1.RevokeAgentCardResponse.revoked_at:type_name -> google.protobuf.Timestamp
-	44, // 30: cardsign.v1.GetServerInfoResponse.revision_time:type_name -> google.protobuf.Timestamp
-	1,  // 31: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
-	5,  // 32: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
-	8,  // 33: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
-	12, // 34: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
-	14, // 35: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
-	16, // 36: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
-	18, // 37: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
-	20, // 38: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
-	22, // 39: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
-	24, // 40: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
-	27, // 41: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
-	30, // 42: cardsign.v1.AgentService.GetAgentCard:input_type -> cardsign.v1.GetAgentCardRequest
-	31, // 43: cardsign.v1.AgentService.ListAgents:input_type -> cardsign.v1.ListAgentsRequest
-	34, // 44: cardsign.v1.AgentService.AgentHistory:input_type -> cardsign.v1.AgentHistoryRequest
-	36, // 45: cardsign.v1.AgentService.RemoveAgent:input_type -> cardsign.v1.RemoveAgentRequest
-	38, // 46: cardsign.v1.AgentService.RevokeAgentCard:input_type -> cardsign.v1.RevokeAgentCardRequest
-	40, // 47: cardsign.v1.ServerService.GetServerInfo:input_type -> cardsign.v1.GetServerInfoRequest
-	2,  // 48: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
-	6,  // 49: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
-	9,  // 50: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
-	13, // 51: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
-	15, // 52: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
-	17, // 53: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
-	19, // 54: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
-	21, // 55: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
-	23, // 56: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
-	25, // 57: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
-	28, // 58: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
-	33, // 59: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
-	32, // 60: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
-	35, // 61: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
-	37, // 62: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
-	39, // 63: cardsign.v1.AgentService.RevokeAgentCard:output_type -> cardsign.v1.RevokeAgentCardResponse
-	41, // 64: cardsign.v1.ServerService.GetServerInfo:output_type -> cardsign.v1.GetServerInfoResponse
-	48, // [48:65] is the sub-list for method output_type
-	31, // [31:48] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	54, // 29: cardsign.v1.RevokeAgentCardResponse.revoked_at:type_name -> google.protobuf.Timestamp
+	54, // 30: cardsign.v1.GetServerInfoResponse.revision_time:type_name -> google.protobuf.Timestamp
+	43, // 31: cardsign.v1.Approval.votes:type_name -> cardsign.v1.ApprovalVote
+	54, // 32: cardsign.v1.Approval.created_at:type_name -> google.protobuf.Timestamp
+	54, // 33: cardsign.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	54, // 34: cardsign.v1.ApprovalVote.time:type_name -> google.protobuf.Timestamp
+	42, // 35: cardsign.v1.ListApprovalsResponse.approvals:type_name -> cardsign.v1.Approval
+	42, // 36: cardsign.v1.GetApprovalResponse.approval:type_name -> cardsign.v1.Approval
+	42, // 37: cardsign.v1.ApproveResponse.approval:type_name -> cardsign.v1.Approval
+	42, // 38: cardsign.v1.DenyResponse.approval:type_name -> cardsign.v1.Approval
+	1,  // 39: cardsign.v1.SigningService.SignCard:input_type -> cardsign.v1.SignCardRequest
+	5,  // 40: cardsign.v1.SigningService.VerifyCard:input_type -> cardsign.v1.VerifyCardRequest
+	8,  // 41: cardsign.v1.SigningService.LintCard:input_type -> cardsign.v1.LintCardRequest
+	12, // 42: cardsign.v1.KeyService.ListKeys:input_type -> cardsign.v1.ListKeysRequest
+	14, // 43: cardsign.v1.KeyService.CreateKey:input_type -> cardsign.v1.CreateKeyRequest
+	16, // 44: cardsign.v1.KeyService.ImportKey:input_type -> cardsign.v1.ImportKeyRequest
+	18, // 45: cardsign.v1.KeyService.RotateKey:input_type -> cardsign.v1.RotateKeyRequest
+	20, // 46: cardsign.v1.KeyService.ActivateKey:input_type -> cardsign.v1.ActivateKeyRequest
+	22, // 47: cardsign.v1.KeyService.RetireKey:input_type -> cardsign.v1.RetireKeyRequest
+	24, // 48: cardsign.v1.KeyService.RevokeKey:input_type -> cardsign.v1.RevokeKeyRequest
+	27, // 49: cardsign.v1.AuditService.ListAuditRecords:input_type -> cardsign.v1.ListAuditRecordsRequest
+	30, // 50: cardsign.v1.AgentService.GetAgentCard:input_type -> cardsign.v1.GetAgentCardRequest
+	31, // 51: cardsign.v1.AgentService.ListAgents:input_type -> cardsign.v1.ListAgentsRequest
+	34, // 52: cardsign.v1.AgentService.AgentHistory:input_type -> cardsign.v1.AgentHistoryRequest
+	36, // 53: cardsign.v1.AgentService.RemoveAgent:input_type -> cardsign.v1.RemoveAgentRequest
+	38, // 54: cardsign.v1.AgentService.RevokeAgentCard:input_type -> cardsign.v1.RevokeAgentCardRequest
+	40, // 55: cardsign.v1.ServerService.GetServerInfo:input_type -> cardsign.v1.GetServerInfoRequest
+	44, // 56: cardsign.v1.ApprovalService.ListApprovals:input_type -> cardsign.v1.ListApprovalsRequest
+	46, // 57: cardsign.v1.ApprovalService.GetApproval:input_type -> cardsign.v1.GetApprovalRequest
+	48, // 58: cardsign.v1.ApprovalService.Approve:input_type -> cardsign.v1.ApproveRequest
+	50, // 59: cardsign.v1.ApprovalService.Deny:input_type -> cardsign.v1.DenyRequest
+	2,  // 60: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
+	6,  // 61: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
+	9,  // 62: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
+	13, // 63: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
+	15, // 64: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
+	17, // 65: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
+	19, // 66: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
+	21, // 67: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
+	23, // 68: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
+	25, // 69: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
+	28, // 70: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
+	33, // 71: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
+	32, // 72: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
+	35, // 73: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
+	37, // 74: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
+	39, // 75: cardsign.v1.AgentService.RevokeAgentCard:output_type -> cardsign.v1.RevokeAgentCardResponse
+	41, // 76: cardsign.v1.ServerService.GetServerInfo:output_type -> cardsign.v1.GetServerInfoResponse
+	45, // 77: cardsign.v1.ApprovalService.ListApprovals:output_type -> cardsign.v1.ListApprovalsResponse
+	47, // 78: cardsign.v1.ApprovalService.GetApproval:output_type -> cardsign.v1.GetApprovalResponse
+	49, // 79: cardsign.v1.ApprovalService.Approve:output_type -> cardsign.v1.ApproveResponse
+	51, // 80: cardsign.v1.ApprovalService.Deny:output_type -> cardsign.v1.DenyResponse
+	60, // [60:81] is the sub-list for method output_type
+	39, // [39:60] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_cardsign_v1_cardsign_proto_init() }
@@ -3197,9 +4000,9 @@ func file_cardsign_v1_cardsign_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cardsign_v1_cardsign_proto_rawDesc), len(file_cardsign_v1_cardsign_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   43,
+			NumMessages:   53,
 			NumExtensions: 0,
-			NumServices:   5,
+			NumServices:   6,
 		},
 		GoTypes:           file_cardsign_v1_cardsign_proto_goTypes,
 		DependencyIndexes: file_cardsign_v1_cardsign_proto_depIdxs,

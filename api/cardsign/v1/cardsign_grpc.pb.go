@@ -1055,3 +1055,237 @@ var ServerService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "cardsign/v1/cardsign.proto",
 }
+
+const (
+	ApprovalService_ListApprovals_FullMethodName = "/cardsign.v1.ApprovalService/ListApprovals"
+	ApprovalService_GetApproval_FullMethodName   = "/cardsign.v1.ApprovalService/GetApproval"
+	ApprovalService_Approve_FullMethodName       = "/cardsign.v1.ApprovalService/Approve"
+	ApprovalService_Deny_FullMethodName          = "/cardsign.v1.ApprovalService/Deny"
+)
+
+// ApprovalServiceClient is the client API for ApprovalService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ApprovalService is the second pair of eyes: signatures that a signing
+// policy rule (outcome require_approval) held until approvers approve the
+// card's exact canonical bytes. List and get: roles approver, auditor,
+// admin, and signer for its own requests; approve and deny: role approver,
+// never the requester, within the rule's group.
+type ApprovalServiceClient interface {
+	ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error)
+	GetApproval(ctx context.Context, in *GetApprovalRequest, opts ...grpc.CallOption) (*GetApprovalResponse, error)
+	// Approve adds the caller's approval; the request is approved once it
+	// holds the rule's count of approvals. Audited and logged.
+	Approve(ctx context.Context, in *ApproveRequest, opts ...grpc.CallOption) (*ApproveResponse, error)
+	// Deny closes the request for good. Audited and logged.
+	Deny(ctx context.Context, in *DenyRequest, opts ...grpc.CallOption) (*DenyResponse, error)
+}
+
+type approvalServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewApprovalServiceClient(cc grpc.ClientConnInterface) ApprovalServiceClient {
+	return &approvalServiceClient{cc}
+}
+
+func (c *approvalServiceClient) ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListApprovalsResponse)
+	err := c.cc.Invoke(ctx, ApprovalService_ListApprovals_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *approvalServiceClient) GetApproval(ctx context.Context, in *GetApprovalRequest, opts ...grpc.CallOption) (*GetApprovalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetApprovalResponse)
+	err := c.cc.Invoke(ctx, ApprovalService_GetApproval_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *approvalServiceClient) Approve(ctx context.Context, in *ApproveRequest, opts ...grpc.CallOption) (*ApproveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApproveResponse)
+	err := c.cc.Invoke(ctx, ApprovalService_Approve_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *approvalServiceClient) Deny(ctx context.Context, in *DenyRequest, opts ...grpc.CallOption) (*DenyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DenyResponse)
+	err := c.cc.Invoke(ctx, ApprovalService_Deny_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ApprovalServiceServer is the server API for ApprovalService service.
+// All implementations must embed UnimplementedApprovalServiceServer
+// for forward compatibility.
+//
+// ApprovalService is the second pair of eyes: signatures that a signing
+// policy rule (outcome require_approval) held until approvers approve the
+// card's exact canonical bytes. List and get: roles approver, auditor,
+// admin, and signer for its own requests; approve and deny: role approver,
+// never the requester, within the rule's group.
+type ApprovalServiceServer interface {
+	ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error)
+	GetApproval(context.Context, *GetApprovalRequest) (*GetApprovalResponse, error)
+	// Approve adds the caller's approval; the request is approved once it
+	// holds the rule's count of approvals. Audited and logged.
+	Approve(context.Context, *ApproveRequest) (*ApproveResponse, error)
+	// Deny closes the request for good. Audited and logged.
+	Deny(context.Context, *DenyRequest) (*DenyResponse, error)
+	mustEmbedUnimplementedApprovalServiceServer()
+}
+
+// UnimplementedApprovalServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedApprovalServiceServer struct{}
+
+func (UnimplementedApprovalServiceServer) ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListApprovals not implemented")
+}
+func (UnimplementedApprovalServiceServer) GetApproval(context.Context, *GetApprovalRequest) (*GetApprovalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetApproval not implemented")
+}
+func (UnimplementedApprovalServiceServer) Approve(context.Context, *ApproveRequest) (*ApproveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Approve not implemented")
+}
+func (UnimplementedApprovalServiceServer) Deny(context.Context, *DenyRequest) (*DenyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Deny not implemented")
+}
+func (UnimplementedApprovalServiceServer) mustEmbedUnimplementedApprovalServiceServer() {}
+func (UnimplementedApprovalServiceServer) testEmbeddedByValue()                         {}
+
+// UnsafeApprovalServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ApprovalServiceServer will
+// result in compilation errors.
+type UnsafeApprovalServiceServer interface {
+	mustEmbedUnimplementedApprovalServiceServer()
+}
+
+func RegisterApprovalServiceServer(s grpc.ServiceRegistrar, srv ApprovalServiceServer) {
+	// If the following call panics, it indicates UnimplementedApprovalServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ApprovalService_ServiceDesc, srv)
+}
+
+func _ApprovalService_ListApprovals_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListApprovalsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ApprovalServiceServer).ListApprovals(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ApprovalService_ListApprovals_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ApprovalServiceServer).ListApprovals(ctx, req.(*ListApprovalsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ApprovalService_GetApproval_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetApprovalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ApprovalServiceServer).GetApproval(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ApprovalService_GetApproval_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ApprovalServiceServer).GetApproval(ctx, req.(*GetApprovalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ApprovalService_Approve_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApproveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ApprovalServiceServer).Approve(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ApprovalService_Approve_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ApprovalServiceServer).Approve(ctx, req.(*ApproveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ApprovalService_Deny_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DenyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ApprovalServiceServer).Deny(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ApprovalService_Deny_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ApprovalServiceServer).Deny(ctx, req.(*DenyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ApprovalService_ServiceDesc is the grpc.ServiceDesc for ApprovalService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ApprovalService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "cardsign.v1.ApprovalService",
+	HandlerType: (*ApprovalServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListApprovals",
+			Handler:    _ApprovalService_ListApprovals_Handler,
+		},
+		{
+			MethodName: "GetApproval",
+			Handler:    _ApprovalService_GetApproval_Handler,
+		},
+		{
+			MethodName: "Approve",
+			Handler:    _ApprovalService_Approve_Handler,
+		},
+		{
+			MethodName: "Deny",
+			Handler:    _ApprovalService_Deny_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "cardsign/v1/cardsign.proto",
+}
