@@ -10,7 +10,6 @@
 package carddiff
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -103,16 +102,57 @@ func (d *Diff) normalise() {
 // card.
 func (d Diff) Empty() bool { return !d.First && len(d.Changed) == 0 }
 
-// equal compares two JSON values by their RFC 8785 forms (member order and
-// number spellings do not count); values that have none compare by their
-// compact form.
+// equal compares two JSON values as RFC 8785 does: member order does not
+// count, numbers compare by value. It walks both values without
+// allocating: it runs over whole cards on every sign.
 func equal(a, b strictjson.Value) bool {
-	ja, errA := a.JCS()
-	jb, errB := b.JCS()
-	if errA != nil || errB != nil {
-		return bytes.Equal(a.Compact(), b.Compact())
+	if a.Kind != b.Kind {
+		return false
 	}
-	return bytes.Equal(ja, jb)
+	switch a.Kind {
+	case strictjson.Null:
+		return true
+	case strictjson.Bool:
+		return a.Bool == b.Bool
+	case strictjson.String:
+		return a.Str == b.Str
+	case strictjson.Number:
+		if a.Str == b.Str {
+			return true
+		}
+		x, errA := strconv.ParseFloat(a.Str, 64)
+		y, errB := strconv.ParseFloat(b.Str, 64)
+		return errA == nil && errB == nil && x == y
+	case strictjson.Array:
+		if len(a.Arr) != len(b.Arr) {
+			return false
+		}
+		for i := range a.Arr {
+			if !equal(a.Arr[i], b.Arr[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	// Objects: strictjson refuses duplicate names, so equal sizes and
+	// every member of a found equal in b make them equal.
+	if len(a.Obj) != len(b.Obj) {
+		return false
+	}
+	for i, m := range a.Obj {
+		// Members usually come in the same order: try the same index first.
+		if i < len(b.Obj) && b.Obj[i].Key == m.Key {
+			if !equal(m.Val, b.Obj[i].Val) {
+				return false
+			}
+			continue
+		}
+		other, ok := b.Get(m.Key)
+		if !ok || !equal(m.Val, other) {
+			return false
+		}
+	}
+	return true
 }
 
 // topKeys are the member names of either card, sorted.

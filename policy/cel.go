@@ -136,57 +136,67 @@ func celIssues(iss *cel.Issues) string {
 }
 
 // activation is the variables of one decision (interpreter.Activation).
-// The card and its previous version are converted for CEL on first use,
-// once per decision: most rules read the diff, not the card.
+// Each is made a CEL value once per decision, on first use, not once per
+// rule: most rules read the diff and the caller, few the card.
 type activation struct {
-	in             Input
-	caller         celCaller
-	card, previous any
-	converted      bool
+	in      Input
+	adapter types.Adapter
+	vals    [5]ref.Val // by variable index
 }
 
-func newActivation(in Input) *activation {
-	c := in.Caller
-	orEmpty := func(m map[string]string) map[string]string {
-		if m == nil {
-			return map[string]string{}
-		}
-		return m
-	}
-	roles := c.Roles
-	if roles == nil {
-		roles = []string{}
-	}
-	return &activation{in: in, caller: celCaller{Identity: c.Identity, Method: c.Method, Roles: roles, Claims: orEmpty(c.Claims), Provenance: orEmpty(c.Provenance)}}
+// The variables, by index in activation.vals.
+var variables = [...]string{"card", "previous", "diff", "caller", "request"}
+
+func newActivation(in Input, adapter types.Adapter) *activation {
+	return &activation{in: in, adapter: adapter}
 }
 
 // ResolveName returns the variable name.
 func (a *activation) ResolveName(name string) (any, bool) {
-	switch name {
-	case "diff":
-		return a.in.Diff, true
-	case "caller":
-		return a.caller, true
-	case "request":
-		return a.in.Request, true
-	case "card", "previous":
-		if !a.converted {
-			a.converted = true
-			m, _ := native(a.in.Card).(map[string]any)
-			if m == nil {
-				m = map[string]any{}
-			}
-			a.card = m
-			if a.in.Previous.Kind != strictjson.Null {
-				a.previous = native(a.in.Previous)
-			}
-		}
-		if name == "card" {
-			return a.card, true
-		}
-		return a.previous, true
+	i := 0
+	for i < len(variables) && variables[i] != name {
+		i++
 	}
-	return nil, false
+	if i == len(variables) {
+		return nil, false
+	}
+	if a.vals[i] == nil {
+		a.vals[i] = a.adapter.NativeToValue(a.native(i))
+	}
+	return a.vals[i], true
+}
+
+// native is variable i as a Go value CEL's adapters know.
+func (a *activation) native(i int) any {
+	in := a.in
+	switch variables[i] {
+	case "card":
+		if m, ok := native(in.Card).(map[string]any); ok {
+			return m
+		}
+		return map[string]any{}
+	case "previous":
+		if in.Previous.Kind == strictjson.Null {
+			return nil
+		}
+		return native(in.Previous)
+	case "diff":
+		return in.Diff
+	case "caller":
+		c := in.Caller
+		orEmpty := func(m map[string]string) map[string]string {
+			if m == nil {
+				return map[string]string{}
+			}
+			return m
+		}
+		roles := c.Roles
+		if roles == nil {
+			roles = []string{}
+		}
+		return celCaller{Identity: c.Identity, Method: c.Method, Roles: roles, Claims: orEmpty(c.Claims), Provenance: orEmpty(c.Provenance)}
+	}
+	return in.Request
 }
 
 // Parent is nil: there is one level of variables.

@@ -178,7 +178,7 @@ func (p *Policy) Decide(ctx context.Context, in Input) (Decision, error) {
 	if !p.Conditional() {
 		return d, nil
 	}
-	act := newActivation(in)
+	act := newActivation(in, p.adapter)
 	ctx, cancel := context.WithTimeout(ctx, EvalTimeout)
 	defer cancel()
 	for i := range p.conds {

@@ -62,6 +62,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"cel.dev/cel-go/common/types"
+
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/glob"
 	"github.com/cardsign/cardsign/strictjson"
@@ -188,6 +190,7 @@ type Policy struct {
 	conds        []condition // condition rules, in configuration order
 	groups       map[string][]string
 	approvalTTL  time.Duration
+	adapter      types.Adapter // the CEL environment's, for the variables
 }
 
 type rule struct {
@@ -240,6 +243,7 @@ func Compile(cfg Config) (*Policy, []Problem) {
 		add("rules", "CEL environment: %v", err)
 		return nil, probs
 	}
+	p.adapter = env.CELTypeAdapter()
 	seen := make(map[string]int)
 	for i, r := range cfg.Rules {
 		at := fmt.Sprintf("rules[%d]", i)

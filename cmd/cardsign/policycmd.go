@@ -18,6 +18,7 @@ import (
 	"github.com/cardsign/cardsign/carddiff"
 	"github.com/cardsign/cardsign/policy"
 	"github.com/cardsign/cardsign/registry"
+	"github.com/cardsign/cardsign/signer"
 	"github.com/cardsign/cardsign/strictjson"
 )
 
@@ -147,13 +148,13 @@ func loadPolicy(name string) (*policy.Policy, error) {
 
 // input reads the card, its previous version and the caller.
 func (o *policyTest) input(e env) (policy.Input, error) {
-	cur, err := loadCardFile(e, o.card)
+	cur, err := loadCardFile(e, o.card, true)
 	if err != nil {
 		return policy.Input{}, fmt.Errorf("--card: %w", err)
 	}
 	var prev strictjson.Value
 	if o.previous != "" {
-		if prev, err = loadCardFile(e, o.previous); err != nil {
+		if prev, err = loadCardFile(e, o.previous, false); err != nil {
 			return policy.Input{}, fmt.Errorf("--previous: %w", err)
 		}
 	}
@@ -177,15 +178,24 @@ func (o *policyTest) input(e env) (policy.Input, error) {
 		Request: policy.Request{AgentID: agent, Register: o.register, Visibility: o.visibility}}, nil
 }
 
-// loadCardFile reads a card as cardsignd does (v0.3 mapped to v1.0) and
-// drops its signatures, which no rule compares.
-func loadCardFile(e env, name string) (strictjson.Value, error) {
+// loadCardFile reads a card as cardsignd does (v0.3 mapped to v1.0, keys
+// outside the schema dropped), linted when lint is set (cardsignd refuses
+// a card that fails lint before its policy sees it), and drops its
+// signatures, which no rule compares.
+func loadCardFile(e env, name string, lint bool) (strictjson.Value, error) {
 	data, err := readInput(e, name, strictjson.DefaultMaxBytes+1)
 	if err != nil {
 		return strictjson.Value{}, err
 	}
-	l, err := card.Load(data, card.Options{StripUnknown: true})
-	if err != nil {
+	opts := card.Options{StripUnknown: true}
+	var l *card.Loaded
+	if lint {
+		p, err := signer.Prepare(data, signer.PrepareOptions{Card: opts})
+		if err != nil {
+			return strictjson.Value{}, err
+		}
+		l = p.Loaded
+	} else if l, err = card.Load(data, opts); err != nil {
 		return strictjson.Value{}, err
 	}
 	v := l.Value

@@ -98,15 +98,23 @@ func putAgentCard(ctx context.Context, tx *sql.Tx, c *store.AgentCard, keep int)
 	return nil
 }
 
+// newestAgentCard reads agent ?'s newest card.
+const newestAgentCard = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`
+
 // AgentCard returns version v of agent id, its newest when v is 0.
 func (s *agents) AgentCard(ctx context.Context, id string, v int64) (store.AgentCard, error) {
-	q := `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c WHERE c.id = ? AND c.version = ?`
-	args := []any{id, v}
+	var cards []store.AgentCard
+	var err error
 	if v == 0 {
-		q = `SELECT ` + sqlrows.AgentCardColumns + ` FROM agent_cards c JOIN agents a ON a.id = c.id AND a.last_version = c.version WHERE c.id = ?`
-		args = args[:1]
+		var stmt *sql.Stmt
+		if stmt, err = s.readStatement(ctx, &s.newestCardStmt, newestAgentCard); err == nil {
+			cards, err = sqlrows.AgentCards(ctx, sqlrows.Adapt(func(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+				return stmt.QueryContext(ctx, args...)
+			}), values{}, newestAgentCard, id)
+		}
+	} else {
+		cards, err = queryAgentCards(ctx, s.db, `SELECT `+sqlrows.AgentCardColumns+` FROM agent_cards c WHERE c.id = ? AND c.version = ?`, id, v)
 	}
-	cards, err := queryAgentCards(ctx, s.db, q, args...)
 	if err == nil && len(cards) == 0 {
 		err = store.ErrNotFound
 	}

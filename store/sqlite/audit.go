@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/store"
@@ -145,20 +146,25 @@ func (s *auditTrail) AuditHead(ctx context.Context) (int64, []byte, error) {
 	return seq, hash, nil
 }
 
-// headStatement returns the prepared audit-head read, preparing it at the
-// first call (two concurrent first calls keep one statement and close the
-// other).
+// headStatement returns the prepared audit-head read (readStatement).
 func (s *core) headStatement(ctx context.Context) (*sql.Stmt, error) {
-	if st := s.headStmt.Load(); st != nil {
+	return s.readStatement(ctx, &s.headStmt, selectHead)
+}
+
+// readStatement returns the statement of query kept in p, preparing it at
+// the first call (two concurrent first calls keep one statement and close
+// the other).
+func (s *core) readStatement(ctx context.Context, p *atomic.Pointer[sql.Stmt], query string) (*sql.Stmt, error) {
+	if st := p.Load(); st != nil {
 		return st, nil
 	}
-	st, err := s.db.PrepareContext(ctx, selectHead)
+	st, err := s.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	if !s.headStmt.CompareAndSwap(nil, st) {
+	if !p.CompareAndSwap(nil, st) {
 		st.Close()
-		return s.headStmt.Load(), nil
+		return p.Load(), nil
 	}
 	return st, nil
 }

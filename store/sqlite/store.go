@@ -102,6 +102,10 @@ type core struct {
 	// on every request (replicas agree on it), and preparing the query
 	// each time cost most of such a request.
 	headStmt atomic.Pointer[sql.Stmt]
+	// newestCardStmt reads an agent's newest card, prepared at the first
+	// read: a signing policy with condition rules reads the previous card
+	// on every sign.
+	newestCardStmt atomic.Pointer[sql.Stmt]
 }
 
 var (
@@ -229,8 +233,10 @@ func (s *Store) Close() error {
 	stmtsErr := s.stmts.close()
 	s.stmts = statements{}
 	<-s.writeSlot
-	if st := s.headStmt.Swap(nil); st != nil {
-		stmtsErr = errors.Join(stmtsErr, st.Close())
+	for _, p := range []*atomic.Pointer[sql.Stmt]{&s.headStmt, &s.newestCardStmt} {
+		if st := p.Swap(nil); st != nil {
+			stmtsErr = errors.Join(stmtsErr, st.Close())
+		}
 	}
 	if err := errors.Join(stmtsErr, s.db.Close()); err != nil {
 		return fmt.Errorf("store: close: %w", err)
