@@ -205,3 +205,12 @@ func ApplyVote(a Approval, v Vote, now time.Time) (Approval, error) {
 	}
 	return a, nil
 }
+
+// ApprovalImporter is a Store that takes approvals as they are, with their
+// votes, times, states and audit sequence numbers: what copying a store
+// needs (cardsignd store copy), whose audit records are copied apart.
+type ApprovalImporter interface {
+	// ImportApproval stores a and its votes; an approval already stored
+	// is left as it is, so an interrupted copy can run again.
+	ImportApproval(ctx context.Context, a Approval) error
+}

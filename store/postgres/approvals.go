@@ -153,3 +153,29 @@ func (s *approvals) VoteApproval(ctx context.Context, id string, v store.Vote, r
 	s.tail.Committed(app)
 	return after, recs[0], nil
 }
+
+var _ store.ApprovalImporter = (*Store)(nil)
+
+// ImportApproval stores a and its votes as they are (store.ApprovalImporter).
+func (s *approvals) ImportApproval(ctx context.Context, a store.Approval) error {
+	if err := store.CheckApproval(a); err != nil {
+		return err
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO approvals (`+sqlrows.ApprovalColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING`,
+			a.ID, a.CreatedAt, a.ExpiresAt, a.Requester, a.RequestID, a.Rule, a.Group, a.Required, a.CanonicalSHA256,
+			a.CardName, a.CardVersion, a.AgentID, a.Request, a.Diff, a.State, a.Seq)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // or stored by an earlier run
+		}
+		for _, v := range a.Votes {
+			if _, err := tx.Exec(ctx, `INSERT INTO approval_votes (`+sqlrows.VoteColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+				a.ID, v.Approver, v.Time, v.Approve, v.Reason, v.Seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap(ctx, "import approval "+a.ID, err)
+}

@@ -138,3 +138,43 @@ func (s *approvals) VoteApproval(ctx context.Context, id string, v store.Vote, r
 	}
 	return after, recs[0], nil
 }
+
+var _ store.ApprovalImporter = (*Store)(nil)
+
+// ImportApproval stores a and its votes as they are (store.ApprovalImporter).
+func (s *approvals) ImportApproval(ctx context.Context, a store.Approval) error {
+	if err := store.CheckApproval(a); err != nil {
+		return err
+	}
+	created, err := store.Nanos(a.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("store: import approval %s: created_at: %w", a.ID, err)
+	}
+	expires, err := store.Nanos(a.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("store: import approval %s: expires_at: %w", a.ID, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+sqlrows.ApprovalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`,
+			a.ID, created, expires, a.Requester, a.RequestID, a.Rule, a.Group, a.Required, a.CanonicalSHA256,
+			a.CardName, a.CardVersion, a.AgentID, a.Request, a.Diff, a.State, a.Seq)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // stored by an earlier run
+		}
+		for _, v := range a.Votes {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO approval_votes (`+sqlrows.VoteColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+				a.ID, v.Approver, v.Time.UnixNano(), v.Approve, v.Reason, v.Seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: import approval %s: %w", a.ID, err)
+	}
+	return nil
+}

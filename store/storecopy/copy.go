@@ -192,6 +192,9 @@ func (c *copier) run(ctx context.Context, allowNonEmpty bool, stopAfter int64) e
 	if err := c.copyCosignatures(ctx); err != nil {
 		return err
 	}
+	if err := c.copyApprovals(ctx); err != nil {
+		return err
+	}
 	took := time.Since(c.start)
 	fmt.Fprintf(c.out, "store copy: copied %s and %s from %s to %s in %s (%s)\n",
 		count(int64(c.keysCopied), "key record"), count(c.recordsCopied, "audit record"), c.srcName, c.dstName, took.Round(time.Millisecond), rate(c.recordsCopied, took))
@@ -248,6 +251,44 @@ func (c *copier) copyCosignatures(ctx context.Context) error {
 		by = fmt.Sprintf("%d witnesses", len(witnesses))
 	}
 	fmt.Fprintf(c.out, "store copy: copied %s by %s (newest size %d)\n", count(int64(len(cs)), "witness cosignature"), by, cs[0].Size)
+	return nil
+}
+
+// copyApprovals copies the signatures held for approval, with their votes
+// and states, page by page, each checked after: a request pending on the
+// source can be approved and used on the destination.
+func (c *copier) copyApprovals(ctx context.Context) error {
+	imp, ok := c.dst.(store.ApprovalImporter)
+	if !ok {
+		return fmt.Errorf("destination %s cannot take approvals as they are", c.dstName)
+	}
+	n := 0
+	for before := ""; ; {
+		page, err := c.src.ListApprovals(ctx, store.ApprovalFilter{Before: before, Limit: 500})
+		if err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, a := range page {
+			if err := imp.ImportApproval(ctx, a); err != nil {
+				return fmt.Errorf("destination: %w", err)
+			}
+			got, err := c.dst.Approval(ctx, a.ID)
+			if err != nil {
+				return fmt.Errorf("destination: %w", err)
+			}
+			if got.State != a.State || got.Seq != a.Seq || len(got.Votes) != len(a.Votes) || !bytes.Equal(got.CanonicalSHA256, a.CanonicalSHA256) || !bytes.Equal(got.Request, a.Request) {
+				return fmt.Errorf("destination: approval %s differs from the source's", a.ID)
+			}
+			n++
+		}
+		before = page[len(page)-1].ID
+	}
+	if n > 0 {
+		fmt.Fprintf(c.out, "store copy: copied %s\n", count(int64(n), "approval"))
+	}
 	return nil
 }
 

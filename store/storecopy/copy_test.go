@@ -97,6 +97,18 @@ func fill(t *testing.T, s store.Store, records int) {
 	if err := s.PutCosignatures(ctx, fillCosignatures(int64(records))); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.(store.ApprovalImporter).ImportApproval(ctx, fillApproval); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fillApproval is fill's approval: pending, one of its two votes given.
+var fillApproval = store.Approval{
+	ID: "apr_fill", CreatedAt: time.Date(2026, 5, 4, 4, 0, 0, 0, time.UTC), ExpiresAt: time.Date(2036, 5, 4, 4, 0, 0, 0, time.UTC),
+	Requester: "token:ci", RequestID: "r1", Rule: "new-host", Required: 2, CanonicalSHA256: bytes.Repeat([]byte{7}, 32),
+	CardName: "Payments", CardVersion: "2", AgentID: "payments", Request: []byte(`{"name":"Payments"}`), Diff: `{"first":false}`,
+	State: store.ApprovalPending, Seq: 3,
+	Votes: []store.Vote{{Approver: "token:alice", Time: time.Date(2026, 5, 4, 4, 1, 0, 0, time.UTC), Approve: true, Reason: "ok", Seq: 5}},
 }
 
 // fillCosignatures are fill's cosignatures of a log of size leaves: w1 at
@@ -146,6 +158,11 @@ func checkSame(t *testing.T, src, dst store.Store) {
 	}
 	if got, err := dst.Cosignatures(ctx, 0, 100); err != nil || !slices.Equal(got, want) {
 		t.Errorf("the destination's cosignatures: %v, %v; want the source's %v", got, err, want)
+	}
+	got, err := dst.Approval(ctx, fillApproval.ID)
+	if err != nil || !got.CreatedAt.Equal(fillApproval.CreatedAt) || !got.ExpiresAt.Equal(fillApproval.ExpiresAt) || got.State != store.ApprovalPending ||
+		len(got.Votes) != 1 || got.Votes[0] != fillApproval.Votes[0] || got.Seq != 3 || got.Diff != fillApproval.Diff {
+		t.Errorf("the destination's approval: %+v, %v; want the source's %+v", got, err, fillApproval)
 	}
 }
 
