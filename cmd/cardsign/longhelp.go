@@ -37,6 +37,16 @@ the agent's next version (--agent ID, default derived from the card's first inte
 error then names the agent and version. The connection flags are described under Connecting to
 cardsignd.
 
+When a signing policy rule holds the card for approval (docs/policy.md), nothing is signed: sign
+prints the approval's id and exits 4; approvers run cardsign approvals approve ID. Then sign the same
+card again with --approval ID, or let --wait do it: it polls the approval every 3 s, prints each new
+approval, and signs once the rule's count is reached (exit 1 if it is denied, expires, or
+--wait-timeout passes). An OIDC identity token may expire during a long wait: use one that lives as
+long, or sign again with --approval.
+
+Exit codes: 0 signed; 1 refused or failed; 2 usage, unreadable input, or the daemon unreachable;
+4 held for approval.
+
 Both: --profile chooses the canonical profiles signed (default spec, plus sdk and python-ascii when
 their bytes differ from those already signed); --strip-unknown removes keys outside the v1.0 schema
 instead of refusing the card; --keep-signatures keeps the card's existing signatures instead of
