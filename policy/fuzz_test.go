@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -76,4 +77,43 @@ func checkRefusal(t *testing.T, err error) {
 	if msg := r.Error(); strings.ContainsAny(msg, "\r\n") {
 		t.Fatalf("refusal spans lines: %q", msg)
 	}
+}
+
+// FuzzCondition: any expression over any card either fails to compile with
+// problems that name the rule's when, or compiles to a rule whose
+// evaluation ends within the limits with a decision or an *EvalError,
+// never a panic.
+func FuzzCondition(f *testing.F) {
+	f.Add("size(diff.hosts_added) > 0", `{"name":"a","skills":[{"id":"s"}]}`)
+	f.Add("card.skills.exists(s, s.id.matches('^a+$'))", `{"skills":[{"id":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"}]}`)
+	f.Add("caller.claims.?ref.orValue('') == 'x' || previous.version > 1", `{"version":"2"}`)
+	f.Add("[1,2,3].map(x, [x, x]).size() == 3", `[]`)
+	f.Fuzz(func(t *testing.T, when, cardJSON string) {
+		p, probs := Compile(Config{Rules: []Rule{{Name: "fuzz", When: when, Outcome: OutcomeDeny}}})
+		if len(probs) > 0 {
+			if p != nil {
+				t.Fatal("a policy and problems")
+			}
+			for _, pr := range probs {
+				if pr.Path != "rules[0].when" && pr.Path != "rules[0]" {
+					t.Fatalf("problem at %s: %s", pr.Path, pr.Message)
+				}
+			}
+			return
+		}
+		v, err := strictjson.Parse([]byte(cardJSON), strictjson.Limits{MaxBytes: 1 << 14, MaxDepth: 16})
+		if err != nil {
+			return
+		}
+		d, err := p.Decide(t.Context(), Input{Caller: Caller{Identity: "token:fuzz"}, Card: v, Previous: v})
+		var ee *EvalError
+		switch {
+		case err != nil && !errors.As(err, &ee):
+			t.Fatalf("Decide: %v, not an EvalError", err)
+		case err != nil && d.Outcome != OutcomeDeny:
+			t.Fatalf("an evaluation error decided %s, not deny", d.Outcome)
+		case err == nil && d.Outcome != OutcomeAllow && d.Outcome != OutcomeDeny:
+			t.Fatalf("outcome %q", d.Outcome)
+		}
+	})
 }

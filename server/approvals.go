@@ -83,6 +83,9 @@ func (x ApprovalsAPI) gate(ctx context.Context, req SignRequest, p *signer.Prepa
 		return nil
 	}
 	if req.ApprovalID != "" {
+		if err := checkApprovalID("approval_id", req.ApprovalID); err != nil {
+			return err
+		}
 		held, err := a.store.Approval(ctx, req.ApprovalID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return &UnavailableError{What: "approvals", Err: err}
@@ -221,6 +224,16 @@ func approvalDetail(x store.Approval) string {
 	})
 }
 
+// checkApprovalID refuses what newApprovalID never makes, before the store
+// sees it.
+func checkApprovalID(field, id string) error {
+	rest, ok := strings.CutPrefix(id, "apr_")
+	if !ok || len(rest) != 26 || strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz234567") != "" {
+		return &InvalidArgumentError{Field: field, Reason: fmt.Sprintf("%s is not an approval id (apr_ and 26 of a-z 2-7, as sign printed it)", strictjson.QuoteForMessage(id))}
+	}
+	return nil
+}
+
 // newApprovalID is "apr_" and 128 random bits in lower-case base32: an id
 // nobody guesses, safe in a URL and a shell.
 func newApprovalID() string {
@@ -274,6 +287,9 @@ func (x ApprovalsAPI) List(ctx context.Context, who access.Identity, f store.App
 
 // Get returns approval id; a caller that is only a signer reads its own.
 func (x ApprovalsAPI) Get(ctx context.Context, who access.Identity, id string) (store.Approval, error) {
+	if err := checkApprovalID("id", id); err != nil {
+		return store.Approval{}, err
+	}
 	ap, err := x.a.store.Approval(ctx, id)
 	if err != nil {
 		return store.Approval{}, err
@@ -302,6 +318,9 @@ func (x ApprovalsAPI) Vote(ctx context.Context, who access.Identity, id string, 
 	a := x.a
 	if len(reason) > 1024 {
 		return store.Approval{}, audit.Record{}, &InvalidArgumentError{Field: "reason", Reason: fmt.Sprintf("%d bytes, over the limit of 1024", len(reason))}
+	}
+	if err := checkApprovalID("id", id); err != nil {
+		return store.Approval{}, audit.Record{}, err
 	}
 	ap, err := a.store.Approval(ctx, id)
 	if err != nil {

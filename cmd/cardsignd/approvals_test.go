@@ -118,9 +118,11 @@ policy:
 	if res.GetAgentVersion() != 2 {
 		t.Fatalf("registered as version %d, want 2", res.GetAgentVersion())
 	}
-	// Another caller cannot use it, nor read it.
-	if _, err := desk[0].GetApproval(as(ctx, bob), &pb.GetApprovalRequest{Id: "apr_nonexistent"}); status.Code(err) != codes.NotFound {
+	if _, err := desk[0].GetApproval(as(ctx, bob), &pb.GetApprovalRequest{Id: "apr_" + strings.Repeat("a", 26)}); status.Code(err) != codes.NotFound {
 		t.Fatalf("GetApproval of an unknown id: %v", err)
+	}
+	if _, err := desk[0].GetApproval(as(ctx, bob), &pb.GetApprovalRequest{Id: "apr_\x1b[2J"}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `"apr_\u001b[2J" is not an approval id`) {
+		t.Fatalf("GetApproval of a hostile id: %v", err)
 	}
 	// The shared audit log: the request, one approval each, the signature.
 	recs, err := openPG(t, url).ListAudit(ctx, 0, 100)
