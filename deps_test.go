@@ -155,6 +155,7 @@ var ownedImports = []struct{ path, owner string }{
 	{"github.com/miekg/pkcs11", "backends/pkcs11"},
 	{"github.com/aws/aws-sdk-go-v2", "backends/awskms"},
 	{"cloud.google.com/go/kms", "backends/gcpkms"},
+	{"cel.dev/cel-go", "policy"},
 }
 
 // harnesses are the packages only tests import (the last floor of

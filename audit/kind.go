@@ -47,10 +47,12 @@ const (
 	KindCardRevoke  Kind = "card.revoke"  // one registered card revoked
 
 	// Approvals (signing policy rules whose outcome is require_approval).
-	// CanonicalSHA256, CardName and CardVersion are the card's, Caller is
-	// the requester (approval.request) or the approver, Detail the request
-	// after the step (EncodeApprovalDetail) and Reason the caller's
-	// reason, if any. The log entry of each says who approved which digest.
+	// CanonicalSHA256 is the card's, Caller the requester (approval.request)
+	// or the approver, Detail the request after the step
+	// (EncodeApprovalDetail) and Reason the rule's message (a request) or
+	// the approver's reason. A request also names the card (CardName,
+	// CardVersion, sealed in the log for a private agent); a vote does not:
+	// its log entry says who voted on which digest, and nothing more.
 	KindApprovalRequest Kind = "approval.request" // a signature held for approval
 	KindApprovalApprove Kind = "approval.approve" // one approver's approval
 	KindApprovalDeny    Kind = "approval.deny"    // an approver's denial, which closes the request

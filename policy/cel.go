@@ -92,7 +92,7 @@ func newEnv() (*cel.Env, error) {
 		ext.Sets(),
 		cel.ParserExpressionSizeLimit(MaxExpressionBytes),
 		cel.ParserRecursionLimit(maxRecursion),
-		cel.ASTValidators(cel.ValidateComprehensionNestingLimit(maxComprehensionNesting), cel.ValidateHomogeneousAggregateLiterals()),
+		cel.ASTValidators(cel.ValidateComprehensionNestingLimit(maxComprehensionNesting), cel.ValidateHomogeneousAggregateLiterals(), cel.ValidateRegexLiterals()),
 		cel.CrossTypeNumericComparisons(true),
 	)
 }

@@ -49,6 +49,7 @@ func TestConditionCompileProblems(t *testing.T) {
 		{"huge expression", Config{Rules: []Rule{cond("r", strings.Repeat("true && ", 600)+"true", OutcomeDeny)}}, "rules[0].when", "over the limit of 4096"},
 		{"deep nesting", Config{Rules: []Rule{cond("r", nested, OutcomeDeny)}}, "rules[0].when", "recursion"},
 		{"nested comprehensions", Config{Rules: []Rule{cond("r", "[1].all(a, [1].all(b, [1].all(c, [1].all(d, true))))", OutcomeDeny)}}, "rules[0].when", "nesting limit"},
+		{"bad regular expression", Config{Rules: []Rule{cond("r", "card.name.matches('(')", OutcomeDeny)}}, "rules[0].when", "1:19: invalid matches argument"},
 		{"mixed list literal", Config{Rules: []Rule{cond("r", "[1, 'a'].size() > 0", OutcomeDeny)}}, "rules[0].when", "expected type"},
 	}
 	for _, tc := range tests {
@@ -150,8 +151,8 @@ func TestDecideFailsClosed(t *testing.T) {
 		p := mustCompile(t, Config{Rules: []Rule{cond("r", "card.skills.exists(s, s.id == 'none')", OutcomeAllow)}})
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, err := p.Decide(ctx, Input{Card: big}); !errors.As(err, new(*EvalError)) {
-			t.Fatalf("err %v; want an EvalError", err)
+		if _, err := p.Decide(ctx, Input{Card: big}); !errors.Is(err, context.Canceled) || errors.As(err, new(*EvalError)) {
+			t.Fatalf("err %v; want the caller's context.Canceled, no rule blamed", err)
 		}
 	})
 	for _, tc := range tests {

@@ -172,13 +172,15 @@ func (p *Policy) Conditional() bool { return p != nil && len(p.conds) > 0 }
 // permission rules (Check) allowed: the first that applies to the caller
 // and whose when is true decides its outcome. With none true, the card is
 // allowed. An expression that fails to evaluate (a missing key, a type
-// mismatch, the cost or time limit) refuses the card with an *EvalError.
+// mismatch, the cost or time limit) refuses the card with an *EvalError;
+// when ctx ends first, its error is returned instead.
 func (p *Policy) Decide(ctx context.Context, in Input) (Decision, error) {
 	d := Decision{Outcome: OutcomeAllow}
 	if !p.Conditional() {
 		return d, nil
 	}
 	act := newActivation(in, p.adapter)
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, EvalTimeout)
 	defer cancel()
 	for i := range p.conds {
@@ -188,6 +190,10 @@ func (p *Policy) Decide(ctx context.Context, in Input) (Decision, error) {
 			continue
 		}
 		hit, err := eval(ctx, c.prg, act)
+		if err != nil && parent.Err() != nil {
+			// The caller gave up: no rule is to blame.
+			return d, parent.Err()
+		}
 		if err != nil {
 			d.Trace = append(d.Trace, Step{c.name, "error: " + err.Error()})
 			d.Outcome, d.Rule = OutcomeDeny, c.name

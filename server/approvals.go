@@ -91,7 +91,7 @@ func (x ApprovalsAPI) gate(ctx context.Context, req SignRequest, p *signer.Prepa
 			return &UnavailableError{What: "approvals", Err: err}
 		}
 		if err == nil {
-			ok, err := usable(held, req, p, d, a.now())
+			ok, err := usable(held, req, p, id, d, a.now())
 			if ok || err != nil {
 				return err
 			}
@@ -99,13 +99,36 @@ func (x ApprovalsAPI) gate(ctx context.Context, req SignRequest, p *signer.Prepa
 		// Not found, or held under another rule (the policy changed):
 		// ask again.
 	}
+	// The same card sent again (a pipeline re-run) waits on the request
+	// already held, rather than asking the approvers twice.
+	if held, ok, err := x.heldAlready(ctx, req, p, id, d); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return &ApprovalRequiredError{Approval: held, Message: d.Message}
+	}
 	return x.hold(ctx, req, p, id, hosts, in.Diff, d)
+}
+
+// heldAlready finds the requester's pending, unexpired approval of these
+// bytes, for this agent, under this rule.
+func (x ApprovalsAPI) heldAlready(ctx context.Context, req SignRequest, p *signer.Prepared, id string, d policy.Decision) (store.Approval, bool, error) {
+	list, err := x.a.store.ListApprovals(ctx, store.ApprovalFilter{State: store.ApprovalPending, Requester: req.Identity.Name, Now: x.a.now()})
+	if err != nil {
+		return store.Approval{}, false, &UnavailableError{What: "approvals", Err: err}
+	}
+	for _, held := range list {
+		if bytes.Equal(held.CanonicalSHA256, p.CanonicalSHA256[:]) && held.AgentID == id && held.Rule == d.Rule {
+			return held, true, nil
+		}
+	}
+	return store.Approval{}, false, nil
 }
 
 // usable decides whether approval held lets req sign card p now: true when
 // it is approved for these bytes; an error for one that cannot be used;
 // false, nil when it was asked for under another rule.
-func usable(held store.Approval, req SignRequest, p *signer.Prepared, d policy.Decision, now time.Time) (bool, error) {
+func usable(held store.Approval, req SignRequest, p *signer.Prepared, agent string, d policy.Decision, now time.Time) (bool, error) {
 	fail := func(format string, args ...any) (bool, error) {
 		return false, &PreconditionError{Reason: fmt.Sprintf("approval %s: ", held.ID) + fmt.Sprintf(format, args...)}
 	}
@@ -115,6 +138,11 @@ func usable(held store.Approval, req SignRequest, p *signer.Prepared, d policy.D
 	case !bytes.Equal(held.CanonicalSHA256, p.CanonicalSHA256[:]):
 		return fail("it approves the card with canonical SHA-256 %s, and this card's is %s: approvals are for exact bytes; sign without --approval to ask for a new one",
 			hex.EncodeToString(held.CanonicalSHA256), hex.EncodeToString(p.CanonicalSHA256[:]))
+	case held.AgentID != agent:
+		// Approvers reviewed the diff against that agent's card, and where
+		// the card would be registered.
+		return fail("it was asked for %s, not %s: sign with the same --register and --agent, or without --approval to ask for a new one",
+			agentNamed(held.AgentID), agentNamed(agent))
 	case held.Rule != d.Rule:
 		return false, nil
 	case held.State == store.ApprovalDenied:
@@ -125,6 +153,13 @@ func usable(held store.Approval, req SignRequest, p *signer.Prepared, d policy.D
 		return false, &ApprovalRequiredError{Approval: held, Message: d.Message}
 	}
 	return true, nil
+}
+
+func agentNamed(id string) string {
+	if id == "" {
+		return "signing without registering"
+	}
+	return "agent " + strictjson.QuoteForMessage(id)
 }
 
 func lastVoter(a store.Approval) string {
@@ -196,6 +231,11 @@ func (x ApprovalsAPI) hold(ctx context.Context, req SignRequest, p *signer.Prepa
 		CanonicalSHA256: p.CanonicalSHA256[:], CardName: name.Str, CardVersion: version.Str, AgentID: id,
 		Request: req.Card, Diff: string(diffJSON),
 	}
+	if err := store.CheckApproval(held); err != nil {
+		// A card the store cannot hold for approval (a diff too large, a
+		// name with NUL): it can never be approved, so say so.
+		return &InvalidArgumentError{Field: "card", Reason: fmt.Sprintf("it cannot be held for approval under rule %q: %v", d.Rule, err)}
+	}
 	rec := recordFor(now, req, p, hosts)
 	rec.Outcome, rec.Reason = string(audit.KindApprovalRequest), d.Message
 	rec.Detail = approvalDetail(held)
@@ -264,25 +304,19 @@ func (x ApprovalsAPI) List(ctx context.Context, who access.Identity, f store.App
 		}
 		f.Requester = who.Name
 	}
-	expired := f.State == "expired"
-	if expired {
-		f.State = store.ApprovalPending
-	}
-	list, err := x.a.store.ListApprovals(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	if f.State == store.ApprovalPending {
-		now := x.a.now()
-		out := list[:0]
-		for _, ap := range list {
-			if ap.Expired(now) == expired {
-				out = append(out, ap)
-			}
+	if f.Before != "" {
+		// An unknown id would page to nothing, silently.
+		if err := checkApprovalID("before", f.Before); err != nil {
+			return nil, err
 		}
-		list = out
+		if _, err := x.a.store.Approval(ctx, f.Before); errors.Is(err, store.ErrNotFound) {
+			return nil, &InvalidArgumentError{Field: "before", Reason: "no approval " + f.Before + " to page from"}
+		} else if err != nil {
+			return nil, err
+		}
 	}
-	return list, nil
+	f.Now = x.a.now()
+	return x.a.store.ListApprovals(ctx, f)
 }
 
 // Get returns approval id; a caller that is only a signer reads its own.

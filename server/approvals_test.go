@@ -76,6 +76,18 @@ func TestApprovalGate(t *testing.T) {
 	if !strings.HasPrefix(id, "apr_") || held.Approval.Seq == 0 {
 		t.Fatalf("approval %+v: want an apr_ id and its audit record", held.Approval)
 	}
+	// Sent again (a pipeline re-run): the same request, not a second one.
+	if _, err := sign(v2, ""); !errors.As(err, &held) || held.Approval.ID != id {
+		t.Fatalf("the same card again: %v; want approval %s again", err, id)
+	}
+	// Under another agent: not this approval (its approvers reviewed the
+	// diff against orders' card).
+	if _, err := a.Sign(ctx, SignRequest{Card: withSkill(t, "1", ""), Caller: ci.Name, Identity: ci, RequestID: "r", Registration: &Registration{AgentID: "orders-eu"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sign(ctx, SignRequest{Card: v2, Caller: ci.Name, Identity: ci, RequestID: "r", Registration: &Registration{AgentID: "orders-eu"}, ApprovalID: id}); !errors.As(err, new(*PreconditionError)) || !strings.Contains(err.Error(), `not agent "orders-eu"`) {
+		t.Fatalf("the approval used for another agent: %v", err)
+	}
 	desk := NewApprovalsAPI(a)
 	votes := []struct {
 		name string

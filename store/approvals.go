@@ -18,6 +18,9 @@ const (
 	ApprovalPending  = "pending"  // waiting for approvers
 	ApprovalApproved = "approved" // Required approvals given: the requester may have the card signed
 	ApprovalDenied   = "denied"   // an approver denied it: closed for good
+	// ApprovalExpired is no stored state: ApprovalFilter selects with it the
+	// approvals past their expiry that were not denied.
+	ApprovalExpired = "expired"
 )
 
 // Approval is a signing request that a signing policy rule held for
@@ -38,9 +41,8 @@ type Approval struct {
 	CardName        string
 	CardVersion     string
 	AgentID         string // the registry agent the card is registered under; "" when not registered
-	// Request is the signing request as the daemon needs it to sign once
-	// approved (the card and the request's options), opaque to the store;
-	// at most MaxApprovalRequestBytes.
+	// Request is the card as the requester sent it (approvers read it),
+	// opaque to the store; at most MaxApprovalRequestBytes.
 	Request []byte
 	// Diff is what the card changes against the agent's previous card, as
 	// JSON for `cardsign approvals show`; opaque to the store; at most
@@ -72,22 +74,26 @@ func (a Approval) Approvals() int {
 	return n
 }
 
-// Expired reports whether a is still pending (or approved but unused) at
-// now but past its expiry.
+// Expired reports whether a is past its expiry at now, whatever its state:
+// an expired approval can be neither voted on nor used.
 func (a Approval) Expired(now time.Time) bool { return !now.Before(a.ExpiresAt) }
 
 // ApprovalFilter selects approvals for ListApprovals.
 type ApprovalFilter struct {
-	State     string // "" for every state
-	Requester string // "" for every requester
-	Before    string // page: only approvals created before the one with this id; "" from the newest
-	Limit     int    // at most this many; <= 0 means 100
+	// State is "" for every state; ApprovalPending and ApprovalApproved
+	// select those not expired at Now, ApprovalExpired those expired at Now
+	// and not denied, ApprovalDenied the denied ones.
+	State     string
+	Now       time.Time // decides expiry; required with State pending, approved or expired
+	Requester string    // "" for every requester
+	Before    string    // page: only approvals created before the one with this id (which must exist); "" from the newest
+	Limit     int       // at most this many; <= 0 means 100
 }
 
 // Limits of a stored approval.
 const (
 	MaxApprovers            = 16
-	MaxApprovalRequestBytes = 1 << 20
+	MaxApprovalRequestBytes = 16 << 20 // limits.max_card_bytes at most
 	MaxApprovalDiffBytes    = 256 << 10
 	maxApprovalText         = 1024
 )
@@ -116,7 +122,9 @@ type Approvals interface {
 	// Approval returns approval id, or an error wrapping ErrNotFound.
 	Approval(ctx context.Context, id string) (Approval, error)
 
-	// ListApprovals returns the approvals f selects, newest first.
+	// ListApprovals returns the approvals f selects, newest first, with
+	// their votes but without their Request (a page does not carry the
+	// cards; Approval does).
 	ListApprovals(ctx context.Context, f ApprovalFilter) ([]Approval, error)
 
 	// VoteApproval adds v (Time and Seq set by the store) to approval id and

@@ -43,12 +43,22 @@ var provenanceClaims = []string{
 // Provenance returns iss, sub and those of the platform claims above that the
 // token has, for the audit record.
 func (t *Token) Provenance() map[string]string {
-	out := map[string]string{"iss": t.Issuer, "sub": t.Subject}
-	if sub, ok := t.Claims["sub"]; ok {
-		out["sub"] = sub // the subject proper, even when SubjectClaim names another claim
+	out := ProvenanceOf(t.Claims)
+	out["iss"] = t.Issuer
+	if _, ok := t.Claims["sub"]; !ok {
+		out["sub"] = t.Subject
 	}
-	for _, name := range provenanceClaims {
-		if v, ok := t.Claims[name]; ok {
+	return out
+}
+
+// ProvenanceOf is what the audit record keeps of flattened claims: iss, sub
+// (the subject proper, even when SubjectClaim names another claim) and the
+// platform claims above that they have. cardsign policy test builds a
+// caller's provenance with it, as cardsignd does.
+func ProvenanceOf(claims map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, name := range append([]string{"iss", "sub"}, provenanceClaims...) {
+		if v, ok := claims[name]; ok {
 			out[name] = v
 		}
 	}

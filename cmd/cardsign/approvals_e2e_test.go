@@ -74,6 +74,7 @@ func paymentsCardWith(t *testing.T, version string, hosts []string, skills []str
 // approvalsWorld is a daemon with OIDC callers and the approvals policy,
 // and the identity tokens of a pipeline and of three people.
 type approvalsWorld struct {
+	is                            *oidctest.Issuer
 	dir, grpc, http               string
 	pipeline, alice, bob, mallory string // token files
 	pipelineID, aliceID, bobID    string // identities
@@ -81,7 +82,7 @@ type approvalsWorld struct {
 
 func newApprovalsWorld(t *testing.T) *approvalsWorld {
 	is := oidctest.New(t)
-	w := &approvalsWorld{dir: t.TempDir()}
+	w := &approvalsWorld{dir: t.TempDir(), is: is}
 	id := func(sub string) string { return "oidc:" + is.URL + "#" + sub }
 	w.pipelineID, w.aliceID, w.bobID = id("repo:acme/payments:ref:refs/tags/v1.2.0"), id("user:alice"), id("user:bob")
 	d := runDaemon(t, daemonBin, filepath.Join(w.dir, "data"), fmt.Sprintf(`limits:
@@ -253,6 +254,42 @@ func TestApprovalsEndToEnd(t *testing.T) {
 	}
 	if r := w.as(t, w.alice, "approvals", "list", "--state", "expired", "--json"); !strings.Contains(r.Stdout, m[1]) {
 		t.Fatalf("approvals list --state expired does not list %s: %s %s", m[1], r.Stdout, r.Stderr)
+	}
+
+	// A wait outlives the pipeline's identity token: when it expires, sign
+	// --wait reads the token file again (a pipeline refreshes it).
+	short := oidctest.GitHubClaims("cardsign")
+	short["exp"] = time.Now().Add(2 * time.Second).Unix()
+	writeFile(t, w.pipeline, []byte(w.is.Mint(short)))
+	v4 := write("v4.json", paymentsCardWith(t, "1.6.0", []string{"eu.payments.example.com", "us.payments.example.com"}, nil))
+	go func() { waited <- w.as(t, w.pipeline, "sign", "--register", "--wait", v4) }()
+	var pending []approvalJSON
+	for deadline := time.Now().Add(30 * time.Second); len(pending) == 0; time.Sleep(200 * time.Millisecond) {
+		r := w.as(t, w.alice, "approvals", "list", "--state", "pending", "--json")
+		for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+			var a approvalJSON
+			if json.Unmarshal([]byte(line), &a) == nil && a.Rule == "new-host" {
+				pending = append(pending, a)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no pending approval for v4")
+		}
+	}
+	writeFile(t, w.pipeline, []byte(w.is.Mint(oidctest.GitHubClaims("cardsign"))))
+	time.Sleep(15 * time.Second) // the short token's exp, the daemon's 10 s of clock skew, and a poll
+	for _, who := range []string{w.alice, w.bob} {
+		if r := w.as(t, who, "approvals", "approve", pending[0].ID); r.Code != exitOK {
+			t.Fatalf("approving v4: %s", r.Stderr)
+		}
+	}
+	select {
+	case r := <-waited:
+		if r.Code != exitOK || !strings.Contains(r.Stderr, "using a fresh one") {
+			t.Fatalf("sign --wait across the token's expiry: exit %d\n%s", r.Code, r.Stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("sign --wait did not return 60s after v4's approvals")
 	}
 
 	// A deny rule refuses at once, audited.

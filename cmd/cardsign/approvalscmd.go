@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
@@ -247,39 +248,63 @@ func heldApproval(err error) string {
 // waitPoll is how often sign --wait asks about its approval.
 const waitPoll = 3 * time.Second
 
-// awaitApproval polls approval id until it is approved (true), or denied,
-// expired or the wait is over (false, having said why).
-func awaitApproval(ctx context.Context, in *call, cl *client, id string, limit time.Duration) bool {
+// awaitApproval polls approval id until it is approved (ok), or denied,
+// expired or the wait is over (not ok, having said why). A wait outlives
+// identity tokens and replicas: a refused credential is obtained again (a
+// pipeline's identity token is short-lived; dial reads or requests it
+// anew), and an unreachable daemon is asked again at the next poll. It
+// returns the client to sign with, which the caller closes when it is not
+// cl.
+func awaitApproval(ctx context.Context, in *call, cl *client, id string, limit time.Duration) (*client, bool) {
 	e, name := in.env, in.c.name
 	deadline := time.Now().Add(limit)
 	last := int32(-1)
+	orig := cl
 	for {
 		cctx, cancel := cl.ctx(ctx)
 		res, err := cl.approvals.GetApproval(cctx, &pb.GetApprovalRequest{Id: id})
 		cancel()
-		if err != nil {
+		switch status.Code(err) {
+		case codes.OK:
+		case codes.Unauthenticated:
+			fresh, derr := dial(in.env, in.conn, in.timeout)
+			if derr != nil {
+				fmt.Fprintf(e.stderr, "cardsign %s: waiting for approval %s: the credential was refused, and a fresh one cannot be had: %v\n", name, escapeValue(id), derr)
+				return cl, false
+			}
+			fmt.Fprintf(e.stderr, "cardsign %s: waiting for approval %s: the credential was refused (an identity token expires); using a fresh one\n", name, escapeValue(id))
+			if cl != orig {
+				cl.close()
+			}
+			cl = fresh
+			res = nil
+		case codes.Unavailable, codes.DeadlineExceeded:
+			fmt.Fprintf(e.stderr, "cardsign %s: waiting for approval %s: %s; asking again\n", name, escapeValue(id), describe(err))
+			res = nil
+		default:
 			fmt.Fprintf(e.stderr, "cardsign %s: waiting for approval %s: %s\n", name, escapeValue(id), describe(err))
-			return false
+			return cl, false
 		}
-		a := res.GetApproval()
-		if a.GetApprovals() != last {
-			last = a.GetApprovals()
-			fmt.Fprintf(e.stderr, "cardsign %s: approval %s: %s, %d of %d approvals (expires %s)\n", name, escapeValue(id), a.GetState(), a.GetApprovals(), a.GetRequired(), rfc3339(a.GetExpiresAt().AsTime()))
-		}
-		switch a.GetState() {
-		case "approved":
-			return true
-		case "denied", "expired":
-			fmt.Fprintf(e.stderr, "cardsign %s: approval %s is %s%s; nothing was signed\n", name, escapeValue(id), a.GetState(), lastReason(a))
-			return false
+		if a := res.GetApproval(); a != nil {
+			if a.GetApprovals() != last {
+				last = a.GetApprovals()
+				fmt.Fprintf(e.stderr, "cardsign %s: approval %s: %s, %d of %d approvals (expires %s)\n", name, escapeValue(id), a.GetState(), a.GetApprovals(), a.GetRequired(), rfc3339(a.GetExpiresAt().AsTime()))
+			}
+			switch a.GetState() {
+			case "approved":
+				return cl, true
+			case "denied", "expired":
+				fmt.Fprintf(e.stderr, "cardsign %s: approval %s is %s%s; nothing was signed\n", name, escapeValue(id), a.GetState(), lastReason(a))
+				return cl, false
+			}
 		}
 		if time.Now().After(deadline) {
 			fmt.Fprintf(e.stderr, "cardsign %s: gave up waiting for approval %s after %s; sign again with --approval %s once it is approved\n", name, escapeValue(id), limit, escapeValue(id))
-			return false
+			return cl, false
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return cl, false
 		case <-time.After(waitPoll):
 		}
 	}

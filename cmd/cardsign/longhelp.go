@@ -41,8 +41,9 @@ When a signing policy rule holds the card for approval (docs/policy.md), nothing
 prints the approval's id and exits 4; approvers run cardsign approvals approve ID. Then sign the same
 card again with --approval ID, or let --wait do it: it polls the approval every 3 s, prints each new
 approval, and signs once the rule's count is reached (exit 1 if it is denied, expires, or
---wait-timeout passes). An OIDC identity token may expire during a long wait: use one that lives as
-long, or sign again with --approval.
+--wait-timeout passes). A wait outlives identity tokens: when cardsignd refuses the credential, sign
+obtains it again as at the start (the --id-token file read anew, or a token requested from GitHub
+Actions again), and an unreachable daemon is asked again at the next poll.
 
 Exit codes: 0 signed; 1 refused or failed; 2 usage, unreadable input, or the daemon unreachable;
 4 held for approval.

@@ -28,7 +28,7 @@ func policyCmd() command {
 		long:    policyLong,
 		summary: "Evaluate cardsignd's signing policy offline: which rule decides a card, and why.",
 		usage: "test --config FILE --card FILE [--previous FILE] [--identity ID] [--roles ROLE,...] [--claims FILE]\n" +
-			"       [--agent ID] [--register] [--visibility public|private] [--expect allow|deny|require_approval]",
+			"       [--agent ID] [--register] [--visibility public|private] [--profile P] [--expect allow|deny|require_approval]",
 		example: "  cardsign policy test --config cardsignd.yaml --card agent-card.json --previous deployed-card.json \\\n" +
 			"      --identity 'oidc:https://token.actions.githubusercontent.com#repo:org/payments:ref:refs/heads/main' --claims claims.json\n" +
 			"  permission rules: allowed\n" +
@@ -49,6 +49,7 @@ func policyCmd() command {
 		fs.StringVar(&o.agent, "agent", "", "the agent id (default: derived from the card's first interface URL)")
 		fs.BoolVar(&o.register, "register", false, "the request registers the card (request.register)")
 		fs.StringVar(&o.visibility, "visibility", "", "the request's visibility (request.visibility)")
+		fs.StringVar(&o.profile, "profile", "", "the request's canonical profile (request.profile): spec, sdk, python-ascii, both or empty")
 		fs.StringVar(&o.expect, "expect", "", "exit 1 unless the decision is this: allow, deny or require_approval")
 		return o.run
 	}
@@ -57,8 +58,8 @@ func policyCmd() command {
 
 // policyTest is the flags of policy test.
 type policyTest struct {
-	config, card, previous, identity, roles, claims, agent, visibility, expect string
-	register                                                                   bool
+	config, card, previous, identity, roles, claims, agent, visibility, expect, profile string
+	register                                                                            bool
 }
 
 func (o *policyTest) run(ctx context.Context, in *call) int {
@@ -158,7 +159,12 @@ func (o *policyTest) input(e env) (policy.Input, error) {
 			return policy.Input{}, fmt.Errorf("--previous: %w", err)
 		}
 	}
-	caller := policy.Caller{Identity: o.identity, Method: strings.SplitN(o.identity, ":", 2)[0]}
+	// As cardsignd names the ways callers prove who they are.
+	method, _, _ := strings.Cut(o.identity, ":")
+	if o.identity == "anonymous" {
+		method = "none"
+	}
+	caller := policy.Caller{Identity: o.identity, Method: method}
 	for _, r := range strings.Split(o.roles, ",") {
 		if r = strings.TrimSpace(r); r != "" {
 			caller.Roles = append(caller.Roles, r)
@@ -168,14 +174,14 @@ func (o *policyTest) input(e env) (policy.Input, error) {
 		if caller.Claims, err = readClaims(o.claims); err != nil {
 			return policy.Input{}, fmt.Errorf("--claims: %w", err)
 		}
-		caller.Method, caller.Provenance = "oidc", caller.Claims
+		caller.Method, caller.Provenance = "oidc", oidc.ProvenanceOf(caller.Claims)
 	}
 	agent := o.agent
 	if agent == "" {
 		agent, _ = registry.DeriveAgentID(cur)
 	}
 	return policy.Input{Caller: caller, Card: cur, Previous: prev, Diff: carddiff.Compute(cur, prev),
-		Request: policy.Request{AgentID: agent, Register: o.register, Visibility: o.visibility}}, nil
+		Request: policy.Request{AgentID: agent, Register: o.register, Visibility: o.visibility, Profile: o.profile}}, nil
 }
 
 // loadCardFile reads a card as cardsignd does (v0.3 mapped to v1.0, keys

@@ -55,6 +55,8 @@ var retriedMethods = []string{
 	pb.KeyService_ListKeys_FullMethodName,
 	pb.AuditService_ListAuditRecords_FullMethodName,
 	pb.ServerService_GetServerInfo_FullMethodName,
+	pb.ApprovalService_ListApprovals_FullMethodName,
+	pb.ApprovalService_GetApproval_FullMethodName,
 }
 
 // Retry policy of retriedMethods: at most retryAttempts calls in all, the

@@ -309,13 +309,17 @@ func remote(ctx context.Context, in *call, resultFile string, w waitOptions, req
 		if !w.wait {
 			return exitHeld
 		}
-		if !awaitApproval(ctx, in, cl.client, id, w.limit) {
+		signer, approved := awaitApproval(ctx, in, cl.client, id, w.limit)
+		if signer != cl.client {
+			defer signer.close()
+		}
+		if !approved {
 			return exitFail
 		}
 		req.ApprovalId = id
-		cctx, cancel := cl.client.ctx(ctx)
+		cctx, cancel := signer.ctx(ctx)
 		defer cancel()
-		res, err = cl.signing.SignCard(cctx, req)
+		res, err = signer.signing.SignCard(cctx, req)
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cardsign %s: %s\n", c.name, describe(err))

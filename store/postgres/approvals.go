@@ -85,12 +85,15 @@ func (s *approvals) Approval(ctx context.Context, id string) (store.Approval, er
 // ListApprovals returns the approvals f selects, newest first, with their
 // votes, from one snapshot.
 func (s *approvals) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
-	where, args := sqlrows.ApprovalWhere(f, func(n int) string { return "$" + strconv.Itoa(n) })
+	where, args, err := sqlrows.ApprovalWhere(f, func(n int) string { return "$" + strconv.Itoa(n) }, func(t time.Time) any { return t })
+	if err != nil {
+		return nil, err
+	}
 	page := ` FROM approvals` + where + ` ORDER BY created_at DESC, id DESC LIMIT ` + strconv.Itoa(sqlrows.ApprovalLimit(f))
 	var list []store.Approval
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
-		list, err = sqlrows.Approvals(ctx, rowsOf(tx), values{}, `SELECT `+sqlrows.ApprovalColumns+page, args...)
+		list, err = sqlrows.Approvals(ctx, rowsOf(tx), values{}, `SELECT `+sqlrows.ApprovalListColumns("''::bytea")+page, args...)
 		if err == nil && len(list) > 0 {
 			err = sqlrows.AttachVotes(ctx, rowsOf(tx), values{}, list,
 				`SELECT `+sqlrows.VoteColumns+` FROM approval_votes WHERE approval_id IN (SELECT id`+page+`) ORDER BY seq`, args...)
@@ -116,13 +119,14 @@ func (s *approvals) VoteApproval(ctx context.Context, id string, v store.Vote, r
 		app    transparency.Appended
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var now time.Time
-		if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
-			return err
+		clock := func() (time.Time, error) { // read once the row is locked
+			var now time.Time
+			err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now)
+			return now.UTC(), err
 		}
 		var times []int64
 		var err error
-		after, recs, times, err = sqlrows.PrepareVote(ctx, rowsOf(tx), values{}, approvalForUpdate, votesByID, id, v, now.UTC(), record, &recErr)
+		after, recs, times, err = sqlrows.PrepareVote(ctx, rowsOf(tx), values{}, approvalForUpdate, votesByID, id, v, clock, record, &recErr)
 		if err != nil {
 			return err
 		}

@@ -79,7 +79,10 @@ func (s *approvals) Approval(ctx context.Context, id string) (store.Approval, er
 // ListApprovals returns the approvals f selects, newest first, with their
 // votes.
 func (s *approvals) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
-	where, args := sqlrows.ApprovalWhere(f, func(int) string { return "?" })
+	where, args, err := sqlrows.ApprovalWhere(f, func(int) string { return "?" }, func(t time.Time) any { return t.UnixNano() })
+	if err != nil {
+		return nil, err
+	}
 	page := ` FROM approvals` + where + ` ORDER BY created_at DESC, id DESC LIMIT ` + fmt.Sprint(sqlrows.ApprovalLimit(f))
 	// One snapshot for the page and its votes.
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -87,7 +90,7 @@ func (s *approvals) ListApprovals(ctx context.Context, f store.ApprovalFilter) (
 		return nil, fmt.Errorf("store: list approvals: %w", err)
 	}
 	defer tx.Rollback()
-	list, err := sqlrows.Approvals(ctx, rowsOf(tx), values{}, `SELECT `+sqlrows.ApprovalColumns+page, args...)
+	list, err := sqlrows.Approvals(ctx, rowsOf(tx), values{}, `SELECT `+sqlrows.ApprovalListColumns("X''")+page, args...)
 	if err == nil && len(list) > 0 {
 		err = sqlrows.AttachVotes(ctx, rowsOf(tx), values{}, list,
 			`SELECT `+sqlrows.VoteColumns+` FROM approval_votes WHERE approval_id IN (SELECT id`+page+`) ORDER BY seq`, args...)
@@ -111,7 +114,7 @@ func (s *approvals) VoteApproval(ctx context.Context, id string, v store.Vote, r
 	err := s.writeFreeingWAL(ctx, func(tx *sql.Tx) error {
 		var times []int64
 		var err error
-		after, recs, times, err = sqlrows.PrepareVote(ctx, rowsOf(tx), values{}, approvalByID, votesByID, id, v, time.Now().UTC(), record, &recErr)
+		after, recs, times, err = sqlrows.PrepareVote(ctx, rowsOf(tx), values{}, approvalByID, votesByID, id, v, func() (time.Time, error) { return time.Now().UTC(), nil }, record, &recErr)
 		if err != nil {
 			return err
 		}

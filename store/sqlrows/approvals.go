@@ -14,6 +14,13 @@ import (
 // them.
 const ApprovalColumns = `id, created_at, expires_at, requester, request_id, rule, grp, required, canonical_sha256, card_name, card_version, agent_id, request, diff, state, seq`
 
+// ApprovalListColumns are ApprovalColumns with emptyBytes (the dialect's
+// empty blob literal) read for the request: a page of approvals does not
+// carry their cards.
+func ApprovalListColumns(emptyBytes string) string {
+	return strings.Replace(ApprovalColumns, " request,", " "+emptyBytes+" AS request,", 1)
+}
+
 // VoteColumns are the approval_votes columns, in the order Votes scans
 // them.
 const VoteColumns = `approval_id, approver, voted_at, approve, reason, seq`
@@ -72,17 +79,32 @@ func AttachVotes(ctx context.Context, q Querier, v Values, list []store.Approval
 }
 
 // ApprovalWhere is the WHERE clause (with " WHERE " or "") and arguments of
-// f, over table approvals, ph writing the n-th placeholder of the dialect;
-// the caller adds the order (created_at DESC, id DESC) and the limit.
-func ApprovalWhere(f store.ApprovalFilter, ph func(n int) string) (string, []any) {
+// f, over table approvals: ph writes the n-th placeholder of the dialect,
+// at a time argument as the dialect stores times. The caller adds the order
+// (created_at DESC, id DESC) and the limit.
+func ApprovalWhere(f store.ApprovalFilter, ph func(n int) string, at func(time.Time) any) (string, []any, error) {
 	var conds []string
 	var args []any
 	add := func(cond string, val any) { // cond holds one placeholder, "?"
 		args = append(args, val)
 		conds = append(conds, strings.Replace(cond, "?", ph(len(args)), 1))
 	}
-	if f.State != "" {
+	switch f.State {
+	case "":
+	case store.ApprovalPending, store.ApprovalApproved, store.ApprovalExpired:
+		if f.Now.IsZero() {
+			return "", nil, fmt.Errorf("store: list approvals: state %s needs the time that decides expiry", f.State)
+		}
+		if f.State == store.ApprovalExpired {
+			add("state <> 'denied' AND expires_at <= ?", at(f.Now))
+		} else {
+			add("state = ?", f.State)
+			add("expires_at > ?", at(f.Now))
+		}
+	case store.ApprovalDenied:
 		add("state = ?", f.State)
+	default:
+		return "", nil, fmt.Errorf("store: list approvals: unknown state %q", f.State)
 	}
 	if f.Requester != "" {
 		add("requester = ?", f.Requester)
@@ -91,9 +113,9 @@ func ApprovalWhere(f store.ApprovalFilter, ph func(n int) string) (string, []any
 		add("(created_at, id) < (SELECT created_at, id FROM approvals WHERE id = ?)", f.Before)
 	}
 	if len(conds) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
-	return " WHERE " + strings.Join(conds, " AND "), args
+	return " WHERE " + strings.Join(conds, " AND "), args, nil
 }
 
 // ApprovalLimit is f's page size.
@@ -108,11 +130,12 @@ func ApprovalLimit(f store.ApprovalFilter) int {
 // alike, inside the store's transaction tx and under its locks: it reads
 // approval id (one, with approvalSQL, a SELECT of ApprovalColumns taking
 // id) and its votes (votesSQL, a SELECT of VoteColumns taking id),
-// decides the vote at the store's now (store.ApplyVote), has record make
+// decides the vote at the store's now, read after the approval's row is
+// locked (store.ApplyVote), has record make
 // its audit record and checks it. It returns the approval after the vote,
 // the record and its time. A record error is stored in *recErr (the
 // caller's error, returned as is) and returned.
-func PrepareVote(ctx context.Context, tx Querier, v Values, approvalSQL, votesSQL, id string, x store.Vote, now time.Time,
+func PrepareVote(ctx context.Context, tx Querier, v Values, approvalSQL, votesSQL, id string, x store.Vote, clock func() (time.Time, error),
 	record func(after store.Approval) (audit.Record, error), recErr *error) (store.Approval, []audit.Record, []int64, error) {
 	list, err := Approvals(ctx, tx, v, approvalSQL, id)
 	if err != nil {
@@ -122,6 +145,10 @@ func PrepareVote(ctx context.Context, tx Querier, v Values, approvalSQL, votesSQ
 		return store.Approval{}, nil, nil, fmt.Errorf("approval %s: %w", id, store.ErrNotFound)
 	}
 	if err := AttachVotes(ctx, tx, v, list, votesSQL, id); err != nil {
+		return store.Approval{}, nil, nil, err
+	}
+	now, err := clock()
+	if err != nil {
 		return store.Approval{}, nil, nil, err
 	}
 	after, err := store.ApplyVote(list[0], x, now)

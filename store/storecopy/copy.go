@@ -271,7 +271,11 @@ func (c *copier) copyApprovals(ctx context.Context) error {
 		if len(page) == 0 {
 			break
 		}
-		for _, a := range page {
+		for _, listed := range page {
+			a, err := c.src.Approval(ctx, listed.ID) // with its card
+			if err != nil {
+				return fmt.Errorf("source: %w", err)
+			}
 			if err := imp.ImportApproval(ctx, a); err != nil {
 				return fmt.Errorf("destination: %w", err)
 			}

@@ -135,12 +135,21 @@ func testApprovals(t *testing.T, open Opener) {
 	if _, err := other.Approval(ctx, "apr_none"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Approval of no id: %v", err)
 	}
+	if _, err := other.ListApprovals(ctx, store.ApprovalFilter{State: store.ApprovalPending}); err == nil {
+		t.Error("listing pending approvals without the time that decides expiry")
+	}
 	for _, tc := range []struct {
 		f    store.ApprovalFilter
 		want string
 	}{
 		{store.ApprovalFilter{}, "apr_c apr_b apr_a"},
-		{store.ApprovalFilter{State: store.ApprovalPending}, "apr_c"},
+		{store.ApprovalFilter{State: store.ApprovalPending, Now: time.Now()}, "apr_c"},
+		{store.ApprovalFilter{State: store.ApprovalApproved, Now: time.Now()}, "apr_a"},
+		{store.ApprovalFilter{State: store.ApprovalDenied}, "apr_b"},
+		{store.ApprovalFilter{State: store.ApprovalExpired, Now: time.Now()}, ""},
+		// Two hours on, every approval not denied has expired.
+		{store.ApprovalFilter{State: store.ApprovalExpired, Now: time.Now().Add(2 * time.Hour)}, "apr_c apr_a"},
+		{store.ApprovalFilter{State: store.ApprovalPending, Now: time.Now().Add(2 * time.Hour)}, ""},
 		{store.ApprovalFilter{Requester: "token:ci"}, "apr_c apr_a"},
 		{store.ApprovalFilter{Limit: 2}, "apr_c apr_b"},
 		{store.ApprovalFilter{Before: "apr_b"}, "apr_a"},
