@@ -90,6 +90,9 @@ audit, jwks, transparency < store;
 store < store/sqlrows, store/storecopy;
 store/sqlrows, secretfile < store/sqlite, store/postgres;
 
+# The second pair of eyes: signatures held by the signing policy, votes.
+access, audit, carddiff, policy, store < approval;
+
 # Subsystems under the composition root: the registry, the revocation
 # document's publisher, the HTTP plumbing.
 signer, store, limits, jwks/jwksserve, aicatalog < registry;
@@ -99,7 +102,7 @@ access, limits, jwks, transparency, registry, aicatalog < server/httpapi;
 
 # The composition root: the authority over the rooms above; its gRPC
 # services sit on top of it.
-registry, registry/catalog, server/revocations, server/httpapi, backends/file, policy,
+registry, registry/catalog, server/revocations, server/httpapi, backends/file, policy, approval,
   transparency/tlogserve, transparency/witness, buildinfo
   < server;
 server, ratelimit, api/cardsign/v1, buildinfo < server/grpcapi;

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cardsign/cardsign/approval"
+
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/testsupport"
@@ -68,7 +70,7 @@ func TestApprovalGate(t *testing.T) {
 	}
 	v2 := withSkill(t, "2", "refund")
 	_, err := sign(v2, "")
-	var held *ApprovalRequiredError
+	var held *approval.RequiredError
 	if !errors.As(err, &held) || held.Approval.Rule != "new-skill" || held.Approval.Required != 2 || held.Approval.State != store.ApprovalPending {
 		t.Fatalf("a new skill: %v; want an ApprovalRequiredError of rule new-skill", err)
 	}
@@ -85,10 +87,10 @@ func TestApprovalGate(t *testing.T) {
 	if _, err := a.Sign(ctx, SignRequest{Card: withSkill(t, "1", ""), Caller: ci.Name, Identity: ci, RequestID: "r", Registration: &Registration{AgentID: "orders-eu"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Sign(ctx, SignRequest{Card: v2, Caller: ci.Name, Identity: ci, RequestID: "r", Registration: &Registration{AgentID: "orders-eu"}, ApprovalID: id}); !errors.As(err, new(*PreconditionError)) || !strings.Contains(err.Error(), `not agent "orders-eu"`) {
+	if _, err := a.Sign(ctx, SignRequest{Card: v2, Caller: ci.Name, Identity: ci, RequestID: "r", Registration: &Registration{AgentID: "orders-eu"}, ApprovalID: id}); !errors.As(err, new(*approval.UnusableError)) || !strings.Contains(err.Error(), `not agent "orders-eu"`) {
 		t.Fatalf("the approval used for another agent: %v", err)
 	}
-	desk := NewApprovalsAPI(a)
+	desk := a.approvals
 	votes := []struct {
 		name string
 		who  access.Identity
@@ -99,35 +101,35 @@ func TestApprovalGate(t *testing.T) {
 		{"the requester", ci, "cannot approve it"},
 	}
 	for _, v := range votes {
-		_, _, err := desk.Vote(ctx, v.who, id, true, "", nil)
-		var fe *ForbiddenError
+		_, _, err := desk.Vote(ctx, approval.Voter{Identity: v.who}, id, true, "", nil)
+		var fe *approval.ForbiddenError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), v.want) {
 			t.Fatalf("%s: %v; want a ForbiddenError containing %q", v.name, err, v.want)
 		}
 	}
 	alice, bob := caller("token:alice", access.RoleApprover), caller("token:bob", access.RoleApprover)
-	if _, _, err := desk.Vote(ctx, alice, id, true, "ok", []byte("not the digest")); !errors.As(err, new(*PreconditionError)) {
+	if _, _, err := desk.Vote(ctx, approval.Voter{Identity: alice}, id, true, "ok", []byte("not the digest")); !errors.As(err, new(*approval.UnusableError)) {
 		t.Fatalf("a vote for other bytes: %v", err)
 	}
-	after, rec, err := desk.Vote(ctx, alice, id, true, "ok", held.Approval.CanonicalSHA256)
+	after, rec, err := desk.Vote(ctx, approval.Voter{Identity: alice}, id, true, "ok", held.Approval.CanonicalSHA256)
 	if err != nil || after.State != store.ApprovalPending || rec.Kind() != audit.KindApprovalApprove || rec.Caller != "token:alice" || rec.CardName != "" {
 		t.Fatalf("alice's vote: %+v %+v %v", after, rec, err)
 	}
-	if _, _, err := desk.Vote(ctx, alice, id, true, "", nil); !errors.As(err, new(*PreconditionError)) || !strings.Contains(err.Error(), "voted already") {
+	if _, _, err := desk.Vote(ctx, approval.Voter{Identity: alice}, id, true, "", nil); !errors.As(err, new(*approval.UnusableError)) || !strings.Contains(err.Error(), "voted already") {
 		t.Fatalf("alice again: %v", err)
 	}
 	if _, err := sign(v2, id); !errors.As(err, &held) {
 		t.Fatalf("signing under a pending approval: %v; want it held still", err)
 	}
-	if after, _, err = desk.Vote(ctx, bob, id, true, "", nil); err != nil || after.State != store.ApprovalApproved {
+	if after, _, err = desk.Vote(ctx, approval.Voter{Identity: bob}, id, true, "", nil); err != nil || after.State != store.ApprovalApproved {
 		t.Fatalf("bob's vote: %+v %v", after, err)
 	}
 	// Other bytes, or another caller, cannot use it.
-	if _, err := sign(withSkill(t, "2", "refunds"), id); !errors.As(err, new(*PreconditionError)) || !strings.Contains(err.Error(), "exact bytes") {
+	if _, err := sign(withSkill(t, "2", "refunds"), id); !errors.As(err, new(*approval.UnusableError)) || !strings.Contains(err.Error(), "exact bytes") {
 		t.Fatalf("other bytes under the approval: %v", err)
 	}
 	other := caller("token:other", access.RoleSigner)
-	if _, err := a.Sign(ctx, SignRequest{Card: v2, Caller: other.Name, Identity: other, RequestID: "r", Registration: &Registration{AgentID: "orders"}, ApprovalID: id}); !errors.As(err, new(*PreconditionError)) {
+	if _, err := a.Sign(ctx, SignRequest{Card: v2, Caller: other.Name, Identity: other, RequestID: "r", Registration: &Registration{AgentID: "orders"}, ApprovalID: id}); !errors.As(err, new(*approval.UnusableError)) {
 		t.Fatalf("another caller under the approval: %v", err)
 	}
 	signed, err := sign(v2, id)
@@ -178,14 +180,14 @@ func TestApprovalGateRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := sign(withSkill(t, "2", "refund"), "")
-	var held *ApprovalRequiredError
+	var held *approval.RequiredError
 	if !errors.As(err, &held) {
 		t.Fatal(err)
 	}
-	if _, _, err := NewApprovalsAPI(a).Vote(ctx, caller("token:bob", access.RoleApprover), held.Approval.ID, false, "no", nil); err != nil {
+	if _, _, err := a.approvals.Vote(ctx, approval.Voter{Identity: caller("token:bob", access.RoleApprover)}, held.Approval.ID, false, "no", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := sign(withSkill(t, "2", "refund"), held.Approval.ID); !errors.As(err, new(*PreconditionError)) || !strings.Contains(err.Error(), `denied by "token:bob": "no"`) {
+	if err := sign(withSkill(t, "2", "refund"), held.Approval.ID); !errors.As(err, new(*approval.UnusableError)) || !strings.Contains(err.Error(), `denied by "token:bob": "no"`) {
 		t.Fatalf("signing under a denied approval: %v", err)
 	}
 }

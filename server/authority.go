@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cardsign/cardsign/approval"
+
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
@@ -137,6 +139,9 @@ type Authority struct {
 	poke         chan struct{} // asks RunDuties for a round now
 
 	registry *registry.Registry
+	// approvals holds the signatures a signing policy rule sends for
+	// approval, and takes the votes.
+	approvals *approval.Desk
 	// catalog publishes the AI Catalog (its publisher nil when
 	// Config.Catalog is off).
 	catalog catalogDuty
@@ -210,6 +215,7 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
 		jwksMaxAge: cfg.JWKSMaxAge, revocationTTL: cfg.RevocationTTL, didDomain: cfg.Catalog.Domain}
 	a.registry = newRegistry(a)
+	a.approvals = newApprovals(a)
 	a.catalog = newCatalogDuty(a)
 	a.batcher = audit.NewBatcherWith(st, audit.BatcherOptions{MaxBatch: cfg.AuditBatch, OnCommit: onCommit})
 	a.admin = &KeyAdmin{cfg: cfg, st: st, keys: keys, now: now, log: log, logged: onCommit,
@@ -232,10 +238,15 @@ type API struct {
 	Audit   store.AuditLog    // listed a page at a time
 	Metrics *Metrics          // calls and refusals are counted there
 	Limits  strictjson.Limits // the cards read (LintCard, as Sign does)
+	// Approvals lists, reads and votes on the signatures held for
+	// approval.
+	Approvals *approval.Desk
 }
 
 // API returns the parts the serving packages use.
-func (a *Authority) API() API { return API{Audit: a.store, Metrics: a.metrics, Limits: a.cfg.Limits} }
+func (a *Authority) API() API {
+	return API{Audit: a.store, Metrics: a.metrics, Limits: a.cfg.Limits, Approvals: a.approvals}
+}
 
 // Replica is this process's name among the replicas (Config.Replica, or
 // the host/pid/random name given when it was empty).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cardsign/cardsign/approval"
+
 	"github.com/cardsign/cardsign/access"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
@@ -110,7 +112,7 @@ func (a *Authority) Sign(ctx context.Context, req SignRequest) (signed *Signed, 
 		rec.Outcome, rec.Reason = audit.OutcomeRefused, err.Error()
 		return nil, a.auditRefusal(ctx, rec, err)
 	}
-	if err := (ApprovalsAPI{a}).gate(ctx, req, prepared, id, hosts); err != nil {
+	if err := gateSign(ctx, a, req, prepared, id, hosts); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
@@ -183,7 +185,7 @@ func checkPolicy(pol *policy.Policy, req SignRequest, p *signer.Prepared, id str
 	if pol == nil || req.resign {
 		return nil
 	}
-	caller := policyCaller(req.Identity)
+	caller := approval.Caller(req.Identity)
 	err := pol.Check(caller, p.Loaded.Value)
 	if err == nil && id != "" {
 		derived, _ := registry.DeriveAgentID(p.Loaded.Value)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
+	"github.com/cardsign/cardsign/approval"
 	"github.com/cardsign/cardsign/carddiff"
 	"github.com/cardsign/cardsign/server"
 	"github.com/cardsign/cardsign/store"
@@ -29,7 +30,7 @@ const ErrorDomain = "cardsign.dev"
 type approvalService struct {
 	pb.UnimplementedApprovalServiceServer
 	*services
-	desk server.ApprovalsAPI
+	desk *approval.Desk
 }
 
 var _ pb.ApprovalServiceServer = approvalService{}
@@ -39,7 +40,7 @@ const maxApprovalsPage = 1000
 
 func (s approvalService) ListApprovals(ctx context.Context, req *pb.ListApprovalsRequest) (*pb.ListApprovalsResponse, error) {
 	switch req.GetState() {
-	case "", store.ApprovalPending, store.ApprovalApproved, store.ApprovalDenied, "expired":
+	case "", store.ApprovalPending, store.ApprovalApproved, store.ApprovalDenied, store.ApprovalExpired:
 	default:
 		return nil, s.fail(ctx, &server.InvalidArgumentError{Field: "state", Reason: fmt.Sprintf("%q: want pending, approved, denied, expired or empty", req.GetState())})
 	}
@@ -71,7 +72,7 @@ func (s approvalService) Approve(ctx context.Context, req *pb.ApproveRequest) (*
 	if len(req.GetCanonicalSha256()) > 0 {
 		digest = req.GetCanonicalSha256()
 	}
-	a, rec, err := s.desk.Vote(ctx, identity(ctx), req.GetId(), true, req.GetReason(), digest)
+	a, rec, err := s.desk.Vote(ctx, voter(ctx), req.GetId(), true, req.GetReason(), digest)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -79,11 +80,16 @@ func (s approvalService) Approve(ctx context.Context, req *pb.ApproveRequest) (*
 }
 
 func (s approvalService) Deny(ctx context.Context, req *pb.DenyRequest) (*pb.DenyResponse, error) {
-	a, rec, err := s.desk.Vote(ctx, identity(ctx), req.GetId(), false, req.GetReason(), nil)
+	a, rec, err := s.desk.Vote(ctx, voter(ctx), req.GetId(), false, req.GetReason(), nil)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	return &pb.DenyResponse{Approval: s.approvalPB(a, false), AuditSeq: rec.Seq}, nil
+}
+
+// voter is the caller as a vote's audit record names it.
+func voter(ctx context.Context) approval.Voter {
+	return approval.Voter{Identity: identity(ctx), Caller: caller(ctx), RequestID: requestID(ctx)}
 }
 
 // approvalPB converts an approval for the wire, with the card when
@@ -110,7 +116,7 @@ func (s approvalService) approvalPB(a store.Approval, withCard bool) *pb.Approva
 
 // approvalRequired is the status of a card held for approval: what to
 // wait for, in the message and, for clients, in an ErrorInfo.
-func approvalRequired(e *server.ApprovalRequiredError) error {
+func approvalRequired(e *approval.RequiredError) error {
 	a := e.Approval
 	st := status.New(codes.FailedPrecondition, e.Error())
 	d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: ApprovalRequiredReason, Domain: ErrorDomain, Metadata: map[string]string{

@@ -77,7 +77,7 @@ func NewServer(a *server.Authority, log *slog.Logger, opts Options) (*grpc.Serve
 	pb.RegisterKeyServiceServer(s, keyService{services: svc})
 	pb.RegisterAuditServiceServer(s, auditService{services: svc})
 	pb.RegisterServerServiceServer(s, serverService{build: opts.Build, replica: a.Replica()})
-	pb.RegisterApprovalServiceServer(s, approvalService{services: svc, desk: server.NewApprovalsAPI(a)})
+	pb.RegisterApprovalServiceServer(s, approvalService{services: svc, desk: api.Approvals})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(s, hs)
 	reflection.Register(s)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cardsign/cardsign/approval"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/registry"
@@ -57,13 +58,19 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 	)
 	var quota *registry.QuotaError
 	var witnessed *server.WitnessQuorumError
-	var held *server.ApprovalRequiredError
-	var forbidden *server.ForbiddenError
+	var held *approval.RequiredError
+	var forbidden *approval.ForbiddenError
+	var unusable *approval.UnusableError
+	var invalid *approval.InvalidError
 	switch {
 	case errors.As(err, &held):
 		return approvalRequired(held)
 	case errors.As(err, &forbidden):
 		return status.Error(codes.PermissionDenied, forbidden.Error())
+	case errors.As(err, &unusable):
+		return status.Error(codes.FailedPrecondition, unusable.Error())
+	case errors.As(err, &invalid):
+		return withBadRequest(codes.InvalidArgument, invalid.Error(), &errdetails.BadRequest_FieldViolation{Field: invalid.Field, Description: invalid.Reason})
 	case errors.As(err, &witnessed):
 		log.Warn("signature not returned: the log's witnesses did not cosign in time", "request_id", requestID, "audit_seq", witnessed.Seq)
 		return status.Error(codes.Unavailable, witnessed.Error())
