@@ -111,21 +111,10 @@ func checkName(s string) string {
 	return ""
 }
 
+// appliesTo: a condition rule without identities or roles applies to
+// every caller.
 func (c *condition) appliesTo(caller Caller) bool {
-	if len(c.identities) == 0 && len(c.roles) == 0 {
-		return true
-	}
-	for _, pat := range c.identities {
-		if glob.Match(pat, caller.Identity) {
-			return true
-		}
-	}
-	for _, role := range caller.Roles {
-		if slices.Contains(c.roles, role) {
-			return true
-		}
-	}
-	return false
+	return len(c.identities) == 0 && len(c.roles) == 0 || matchesCaller(c.identities, c.roles, caller)
 }
 
 // Decision is what the condition rules decide about a card the permission

@@ -460,14 +460,18 @@ func (p *Policy) Check(caller Caller, v strictjson.Value) error {
 	return first
 }
 
-func (r *rule) appliesTo(c Caller) bool {
-	for _, pat := range r.identities {
+func (r *rule) appliesTo(c Caller) bool { return matchesCaller(r.identities, r.roles, c) }
+
+// matchesCaller reports whether c's identity matches one of identities or
+// c holds one of roles.
+func matchesCaller(identities, roles []string, c Caller) bool {
+	for _, pat := range identities {
 		if glob.Match(pat, c.Identity) {
 			return true
 		}
 	}
 	for _, role := range c.Roles {
-		if slices.Contains(r.roles, role) {
+		if slices.Contains(roles, role) {
 			return true
 		}
 	}
