@@ -192,8 +192,14 @@ func TestReplicaServiceConfig(t *testing.T) {
 		"/cardsign.v1.KeyService/ActivateKey":        false,
 		"/cardsign.v1.KeyService/RetireKey":          false,
 		"/cardsign.v1.KeyService/RevokeKey":          false,
+		// Reads: sign --wait polls through a failover.
+		"/cardsign.v1.ApprovalService/ListApprovals": true,
+		"/cardsign.v1.ApprovalService/GetApproval":   true,
+		// A vote after a lost answer would be refused as a second vote.
+		"/cardsign.v1.ApprovalService/Approve": false,
+		"/cardsign.v1.ApprovalService/Deny":    false,
 	}
-	for _, sd := range []grpc.ServiceDesc{pb.SigningService_ServiceDesc, pb.KeyService_ServiceDesc, pb.AuditService_ServiceDesc, pb.ServerService_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{pb.SigningService_ServiceDesc, pb.KeyService_ServiceDesc, pb.AuditService_ServiceDesc, pb.ServerService_ServiceDesc, pb.ApprovalService_ServiceDesc} {
 		if len(sd.Streams) > 0 {
 			t.Errorf("%s has streams: classify them", sd.ServiceName)
 		}
