@@ -79,10 +79,13 @@ func (d *Desk) List(ctx context.Context, who access.Identity, f store.ApprovalFi
 		if err := CheckID("before", f.Before); err != nil {
 			return nil, err
 		}
-		if _, err := d.cfg.Store.Approval(ctx, f.Before); isNotFound(err) {
+		// A signer pages only from its own: another's id answers as one
+		// that does not exist (ids cannot be probed).
+		before, err := d.cfg.Store.Approval(ctx, f.Before)
+		if isNotFound(err) || err == nil && !readsAll(who) && before.Requester != who.Name {
 			return nil, &InvalidError{Field: "before", Reason: "no approval " + f.Before + " to page from"}
 		} else if err != nil {
-			return nil, err
+			return nil, unavailable(err)
 		}
 	}
 	f.Now = d.cfg.Now()

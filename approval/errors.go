@@ -47,3 +47,12 @@ func (e *UnusableError) Error() string { return e.Reason }
 type InvalidError struct{ Field, Reason string }
 
 func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
+
+// UnavailableError is the store failing under a request: nothing was
+// decided, and the caller may retry.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string { return "approvals unavailable: " + e.Err.Error() }
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+func unavailable(err error) error { return &UnavailableError{Err: err} }

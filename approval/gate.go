@@ -75,7 +75,7 @@ func (d *Desk) Gate(ctx context.Context, r Request) error {
 		}
 		held, err := d.cfg.Store.Approval(ctx, r.ApprovalID)
 		if err != nil && !isNotFound(err) {
-			return err
+			return unavailable(err)
 		}
 		if err == nil {
 			ok, err := usable(held, r, dec, d.cfg.Now())
@@ -139,7 +139,7 @@ func usable(held store.Approval, r Request, dec policy.Decision, now time.Time) 
 		// the card would be registered.
 		return fail("it was asked for %s, not %s: sign with the same --register and --agent, or without --approval to ask for a new one",
 			agentNamed(held.AgentID), agentNamed(r.AgentID))
-	case held.Rule != dec.Rule:
+	case !sameRule(held, dec):
 		return false, nil
 	case held.State == store.ApprovalDenied:
 		return fail("denied by %s", lastVoter(held))
@@ -149,6 +149,14 @@ func usable(held store.Approval, r Request, dec policy.Decision, now time.Time) 
 		return false, &RequiredError{Approval: held, Message: dec.Message}
 	}
 	return true, nil
+}
+
+// sameRule reports whether held was asked for under the rule as it decides
+// now: the same rule, asking no more approvals and the same group. A rule
+// made stricter (more approvals, another group) asks again: approvals given
+// under the laxer rule do not sign under the stricter one.
+func sameRule(held store.Approval, dec policy.Decision) bool {
+	return held.Rule == dec.Rule && held.Required >= dec.Approvals && held.Group == dec.Group
 }
 
 func agentNamed(id string) string {
@@ -173,12 +181,12 @@ func lastVoter(a store.Approval) string {
 // heldAlready finds the requester's pending, unexpired approval of these
 // bytes, for this agent, under this rule.
 func (d *Desk) heldAlready(ctx context.Context, r Request, dec policy.Decision) (store.Approval, bool, error) {
-	list, err := d.cfg.Store.ListApprovals(ctx, store.ApprovalFilter{State: store.ApprovalPending, Requester: r.Identity.Name, Now: d.cfg.Now()})
+	list, err := d.cfg.Store.ListApprovals(ctx, store.ApprovalFilter{State: store.ApprovalPending, Requester: r.Identity.Name, Now: d.cfg.Now(), Limit: 1000})
 	if err != nil {
-		return store.Approval{}, false, err
+		return store.Approval{}, false, unavailable(err)
 	}
 	for _, held := range list {
-		if bytes.Equal(held.CanonicalSHA256, r.Digest[:]) && held.AgentID == r.AgentID && held.Rule == dec.Rule {
+		if bytes.Equal(held.CanonicalSHA256, r.Digest[:]) && held.AgentID == r.AgentID && sameRule(held, dec) {
 			return held, true, nil
 		}
 	}
@@ -209,7 +217,7 @@ func (d *Desk) hold(ctx context.Context, r Request, diff carddiff.Diff, dec poli
 	rec.Outcome, rec.Reason, rec.Detail = string(audit.KindApprovalRequest), dec.Message, Detail(held)
 	stored, committed, err := d.cfg.Store.CreateApproval(ctx, held, rec)
 	if err != nil {
-		return fmt.Errorf("approval request not recorded: %w", err)
+		return unavailable(fmt.Errorf("approval request not recorded: %w", err))
 	}
 	d.cfg.Committed(committed)
 	d.cfg.Count("requested")

@@ -35,7 +35,7 @@ func TestUsable(t *testing.T) {
 	base := store.Approval{ID: "apr_x", Requester: "token:ci", Rule: "new-host", Required: 1, CanonicalSHA256: digest[:], AgentID: "orders",
 		ExpiresAt: now.Add(time.Hour), State: store.ApprovalApproved}
 	req := Request{Identity: access.Identity{Name: "token:ci"}, Digest: digest, AgentID: "orders"}
-	dec := policy.Decision{Rule: "new-host"}
+	dec := policy.Decision{Rule: "new-host", Approvals: 1}
 	tests := []struct {
 		name string
 		edit func(a *store.Approval, r *Request, d *policy.Decision)
@@ -48,6 +48,9 @@ func TestUsable(t *testing.T) {
 		{"another agent", func(_ *store.Approval, r *Request, _ *policy.Decision) { r.AgentID = "billing" }, false, `not agent "billing"`},
 		{"not registered", func(_ *store.Approval, r *Request, _ *policy.Decision) { r.AgentID = "" }, false, "not signing without registering"},
 		{"another rule: ask again", func(_ *store.Approval, _ *Request, d *policy.Decision) { d.Rule = "new-scheme" }, false, ""},
+		{"the rule asks more approvals now: ask again", func(_ *store.Approval, _ *Request, d *policy.Decision) { d.Approvals = 2 }, false, ""},
+		{"the rule names another group now: ask again", func(_ *store.Approval, _ *Request, d *policy.Decision) { d.Group = "security" }, false, ""},
+		{"the rule asks fewer approvals now", func(a *store.Approval, _ *Request, _ *policy.Decision) { a.Required = 3 }, true, ""},
 		{"denied", func(a *store.Approval, _ *Request, _ *policy.Decision) {
 			a.State, a.Votes = store.ApprovalDenied, []store.Vote{{Approver: "token:bob", Reason: "no"}}
 		}, false, `denied by "token:bob": "no"`},

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cardsign/cardsign/approval"
-
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/approval"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/policy"

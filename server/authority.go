@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cardsign/cardsign/approval"
-
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"

@@ -42,6 +42,7 @@ const noLabel = "none"
 const (
 	resultSigned      = "signed"       // signed and audited
 	resultRefused     = "refused"      // the signing policy refused the card
+	resultHeld        = "held"         // a signing policy rule holds the card for approval
 	resultInvalid     = "invalid"      // the card failed parsing or lint
 	resultRateLimited = "rate_limited" // the caller was over its rate
 	resultError       = "error"        // anything else: backend, audit, deadline
@@ -137,7 +138,7 @@ func preset() presetLabels {
 	return presetLabels{
 		// signDuration's results: rate_limited calls are refused before
 		// SignCard runs, so they are counted in sign_requests only.
-		signResults:  []string{resultSigned, resultRefused, resultInvalid, resultError},
+		signResults:  []string{resultSigned, resultRefused, resultHeld, resultInvalid, resultError},
 		readiness:    []string{"ok", "failed"},
 		resigns:      []string{"resigned", "superseded", "failed"},
 		catalogKinds: []string{"manifest", "snapshot"},

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cardsign/cardsign/approval"
-
 	"github.com/cardsign/cardsign/access"
+	"github.com/cardsign/cardsign/approval"
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/card"
 	"github.com/cardsign/cardsign/jwks"
@@ -36,7 +35,7 @@ type SignRequest struct {
 	// agent's newest version.
 	Registration *Registration
 	// ApprovalID names the approval the card is signed under, when a
-	// signing policy rule requires one (ApprovalRequiredError).
+	// signing policy rule requires one (approval.RequiredError).
 	ApprovalID string
 	// resign marks the registry's own re-signature of a registered card:
 	// the card was allowed when its caller registered it, and the signing
@@ -321,6 +320,9 @@ func resultOf(err error) string {
 	}
 	if _, ok := errors.AsType[*RefusedError](err); ok {
 		return resultRefused
+	}
+	if _, ok := errors.AsType[*approval.RequiredError](err); ok {
+		return resultHeld
 	}
 	if _, ok := errors.AsType[*strictjson.Error](err); ok {
 		return resultInvalid

@@ -260,13 +260,21 @@ func awaitApproval(ctx context.Context, in *call, cl *client, id string, limit t
 	deadline := time.Now().Add(limit)
 	last := int32(-1)
 	orig := cl
+	refreshed := false // a fresh credential was tried since the last answer
 	for {
 		cctx, cancel := cl.ctx(ctx)
 		res, err := cl.approvals.GetApproval(cctx, &pb.GetApprovalRequest{Id: id})
 		cancel()
 		switch status.Code(err) {
 		case codes.OK:
+			refreshed = false
 		case codes.Unauthenticated:
+			if refreshed {
+				// A fresh credential was refused too: revoked, not expired.
+				fmt.Fprintf(e.stderr, "cardsign %s: waiting for approval %s: %s\n", name, escapeValue(id), describe(err))
+				return cl, false
+			}
+			refreshed = true
 			fresh, derr := dial(in.env, in.conn, in.timeout)
 			if derr != nil {
 				fmt.Fprintf(e.stderr, "cardsign %s: waiting for approval %s: the credential was refused, and a fresh one cannot be had: %v\n", name, escapeValue(id), derr)
@@ -278,7 +286,10 @@ func awaitApproval(ctx context.Context, in *call, cl *client, id string, limit t
 			}
 			cl = fresh
 			res = nil
-		case codes.Unavailable, codes.DeadlineExceeded:
+		case codes.Canceled:
+			fmt.Fprintf(e.stderr, "cardsign %s: stopped waiting for approval %s; sign again with --approval %s once it is approved\n", name, escapeValue(id), escapeValue(id))
+			return cl, false
+		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
 			fmt.Fprintf(e.stderr, "cardsign %s: waiting for approval %s: %s; asking again\n", name, escapeValue(id), describe(err))
 			res = nil
 		default:
@@ -304,6 +315,7 @@ func awaitApproval(ctx context.Context, in *call, cl *client, id string, limit t
 		}
 		select {
 		case <-ctx.Done():
+			fmt.Fprintf(e.stderr, "cardsign %s: stopped waiting for approval %s; sign again with --approval %s once it is approved\n", name, escapeValue(id), escapeValue(id))
 			return cl, false
 		case <-time.After(waitPoll):
 		}

@@ -108,7 +108,9 @@ func decide(ctx context.Context, w io.Writer, pol *policy.Policy, in policy.Inpu
 	}
 	switch {
 	case err != nil:
+		// An evaluation error, or the run interrupted: never an allow.
 		fmt.Fprintf(w, "decision: deny (fail closed): %s\n", escapeText(err.Error()))
+		return string(policy.OutcomeDeny)
 	case d.Rule == "":
 		fmt.Fprintln(w, "decision: allow (no condition rule holds)")
 	case d.Outcome == policy.OutcomeRequireApproval:

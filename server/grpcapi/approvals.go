@@ -26,7 +26,7 @@ const ApprovalRequiredReason = "APPROVAL_REQUIRED"
 // ErrorDomain is the google.rpc.ErrorInfo domain of cardsignd's errors.
 const ErrorDomain = "cardsign.dev"
 
-// approvalService is the second pair of eyes (server.ApprovalsAPI).
+// approvalService is the second pair of eyes (approval.Desk).
 type approvalService struct {
 	pb.UnimplementedApprovalServiceServer
 	*services

@@ -62,6 +62,7 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 	var forbidden *approval.ForbiddenError
 	var unusable *approval.UnusableError
 	var invalid *approval.InvalidError
+	var apUn *approval.UnavailableError
 	switch {
 	case errors.As(err, &held):
 		return approvalRequired(held)
@@ -71,6 +72,9 @@ func statusOf(log *slog.Logger, requestID string, err error) error {
 		return status.Error(codes.FailedPrecondition, unusable.Error())
 	case errors.As(err, &invalid):
 		return withBadRequest(codes.InvalidArgument, invalid.Error(), &errdetails.BadRequest_FieldViolation{Field: invalid.Field, Description: invalid.Reason})
+	case errors.As(err, &apUn):
+		log.Warn("approvals unavailable", "request_id", requestID, "err", apUn.Err)
+		return status.Error(codes.Unavailable, "approvals unavailable; retry later (request "+requestID+")")
 	case errors.As(err, &witnessed):
 		log.Warn("signature not returned: the log's witnesses did not cosign in time", "request_id", requestID, "audit_seq", witnessed.Seq)
 		return status.Error(codes.Unavailable, witnessed.Error())

@@ -283,7 +283,7 @@ func (c *copier) copyApprovals(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("destination: %w", err)
 			}
-			if got.State != a.State || got.Seq != a.Seq || len(got.Votes) != len(a.Votes) || !bytes.Equal(got.CanonicalSHA256, a.CanonicalSHA256) || !bytes.Equal(got.Request, a.Request) {
+			if !sameApproval(got, a) {
 				return fmt.Errorf("destination: approval %s differs from the source's", a.ID)
 			}
 			n++
@@ -294,6 +294,20 @@ func (c *copier) copyApprovals(ctx context.Context) error {
 		fmt.Fprintf(c.out, "store copy: copied %s\n", count(int64(n), "approval"))
 	}
 	return nil
+}
+
+// sameApproval compares what the approvals gate reads of an approval
+// (times to the microsecond PostgreSQL keeps).
+func sameApproval(got, want store.Approval) bool {
+	same := got.ID == want.ID && got.State == want.State && got.Seq == want.Seq && got.Requester == want.Requester &&
+		got.AgentID == want.AgentID && got.Rule == want.Rule && got.Group == want.Group && got.Required == want.Required &&
+		got.Diff == want.Diff && got.ExpiresAt.Truncate(time.Microsecond).Equal(want.ExpiresAt.Truncate(time.Microsecond)) &&
+		bytes.Equal(got.CanonicalSHA256, want.CanonicalSHA256) && bytes.Equal(got.Request, want.Request) && len(got.Votes) == len(want.Votes)
+	for i := 0; same && i < len(got.Votes); i++ {
+		g, w := got.Votes[i], want.Votes[i]
+		same = g.Approver == w.Approver && g.Approve == w.Approve && g.Seq == w.Seq && g.Reason == w.Reason
+	}
+	return same
 }
 
 // copyAgents copies the card registry: every kept version of every agent,
