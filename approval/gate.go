@@ -111,11 +111,13 @@ func (d *Desk) input(ctx context.Context, r Request) (policy.Input, error) {
 			return policy.Input{}, err
 		}
 	}
+	card := carddiff.Unsigned(r.Value)
+	previous = carddiff.Unsigned(previous)
 	return policy.Input{
 		Caller:   Caller(r.Identity),
-		Card:     r.Value,
+		Card:     card,
 		Previous: previous,
-		Diff:     carddiff.Compute(r.Value, previous),
+		Diff:     carddiff.Compute(card, previous),
 		Request:  policy.Request{AgentID: agent, Register: r.AgentID != "", Visibility: r.Visibility, Profile: r.Profile},
 	}, nil
 }

@@ -337,3 +337,20 @@ func show(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// Unsigned is v without its signatures member: what rules over a card see
+// (the policy's card and previous), offline and in cardsignd alike. v is
+// not changed.
+func Unsigned(v strictjson.Value) strictjson.Value {
+	if _, ok := v.Get("signatures"); !ok {
+		return v
+	}
+	out := v
+	out.Obj = make([]strictjson.Member, 0, len(v.Obj))
+	for _, m := range v.Obj {
+		if m.Key != "signatures" {
+			out.Obj = append(out.Obj, m)
+		}
+	}
+	return out
+}

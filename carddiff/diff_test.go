@@ -126,6 +126,18 @@ func TestCompute(t *testing.T) {
 	}
 }
 
+// TestUnsigned: the signatures member goes, the card it came from stays.
+func TestUnsigned(t *testing.T) {
+	signed := parse(t, `{"name":"a","signatures":[{"protected":"x","signature":"y"}],"version":"1"}`)
+	u := Unsigned(signed)
+	if _, ok := u.Get("signatures"); ok || string(u.Compact()) != `{"name":"a","version":"1"}` {
+		t.Fatalf("Unsigned = %s", u.Compact())
+	}
+	if _, ok := signed.Get("signatures"); !ok {
+		t.Fatal("Unsigned changed its argument")
+	}
+}
+
 // TestFirstVersion: without a previous card everything counts as added.
 func TestFirstVersion(t *testing.T) {
 	d := Compute(parse(t, base), strictjson.Value{})

@@ -206,14 +206,7 @@ func loadCardFile(e env, name string, lint bool) (strictjson.Value, error) {
 	} else if l, err = card.Load(data, opts); err != nil {
 		return strictjson.Value{}, err
 	}
-	v := l.Value
-	v.Obj = nil
-	for _, m := range l.Value.Obj {
-		if m.Key != "signatures" {
-			v.Obj = append(v.Obj, m)
-		}
-	}
-	return v, nil
+	return carddiff.Unsigned(l.Value), nil
 }
 
 // readClaims reads an identity token's claims (a JSON object) and flattens
