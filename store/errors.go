@@ -41,6 +41,9 @@ var (
 	// ErrStaleDocument: a document's Seq is not greater than the stored
 	// one's.
 	ErrStaleDocument = errors.New("store: document sequence not newer than the stored one")
+	// ErrStaleCursor: an event cursor would move back (another deliverer
+	// moved it further meanwhile).
+	ErrStaleCursor = errors.New("store: event cursor behind the stored one")
 	// ErrSuperseded: a put that replaces a given version of an agent's
 	// card found another newest version (or none): someone else wrote or
 	// removed the agent meanwhile.

@@ -31,6 +31,7 @@ type Store interface {
 	Log
 	Cosignatures
 	Approvals
+	EventCursors
 
 	Close() error
 }

@@ -128,7 +128,7 @@ func TestMigrateFresh(t *testing.T) {
 		tables = append(tables, n)
 	}
 	rows.Close()
-	want := "agent_cards agents approval_votes approvals audit audit_head cardsign_schema_lock cardsign_schema_version documents keys keyset_lock leases log_cosignatures log_entries log_hashes revoked_cards sequences"
+	want := "agent_cards agents approval_votes approvals audit audit_head cardsign_schema_lock cardsign_schema_version documents event_cursors keys keyset_lock leases log_cosignatures log_entries log_hashes revoked_cards sequences"
 	if got := strings.Join(tables, " "); got != want {
 		t.Fatalf("tables %s, want %s", got, want)
 	}

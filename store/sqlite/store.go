@@ -58,13 +58,14 @@ type Store struct {
 	logRows
 	cosignatures
 	approvals
+	eventCursors
 }
 
 // newStore composes a Store of its parts over c.
 func newStore(c *core) *Store {
 	return &Store{core: c, keys: keys{c}, auditTrail: auditTrail{c}, clock: clock{c}, leases: leases{c},
 		documents: documents{c}, agents: agents{c}, logRows: logRows{c}, cosignatures: cosignatures{c},
-		approvals: approvals{c}}
+		approvals: approvals{c}, eventCursors: eventCursors{c}}
 }
 
 // core is what the Store's parts share: the database handle and this

@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Opener) {
 		{"Approvals", testApprovals},
 		{"ApprovalExpiry", testApprovalExpiry},
 		{"ApprovalVotesRace", testApprovalVotesRace},
+		{"EventCursors", testEventCursors},
 	})
 }
 
