@@ -93,6 +93,10 @@ store/sqlrows, secretfile < store/sqlite, store/postgres;
 # The second pair of eyes: signatures held by the signing policy, votes.
 access, audit, carddiff, policy, store < approval;
 
+# Events out: the audit log's records as CloudEvents, delivered from the
+# store's audit log to webhooks, syslog and files.
+audit, glob, store < events;
+
 # Subsystems under the composition root: the registry, the revocation
 # document's publisher, the HTTP plumbing.
 signer, store, limits, jwks/jwksserve, aicatalog < registry;
@@ -102,14 +106,14 @@ access, limits, jwks, transparency, registry, aicatalog < server/httpapi;
 
 # The composition root: the authority over the rooms above; its gRPC
 # services sit on top of it.
-registry, registry/catalog, server/revocations, server/httpapi, backends/file, policy, approval,
+registry, registry/catalog, server/revocations, server/httpapi, backends/file, policy, approval, events,
   transparency/tlogserve, transparency/witness, buildinfo
   < server;
 server, ratelimit, api/cardsign/v1, buildinfo < server/grpcapi;
 
 # Configuration: schema, defaults, validation. It knows the parts it
 # configures, never the composition root.
-access, backends/file, policy, tlsreload, store/postgres, limits, aicatalog, registry/catalog
+access, backends/file, policy, tlsreload, store/postgres, limits, aicatalog, registry/catalog, events
   < internal/daemonconfig;
 
 # Small parts of the daemon's process.
@@ -127,7 +131,7 @@ daemon, jwks/jwksfetch, transparency/tlogclient, webtrust
   < cmd/cardsignd, cmd/cardsign;
 
 # Test harnesses: imported by tests only.
-NONE < internal/testbin, internal/testpki, internal/pgtest, internal/sdnotify/sdnotifytest, internal/witnesstest;
+NONE < internal/testbin, internal/testpki, internal/pgtest, internal/sdnotify/sdnotifytest, internal/witnesstest, internal/rsyslogtest;
 card, jose, internal/testbin < internal/testsupport;
 internal/testpki < internal/oidctest;
 transparency/tlogserve < internal/memlog;
@@ -159,6 +163,7 @@ var ownedImports = []struct{ path, owner string }{
 	{"github.com/aws/aws-sdk-go-v2", "backends/awskms"},
 	{"cloud.google.com/go/kms", "backends/gcpkms"},
 	{"cel.dev/cel-go", "policy"},
+	{"github.com/standard-webhooks/", "events"},
 }
 
 // harnesses are the packages only tests import (the last floor of
@@ -167,7 +172,7 @@ var harnesses = []string{
 	"internal/testbin", "internal/testpki", "internal/testsupport", "internal/pgtest", "internal/oidctest",
 	"internal/memlog", "internal/loadgen", "internal/loadgen/cmd/loadgen", "internal/sdnotify/sdnotifytest",
 	"store/storetest", "server/servertest", "internal/refdoc", "internal/refdoc/cmd/apidoc",
-	"internal/witnesstest",
+	"internal/witnesstest", "internal/rsyslogtest",
 }
 
 // maxMethods is the most methods one type declares: more means two types.

@@ -425,6 +425,10 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 	if err != nil {
 		return nil, nil, err
 	}
+	evs, err := eventsSettings(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	auth := server.NewAuthority(server.Config{
 		Backends:      reg,
 		KeyBackend:    cfg.Keys.Backend,
@@ -463,6 +467,7 @@ func openAuthority(ctx context.Context, cfg daemonconfig.Config, st store.Store,
 		WitnessWait:    witnessWait,
 		WitnessTimeout: cfg.Log.WitnessTimeout,
 		Catalog:        cfg.Catalog.Settings(),
+		Events:         evs,
 	}, st, log)
 	if cfg.ClockSkew != 0 {
 		log.Warn(daemonconfig.ClockSkewEnv+" is set: this process takes its host clock to be off by this much (a test knob)", "clock_skew", cfg.ClockSkew)

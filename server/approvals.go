@@ -36,7 +36,7 @@ func newApprovals(a *Authority) *approval.Desk {
 			return id
 		},
 		Committed: func(rec audit.Record) {
-			if a.tlog != nil {
+			if a.logCommitted != nil { // the log and the event sinks
 				a.logCommitted([]audit.Record{rec})
 			}
 		},

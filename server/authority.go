@@ -7,6 +7,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/cardsign/cardsign/audit"
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/file"
+	"github.com/cardsign/cardsign/events"
 	"github.com/cardsign/cardsign/jose"
 	"github.com/cardsign/cardsign/jwks"
 	"github.com/cardsign/cardsign/policy"
@@ -112,6 +114,9 @@ type Config struct {
 	// Catalog is the organisation's AI Catalog and did:web DID (off when
 	// its Domain is empty).
 	Catalog catalog.Settings
+	// Events are the event sinks the audit log's records are delivered to
+	// (none: no delivery).
+	Events EventsSettings
 }
 
 // Authority is the signing authority. It orchestrates its parts: the
@@ -148,6 +153,8 @@ type Authority struct {
 	tlog *transparency.Checkpointer // nil without Config.Log
 	// witnesses: the log's witnesses (nil without Config.Witnesses).
 	witnesses *witnessing
+	// events: delivery to the event sinks (nil without Config.Events).
+	events *eventing
 	// startErr is a configuration NewAuthority could not wire; Bootstrap
 	// returns it.
 	startErr error
@@ -167,6 +174,9 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 	if cfg.Backends == nil {
 		cfg.Backends = backends.NewRegistry()
 		_ = cfg.Backends.Add(file.Scheme, file.Constructor, backends.Config{}) // a valid scheme, added once
+	}
+	if cfg.Events.Source == "" {
+		cfg.Events.Source = DefaultEventSource
 	}
 	named := cfg.Replica != ""
 	if !named {
@@ -209,6 +219,22 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 			}
 		}
 	}
+	if len(cfg.Events.Sinks) > 0 {
+		e, err := newEventing(cfg.Events, st, d.current, log)
+		if err != nil {
+			a.startErr = errors.Join(a.startErr, fmt.Errorf("events: %w", err))
+		} else {
+			a.events = e
+			cfg.Metrics.Register(eventsCollector{st: st, e: e})
+			logged := onCommit
+			onCommit = func(recs []audit.Record) {
+				if logged != nil {
+					logged(recs)
+				}
+				e.wake()
+			}
+		}
+	}
 	a.logCommitted = onCommit
 	a.revocations = newPublisher(a, cfg.OmitAuditHead)
 	a.docs = &documents{keys: keys, revocations: a.revocations, readiness: a.readiness, metrics: a.metrics, log: log, now: now,
@@ -240,11 +266,19 @@ type API struct {
 	// Approvals lists, reads and votes on the signatures held for
 	// approval.
 	Approvals *approval.Desk
+	// Events makes the events of audit records (cardsign events tail),
+	// as the sinks receive them.
+	Events events.Builder
+	// Draining is closed when the authority starts shutting down: streams
+	// that would run until the client leaves (events tail --follow) end,
+	// so the shutdown does not wait for them.
+	Draining <-chan struct{}
 }
 
 // API returns the parts the serving packages use.
 func (a *Authority) API() API {
-	return API{Audit: a.store, Metrics: a.metrics, Limits: a.cfg.Limits, Approvals: a.approvals}
+	return API{Audit: a.store, Metrics: a.metrics, Limits: a.cfg.Limits, Approvals: a.approvals, Events: a.cfg.Events.Builder(),
+		Draining: a.readiness.drained}
 }
 
 // Replica is this process's name among the replicas (Config.Replica, or

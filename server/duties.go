@@ -303,6 +303,14 @@ func (d *duties) holding() bool {
 	return d.have
 }
 
+// current returns the lease when this process holds it unexpired, as far
+// as it knows (the store's fence check is the authority).
+func (d *duties) current() (store.Lease, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lease, d.have && d.clock.now().Before(d.lease.Expires)
+}
+
 // release gives the lease up, so another replica takes over at once rather
 // than after leaseTTL.
 func (d *duties) release(ctx context.Context) {
@@ -356,6 +364,9 @@ func (a *Authority) RunDuties(ctx context.Context) {
 			if a.witnesses != nil {
 				a.witnesses.halt() // before the lease goes: nothing asks the witnesses after
 			}
+			if a.events != nil {
+				a.events.halt() // nothing moves a cursor after the lease goes
+			}
 			a.duties.release(rctx)
 			a.metrics.dutiesLeaseHeld(false)
 			a.duties.releaseName(rctx)
@@ -380,6 +391,9 @@ func (a *Authority) dutyRound(ctx context.Context) error {
 			// (a round that failed before renewing it too), so that two
 			// replicas do not ask the witnesses at once for long.
 			a.witnesses.lead(ctx, held)
+		}
+		if a.events != nil {
+			a.events.lead(ctx, held)
 		}
 	}()
 	if err := a.clock.sync(ctx); err != nil {

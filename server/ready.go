@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,7 +41,9 @@ type readiness struct {
 	metrics *Metrics
 	log     *slog.Logger
 
-	draining atomic.Bool                 // set at shutdown: /readyz says no while calls finish
+	draining atomic.Bool   // set at shutdown: /readyz says no while calls finish
+	drained  chan struct{} // closed at shutdown: long streams end
+	drainOne sync.Once
 	last     atomic.Pointer[readyState]  // the last check
 	every    atomic.Int64                // watch period plus timeout, for staleness
 	recheck  chan struct{}               // asks watch for a check now
@@ -56,7 +59,7 @@ type readiness struct {
 const storeRecheck = 500 * time.Millisecond
 
 func newReadiness(st store.Store, keys *keyring, now func() time.Time, m *Metrics, log *slog.Logger) *readiness {
-	return &readiness{store: st, keys: keys, now: now, metrics: m, log: log, recheck: make(chan struct{}, 1)}
+	return &readiness{store: st, keys: keys, now: now, metrics: m, log: log, recheck: make(chan struct{}, 1), drained: make(chan struct{})}
 }
 
 // check runs one readiness check now and records its outcome: the store
@@ -257,7 +260,10 @@ func (r *readiness) request() {
 }
 
 // drain marks the authority as shutting down.
-func (r *readiness) drain() { r.draining.Store(true) }
+func (r *readiness) drain() {
+	r.draining.Store(true)
+	r.drainOne.Do(func() { close(r.drained) })
+}
 
 // ready reports the last check's outcome: nil when the authority can sign.
 func (r *readiness) ready() error {

@@ -36,7 +36,7 @@ func newRegistry(a *Authority) *registry.Registry {
 		// The store committed the record with the action itself
 		// (RemoveAgent, RevokeCard): the log hears of it here.
 		Committed: func(rec audit.Record) {
-			if a.tlog != nil {
+			if a.logCommitted != nil { // the log and the event sinks
 				a.logCommitted([]audit.Record{rec})
 			}
 			a.catalog.changed() // an agent removed or its card revoked

@@ -107,6 +107,7 @@ func logCmd() command {
 		fs.Var(&witnesses, "witness", "checkpoint, verify, monitor, proof refresh: a witness's verifier key NAME+HASH+BASE64, a file of such keys, or an http(s) URL serving them (repeatable): report its cosignatures and require --witness-quorum of them")
 		quorum := fs.Int("witness-quorum", 0, "with --witness: how many of the witnesses must have cosigned (default: all named)")
 		caFile := fs.String("ca-file", "", "checkpoint, verify, monitor: PEM certificates trusted as roots in addition to the system's, for the log's https URLs (--url, a --log-key URL) (default $"+caFileEnv+")")
+		hook := monitorHookFlags(fs)
 		return func(ctx context.Context, in *call) int {
 			e, pos := in.env, in.pos
 			if code, ok := logFlagsOf(fs, in); !ok {
@@ -147,7 +148,12 @@ func logCmd() command {
 			case "proof refresh":
 				return proofRefresh(ctx, in, lc, wp, *out)
 			default:
-				return logMonitor(ctx, e, lc, wp, *state, watch, saltBytes, *asJSON)
+				if hook.url != "" {
+					if err := hook.open(*caFile); err != nil {
+						return c.usageError(e, "%s", escapeText(err.Error()))
+					}
+				}
+				return logMonitor(ctx, e, lc, wp, *state, watch, saltBytes, *asJSON, hook)
 			}
 		}
 	}
@@ -187,7 +193,7 @@ func logFlagsOf(fs *flag.FlagSet, in *call) (code int, ok bool) {
 		"key create": {"origin"}, "key show": {"origin"},
 		"checkpoint":    {"url", "log-key", "json", "out", "timeout", "ca-file", "witness", "witness-quorum"},
 		"verify":        {"url", "log-key", "timeout", "ca-file", "witness", "witness-quorum"},
-		"monitor":       {"url", "log-key", "json", "state", "watch", "salt", "timeout", "ca-file", "witness", "witness-quorum"},
+		"monitor":       {"url", "log-key", "json", "state", "watch", "salt", "timeout", "ca-file", "witness", "witness-quorum", "webhook", "webhook-secret-file"},
 		"proof refresh": {"url", "log-key", "out", "timeout", "ca-file", "witness", "witness-quorum"},
 	}
 	flags, known := allowed[in.sub]
@@ -410,10 +416,13 @@ func indent(b []byte) string {
 	return s.String()
 }
 
-func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, wp transparency.WitnessPolicy, state string, watch []string, salts [][]byte, asJSON bool) int {
+func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, wp transparency.WitnessPolicy, state string, watch []string, salts [][]byte, asJSON bool, hook *monitorHook) int {
 	var notWitnessed error
 	m := &tlogclient.Monitor{Client: lc, StatePath: state, Watch: watch, Salts: salts, Progress: prefixed{e.stderr, "cardsign log monitor: "},
 		Emit: func(ev tlogclient.Event) error {
+			if err := hook.send(ctx, lc.URL, ev); err != nil {
+				return err
+			}
 			if ev.Kind == tlogclient.EventCheckpoint && wp.Enabled() {
 				vouched, werr := witnessCheck(wp, ev.Checkpoint.Note)
 				notWitnessed = werr
@@ -449,6 +458,10 @@ func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, wp transparen
 		return exitFail
 	case notWitnessed != nil:
 		fmt.Fprintf(e.stderr, "cardsign log monitor: NOT WITNESSED: the log is consistent, but its checkpoint lacks the witnesses' quorum: %s\n", escapeText(notWitnessed.Error()))
+		if err := hook.sendUnwitnessed(ctx, lc.URL, notWitnessed); err != nil {
+			fmt.Fprintf(e.stderr, "cardsign log monitor: %s\n", escapeText(err.Error()))
+			return exitFail
+		}
 		return exitNotWitnessed
 	}
 	return exitOK

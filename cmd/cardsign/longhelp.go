@@ -160,3 +160,16 @@ list shows everyone's approvals to approvers, auditors and admins, and a signer 
 expires after policy.approval_ttl (default 24h): it can then be neither approved nor used.
 
 Exit codes: 0 done; 1 refused or failed (not found, not an approver, closed, expired); 2 usage.`
+
+const eventsLong = `Every audit record of cardsignd (a signature, a refusal, a key or registry action, an approval step) is also
+an event: a CloudEvents 1.0 JSON object whose id is the record's hash and whose data carries the record, its
+sequence number and the hash of the record before it. cardsignd pushes them to the sinks of events.sinks
+(signed webhooks, syslog, files); events tail pulls them, for shippers that read rather than receive.
+
+tail prints the events from --from SEQ (1: the whole log) or the last --last N (default 10), then, with
+--follow, each new record as it is committed; a stream a replica drops is resumed after the last event
+printed. --json prints each event's CloudEvent JSON on its own line, as a webhook receives it. It needs the
+auditor role.
+
+secret makes a Standard Webhooks secret (whsec_ and 32 random bytes in base64) for a webhook sink's
+secret_files and for the receiver that verifies its requests.`

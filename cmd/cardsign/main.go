@@ -198,7 +198,7 @@ func (in *call) noArgs() (code int, ok bool) {
 
 func commands() []command {
 	return []command{
-		canonicalizeCmd(), lintCmd(), upgradeCmd(), signCmd(), verifyCmd(), catalogCmd(), keygenCmd(), jwksCmd(), keysCmd(), agentsCmd(), approvalsCmd(), auditCmd(), logCmd(), policyCmd(), benchCmd(), tokenCmd(), versionCmd(),
+		canonicalizeCmd(), lintCmd(), upgradeCmd(), signCmd(), verifyCmd(), catalogCmd(), keygenCmd(), jwksCmd(), keysCmd(), agentsCmd(), approvalsCmd(), auditCmd(), eventsCmd(), logCmd(), policyCmd(), benchCmd(), tokenCmd(), versionCmd(),
 	}
 }
 

@@ -202,6 +202,13 @@ type Config struct {
 	//	  domain: example.com
 	//	  namespace: finance:agents
 	Catalog CatalogConfig `yaml:"catalog"`
+	// Events: every audit record as a CloudEvents 1.0 event, delivered at
+	// least once to webhooks, syslog and files (see ../events.md).
+	//
+	//	events:
+	//	  sinks:
+	//	    - {name: siem, type: webhook, url: "https://siem.example.com/hooks/cardsign", secret_files: [/etc/cardsignd/webhook-secret]}
+	Events EventsConfig `yaml:"events"`
 	// This process's name among the replicas sharing a store, in the logs
 	// and the duties lease; unset: HOST/PID/RANDOM. A name you set is held
 	// by one live process (a lease on the database clock, renewed every
@@ -753,6 +760,7 @@ func (c *Config) Validate() error {
 	validateStore(c, bad)
 	validateLog(c, bad)
 	validateCatalog(c, bad)
+	validateEvents(c, bad)
 	if c.Readiness.Interval < 100*time.Millisecond {
 		bad("readiness.interval", "%s is shorter than 100ms", c.Readiness.Interval)
 	}

@@ -1,6 +1,7 @@
 package testsupport
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -20,4 +21,26 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		}
 		time.Sleep(pause)
 	}
+}
+
+// DeliveredInOrder checks what an at-least-once receiver got: the
+// sequence numbers 1..n in order, where a number may come again only as a
+// redelivery of one already received (after a crash or a failover) and
+// none is skipped. It returns how many were redeliveries.
+func DeliveredInOrder(seqs []int64, n int64) (redelivered int, err error) {
+	var high int64
+	for i, s := range seqs {
+		switch {
+		case s == high+1:
+			high = s
+		case s <= high:
+			redelivered++
+		default:
+			return redelivered, fmt.Errorf("delivery %d is seq %d after %d: a gap", i, s, high)
+		}
+	}
+	if high != n {
+		return redelivered, fmt.Errorf("delivered up to %d, want %d", high, n)
+	}
+	return redelivered, nil
 }

@@ -69,6 +69,7 @@ var methodRoles = map[string][]access.Role{
 	pb.KeyService_RetireKey_FullMethodName:          {access.RoleAdmin},
 	pb.KeyService_RevokeKey_FullMethodName:          {access.RoleAdmin},
 	pb.AuditService_ListAuditRecords_FullMethodName: {access.RoleAuditor},
+	pb.EventService_TailEvents_FullMethodName:       {access.RoleAuditor},
 	pb.AgentService_GetAgentCard_FullMethodName:     {access.RoleReader, access.RoleAuditor, access.RoleAdmin},
 	pb.AgentService_ListAgents_FullMethodName:       {access.RoleReader, access.RoleAuditor, access.RoleAdmin},
 	pb.AgentService_AgentHistory_FullMethodName:     {access.RoleReader, access.RoleAuditor, access.RoleAdmin},

@@ -78,6 +78,7 @@ func NewServer(a *server.Authority, log *slog.Logger, opts Options) (*grpc.Serve
 	pb.RegisterAuditServiceServer(s, auditService{services: svc})
 	pb.RegisterServerServiceServer(s, serverService{build: opts.Build, replica: a.Replica()})
 	pb.RegisterApprovalServiceServer(s, approvalService{services: svc, desk: api.Approvals})
+	pb.RegisterEventServiceServer(s, eventService{services: svc, log: api.Audit, build: api.Events, draining: api.Draining})
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(s, hs)
 	reflection.Register(s)

@@ -3513,6 +3513,152 @@ func (x *DenyResponse) GetAuditSeq() int64 {
 	return 0
 }
 
+type TailEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first record's sequence number (1: the whole log); 0: the last
+	// `last` records.
+	FromSequence int64 `protobuf:"varint,1,opt,name=from_sequence,json=fromSequence,proto3" json:"from_sequence,omitempty"`
+	// With from_sequence 0: how many of the latest records (default 10, at
+	// most 10000).
+	Last int32 `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	// Wait for new records once the log is read.
+	Follow bool `protobuf:"varint,3,opt,name=follow,proto3" json:"follow,omitempty"`
+	// Event type patterns (* and ?), any of which may match; empty: every
+	// type. A pattern that matches no event type is refused.
+	Types         []string `protobuf:"bytes,4,rep,name=types,proto3" json:"types,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TailEventsRequest) Reset() {
+	*x = TailEventsRequest{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TailEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TailEventsRequest) ProtoMessage() {}
+
+func (x *TailEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TailEventsRequest.ProtoReflect.Descriptor instead.
+func (*TailEventsRequest) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *TailEventsRequest) GetFromSequence() int64 {
+	if x != nil {
+		return x.FromSequence
+	}
+	return 0
+}
+
+func (x *TailEventsRequest) GetLast() int32 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+func (x *TailEventsRequest) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *TailEventsRequest) GetTypes() []string {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+type TailEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The audit record's sequence number.
+	Sequence int64 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// The event's id (the record's hash, hex) and type.
+	Id   string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	// The CloudEvent, structured-mode JSON (application/cloudevents+json).
+	Event         []byte `protobuf:"bytes,4,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TailEventsResponse) Reset() {
+	*x = TailEventsResponse{}
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TailEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TailEventsResponse) ProtoMessage() {}
+
+func (x *TailEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cardsign_v1_cardsign_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TailEventsResponse.ProtoReflect.Descriptor instead.
+func (*TailEventsResponse) Descriptor() ([]byte, []int) {
+	return file_cardsign_v1_cardsign_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *TailEventsResponse) GetSequence() int64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *TailEventsResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TailEventsResponse) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *TailEventsResponse) GetEvent() []byte {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
 var File_cardsign_v1_cardsign_proto protoreflect.FileDescriptor
 
 const file_cardsign_v1_cardsign_proto_rawDesc = "" +
@@ -3790,7 +3936,17 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"^\n" +
 	"\fDenyResponse\x121\n" +
 	"\bapproval\x18\x01 \x01(\v2\x15.cardsign.v1.ApprovalR\bapproval\x12\x1b\n" +
-	"\taudit_seq\x18\x02 \x01(\x03R\bauditSeq*q\n" +
+	"\taudit_seq\x18\x02 \x01(\x03R\bauditSeq\"z\n" +
+	"\x11TailEventsRequest\x12#\n" +
+	"\rfrom_sequence\x18\x01 \x01(\x03R\ffromSequence\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\x05R\x04last\x12\x16\n" +
+	"\x06follow\x18\x03 \x01(\bR\x06follow\x12\x14\n" +
+	"\x05types\x18\x04 \x03(\tR\x05types\"j\n" +
+	"\x12TailEventsResponse\x12\x1a\n" +
+	"\bsequence\x18\x01 \x01(\x03R\bsequence\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x14\n" +
+	"\x05event\x18\x04 \x01(\fR\x05event*q\n" +
 	"\aProfile\x12\x17\n" +
 	"\x13PROFILE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROFILE_SPEC\x10\x01\x12\x0f\n" +
@@ -3826,7 +3982,10 @@ const file_cardsign_v1_cardsign_proto_rawDesc = "" +
 	"\rListApprovals\x12!.cardsign.v1.ListApprovalsRequest\x1a\".cardsign.v1.ListApprovalsResponse\x12P\n" +
 	"\vGetApproval\x12\x1f.cardsign.v1.GetApprovalRequest\x1a .cardsign.v1.GetApprovalResponse\x12D\n" +
 	"\aApprove\x12\x1b.cardsign.v1.ApproveRequest\x1a\x1c.cardsign.v1.ApproveResponse\x12;\n" +
-	"\x04Deny\x12\x18.cardsign.v1.DenyRequest\x1a\x19.cardsign.v1.DenyResponseB9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
+	"\x04Deny\x12\x18.cardsign.v1.DenyRequest\x1a\x19.cardsign.v1.DenyResponse2_\n" +
+	"\fEventService\x12O\n" +
+	"\n" +
+	"TailEvents\x12\x1e.cardsign.v1.TailEventsRequest\x1a\x1f.cardsign.v1.TailEventsResponse0\x01B9Z7github.com/cardsign/cardsign/api/cardsign/v1;cardsignv1b\x06proto3"
 
 var (
 	file_cardsign_v1_cardsign_proto_rawDescOnce sync.Once
@@ -3841,7 +4000,7 @@ func file_cardsign_v1_cardsign_proto_rawDescGZIP() []byte {
 }
 
 var file_cardsign_v1_cardsign_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_cardsign_v1_cardsign_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(Profile)(0),                     // 0: cardsign.v1.Profile
 	(*SignCardRequest)(nil),          // 1: cardsign.v1.SignCardRequest
@@ -3895,25 +4054,27 @@ var file_cardsign_v1_cardsign_proto_goTypes = []any{
 	(*ApproveResponse)(nil),          // 49: cardsign.v1.ApproveResponse
 	(*DenyRequest)(nil),              // 50: cardsign.v1.DenyRequest
 	(*DenyResponse)(nil),             // 51: cardsign.v1.DenyResponse
-	nil,                              // 52: cardsign.v1.SignCardResponse.ProvenanceEntry
-	nil,                              // 53: cardsign.v1.AuditRecord.ProvenanceEntry
-	(*timestamppb.Timestamp)(nil),    // 54: google.protobuf.Timestamp
+	(*TailEventsRequest)(nil),        // 52: cardsign.v1.TailEventsRequest
+	(*TailEventsResponse)(nil),       // 53: cardsign.v1.TailEventsResponse
+	nil,                              // 54: cardsign.v1.SignCardResponse.ProvenanceEntry
+	nil,                              // 55: cardsign.v1.AuditRecord.ProvenanceEntry
+	(*timestamppb.Timestamp)(nil),    // 56: google.protobuf.Timestamp
 }
 var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	0,  // 0: cardsign.v1.SignCardRequest.profile:type_name -> cardsign.v1.Profile
 	4,  // 1: cardsign.v1.SignCardResponse.signatures:type_name -> cardsign.v1.Signature
 	10, // 2: cardsign.v1.SignCardResponse.warnings:type_name -> cardsign.v1.Finding
 	3,  // 3: cardsign.v1.SignCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
-	52, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
+	54, // 4: cardsign.v1.SignCardResponse.provenance:type_name -> cardsign.v1.SignCardResponse.ProvenanceEntry
 	7,  // 5: cardsign.v1.VerifyCardResponse.checks:type_name -> cardsign.v1.SignatureCheck
 	3,  // 6: cardsign.v1.VerifyCardResponse.portability:type_name -> cardsign.v1.VerifierSupport
 	10, // 7: cardsign.v1.LintCardResponse.findings:type_name -> cardsign.v1.Finding
-	54, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
-	54, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
-	54, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
-	54, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
-	54, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
-	54, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
+	56, // 8: cardsign.v1.Key.created_at:type_name -> google.protobuf.Timestamp
+	56, // 9: cardsign.v1.Key.publish_at:type_name -> google.protobuf.Timestamp
+	56, // 10: cardsign.v1.Key.activate_at:type_name -> google.protobuf.Timestamp
+	56, // 11: cardsign.v1.Key.retire_at:type_name -> google.protobuf.Timestamp
+	56, // 12: cardsign.v1.Key.expire_at:type_name -> google.protobuf.Timestamp
+	56, // 13: cardsign.v1.Key.revoked_at:type_name -> google.protobuf.Timestamp
 	11, // 14: cardsign.v1.ListKeysResponse.keys:type_name -> cardsign.v1.Key
 	11, // 15: cardsign.v1.CreateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 16: cardsign.v1.ImportKeyResponse.key:type_name -> cardsign.v1.Key
@@ -3921,20 +4082,20 @@ var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	11, // 18: cardsign.v1.ActivateKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 19: cardsign.v1.RetireKeyResponse.key:type_name -> cardsign.v1.Key
 	11, // 20: cardsign.v1.RevokeKeyResponse.key:type_name -> cardsign.v1.Key
-	54, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
-	53, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
+	56, // 21: cardsign.v1.AuditRecord.time:type_name -> google.protobuf.Timestamp
+	55, // 22: cardsign.v1.AuditRecord.provenance:type_name -> cardsign.v1.AuditRecord.ProvenanceEntry
 	26, // 23: cardsign.v1.ListAuditRecordsResponse.records:type_name -> cardsign.v1.AuditRecord
-	54, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
-	54, // 25: cardsign.v1.AgentCard.revoked_at:type_name -> google.protobuf.Timestamp
+	56, // 24: cardsign.v1.AgentCard.stored_at:type_name -> google.protobuf.Timestamp
+	56, // 25: cardsign.v1.AgentCard.revoked_at:type_name -> google.protobuf.Timestamp
 	29, // 26: cardsign.v1.ListAgentsResponse.agents:type_name -> cardsign.v1.AgentCard
 	29, // 27: cardsign.v1.GetAgentCardResponse.card:type_name -> cardsign.v1.AgentCard
 	29, // 28: cardsign.v1.AgentHistoryResponse.versions:type_name -> cardsign.v1.AgentCard
-	54, // 29: cardsign.v1.RevokeAgentCardResponse.revoked_at:type_name -> google.protobuf.Timestamp
-	54, // 30: cardsign.v1.GetServerInfoResponse.revision_time:type_name -> google.protobuf.Timestamp
+	56, // 29: cardsign.v1.RevokeAgentCardResponse.revoked_at:type_name -> google.protobuf.Timestamp
+	56, // 30: cardsign.v1.GetServerInfoResponse.revision_time:type_name -> google.protobuf.Timestamp
 	43, // 31: cardsign.v1.Approval.votes:type_name -> cardsign.v1.ApprovalVote
-	54, // 32: cardsign.v1.Approval.created_at:type_name -> google.protobuf.Timestamp
-	54, // 33: cardsign.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
-	54, // 34: cardsign.v1.ApprovalVote.time:type_name -> google.protobuf.Timestamp
+	56, // 32: cardsign.v1.Approval.created_at:type_name -> google.protobuf.Timestamp
+	56, // 33: cardsign.v1.Approval.expires_at:type_name -> google.protobuf.Timestamp
+	56, // 34: cardsign.v1.ApprovalVote.time:type_name -> google.protobuf.Timestamp
 	42, // 35: cardsign.v1.ListApprovalsResponse.approvals:type_name -> cardsign.v1.Approval
 	42, // 36: cardsign.v1.GetApprovalResponse.approval:type_name -> cardsign.v1.Approval
 	42, // 37: cardsign.v1.ApproveResponse.approval:type_name -> cardsign.v1.Approval
@@ -3960,29 +4121,31 @@ var file_cardsign_v1_cardsign_proto_depIdxs = []int32{
 	46, // 57: cardsign.v1.ApprovalService.GetApproval:input_type -> cardsign.v1.GetApprovalRequest
 	48, // 58: cardsign.v1.ApprovalService.Approve:input_type -> cardsign.v1.ApproveRequest
 	50, // 59: cardsign.v1.ApprovalService.Deny:input_type -> cardsign.v1.DenyRequest
-	2,  // 60: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
-	6,  // 61: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
-	9,  // 62: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
-	13, // 63: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
-	15, // 64: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
-	17, // 65: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
-	19, // 66: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
-	21, // 67: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
-	23, // 68: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
-	25, // 69: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
-	28, // 70: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
-	33, // 71: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
-	32, // 72: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
-	35, // 73: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
-	37, // 74: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
-	39, // 75: cardsign.v1.AgentService.RevokeAgentCard:output_type -> cardsign.v1.RevokeAgentCardResponse
-	41, // 76: cardsign.v1.ServerService.GetServerInfo:output_type -> cardsign.v1.GetServerInfoResponse
-	45, // 77: cardsign.v1.ApprovalService.ListApprovals:output_type -> cardsign.v1.ListApprovalsResponse
-	47, // 78: cardsign.v1.ApprovalService.GetApproval:output_type -> cardsign.v1.GetApprovalResponse
-	49, // 79: cardsign.v1.ApprovalService.Approve:output_type -> cardsign.v1.ApproveResponse
-	51, // 80: cardsign.v1.ApprovalService.Deny:output_type -> cardsign.v1.DenyResponse
-	60, // [60:81] is the sub-list for method output_type
-	39, // [39:60] is the sub-list for method input_type
+	52, // 60: cardsign.v1.EventService.TailEvents:input_type -> cardsign.v1.TailEventsRequest
+	2,  // 61: cardsign.v1.SigningService.SignCard:output_type -> cardsign.v1.SignCardResponse
+	6,  // 62: cardsign.v1.SigningService.VerifyCard:output_type -> cardsign.v1.VerifyCardResponse
+	9,  // 63: cardsign.v1.SigningService.LintCard:output_type -> cardsign.v1.LintCardResponse
+	13, // 64: cardsign.v1.KeyService.ListKeys:output_type -> cardsign.v1.ListKeysResponse
+	15, // 65: cardsign.v1.KeyService.CreateKey:output_type -> cardsign.v1.CreateKeyResponse
+	17, // 66: cardsign.v1.KeyService.ImportKey:output_type -> cardsign.v1.ImportKeyResponse
+	19, // 67: cardsign.v1.KeyService.RotateKey:output_type -> cardsign.v1.RotateKeyResponse
+	21, // 68: cardsign.v1.KeyService.ActivateKey:output_type -> cardsign.v1.ActivateKeyResponse
+	23, // 69: cardsign.v1.KeyService.RetireKey:output_type -> cardsign.v1.RetireKeyResponse
+	25, // 70: cardsign.v1.KeyService.RevokeKey:output_type -> cardsign.v1.RevokeKeyResponse
+	28, // 71: cardsign.v1.AuditService.ListAuditRecords:output_type -> cardsign.v1.ListAuditRecordsResponse
+	33, // 72: cardsign.v1.AgentService.GetAgentCard:output_type -> cardsign.v1.GetAgentCardResponse
+	32, // 73: cardsign.v1.AgentService.ListAgents:output_type -> cardsign.v1.ListAgentsResponse
+	35, // 74: cardsign.v1.AgentService.AgentHistory:output_type -> cardsign.v1.AgentHistoryResponse
+	37, // 75: cardsign.v1.AgentService.RemoveAgent:output_type -> cardsign.v1.RemoveAgentResponse
+	39, // 76: cardsign.v1.AgentService.RevokeAgentCard:output_type -> cardsign.v1.RevokeAgentCardResponse
+	41, // 77: cardsign.v1.ServerService.GetServerInfo:output_type -> cardsign.v1.GetServerInfoResponse
+	45, // 78: cardsign.v1.ApprovalService.ListApprovals:output_type -> cardsign.v1.ListApprovalsResponse
+	47, // 79: cardsign.v1.ApprovalService.GetApproval:output_type -> cardsign.v1.GetApprovalResponse
+	49, // 80: cardsign.v1.ApprovalService.Approve:output_type -> cardsign.v1.ApproveResponse
+	51, // 81: cardsign.v1.ApprovalService.Deny:output_type -> cardsign.v1.DenyResponse
+	53, // 82: cardsign.v1.EventService.TailEvents:output_type -> cardsign.v1.TailEventsResponse
+	61, // [61:83] is the sub-list for method output_type
+	39, // [39:61] is the sub-list for method input_type
 	39, // [39:39] is the sub-list for extension type_name
 	39, // [39:39] is the sub-list for extension extendee
 	0,  // [0:39] is the sub-list for field type_name
@@ -4000,9 +4163,9 @@ func file_cardsign_v1_cardsign_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cardsign_v1_cardsign_proto_rawDesc), len(file_cardsign_v1_cardsign_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   53,
+			NumMessages:   55,
 			NumExtensions: 0,
-			NumServices:   6,
+			NumServices:   7,
 		},
 		GoTypes:           file_cardsign_v1_cardsign_proto_goTypes,
 		DependencyIndexes: file_cardsign_v1_cardsign_proto_depIdxs,

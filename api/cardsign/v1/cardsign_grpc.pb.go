@@ -1289,3 +1289,122 @@ var ApprovalService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "cardsign/v1/cardsign.proto",
 }
+
+const (
+	EventService_TailEvents_FullMethodName = "/cardsign.v1.EventService/TailEvents"
+)
+
+// EventServiceClient is the client API for EventService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// EventService streams the audit log's records as CloudEvents 1.0 (the
+// events the sinks of events.sinks receive, with the same ids), for
+// shippers that pull rather than receive.
+type EventServiceClient interface {
+	// TailEvents sends the events of the records from from_sequence on, in
+	// order; with follow, it then waits for new records and sends each as it
+	// is committed, until the client cancels. Role auditor.
+	TailEvents(ctx context.Context, in *TailEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TailEventsResponse], error)
+}
+
+type eventServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewEventServiceClient(cc grpc.ClientConnInterface) EventServiceClient {
+	return &eventServiceClient{cc}
+}
+
+func (c *eventServiceClient) TailEvents(ctx context.Context, in *TailEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TailEventsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &EventService_ServiceDesc.Streams[0], EventService_TailEvents_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TailEventsRequest, TailEventsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type EventService_TailEventsClient = grpc.ServerStreamingClient[TailEventsResponse]
+
+// EventServiceServer is the server API for EventService service.
+// All implementations must embed UnimplementedEventServiceServer
+// for forward compatibility.
+//
+// EventService streams the audit log's records as CloudEvents 1.0 (the
+// events the sinks of events.sinks receive, with the same ids), for
+// shippers that pull rather than receive.
+type EventServiceServer interface {
+	// TailEvents sends the events of the records from from_sequence on, in
+	// order; with follow, it then waits for new records and sends each as it
+	// is committed, until the client cancels. Role auditor.
+	TailEvents(*TailEventsRequest, grpc.ServerStreamingServer[TailEventsResponse]) error
+	mustEmbedUnimplementedEventServiceServer()
+}
+
+// UnimplementedEventServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedEventServiceServer struct{}
+
+func (UnimplementedEventServiceServer) TailEvents(*TailEventsRequest, grpc.ServerStreamingServer[TailEventsResponse]) error {
+	return status.Error(codes.Unimplemented, "method TailEvents not implemented")
+}
+func (UnimplementedEventServiceServer) mustEmbedUnimplementedEventServiceServer() {}
+func (UnimplementedEventServiceServer) testEmbeddedByValue()                      {}
+
+// UnsafeEventServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to EventServiceServer will
+// result in compilation errors.
+type UnsafeEventServiceServer interface {
+	mustEmbedUnimplementedEventServiceServer()
+}
+
+func RegisterEventServiceServer(s grpc.ServiceRegistrar, srv EventServiceServer) {
+	// If the following call panics, it indicates UnimplementedEventServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&EventService_ServiceDesc, srv)
+}
+
+func _EventService_TailEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(TailEventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(EventServiceServer).TailEvents(m, &grpc.GenericServerStream[TailEventsRequest, TailEventsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type EventService_TailEventsServer = grpc.ServerStreamingServer[TailEventsResponse]
+
+// EventService_ServiceDesc is the grpc.ServiceDesc for EventService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var EventService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "cardsign.v1.EventService",
+	HandlerType: (*EventServiceServer)(nil),
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "TailEvents",
+			Handler:       _EventService_TailEvents_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "cardsign/v1/cardsign.proto",
+}
