@@ -44,6 +44,12 @@ type Options struct {
 	// Poll is how often a sink that is caught up looks for records another
 	// replica appended (1s when 0); Wake looks at once.
 	Poll time.Duration
+	// Linger is how long a sink that caught up waits, once woken, for
+	// more records before it reads (50ms when 0): under load, batches grow
+	// and the audit log is read, and the cursor written, a few times a
+	// second rather than once per commit, which the signing path's writes
+	// would wait for.
+	Linger time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failed delivery,
 	// doubled after each failure in a row, with full jitter (500ms and 1m
 	// when 0).
@@ -76,6 +82,9 @@ func NewDeliverer(st Store, b Builder, sinks []SinkConfig, opt Options) (*Delive
 	}
 	if opt.MinBackoff <= 0 {
 		opt.MinBackoff = 500 * time.Millisecond
+	}
+	if opt.Linger <= 0 {
+		opt.Linger = 50 * time.Millisecond
 	}
 	if opt.MaxBackoff <= 0 {
 		opt.MaxBackoff = time.Minute
@@ -121,8 +130,19 @@ func (d *Deliverer) Close() error {
 }
 
 // Run delivers to every sink until ctx is done or the lease is lost (a
-// cursor move refused as fenced out), and returns why.
+// cursor move refused as fenced out, or the lease taken anew under
+// another epoch: another replica may have delivered meanwhile, so a new
+// Run starts from the stored cursors), and returns why.
 func (d *Deliverer) Run(ctx context.Context, fence Fence) error {
+	l, ok := fence()
+	if !ok {
+		return ErrNotLeader
+	}
+	epoch, held := l.Epoch, fence
+	fence = func() (store.Lease, bool) {
+		l, ok := held()
+		return l, ok && l.Epoch == epoch
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -162,6 +182,12 @@ func (d *Deliverer) run(ctx context.Context, s *sinkRun, fence Fence) error {
 		switch {
 		case errors.Is(err, store.ErrLeaseLost) || errors.Is(err, ErrNotLeader):
 			return err
+		case errors.Is(err, store.ErrStaleCursor):
+			// Another deliverer moved the cursor further: go on from there.
+			log.Warn("events: the sink's cursor moved further elsewhere; going on from the stored one", "cursor", cursor, "err", err)
+			if cursor, err = d.start(ctx, s, fence); err != nil {
+				return err
+			}
 		case err != nil:
 			failures++
 			s.failed(err)
@@ -185,7 +211,7 @@ func (d *Deliverer) run(ctx context.Context, s *sinkRun, fence Fence) error {
 				log.Info("events: delivery recovered", "cursor", cursor, "after_failures", failures)
 			}
 			failures, lastErr = 0, ""
-			if n == 0 && !s.sleep(ctx, d.opt.Poll) {
+			if n < d.opt.Batch && !(s.sleep(ctx, d.opt.Poll) && sleep(ctx, d.opt.Linger)) {
 				return ctx.Err()
 			}
 		}
@@ -243,6 +269,9 @@ func (d *Deliverer) round(ctx context.Context, s *sinkRun, cursor *int64, fence 
 	if len(msgs) > 0 {
 		sent, err = s.cfg.Sink.Send(ctx, msgs)
 	}
+	if sent < 0 || sent > len(msgs) || (err == nil && sent != len(msgs)) {
+		return 0, fmt.Errorf("sink %q reported %d of %d events delivered (err %v): nothing is counted as delivered", s.cfg.Name, sent, len(msgs), err)
+	}
 	s.delivered(sent)
 	if err != nil {
 		if sent > 0 {
@@ -283,4 +312,16 @@ func backoff(lo, hi time.Duration, n int) time.Duration {
 		ceil = min(lo<<(n-1), hi)
 	}
 	return lo/2 + rand.N(max(ceil-lo/2, 1))
+}
+
+// sleep waits d, or until ctx is done (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

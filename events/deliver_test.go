@@ -55,7 +55,7 @@ func (h *hook) got() []int64 {
 	return append([]int64(nil), h.seqs...)
 }
 
-func appendRecords(t *testing.T, st store.Store, n int) {
+func appendRecords(t testing.TB, st store.Store, n int) {
 	t.Helper()
 	var recs []audit.Record
 	for i := range n {
@@ -68,7 +68,7 @@ func appendRecords(t *testing.T, st store.Store, n int) {
 }
 
 // leaseFence holds the duties lease for holder, as the daemon does.
-func leaseFence(t *testing.T, st store.Store, holder string) Fence {
+func leaseFence(t testing.TB, st store.Store, holder string) Fence {
 	l, err := st.AcquireLease(t.Context(), "duties", holder, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -214,5 +214,75 @@ func testsupportWait(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDeliverAfterAnotherDeliverer: a deliverer whose lease was taken anew
+// (another epoch: another replica may have delivered meanwhile) stops, and
+// the next run goes on from the stored cursor, not from where it was.
+func TestDeliverAfterAnotherDeliverer(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cardsign.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	appendRecords(t, st, 100)
+	secret := newSecret(t)
+	h, url := newHook(t, secret)
+	wh, _ := NewWebhook(WebhookConfig{URL: url, Secrets: []string{secret}})
+	d, err := NewDeliverer(st, testBuilder, []SinkConfig{{Name: "hook", Sink: wh}}, Options{Poll: 20 * time.Millisecond, MinBackoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	l, _ := st.AcquireLease(ctx, "duties", "a", time.Minute)
+	cur := l
+	fence := func() (store.Lease, bool) { mu.Lock(); defer mu.Unlock(); return cur, true }
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, fence) }()
+	inOrder(t, waitSeqs(t, h, 100), 100)
+	// Replica b takes the lease and delivers up to 150 elsewhere; then a
+	// takes it back under a new epoch.
+	if err := st.ReleaseLease(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := st.AcquireLease(ctx, "duties", "b", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRecords(t, st, 150)
+	if err := st.AdvanceEventCursor(ctx, lb, "hook", 150); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.ReleaseLease(ctx, lb)
+	la, err := st.AcquireLease(ctx, "duties", "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	cur = la
+	mu.Unlock()
+	d.Wake()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("Run after the lease was taken anew: %v, want ErrNotLeader", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run went on under a lease taken anew")
+	}
+	// The first run may have delivered some records before its cursor
+	// move was refused (at least once); the second starts at 151.
+	from := len(h.got())
+	go func() { done <- d.Run(ctx, fence) }()
+	got := waitSeqs(t, h, 250)
+	for _, s := range got[from:] {
+		if s <= 150 && s > 100 {
+			t.Fatalf("record %d was delivered again although the stored cursor was past it", s)
+		}
+	}
+	if got[len(got)-1] != 250 {
+		t.Fatalf("delivered up to %d, want 250", got[len(got)-1])
 	}
 }

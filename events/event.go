@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"strconv"
+	"fmt"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -82,7 +82,9 @@ func Types() []string {
 }
 
 // Event is one CloudEvents 1.0 event in structured JSON mode. Sequence is
-// the CloudEvents sequence extension: the audit record's Seq, in decimal.
+// the CloudEvents sequence extension: the audit record's Seq in decimal,
+// zero-padded to 20 digits, so that the strings sort as the numbers do (the
+// extension compares them lexicographically); data.seq is the number.
 type Event struct {
 	SpecVersion     string `json:"specversion"`
 	ID              string `json:"id"`
@@ -218,7 +220,7 @@ func (b Builder) Event(r audit.Record) Event {
 	return Event{
 		SpecVersion: SpecVersion, ID: ID(r), Source: b.Source, Type: b.TypeOf(r), Subject: subject,
 		Time: r.Time.UTC().Format(time.RFC3339Nano), DataContentType: "application/json",
-		Sequence: strconv.FormatInt(r.Seq, 10), Data: d,
+		Sequence: fmt.Sprintf("%020d", r.Seq), Data: d,
 	}
 }
 

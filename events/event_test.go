@@ -45,25 +45,28 @@ func sampleRecords() ([]audit.Record, []string) {
 	catalog := signed
 	catalog.Caller, catalog.Profile = "cardsignd/catalog", "ai-catalog"
 	refused := audit.Record{Time: at, Caller: "token:ci", CardName: "Orders", CanonicalSHA256: digest("card"), Outcome: "refused", Reason: "host evil.example is not allowed"}
-	recs := []audit.Record{signed, resigned, catalog, refused}
-	types := []string{TypeCardSigned, TypeCardResigned, TypeCatalogSigned, TypeCardRefused}
+	byType := map[string]audit.Record{TypeCardSigned: signed, TypeCardResigned: resigned, TypeCatalogSigned: catalog, TypeCardRefused: refused}
 	for k, typ := range map[audit.Kind]string{audit.KindKeyCreate: TypeKeyCreated, audit.KindKeyImport: TypeKeyImported,
 		audit.KindKeyRotate: TypeKeyRotated, audit.KindKeyActivate: TypeKeyActivated, audit.KindKeyRetire: TypeKeyRetired,
 		audit.KindKeyRevoke: TypeKeyRevoked, audit.KindKeyHold: TypeKeyHeld, audit.KindKeyBaseline: TypeKeyBaseline} {
-		recs = append(recs, audit.Record{Time: at, Caller: "token:admin", KID: "k2", Alg: "ES256", CanonicalSHA256: digest("k2"), Outcome: string(k), Detail: key})
-		types = append(types, typ)
+		byType[typ] = audit.Record{Time: at, Caller: "token:admin", KID: "k2", Alg: "ES256", CanonicalSHA256: digest("k2"), Outcome: string(k), Detail: key}
 	}
 	for k, typ := range map[audit.Kind]string{audit.KindAgentRemove: TypeAgentRemoved, audit.KindCardRevoke: TypeCardRevoked} {
-		recs = append(recs, audit.Record{Time: at, Caller: "token:admin", CardName: "Orders", CardVersion: "2", CanonicalSHA256: digest("card"), Outcome: string(k), Detail: agent, Reason: "compromised"})
-		types = append(types, typ)
+		byType[typ] = audit.Record{Time: at, Caller: "token:admin", CardName: "Orders", CardVersion: "2", CanonicalSHA256: digest("card"), Outcome: string(k), Detail: agent, Reason: "compromised"}
 	}
 	for k, typ := range map[audit.Kind]string{audit.KindApprovalRequest: TypeApprovalRequested, audit.KindApprovalApprove: TypeApprovalApproved, audit.KindApprovalDeny: TypeApprovalDenied} {
 		r := audit.Record{Time: at, Caller: "token:alice", CanonicalSHA256: digest("card"), Outcome: string(k), Detail: apr}
 		if k == audit.KindApprovalRequest {
 			r.CardName, r.CardVersion = "Orders", "2"
 		}
-		recs = append(recs, r)
-		types = append(types, typ)
+		byType[typ] = r
+	}
+	// In the order of Types, so the chain (and the README's examples) are
+	// the same at every run.
+	var recs []audit.Record
+	types := Types()
+	for _, typ := range types {
+		recs = append(recs, byType[typ])
 	}
 	return chain(recs...), types
 }
@@ -91,7 +94,7 @@ func TestEventOfEveryKind(t *testing.T) {
 			t.Fatalf("%s: not a valid CloudEvent: %v", m.Type, err)
 		}
 		if ce.ID() != fmt.Sprintf("%x", r.Hash) || ce.Source() != testBuilder.Source || ce.SpecVersion() != "1.0" ||
-			ce.Extensions()["sequence"] != fmt.Sprint(r.Seq) || !ce.Time().Equal(r.Time) {
+			ce.Extensions()["sequence"] != fmt.Sprintf("%020d", r.Seq) || !ce.Time().Equal(r.Time) {
 			t.Fatalf("%s: attributes %s", m.Type, ce.String())
 		}
 		var e Event

@@ -149,7 +149,13 @@ func (s *Syslog) Send(ctx context.Context, msgs []Message) (int, error) {
 		deadline = d
 	}
 	_ = s.conn.SetWriteDeadline(deadline)
-	if _, err := s.conn.Write(buf); err != nil {
+	// A write held up by a receiver that does not read ends when ctx does
+	// (the lease lost, a shutdown), not only at the timeout.
+	conn := s.conn
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetWriteDeadline(time.Now()) })
+	_, err := conn.Write(buf)
+	stop()
+	if err != nil {
 		s.dropLocked()
 		// How much of buf the receiver took is unknown: the batch is sent
 		// again, whole, on a new connection.

@@ -20,8 +20,9 @@ import (
 // The webhook defaults and bounds.
 const (
 	DefaultWebhookTimeout = 10 * time.Second
-	// MaxWebhookBatch bounds the events of one request.
-	MaxWebhookBatch = 500
+	// MaxWebhookBatch bounds the events of one request: delivery reads at
+	// most 100 records at once.
+	MaxWebhookBatch = 100
 	// maxErrorBody is how much of a refusal's body is read, for its error.
 	maxErrorBody = 512
 	// maxDrain is how much of an accepted answer's body is read so the
@@ -59,6 +60,7 @@ type WebhookConfig struct {
 type Webhook struct {
 	cfg     WebhookConfig
 	url     string
+	shown   string // the URL as errors and logs show it: scheme and host (a path or query may hold a token)
 	signers []*standardwebhooks.Webhook
 	client  *http.Client
 }
@@ -71,7 +73,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if len(cfg.Secrets) == 0 {
 		return nil, errors.New("webhook: no secret: a webhook is always signed (secret_files)")
 	}
-	w := &Webhook{cfg: cfg, url: cfg.URL}
+	w := &Webhook{cfg: cfg, url: cfg.URL, shown: Redact(cfg.URL)}
 	for i, s := range cfg.Secrets {
 		sg, err := NewSigner(s)
 		if err != nil {
@@ -90,6 +92,19 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	}
 	w.client = NewHTTPClient(w.cfg.Timeout, cfg.TLS)
 	return w, nil
+}
+
+// Redact returns the scheme and host of a webhook URL, the part errors and
+// logs show: many receivers take their credential in the path or query.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(a webhook URL)"
+	}
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+		return u.Scheme + "://" + u.Host + "/…"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // secretPrefix opens a Standard Webhooks secret.
@@ -116,7 +131,7 @@ func NewSigner(secret string) (*standardwebhooks.Webhook, error) {
 func CheckWebhookURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return fmt.Errorf("webhook url %q: want an absolute https URL with a host (no user, no fragment)", raw)
+		return fmt.Errorf("webhook url %s: want an absolute https URL with a host (no user, no fragment)", Redact(raw))
 	}
 	switch u.Scheme {
 	case "https":
@@ -125,9 +140,9 @@ func CheckWebhookURL(raw string) error {
 		if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
 			return nil
 		}
-		return fmt.Errorf("webhook url %q: http is only for a loopback receiver; use https", raw)
+		return fmt.Errorf("webhook url %s: http is only for a loopback receiver; use https", Redact(raw))
 	}
-	return fmt.Errorf("webhook url %q: the scheme is not https (or http to loopback)", raw)
+	return fmt.Errorf("webhook url %s: the scheme is not https (or http to loopback)", Redact(raw))
 }
 
 // NewHTTPClient is the webhook client: a connect, TLS and header timeout,
@@ -225,7 +240,11 @@ func (w *Webhook) post(ctx context.Context, id string, body []byte, ctype string
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("webhook %s: %w", w.url, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // it repeats the URL, which may hold a token
+		}
+		return fmt.Errorf("webhook %s: POST: %w", w.shown, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -235,10 +254,10 @@ func (w *Webhook) post(ctx context.Context, id string, body []byte, ctype string
 		return nil
 	}
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	err = fmt.Errorf("webhook %s answered %s: %q", w.url, resp.Status, strings.TrimSpace(string(msg)))
+	err = fmt.Errorf("webhook %s answered %s: %q", w.shown, resp.Status, strings.TrimSpace(string(msg)))
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		err = fmt.Errorf("webhook %s answered %s, a redirect to %q: redirects are not followed; configure the final URL", w.url, resp.Status, resp.Header.Get("Location"))
+		err = fmt.Errorf("webhook %s answered %s, a redirect to %s: redirects are not followed; configure the final URL", w.shown, resp.Status, Redact(resp.Header.Get("Location")))
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		if after, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return &RetryAfterError{After: after, Err: err}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -72,7 +73,7 @@ func (o *eventsOptions) run(ctx context.Context, in *call) int {
 	case o.from > 0 && o.last != 0:
 		return in.usageError("--from and --last exclude each other")
 	case o.last < 0 || o.last > 10000:
-		return in.usageError("--last must be 1 to 10000")
+		return in.usageError("--last must be 0 (the default, 10) to 10000")
 	}
 	if in.sub == "secret" {
 		return eventsSecret(in, o.out)
@@ -154,8 +155,17 @@ func (o *eventsOptions) stream(ctx context.Context, api pb.EventServiceClient, r
 			return last, err
 		}
 		last = ev.GetSequence()
+		if ev.GetId() == "" {
+			continue // a progress mark: read up to here
+		}
 		if o.asJSON {
-			fmt.Fprintf(w, "%s\n", escapeJSON(ev.GetEvent()))
+			// One line per event whatever the server sent: compacted (a raw
+			// newline would split it), then escaped for the terminal.
+			var b bytes.Buffer
+			if err := json.Compact(&b, ev.GetEvent()); err != nil {
+				return last, fmt.Errorf("record %d: the server sent an event that is not JSON: %w", ev.GetSequence(), err)
+			}
+			fmt.Fprintf(w, "%s\n", escapeJSON(b.Bytes()))
 			continue
 		}
 		fmt.Fprintln(w, eventLine(ev))

@@ -417,12 +417,24 @@ func indent(b []byte) string {
 }
 
 func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, wp transparency.WitnessPolicy, state string, watch []string, salts [][]byte, asJSON bool, hook *monitorHook) int {
-	var notWitnessed error
+	var notWitnessed, hookErr error
 	m := &tlogclient.Monitor{Client: lc, StatePath: state, Watch: watch, Salts: salts, Progress: prefixed{e.stderr, "cardsign log monitor: "},
-		Emit: func(ev tlogclient.Event) error {
-			if err := hook.send(ctx, lc.URL, ev); err != nil {
-				return err
-			}
+		Emit: func(ev tlogclient.Event) (err error) {
+			// Printed first, then sent: a webhook that fails never hides
+			// what the monitor found. A match the webhook did not take
+			// stops the run before the state file moves, so the next run
+			// sends it again; an alarm is raised whatever the webhook did
+			// (the state file never moves past one).
+			defer func() {
+				if herr := hook.send(ctx, lc.URL, ev); herr != nil {
+					if hookErr == nil {
+						hookErr = herr
+					}
+					if err == nil && ev.Kind == tlogclient.EventEntry {
+						err = herr
+					}
+				}
+			}()
 			if ev.Kind == tlogclient.EventCheckpoint && wp.Enabled() {
 				vouched, werr := witnessCheck(wp, ev.Checkpoint.Note)
 				notWitnessed = werr
@@ -444,15 +456,21 @@ func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, wp transparen
 				_, err = fmt.Fprintf(e.stdout, "%s\n", escapeJSON(b))
 				return err
 			}
-			_, err := io.WriteString(e.stdout, monitorLine(ev))
+			_, err = io.WriteString(e.stdout, monitorLine(ev))
 			return err
 		}}
 	err := m.Run(ctx)
+	if hookErr != nil {
+		fmt.Fprintf(e.stderr, "cardsign log monitor: %s\n", escapeText(hookErr.Error()))
+	}
 	var a *transparency.AlarmError
 	switch {
 	case errors.As(err, &a):
 		fmt.Fprintf(e.stderr, "cardsign log monitor: ALARM (%s): the state file %s was not advanced; every run raises it again until the log is investigated\n", alarmLabel(a.Kind), state)
 		return exitAlarm
+	case err != nil && hookErr != nil && errors.Is(err, hookErr):
+		fmt.Fprintf(e.stderr, "cardsign log monitor: the webhook did not take a match printed above; the state file was not advanced, so the next run sends it again\n")
+		return exitFail
 	case err != nil:
 		fmt.Fprintf(e.stderr, "cardsign log monitor: %s\n", escapeText(err.Error()))
 		return exitFail

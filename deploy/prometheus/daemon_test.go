@@ -131,13 +131,17 @@ awskms:
 limits:
   rate: 0.001
   burst: 1
+# An event sink exports its series (cardsign_events_*) from the start.
+events:
+  sinks:
+    - {name: siem, type: file, path: %s}
 # A log witness exports its series (cardsign_witness_*) from the start;
 # nothing answers at this address, so its requests fail.
 log:
   witnesses:
     - url: http://127.0.0.1:9
       key: witness.example.net+ec9e6f45+BLC6mPvVsfByaKa3MC9/YJ6Q3TRfnXdW5kDTwu/+W7H+
-`, data, certFile, keyFile, hash(scrapeToken), hash(signToken))
+`, data, certFile, keyFile, hash(scrapeToken), hash(signToken), filepath.Join(dir, "events.jsonl"))
 	configFile := filepath.Join(dir, "cardsignd.yaml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cardsign/cardsign/events"
 )
@@ -16,8 +19,10 @@ import (
 // EventsConfig is where cardsignd sends its events: one CloudEvents 1.0
 // event for every audit record (every signature, refusal, key change,
 // registry action and approval), delivered at least once, in order, from
-// the audit log, by the replica holding the duties lease. See
-// ../events.md.
+// the audit log, by the replica holding the duties lease (while a lease
+// changes hands, the new holder may send again, with the same ids, what
+// the old one sent last). With several replicas, a file sink writes on the
+// host of the replica delivering at the time. See ../events.md.
 type EventsConfig struct {
 	// Every event's CloudEvents source attribute (a URI reference).
 	// Default: urn:cardsign: followed by log.origin.
@@ -68,7 +73,7 @@ type SinkConfig struct {
 	// sign the receiver's certificate; unset: the system's roots.
 	CAFile string `yaml:"ca_file"`
 	// webhook, syslog: the longest a request (connect, send, the answer's
-	// headers) or a write may take. Default 10s.
+	// headers) or a write may take, up to 1m. Default 10s.
 	Timeout time.Duration `yaml:"timeout"`
 	// webhook: up to this many events per request, as a JSON array
 	// (application/cloudevents-batch+json); 0 or 1: one event per request.
@@ -108,6 +113,11 @@ func (c Config) EventSource() string {
 
 // validateEvents checks the events section.
 func validateEvents(c *Config, bad reporter) {
+	if src := c.Events.Source; src != "" {
+		if u, err := url.Parse(src); err != nil || strings.ContainsAny(src, " \t\r\n") || (u.Scheme == "" && u.Path == "" && u.Opaque == "") || !utf8.ValidString(src) {
+			bad("events.source", "%q is not a URI reference (e.g. urn:cardsign:cardsign.example.com or https://cardsign.example.com)", src)
+		}
+	}
 	names := map[string]int{}
 	for i, s := range c.Events.Sinks {
 		f := fmt.Sprintf("events.sinks[%d]", i)
@@ -126,8 +136,8 @@ func validateEvents(c *Config, bad reporter) {
 		if s.From != "" && s.From != events.FromStart && s.From != events.FromNow {
 			bad(f+".from", "%q is not start (the default: the whole audit log) or now", s.From)
 		}
-		if s.Timeout < 0 || s.Timeout > 5*time.Minute {
-			bad(f+".timeout", "%s: want more than 0 (default %s) up to 5m", s.Timeout, DefaultEventsTimeout)
+		if s.Timeout < 0 || s.Timeout > time.Minute {
+			bad(f+".timeout", "%s: want 0 (the default, %s) up to 1m", s.Timeout, DefaultEventsTimeout)
 		}
 		switch s.Type {
 		case "webhook":
@@ -168,7 +178,7 @@ func validateWebhookSink(f string, s SinkConfig, bad reporter) {
 	}
 	checkCAFile(f, s.CAFile, bad)
 	if s.Batch < 0 || s.Batch > events.MaxWebhookBatch {
-		bad(f+".batch", "%d: want 0 to %d", s.Batch, events.MaxWebhookBatch)
+		bad(f+".batch", "%d: want 0 (one event per request) to %d", s.Batch, events.MaxWebhookBatch)
 	}
 	notFor(f, "webhook", bad, map[string]bool{"address": s.Address != "", "transport": s.Transport != "",
 		"facility": s.Facility != "", "path": s.Path != "", "max_bytes": s.MaxBytes != 0, "keep": s.Keep != 0})
@@ -205,7 +215,7 @@ func validateFileSink(f string, s SinkConfig, bad reporter) {
 		bad(f+".max_bytes", "%d: want at least 4096 (default %d)", s.MaxBytes, events.DefaultFileMaxBytes)
 	}
 	if s.Keep < 0 || s.Keep > 1000 {
-		bad(f+".keep", "%d: want 1 to 1000 (default %d)", s.Keep, events.DefaultFileKeep)
+		bad(f+".keep", "%d: want 0 (the default, %d) to 1000", s.Keep, events.DefaultFileKeep)
 	}
 	notFor(f, "file", bad, map[string]bool{"url": s.URL != "", "secret_files": len(s.SecretFiles) > 0,
 		"batch": s.Batch != 0, "address": s.Address != "", "transport": s.Transport != "", "facility": s.Facility != "",

@@ -58,6 +58,7 @@ func (s eventService) TailEvents(req *pb.TailEventsRequest, stream pb.EventServi
 	}
 	t := time.NewTicker(tailPoll)
 	defer t.Stop()
+	marked := after
 	for {
 		recs, err := s.log.ListAudit(ctx, after, tailPage)
 		if err != nil {
@@ -76,6 +77,14 @@ func (s eventService) TailEvents(req *pb.TailEventsRequest, stream pb.EventServi
 		}
 		if len(recs) == tailPage {
 			continue
+		}
+		if after > marked {
+			// Caught up: say how far, so a follower that reconnects
+			// resumes here, whatever the filter let through.
+			if err := stream.Send(&pb.TailEventsResponse{Sequence: after}); err != nil {
+				return err
+			}
+			marked = after
 		}
 		if !req.GetFollow() {
 			return nil

@@ -3588,9 +3588,12 @@ func (x *TailEventsRequest) GetTypes() []string {
 	return nil
 }
 
+// An event, or a progress mark: a response without an id says the tail has
+// read the log up to sequence (the records between matched no type asked
+// for, or there were none), so a client that resumes starts after it.
 type TailEventsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The audit record's sequence number.
+	// The audit record's sequence number (a progress mark: the last read).
 	Sequence int64 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// The event's id (the record's hash, hex) and type.
 	Id   string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`

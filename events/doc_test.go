@@ -1,0 +1,74 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Markers of the README's block of examples, one per event type.
+const (
+	examplesBegin = "<!-- events:examples:begin (written by events TestREADMEExamples; CARDSIGN_UPDATE_DOCS=1 rewrites it) -->"
+	examplesEnd   = "<!-- events:examples:end -->"
+)
+
+// readmeExamples is the block: for each type, its example as cardsignd
+// writes it, of a sample record of that kind.
+func readmeExamples() string {
+	recs, types := sampleRecords()
+	b := Builder{Source: "urn:cardsign:cardsign.example.com/log", ResignCaller: "cardsignd/resign", CatalogProfile: "ai-catalog"}
+	var out strings.Builder
+	out.WriteString(examplesBegin + "\n\n")
+	for i, r := range recs {
+		out.WriteString("`" + types[i] + "`\n\n```json\n")
+		out.Write(b.Message(r).JSON)
+		out.WriteString("\n```\n\n")
+	}
+	out.WriteString(examplesEnd)
+	return out.String()
+}
+
+// TestREADMEExamples: the README shows an example of every event type,
+// exactly as the builder writes it, and the one pretty-printed example is
+// the first of them.
+func TestREADMEExamples(t *testing.T) {
+	path := filepath.Join("..", "README.md")
+	readme, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	i, j := strings.Index(s, examplesBegin), strings.Index(s, examplesEnd)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no events examples block (%s ... %s)", examplesBegin, examplesEnd)
+	}
+	want := readmeExamples()
+	if got := s[i : j+len(examplesEnd)]; got != want {
+		if os.Getenv("CARDSIGN_UPDATE_DOCS") == "1" {
+			if err := os.WriteFile(path, []byte(s[:i]+want+s[j+len(examplesEnd):]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Fatalf("README.md's events examples are not what the builder writes: run CARDSIGN_UPDATE_DOCS=1 go test -run TestREADMEExamples ./events")
+	}
+	for _, typ := range Types() {
+		if !strings.Contains(want, "`"+typ+"`") {
+			t.Fatalf("no example of %s", typ)
+		}
+	}
+	// The pretty-printed example of a signed card's event is the first
+	// example, indented.
+	recs, _ := sampleRecords()
+	b := Builder{Source: "urn:cardsign:cardsign.example.com/log", ResignCaller: "cardsignd/resign", CatalogProfile: "ai-catalog"}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, b.Message(recs[0]).JSON, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s, "```json\n"+pretty.String()+"\n```") {
+		t.Fatalf("README.md lacks the pretty-printed signed-card event:\n%s", pretty.String())
+	}
+}
