@@ -55,6 +55,12 @@ type Options struct {
 	// when 0).
 	MinBackoff, MaxBackoff time.Duration
 	Log                    *slog.Logger
+	// Checkpoint, when set, signs the transparency log's checkpoint of a
+	// tree size (transparency.Checkpointer.CheckpointAt): each batch a
+	// sink takes then ends with a log checkpoint event of the tree up to
+	// its last record, for sinks whose filter takes them. A checkpoint
+	// that cannot be had is left out, never the records.
+	Checkpoint func(ctx context.Context, size int64) ([]byte, error)
 }
 
 // Fence returns the duties lease as this process holds it, and false when
@@ -265,6 +271,14 @@ func (d *Deliverer) round(ctx context.Context, s *sinkRun, cursor *int64, fence 
 		}
 	}
 	last := recs[len(recs)-1].Seq
+	if d.opt.Checkpoint != nil && s.cfg.Filter.Match(TypeLogCheckpoint) {
+		note, cerr := d.opt.Checkpoint(ctx, last)
+		if cerr == nil {
+			msgs = append(msgs, d.b.CheckpointMessage(last, note, time.Now()))
+		} else {
+			d.opt.Log.Warn("events: no log checkpoint for this batch; its records are delivered without one", "sink", s.cfg.Name, "size", last, "err", cerr)
+		}
+	}
 	var sent int
 	if len(msgs) > 0 {
 		sent, err = s.cfg.Sink.Send(ctx, msgs)

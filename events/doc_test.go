@@ -2,11 +2,17 @@ package events
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // Markers of the README's block of examples, one per event type.
@@ -27,6 +33,19 @@ func readmeExamples() string {
 		out.Write(b.Message(r).JSON)
 		out.WriteString("\n```\n\n")
 	}
+	// The checkpoint after them, signed by a log key made from a fixed
+	// seed (Ed25519 signatures are deterministic).
+	signer, err := transparency.NewSigner("cardsign.example.com/log", ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)))
+	if err != nil {
+		panic(err)
+	}
+	note, err := signer.Sign(int64(len(recs)), tlog.Hash(sha256.Sum256([]byte("root"))))
+	if err != nil {
+		panic(err)
+	}
+	out.WriteString("`" + TypeLogCheckpoint + "`\n\n```json\n")
+	out.Write(b.CheckpointMessage(int64(len(recs)), note, recs[len(recs)-1].Time).JSON)
+	out.WriteString("\n```\n\n")
 	out.WriteString(examplesEnd)
 	return out.String()
 }
@@ -55,7 +74,7 @@ func TestREADMEExamples(t *testing.T) {
 		}
 		t.Fatalf("README.md's events examples are not what the builder writes: run CARDSIGN_UPDATE_DOCS=1 go test -run TestREADMEExamples ./events")
 	}
-	for _, typ := range Types() {
+	for _, typ := range append(Types(), TypeLogCheckpoint) {
 		if !strings.Contains(want, "`"+typ+"`") {
 			t.Fatalf("no example of %s", typ)
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cardsign/cardsign/audit"
@@ -45,6 +47,12 @@ const (
 	TypeApprovalRequested = "dev.cardsign.approval.requested" // a signature was held for approval
 	TypeApprovalApproved  = "dev.cardsign.approval.approved"  // an approver approved it
 	TypeApprovalDenied    = "dev.cardsign.approval.denied"    // an approver denied it
+
+	// TypeLogCheckpoint is not an audit record's: after each batch a sink
+	// takes, the transparency log's signed checkpoint of the tree up to the
+	// batch's last record, so a consumer can check each event's inclusion
+	// (its data.seq is its leaf index plus one) against a signed tree head.
+	TypeLogCheckpoint = "dev.cardsign.log.checkpoint"
 
 	// The monitor's types are not audit records': cardsign log monitor
 	// --webhook sends them for what it finds: an entry for a watched name
@@ -272,4 +280,29 @@ func Other(source, typ, id, subject string, at time.Time, data json.RawMessage) 
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(e)
 	return Message{ID: id, Type: typ, Time: at, JSON: bytes.TrimSuffix(b.Bytes(), []byte("\n"))}
+}
+
+// CheckpointData is a log checkpoint event's data: the checkpoint (a C2SP
+// signed note: origin, size and root hash, then the log key's signatures)
+// and what it says.
+type CheckpointData struct {
+	Origin     string `json:"origin"`
+	Size       int64  `json:"size"`
+	RootHash   string `json:"root_hash"` // base64, as in the note
+	Checkpoint string `json:"checkpoint"`
+}
+
+// CheckpointMessage returns the event of a signed checkpoint note of size
+// leaves: its id is the origin and the size, the same whoever sends it
+// (Ed25519 checkpoints are deterministic).
+func (b Builder) CheckpointMessage(size int64, note []byte, at time.Time) Message {
+	lines := strings.SplitN(string(note), "\n", 4)
+	d := CheckpointData{Size: size, Checkpoint: string(note)}
+	if len(lines) >= 3 {
+		d.Origin, d.RootHash = lines[0], lines[2]
+	}
+	data, _ := json.Marshal(d)
+	m := Other(b.Source, TypeLogCheckpoint, d.Origin+"/checkpoint/"+strconv.FormatInt(size, 10), d.Origin, at, data)
+	m.Seq = size // it covers the records up to this one
+	return m
 }

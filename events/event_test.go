@@ -165,3 +165,20 @@ func TestFilter(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckpointMessage(t *testing.T) {
+	note := []byte("cardsign.example.com/log\n42\nq6xh2Tz8yqlQ5hRaaEUq4rS1xFq4t6s7vY0p1l2m3n4=\n\n\u2014 cardsign.example.com/log abcd\n")
+	m := testBuilder.CheckpointMessage(42, note, time.Unix(1764400000, 0))
+	var ce cloudevents.Event
+	if err := json.Unmarshal(m.JSON, &ce); err != nil || ce.Validate() != nil {
+		t.Fatalf("not a valid CloudEvent: %s (%v)", m.JSON, err)
+	}
+	var e struct{ Data CheckpointData }
+	if err := json.Unmarshal(m.JSON, &e); err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != "cardsign.example.com/log/checkpoint/42" || m.Type != TypeLogCheckpoint || m.Seq != 42 ||
+		e.Data.Origin != "cardsign.example.com/log" || e.Data.Size != 42 || e.Data.Checkpoint != string(note) || e.Data.RootHash == "" {
+		t.Fatalf("checkpoint event %+v: %s", m, m.JSON)
+	}
+}

@@ -16,7 +16,7 @@ type Filter struct{ patterns []string }
 // (Types, or the monitor's), so a misspelt type is an error rather than
 // a sink that never hears anything.
 func NewFilter(patterns []string) (Filter, error) {
-	known := append(Types(), TypeMonitorMatch, TypeMonitorAlarm)
+	known := append(Types(), TypeLogCheckpoint, TypeMonitorMatch, TypeMonitorAlarm)
 	for i, p := range patterns {
 		if !glob.Valid(p) {
 			return Filter{}, fmt.Errorf("types[%d]: %q is not a type pattern (want e.g. dev.cardsign.key.* or dev.cardsign.card.signed)", i, p)

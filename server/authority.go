@@ -220,7 +220,7 @@ func NewAuthority(cfg Config, st store.Store, log *slog.Logger) *Authority {
 		}
 	}
 	if len(cfg.Events.Sinks) > 0 {
-		e, err := newEventing(cfg.Events, st, d.current, log)
+		e, err := newEventing(cfg.Events, st, d.current, a.tlog, log)
 		if err != nil {
 			a.startErr = errors.Join(a.startErr, fmt.Errorf("events: %w", err))
 		} else {

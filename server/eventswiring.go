@@ -13,6 +13,7 @@ import (
 	"github.com/cardsign/cardsign/registry"
 	"github.com/cardsign/cardsign/registry/catalog"
 	"github.com/cardsign/cardsign/store"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // EventsSettings are the event sinks (Config.Events): none, no delivery.
@@ -52,9 +53,12 @@ type eventing struct {
 	done chan struct{}
 }
 
-func newEventing(s EventsSettings, st store.Store, fence events.Fence, log *slog.Logger) (*eventing, error) {
+func newEventing(s EventsSettings, st store.Store, fence events.Fence, tlog *transparency.Checkpointer, log *slog.Logger) (*eventing, error) {
 	opt := s.Options
 	opt.Log = log
+	if tlog != nil {
+		opt.Checkpoint = tlog.CheckpointAt
+	}
 	d, err := events.NewDeliverer(st, s.Builder(), s.Sinks, opt)
 	if err != nil {
 		return nil, err

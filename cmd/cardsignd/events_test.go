@@ -23,6 +23,7 @@ import (
 	pb "github.com/cardsign/cardsign/api/cardsign/v1"
 	"github.com/cardsign/cardsign/internal/rsyslogtest"
 	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // Receiver modes: how a test's webhook receiver answers.
@@ -45,10 +46,11 @@ type hookReceiver struct {
 	delay atomic.Int64 // nanoseconds each taken request waits
 	srv   *httptest.Server
 
-	mu   sync.Mutex
-	seqs []int64
-	ids  map[int64]string
-	bad  []string
+	mu          sync.Mutex
+	seqs        []int64
+	ids         map[int64]string
+	bad         []string
+	checkpoints [][]byte // the log checkpoint events' signed notes
 }
 
 func newHookReceiver(t *testing.T, secret string, delay time.Duration) *hookReceiver {
@@ -88,12 +90,21 @@ func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ID   string
 		Type string
 		Data struct {
-			Seq int64
+			Seq        int64
+			Size       int64
+			Checkpoint string
 		}
 	}
 	if err := json.Unmarshal(body, &ev); err != nil || ev.ID != r.Header.Get("webhook-id") || r.Header.Get("Content-Type") != "application/cloudevents+json; charset=utf-8" {
 		h.bad = append(h.bad, fmt.Sprintf("event %.80s (%v), webhook-id %s", body, err, r.Header.Get("webhook-id")))
 		http.Error(w, "bad event", http.StatusBadRequest)
+		return
+	}
+	if ev.Type == "dev.cardsign.log.checkpoint" {
+		if !strings.HasSuffix(ev.ID, fmt.Sprintf("/checkpoint/%d", ev.Data.Size)) {
+			h.bad = append(h.bad, "checkpoint event id "+ev.ID)
+		}
+		h.checkpoints = append(h.checkpoints, []byte(ev.Data.Checkpoint))
 		return
 	}
 	if prev, ok := h.ids[ev.Data.Seq]; ok && prev != ev.ID {
@@ -214,6 +225,7 @@ events:
 	}
 	redelivered := hook.waitDelivered(t, head, time.Minute)
 	t.Logf("%d records; %d delivered before kill -9; %d delivered again after it", head, before, redelivered)
+	checkCheckpoints(t, d, hook, head)
 	for _, ev := range evs {
 		seq := int64(ev["data"].(map[string]any)["seq"].(float64))
 		hook.mu.Lock()
@@ -269,6 +281,9 @@ events:
 	// The file and the syslog receiver have every record too, in order.
 	testsupport.WaitFor(t, "the file and syslog sinks to catch up", time.Minute, func() bool {
 		fs, sl := fileSeqs(t, eventsFile), syslog.Lines()
+		if len(sl) > 0 && strings.Contains(sl[len(sl)-1], " log.checkpoint - ") {
+			sl = sl[:len(sl)-1] // a batch ends with the log's checkpoint
+		}
 		return len(fs) > 0 && fs[len(fs)-1] == head && len(sl) > 0 && syslogSeq(t, sl[len(sl)-1]) == head
 	})
 	if _, err := os.Stat(eventsFile + ".1"); err != nil {
@@ -279,6 +294,9 @@ events:
 	}
 	var sl []int64
 	for _, l := range syslog.Lines() {
+		if strings.Contains(l, " log.checkpoint - ") {
+			continue
+		}
 		var pri int
 		if _, err := fmt.Sscanf(l, "<%d>1 ", &pri); err != nil || pri/8 != 19 { // facility local3
 			t.Fatalf("syslog line with an unexpected PRI: %.60q", l)
@@ -331,11 +349,16 @@ func fileSeqs(t *testing.T, path string) []int64 {
 		if l == "" {
 			continue
 		}
-		var ev struct{ Data struct{ Seq int64 } }
+		var ev struct {
+			Type string
+			Data struct{ Seq int64 }
+		}
 		if err := json.Unmarshal([]byte(l), &ev); err != nil {
 			t.Fatalf("file sink line %q: %v", l, err)
 		}
-		out = append(out, ev.Data.Seq)
+		if ev.Type != "dev.cardsign.log.checkpoint" {
+			out = append(out, ev.Data.Seq)
+		}
 	}
 	return out
 }
@@ -456,4 +479,31 @@ events:
 		t.Fatalf("the surviving replica never took the delivery over:\n%s", rs.ds[other].log.String())
 	}
 	t.Logf("%d records delivered across kill -9 of the delivering replica; %d delivered twice (same id)", n, redelivered)
+}
+
+// checkCheckpoints: the log checkpoint events the webhook got verify with
+// the log's key, and the last covers every record delivered.
+func checkCheckpoints(t *testing.T, d *daemon, hook *hookReceiver, head int64) {
+	t.Helper()
+	_, keyText := httpGet(t, "http://"+d.http+"/.well-known/cardsign-log-key")
+	keys, err := transparency.ParseVerifierKeys(strings.TrimSpace(string(keyText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, "a checkpoint of the whole log", 30*time.Second, func() bool {
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		if len(hook.checkpoints) == 0 {
+			return false
+		}
+		cp, err := transparency.OpenCheckpoint(hook.checkpoints[len(hook.checkpoints)-1], keys)
+		return err == nil && cp.Size == head
+	})
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	for _, note := range hook.checkpoints {
+		if _, err := transparency.OpenCheckpoint(note, keys); err != nil {
+			t.Fatalf("a checkpoint event does not verify with the log's key: %v\n%s", err, note)
+		}
+	}
 }
