@@ -37,18 +37,11 @@ func (s *eventCursors) AdvanceEventCursor(ctx context.Context, fence store.Lease
 		return fmt.Errorf("store: %s: a sink name and a seq of 0 or more are required", op)
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM leases
-			WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-			FOR SHARE`, fence.Name, fence.Holder, fence.Epoch).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: lease %q is no longer held by %q at epoch %d", store.ErrLeaseLost, fence.Name, fence.Holder, fence.Epoch)
-		}
-		if err != nil {
+		if err := holdFence(ctx, tx, fence); err != nil {
 			return err
 		}
 		var stored int64
-		err = tx.QueryRow(ctx, `INSERT INTO event_cursors AS c (sink, seq, updated_at) VALUES ($1, $2, clock_timestamp())
+		err := tx.QueryRow(ctx, `INSERT INTO event_cursors AS c (sink, seq, updated_at) VALUES ($1, $2, clock_timestamp())
 			ON CONFLICT (sink) DO UPDATE SET seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at
 			WHERE c.seq < EXCLUDED.seq
 			RETURNING seq`, sink, seq).Scan(&stored)

@@ -163,17 +163,11 @@ func (s *documents) PutDocument(ctx context.Context, fence store.Lease, doc stor
 		meta = []byte{}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM leases
-			WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-			FOR SHARE`, fence.Name, fence.Holder, fence.Epoch).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: lease %q is no longer held by %q at epoch %d", store.ErrLeaseLost, fence.Name, fence.Holder, fence.Epoch)
-		}
-		if err != nil {
+		if err := holdFence(ctx, tx, fence); err != nil {
 			return err
 		}
-		err = tx.QueryRow(ctx, `INSERT INTO documents AS d (name, seq, body, meta, updated_at)
+		var one int
+		err := tx.QueryRow(ctx, `INSERT INTO documents AS d (name, seq, body, meta, updated_at)
 			VALUES ($1, $2, $3, $4, clock_timestamp())
 			ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, body = EXCLUDED.body, meta = EXCLUDED.meta, updated_at = EXCLUDED.updated_at
 			WHERE d.seq < EXCLUDED.seq
@@ -187,4 +181,20 @@ func (s *documents) PutDocument(ctx context.Context, fence store.Lease, doc stor
 		return notify(ctx, tx, store.TopicDocuments)
 	})
 	return wrap(ctx, op, err)
+}
+
+// holdFence checks, in a writing transaction, that fence is still held,
+// unexpired, at its epoch (else store.ErrLeaseLost), with SELECT … FOR
+// SHARE on the lease row: another holder taking the lease (an UPDATE of
+// that row) waits until tx ends, so the write commits while fence holds,
+// or not at all.
+func holdFence(ctx context.Context, tx pgx.Tx, fence store.Lease) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM leases
+		WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
+		FOR SHARE`, fence.Name, fence.Holder, fence.Epoch).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: lease %q is no longer held by %q at epoch %d", store.ErrLeaseLost, fence.Name, fence.Holder, fence.Epoch)
+	}
+	return err
 }

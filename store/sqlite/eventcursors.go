@@ -36,15 +36,11 @@ func (s *eventCursors) AdvanceEventCursor(ctx context.Context, fence store.Lease
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		now := time.Now().UnixNano()
-		cur, found, err := readLease(ctx, tx, fence.Name)
-		if err != nil {
+		if err := holdFence(ctx, tx, fence, now); err != nil {
 			return err
 		}
-		if !found || cur.holder != fence.Holder || cur.epoch != fence.Epoch || cur.expires <= now {
-			return fmt.Errorf("%w: %q is not held by %q at epoch %d", store.ErrLeaseLost, fence.Name, fence.Holder, fence.Epoch)
-		}
 		var stored int64
-		err = tx.QueryRowContext(ctx, `SELECT seq FROM event_cursors WHERE sink = ?`, sink).Scan(&stored)
+		err := tx.QueryRowContext(ctx, `SELECT seq FROM event_cursors WHERE sink = ?`, sink).Scan(&stored)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:

@@ -145,15 +145,11 @@ func (s *documents) PutDocument(ctx context.Context, fence store.Lease, doc stor
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		now := time.Now().UnixNano()
-		cur, found, err := readLease(ctx, tx, fence.Name)
-		if err != nil {
+		if err := holdFence(ctx, tx, fence, now); err != nil {
 			return err
 		}
-		if !found || cur.holder != fence.Holder || cur.epoch != fence.Epoch || cur.expires <= now {
-			return fmt.Errorf("%w: %q is not held by %q at epoch %d", store.ErrLeaseLost, fence.Name, fence.Holder, fence.Epoch)
-		}
 		var seq int64
-		err = tx.QueryRowContext(ctx, `SELECT seq FROM documents WHERE name = ?`, doc.Name).Scan(&seq)
+		err := tx.QueryRowContext(ctx, `SELECT seq FROM documents WHERE name = ?`, doc.Name).Scan(&seq)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -179,4 +175,18 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return bytes.Clone(b)
+}
+
+// holdFence checks, inside a write transaction (which holds SQLite's write
+// lock, so no one takes the lease meanwhile), that fence is still held,
+// unexpired at now, at its epoch; else store.ErrLeaseLost.
+func holdFence(ctx context.Context, tx *sql.Tx, fence store.Lease, now int64) error {
+	cur, found, err := readLease(ctx, tx, fence.Name)
+	if err != nil {
+		return err
+	}
+	if !found || cur.holder != fence.Holder || cur.epoch != fence.Epoch || cur.expires <= now {
+		return fmt.Errorf("%w: %q is not held by %q at epoch %d", store.ErrLeaseLost, fence.Name, fence.Holder, fence.Epoch)
+	}
+	return nil
 }
