@@ -56,11 +56,13 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	Log                    *slog.Logger
 	// Checkpoint, when set, signs the transparency log's checkpoint of a
-	// tree size (transparency.Checkpointer.CheckpointAt): each batch a
-	// sink takes then ends with a log checkpoint event of the tree up to
-	// its last record, for sinks whose filter takes them. A checkpoint
-	// that cannot be had is left out, never the records.
-	Checkpoint func(ctx context.Context, size int64) ([]byte, error)
+	// tree size (transparency.Checkpointer.CheckpointAt): a sink whose
+	// filter takes log checkpoint events gets one of the tree up to its
+	// cursor once it has caught up, at most every CheckpointEvery (10s
+	// when 0), sent on its own after the records it covers and retried
+	// until it is taken. It never holds records back.
+	Checkpoint      func(ctx context.Context, size int64) ([]byte, error)
+	CheckpointEvery time.Duration
 }
 
 // Fence returns the duties lease as this process holds it, and false when
@@ -91,6 +93,9 @@ func NewDeliverer(st Store, b Builder, sinks []SinkConfig, opt Options) (*Delive
 	}
 	if opt.Linger <= 0 {
 		opt.Linger = 50 * time.Millisecond
+	}
+	if opt.CheckpointEvery <= 0 {
+		opt.CheckpointEvery = 10 * time.Second
 	}
 	if opt.MaxBackoff <= 0 {
 		opt.MaxBackoff = time.Minute
@@ -171,16 +176,9 @@ var ErrNotLeader = errors.New("events: this replica no longer holds the duties l
 // run is one sink's delivery loop.
 func (d *Deliverer) run(ctx context.Context, s *sinkRun, fence Fence) error {
 	log := d.opt.Log.With("sink", s.cfg.Name)
-	cursor, err := d.start(ctx, s, fence)
-	for err != nil {
-		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, ErrNotLeader) {
-			return err
-		}
-		log.Warn("events: cannot read the sink's cursor; retrying", "err", err)
-		if !s.sleep(ctx, d.opt.MinBackoff*4) {
-			return ctx.Err()
-		}
-		cursor, err = d.start(ctx, s, fence)
+	cursor, err := d.startRetrying(ctx, s, fence, log)
+	if err != nil {
+		return err
 	}
 	failures, lastErr := 0, ""
 	for ctx.Err() == nil {
@@ -191,7 +189,7 @@ func (d *Deliverer) run(ctx context.Context, s *sinkRun, fence Fence) error {
 		case errors.Is(err, store.ErrStaleCursor):
 			// Another deliverer moved the cursor further: go on from there.
 			log.Warn("events: the sink's cursor moved further elsewhere; going on from the stored one", "cursor", cursor, "err", err)
-			if cursor, err = d.start(ctx, s, fence); err != nil {
+			if cursor, err = d.startRetrying(ctx, s, fence, log); err != nil {
 				return err
 			}
 		case err != nil:
@@ -217,12 +215,60 @@ func (d *Deliverer) run(ctx context.Context, s *sinkRun, fence Fence) error {
 				log.Info("events: delivery recovered", "cursor", cursor, "after_failures", failures)
 			}
 			failures, lastErr = 0, ""
-			if n < d.opt.Batch && !(s.sleep(ctx, d.opt.Poll) && sleep(ctx, d.opt.Linger)) {
-				return ctx.Err()
+			if n < d.opt.Batch {
+				// Caught up: the log's checkpoint of what it took, then wait.
+				d.checkpoint(ctx, s, cursor, log)
+				if !(s.sleep(ctx, d.opt.Poll) && sleep(ctx, d.opt.Linger)) {
+					return ctx.Err()
+				}
 			}
 		}
 	}
 	return ctx.Err()
+}
+
+// startRetrying is start, retried with a pause while the store cannot be
+// read; it gives up only when the lease is lost or ctx is done.
+func (d *Deliverer) startRetrying(ctx context.Context, s *sinkRun, fence Fence, log *slog.Logger) (int64, error) {
+	for {
+		cursor, err := d.start(ctx, s, fence)
+		switch {
+		case err == nil:
+			return cursor, nil
+		case errors.Is(err, store.ErrLeaseLost) || errors.Is(err, ErrNotLeader):
+			return 0, err
+		}
+		log.Warn("events: cannot read the sink's cursor; retrying", "err", err)
+		if !s.sleep(ctx, d.opt.MinBackoff*4) {
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// checkpoint sends the sink the log's checkpoint of the tree up to cursor,
+// when its filter takes them, it has taken records since the last one, and
+// the last is CheckpointEvery old. A checkpoint that fails is tried again
+// at the next look; it never holds records back, and the cursor does not
+// wait for it.
+func (d *Deliverer) checkpoint(ctx context.Context, s *sinkRun, cursor int64, log *slog.Logger) {
+	if d.opt.Checkpoint == nil || !s.cfg.Filter.Match(TypeLogCheckpoint) || cursor == 0 {
+		return
+	}
+	if s.cpSize >= cursor || time.Since(s.cpAt) < d.opt.CheckpointEvery {
+		return
+	}
+	note, err := d.opt.Checkpoint(ctx, cursor)
+	if err == nil {
+		_, err = s.cfg.Sink.Send(ctx, []Message{d.b.CheckpointMessage(cursor, note, time.Now())})
+	}
+	switch {
+	case err == nil:
+		s.cpSize, s.cpAt, s.cpErr = cursor, time.Now(), ""
+	case ctx.Err() != nil:
+	case err.Error() != s.cpErr:
+		s.cpErr = err.Error()
+		log.Warn("events: the log checkpoint was not delivered; it is tried again (the records are not held back)", "size", cursor, "err", err)
+	}
 }
 
 // start reads the sink's cursor; a sink without one starts at the
@@ -271,14 +317,6 @@ func (d *Deliverer) round(ctx context.Context, s *sinkRun, cursor *int64, fence 
 		}
 	}
 	last := recs[len(recs)-1].Seq
-	if d.opt.Checkpoint != nil && s.cfg.Filter.Match(TypeLogCheckpoint) {
-		note, cerr := d.opt.Checkpoint(ctx, last)
-		if cerr == nil {
-			msgs = append(msgs, d.b.CheckpointMessage(last, note, time.Now()))
-		} else {
-			d.opt.Log.Warn("events: no log checkpoint for this batch; its records are delivered without one", "sink", s.cfg.Name, "size", last, "err", cerr)
-		}
-	}
 	var sent int
 	if len(msgs) > 0 {
 		sent, err = s.cfg.Sink.Send(ctx, msgs)

@@ -1,7 +1,9 @@
 package events
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,14 +21,16 @@ import (
 	"github.com/cardsign/cardsign/internal/testsupport"
 	"github.com/cardsign/cardsign/store"
 	"github.com/cardsign/cardsign/store/sqlite"
+	"github.com/cardsign/cardsign/transparency"
 )
 
 // hook is a webhook receiver that can be down (503) and records the
 // sequence numbers it took, in order.
 type hook struct {
 	*receiver
-	down atomic.Bool
-	seqs []int64
+	down        atomic.Bool
+	seqs        []int64
+	checkpoints [][]byte // the log checkpoint events' notes
 }
 
 func newHook(t *testing.T, secret string) (*hook, string) {
@@ -42,6 +46,12 @@ func newHook(t *testing.T, secret string) (*hook, string) {
 		var e Event
 		if err := json.Unmarshal(h.body[len(h.body)-1], &e); err != nil {
 			t.Errorf("event: %v", err)
+		}
+		if e.Type == TypeLogCheckpoint {
+			var c struct{ Data CheckpointData }
+			_ = json.Unmarshal(h.body[len(h.body)-1], &c)
+			h.checkpoints = append(h.checkpoints, []byte(c.Data.Checkpoint))
+			return
 		}
 		h.seqs = append(h.seqs, e.Data.Seq)
 	}))
@@ -284,5 +294,63 @@ func TestDeliverAfterAnotherDeliverer(t *testing.T) {
 	}
 	if got[len(got)-1] != 250 {
 		t.Fatalf("delivered up to %d, want 250", got[len(got)-1])
+	}
+}
+
+// TestDeliverCheckpoints: a sink that takes log checkpoint events gets the
+// log's signed checkpoint of what it took once it caught up, which verifies
+// with the log's key; one refused is sent again; records never wait for it.
+func TestDeliverCheckpoints(t *testing.T) {
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cardsign.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	appendRecords(t, st, 30)
+	signer, err := transparency.NewSigner("cardsign.example.com/log", ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := transparency.ParseVerifierKeys(strings.Join(signer.SigningKeys(), "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := transparency.NewCheckpointer(signer, st)
+	secret := newSecret(t)
+	h, url := newHook(t, secret)
+	wh, _ := NewWebhook(WebhookConfig{URL: url, Secrets: []string{secret}})
+	d, err := NewDeliverer(st, testBuilder, []SinkConfig{{Name: "hook", Sink: wh}},
+		Options{Poll: 20 * time.Millisecond, MinBackoff: 10 * time.Millisecond, Checkpoint: cp.CheckpointAt, CheckpointEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = d.Run(rctx, leaseFence(t, st, "a")) }()
+	inOrder(t, waitSeqs(t, h, 30), 30)
+	last := func() (transparency.Checkpoint, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.checkpoints) == 0 {
+			return transparency.Checkpoint{}, errors.New("none yet")
+		}
+		return transparency.OpenCheckpoint(h.checkpoints[len(h.checkpoints)-1], keys)
+	}
+	testsupportWait(t, func() bool { c, err := last(); return err == nil && c.Size == 30 })
+	// Down while records come: they wait for the receiver, the checkpoint
+	// too; back up, both arrive.
+	h.down.Store(true)
+	appendRecords(t, st, 5)
+	d.Wake()
+	time.Sleep(100 * time.Millisecond)
+	h.down.Store(false)
+	inOrder(t, waitSeqs(t, h, 35), 35)
+	testsupportWait(t, func() bool { c, err := last(); return err == nil && c.Size == 35 })
+	h.mu.Lock()
+	n := len(h.checkpoints)
+	h.mu.Unlock()
+	if n > 4 {
+		t.Fatalf("%d checkpoints for 2 catch-ups: one per catch-up at most every CheckpointEvery", n)
 	}
 }

@@ -48,10 +48,11 @@ const (
 	TypeApprovalApproved  = "dev.cardsign.approval.approved"  // an approver approved it
 	TypeApprovalDenied    = "dev.cardsign.approval.denied"    // an approver denied it
 
-	// TypeLogCheckpoint is not an audit record's: after each batch a sink
-	// takes, the transparency log's signed checkpoint of the tree up to the
-	// batch's last record, so a consumer can check each event's inclusion
-	// (its data.seq is its leaf index plus one) against a signed tree head.
+	// TypeLogCheckpoint is not an audit record's: once a sink caught up
+	// (at most every Options.CheckpointEvery), the transparency log's signed
+	// checkpoint of the tree up to its cursor, so a consumer can check each
+	// event's inclusion (its data.seq is its leaf index plus one) against a
+	// signed tree head.
 	TypeLogCheckpoint = "dev.cardsign.log.checkpoint"
 
 	// The monitor's types are not audit records': cardsign log monitor

@@ -19,6 +19,12 @@ type sinkRun struct {
 	failures    int64
 	lastSuccess time.Time
 	lastError   string
+
+	// The last log checkpoint sent (its size, when) and the last error
+	// sending one; only the sink's own loop reads and writes them.
+	cpSize int64
+	cpAt   time.Time
+	cpErr  string
 }
 
 func (s *sinkRun) sleep(ctx context.Context, d time.Duration) bool {

@@ -122,9 +122,11 @@ func (o *eventsOptions) tail(ctx context.Context, in *call) int {
 		case err == nil || ctx.Err() != nil:
 			return exitOK
 		case o.follow && (status.Code(err) == codes.Unavailable || status.Code(err) == codes.Internal):
-			fmt.Fprintf(in.stderr, "cardsign events tail: %s; resuming after record %d\n", describe(err), last)
 			if last > 0 {
 				req.FromSequence, req.Last = last+1, 0
+				fmt.Fprintf(in.stderr, "cardsign events tail: %s; resuming after record %d\n", describe(err), last)
+			} else {
+				fmt.Fprintf(in.stderr, "cardsign events tail: %s; trying again\n", describe(err))
 			}
 			select {
 			case <-ctx.Done():

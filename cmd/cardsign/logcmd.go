@@ -477,8 +477,8 @@ func logMonitor(ctx context.Context, e env, lc *tlogclient.Client, wp transparen
 	case notWitnessed != nil:
 		fmt.Fprintf(e.stderr, "cardsign log monitor: NOT WITNESSED: the log is consistent, but its checkpoint lacks the witnesses' quorum: %s\n", escapeText(notWitnessed.Error()))
 		if err := hook.sendUnwitnessed(ctx, lc.URL, notWitnessed); err != nil {
+			// Still NOT WITNESSED: the webhook's failure is said beside it.
 			fmt.Fprintf(e.stderr, "cardsign log monitor: %s\n", escapeText(err.Error()))
-			return exitFail
 		}
 		return exitNotWitnessed
 	}
