@@ -79,15 +79,15 @@ func openSink(c daemonconfig.SinkConfig, userAgent string) (events.Sink, error) 
 	return nil, fmt.Errorf("type %q is not webhook, syslog or file", c.Type)
 }
 
-// caConfig is a TLS client configuration trusting the CAs of a PEM file;
-// nil for none.
+// caConfig is a TLS client configuration trusting the CAs of a PEM file
+// (a witness's or a sink's ca_file, read bounded); nil for none.
 func caConfig(path string) (*tls.Config, error) {
 	if path == "" {
 		return nil, nil
 	}
 	pem, err := secretfile.ReadFile(path, maxCAFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("ca_file: %w", err)
+		return nil, fmt.Errorf("ca_file: %w (want a PEM file of at most %d bytes)", err, maxCAFileBytes)
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(pem) {

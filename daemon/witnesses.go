@@ -1,10 +1,7 @@
 package daemon
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/cardsign/cardsign/internal/daemonconfig"
@@ -13,7 +10,7 @@ import (
 	"github.com/cardsign/cardsign/transparency/witness"
 )
 
-// maxCAFileBytes bounds a witness's ca_file.
+// maxCAFileBytes bounds a ca_file (a witness's, an event sink's).
 const maxCAFileBytes = 1 << 20
 
 // witnessSettings turns log.witnesses (validated) into the authority's
@@ -29,17 +26,9 @@ func witnessSettings(l daemonconfig.LogConfig) ([]witness.Endpoint, transparency
 	}
 	eps := make([]witness.Endpoint, len(l.Witnesses))
 	for i, w := range l.Witnesses {
-		var tc *tls.Config
-		if w.CAFile != "" {
-			pem, err := os.ReadFile(w.CAFile)
-			if err != nil || len(pem) > maxCAFileBytes {
-				return nil, p, wait, fmt.Errorf("log.witnesses[%d].ca_file: %v (want a PEM file of at most %d bytes)", i, err, maxCAFileBytes)
-			}
-			roots := x509.NewCertPool()
-			if !roots.AppendCertsFromPEM(pem) {
-				return nil, p, wait, fmt.Errorf("log.witnesses[%d].ca_file: %s holds no PEM certificate", i, w.CAFile)
-			}
-			tc = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		tc, err := caConfig(w.CAFile)
+		if err != nil {
+			return nil, p, wait, fmt.Errorf("log.witnesses[%d].%w", i, err)
 		}
 		eps[i] = witness.Endpoint{Witness: p.Witnesses[i], URL: strings.TrimSuffix(w.URL, "/"), Client: witness.NewClient(l.WitnessTimeout, tc)}
 	}

@@ -378,12 +378,10 @@ func syslogSeq(t *testing.T, line string) int64 {
 // ok.
 func waitMetric(t *testing.T, d *daemon, series string, ok func(float64) bool) {
 	t.Helper()
-	var last string
 	testsupport.WaitFor(t, series, time.Minute, func() bool {
 		_, body := httpGet(t, "http://"+d.http+"/metrics")
 		for _, l := range strings.Split(string(body), "\n") {
 			if rest, found := strings.CutPrefix(l, series+" "); found {
-				last = rest
 				var v float64
 				fmt.Sscan(rest, &v)
 				return ok(v)
@@ -391,7 +389,6 @@ func waitMetric(t *testing.T, d *daemon, series string, ok func(float64) bool) {
 		}
 		return false
 	})
-	_ = last
 }
 
 // TestEventsReplicasOnPostgreSQL: two replicas on one database deliver the
