@@ -80,9 +80,9 @@ NONE < backends/internal/kmsstats;
 backends/internal/kmsstats < backends/internal/retry;
 signer, backends/internal/kmsstats < backends;
 backends, backends/internal/retry, ratelimit, pemkey, secretfile
-  < backends/file, backends/pkcs11, backends/awskms, backends/gcpkms;
+  < backends/file, backends/pkcs11, backends/awskms, backends/gcpkms, backends/azurekv, backends/hashivault;
 # The fakes speak the providers' wire protocols; they import no cardsign code.
-NONE < backends/awskms/awskmsfake, backends/gcpkms/gcpkmsfake;
+NONE < backends/awskms/awskmsfake, backends/gcpkms/gcpkmsfake, backends/azurekv/azurekvfake, backends/hashivault/vaultfake;
 
 # Durable state: role interfaces, one row layer, two dialects, the copier
 # (which knows the role interfaces only, never a concrete store).
@@ -123,7 +123,7 @@ NONE < internal/sdnotify;
 # and back (checks before writes, store, backends, listeners, shutdown).
 server/grpcapi, internal/daemonconfig, internal/sdnotify,
   store/sqlite, store/storecopy,
-  backends/awskms, backends/gcpkms, backends/pkcs11
+  backends/awskms, backends/gcpkms, backends/pkcs11, backends/azurekv, backends/hashivault
   < daemon;
 
 # The binaries: flags and wiring.
@@ -131,7 +131,8 @@ daemon, jwks/jwksfetch, transparency/tlogclient, webtrust
   < cmd/cardsignd, cmd/cardsign;
 
 # Test harnesses: imported by tests only.
-NONE < internal/testbin, internal/testpki, internal/pgtest, internal/sdnotify/sdnotifytest, internal/witnesstest, internal/rsyslogtest;
+backends, jose < backends/backendtest;
+NONE < internal/testbin, internal/testpki, internal/pgtest, internal/sdnotify/sdnotifytest, internal/witnesstest, internal/rsyslogtest, internal/swtpmtest;
 card, jose, internal/testbin < internal/testsupport;
 internal/testpki < internal/oidctest;
 transparency/tlogserve < internal/memlog;
@@ -162,6 +163,8 @@ var ownedImports = []struct{ path, owner string }{
 	{"github.com/miekg/pkcs11", "backends/pkcs11"},
 	{"github.com/aws/aws-sdk-go-v2", "backends/awskms"},
 	{"cloud.google.com/go/kms", "backends/gcpkms"},
+	{"github.com/Azure/azure-sdk-for-go/", "backends/azurekv"},
+	{"github.com/openbao/openbao/", "backends/hashivault"},
 	{"cel.dev/cel-go", "policy"},
 	{"github.com/standard-webhooks/", "events"},
 }
@@ -172,7 +175,7 @@ var harnesses = []string{
 	"internal/testbin", "internal/testpki", "internal/testsupport", "internal/pgtest", "internal/oidctest",
 	"internal/memlog", "internal/loadgen", "internal/loadgen/cmd/loadgen", "internal/sdnotify/sdnotifytest",
 	"store/storetest", "server/servertest", "internal/refdoc", "internal/refdoc/cmd/apidoc",
-	"internal/witnesstest", "internal/rsyslogtest",
+	"internal/witnesstest", "internal/rsyslogtest", "internal/swtpmtest", "backends/backendtest",
 }
 
 // maxMethods is the most methods one type declares: more means two types.

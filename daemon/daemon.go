@@ -382,6 +382,16 @@ func openBackends(ctx context.Context, cfg daemonconfig.Config, log *slog.Logger
 			return nil, nil, err
 		}
 	}
+	if cfg.AzureKV.Enabled() || cfg.Keys.Backend == "azurekv" {
+		if err := addAzureKV(reg, cfg.AzureKV, log); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.HashiVault.Enabled() || cfg.Keys.Backend == "hashivault" {
+		if err := addHashiVault(reg, cfg.HashiVault, log); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := reg.Build(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -122,3 +122,14 @@ func derInt(n []byte) []byte {
 	out[1] = byte(len(out) - 2)
 	return out
 }
+
+// ECDSARawToDER returns the ASN.1 DER form of a raw r||s ECDSA signature
+// (JWS form, as Azure Key Vault and Vault's marshaling_algorithm=jws return
+// it): what crypto.Signer promises its callers. sig must have two halves of
+// equal width, at most 66 bytes each.
+func ECDSARawToDER(sig []byte) ([]byte, error) {
+	if len(sig) == 0 || len(sig)%2 != 0 || len(sig) > 2*66 {
+		return nil, fmt.Errorf("jose: a raw ECDSA signature of %d bytes is not two halves of at most 66 bytes", len(sig))
+	}
+	return rawToDER(nil, sig), nil
+}

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 )
@@ -16,6 +17,19 @@ type keySigner struct {
 	crypto.Signer
 	path   string      // the path opened (resolved, for a restricted backend)
 	opened fs.FileInfo // from the descriptor the key was read from
+}
+
+// Sign refuses what crypto's own keys would get wrong quietly or panic on
+// (nil options; a digest shorter or longer than its hash, which ECDSA
+// truncates), then signs with the key in memory.
+func (s *keySigner) Sign(rand io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	if opts == nil {
+		return nil, fmt.Errorf("file: sign with %s: nil crypto.SignerOpts", s.path)
+	}
+	if h := opts.HashFunc(); h != 0 && len(digest) != h.Size() {
+		return nil, fmt.Errorf("file: sign with %s: the %v digest is %d bytes, want %d", s.path, h, len(digest), h.Size())
+	}
+	return s.Signer.Sign(rand, digest, opts)
 }
 
 // Healthy reports whether the key file still holds this key. It stats the

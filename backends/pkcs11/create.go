@@ -158,7 +158,11 @@ func templates(alg jose.Alg, label string, id []byte) (mech uint, pub, priv []*p
 		attrs = append(attrs, extra...)
 		return append(attrs, p11.NewAttribute(p11.CKA_ID, id), p11.NewAttribute(p11.CKA_LABEL, label))
 	}
-	pub = object(p11.CKO_PUBLIC_KEY, false, p11.NewAttribute(p11.CKA_VERIFY, true))
+	// No CKA_VERIFY or CKA_ENCRYPT on the public half: cardsign verifies in
+	// software, and tpm2-pkcs11 maps them to the TPM key's decrypt and sign
+	// bits, refusing CKA_ENCRYPT false and making CKA_VERIFY true a key that
+	// decrypts.
+	pub = object(p11.CKO_PUBLIC_KEY, false)
 	priv = object(p11.CKO_PRIVATE_KEY, true,
 		p11.NewAttribute(p11.CKA_SENSITIVE, true),
 		p11.NewAttribute(p11.CKA_EXTRACTABLE, false),
@@ -184,7 +188,6 @@ func templates(alg jose.Alg, label string, id []byte) (mech uint, pub, priv []*p
 		pub = append(pub,
 			p11.NewAttribute(p11.CKA_MODULUS_BITS, RSABits),
 			p11.NewAttribute(p11.CKA_PUBLIC_EXPONENT, []byte{1, 0, 1}),
-			p11.NewAttribute(p11.CKA_ENCRYPT, false),
 		)
 		priv = append(priv, p11.NewAttribute(p11.CKA_DECRYPT, false))
 	default:

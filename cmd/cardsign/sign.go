@@ -33,7 +33,9 @@ type keyFlags struct {
 }
 
 func (k *keyFlags) register(fs *flag.FlagSet, what string) {
-	fs.Var(&k.uris, "key", "key URI, e.g. file:signing-key.pem or pkcs11:token=T;object=O (module in $"+pkcs11ModuleEnv+", PIN in $"+pkcs11PINEnv+"); repeat for several keys "+what)
+	fs.Var(&k.uris, "key", "key URI: file:signing-key.pem, pkcs11:token=T;object=O (module in $"+pkcs11ModuleEnv+", PIN in $"+pkcs11PINEnv+
+		"), gcpkms://projects/…/cryptoKeyVersions/N, awskms:///KEY-ARN, azurekv://VAULT.vault.azure.net/keys/NAME/VERSION or hashivault://KEY/VERSION "+
+		"(each configured from its provider's environment, as cosign: docs/keys.md); repeat for several keys "+what)
 	fs.StringVar(&k.kid, "kid", "", "key id to use instead of the RFC 7638 thumbprint (only with one --key)")
 	fs.StringVar(&k.alg, "alg", "", "JOSE algorithm instead of the key's default, e.g. PS256 for an RSA key (only with one --key)")
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,13 +21,20 @@ import (
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
 	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
 	"github.com/cardsign/cardsign/internal/testsupport"
+	"github.com/cardsign/cardsign/transparency"
 )
 
-// kmsLifecycle drives a daemon whose keys live in a cloud KMS fake: the
-// first key and a rotation are created at the provider, cards signed during
-// prepublication carry two signatures, and revoking the retired key with
-// on_revoke: disable disables it at the provider (disabled reports that).
-func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri string) bool) {
+// kmsLifecycle drives a daemon whose keys live in a KMS (or Vault) fake:
+// the first key and a rotation are created at the provider, a card
+// registered before the rotation is re-signed by the registry with both
+// keys during prepublication and with the new one alone after the old one
+// is revoked, cards signed during prepublication carry two signatures, and
+// revoking the retired key with on_revoke: disable disables it at the
+// provider (disabled reports that; nil for a provider that cannot disable
+// a key). With logPub, the config names an Ed25519 key at the provider as
+// log.keys: the served verifier key must be that key, and a monitor
+// verifies the checkpoints it signed.
+func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri string) bool, logPub ed25519.PublicKey) {
 	t.Helper()
 	work := t.TempDir()
 	cfgFile := filepath.Join(work, "cardsignd.yaml")
@@ -43,16 +54,18 @@ func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri s
 		t.Fatalf("first key: %v", first)
 	}
 	firstKID, firstURI := first[0][0], first[0][len(first[0])-1]
+	mustCLI(t, work, "sign", "--server", srv, "--register", "--agent", "payments", "--visibility", "public", cardFile("security.json"))
 
 	rot := strings.Fields(strings.Split(mustCLI(t, work, "keys", "rotate", "--prepublish", "1h", "--server", srv).Stdout, "\n")[1])
 	secondKID := rot[0]
+	waitRegisteredKIDs(t, work, srv, "rotation", firstKID, secondKID)
 	out := filepath.Join(work, "card.json")
 	writeFile(t, out, mustCLI(t, work, "sign", "--server", srv, cardFile("security.json")).Stdout)
 	if k := sigKIDs(t, testsupport.ReadFile(t, out)); len(k) != 2 || k[0] != firstKID || k[1] != secondKID {
 		t.Fatalf("during prepublication: signatures by %v, want [%s %s]", k, firstKID, secondKID)
 	}
 	mustCLI(t, work, "verify", "--all", "--jwks", d.jwksURL(), out)
-	if _, m := httpGet(t, "http://"+d.http+"/metrics"); !strings.Contains(string(m), "cardsign_backend_attempts_total{backend=") || strings.Contains(string(m), "attempts_total{backend=\"gcpkms\"} 0\n") || strings.Contains(string(m), "attempts_total{backend=\"awskms\"} 0\n") {
+	if _, m := httpGet(t, "http://"+d.http+"/metrics"); !strings.Contains(config, "backend: pkcs11") && !strings.Contains(string(m), "cardsign_backend_attempts_total{backend=") || strings.Contains(string(m), "attempts_total{backend=\"gcpkms\"} 0\n") || strings.Contains(string(m), "attempts_total{backend=\"awskms\"} 0\n") {
 		t.Fatalf("/metrics does not count backend requests:\n%s", m)
 	}
 	_, body := httpGet(t, d.jwksURL())
@@ -60,18 +73,66 @@ func kmsLifecycle(t *testing.T, env []string, config string, disabled func(uri s
 	verifyJS(t, filepath.Join(work, "jwks.json"), out)
 
 	mustCLI(t, work, "keys", "activate", "--", secondKID, "--server", srv)
-	if disabled(firstURI) {
+	if disabled != nil && disabled(firstURI) {
 		t.Fatal("the key is disabled at the provider before it was revoked")
 	}
 	mustCLI(t, work, "keys", "revoke", "--", firstKID, "--reason", "superseded: rotation drill", "--server", srv)
-	if !disabled(firstURI) {
+	if disabled != nil && !disabled(firstURI) {
 		t.Fatalf("on_revoke: disable did not disable %s at the provider\n%s", firstURI, d.log.String())
 	}
 	r := cli(t, work, nil, "verify", "--jwks", d.jwksURL(), "--profile", "spec", filepath.Join(work, "card.json"))
 	if r.Code != 0 {
 		t.Fatalf("the card still carries the new key's signature: exit %d\n%s", r.Code, r.Stdout)
 	}
+	// The registry re-signed the registered card without the revoked key;
+	// it verifies with cardsign and with @a2a-js/sdk.
+	waitRegisteredKIDs(t, work, srv, "revocation", secondKID)
+	pulled := filepath.Join(work, "pulled.json")
+	mustCLI(t, work, "agents", "pull", "payments", "--out", pulled, "--server", srv)
+	_, body = httpGet(t, d.jwksURL())
+	writeFile(t, filepath.Join(work, "jwks.json"), string(body))
+	mustCLI(t, work, "verify", "--jwks", filepath.Join(work, "jwks.json"), pulled)
+	verifyJS(t, filepath.Join(work, "jwks.json"), pulled)
+	if logPub != nil {
+		checkLogKey(t, work, d, logPub)
+	}
 	d.stop()
+}
+
+// waitRegisteredKIDs waits until the card of agent payments carries
+// exactly the signatures of want.
+func waitRegisteredKIDs(t *testing.T, work, srv, step string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	var got []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var a struct {
+			Kids []string `json:"kids"`
+		}
+		out := mustCLI(t, work, "agents", "list", "--json", "--server", srv).Stdout
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &a); err != nil {
+			t.Fatalf("agents list --json: %q: %v", out, err)
+		}
+		slices.Sort(a.Kids)
+		if got = a.Kids; slices.Equal(got, want) {
+			return
+		}
+	}
+	t.Fatalf("%s: the registered card carries %v after 30s, want %v", step, got, want)
+}
+
+// checkLogKey checks that the log's served verifier key is pub, and that a
+// monitor verifies the checkpoints signed with it.
+func checkLogKey(t *testing.T, work string, d *daemon, pub ed25519.PublicKey) {
+	t.Helper()
+	_, key := httpGet(t, "http://"+d.http+transparency.KeyPath)
+	raw := append([]byte{0x01}, pub...) // the note verifier key: algorithm byte, then the key
+	if !strings.HasSuffix(strings.TrimSpace(string(key)), "+"+base64.StdEncoding.EncodeToString(raw)) {
+		t.Fatalf("the log's verifier key %q is not the provider's Ed25519 key", key)
+	}
+	keyFile := filepath.Join(work, "log-key.txt")
+	writeFile(t, keyFile, string(key))
+	mustCLI(t, work, "log", "monitor", "--url", "http://"+d.http+transparency.PathPrefix, "--log-key", keyFile, "--state", filepath.Join(work, "monitor.json"))
 }
 
 // awsFake starts an AWS KMS fake, closed when the test ends.
@@ -108,9 +169,15 @@ func awsEnv() []string {
 
 func TestDaemonAWSKMS(t *testing.T) {
 	fake := awsFake(t, awskmsfake.Options{})
+	logKey, err := fake.CreateKey("ECC_NIST_EDWARDS25519")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := fake.Key(logKey)
 	kmsLifecycle(t, awsEnv(), "keys:\n  backend: awskms\n  on_revoke: disable\nawskms:\n  endpoint: "+fake.URL()+
-		"\n  region: us-east-1\n  key_spec: ECC_NIST_P256\n  alias: alias/cardsign\n  rate_limit: 5000\n",
-		func(uri string) bool { return fake.Disabled(strings.TrimPrefix(uri, "awskms:///")) })
+		"\n  region: us-east-1\n  key_spec: ECC_NIST_P256\n  alias: alias/cardsign\n  rate_limit: 5000\n"+
+		"log:\n  origin: cardsign.example.com/log\n  keys: [\"awskms:///"+logKey+"\"]\n",
+		func(uri string) bool { return fake.Disabled(strings.TrimPrefix(uri, "awskms:///")) }, info.PublicKey.(ed25519.PublicKey))
 }
 
 func TestDaemonGCPKMS(t *testing.T) {
@@ -118,7 +185,7 @@ func TestDaemonGCPKMS(t *testing.T) {
 	fake := gcpFake(t, gcpkmsfake.Options{}, cryptoKey)
 	kmsLifecycle(t, os.Environ(), "keys:\n  backend: gcpkms\n  on_revoke: disable\ngcpkms:\n  endpoint: "+fake.Addr()+
 		"\n  insecure: true\n  crypto_key: "+cryptoKey+"\n  rate_limit: 5000\n",
-		func(uri string) bool { return fake.Disabled(strings.TrimPrefix(uri, "gcpkms://")) })
+		func(uri string) bool { return fake.Disabled(strings.TrimPrefix(uri, "gcpkms://")) }, nil)
 }
 
 // activeKMSKey starts a daemon with config and returns it with the kid and

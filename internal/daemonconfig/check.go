@@ -255,9 +255,9 @@ func validateLimits(c *Config, bad reporter) {
 	sort.Strings(schemes)
 	for _, s := range schemes {
 		switch s {
-		case "default", "file", "pkcs11", "gcpkms", "awskms":
+		case "default", "file", "pkcs11", "gcpkms", "awskms", "azurekv", "hashivault":
 		default:
-			bad("limits.backend_concurrency."+s, "%q is not a backend (default, file, pkcs11, gcpkms, awskms)", s)
+			bad("limits.backend_concurrency."+s, "%q is not a backend (default, file, pkcs11, gcpkms, awskms, azurekv, hashivault)", s)
 		}
 		if n := l.BackendConcurrency[s]; n < 1 || n > 10000 {
 			bad("limits.backend_concurrency."+s, "%d must be between 1 and 10000", n)

@@ -100,6 +100,15 @@ type Config struct {
 	// Credentials come from AWS's standard chain (AWS_* variables, shared
 	// config, an instance role), never from this file.
 	AWSKMS AWSKMSConfig `yaml:"awskms"`
+	// The Azure Key Vault backend: any field set enables azurekv: key URIs
+	// (azurekv://VAULT.vault.azure.net/keys/NAME/VERSION). Credentials come
+	// from the environment, workload identity or managed identity, never
+	// from this file.
+	AzureKV AzureKVConfig `yaml:"azurekv"`
+	// The HashiCorp Vault / OpenBao Transit backend: any field set enables
+	// hashivault: key URIs (hashivault://KEY/VERSION). The token or secret
+	// ID comes from a file or the environment, never from this file.
+	HashiVault HashiVaultConfig `yaml:"hashivault"`
 	// TLS on both listeners, and client certificates (mTLS) on the gRPC
 	// listener. The files are read at start (refused with the file and the
 	// problem: unreadable, not PEM, key not matching, expired, empty
@@ -352,7 +361,7 @@ type LimitsConfig struct {
 	// rate applies.
 	Burst int `yaml:"burst"`
 	// The most signatures in flight per key backend (keys default, file,
-	// pkcs11, gcpkms, awskms; default covers those not listed); more wait
+	// pkcs11, gcpkms, awskms, azurekv, hashivault; default covers those not listed); more wait
 	// within their deadline.
 	BackendConcurrency map[string]int `yaml:"backend_concurrency"`
 	// Every call's deadline (a shorter client deadline wins).
@@ -483,7 +492,7 @@ type PKCS11Config struct {
 // KeysConfig: where new keys are made and how they age.
 type KeysConfig struct {
 	// The backend that makes new keys (keys create, keys rotate, the first
-	// key): file, pkcs11, gcpkms or awskms. Keys of any enabled backend
+	// key): file, pkcs11, gcpkms, awskms, azurekv or hashivault. Keys of any enabled backend
 	// can be imported whatever it is.
 	Backend string `yaml:"backend"`
 	// Where the file backend writes new keys; keys import file:… may
@@ -790,6 +799,17 @@ func (c *Config) Validate() error {
 		if c.GCPKMS.CryptoKey == "" {
 			bad("keys.backend", "gcpkms needs gcpkms.crypto_key, the CryptoKey new versions are created in")
 		}
+	case "azurekv":
+		if c.AzureKV.Key == "" {
+			bad("keys.backend", "azurekv needs azurekv.key, the key new versions are created in")
+		}
+		if c.Keys.DefaultAlg == string(jose.EdDSA) {
+			bad("keys.default_alg", "Key Vault has no Ed25519 keys: use ES256, ES384, ES512, RS256 or PS256 with azurekv")
+		}
+	case "hashivault":
+		if c.HashiVault.Key == "" {
+			bad("keys.backend", "hashivault needs hashivault.key, the Transit key rotation adds versions to")
+		}
 	case "awskms":
 		algs, known := keySpecAlgs[c.AWSKMS.KeySpec]
 		switch {
@@ -801,7 +821,7 @@ func (c *Config) Validate() error {
 			bad("keys.default_alg", "%s cannot be made with awskms.key_spec %s (it signs %v)", c.Keys.DefaultAlg, c.AWSKMS.KeySpec, algs)
 		}
 	default:
-		bad("keys.backend", "%q cannot create keys (file, pkcs11, gcpkms or awskms)", c.Keys.Backend)
+		bad("keys.backend", "%q cannot create keys (file, pkcs11, gcpkms, awskms, azurekv or hashivault)", c.Keys.Backend)
 	}
 	switch c.Keys.OnRevoke {
 	case "", "none", "disable":
@@ -821,6 +841,7 @@ func (c *Config) Validate() error {
 			bad("awskms.endpoint", "%q must be an https URL (plain http only for a loopback fake)", e)
 		}
 	}
+	c.checkVaults(bad)
 	if c.GCPKMS.RateLimit < 0 || c.AWSKMS.RateLimit < 0 {
 		bad("gcpkms.rate_limit", "gcpkms.rate_limit and awskms.rate_limit must not be negative")
 	}

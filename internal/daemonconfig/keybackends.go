@@ -16,10 +16,12 @@ import (
 // from the key URIs alone.
 func (c *Config) CheckKeyBackends(recs []jwks.KeyRecord, notBuilt map[string]string) error {
 	enabled := map[string]bool{
-		file.Scheme: true,
-		"pkcs11":    c.PKCS11.Enabled(),
-		"gcpkms":    c.GCPKMS.Enabled() || c.Keys.Backend == "gcpkms",
-		"awskms":    c.AWSKMS.Enabled() || c.Keys.Backend == "awskms",
+		file.Scheme:  true,
+		"pkcs11":     c.PKCS11.Enabled(),
+		"gcpkms":     c.GCPKMS.Enabled() || c.Keys.Backend == "gcpkms",
+		"awskms":     c.AWSKMS.Enabled() || c.Keys.Backend == "awskms",
+		"azurekv":    c.AzureKV.Enabled() || c.Keys.Backend == "azurekv",
+		"hashivault": c.HashiVault.Enabled() || c.Keys.Backend == "hashivault",
 	}
 	for _, v := range jwks.Derive(time.Now().Add(c.ClockSkew), recs, jwks.Policy{RetireGrace: c.Keys.RetireGrace}) {
 		if v.State == jwks.StateRevoked || v.State == jwks.StateExpired {

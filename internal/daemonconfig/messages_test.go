@@ -21,7 +21,7 @@ func TestLocatedMessages(t *testing.T) {
 			"{f}:4:7: auth.tokens[0].sha256: must be the 64 hex digits of the token's SHA-256 (cardsign token hash)\n  {f}:5:23: auth.tokens[0].roles[1]: unknown role \"root\" (signer, admin, auditor, reader or approver)"},
 		{"limits", "limits:\n  max_connections: -1\n  max_streams_per_connection: 0\n  rate: -1\n  backend_concurrency: {vault: 3}\n",
 			"{f}:4:3: limits.rate: must not be negative (0 means unlimited)\n" +
-				"  {f}:5:25: limits.backend_concurrency.vault: \"vault\" is not a backend (default, file, pkcs11, gcpkms, awskms)\n" +
+				"  {f}:5:25: limits.backend_concurrency.vault: \"vault\" is not a backend (default, file, pkcs11, gcpkms, awskms, azurekv, hashivault)\n" +
 				"  {f}:2:3: limits.max_connections: -1 must be between 0 (derived from the open file limit) and 1000000\n" +
 				"  {f}:3:3: limits.max_streams_per_connection: 0 must be between 1 and 10000 (default 100)"},
 		{"default not in the file", "keys:\n  backend: pkcs11\n  dir: /k\n",

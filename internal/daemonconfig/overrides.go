@@ -66,7 +66,8 @@ func Check(path string, w io.Writer, more ...func(Config) error) error {
 }
 
 // CheckBuild refuses a config that needs a key backend this build of
-// cardsignd lacks: notBuilt maps each such scheme (pkcs11, gcpkms, awskms)
+// cardsignd lacks: notBuilt maps each such scheme (pkcs11, gcpkms, awskms, azurekv,
+// hashivault)
 // to how to get it. The daemon would otherwise fail only when it builds the
 // backend, and --check-config, which builds none, would say ok.
 func (c *Config) CheckBuild(notBuilt map[string]string) error {
@@ -80,7 +81,8 @@ func (c *Config) CheckBuild(notBuilt map[string]string) error {
 	for _, s := range []struct {
 		scheme string
 		on     bool
-	}{{"pkcs11", c.PKCS11.Enabled()}, {"gcpkms", c.GCPKMS.Enabled()}, {"awskms", c.AWSKMS.Enabled()}} {
+	}{{"pkcs11", c.PKCS11.Enabled()}, {"gcpkms", c.GCPKMS.Enabled()}, {"awskms", c.AWSKMS.Enabled()},
+		{"azurekv", c.AzureKV.Enabled()}, {"hashivault", c.HashiVault.Enabled()}} {
 		if s.on {
 			need(s.scheme, s.scheme)
 		}

@@ -1,0 +1,143 @@
+//go:build !noazurekv
+
+package azurekv
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/cardsign/cardsign/backends"
+	"github.com/cardsign/cardsign/jose"
+)
+
+// keyRef is a parsed azurekv: URI.
+type keyRef struct {
+	host    string // VAULT.vault.azure.net[:port]
+	name    string
+	version string   // "": not named; Open pins the current one
+	alg     jose.Alg // ?alg=, "" for the key type's default
+}
+
+// vaultURL is the vault's base URL.
+func (r keyRef) vaultURL() string { return "https://" + r.host }
+
+// String is the key's URI without a query.
+func (r keyRef) String() string {
+	s := Scheme + "://" + r.host + "/keys/" + r.name
+	if r.version != "" {
+		s += "/" + r.version
+	}
+	return s
+}
+
+// parseURI parses azurekv://HOST/keys/NAME[/VERSION][?alg=PS256]. The
+// host is checked against the allowed hosts by the backend.
+func parseURI(uri string) (keyRef, error) {
+	rest, ok := cutPrefixFold(uri, Scheme+"://")
+	if !ok {
+		return keyRef{}, backends.NewURIError(uri, "not an azurekv:// URI (want azurekv://VAULT.vault.azure.net/keys/NAME/VERSION)")
+	}
+	path, query, _ := strings.Cut(rest, "?")
+	var ref keyRef
+	if query != "" {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return keyRef{}, backends.NewURIError(uri, "malformed query")
+		}
+		for name, vs := range q {
+			if name != "alg" {
+				return keyRef{}, backends.NewURIError(uri, fmt.Sprintf("unknown query parameter %q (only alg is defined)", name))
+			}
+			if len(vs) != 1 {
+				return keyRef{}, backends.NewURIError(uri, "alg given more than once")
+			}
+			alg, err := jose.ParseAlg(vs[0])
+			if err != nil {
+				return keyRef{}, backends.NewURIError(uri, err.Error())
+			}
+			ref.alg = alg
+		}
+	}
+	parts := strings.Split(path, "/")
+	if len(parts) < 3 || len(parts) > 4 || parts[1] != "keys" {
+		return keyRef{}, backends.NewURIError(uri, "want azurekv://VAULT.vault.azure.net/keys/NAME/VERSION")
+	}
+	ref.host = strings.ToLower(parts[0])
+	if !validHost(ref.host) {
+		return keyRef{}, backends.NewURIError(uri, "the vault host must be a DNS name, optionally with a port")
+	}
+	ref.name = parts[2]
+	if !validName(ref.name) {
+		return keyRef{}, backends.NewURIError(uri, "a key name is 1-127 letters, digits and '-'")
+	}
+	if len(parts) == 4 {
+		ref.version = parts[3]
+		if !validVersion(ref.version) {
+			return keyRef{}, backends.NewURIError(uri, "a key version is 32 hexadecimal digits")
+		}
+	}
+	return ref, nil
+}
+
+// keyURI is the URI of a key version, with ?alg= where the key type's
+// default is not the alg (PS256 on an RSA key).
+func keyURI(host, name, version string, alg jose.Alg) string {
+	u := keyRef{host: host, name: name, version: version}.String()
+	if alg == jose.PS256 {
+		u += "?alg=PS256"
+	}
+	return u
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 127 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func validVersion(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+func validHost(s string) bool {
+	host, port, hasPort := strings.Cut(s, ":")
+	if host == "" || len(s) > 253 || (hasPort && (port == "" || len(port) > 5)) {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return s, false
+	}
+	return s[len(prefix):], true
+}
