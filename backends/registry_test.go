@@ -238,3 +238,20 @@ func TestAsAny(t *testing.T) {
 		t.Errorf("AsAny found a type %v does not hold", err)
 	}
 }
+
+func TestUnpinned(t *testing.T) {
+	for uri, want := range map[string]bool{
+		"azurekv://v.vault.azure.net/keys/k":                                  true,
+		"azurekv://v.vault.azure.net/keys/k?alg=PS256":                        true,
+		"azurekv://v.vault.azure.net/keys/k/0123456789abcdef0123456789abcdef": false,
+		"hashivault://k":           true,
+		"HashiVault://k?alg=PS256": true,
+		"hashivault://k/3":         false,
+		"file:/k.pem":              false,
+		"awskms:///alias/k":        false, // refused by ImportKey on its own grounds
+	} {
+		if got := Unpinned(uri) != ""; got != want {
+			t.Errorf("Unpinned(%q) = %q, want unpinned %v", uri, Unpinned(uri), want)
+		}
+	}
+}

@@ -2,7 +2,10 @@ package backends
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
+
+	"github.com/cardsign/cardsign/jose"
 )
 
 // URIError reports a malformed key URI. URI is already redacted (see
@@ -72,4 +75,57 @@ func Redact(uri string) string {
 		}
 	}
 	return uri
+}
+
+// Unpinned says why uri names whatever version its provider calls current
+// rather than one key for good, or "" when it names one key: an Azure Key
+// Vault key without a version, a Vault Transit key without one. A URI that
+// is recorded and reopened for years (an imported key, a log key) must
+// not: a rotation at the provider would change the key behind it.
+func Unpinned(uri string) string {
+	path, _, _ := strings.Cut(uri, "?")
+	lower := strings.ToLower(path)
+	switch {
+	case strings.HasPrefix(lower, "azurekv://") && strings.Count(path, "/") < 5:
+		return "name a key version (azurekv://VAULT/keys/NAME/VERSION), not the key: its current version moves when the key is rotated in the vault"
+	case strings.HasPrefix(lower, "hashivault://") && !strings.Contains(path[len("hashivault://"):], "/"):
+		return "name a key version (hashivault://KEY/VERSION), not the key: its latest version moves when the key is rotated in Vault"
+	}
+	return ""
+}
+
+// CutScheme returns uri after "scheme://" (the scheme matched without
+// regard to case, RFC 3986 §3.1), and whether it was there.
+func CutScheme(uri, scheme string) (string, bool) {
+	prefix := scheme + "://"
+	if len(uri) < len(prefix) || !strings.EqualFold(uri[:len(prefix)], prefix) {
+		return uri, false
+	}
+	return uri[len(prefix):], true
+}
+
+// AlgQuery reads the query of a KMS key URI, where alg is the one
+// parameter defined (?alg=PS256 makes an RSA key sign RSA-PSS): its alg, ""
+// when the query is empty. Anything else is a *URIError.
+func AlgQuery(uri, query string) (jose.Alg, error) {
+	if query == "" {
+		return "", nil
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", NewURIError(uri, "malformed query")
+	}
+	var alg jose.Alg
+	for name, vs := range q {
+		if name != "alg" {
+			return "", NewURIError(uri, fmt.Sprintf("unknown query parameter %q (only alg is defined)", name))
+		}
+		if len(vs) != 1 {
+			return "", NewURIError(uri, "alg given more than once")
+		}
+		if alg, err = jose.ParseAlg(vs[0]); err != nil {
+			return "", NewURIError(uri, err.Error())
+		}
+	}
+	return alg, nil
 }

@@ -60,15 +60,12 @@ func addAzureKV(reg *backends.Registry, c daemonconfig.AzureKVConfig, log *slog.
 		ManagedIdentityClientID: c.ManagedIdentityClientID, RateLimit: c.RateLimit, Logger: log}})
 }
 
-// addHashiVault adds the hashivault: backend. The token or secret ID comes
-// from a file or the environment, never from the config file.
+// addHashiVault adds the hashivault: backend. The secret ID is read here;
+// the token file by the backend, at each login (a Vault Agent sink
+// rewrites it). Neither comes from the config file.
 func addHashiVault(reg *backends.Registry, c daemonconfig.HashiVaultConfig, log *slog.Logger) error {
 	if hashivault.NotBuilt != "" {
 		return reg.AddBuilt(binaryName, hashivault.Scheme, hashivault.Constructor, hashivault.NotBuilt, backends.Config{})
-	}
-	token, err := c.Auth.Token()
-	if err != nil {
-		return err
 	}
 	secretID, err := c.Auth.SecretID()
 	if err != nil {
@@ -77,7 +74,7 @@ func addHashiVault(reg *backends.Registry, c daemonconfig.HashiVaultConfig, log 
 	log.Info("hashivault backend configured", "address", c.Address, "namespace", c.Namespace, "mount", c.Mount, "key", c.Key, "auth", c.Auth.Method)
 	return reg.AddBuilt(binaryName, hashivault.Scheme, hashivault.Constructor, hashivault.NotBuilt, backends.Config{Settings: hashivault.Config{
 		Address: c.Address, Namespace: c.Namespace, Mount: c.Mount, Key: c.Key, CAFile: c.CAFile, RateLimit: c.RateLimit, Logger: log,
-		Auth: hashivault.Auth{Method: c.Auth.Method, MountPath: c.Auth.MountPath, Token: token, RoleID: c.Auth.RoleID,
+		Auth: hashivault.Auth{Method: c.Auth.Method, MountPath: c.Auth.MountPath, TokenFile: c.Auth.TokenFile, RoleID: c.Auth.RoleID,
 			SecretID: secretID, Role: c.Auth.Role, JWTFile: c.Auth.JWTFile}}})
 }
 

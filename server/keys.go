@@ -98,7 +98,7 @@ func (k *KeyAdmin) ImportKey(ctx context.Context, uri, algName, kid string) (jwk
 	if strings.HasPrefix(uri, "awskms:///alias/") || strings.Contains(uri, ":alias/") {
 		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: "import the key's ID or ARN, not an alias: an alias can move to another key"}
 	}
-	if reason := unpinned(uri); reason != "" {
+	if reason := backends.Unpinned(uri); reason != "" {
 		return jwks.View{}, &InvalidArgumentError{Field: "uri", Reason: reason}
 	}
 	if strings.Contains(strings.ToLower(uri), "pin-value=") {
@@ -480,19 +480,4 @@ func (k *KeyAdmin) record(ctx context.Context, uri string, opts backends.OpenOpt
 	// refused insert must not leave a signer under someone else's kid.
 	now := k.now()
 	return jwks.KeyRecord{KID: key.KID, URI: uri, Alg: key.Alg, Public: pub, CreatedAt: now, PublishAt: now}, nil
-}
-
-// unpinned says why a Key Vault or Vault Transit URI without a version may
-// not be imported: it names the key's current version, which a rotation at
-// the provider moves. "" when uri is not such a URI.
-func unpinned(uri string) string {
-	path, _, _ := strings.Cut(uri, "?")
-	lower := strings.ToLower(path)
-	switch {
-	case strings.HasPrefix(lower, "azurekv://") && strings.Count(path, "/") < 5:
-		return "import a key version (azurekv://VAULT/keys/NAME/VERSION), not the key: its current version moves when the key is rotated in the vault"
-	case strings.HasPrefix(lower, "hashivault://") && !strings.Contains(strings.TrimPrefix(path, path[:len("hashivault://")]), "/"):
-		return "import a key version (hashivault://KEY/VERSION), not the key: its latest version moves when the key is rotated in Vault"
-	}
-	return ""
 }

@@ -3,8 +3,6 @@
 package awskms
 
 import (
-	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
@@ -27,7 +25,7 @@ type keyRef struct {
 // The host is empty, as in file:///: the region comes from the ARN or the
 // configuration, never from the URI's authority.
 func parseURI(uri string) (keyRef, error) {
-	rest, ok := cutPrefixFold(uri, Scheme+"://")
+	rest, ok := backends.CutScheme(uri, Scheme)
 	if !ok {
 		return keyRef{}, backends.NewURIError(uri, "not an awskms:/// URI (want awskms:///KEY-ID, awskms:///arn:aws:kms:…:key/ID or awskms:///alias/NAME)")
 	}
@@ -37,25 +35,11 @@ func parseURI(uri string) (keyRef, error) {
 		return keyRef{}, backends.NewURIError(uri, "awskms URIs have an empty host (awskms:///KEY, three slashes)")
 	}
 	var ref keyRef
-	if query != "" {
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return keyRef{}, backends.NewURIError(uri, "malformed query")
-		}
-		for name, vs := range q {
-			if name != "alg" {
-				return keyRef{}, backends.NewURIError(uri, fmt.Sprintf("unknown query parameter %q (only alg is defined)", name))
-			}
-			if len(vs) != 1 {
-				return keyRef{}, backends.NewURIError(uri, "alg given more than once")
-			}
-			alg, err := jose.ParseAlg(vs[0])
-			if err != nil {
-				return keyRef{}, backends.NewURIError(uri, err.Error())
-			}
-			ref.alg = alg
-		}
+	alg, err := backends.AlgQuery(uri, query)
+	if err != nil {
+		return keyRef{}, err
 	}
+	ref.alg = alg
 	switch {
 	case path == "":
 		return keyRef{}, backends.NewURIError(uri, "no key ID, ARN or alias")
@@ -124,11 +108,4 @@ func validAliasName(name string) bool {
 		}
 	}
 	return true
-}
-
-func cutPrefixFold(s, prefix string) (string, bool) {
-	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
-		return s, false
-	}
-	return s[len(prefix):], true
 }

@@ -94,12 +94,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 			return nil, err
 		}
 	}
-	b.cred = cfg.TokenCredential
-	if b.cred == nil {
-		if b.cred, err = b.credential(); err != nil {
+	cred := cfg.TokenCredential
+	if cred == nil {
+		if cred, err = b.credential(); err != nil {
 			return nil, err
 		}
 	}
+	b.cred = vaultScoped{cred}
 	b.retry = b.retryPolicy()
 	return b, nil
 }
@@ -110,8 +111,8 @@ func (c Config) normalize() (Config, error) {
 		c.AllowedHosts = AzureHosts()
 	}
 	for _, h := range c.AllowedHosts {
-		if !validHost(strings.TrimPrefix(strings.ToLower(h), ".")) {
-			return Config{}, fmt.Errorf("azurekv: allowed host %q is not a host[:port] or a .suffix", h)
+		if !validHost(strings.TrimPrefix(strings.ToLower(h), ".")) || (strings.HasPrefix(h, ".") && strings.Count(h, ".") < 2) {
+			return Config{}, fmt.Errorf("azurekv: allowed host %q is not a host[:port] or a .suffix of two labels or more (.vault.example.com)", h)
 		}
 	}
 	c.RSABits = cmp.Or(c.RSABits, 3072)
@@ -182,6 +183,30 @@ func (b *Backend) credential() (azcore.TokenCredential, error) {
 		return nil, fmt.Errorf("azurekv: %s credential: %w", cmp.Or(b.cfg.Credential, "default"), err)
 	}
 	return cred, nil
+}
+
+// vaultScoped hands out tokens for Key Vault and Managed HSM only. With
+// the challenge's resource check off (a host outside Azure's domains) the
+// host's 401 names the scope the SDK asks for; this keeps an allowed but
+// compromised host from getting a token for another Azure API.
+type vaultScoped struct{ azcore.TokenCredential }
+
+// vaultScopes are the scopes of Key Vault and Managed HSM in Azure's clouds.
+func vaultScopes() []string {
+	return []string{
+		"https://vault.azure.net/.default", "https://managedhsm.azure.net/.default",
+		"https://vault.azure.cn/.default", "https://managedhsm.azure.cn/.default",
+		"https://vault.usgovcloudapi.net/.default", "https://managedhsm.usgovcloudapi.net/.default",
+	}
+}
+
+func (c vaultScoped) GetToken(ctx context.Context, opts policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	for _, sc := range opts.Scopes {
+		if !slices.Contains(vaultScopes(), sc) {
+			return azcore.AccessToken{}, fmt.Errorf("azurekv: the vault asked for a token of scope %q, which is not Key Vault's: refused", sc)
+		}
+	}
+	return c.TokenCredential.GetToken(ctx, opts)
 }
 
 // allowed refuses a host the configuration does not allow.

@@ -116,7 +116,7 @@ func TestFaults(t *testing.T) {
 		_, err := jose.Sign(ctx, k.Signer, k.Alg, []byte("eyJ9.fault"))
 		return err
 	}
-	_ = e.fake.Update(func(o *azurekvfake.Options) { o.ThrottleRate = 0.5 })
+	_ = e.fake.Update(func(o *azurekvfake.Options) { o.ThrottleRate, o.RetryAfter = 0.5, "0" })
 	for range 10 {
 		if err := sign(t.Context()); err != nil {
 			t.Fatalf("under 50%% throttling: %v", err)
@@ -125,7 +125,19 @@ func TestFaults(t *testing.T) {
 	if e.b.Stats().Throttled == 0 {
 		t.Error("throttling not counted")
 	}
-	_ = e.fake.Update(func(o *azurekvfake.Options) { o.ThrottleRate, o.Unavailable = 0, 3 })
+	// Retry-After is honoured: with every call throttled and "wait 1s", a
+	// call with 1.5s to live tries twice, a second apart, then gives up.
+	_ = e.fake.Update(func(o *azurekvfake.Options) { o.ThrottleRate, o.RetryAfter = 1, "1" })
+	signs := e.fake.Calls("Sign")
+	ctx15, cancel15 := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	start := time.Now()
+	err = sign(ctx15)
+	cancel15()
+	if !errors.Is(err, backends.ErrUnavailable) || time.Since(start) < time.Second || e.fake.Calls("Sign")-signs != 2 {
+		t.Fatalf("throttled with Retry-After 1: %v after %v and %d attempts, want unavailability after 2 attempts a second apart",
+			err, time.Since(start), e.fake.Calls("Sign")-signs)
+	}
+	_ = e.fake.Update(func(o *azurekvfake.Options) { o.ThrottleRate, o.RetryAfter, o.Unavailable = 0, "", 3 })
 	if err := sign(t.Context()); err != nil {
 		t.Fatalf("after three 503s: %v", err)
 	}
@@ -145,7 +157,7 @@ func TestFaults(t *testing.T) {
 	}
 	t.Setenv("IDENTITY_HEADER", "wrong-header")
 	nocred := e.newBackend(t, Config{})
-	start := time.Now()
+	start = time.Now()
 	if _, err := nocred.Open(t.Context(), e.key(t, "more", "EC", "P-256")); err == nil || time.Since(start) > 10*time.Second {
 		t.Fatalf("a credential refused its token: %v after %v, want an error at once", err, time.Since(start))
 	}

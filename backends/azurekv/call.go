@@ -4,12 +4,15 @@ package azurekv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"strconv"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/cardsign/cardsign/backends"
@@ -26,6 +29,7 @@ func (b *Backend) retryPolicy() *retry.Policy {
 		Window:         unboundedCallLimit,
 		AttemptTimeout: b.cfg.AttemptTimeout,
 		Describe:       describe,
+		RetryAfter:     retryAfter,
 		Closed:         &b.closed,
 		ErrClosed:      ErrClosed,
 	}
@@ -40,13 +44,17 @@ type call struct {
 	once bool
 }
 
-// do runs attempt through the shared retry loop: 429 is throttling, 408,
-// 5xx and network failures are transient (CreateKey's only when Key Vault
-// answered 429 or 503 before doing anything).
+// do runs attempt through the shared retry loop: 429 is throttling; 408,
+// 5xx and broken connections are transient, except for CreateKey, which
+// may have made a version (once); the credential's failures and the SDK's
+// own refusals (a challenge it cannot read) are final.
 func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) error) error {
 	classify := func(ctx context.Context, err error) retry.Class {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		switch {
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return retry.Interrupted
+		case errors.Is(err, context.DeadlineExceeded):
+			return retry.Interrupted // the attempt's own timeout: retried while the call has time
 		}
 		var re *azcore.ResponseError
 		if !errors.As(err, &re) {
@@ -54,7 +62,7 @@ func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) 
 			// credential has retried its own endpoint already.
 			var ae *azidentity.AuthenticationFailedError
 			var nr nonRetriable
-			if errors.As(err, &ae) || errors.As(err, &nr) {
+			if errors.As(err, &ae) || errors.As(err, &nr) || !retry.Network(err) {
 				return retry.Final
 			}
 			if c.once {
@@ -65,9 +73,8 @@ func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) 
 		switch re.StatusCode {
 		case http.StatusTooManyRequests:
 			return retry.Throttled
-		case http.StatusServiceUnavailable:
-			return retry.Transient
-		case http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		case http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway,
+			http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			if c.once {
 				return retry.NotRepeated
 			}
@@ -76,6 +83,24 @@ func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) 
 		return retry.Final
 	}
 	return b.retry.Do(ctx, retry.Call{Op: c.op, Key: c.key, Limiter: c.limiter, Classify: classify}, attempt)
+}
+
+// maxRetryAfter caps the wait a Retry-After asks for: past it, the
+// caller's deadline decides.
+const maxRetryAfter = time.Minute
+
+// retryAfter is the Retry-After of a throttled or unavailable answer, in
+// seconds (Key Vault sends seconds), 0 when there is none.
+func retryAfter(err error) time.Duration {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.RawResponse == nil {
+		return 0
+	}
+	secs, err := strconv.Atoi(re.RawResponse.Header.Get("Retry-After"))
+	if err != nil || secs <= 0 {
+		return 0
+	}
+	return min(time.Duration(secs)*time.Second, maxRetryAfter)
 }
 
 // nonRetriable is how the Azure SDK marks errors that retrying cannot
@@ -89,7 +114,7 @@ type nonRetriable interface {
 func (b *Backend) fail(op, key string, err error) error {
 	var gu *retry.GaveUpError
 	if errors.As(err, &gu) {
-		return &UnavailableError{Op: op, Key: key, Attempts: gu.Attempts, Err: oneLine(retry.Causes(gu.Last, gu.Reason))}
+		return &UnavailableError{Op: op, Key: key, Attempts: gu.Attempts, Err: retry.OneLine(brief(gu.Last), gu.Reason)}
 	}
 	if backends.AsAny(err, new(*KeyNotFoundError), new(*KeyStateError), new(*UnsupportedKeyError), new(*DeniedError), new(*HostError), new(*UnavailableError)) {
 		return err
@@ -104,40 +129,51 @@ func (b *Backend) fail(op, key string, err error) error {
 		case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden:
 			return &DeniedError{Op: op, Key: key, Status: re.StatusCode, Code: re.ErrorCode}
 		}
-		return fmt.Errorf("azurekv: %s %s: Key Vault answered %d %s", op, key, re.StatusCode, re.ErrorCode)
+		return fmt.Errorf("azurekv: %s %s: Key Vault answered %d %q", op, key, re.StatusCode, re.ErrorCode)
 	}
 	return fmt.Errorf("azurekv: %s %s: %w", op, key, err)
 }
 
 // disabled reports whether a 403 is Key Vault refusing a disabled key
-// ("Operation sign is not allowed on a disabled key", inner code
-// KeyDisabled) rather than a missing permission.
+// ({"error":{"code":"Forbidden","innererror":{"code":"KeyDisabled"}}},
+// "Operation sign is not allowed on a disabled key") rather than a missing
+// permission or a firewall.
 func disabled(re *azcore.ResponseError) bool {
 	if re.ErrorCode == "KeyDisabled" {
 		return true
 	}
-	if re.RawResponse == nil || re.RawResponse.Body == nil {
+	if re.RawResponse == nil {
 		return false
 	}
-	return strings.Contains(strings.ToLower(re.Error()), "disabled")
+	body, err := runtime.Payload(re.RawResponse)
+	if err != nil {
+		return false
+	}
+	var e struct {
+		Error struct {
+			InnerError struct {
+				Code string `json:"code"`
+			} `json:"innererror"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(body, &e) == nil && e.Error.InnerError.Code == "KeyDisabled"
+}
+
+// brief is err as describe words it: a provider's response (its URL, its
+// body) is not repeated whole in an error.
+func brief(err error) error {
+	var re *azcore.ResponseError
+	if err != nil && errors.As(err, &re) {
+		return errors.New(describe(err))
+	}
+	return err
 }
 
 // describe names an error briefly for logs.
 func describe(err error) string {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		return fmt.Sprintf("HTTP %d %s", re.StatusCode, re.ErrorCode)
+		return fmt.Sprintf("HTTP %d %q", re.StatusCode, re.ErrorCode)
 	}
 	return err.Error()
-}
-
-// oneLine chains errs into one error on one line ("a; b").
-func oneLine(errs []error) error {
-	switch len(errs) {
-	case 0:
-		return errors.New("no error recorded")
-	case 1:
-		return errs[0]
-	}
-	return fmt.Errorf("%w; %w", errs[0], oneLine(errs[1:]))
 }

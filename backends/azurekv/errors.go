@@ -61,7 +61,7 @@ type DeniedError struct {
 }
 
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("azurekv: %s %s: Key Vault answered %d %s: grant the identity the Key Vault Crypto User role (sign), or Crypto Officer (create, disable) on the vault or key",
+	return fmt.Sprintf("azurekv: %s %s: Key Vault answered %d %q: grant the identity the data actions keys/read and keys/sign/action (keys/create/action and keys/update/action to create and disable) on the key or vault (deploy/examples/azure-key-vault.yaml)",
 		e.Op, e.Key, e.Status, e.Code)
 }
 

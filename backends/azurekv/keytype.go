@@ -17,7 +17,7 @@ func signAlg(alg jose.Alg) (azkeys.SignatureAlgorithm, error) {
 	case jose.ES256, jose.ES384, jose.ES512, jose.RS256, jose.PS256:
 		return azkeys.SignatureAlgorithm(alg), nil
 	}
-	return "", fmt.Errorf("Key Vault has no %s signatures", alg)
+	return "", fmt.Errorf("azurekv: Key Vault has no %s signatures", alg)
 }
 
 // keyAlg settles the JOSE alg of a key of kty and crv, given the URI's

@@ -5,6 +5,7 @@ package azurekv
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
 	"fmt"
 	"io"
 
@@ -72,7 +73,11 @@ func (s *signer) SignContext(ctx context.Context, _ io.Reader, digest []byte, op
 		s.b.stats.Failure()
 		return nil, fmt.Errorf("azurekv: sign with %s: empty signature in the response", s.ref)
 	}
-	if s.alg == jose.ES256 || s.alg == jose.ES384 || s.alg == jose.ES512 {
+	if k, ok := s.pub.(*ecdsa.PublicKey); ok {
+		if want := 2 * ((k.Curve.Params().BitSize + 7) / 8); len(sig) != want {
+			s.b.stats.Failure()
+			return nil, fmt.Errorf("azurekv: sign with %s: the r||s signature is %d bytes, want %d; discarded", s.ref, len(sig), want)
+		}
 		if sig, err = jose.ECDSARawToDER(sig); err != nil {
 			s.b.stats.Failure()
 			return nil, fmt.Errorf("azurekv: sign with %s: %w", s.ref, err)

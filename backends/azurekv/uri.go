@@ -3,8 +3,6 @@
 package azurekv
 
 import (
-	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/cardsign/cardsign/backends"
@@ -19,9 +17,6 @@ type keyRef struct {
 	alg     jose.Alg // ?alg=, "" for the key type's default
 }
 
-// vaultURL is the vault's base URL.
-func (r keyRef) vaultURL() string { return "https://" + r.host }
-
 // String is the key's URI without a query.
 func (r keyRef) String() string {
 	s := Scheme + "://" + r.host + "/keys/" + r.name
@@ -34,31 +29,17 @@ func (r keyRef) String() string {
 // parseURI parses azurekv://HOST/keys/NAME[/VERSION][?alg=PS256]. The
 // host is checked against the allowed hosts by the backend.
 func parseURI(uri string) (keyRef, error) {
-	rest, ok := cutPrefixFold(uri, Scheme+"://")
+	rest, ok := backends.CutScheme(uri, Scheme)
 	if !ok {
 		return keyRef{}, backends.NewURIError(uri, "not an azurekv:// URI (want azurekv://VAULT.vault.azure.net/keys/NAME/VERSION)")
 	}
 	path, query, _ := strings.Cut(rest, "?")
 	var ref keyRef
-	if query != "" {
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return keyRef{}, backends.NewURIError(uri, "malformed query")
-		}
-		for name, vs := range q {
-			if name != "alg" {
-				return keyRef{}, backends.NewURIError(uri, fmt.Sprintf("unknown query parameter %q (only alg is defined)", name))
-			}
-			if len(vs) != 1 {
-				return keyRef{}, backends.NewURIError(uri, "alg given more than once")
-			}
-			alg, err := jose.ParseAlg(vs[0])
-			if err != nil {
-				return keyRef{}, backends.NewURIError(uri, err.Error())
-			}
-			ref.alg = alg
-		}
+	alg, err := backends.AlgQuery(uri, query)
+	if err != nil {
+		return keyRef{}, err
 	}
+	ref.alg = alg
 	parts := strings.Split(path, "/")
 	if len(parts) < 3 || len(parts) > 4 || parts[1] != "keys" {
 		return keyRef{}, backends.NewURIError(uri, "want azurekv://VAULT.vault.azure.net/keys/NAME/VERSION")
@@ -133,11 +114,4 @@ func validHost(s string) bool {
 		}
 	}
 	return true
-}
-
-func cutPrefixFold(s, prefix string) (string, bool) {
-	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
-		return s, false
-	}
-	return s[len(prefix):], true
 }

@@ -20,6 +20,7 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -81,13 +82,24 @@ func Run(t *testing.T, e Env) {
 		key := e.open(t, e.MakeKey(t, e.Algs[0]), e.Algs[0])
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, ok := key.Signer.(jose.ContextSigner); !ok {
+		cs, ok := key.Signer.(jose.ContextSigner)
+		if !ok {
 			return // no I/O to cancel (a key in memory)
 		}
+		h := key.Alg.Hash()
+		msg := []byte("cancelled.input")
+		if h != 0 {
+			d := h.New()
+			d.Write(msg)
+			msg = d.Sum(nil)
+		}
 		start := time.Now()
-		_, err := jose.Sign(ctx, key.Signer, key.Alg, []byte("cancelled.input"))
+		_, err := cs.SignContext(ctx, rand.Reader, msg, signerOpts(key.Alg))
 		if err == nil {
 			t.Fatal("a signature with a cancelled context succeeded")
+		}
+		if errors.Is(err, backends.ErrUnavailable) {
+			t.Errorf("a cancelled signature reported the provider unavailable: %v", err)
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("a cancelled signature took %v to fail", d)
@@ -311,4 +323,12 @@ func (e Env) noSecrets(t *testing.T, err error) {
 			t.Errorf("an error contains a secret: %v", err)
 		}
 	}
+}
+
+// signerOpts are the crypto.SignerOpts a JWS of alg signs with.
+func signerOpts(alg jose.Alg) crypto.SignerOpts {
+	if alg == jose.PS256 {
+		return &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: crypto.SHA256}
+	}
+	return alg.Hash()
 }

@@ -90,7 +90,7 @@ func (b *Backend) call(ctx context.Context, o op, attempt func(ctx context.Conte
 	case err == nil:
 		return nil
 	case errors.As(err, &gu):
-		return &UnavailableError{Op: o.what, Name: o.name, Attempts: gu.Attempts, Err: joinErrs(gu.Last, gu.Reason)}
+		return &UnavailableError{Op: o.what, Name: o.name, Attempts: gu.Attempts, Err: retry.OneLine(gu.Last, gu.Reason)}
 	}
 	return b.permanent(o, err)
 }
@@ -142,22 +142,4 @@ func (b *Backend) permanent(o op, err error) error {
 		return err
 	}
 	return fmt.Errorf("gcpkms: %s %s: %w", o.what, o.name, err)
-}
-
-// joinErrs chains the non-nil errs into one error on one line ("a; b"),
-// each still reachable with errors.Is and errors.As.
-func joinErrs(errs ...error) error {
-	var kept []error
-	for _, err := range errs {
-		if err != nil {
-			kept = append(kept, err)
-		}
-	}
-	switch len(kept) {
-	case 0:
-		return errors.New("no error recorded")
-	case 1:
-		return kept[0]
-	}
-	return fmt.Errorf("%w; %w", kept[0], joinErrs(kept[1:]...))
 }

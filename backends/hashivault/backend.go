@@ -99,8 +99,15 @@ func newClient(cfg Config) (*api.Client, error) {
 		return nil, fmt.Errorf("hashivault: client configuration from the environment: %w", ac.Error)
 	}
 	ac.Address = cfg.Address
+	// Only the configured address gets the token: not a Vault Agent named
+	// by BAO_AGENT_ADDR / VAULT_AGENT_ADDR, and not a host a redirect names.
+	ac.AgentAddress = ""
+	ac.DisableRedirects = true
 	ac.MaxRetries = 0
 	ac.Timeout = 0
+	if t, ok := ac.HttpClient.Transport.(*http.Transport); ok && t.TLSClientConfig != nil && t.TLSClientConfig.InsecureSkipVerify {
+		return nil, fmt.Errorf("hashivault: BAO_SKIP_VERIFY / VAULT_SKIP_VERIFY is set: cardsignd does not send its token to a Vault whose certificate it does not check; set hashivault.ca_file (or VAULT_CACERT) instead")
+	}
 	if cfg.HTTPClient != nil {
 		ac.HttpClient = cfg.HTTPClient
 	} else if t, ok := ac.HttpClient.Transport.(*http.Transport); ok {

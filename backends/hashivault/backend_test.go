@@ -289,3 +289,41 @@ func TestTrimmed(t *testing.T) {
 		t.Fatalf("opening a trimmed version: %v", err)
 	}
 }
+
+// TestStaticToken: a token from a file is read again after Vault refuses
+// it (a Vault Agent sink rewrote it); a static token that expired fails at
+// once, saying so, instead of retrying until the deadline.
+func TestStaticToken(t *testing.T) {
+	e := newEnv(t, Config{}, vaultfake.Options{})
+	e.key(t, "cards", "ecdsa-p256")
+	file := filepath.Join(t.TempDir(), "token")
+	first := e.fake.IssueToken(time.Hour, false, "root")
+	if err := os.WriteFile(file, []byte(first+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := e.newBackend(t, Config{Auth: Auth{TokenFile: file}})
+	k, err := backends.OpenWith(t.Context(), b, "hashivault://cards/1", backends.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.ExpireToken(first)
+	if err := os.WriteFile(file, []byte(e.fake.IssueToken(time.Hour, false, "root")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jose.Sign(t.Context(), k.Signer, k.Alg, []byte("eyJ9.new-token")); err != nil {
+		t.Fatalf("after the token file was rewritten: %v", err)
+	}
+
+	short := e.newBackend(t, Config{Auth: Auth{Token: e.fake.IssueToken(2*time.Second, false, "root")}})
+	k2, err := backends.OpenWith(t.Context(), short, "hashivault://cards/1", backends.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	start := time.Now()
+	_, err = jose.Sign(t.Context(), k2.Signer, k2.Alg, []byte("eyJ9.expired"))
+	var le *LoginError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "expired") || time.Since(start) > 2*time.Second {
+		t.Fatalf("an expired static token: %v after %v, want a *LoginError at once", err, time.Since(start))
+	}
+}

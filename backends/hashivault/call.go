@@ -42,19 +42,29 @@ type call struct {
 	authed bool
 }
 
-// do runs attempt through the shared retry loop.
+// do runs attempt through the shared retry loop. 429 is throttling; 503
+// (sealed, standby), 412 (a performance standby behind), 5xx and broken
+// connections are transient for idempotent calls, and end others (a
+// rotation may have taken effect); a 403 to an authed call logs in again,
+// once per call, when the session can.
 func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) error) error {
 	relogged := false
+	var used, stale string // the token the last attempt sent; the one Vault refused
 	classify := func(ctx context.Context, err error) retry.Class {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		switch {
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return retry.Interrupted
-		}
-		// The session's own calls retried already: its failure ends this one.
-		if backends.AsAny(err, new(*LoginError), new(*UnavailableError)) {
+		case errors.Is(err, context.DeadlineExceeded):
+			return retry.Interrupted // the attempt's own timeout: retried while the call has time
+		case backends.AsAny(err, new(*LoginError), new(*UnavailableError)):
+			// The session's own calls retried already: its failure ends this one.
 			return retry.Final
 		}
 		var re *api.ResponseError
 		if !errors.As(err, &re) {
+			if !retry.Network(err) {
+				return retry.Final
+			}
 			if c.idempotent {
 				return retry.Transient // the network: a fresh connection may do
 			}
@@ -63,19 +73,16 @@ func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) 
 		switch re.StatusCode {
 		case http.StatusTooManyRequests:
 			return retry.Throttled
-		case http.StatusServiceUnavailable, http.StatusPreconditionFailed:
-			// Sealed, a standby, or a performance standby behind on its
-			// WAL (412): nothing was done.
-			return retry.Transient
-		case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		case http.StatusServiceUnavailable, http.StatusPreconditionFailed,
+			http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
 			if c.idempotent {
 				return retry.Transient
 			}
 			return retry.NotRepeated
 		case http.StatusForbidden:
 			// An expired or revoked token: log in again, once per call.
-			if c.authed && !relogged && b.sess.invalidate(b.sess.current()) {
-				relogged = true
+			if c.authed && !relogged && b.sess.canLogin() {
+				relogged, stale = true, used
 				return retry.Transient
 			}
 		}
@@ -83,9 +90,10 @@ func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) 
 	}
 	return b.retry.Do(ctx, retry.Call{Op: c.op, Key: c.key, Limiter: c.limiter, Classify: classify}, func(ctx context.Context) error {
 		if c.authed {
-			if err := b.sess.ensure(ctx); err != nil {
+			if err := b.sess.get(ctx, stale); err != nil {
 				return err
 			}
+			stale, used = "", b.sess.current()
 		}
 		return attempt(ctx)
 	})
@@ -96,7 +104,7 @@ func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) 
 func (b *Backend) fail(op, key string, err error) error {
 	var gu *retry.GaveUpError
 	if errors.As(err, &gu) {
-		return &UnavailableError{Op: op, Key: key, Attempts: gu.Attempts, Err: oneLine(retry.Causes(gu.Last, gu.Reason))}
+		return &UnavailableError{Op: op, Key: key, Attempts: gu.Attempts, Err: retry.OneLine(brief(gu.Last), gu.Reason)}
 	}
 	if backends.AsAny(err, new(*KeyNotFoundError), new(*UnsupportedKeyError), new(*DeniedError), new(*UnavailableError), new(*LoginError)) {
 		return err
@@ -114,6 +122,19 @@ func (b *Backend) fail(op, key string, err error) error {
 	return fmt.Errorf("hashivault: %s %s: %w", op, key, err)
 }
 
+// brief is err as describe words it, on one line: a provider's response
+// (its URL, its body) is not repeated whole in an error.
+func brief(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *api.ResponseError
+	if errors.As(err, &re) {
+		return errors.New(describe(err))
+	}
+	return err
+}
+
 // describe names an error briefly for logs.
 func describe(err error) string {
 	var re *api.ResponseError
@@ -121,16 +142,4 @@ func describe(err error) string {
 		return fmt.Sprintf("HTTP %d: %s", re.StatusCode, vaultErrors(re.Errors))
 	}
 	return err.Error()
-}
-
-// oneLine chains errs into one error on one line ("a; b"), each still
-// reachable with errors.Is and errors.As.
-func oneLine(errs []error) error {
-	switch len(errs) {
-	case 0:
-		return errors.New("no error recorded")
-	case 1:
-		return errs[0]
-	}
-	return fmt.Errorf("%w; %w", errs[0], oneLine(errs[1:]))
 }

@@ -5,6 +5,7 @@ package hashivault
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/cardsign/cardsign/backends"
@@ -91,10 +92,11 @@ func (e *UnavailableError) Is(target error) bool { return target == backends.Err
 // ErrClosed is wrapped by every call on a closed Backend.
 var ErrClosed = errors.New("backend closed")
 
-// vaultErrors joins the messages of Vault's {"errors":[...]}.
+// vaultErrors joins the messages of Vault's {"errors":[...]}, quoted: they
+// are the server's text, printed escaped.
 func vaultErrors(errs []string) string {
 	if len(errs) == 0 {
 		return "no message"
 	}
-	return strings.Join(errs, "; ")
+	return strconv.Quote(strings.Join(errs, "; "))
 }

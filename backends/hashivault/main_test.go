@@ -3,7 +3,6 @@
 package hashivault
 
 import (
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -58,8 +57,10 @@ func (e *env) newBackend(t testing.TB, cfg Config) *Backend {
 	}
 	t.Cleanup(func() {
 		_ = b.Close()
-		if strings.Contains(e.logs.String(), e.fake.RootToken()) {
-			t.Errorf("the log contains the root token:\n%s", e.logs.String())
+		for _, secret := range append([]string{e.fake.RootToken(), cfg.Auth.Token, cfg.Auth.SecretID}, loggedSecrets...) {
+			if len(secret) >= 6 && strings.Contains(e.logs.String(), secret) { // shorter ones are test stand-ins
+				t.Errorf("the log contains a secret (%.6s…):\n%s", secret, e.logs.String())
+			}
 		}
 	})
 	return b
@@ -73,4 +74,6 @@ func (e *env) key(t testing.TB, name, typ string) {
 	}
 }
 
-func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+// loggedSecrets are secrets the tests hand the fake that no log may hold:
+// the service account token of the Kubernetes login, the AppRole secrets.
+var loggedSecrets = []string{"eyJhbGciOiJSUzI1NiJ9.sa-token.sig", "secret-1", "wrong-secret"}

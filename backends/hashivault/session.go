@@ -5,6 +5,7 @@ package hashivault
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,11 +17,16 @@ import (
 	"github.com/cardsign/cardsign/secretfile"
 )
 
+// maxSecretFile bounds a token or service account token file.
+const maxSecretFile = 64 << 10
+
 // session holds the backend's Vault token: it logs in (or looks up a
 // given token) at the first call, renews the token at two thirds of its
-// lease, and logs in again when renewal is refused or the token's max TTL
-// ends. A static token that cannot be renewed is used until it expires;
-// its errors then say so.
+// lease, and logs in again when renewal is refused, the token's max TTL
+// nears, or Vault refuses the token. One login runs at a time; callers
+// wait for it within their own deadline, and a caller whose token is still
+// valid never waits. A static token that cannot be renewed is used until
+// it expires, or until its file holds another one.
 type session struct {
 	b    *Backend
 	auth Auth
@@ -28,8 +34,10 @@ type session struct {
 	mu        sync.Mutex
 	token     string
 	obtained  time.Time
-	ttl       time.Duration // 0: never expires
+	ttl       time.Duration // lease left when obtained; 0: never expires
+	increment time.Duration // what a renewal asks for: the token's full TTL
 	renewable bool
+	login     chan struct{} // closed when the login in flight ends; nil when none
 	wake      chan struct{} // a new token: the renewal loop re-plans
 }
 
@@ -37,8 +45,10 @@ func newSession(b *Backend, a Auth) (*session, error) {
 	a.Method = cmp.Or(a.Method, AuthToken)
 	switch a.Method {
 	case AuthToken:
-		a.Token = cmp.Or(a.Token, api.ReadBaoVariable(api.EnvVaultToken))
-		if a.Token == "" {
+		if a.Token == "" && a.TokenFile == "" {
+			a.Token = api.ReadBaoVariable(api.EnvVaultToken)
+		}
+		if a.Token == "" && a.TokenFile == "" {
 			return nil, errors.New("hashivault: token auth without a token: set the backend's token_file, BAO_TOKEN or VAULT_TOKEN")
 		}
 	case AuthAppRole:
@@ -61,40 +71,60 @@ func newSession(b *Backend, a Auth) (*session, error) {
 	return &session{b: b, auth: a, wake: make(chan struct{}, 1)}, nil
 }
 
-// canLogin reports whether the session can get a new token by itself.
-func (s *session) canLogin() bool { return s.auth.Method != AuthToken }
+// canLogin reports whether the session can get a new token by itself: a
+// login method, or a token file that may hold a new token.
+func (s *session) canLogin() bool { return s.auth.Method != AuthToken || s.auth.TokenFile != "" }
 
-// ensure returns a token that is valid for a while yet, logging in (or
-// looking the configured token up) when there is none.
-func (s *session) ensure(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.token != "" && (s.ttl == 0 || time.Since(s.obtained) < s.ttl-time.Second) {
-		return nil
-	}
-	if s.token != "" && !s.canLogin() {
-		return fmt.Errorf("hashivault: the configured token expired %v ago and cannot be renewed: give the backend a new token, or use approle or kubernetes auth",
-			time.Since(s.obtained.Add(s.ttl)).Round(time.Second))
-	}
-	if err := s.loginLocked(ctx); err != nil {
-		if _, ok := err.(*UnavailableError); ok {
-			return err
-		}
-		return &LoginError{Method: s.auth.Method, Err: err}
-	}
-	return nil
+// validLocked reports whether the token is good for a while yet.
+func (s *session) validLocked() bool {
+	return s.token != "" && (s.ttl == 0 || time.Since(s.obtained) < s.ttl-time.Second)
 }
 
-// invalidate drops the token after Vault refused it (403), so that the
-// next call logs in again; a static token is kept, as there is no other.
-func (s *session) invalidate(token string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.canLogin() || s.token != token {
-		return false
+// get returns once the session holds a token that is valid for a while
+// yet, logging in when there is none; with stale set (a token Vault
+// refused), it logs in again unless another caller did since.
+func (s *session) get(ctx context.Context, stale string) error {
+	for {
+		s.mu.Lock()
+		if s.validLocked() && (stale == "" || s.token != stale) {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.token != "" && !s.canLogin() {
+			left := s.obtained.Add(s.ttl)
+			s.mu.Unlock()
+			return &LoginError{Method: s.auth.Method, Err: fmt.Errorf("the configured token expired at %s and cannot be renewed: give the backend a new token (token_file), or use approle or kubernetes auth",
+				left.UTC().Format(time.RFC3339))}
+		}
+		if wait := s.login; wait != nil {
+			s.mu.Unlock()
+			select {
+			case <-wait:
+				stale = "" // whatever that login got is the newest token
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		done := make(chan struct{})
+		s.login = done
+		s.mu.Unlock()
+
+		err := s.logIn(ctx)
+
+		s.mu.Lock()
+		s.login = nil
+		s.mu.Unlock()
+		close(done)
+		if err != nil {
+			var ue *UnavailableError
+			if errors.As(err, &ue) {
+				return err
+			}
+			return &LoginError{Method: s.auth.Method, Err: err}
+		}
+		return nil
 	}
-	s.token = ""
-	return true
 }
 
 // current is the token in use.
@@ -104,20 +134,23 @@ func (s *session) current() string {
 	return s.token
 }
 
-// loginLocked gets a token: logs in with AppRole or Kubernetes, or looks
-// up the static token to learn its TTL.
-func (s *session) loginLocked(ctx context.Context) error {
+// logIn gets a token, without holding s.mu: logs in with AppRole or
+// Kubernetes, or reads and looks up the static token to learn its TTL.
+func (s *session) logIn(ctx context.Context) error {
 	c, err := s.b.client.Clone() // no token: a login must not send a stale one
 	if err != nil {
 		return fmt.Errorf("hashivault: login: %w", err)
 	}
 	c.SetNamespace(s.b.cfg.Namespace)
 	var tok string
-	var ttl time.Duration
+	var ttl, increment time.Duration
 	var renewable bool
 	switch s.auth.Method {
 	case AuthToken:
-		c.SetToken(s.auth.Token)
+		if tok, err = s.staticToken(); err != nil {
+			return err
+		}
+		c.SetToken(tok)
 		var sec *api.Secret
 		err = s.b.do(ctx, call{op: "token lookup-self", key: "auth/token/lookup-self", idempotent: true}, func(ctx context.Context) error {
 			var err error
@@ -127,12 +160,17 @@ func (s *session) loginLocked(ctx context.Context) error {
 		if err != nil {
 			return s.b.fail("token lookup-self", "auth/token/lookup-self", err)
 		}
-		tok = s.auth.Token
 		if ttl, err = sec.TokenTTL(); err != nil {
 			return fmt.Errorf("hashivault: token lookup-self: ttl: %w", err)
 		}
 		if renewable, err = sec.TokenIsRenewable(); err != nil {
 			return fmt.Errorf("hashivault: token lookup-self: renewable: %w", err)
+		}
+		increment = ttl
+		if n, ok := sec.Data["creation_ttl"].(json.Number); ok {
+			if secs, err := n.Int64(); err == nil && secs > 0 {
+				increment = time.Duration(secs) * time.Second
+			}
 		}
 	default:
 		path, body, err := s.loginRequest()
@@ -153,8 +191,11 @@ func (s *session) loginLocked(ctx context.Context) error {
 		}
 		tok, renewable = sec.Auth.ClientToken, sec.Auth.Renewable
 		ttl = time.Duration(sec.Auth.LeaseDuration) * time.Second
+		increment = ttl
 	}
-	s.token, s.obtained, s.ttl, s.renewable = tok, time.Now(), ttl, renewable
+	s.mu.Lock()
+	s.token, s.obtained, s.ttl, s.increment, s.renewable = tok, time.Now(), ttl, increment, renewable
+	s.mu.Unlock()
 	s.b.client.SetToken(tok)
 	s.b.log.Info("hashivault: logged in", "method", s.auth.Method, "ttl", ttl, "renewable", renewable)
 	select {
@@ -164,6 +205,24 @@ func (s *session) loginLocked(ctx context.Context) error {
 	return nil
 }
 
+// staticToken is the configured token, or the token file's content, read
+// anew each time (a Vault Agent sink rewrites it).
+func (s *session) staticToken() (string, error) {
+	if s.auth.TokenFile == "" {
+		return s.auth.Token, nil
+	}
+	data, err := secretfile.ReadFile(s.auth.TokenFile, maxSecretFile)
+	if err != nil {
+		return "", fmt.Errorf("hashivault: token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(data))
+	clear(data)
+	if tok == "" {
+		return "", fmt.Errorf("hashivault: token file %s is empty", s.auth.TokenFile)
+	}
+	return tok, nil
+}
+
 // loginRequest is the path and body of an AppRole or Kubernetes login.
 func (s *session) loginRequest() (string, map[string]any, error) {
 	path := "auth/" + strings.Trim(s.auth.MountPath, "/") + "/login"
@@ -171,7 +230,7 @@ func (s *session) loginRequest() (string, map[string]any, error) {
 		return path, map[string]any{"role_id": s.auth.RoleID, "secret_id": s.auth.SecretID}, nil
 	}
 	// Read at every login: kubelet rotates projected service account tokens.
-	jwt, err := secretfile.ReadFile(s.auth.JWTFile, 64<<10)
+	jwt, err := secretfile.ReadFile(s.auth.JWTFile, maxSecretFile)
 	if err != nil {
 		return "", nil, fmt.Errorf("hashivault: Kubernetes auth: service account token: %w", err)
 	}
@@ -208,7 +267,7 @@ func (s *session) renewLoop(ctx context.Context) {
 			continue
 		case <-timer:
 		}
-		if err := s.refresh(ctx); err != nil && ctx.Err() == nil {
+		if err := s.refresh(ctx, tok); err != nil && ctx.Err() == nil {
 			s.b.log.Warn("hashivault: token not renewed; will retry", "method", s.auth.Method, "err", err)
 			select {
 			case <-ctx.Done():
@@ -219,17 +278,17 @@ func (s *session) renewLoop(ctx context.Context) {
 	}
 }
 
-// refresh renews the token, or logs in again when it cannot be renewed.
-// The renewal is sent without the lock, so signing goes on meanwhile.
-func (s *session) refresh(ctx context.Context) error {
+// refresh renews tok, or logs in again when it cannot be renewed. The
+// renewal is sent without the lock, so signing goes on meanwhile.
+func (s *session) refresh(ctx context.Context, tok string) error {
 	s.mu.Lock()
-	tok, ttl, renewable := s.token, s.ttl, s.renewable
+	increment, renewable := s.increment, s.renewable
 	s.mu.Unlock()
 	if renewable {
 		var sec *api.Secret
 		err := s.b.do(ctx, call{op: "token renew-self", key: "auth/token/renew-self", idempotent: true}, func(ctx context.Context) error {
 			var err error
-			sec, err = s.b.client.Auth().Token().RenewSelfWithContext(ctx, int(ttl/time.Second))
+			sec, err = s.b.client.Auth().Token().RenewSelfWithContext(ctx, int(increment/time.Second))
 			return err
 		})
 		if err == nil && (sec == nil || sec.Auth == nil) {
@@ -237,9 +296,9 @@ func (s *session) refresh(ctx context.Context) error {
 		}
 		if err == nil {
 			got := time.Duration(sec.Auth.LeaseDuration) * time.Second
-			// A renewal that gives less than half of what was asked has
-			// reached the token's max TTL: log in again before it ends.
-			if got >= ttl/2 || !s.canLogin() {
+			// A renewal that gives less than half of the token's TTL has
+			// reached its max TTL: log in again before it ends.
+			if got >= increment/2 || !s.canLogin() {
 				s.mu.Lock()
 				if s.token == tok {
 					s.obtained, s.ttl, s.renewable = time.Now(), got, sec.Auth.Renewable
@@ -252,10 +311,8 @@ func (s *session) refresh(ctx context.Context) error {
 			return err
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.canLogin() {
 		return nil
 	}
-	return s.loginLocked(ctx)
+	return s.get(ctx, tok)
 }

@@ -79,9 +79,13 @@ type Auth struct {
 	Method string
 	// MountPath is the auth method's mount ("" for approle or kubernetes).
 	MountPath string
-	// Token is the token of AuthToken ("" takes BAO_TOKEN / VAULT_TOKEN).
-	// A renewable token is renewed before it expires.
+	// Token is the token of AuthToken ("" takes TokenFile, else BAO_TOKEN
+	// / VAULT_TOKEN). A renewable token is renewed before it expires.
 	Token string
+	// TokenFile, for AuthToken, is read for the token at the first call and
+	// again whenever Vault refuses the token or it expires: a Vault Agent
+	// sink rewrites it.
+	TokenFile string
 	// RoleID and SecretID log in with AuthAppRole.
 	RoleID, SecretID string
 	// Role and JWTFile log in with AuthKubernetes: the service account

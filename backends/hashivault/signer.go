@@ -5,6 +5,7 @@ package hashivault
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -116,6 +117,9 @@ func (s *signer) decode(sec *api.Secret) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("hashivault: sign with %s: the JWS-marshaled signature is not base64url: %w", s.name, err)
 		}
+		if want := 2 * ecdsaSize(s.pub); len(raw) != want {
+			return nil, fmt.Errorf("hashivault: sign with %s version %d: the r||s signature is %d bytes, want %d; discarded", s.name, s.version, len(raw), want)
+		}
 		return jose.ECDSARawToDER(raw)
 	}
 	sig, err := base64.StdEncoding.DecodeString(parts[2])
@@ -123,4 +127,12 @@ func (s *signer) decode(sec *api.Secret) ([]byte, error) {
 		return nil, fmt.Errorf("hashivault: sign with %s: the signature is not base64: %w", s.name, err)
 	}
 	return sig, nil
+}
+
+// ecdsaSize is the byte width of r and s for an ECDSA public key.
+func ecdsaSize(pub crypto.PublicKey) int {
+	if k, ok := pub.(*ecdsa.PublicKey); ok {
+		return (k.Curve.Params().BitSize + 7) / 8
+	}
+	return 0
 }

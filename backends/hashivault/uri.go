@@ -4,7 +4,6 @@ package hashivault
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -24,31 +23,17 @@ type keyRef struct {
 // namespace and mount come from the configuration, never from the URI, so
 // a URI cannot send the backend's token elsewhere.
 func parseURI(uri string) (keyRef, error) {
-	rest, ok := cutPrefixFold(uri, Scheme+"://")
+	rest, ok := backends.CutScheme(uri, Scheme)
 	if !ok {
 		return keyRef{}, backends.NewURIError(uri, "not a hashivault:// URI (want hashivault://KEY/VERSION)")
 	}
 	path, query, _ := strings.Cut(rest, "?")
 	var ref keyRef
-	if query != "" {
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return keyRef{}, backends.NewURIError(uri, "malformed query")
-		}
-		for name, vs := range q {
-			if name != "alg" {
-				return keyRef{}, backends.NewURIError(uri, fmt.Sprintf("unknown query parameter %q (only alg is defined)", name))
-			}
-			if len(vs) != 1 {
-				return keyRef{}, backends.NewURIError(uri, "alg given more than once")
-			}
-			alg, err := jose.ParseAlg(vs[0])
-			if err != nil {
-				return keyRef{}, backends.NewURIError(uri, err.Error())
-			}
-			ref.alg = alg
-		}
+	alg, err := backends.AlgQuery(uri, query)
+	if err != nil {
+		return keyRef{}, err
 	}
+	ref.alg = alg
 	name, version, hasVersion := strings.Cut(path, "/")
 	if !validName(name) {
 		return keyRef{}, backends.NewURIError(uri, "the key name must be 1-128 letters, digits, '_', '-' or '.' (hashivault://KEY/VERSION)")
@@ -89,11 +74,4 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-func cutPrefixFold(s, prefix string) (string, bool) {
-	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
-		return s, false
-	}
-	return s[len(prefix):], true
 }

@@ -80,10 +80,16 @@ func vaultFake(tb testing.TB, opts vaultfake.Options) (*vaultfake.Server, string
 	return fake, secret, pub.(ed25519.PublicKey)
 }
 
-func vaultConfig(fake *vaultfake.Server, secret string) string {
-	return fmt.Sprintf("keys:\n  backend: hashivault\nhashivault:\n  address: %s\n  key: agent-cards\n  rate_limit: 100000\n"+
-		"  auth:\n    method: approle\n    role_id: cardsignd-role\n    secret_id_file: %s\n"+
-		"log:\n  origin: cardsign.example.com/log\n  keys: [\"hashivault://log/1\"]\n", fake.URL(), secret)
+// vaultConfig is a daemon config whose keys are versions of one Transit
+// key in fake, logging in with AppRole; with logKey, the transparency log's
+// key is the Ed25519 Transit key too.
+func vaultConfig(fake *vaultfake.Server, secret string, logKey bool) string {
+	c := fmt.Sprintf("keys:\n  backend: hashivault\nhashivault:\n  address: %s\n  key: agent-cards\n  rate_limit: 100000\n"+
+		"  auth:\n    method: approle\n    role_id: cardsignd-role\n    secret_id_file: %s\n", fake.URL(), secret)
+	if logKey {
+		c += "log:\n  origin: cardsign.example.com/log\n  keys: [\"hashivault://log/1\"]\n"
+	}
+	return c
 }
 
 // TestDaemonHashiVault: keys made and rotated in Transit (AppRole login,
@@ -93,7 +99,7 @@ func vaultConfig(fake *vaultfake.Server, secret string) string {
 // is cardsign's alone.
 func TestDaemonHashiVault(t *testing.T) {
 	fake, secret, logPub := vaultFake(t, vaultfake.Options{})
-	kmsLifecycle(t, os.Environ(), vaultConfig(fake, secret), nil, logPub)
+	kmsLifecycle(t, os.Environ(), vaultConfig(fake, secret, true), nil, logPub)
 }
 
 // TestDaemonTPM: keys generated inside a TPM 2.0 (swtpm, through

@@ -34,9 +34,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cardsign/cardsign/backends/awskms/awskmsfake"
+	"github.com/cardsign/cardsign/backends/azurekv/azurekvfake"
 	"github.com/cardsign/cardsign/backends/gcpkms/gcpkmsfake"
+	"github.com/cardsign/cardsign/backends/hashivault/vaultfake"
 	"github.com/cardsign/cardsign/internal/daemonconfig"
 	"github.com/cardsign/cardsign/internal/pgtest"
+	"github.com/cardsign/cardsign/internal/swtpmtest"
 	"github.com/cardsign/cardsign/internal/testbin"
 	"github.com/cardsign/cardsign/internal/testpki"
 	"github.com/cardsign/cardsign/internal/testsupport"
@@ -50,15 +53,20 @@ func TestMain(m *testing.M) {
 
 // examples are the files this directory must hold; every *.yaml here is
 // checked, these must be among them.
-var examples = []string{"file-lab.yaml", "pkcs11-hsm.yaml", "gcp-kms.yaml", "aws-kms.yaml", "tls-tokens.yaml", "postgres-replicas.yaml"}
+var examples = []string{"file-lab.yaml", "pkcs11-hsm.yaml", "gcp-kms.yaml", "aws-kms.yaml", "tls-tokens.yaml", "postgres-replicas.yaml",
+	"azure-key-vault.yaml", "hashicorp-vault.yaml", "tpm.yaml"}
 
 // movedPrefixes are the absolute paths the examples may name; the tests move
 // them into a temporary directory. The container image and the systemd unit
 // use the same layout.
 var movedPrefixes = []string{"/etc/cardsignd", "/run/secrets", "/var/lib/cardsignd"}
 
-// softHSMPath is the module path the PKCS#11 example names (Debian's).
-const softHSMPath = "/usr/lib/softhsm/libsofthsm2.so"
+// softHSMPath is the module path the PKCS#11 example names (Debian's), and
+// tpmModulePath the TPM example's (Debian's libtpm2-pkcs11-1).
+const (
+	softHSMPath   = "/usr/lib/softhsm/libsofthsm2.so"
+	tpmModulePath = "/usr/lib/x86_64-linux-gnu/pkcs11/libtpm2_pkcs11.so"
+)
 
 func exampleFiles(t *testing.T) []string {
 	t.Helper()
@@ -139,6 +147,14 @@ func prepare(t *testing.T, name string, forStart bool) *setup {
 		s.pin = "1234-" + strings.ReplaceAll(name, ".", "-")
 		s.file(t, c.PKCS11.PINFile, []byte(s.pin+"\n"), 0o400)
 	}
+	if v := c.HashiVault; v.Enabled() {
+		if v.CAFile != "" {
+			s.file(t, v.CAFile, testpki.NewCA(t, "cardsign examples Vault CA").CertPEM, 0o644)
+		}
+		if v.Auth.SecretIDFile != "" {
+			s.file(t, v.Auth.SecretIDFile, []byte("secret-id-"+name+"\n"), 0o400)
+		}
+	}
 	if c.Store.URL != "" {
 		s.postgres(t)
 	}
@@ -166,6 +182,8 @@ func (s *setup) checkMoved(t *testing.T) {
 	paths := map[string]string{
 		"data_dir": c.DataDir, "keys.dir": c.Keys.Dir, "tls.cert_file": c.TLS.CertFile, "tls.key_file": c.TLS.KeyFile,
 		"tls.client_ca_file": c.TLS.ClientCAFile, "pkcs11.pin_file": c.PKCS11.PINFile, "store.password_file": c.Store.PasswordFile,
+		"hashivault.ca_file": c.HashiVault.CAFile, "hashivault.auth.token_file": c.HashiVault.Auth.TokenFile,
+		"hashivault.auth.secret_id_file": c.HashiVault.Auth.SecretIDFile,
 	}
 	for i, d := range c.Keys.ImportDirs {
 		paths[fmt.Sprintf("keys.import_dirs[%d]", i)] = d
@@ -340,7 +358,9 @@ func (s *setup) postgres(t *testing.T) {
 func (s *setup) backends(t *testing.T) {
 	t.Helper()
 	c := s.cfg
-	if c.PKCS11.Enabled() {
+	if c.PKCS11.Module == tpmModulePath {
+		s.tpm(t)
+	} else if c.PKCS11.Enabled() {
 		tokens := filepath.Join(s.root, "softhsm/tokens")
 		mkdir(t, tokens, 0o700)
 		conf := filepath.Join(s.root, "softhsm/softhsm2.conf")
@@ -389,6 +409,94 @@ func (s *setup) backends(t *testing.T) {
 		s.env = append(s.env, "AWS_ACCESS_KEY_ID=AKIDCARDSIGNEXAMPLE", "AWS_SECRET_ACCESS_KEY=cardsign-example-secret",
 			"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
 	}
+	if c.AzureKV.Enabled() {
+		s.azure(t)
+	}
+	if c.HashiVault.Enabled() {
+		s.vault(t)
+	}
+}
+
+// tpm starts a software TPM with a token for the TPM example, and points
+// the copy at it: the module and token the harness made, its PIN in the
+// example's PIN file, and the module's environment (docs: the unit's
+// Environment= lines).
+func (s *setup) tpm(t *testing.T) {
+	t.Helper()
+	tpm := swtpmtest.Start(t)
+	text := strings.Replace(s.text, tpmModulePath, tpm.Module, 1)
+	text = strings.Replace(text, "\n  token: "+s.cfg.PKCS11.Token+"\n", "\n  token: "+tpm.Token+"\n", 1)
+	s.write(t, text)
+	s.pin = tpm.PIN
+	if err := os.WriteFile(s.cfg.PKCS11.PINFile, []byte(tpm.PIN+"\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	s.env = tpm.Environ()
+}
+
+// azure starts a Key Vault fake for the Azure example and points the copy
+// at it: the fake's host instead of the vault's (allowed), and the
+// managed-identity environment an App Service or VM gives; its CA in
+// SSL_CERT_FILE, as a private endpoint's would be in the system roots.
+func (s *setup) azure(t *testing.T) {
+	t.Helper()
+	fake, err := azurekvfake.Start(azurekvfake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	u, err := url.Parse(strings.Replace(s.cfg.AzureKV.Key, "azurekv://", "https://", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.write(t, strings.ReplaceAll(s.text, u.Host, fake.Host()))
+	s.addSetting(t, "azurekv:", fmt.Sprintf("allowed_hosts: [%q]", fake.Host()))
+	ca := filepath.Join(s.root, "azure-ca.pem")
+	s.file(t, ca, fake.CACertPEM(), 0o644)
+	s.env = append(s.env, "IDENTITY_ENDPOINT="+fake.IdentityEndpoint(), "IDENTITY_HEADER="+fake.IdentityHeader(),
+		"IDENTITY_SERVER_THUMBPRINT=", "SSL_CERT_FILE="+ca)
+}
+
+// vaultPolicy is the policy the Vault example's comments write:
+// `path "P" { capabilities = [...] }` lines.
+var vaultPolicy = regexp.MustCompile(`#\s+path "([^"]+)"\s+\{ capabilities = \[([^\]]*)\] \}`)
+
+// vault starts a Vault fake for the Vault example with exactly what its
+// comments make: the policy, the AppRole (the example's role ID, the
+// secret ID file's secret), the log's Ed25519 Transit key. The copy's
+// address becomes the fake's.
+func (s *setup) vault(t *testing.T) {
+	t.Helper()
+	fake, err := vaultfake.Start(vaultfake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	paths := map[string][]string{}
+	for _, m := range vaultPolicy.FindAllStringSubmatch(s.text, -1) {
+		for _, c := range strings.Split(m[2], ",") {
+			paths[m[1]] = append(paths[m[1]], strings.Trim(strings.TrimSpace(c), `"`))
+		}
+	}
+	if len(paths) == 0 {
+		t.Fatalf("%s: no policy in its comments", s.name)
+	}
+	if err := fake.AddPolicy("cardsignd", paths); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := os.ReadFile(s.cfg.HashiVault.Auth.SecretIDFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.AddAppRole(s.cfg.HashiVault.Auth.RoleID, strings.TrimSpace(string(secret)), 20*time.Minute, "cardsignd")
+	for _, uri := range s.cfg.Log.Keys {
+		if name, ok := strings.CutPrefix(uri, "hashivault://"); ok {
+			if err := fake.CreateKey(strings.Split(name, "/")[0], "ed25519"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.write(t, strings.Replace(s.text, s.cfg.HashiVault.Address, fake.URL(), 1))
 }
 
 // addSetting adds lines at the top of a top-level section of the copy.

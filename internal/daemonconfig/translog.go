@@ -173,6 +173,9 @@ func validateLog(c *Config, bad reporter) {
 		if seen[uri] {
 			bad(fmt.Sprintf("log.keys[%d]", i), "%s is listed twice", backends.Redact(uri))
 		}
+		if reason := backends.Unpinned(uri); reason != "" {
+			bad(fmt.Sprintf("log.keys[%d]", i), "%s", reason)
+		}
 		seen[uri] = true
 	}
 	validateWitnesses(c.Log, bad)

@@ -74,8 +74,9 @@ type HashiVaultAuth struct {
 	Method string `yaml:"method"`
 	// The auth method's mount path (default approle or kubernetes).
 	MountPath string `yaml:"mount_path"`
-	// token: a file holding the token (mode 0600 or stricter); unset:
-	// BAO_TOKEN or VAULT_TOKEN. A renewable token is renewed.
+	// token: a file holding the token (mode 0600 or stricter), read again
+	// whenever Vault refuses the token (a Vault Agent sink rewrites it);
+	// unset: BAO_TOKEN or VAULT_TOKEN. A renewable token is renewed.
 	TokenFile string `yaml:"token_file"`
 	// approle: the role ID.
 	RoleID string `yaml:"role_id"`
@@ -129,9 +130,12 @@ func (c *Config) checkVaults(bad func(path, format string, args ...any)) {
 		bad("azurekv.credential", "%q is not environment, workload or managed", a.Credential)
 	}
 	for i, h := range a.AllowedHosts {
-		if h == "" || strings.ContainsAny(h, "/?@ ") {
-			bad(fmt.Sprintf("azurekv.allowed_hosts[%d]", i), "%q is not a host[:port] or a .suffix", h)
+		if h == "" || strings.ContainsAny(h, "/?@ ") || (strings.HasPrefix(h, ".") && strings.Count(h, ".") < 2) {
+			bad(fmt.Sprintf("azurekv.allowed_hosts[%d]", i), "%q is not a host[:port] or a .suffix of two labels or more (.vault.example.com)", h)
 		}
+	}
+	if u, err := url.Parse(strings.Replace(a.Key, "azurekv://", "https://", 1)); a.Key != "" && err == nil && !azureHostAllowed(u.Host, a.AllowedHosts) {
+		bad("azurekv.key", "the vault host %s is not in azurekv.allowed_hosts (default: Azure's Key Vault and Managed HSM domains)", u.Host)
 	}
 	v := c.HashiVault
 	if e := v.Address; e != "" {
@@ -139,6 +143,17 @@ func (c *Config) checkVaults(bad func(path, format string, args ...any)) {
 		if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && !(u.Scheme == "http" && card.IsLoopbackHost(u.Hostname()))) {
 			bad("hashivault.address", "%q must be an https URL (plain http only to a loopback address)", e)
 		}
+	}
+	for field, name := range map[string]string{"hashivault.mount": v.Mount, "hashivault.auth.mount_path": v.Auth.MountPath} {
+		if name != "" && !transitPath(name, true) {
+			bad(field, "%q is not a path of letters, digits, '_', '-' and '.' joined by '/'", name)
+		}
+	}
+	if v.Key != "" && !transitPath(v.Key, false) {
+		bad("hashivault.key", "%q is not a Transit key name of letters, digits, '_', '-' and '.'", v.Key)
+	}
+	if v.Auth.TokenFile != "" && v.Auth.Method != "" && v.Auth.Method != "token" {
+		bad("hashivault.auth.token_file", "is for token auth; %s logs in with its own credentials", v.Auth.Method)
 	}
 	switch v.Auth.Method {
 	case "", "token":
@@ -165,4 +180,40 @@ func (c *Config) checkVaults(bad func(path, format string, args ...any)) {
 	if a.RateLimit < 0 || v.RateLimit < 0 {
 		bad("azurekv.rate_limit", "azurekv.rate_limit and hashivault.rate_limit must not be negative")
 	}
+}
+
+// azureHostAllowed reports whether host is one of allowed (exact, or a
+// .suffix), or with none listed, one of Azure's Key Vault domains.
+func azureHostAllowed(host string, allowed []string) bool {
+	if len(allowed) == 0 {
+		allowed = []string{".vault.azure.net", ".managedhsm.azure.net", ".vault.azure.cn", ".managedhsm.azure.cn",
+			".vault.usgovcloudapi.net", ".managedhsm.usgovcloudapi.net"}
+	}
+	host = strings.ToLower(host)
+	for _, h := range allowed {
+		h = strings.ToLower(h)
+		if host == h || (strings.HasPrefix(h, ".") && strings.HasSuffix(host, h)) {
+			return true
+		}
+	}
+	return false
+}
+
+// transitPath reports whether s is a Transit key name (letters, digits,
+// '_', '-', '.'), or with slashes, a mount path of such names.
+func transitPath(s string, slashes bool) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for _, part := range strings.Split(s, "/") {
+		if part == "" || part == "." || part == ".." || (!slashes && part != s) {
+			return false
+		}
+		for _, c := range part {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+				return false
+			}
+		}
+	}
+	return true
 }

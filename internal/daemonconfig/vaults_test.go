@@ -33,6 +33,12 @@ func TestVaultsConfig(t *testing.T) {
 		{"vault unknown method", "hashivault:\n  auth: {method: ldap}\n", []string{"hashivault.auth.method", `"ldap"`}},
 		{"vault token with a role", "hashivault:\n  auth: {role: x}\n", []string{"hashivault.auth", "token auth takes token_file only"}},
 		{"vault relative file", "hashivault:\n  auth: {token_file: token}\n", []string{"hashivault.auth.token_file", "absolute"}},
+		{"azure key host not allowed", "azurekv:\n  key: azurekv://v.example.com/keys/cards\n", []string{"azurekv.key", "not in azurekv.allowed_hosts"}},
+		{"azure suffix too short", "azurekv:\n  allowed_hosts: [.net]\n", []string{"azurekv.allowed_hosts[0]", "two labels"}},
+		{"vault mount", "hashivault:\n  mount: ../sys\n", []string{"hashivault.mount"}},
+		{"vault key name", "hashivault:\n  key: a/b\n", []string{"hashivault.key"}},
+		{"vault token file with approle", fmt.Sprintf("hashivault:\n  auth: {method: approle, role_id: r, secret_id_file: %q, token_file: /t}\n", secret), []string{"hashivault.auth.token_file", "token auth"}},
+		{"vault log key without a version", "hashivault:\n  address: https://vault.example\nlog:\n  keys: [\"hashivault://log\"]\n", []string{"log.keys[0]", "hashivault://KEY/VERSION"}},
 		{"vault unknown field", "hashivault:\n  adress: https://vault.example\n", []string{"c.yaml:2", `unknown field "adress"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

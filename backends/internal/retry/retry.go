@@ -13,9 +13,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -100,6 +103,11 @@ type Policy struct {
 	// Describe names an error briefly for logs (an error code); nil logs
 	// the error's text.
 	Describe func(error) string
+	// RetryAfter, if set, returns how long the provider asked to wait
+	// before the next attempt (an HTTP Retry-After), 0 when it did not say:
+	// the pause is then at least that long, and a call whose deadline
+	// comes first gives up at once.
+	RetryAfter func(error) time.Duration
 }
 
 // Pacer paces the attempts on one key: a *rate.Limiter, or the key's share
@@ -210,6 +218,9 @@ func (p *Policy) Do(ctx context.Context, c Call, attempt func(context.Context) e
 			return p.gaveUp(c, n, last, fmt.Errorf("%s is not retried after a transient error: it may have taken effect", c.Op))
 		}
 		pause := p.Backoff.Pause(n)
+		if p.RetryAfter != nil {
+			pause = max(pause, p.RetryAfter(err))
+		}
 		if dl, _ := ctx.Deadline(); time.Until(dl) <= pause {
 			return p.gaveUp(c, n, last, fmt.Errorf("the next attempt, in %v, would start past the deadline: %w",
 				pause.Round(time.Millisecond), p.deadline(own)))
@@ -271,4 +282,34 @@ func (p *Policy) describe(err error) string {
 		return p.Describe(err)
 	}
 	return err.Error()
+}
+
+// Network reports whether err is the network's: a refused, reset or
+// timed-out connection, a response cut short. A backend's classifier
+// retries these; anything else that is not the provider's answer (a
+// client that cannot build the request, a challenge it cannot read) does
+// not get better by itself.
+func Network(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// OneLine chains the non-nil errs into one error on one line ("a; b"),
+// each still reachable with errors.Is and errors.As: how a backend's
+// UnavailableError carries a GaveUpError's last error and reason.
+func OneLine(errs ...error) error {
+	var kept []error
+	for _, err := range errs {
+		if err != nil {
+			kept = append(kept, err)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return errors.New("no error recorded")
+	case 1:
+		return kept[0]
+	}
+	return fmt.Errorf("%w; %w", kept[0], OneLine(kept[1:]...))
 }
