@@ -166,8 +166,8 @@ func (b *Backend) credential() (azcore.TokenCredential, error) {
 	default:
 		var chain []azcore.TokenCredential
 		var errs []error
-		for _, make := range []func() (azcore.TokenCredential, error){env, workload, managed} {
-			c, err := make()
+		for _, newCred := range []func() (azcore.TokenCredential, error){env, workload, managed} {
+			c, err := newCred()
 			if err != nil {
 				errs = append(errs, err)
 				continue

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azkeys"
+
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/backends/azurekv/azurekvfake"
 	"github.com/cardsign/cardsign/backends/backendtest"
@@ -210,5 +212,27 @@ func TestParseURI(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("parseURI(%q) = %+v, %v; want %+v", tt.uri, got, err, tt.want)
 		}
+	}
+}
+
+// TestKIDParts: a kid of any shape is read without a panic (the SDK's
+// ID.Name dereferences nil on some).
+func TestKIDParts(t *testing.T) {
+	v := strings.Repeat("ab", 16)
+	for kid, want := range map[string][2]string{
+		"https://v.vault.azure.net/keys/k/" + v: {"k", v},
+		"https://v.vault.azure.net/keys/k":      {"k", ""},
+		"https://v.vault.azure.net/keys":        {"", ""},
+		"https://v.vault.azure.net/secrets/k/1": {"", ""},
+		"%zz":                                   {"", ""},
+		"":                                      {"", ""},
+	} {
+		id := azkeys.ID(kid)
+		if n, ver := kidParts(&id); n != want[0] || ver != want[1] {
+			t.Errorf("kidParts(%q) = %q, %q; want %q", kid, n, ver, want)
+		}
+	}
+	if n, ver := kidParts(nil); n != "" || ver != "" {
+		t.Error("kidParts(nil)")
 	}
 }

@@ -48,10 +48,13 @@ func (b *Backend) Create(ctx context.Context, req backends.CreateRequest) (strin
 	if err != nil {
 		return "", b.fail("CreateKey", b.create.String(), err)
 	}
-	if resp.Key == nil || resp.Key.KID == nil || !validVersion(resp.Key.KID.Version()) || resp.Key.KID.Name() != b.create.name {
+	var name, version string
+	if resp.Key != nil {
+		name, version = kidParts(resp.Key.KID)
+	}
+	if !validVersion(version) || name != b.create.name {
 		return "", fmt.Errorf("azurekv: CreateKey %s returned no kid naming a version of it", b.create)
 	}
-	version := resp.Key.KID.Version()
 	uri := keyURI(b.create.host, b.create.name, version, alg)
 	b.log.Info("azurekv: key version created", "key", b.create.String(), "version", version, "alg", alg, "hsm", b.cfg.HSM)
 	return uri, nil

@@ -45,10 +45,10 @@ func (b *Backend) Open(ctx context.Context, uri string) (backends.Handle, error)
 	if jwk == nil || jwk.KID == nil || jwk.Kty == nil {
 		return backends.Handle{}, &UnsupportedKeyError{Key: ref.String(), Reason: "GetKey returned no key, kid or kty"}
 	}
-	if got := jwk.KID.Name(); got != ref.name {
+	got, version := kidParts(jwk.KID)
+	if got != ref.name {
 		return backends.Handle{}, fmt.Errorf("azurekv: GetKey %s answered for key %q; discarded", ref, got)
 	}
-	version := jwk.KID.Version()
 	if ref.version != "" && version != ref.version {
 		return backends.Handle{}, fmt.Errorf("azurekv: GetKey %s answered for version %q; discarded", ref, version)
 	}

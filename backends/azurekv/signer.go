@@ -59,7 +59,7 @@ func (s *signer) SignContext(ctx context.Context, _ io.Reader, digest []byte, op
 	if err != nil {
 		return nil, s.b.fail("Sign", s.ref.String(), err)
 	}
-	if resp.KID == nil || resp.KID.Name() != s.ref.name || resp.KID.Version() != s.ref.version {
+	if name, version := kidParts(resp.KID); name != s.ref.name || version != s.ref.version {
 		s.b.stats.Failure()
 		got := ""
 		if resp.KID != nil {

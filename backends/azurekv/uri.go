@@ -3,7 +3,10 @@
 package azurekv
 
 import (
+	"net/url"
 	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azkeys"
 
 	"github.com/cardsign/cardsign/backends"
 	"github.com/cardsign/cardsign/jose"
@@ -114,4 +117,27 @@ func validHost(s string) bool {
 		}
 	}
 	return true
+}
+
+// kidParts returns the key name and version of a Key Vault kid
+// (https://HOST/keys/NAME/VERSION), "" for what it lacks. The SDK's own
+// ID.Name and ID.Version dereference nil on a kid of another shape, so a
+// malformed response would crash the process; this never does.
+func kidParts(kid *azkeys.ID) (name, version string) {
+	if kid == nil {
+		return "", ""
+	}
+	u, err := url.Parse(string(*kid))
+	if err != nil {
+		return "", ""
+	}
+	parts := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
+	if len(parts) < 2 || parts[0] != "keys" {
+		return "", ""
+	}
+	name = parts[1]
+	if len(parts) >= 3 {
+		version = parts[2]
+	}
+	return name, version
 }
