@@ -12,14 +12,14 @@ import (
 )
 
 // TestVersionStamped builds cardsignd as the container build does without
-// .git (-ldflags -X with a version and revision) and with two backends left
+// .git (-ldflags -X with a version and revision) and with three backends left
 // out by build tags: --version, --check-config and the start-up line report
 // that build.
 func TestVersionStamped(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "cardsignd")
 	const pkg = "github.com/cardsign/cardsign/buildinfo"
-	build := exec.Command("go", "build", "-buildvcs=false", "-tags", "nopkcs11,nogcpkms",
+	build := exec.Command("go", "build", "-buildvcs=false", "-tags", "nopkcs11,nogcpkms,novault",
 		"-ldflags", "-X "+pkg+".version=v9.8.7-test -X "+pkg+".revision=0123456789abcdef0123456789abcdef01234567", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -27,7 +27,7 @@ func TestVersionStamped(t *testing.T) {
 	goLine := runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
 
 	r := testbin.Run(t, bin, dir, nil, "--version")
-	want := "cardsignd v9.8.7-test (0123456789ab, " + goLine + ")\nbackends: file, awskms\n"
+	want := "cardsignd v9.8.7-test (0123456789ab, " + goLine + ")\nbackends: file, awskms, azurekv\n"
 	if r.Code != 0 || r.Stdout != want || r.Stderr != "" {
 		t.Fatalf("--version: exit %d\nstdout %q, want %q\nstderr %s", r.Code, r.Stdout, want, r.Stderr)
 	}

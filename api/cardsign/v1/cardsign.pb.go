@@ -2714,7 +2714,7 @@ type GetServerInfoResponse struct {
 	GoVersion string `protobuf:"bytes,5,opt,name=go_version,json=goVersion,proto3" json:"go_version,omitempty"`
 	// GOOS/GOARCH (linux/amd64).
 	Platform string `protobuf:"bytes,6,opt,name=platform,proto3" json:"platform,omitempty"`
-	// The key backends compiled in (file, pkcs11, gcpkms, awskms): build tags
+	// The key backends compiled in (file, pkcs11, gcpkms, awskms, azurekv, hashivault): build tags
 	// and cgo leave some out.
 	Backends []string `protobuf:"bytes,7,rep,name=backends,proto3" json:"backends,omitempty"`
 	// The replica that answered: its replica setting, or the name it took

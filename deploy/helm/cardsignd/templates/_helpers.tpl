@@ -108,7 +108,7 @@ that could not share a store and keys.
 {{- $_ := set $cfg "store" $store -}}
 {{- end -}}
 {{- if and (gt (int .Values.replicaCount) 1) (eq (include "cardsignd.keyBackend" .) "file") -}}
-{{- fail (printf "replicaCount: %d replicas need keys every replica reaches: set config.keys.backend to gcpkms, awskms or pkcs11 (file keys live on one pod's volume)" (int .Values.replicaCount)) -}}
+{{- fail (printf "replicaCount: %d replicas need keys every replica reaches: set config.keys.backend to gcpkms, awskms, azurekv, hashivault or pkcs11 (file keys live on one pod's volume)" (int .Values.replicaCount)) -}}
 {{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
