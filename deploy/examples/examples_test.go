@@ -580,6 +580,7 @@ func TestExamplesBroken(t *testing.T) {
 			fields := map[string]string{
 				s.cfg.TLS.CertFile: "cert_file:", s.cfg.TLS.KeyFile: "key_file:", s.cfg.TLS.ClientCAFile: "client_ca_file:",
 				s.cfg.Store.PasswordFile: "password_file:", s.cfg.PKCS11.PINFile: "pin_file:",
+				s.cfg.HashiVault.Auth.SecretIDFile: "secret_id_file:",
 			}
 			want, removed := 0, 0
 			for f := range fields {

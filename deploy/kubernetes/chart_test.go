@@ -50,6 +50,7 @@ var chartExamples = []kustomization{
 	{dir: "examples/postgres-replicas.yaml", backend: "gcpkms", saAnnotation: "iam.gke.io/gcp-service-account", chart: true},
 	{dir: "examples/gcp-kms.yaml", backend: "gcpkms", saAnnotation: "iam.gke.io/gcp-service-account", chart: true},
 	{dir: "examples/aws-kms.yaml", backend: "awskms", saAnnotation: "eks.amazonaws.com/role-arn", chart: true},
+	{dir: "examples/hashicorp-vault.yaml", backend: "hashivault", chart: true},
 	{dir: "examples/cert-manager-monitoring.yaml", backend: "file", chart: true},
 }
 

@@ -30,6 +30,7 @@ type daemonConfig struct {
 	backend      string
 	tls          bool
 	storeURL     string
+	vaultAddr    string // hashivault.address
 	passwordFile string
 	dataDir      string // after the --data-dir argument
 	keysDir      string // keys.dir, default <data_dir>/keys
@@ -50,6 +51,7 @@ func parseConfig(text string) (daemonConfig, error) {
 		backend:      lookup(tree, "keys.backend", "file"),
 		tls:          lookup(tree, "tls.cert_file", "") != "",
 		storeURL:     lookup(tree, "store.url", ""),
+		vaultAddr:    lookup(tree, "hashivault.address", ""),
 		passwordFile: lookup(tree, "store.password_file", ""),
 		dataDir:      lookup(tree, "data_dir", "./cardsignd-data"),
 	}
@@ -665,6 +667,13 @@ func (m *manifests) checkNetworkPolicy(w *workload) []string {
 	}
 	if w.cfg.backend == "gcpkms" {
 		needs = append(needs, need{80, corev1.ProtocolTCP, "the GKE metadata server (Workload Identity's credentials)"})
+	}
+	if u, err := url.Parse(w.cfg.vaultAddr); w.cfg.vaultAddr != "" && err == nil {
+		port := int32(443)
+		if n, err := strconv.ParseInt(u.Port(), 10, 32); err == nil {
+			port = int32(n)
+		}
+		needs = append(needs, need{port, corev1.ProtocolTCP, "Vault (hashivault.address)"})
 	}
 	for _, n := range needs {
 		if !allows(out, w.container, n.port, n.proto) {

@@ -153,8 +153,12 @@ func newPodFS(spec *corev1.PodSpec, c *corev1.Container, configMaps map[string]*
 				fs.problems = append(fs.problems, fmt.Sprintf("volume %s: Secret %s is not in the build, so its files are known only from items: list them", v.Name, v.Secret.SecretName))
 				continue
 			}
+		case v.Projected != nil && len(v.Projected.Sources) == 1 && v.Projected.Sources[0].ServiceAccountToken != nil:
+			// A projected service account token: one file, the token.
+			src.kind, src.name, defaultMode = "serviceAccountToken", v.Projected.Sources[0].ServiceAccountToken.Audience, v.Projected.DefaultMode
+			items = append(items, item{key: "token", path: v.Projected.Sources[0].ServiceAccountToken.Path})
 		default:
-			fs.problems = append(fs.problems, fmt.Sprintf("volume %s: only emptyDir, persistentVolumeClaim, configMap and secret volumes are modelled", v.Name))
+			fs.problems = append(fs.problems, fmt.Sprintf("volume %s: only emptyDir, persistentVolumeClaim, configMap, secret and projected service account token volumes are modelled", v.Name))
 			continue
 		}
 		found := false
@@ -247,9 +251,10 @@ type pathRef struct {
 // (README, configuration table). Any other field holding an absolute path
 // fails the test: a new path-valued setting must be added here.
 var (
-	fileFields = []string{"tls.cert_file", "tls.key_file", "tls.client_ca_file", "store.password_file", "pkcs11.pin_file"}
-	dirFields  = []string{"data_dir", "keys.dir"}
-	dirLists   = []string{"keys.import_dirs", "pkcs11.pin_source_dirs"}
+	fileFields = []string{"tls.cert_file", "tls.key_file", "tls.client_ca_file", "store.password_file", "pkcs11.pin_file",
+		"hashivault.ca_file", "hashivault.auth.token_file", "hashivault.auth.secret_id_file", "hashivault.auth.jwt_file"}
+	dirFields = []string{"data_dir", "keys.dir"}
+	dirLists  = []string{"keys.import_dirs", "pkcs11.pin_source_dirs"}
 	// libpq parameters of store.url that name files (pgx reads them).
 	urlFileParams = []string{"sslrootcert", "sslcert", "sslkey"}
 )

@@ -15,6 +15,13 @@ func TestVaultsConfig(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("s3cret-id\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	loose := filepath.Join(dir, "loose-secret-id")
+	if err := os.WriteFile(loose, []byte("s3cret-id\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, yaml string
 		want       []string
@@ -39,6 +46,8 @@ func TestVaultsConfig(t *testing.T) {
 		{"vault key name", "hashivault:\n  key: a/b\n", []string{"hashivault.key"}},
 		{"vault token file with approle", fmt.Sprintf("hashivault:\n  auth: {method: approle, role_id: r, secret_id_file: %q, token_file: /t}\n", secret), []string{"hashivault.auth.token_file", "token auth"}},
 		{"vault log key without a version", "hashivault:\n  address: https://vault.example\nlog:\n  keys: [\"hashivault://log\"]\n", []string{"log.keys[0]", "hashivault://KEY/VERSION"}},
+		{"vault secret readable by others", fmt.Sprintf("hashivault:\n  auth: {method: approle, role_id: r, secret_id_file: %q}\n", loose), []string{"hashivault.auth.secret_id_file", "chmod 600"}},
+		{"vault secret missing", fmt.Sprintf("hashivault:\n  auth: {method: approle, role_id: r, secret_id_file: %q}\n", filepath.Join(dir, "absent")), []string{"hashivault.auth.secret_id_file", "no such file"}},
 		{"vault unknown field", "hashivault:\n  adress: https://vault.example\n", []string{"c.yaml:2", `unknown field "adress"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
