@@ -220,12 +220,13 @@ func TestParseURI(t *testing.T) {
 func TestKIDParts(t *testing.T) {
 	v := strings.Repeat("ab", 16)
 	for kid, want := range map[string][2]string{
-		"https://v.vault.azure.net/keys/k/" + v: {"k", v},
-		"https://v.vault.azure.net/keys/k":      {"k", ""},
-		"https://v.vault.azure.net/keys":        {"", ""},
-		"https://v.vault.azure.net/secrets/k/1": {"", ""},
-		"%zz":                                   {"", ""},
-		"":                                      {"", ""},
+		"https://v.vault.azure.net/keys/k/" + v:        {"k", v},
+		"https://v.vault.azure.net/keys/k":             {"k", ""},
+		"https://v.vault.azure.net/keys":               {"", ""},
+		"https://v.vault.azure.net/secrets/k/1":        {"", ""},
+		"https://v.vault.azure.net/keys/k/" + v + "/x": {"", ""},
+		"%zz": {"", ""},
+		"":    {"", ""},
 	} {
 		id := azkeys.ID(kid)
 		if n, ver := kidParts(&id); n != want[0] || ver != want[1] {

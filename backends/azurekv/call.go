@@ -54,7 +54,11 @@ func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) 
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return retry.Interrupted
 		case errors.Is(err, context.DeadlineExceeded):
-			return retry.Interrupted // the attempt's own timeout: retried while the call has time
+			// The attempt's own timeout: CreateKey may have made a version.
+			if c.once {
+				return retry.NotRepeated
+			}
+			return retry.Interrupted
 		}
 		var re *azcore.ResponseError
 		if !errors.As(err, &re) {

@@ -132,7 +132,7 @@ func kidParts(kid *azkeys.ID) (name, version string) {
 		return "", ""
 	}
 	parts := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
-	if len(parts) < 2 || parts[0] != "keys" {
+	if len(parts) < 2 || len(parts) > 3 || parts[0] != "keys" {
 		return "", ""
 	}
 	name = parts[1]

@@ -140,7 +140,11 @@ func TestAuthMethods(t *testing.T) {
 			if _, err := jose.Sign(t.Context(), k.Signer, k.Alg, []byte("eyJ9.x")); err != nil {
 				t.Fatal(err)
 			}
+			logins := e.fake.Calls("Login")
 			_, err = backends.OpenWith(t.Context(), b, "hashivault://other/1", backends.OpenOptions{})
+			if got := e.fake.Calls("Login") - logins; got != 0 {
+				t.Errorf("a policy's refusal made %d logins: only a refused token should", got)
+			}
 			var de *DeniedError
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), "transit/keys/other") {
 				t.Fatalf("a key the policy does not grant: %v, want a *DeniedError naming the path", err)
@@ -234,6 +238,20 @@ func TestFaults(t *testing.T) {
 	if got := e.fake.Calls("Rotate") - before; got != 1 {
 		t.Fatalf("a rotation answered 500 was sent %d times, want 1", got)
 	}
+	// A rotation whose attempt timed out may have happened: not sent again.
+	slow := e.newBackend(t, Config{Key: "rot", AttemptTimeout: 100 * time.Millisecond, Auth: Auth{Token: e.fake.RootToken()}})
+	if _, err := slow.readKey(t.Context(), "rot"); err != nil {
+		t.Fatal(err)
+	}
+	_ = e.fake.Update(func(o *vaultfake.Options) { o.InternalErrors, o.Latency = 0, 300*time.Millisecond })
+	before = e.fake.Calls("Rotate")
+	if _, err := slow.rotate(t.Context()); !errors.Is(err, backends.ErrUnavailable) {
+		t.Fatalf("a rotation that timed out: %v, want unavailability (not repeated)", err)
+	}
+	if got := e.fake.Calls("Rotate") - before; got != 1 {
+		t.Fatalf("a rotation that timed out was sent %d times, want 1", got)
+	}
+	_ = e.fake.Update(func(o *vaultfake.Options) { o.Latency = 0 })
 }
 
 // TestNamespace: the backend's namespace reaches Transit and the login;

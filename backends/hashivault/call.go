@@ -50,12 +50,18 @@ type call struct {
 func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) error) error {
 	relogged := false
 	var used, stale string // the token the last attempt sent; the one Vault refused
+	var refusal error      // Vault's 403 to stale
 	classify := func(ctx context.Context, err error) retry.Class {
 		switch {
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return retry.Interrupted
 		case errors.Is(err, context.DeadlineExceeded):
-			return retry.Interrupted // the attempt's own timeout: retried while the call has time
+			// The attempt's own timeout: it may have taken effect, so only an
+			// idempotent call is sent again (while the call has time).
+			if !c.idempotent {
+				return retry.NotRepeated
+			}
+			return retry.Interrupted
 		case backends.AsAny(err, new(*LoginError), new(*UnavailableError)):
 			// The session's own calls retried already: its failure ends this one.
 			return retry.Final
@@ -82,7 +88,7 @@ func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) 
 		case http.StatusForbidden:
 			// An expired or revoked token: log in again, once per call.
 			if c.authed && !relogged && b.sess.canLogin() {
-				relogged, stale = true, used
+				relogged, stale, refusal = true, used, err
 				return retry.Transient
 			}
 		}
@@ -90,6 +96,12 @@ func (b *Backend) do(ctx context.Context, c call, attempt func(context.Context) 
 	}
 	return b.retry.Do(ctx, retry.Call{Op: c.op, Key: c.key, Limiter: c.limiter, Classify: classify}, func(ctx context.Context) error {
 		if c.authed {
+			// A 403 to a token Vault still honours is the policy's answer:
+			// logging in again would not change it (and would spend a
+			// secret ID's uses), so it is returned as it is.
+			if stale != "" && b.sess.honoured(ctx, stale) {
+				return refusal
+			}
 			if err := b.sess.get(ctx, stale); err != nil {
 				return err
 			}

@@ -41,7 +41,9 @@
 // ID) or Kubernetes (a role and the pod's service account token, read at
 // every login). The backend logs in at its first call, renews a renewable
 // token at two thirds of its lease, and logs in again when renewal is
-// refused, the max TTL nears, or Vault answers 403 (once per call).
+// refused, the max TTL nears, or Vault refuses the token (a 403 whose token
+// lookup-self also fails; a 403 to a token Vault still honours is the
+// policy's answer, returned as a *DeniedError without a login).
 // Namespaces (Vault Enterprise, OpenBao) apply to Transit and the logins.
 //
 // # Retries, rate limit and metrics

@@ -110,12 +110,7 @@ func (s *session) get(ctx context.Context, stale string) error {
 		s.login = done
 		s.mu.Unlock()
 
-		err := s.logIn(ctx)
-
-		s.mu.Lock()
-		s.login = nil
-		s.mu.Unlock()
-		close(done)
+		err := s.loginOnce(ctx, done)
 		if err != nil {
 			var ue *UnavailableError
 			if errors.As(err, &ue) {
@@ -125,6 +120,31 @@ func (s *session) get(ctx context.Context, stale string) error {
 		}
 		return nil
 	}
+}
+
+// loginOnce runs the one login in flight and, however it ends, lets the
+// callers waiting on done go.
+func (s *session) loginOnce(ctx context.Context, done chan struct{}) error {
+	defer func() {
+		s.mu.Lock()
+		s.login = nil
+		s.mu.Unlock()
+		close(done)
+	}()
+	return s.logIn(ctx)
+}
+
+// honoured reports whether Vault still accepts tok (lookup-self answers),
+// so that a 403 to it was the policy's and not an expired token's.
+func (s *session) honoured(ctx context.Context, tok string) bool {
+	c, err := s.b.client.Clone()
+	if err != nil {
+		return false
+	}
+	c.SetNamespace(s.b.cfg.Namespace)
+	c.SetToken(tok)
+	_, err = c.Auth().Token().LookupSelfWithContext(ctx)
+	return err == nil
 }
 
 // current is the token in use.
@@ -137,10 +157,12 @@ func (s *session) current() string {
 // logIn gets a token, without holding s.mu: logs in with AppRole or
 // Kubernetes, or reads and looks up the static token to learn its TTL.
 func (s *session) logIn(ctx context.Context) error {
-	c, err := s.b.client.Clone() // no token: a login must not send a stale one
+	c, err := s.b.client.Clone()
 	if err != nil {
 		return fmt.Errorf("hashivault: login: %w", err)
 	}
+	// Clone reads BAO_TOKEN / VAULT_TOKEN again: a login sends no token.
+	c.ClearToken()
 	c.SetNamespace(s.b.cfg.Namespace)
 	var tok string
 	var ttl, increment time.Duration
@@ -162,6 +184,11 @@ func (s *session) logIn(ctx context.Context) error {
 		}
 		if ttl, err = sec.TokenTTL(); err != nil {
 			return fmt.Errorf("hashivault: token lookup-self: ttl: %w", err)
+		}
+		// TTL 0 is a token that never expires (no expire_time), or one at
+		// its very last second: the latter is expired, not eternal.
+		if ttl == 0 && sec.Data["expire_time"] != nil {
+			return fmt.Errorf("hashivault: the token from %s has expired", cmp.Or(s.auth.TokenFile, "the configuration"))
 		}
 		if renewable, err = sec.TokenIsRenewable(); err != nil {
 			return fmt.Errorf("hashivault: token lookup-self: renewable: %w", err)
@@ -193,10 +220,12 @@ func (s *session) logIn(ctx context.Context) error {
 		ttl = time.Duration(sec.Auth.LeaseDuration) * time.Second
 		increment = ttl
 	}
+	// The client sends the new token before callers can record it as the
+	// one they used.
+	s.b.client.SetToken(tok)
 	s.mu.Lock()
 	s.token, s.obtained, s.ttl, s.increment, s.renewable = tok, time.Now(), ttl, increment, renewable
 	s.mu.Unlock()
-	s.b.client.SetToken(tok)
 	s.b.log.Info("hashivault: logged in", "method", s.auth.Method, "ttl", ttl, "renewable", renewable)
 	select {
 	case s.wake <- struct{}{}:
@@ -298,7 +327,7 @@ func (s *session) refresh(ctx context.Context, tok string) error {
 			got := time.Duration(sec.Auth.LeaseDuration) * time.Second
 			// A renewal that gives less than half of the token's TTL has
 			// reached its max TTL: log in again before it ends.
-			if got >= increment/2 || !s.canLogin() {
+			if got > 0 && (got >= increment/2 || !s.canLogin()) {
 				s.mu.Lock()
 				if s.token == tok {
 					s.obtained, s.ttl, s.renewable = time.Now(), got, sec.Auth.Renewable

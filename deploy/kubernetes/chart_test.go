@@ -549,6 +549,8 @@ func TestChartRefuses(t *testing.T) {
 		{"bad enum", base, "podAntiAffinity: sometimes", []string{"podAntiAffinity"}},
 		{"replicas without PostgreSQL", base, "replicaCount: 3", []string{"replicaCount: 3 replicas need PostgreSQL (postgres.enabled: true, postgres.url)"}},
 		{"replicas with file keys", pg, "config: {keys: {backend: file}}", []string{"replicaCount: 3 replicas need keys every replica reaches"}},
+		{"Vault's Kubernetes auth without its token", base, "config: {hashivault: {auth: {method: kubernetes, role: r}}}", []string{"needs vaultToken.enabled: true"}},
+		{"Vault's token at another path", base, "vaultToken: {enabled: true}\nconfig: {hashivault: {auth: {method: kubernetes, role: r, jwt_file: /x}}}", []string{"config.hashivault.auth.jwt_file"}},
 		{"grpc_addr in config", base, "config: {grpc_addr: 0.0.0.0:9000}", []string{"config.grpc_addr: set by the chart"}},
 		{"tls file in config", base, "config: {tls: {key_file: /k.pem}}", []string{"config.tls.key_file: set by the chart"}},
 		{"store.url in config", base, "config: {store: {url: 'postgres://x@db/x'}}", []string{"config.store.url: set by the chart from postgres.url"}},

@@ -171,9 +171,11 @@ func (c *Config) checkVaults(bad func(path, format string, args ...any)) {
 	default:
 		bad("hashivault.auth.method", "%q is not token, approle or kubernetes", v.Auth.Method)
 	}
-	if p := v.Auth.SecretIDFile; p != "" && filepath.IsAbs(p) {
-		if problem := vaultSecretProblem(p); problem != "" {
-			bad("hashivault.auth.secret_id_file", "%s", problem)
+	for field, p := range map[string]string{"hashivault.auth.secret_id_file": v.Auth.SecretIDFile, "hashivault.auth.token_file": v.Auth.TokenFile} {
+		if p != "" && filepath.IsAbs(p) {
+			if problem := vaultSecretProblem(p); problem != "" {
+				bad(field, "%s", problem)
+			}
 		}
 	}
 	for field, p := range map[string]string{"hashivault.ca_file": v.CAFile, "hashivault.auth.token_file": v.Auth.TokenFile,
@@ -223,9 +225,10 @@ func transitPath(s string, slashes bool) bool {
 	return true
 }
 
-// vaultSecretProblem checks the AppRole secret ID file as the daemon will
-// read it: a regular file that group and others cannot read, no larger
-// than a secret. It is opened without blocking, and not read.
+// vaultSecretProblem checks a Vault token or AppRole secret ID file as the
+// daemon will read it: a regular file that group and others cannot read
+// (a Vault Agent sink: mode = 0600), no larger than a secret. It is opened
+// without blocking, and not read.
 func vaultSecretProblem(path string) string {
 	f, fi, err := secretfile.Open(path, 0)
 	if err != nil {
@@ -233,10 +236,10 @@ func vaultSecretProblem(path string) string {
 	}
 	f.Close()
 	if fi.Mode().Perm()&0o044 != 0 {
-		return fmt.Sprintf("%s has mode %04o, which lets group or others read the AppRole secret ID; run: chmod 600 %s", path, fi.Mode().Perm(), path)
+		return fmt.Sprintf("%s has mode %04o, which lets group or others read a Vault secret; run: chmod 600 %s (a Vault Agent sink: mode = 0600)", path, fi.Mode().Perm(), path)
 	}
 	if fi.Size() > maxVaultSecretFile {
-		return fmt.Sprintf("%s is %d bytes long: it holds the secret ID only (at most %d bytes)", path, fi.Size(), maxVaultSecretFile)
+		return fmt.Sprintf("%s is %d bytes long: it holds a token or secret ID only (at most %d bytes)", path, fi.Size(), maxVaultSecretFile)
 	}
 	return ""
 }

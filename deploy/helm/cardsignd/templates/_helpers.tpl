@@ -88,6 +88,20 @@ that could not share a store and keys.
 {{- $_ := set $tls "cert_file" "/etc/cardsignd/tls/tls.crt" -}}
 {{- $_ := set $tls "key_file" "/etc/cardsignd/tls/tls.key" -}}
 {{- $_ := set $cfg "tls" $tls -}}
+{{- /* Vault's Kubernetes auth reads the token vaultToken projects. */ -}}
+{{- $hv := default (dict) $cfg.hashivault -}}
+{{- $hvAuth := default (dict) $hv.auth -}}
+{{- if eq (toString $hvAuth.method) "kubernetes" -}}
+{{- if not .Values.vaultToken.enabled -}}
+{{- fail "config.hashivault.auth.method: kubernetes needs vaultToken.enabled: true (the pod mounts no other service account token)" -}}
+{{- end -}}
+{{- if and (hasKey $hvAuth "jwt_file") (ne (toString $hvAuth.jwt_file) "/var/run/secrets/vault/token") -}}
+{{- fail "config.hashivault.auth.jwt_file: the chart projects Vault's token at /var/run/secrets/vault/token (vaultToken); leave jwt_file unset" -}}
+{{- end -}}
+{{- $_ := set $hvAuth "jwt_file" "/var/run/secrets/vault/token" -}}
+{{- $_ := set $hv "auth" $hvAuth -}}
+{{- $_ := set $cfg "hashivault" $hv -}}
+{{- end -}}
 {{- $store := default (dict) $cfg.store -}}
 {{- if hasKey $store "url" -}}
 {{- fail "config.store.url: set by the chart from postgres.url, not in config" -}}
