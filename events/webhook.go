@@ -219,8 +219,8 @@ func Sign(signers []*standardwebhooks.Webhook, id string, at time.Time, body []b
 	return strings.Join(sigs, " "), nil
 }
 
-func (w *Webhook) post(ctx context.Context, id string, body []byte, ctype string) error {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+func (w *Webhook) post(parent context.Context, id string, body []byte, ctype string) error {
+	ctx, cancel := context.WithTimeout(parent, w.cfg.Timeout)
 	defer cancel()
 	now := time.Now()
 	sig, err := Sign(w.signers, id, now, body)
@@ -243,6 +243,11 @@ func (w *Webhook) post(ctx context.Context, id string, body []byte, ctype string
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // it repeats the URL, which may hold a token
+		}
+		// The request's own deadline and the transport's header timeout are
+		// the same length; whichever fires first, say it one way.
+		if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("webhook %s: POST: no answer within %v (timeout awaiting response headers): %w", w.shown, w.cfg.Timeout, err)
 		}
 		return fmt.Errorf("webhook %s: POST: %w", w.shown, err)
 	}
